@@ -5,8 +5,12 @@ use time::{OffsetDateTime, UtcOffset};
 
 /// Render as RFC 3339 UTC with whole seconds, e.g. `2026-11-30T00:00:00Z`.
 pub fn rfc3339(t: OffsetDateTime) -> String {
-    let t = t.to_offset(UtcOffset::UTC).replace_nanosecond(0).unwrap_or(t);
-    t.format(&Rfc3339).unwrap_or_else(|_| "invalid-time".to_string())
+    let t = t
+        .to_offset(UtcOffset::UTC)
+        .replace_nanosecond(0)
+        .unwrap_or(t);
+    t.format(&Rfc3339)
+        .unwrap_or_else(|_| "invalid-time".to_string())
 }
 
 /// Parse an RFC 3339 timestamp. `require_utc` refuses any offset but `Z`.

@@ -68,7 +68,12 @@ mod tests {
         let names: Vec<_> = Component::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(
             names,
-            ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+            [
+                "etcd",
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler"
+            ]
         );
         for c in Component::ALL {
             assert_eq!(Component::from_name(c.name()), Some(c));
