@@ -3,7 +3,7 @@
 //!
 //! Pure domain modules (parse, decide, render) are apart from node I/O.
 
-// Domain (pure).
+// Domain (pure): parse from bytes, decide, render.
 pub mod agent;
 pub mod clock;
 pub mod component;
@@ -12,3 +12,21 @@ pub mod outcome;
 pub mod phase;
 pub mod pki;
 pub mod receipt;
+
+// Command line and output.
+pub mod cli;
+pub mod output;
+pub mod version;
+
+// Node I/O: paths under --root, safe reads and durable writes, the lock.
+pub mod fsx;
+pub mod inspect;
+pub mod lock;
+pub mod manifests;
+pub mod node_pki;
+pub mod paths;
+
+// Modes.
+pub mod app;
+pub mod check;
+pub mod status;

@@ -1,0 +1,174 @@
+//! Dispatch: from raw arguments to a report and an exit code. `main` only
+//! calls [`run`].
+
+use crate::cli::{self, Cli, Invocation, Mode, OutputFormat, UsageError};
+use crate::fsx::Root;
+use crate::outcome::exit;
+use crate::output::{self, Report};
+use clap::Parser;
+use serde_json::json;
+use std::ffi::OsString;
+
+fn usage_report(e: &UsageError) -> Report {
+    let message = crate::receipt::bounded_message(&e.message);
+    Report {
+        code: exit::USAGE,
+        json: json!({
+            "mode": e.mode,
+            "runbookVersion": crate::version::RUNBOOK_VERSION,
+            "operationID": null,
+            "outcome": "usage_error",
+            "phase": "arguments",
+            "message": message,
+            "replayed": false,
+            "durationMs": 0,
+        }),
+        text: format!("error: {message}\n(see nvke-cert-runbook --help)"),
+    }
+}
+
+fn init_logging(format: cli::LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_max_level(tracing::Level::INFO);
+    let _ = match format {
+        cli::LogFormat::Text => builder.with_ansi(false).try_init(),
+        cli::LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Everything `main` does: parse, set up logging, dispatch, print once, and
+/// return the exit code.
+pub fn run(args: Vec<OsString>) -> u8 {
+    let json_out = cli::wants_json(&args);
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if e.kind() == ErrorKind::DisplayHelp {
+                let help = e.to_string();
+                if json_out {
+                    output::emit_json(&json!({
+                        "mode": "help",
+                        "runbookVersion": crate::version::RUNBOOK_VERSION,
+                        "help": help,
+                    }));
+                } else {
+                    output::emit_text(&help);
+                }
+                return exit::OK;
+            }
+            let msg = e.to_string();
+            let first = msg
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("usage error");
+            let first = first.trim_start_matches("error: ").to_string();
+            let err = UsageError {
+                message: first,
+                mode: cli::guess_mode(&args),
+            };
+            return finish(usage_report(&err), json_out);
+        }
+    };
+    let inv = match cli::validate(cli) {
+        Ok(inv) => inv,
+        Err(e) => return finish(usage_report(&e), json_out),
+    };
+    let json_out = inv.global.output == OutputFormat::Json;
+    init_logging(inv.global.log_format);
+    let start = std::time::Instant::now();
+    let mut report = dispatch(&inv);
+    if let Some(obj) = report.json.as_object_mut() {
+        if inv.global.clock.is_fixed() {
+            // Golden tests fix the clock; durations would make them flaky.
+            obj.insert("durationMs".into(), json!(0));
+        } else {
+            obj.insert(
+                "durationMs".into(),
+                json!(start.elapsed().as_millis() as u64),
+            );
+        }
+    }
+    finish(report, json_out)
+}
+
+fn finish(report: Report, json_out: bool) -> u8 {
+    if json_out {
+        output::emit_json(&report.json);
+    } else if report.code == exit::USAGE {
+        output::emit_stderr(&report.text);
+    } else {
+        output::emit_text(&report.text);
+    }
+    report.code
+}
+
+fn open_root(inv: &Invocation) -> Result<Root, Report> {
+    Root::open(&inv.global.root).map_err(|e| Report {
+        code: exit::FAILED,
+        json: json!({
+            "mode": inv.mode.name(),
+            "runbookVersion": crate::version::RUNBOOK_VERSION,
+            "operationID": null,
+            "outcome": "failed",
+            "phase": "arguments",
+            "message": crate::receipt::bounded_message(&e.to_string()),
+            "replayed": false,
+        }),
+        text: format!("error: {e}"),
+    })
+}
+
+fn dispatch(inv: &Invocation) -> Report {
+    if let Mode::Version = inv.mode {
+        return Report {
+            code: exit::OK,
+            json: crate::version::json(),
+            text: crate::version::text(),
+        };
+    }
+    let root = match open_root(inv) {
+        Ok(r) => r,
+        Err(rep) => return rep,
+    };
+    match &inv.mode {
+        Mode::Check { force, agent_state } => {
+            crate::check::run(&root, &inv.global, *force, agent_state.as_deref())
+        }
+        Mode::Status {
+            operation_id,
+            fence: false,
+        } => crate::status::view(&root, &inv.global, operation_id.as_ref()),
+        Mode::Status {
+            operation_id: Some(id),
+            fence: true,
+        } => crate::status::fence(&root, &inv.global, id),
+        Mode::Status {
+            operation_id: None,
+            fence: true,
+        } => unreachable!("validated: --fence needs an ID"),
+        Mode::Renew { operation_id, .. } => not_built(inv, Some(operation_id.as_str())),
+        Mode::LegacyV1 { .. } => not_built(inv, None),
+        Mode::Version => unreachable!("handled above"),
+    }
+}
+
+fn not_built(inv: &Invocation, id: Option<&str>) -> Report {
+    let message = "renewal is not built yet in this version: only --check and --status-only work; nothing was changed";
+    Report {
+        code: exit::FAILED,
+        json: json!({
+            "mode": inv.mode.name(),
+            "runbookVersion": crate::version::RUNBOOK_VERSION,
+            "operationID": id,
+            "outcome": "failed",
+            "phase": "arguments",
+            "message": message,
+            "replayed": false,
+            "resumedFrom": null,
+        }),
+        text: format!("FAILED: {message}"),
+    }
+}

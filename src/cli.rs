@@ -1,0 +1,649 @@
+//! The command line of SPEC section 1: clap derive types, and the pure
+//! validation that turns them into an [`Invocation`] (or a usage error).
+
+use crate::clock::{self, Clock};
+use crate::opid::OperationId;
+use crate::phase::CA_KEYS;
+use clap::{Parser, ValueEnum};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Component as PathComponent, Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Raw command line. Validation that clap cannot express lives in [`validate`].
+#[derive(Debug, Parser)]
+#[command(
+    name = "nvke-cert-runbook",
+    about = "Renew the kubeadm leaf certificates of this control-plane node and restart its static pods one at a time.",
+    disable_version_flag = true,
+    override_usage = "nvke-cert-runbook [GLOBAL] --operation-id ID [--force] [--threshold-days N] [--expect-ca-sha256 NAME=HEX]...\n       nvke-cert-runbook [GLOBAL] --legacy-v1 [--force] [--threshold-days N]\n       nvke-cert-runbook [GLOBAL] --check [--force] [--threshold-days N] [--agent-state PATH]\n       nvke-cert-runbook [GLOBAL] --status-only [--operation-id ID [--fence]]\n       nvke-cert-runbook --version | --help"
+)]
+pub struct Cli {
+    /// Renew (V2) under this operation ID; with --status-only, the operation asked about.
+    #[arg(long, value_name = "ID")]
+    pub operation_id: Option<String>,
+    /// Renew in the V1-compatible way (legacy five-line phase file, no receipts).
+    #[arg(long)]
+    pub legacy_v1: bool,
+    /// Read-only preflight: report state and decide renew / unchanged / failed.
+    #[arg(long)]
+    pub check: bool,
+    /// Report the node's renewal state; with --operation-id ID --fence, the controller's termination check.
+    #[arg(long)]
+    pub status_only: bool,
+    /// With --status-only --operation-id: confirm termination, abandoning the operation if it never finished.
+    #[arg(long)]
+    pub fence: bool,
+    /// Renew regardless of expiry.
+    #[arg(long)]
+    pub force: bool,
+    /// A leaf expiring within N days needs renewal (7..=90).
+    #[arg(long, value_name = "N")]
+    pub threshold_days: Option<i64>,
+    /// Expected sha256 of a CA file: NAME is ca.crt, etcd/ca.crt or front-proxy-ca.crt.
+    #[arg(long = "expect-ca-sha256", value_name = "NAME=HEX")]
+    pub expect_ca_sha256: Vec<String>,
+    /// The node agent's state file (default /var/lib/nvke/node-agent/k8s-cert-renewal-state.json).
+    #[arg(long, value_name = "PATH")]
+    pub agent_state: Option<PathBuf>,
+    /// Every node path, and every path option, is taken under DIR.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// text, or json: exactly one JSON object on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub output: OutputFormat,
+    /// Format of the logs on stderr (and the operation's log file).
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Seconds to wait for the renewal lock (0..=3600).
+    #[arg(long, value_name = "SECS")]
+    pub lock_timeout: Option<i64>,
+    /// Seconds an old container has to stop (1..=3600).
+    #[arg(long, value_name = "SECS")]
+    pub stop_timeout: Option<i64>,
+    /// Seconds a new container and the health gate have to pass (1..=3600).
+    #[arg(long, value_name = "SECS")]
+    pub health_timeout: Option<i64>,
+    /// Seconds any one subprocess may run (1..=3600).
+    #[arg(long, value_name = "SECS")]
+    pub command_timeout: Option<i64>,
+    /// kubeadm to run (absolute host path; default: looked up on the fixed PATH).
+    #[arg(long, value_name = "PATH")]
+    pub kubeadm: Option<PathBuf>,
+    /// crictl to run (absolute host path; default: looked up on the fixed PATH).
+    #[arg(long, value_name = "PATH")]
+    pub crictl: Option<PathBuf>,
+    /// Passed to `kubeadm certs renew all --config` (a node path, under --root).
+    #[arg(long, value_name = "PATH")]
+    pub kubeadm_config: Option<PathBuf>,
+    /// Fix "now" (RFC 3339) for tests; refused when --root is /.
+    #[arg(long, hide = true, value_name = "RFC3339")]
+    pub now: Option<String>,
+    /// Print the version, git commit and contract version.
+    #[arg(long)]
+    pub version: bool,
+}
+
+/// Settings every mode shares.
+#[derive(Debug, Clone)]
+pub struct Global {
+    pub root: PathBuf,
+    pub output: OutputFormat,
+    pub log_format: LogFormat,
+    pub threshold_days: u32,
+    pub lock_timeout: Duration,
+    pub stop_timeout: Duration,
+    pub health_timeout: Duration,
+    pub command_timeout: Duration,
+    pub kubeadm: Option<PathBuf>,
+    pub crictl: Option<PathBuf>,
+    /// Relative to the root (no leading slash).
+    pub kubeadm_config: Option<String>,
+    pub clock: Clock,
+}
+
+#[derive(Debug, Clone)]
+pub enum Mode {
+    Renew {
+        operation_id: OperationId,
+        force: bool,
+        /// CA key (`ca.crt`, ...) to lowercase hex.
+        expect_ca_sha256: BTreeMap<String, String>,
+    },
+    LegacyV1 {
+        force: bool,
+    },
+    Check {
+        force: bool,
+        /// Relative to the root; None: the default path.
+        agent_state: Option<String>,
+    },
+    Status {
+        operation_id: Option<OperationId>,
+        fence: bool,
+    },
+    Version,
+}
+
+impl Mode {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::Renew { .. } => "renew",
+            Mode::LegacyV1 { .. } => "legacy-v1",
+            Mode::Check { .. } => "check",
+            Mode::Status { .. } => "status",
+            Mode::Version => "version",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub mode: Mode,
+    pub global: Global,
+}
+
+pub const DEFAULT_THRESHOLD_DAYS: u32 = 30;
+pub const DEFAULT_LOCK_TIMEOUT: u64 = 120;
+pub const DEFAULT_STOP_TIMEOUT: u64 = 120;
+pub const DEFAULT_HEALTH_TIMEOUT: u64 = 300;
+pub const DEFAULT_COMMAND_TIMEOUT: u64 = 120;
+/// Upper bound for every timeout: an hour.
+pub const MAX_TIMEOUT: u64 = 3600;
+
+/// A usage error: exit 2, nothing written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError {
+    pub message: String,
+    /// The mode the caller seemed to ask for, when that much was clear.
+    pub mode: Option<&'static str>,
+}
+
+fn usage(mode: Option<&'static str>, message: impl Into<String>) -> UsageError {
+    UsageError {
+        message: message.into(),
+        mode,
+    }
+}
+
+/// Whether the raw arguments ask for JSON output (so that even a usage error
+/// clap itself reports is one JSON object on stdout).
+pub fn wants_json(args: &[OsString]) -> bool {
+    let mut it = args.iter().skip(1);
+    while let Some(a) = it.next() {
+        let Some(a) = a.to_str() else { continue };
+        if a == "--" {
+            break;
+        }
+        if a == "--output" {
+            if it.next().and_then(|v| v.to_str()) == Some("json") {
+                return true;
+            }
+        } else if a == "--output=json" {
+            return true;
+        }
+    }
+    false
+}
+
+/// A guess at the mode from raw arguments, for usage errors clap reports.
+pub fn guess_mode(args: &[OsString]) -> Option<&'static str> {
+    let has = |flag: &str| args.iter().any(|a| a.to_str() == Some(flag));
+    let modes: Vec<&'static str> = [
+        ("--check", "check"),
+        ("--status-only", "status"),
+        ("--legacy-v1", "legacy-v1"),
+    ]
+    .iter()
+    .filter(|(f, _)| has(f))
+    .map(|(_, m)| *m)
+    .collect();
+    match modes.as_slice() {
+        [m] => Some(m),
+        [] if args
+            .iter()
+            .any(|a| a.to_str().is_some_and(|s| s.starts_with("--operation-id"))) =>
+        {
+            Some("renew")
+        }
+        _ => None,
+    }
+}
+
+fn timeout(
+    mode: Option<&'static str>,
+    name: &str,
+    v: Option<i64>,
+    default: u64,
+    min: u64,
+) -> Result<Duration, UsageError> {
+    let secs = match v {
+        None => default,
+        Some(n) if n >= min as i64 && n <= MAX_TIMEOUT as i64 => n as u64,
+        Some(n) => {
+            return Err(usage(
+                mode,
+                format!("--{name} {n} is out of range ({min}..={MAX_TIMEOUT} seconds)"),
+            ))
+        }
+    };
+    Ok(Duration::from_secs(secs))
+}
+
+/// True when `p` names the filesystem root (`/`, `//`, `/.`, ...).
+pub fn is_host_root(p: &Path) -> bool {
+    p.has_root()
+        && p.components()
+            .all(|c| matches!(c, PathComponent::RootDir | PathComponent::CurDir))
+}
+
+/// An absolute path option taken under the root: returned relative to it.
+fn node_path_option(
+    mode: Option<&'static str>,
+    name: &str,
+    p: &Path,
+) -> Result<String, UsageError> {
+    let s = p
+        .to_str()
+        .ok_or_else(|| usage(mode, format!("--{name} is not valid UTF-8")))?;
+    if !p.is_absolute() {
+        return Err(usage(
+            mode,
+            format!("--{name} {s:?} must be an absolute node path"),
+        ));
+    }
+    if p.components()
+        .any(|c| matches!(c, PathComponent::ParentDir))
+    {
+        return Err(usage(mode, format!("--{name} {s:?} must not contain '..'")));
+    }
+    let rel = s.trim_start_matches('/').to_string();
+    if rel.is_empty() || rel.ends_with('/') {
+        return Err(usage(mode, format!("--{name} {s:?} must name a file")));
+    }
+    Ok(rel)
+}
+
+fn host_tool(
+    mode: Option<&'static str>,
+    name: &str,
+    p: &Option<PathBuf>,
+) -> Result<Option<PathBuf>, UsageError> {
+    match p {
+        None => Ok(None),
+        Some(p) if p.is_absolute() => Ok(Some(p.clone())),
+        Some(p) => Err(usage(
+            mode,
+            format!(
+                "--{name} {:?} must be an absolute path",
+                p.display().to_string()
+            ),
+        )),
+    }
+}
+
+/// Parse `NAME=HEX` pairs into a map; HEX is normalized to lowercase.
+pub fn parse_expect_ca(
+    mode: Option<&'static str>,
+    pairs: &[String],
+) -> Result<BTreeMap<String, String>, UsageError> {
+    let mut map = BTreeMap::new();
+    for pair in pairs {
+        let Some((name, hex)) = pair.split_once('=') else {
+            return Err(usage(
+                mode,
+                format!("--expect-ca-sha256 {pair:?} is not NAME=HEX"),
+            ));
+        };
+        if !CA_KEYS.contains(&name) {
+            return Err(usage(
+                mode,
+                format!("--expect-ca-sha256: unknown CA {name:?} (one of ca.crt, etcd/ca.crt, front-proxy-ca.crt)"),
+            ));
+        }
+        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(usage(
+                mode,
+                format!("--expect-ca-sha256 {name}: {hex:?} is not 64 hex digits"),
+            ));
+        }
+        let hex = hex.to_ascii_lowercase();
+        if let Some(prev) = map.insert(name.to_string(), hex.clone()) {
+            if prev != hex {
+                return Err(usage(
+                    mode,
+                    format!("--expect-ca-sha256 {name} given twice with different values"),
+                ));
+            }
+        }
+    }
+    Ok(map)
+}
+
+/// Turn the parsed command line into an invocation, or a usage error.
+pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
+    let mode_flags = [
+        (cli.check, "--check", "check"),
+        (cli.status_only, "--status-only", "status"),
+        (cli.legacy_v1, "--legacy-v1", "legacy-v1"),
+    ];
+    let chosen: Vec<_> = mode_flags.iter().filter(|(on, _, _)| *on).collect();
+    if chosen.len() > 1 {
+        let names: Vec<_> = chosen.iter().map(|(_, f, _)| *f).collect();
+        return Err(usage(
+            None,
+            format!(
+                "{} are mutually exclusive: choose one mode",
+                names.join(" and ")
+            ),
+        ));
+    }
+    if cli.version {
+        if !chosen.is_empty() || cli.operation_id.is_some() {
+            return Err(usage(None, "--version takes no mode"));
+        }
+    }
+    let mode_name: Option<&'static str> = if cli.version {
+        Some("version")
+    } else if let Some((_, _, m)) = chosen.first() {
+        Some(m)
+    } else if cli.operation_id.is_some() {
+        Some("renew")
+    } else {
+        None
+    };
+    let m = mode_name;
+
+    let threshold_days = match cli.threshold_days {
+        None => DEFAULT_THRESHOLD_DAYS,
+        Some(n) if (7..=90).contains(&n) => n as u32,
+        Some(n) => {
+            return Err(usage(
+                m,
+                format!("--threshold-days {n} is out of range (7..=90)"),
+            ))
+        }
+    };
+    let root_is_host = is_host_root(&cli.root);
+    if !cli.root.is_absolute() {
+        return Err(usage(
+            m,
+            format!(
+                "--root {:?} must be an absolute path",
+                cli.root.display().to_string()
+            ),
+        ));
+    }
+    let clock = match &cli.now {
+        None => Clock::real(),
+        Some(_) if root_is_host => {
+            return Err(usage(
+                m,
+                "--now is refused when --root is / (it is for tests on a fixture root)",
+            ))
+        }
+        Some(s) => Clock::fixed(
+            clock::parse_rfc3339(s, false).map_err(|e| usage(m, format!("--now: {e}")))?,
+        ),
+    };
+    let global = Global {
+        root: cli.root.clone(),
+        output: cli.output,
+        log_format: cli.log_format,
+        threshold_days,
+        lock_timeout: timeout(m, "lock-timeout", cli.lock_timeout, DEFAULT_LOCK_TIMEOUT, 0)?,
+        stop_timeout: timeout(m, "stop-timeout", cli.stop_timeout, DEFAULT_STOP_TIMEOUT, 1)?,
+        health_timeout: timeout(
+            m,
+            "health-timeout",
+            cli.health_timeout,
+            DEFAULT_HEALTH_TIMEOUT,
+            1,
+        )?,
+        command_timeout: timeout(
+            m,
+            "command-timeout",
+            cli.command_timeout,
+            DEFAULT_COMMAND_TIMEOUT,
+            1,
+        )?,
+        kubeadm: host_tool(m, "kubeadm", &cli.kubeadm)?,
+        crictl: host_tool(m, "crictl", &cli.crictl)?,
+        kubeadm_config: cli
+            .kubeadm_config
+            .as_deref()
+            .map(|p| node_path_option(m, "kubeadm-config", p))
+            .transpose()?,
+        clock,
+    };
+
+    let Some(mode_name) = mode_name else {
+        return Err(usage(
+            None,
+            "no mode given: use --operation-id ID, --legacy-v1, --check or --status-only (see --help)",
+        ));
+    };
+    if mode_name == "version" {
+        return Ok(Invocation {
+            mode: Mode::Version,
+            global,
+        });
+    }
+
+    let operation_id = cli
+        .operation_id
+        .as_deref()
+        .map(|s| OperationId::parse(s).map_err(|e| usage(m, format!("--operation-id: {e}"))))
+        .transpose()?;
+
+    let not_here = |flag: &str| {
+        usage(
+            m,
+            format!("{flag} does not go with {}", mode_flag(mode_name)),
+        )
+    };
+    if cli.fence && mode_name != "status" {
+        return Err(usage(
+            m,
+            "--fence goes only with --status-only --operation-id ID",
+        ));
+    }
+    if cli.force && mode_name == "status" {
+        return Err(not_here("--force"));
+    }
+    if !cli.expect_ca_sha256.is_empty() && mode_name != "renew" {
+        return Err(not_here("--expect-ca-sha256"));
+    }
+    if cli.agent_state.is_some() && mode_name != "check" {
+        return Err(not_here("--agent-state"));
+    }
+    if operation_id.is_some() && matches!(mode_name, "check" | "legacy-v1") {
+        return Err(not_here("--operation-id"));
+    }
+
+    let mode = match mode_name {
+        "renew" => Mode::Renew {
+            operation_id: operation_id.expect("renew mode implies an operation ID"),
+            force: cli.force,
+            expect_ca_sha256: parse_expect_ca(m, &cli.expect_ca_sha256)?,
+        },
+        "legacy-v1" => Mode::LegacyV1 { force: cli.force },
+        "check" => Mode::Check {
+            force: cli.force,
+            agent_state: cli
+                .agent_state
+                .as_deref()
+                .map(|p| node_path_option(m, "agent-state", p))
+                .transpose()?,
+        },
+        "status" => {
+            if cli.fence && operation_id.is_none() {
+                return Err(usage(m, "--fence needs --operation-id ID"));
+            }
+            Mode::Status {
+                operation_id,
+                fence: cli.fence,
+            }
+        }
+        _ => unreachable!("mode names are closed"),
+    };
+    Ok(Invocation { mode, global })
+}
+
+fn mode_flag(mode: &str) -> &'static str {
+    match mode {
+        "check" => "--check",
+        "status" => "--status-only",
+        "legacy-v1" => "--legacy-v1",
+        _ => "a V2 renewal (--operation-id)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Invocation, UsageError> {
+        let mut v = vec!["nvke-cert-runbook"];
+        v.extend_from_slice(args);
+        let cli = Cli::try_parse_from(v).map_err(|e| usage(None, e.to_string()))?;
+        validate(cli)
+    }
+
+    #[test]
+    fn modes_are_mutually_exclusive_and_required() {
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["--check", "--status-only"]).is_err());
+        assert!(parse(&["--check", "--legacy-v1"]).is_err());
+        assert!(parse(&["--legacy-v1", "--operation-id", "a"]).is_err());
+        assert!(parse(&["--check", "--operation-id", "a"]).is_err());
+        assert!(matches!(
+            parse(&["--check"]).unwrap().mode,
+            Mode::Check { .. }
+        ));
+        assert!(matches!(
+            parse(&["--operation-id", "op-1"]).unwrap().mode,
+            Mode::Renew { .. }
+        ));
+        assert!(matches!(
+            parse(&["--legacy-v1"]).unwrap().mode,
+            Mode::LegacyV1 { .. }
+        ));
+        assert!(matches!(
+            parse(&["--status-only", "--operation-id", "x", "--fence"])
+                .unwrap()
+                .mode,
+            Mode::Status { fence: true, .. }
+        ));
+    }
+
+    #[test]
+    fn options_only_where_they_belong() {
+        assert!(parse(&["--status-only", "--fence"]).is_err());
+        assert!(parse(&["--check", "--fence"]).is_err());
+        assert!(parse(&["--status-only", "--force"]).is_err());
+        assert!(parse(&[
+            "--check",
+            "--expect-ca-sha256",
+            &format!("ca.crt={}", "a".repeat(64))
+        ])
+        .is_err());
+        assert!(parse(&["--status-only", "--agent-state", "/x"]).is_err());
+        assert!(parse(&["--check", "--agent-state", "relative/x"]).is_err());
+        assert!(parse(&["--check", "--agent-state", "/x/../y"]).is_err());
+    }
+
+    #[test]
+    fn ranges_and_now() {
+        assert!(parse(&["--check", "--threshold-days", "6"]).is_err());
+        assert!(parse(&["--check", "--threshold-days", "91"]).is_err());
+        assert_eq!(
+            parse(&["--check", "--threshold-days", "90"])
+                .unwrap()
+                .global
+                .threshold_days,
+            90
+        );
+        assert!(parse(&["--check", "--lock-timeout", "-1"]).is_err());
+        assert!(parse(&["--check", "--lock-timeout", "0"]).is_ok());
+        assert!(parse(&["--check", "--stop-timeout", "0"]).is_err());
+        assert!(parse(&["--check", "--now", "2026-11-30T00:00:00Z"]).is_err());
+        assert!(parse(&["--check", "--root", "//", "--now", "2026-11-30T00:00:00Z"]).is_err());
+        assert!(parse(&[
+            "--check",
+            "--root",
+            "/tmp/x",
+            "--now",
+            "2026-11-30T00:00:00Z"
+        ])
+        .is_ok());
+        assert!(parse(&["--check", "--root", "/tmp/x", "--now", "tomorrow"]).is_err());
+        assert!(parse(&["--check", "--root", "rel"]).is_err());
+        assert!(parse(&["--check", "--kubeadm", "kubeadm"]).is_err());
+    }
+
+    #[test]
+    fn expect_ca_pairs() {
+        let hex = "A".repeat(64);
+        let inv = parse(&[
+            "--operation-id",
+            "op",
+            "--expect-ca-sha256",
+            &format!("etcd/ca.crt={hex}"),
+        ])
+        .unwrap();
+        let Mode::Renew {
+            expect_ca_sha256, ..
+        } = inv.mode
+        else {
+            panic!()
+        };
+        assert_eq!(expect_ca_sha256["etcd/ca.crt"], "a".repeat(64));
+        for bad in [
+            "ca.crt",
+            "ca.key=00",
+            "ca.crt=xyz",
+            &format!("sa.pub={hex}"),
+            &format!("ca.crt={}", "a".repeat(63)),
+        ] {
+            assert!(
+                parse(&["--operation-id", "op", "--expect-ca-sha256", bad]).is_err(),
+                "{bad}"
+            );
+        }
+        let two = [
+            format!("ca.crt={}", "a".repeat(64)),
+            format!("ca.crt={}", "b".repeat(64)),
+        ];
+        assert!(parse(&[
+            "--operation-id",
+            "op",
+            "--expect-ca-sha256",
+            &two[0],
+            "--expect-ca-sha256",
+            &two[1]
+        ])
+        .is_err());
+    }
+
+    #[test]
+    fn json_is_detected_before_parsing() {
+        let a = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(wants_json(&a(&["x", "--bogus", "--output", "json"])));
+        assert!(wants_json(&a(&["x", "--output=json"])));
+        assert!(!wants_json(&a(&["x", "--output", "text"])));
+        assert_eq!(guess_mode(&a(&["x", "--check", "--bogus"])), Some("check"));
+    }
+}

@@ -1,0 +1,260 @@
+//! The renewal lock: flock(2) on `state/lock` (never renamed or removed), and
+//! `state/owner`, which names the holder for whoever waits.
+//!
+//! Shape of cargo's `util/flock.rs`: try once; if held, say "waiting for lock
+//! held by ..." once on stderr, poll to a deadline, then a typed timeout.
+
+use crate::clock;
+use crate::fsx::{Dir, FsError, Trust, SMALL_FILE_MAX};
+use crate::paths::{LOCK_FILE, OWNER_FILE, STATE_FILE_MODE};
+use nix::errno::Errno;
+use nix::fcntl::{openat, OFlag};
+use nix::sys::stat::{fstat, Mode};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, TryLockError};
+use std::time::{Duration, Instant};
+
+/// Poll interval while waiting for the lock.
+const POLL: Duration = Duration::from_millis(25);
+
+/// Who holds (or last held) the lock, from `state/owner`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Owner {
+    pub pid: u32,
+    #[serde(rename = "operationID")]
+    pub operation_id: Option<String>,
+    pub mode: String,
+    pub started_at: String,
+    #[serde(rename = "bootID")]
+    pub boot_id: String,
+}
+
+impl Owner {
+    pub fn describe(&self) -> String {
+        let op = self.operation_id.as_deref().unwrap_or("none");
+        format!(
+            "pid {} ({}, operation {op}, since {})",
+            self.pid, self.mode, self.started_at
+        )
+    }
+}
+
+/// What `state/owner` says, parsed leniently (the shell runbook wrote its own
+/// shape); the raw text is kept short and printable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnerInfo {
+    Absent,
+    Known(Owner),
+    Unparsed(String),
+    Error(String),
+}
+
+impl OwnerInfo {
+    pub fn describe(&self) -> String {
+        match self {
+            OwnerInfo::Absent => "an unknown process (no owner file)".to_string(),
+            OwnerInfo::Known(o) => o.describe(),
+            OwnerInfo::Unparsed(s) => format!("an unknown process (owner file says {s:?})"),
+            OwnerInfo::Error(e) => format!("an unknown process ({e})"),
+        }
+    }
+}
+
+pub fn read_owner(state: &Dir) -> OwnerInfo {
+    match state.read_file(OWNER_FILE, SMALL_FILE_MAX, Trust::Strict) {
+        Ok(None) => OwnerInfo::Absent,
+        Ok(Some(bytes)) => match serde_json::from_slice::<Owner>(&bytes) {
+            Ok(o) => OwnerInfo::Known(o),
+            Err(_) => {
+                let text: String = String::from_utf8_lossy(&bytes)
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .take(120)
+                    .collect();
+                OwnerInfo::Unparsed(text.trim().to_string())
+            }
+        },
+        Err(e) => OwnerInfo::Error(e.to_string()),
+    }
+}
+
+/// This boot's ID (host path; "unknown" when unreadable).
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("renewal lock {path} still held after {waited_secs}s by {holder}")]
+    Timeout {
+        path: String,
+        waited_secs: u64,
+        holder: String,
+    },
+    #[error("cancelled while waiting for the renewal lock")]
+    Cancelled,
+    #[error(transparent)]
+    Fs(#[from] FsError),
+}
+
+/// The held lock. Dropping it releases the flock (the file stays).
+#[derive(Debug)]
+pub struct LockGuard {
+    file: File,
+}
+
+impl LockGuard {
+    /// Record the holder in `state/owner` (replace discipline).
+    pub fn write_owner(&self, state: &Dir, owner: &Owner) -> Result<(), FsError> {
+        let mut bytes = serde_json::to_vec(owner).unwrap_or_default();
+        bytes.push(b'\n');
+        state.replace(OWNER_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+fn open_lock(state: &Dir, create: bool) -> Result<Option<File>, FsError> {
+    let mut flags = OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+    if create {
+        flags |= OFlag::O_CREAT;
+    } else {
+        flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+    }
+    let path = state.entry_path(LOCK_FILE);
+    let fd = match openat(
+        state,
+        LOCK_FILE,
+        flags,
+        Mode::from_bits_truncate(STATE_FILE_MODE),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) if !create => return Ok(None),
+        Err(Errno::ELOOP) => return Err(FsError::Symlink { path }),
+        Err(e) => {
+            return Err(FsError::Io {
+                path,
+                op: "open lock",
+                errno: e,
+            })
+        }
+    };
+    let st = fstat(&fd).map_err(|e| FsError::Io {
+        path: path.clone(),
+        op: "stat",
+        errno: e,
+    })?;
+    // Reuse the shared vetting through a fake read: type, owner and mode.
+    crate::fsx::vet_stat(&path, &st, crate::fsx::Kind::File, Trust::Strict)?;
+    if create {
+        state.sync()?;
+    }
+    Ok(Some(File::from(fd)))
+}
+
+/// Take the lock, waiting at most `timeout`. `cancelled` is polled inside the
+/// wait. Says "waiting for lock held by ..." once on stderr.
+pub fn acquire(
+    state: &Dir,
+    timeout: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<LockGuard, LockError> {
+    let file = open_lock(state, true)?.expect("lock opened with O_CREAT");
+    let start = Instant::now();
+    let mut said = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(LockGuard { file }),
+            Err(TryLockError::WouldBlock) => {}
+            Err(TryLockError::Error(e)) => {
+                return Err(LockError::Fs(FsError::Io {
+                    path: state.entry_path(LOCK_FILE),
+                    op: "flock",
+                    errno: Errno::from_raw(e.raw_os_error().unwrap_or(5)),
+                }))
+            }
+        }
+        if !said {
+            let holder = read_owner(state).describe();
+            tracing::warn!(
+                "waiting for lock {} held by {holder}",
+                state.entry_path(LOCK_FILE)
+            );
+            said = true;
+        }
+        if cancelled() {
+            return Err(LockError::Cancelled);
+        }
+        if start.elapsed() >= timeout {
+            return Err(LockError::Timeout {
+                path: state.entry_path(LOCK_FILE),
+                waited_secs: timeout.as_secs(),
+                holder: read_owner(state).describe(),
+            });
+        }
+        std::thread::sleep(
+            POLL.min(timeout.saturating_sub(start.elapsed()))
+                .max(Duration::from_millis(1)),
+        );
+    }
+}
+
+/// The result of the read-only probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// No lock file (nothing ever ran, or no state dir).
+    Absent,
+    Free,
+    Held,
+}
+
+impl Probe {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Probe::Absent => "absent",
+            Probe::Free => "free",
+            Probe::Held => "held",
+        }
+    }
+}
+
+/// Non-blocking probe: opens an existing lock file (never creates it) and
+/// tries a shared flock, released at once.
+pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
+    let Some(state) = state else {
+        return Ok(Probe::Absent);
+    };
+    let Some(file) = open_lock(state, false)? else {
+        return Ok(Probe::Absent);
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            Ok(Probe::Free)
+        }
+        Err(TryLockError::WouldBlock) => Ok(Probe::Held),
+        Err(TryLockError::Error(e)) => Err(FsError::Io {
+            path: state.entry_path(LOCK_FILE),
+            op: "flock",
+            errno: Errno::from_raw(e.raw_os_error().unwrap_or(5)),
+        }),
+    }
+}
+
+/// The owner record for this process.
+pub fn owner_for(operation_id: Option<&str>, mode: &str, now: time::OffsetDateTime) -> Owner {
+    Owner {
+        pid: std::process::id(),
+        operation_id: operation_id.map(str::to_string),
+        mode: mode.to_string(),
+        started_at: clock::rfc3339(now),
+        boot_id: boot_id(),
+    }
+}

@@ -1,0 +1,317 @@
+//! Where the four static pod manifests are (active, runbook staging, agent
+//! staging), what else sits in the staging directories, and stray files in
+//! the manifests directory that kubelet would load as extra pods.
+
+use crate::component::Component;
+use crate::fsx::{vet_stat, Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
+use crate::outcome::ManifestLocation;
+use crate::paths::{AGENT_STAGING_DIR, MANIFESTS_DIR, STAGING_DIR};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One component's manifest, as found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestView {
+    /// active / staged / both / missing (staged: in either staging directory).
+    pub location: ManifestLocation,
+    pub active: bool,
+    pub runbook_staged: bool,
+    pub agent_staged: bool,
+    /// A refusal (symlink, wrong type, owner, mode) naming the path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ManifestView {
+    /// The location a receipt records: only the runbook's own staging counts.
+    pub fn receipt_location(&self) -> ManifestLocation {
+        location(self.active, self.runbook_staged)
+    }
+}
+
+pub fn location(active: bool, staged: bool) -> ManifestLocation {
+    match (active, staged) {
+        (true, false) => ManifestLocation::Active,
+        (false, true) => ManifestLocation::Staged,
+        (true, true) => ManifestLocation::Both,
+        (false, false) => ManifestLocation::Missing,
+    }
+}
+
+/// A staging directory's content.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StagingView {
+    pub path: String,
+    pub exists: bool,
+    /// Every entry, sorted.
+    pub entries: Vec<String>,
+    /// Entries that are not one of the four `<component>.yaml`.
+    pub unexpected: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A file kubelet would load as an extra pod that duplicates a component.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stray {
+    pub path: String,
+    /// Why it is considered a stray.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestsReport {
+    pub manifests: BTreeMap<Component, ManifestView>,
+    pub runbook_staging: StagingView,
+    pub agent_staging: StagingView,
+    pub strays: Vec<Stray>,
+    /// The manifests directory itself could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manifests_dir_error: Option<String>,
+}
+
+impl ManifestsReport {
+    pub fn all_active(&self) -> bool {
+        self.manifests
+            .values()
+            .all(|m| m.location == ManifestLocation::Active && m.error.is_none())
+    }
+    pub fn receipt_locations(&self) -> BTreeMap<Component, ManifestLocation> {
+        self.manifests
+            .iter()
+            .map(|(c, m)| (*c, m.receipt_location()))
+            .collect()
+    }
+}
+
+/// Is `name` present in `dir` as an acceptable manifest? Err: refused.
+pub fn manifest_present(dir: &Dir, name: &str) -> Result<bool, FsError> {
+    match dir.stat_entry(name)? {
+        None => Ok(false),
+        Some(st) => {
+            vet_stat(&dir.entry_path(name), &st, Kind::File, Trust::Strict)?;
+            Ok(true)
+        }
+    }
+}
+
+fn staging_view(root: &Root, rel: &str) -> (Option<Dir>, StagingView) {
+    let mut view = StagingView {
+        path: crate::paths::node(rel),
+        ..Default::default()
+    };
+    match root.open_dir(rel, Trust::Strict) {
+        Ok(None) => (None, view),
+        Ok(Some(d)) => {
+            view.exists = true;
+            match d.list() {
+                Ok(names) => {
+                    view.unexpected = names
+                        .iter()
+                        .filter(|n| !Component::ALL.iter().any(|c| c.manifest_file() == **n))
+                        .cloned()
+                        .collect();
+                    view.entries = names;
+                }
+                Err(e) => view.error = Some(e.to_string()),
+            }
+            (Some(d), view)
+        }
+        Err(e) => {
+            view.exists = true;
+            view.error = Some(e.to_string());
+            (None, view)
+        }
+    }
+}
+
+/// Look at the manifests directory and both staging directories.
+pub fn inspect(root: &Root) -> ManifestsReport {
+    let (manifests_dir, manifests_dir_error) = match root.open_dir(MANIFESTS_DIR, Trust::Strict) {
+        Ok(Some(d)) => (Some(d), None),
+        Ok(None) => (
+            None,
+            Some(format!(
+                "{} does not exist",
+                crate::paths::node(MANIFESTS_DIR)
+            )),
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let (staging, runbook_staging) = staging_view(root, STAGING_DIR);
+    let (agent, agent_staging) = staging_view(root, AGENT_STAGING_DIR);
+
+    let mut manifests = BTreeMap::new();
+    for c in Component::ALL {
+        let name = c.manifest_file();
+        let mut errors = Vec::new();
+        let mut look = |dir: &Option<Dir>| -> bool {
+            match dir {
+                None => false,
+                Some(d) => match manifest_present(d, &name) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        errors.push(e.to_string());
+                        true
+                    }
+                },
+            }
+        };
+        let active = look(&manifests_dir);
+        let runbook_staged = look(&staging);
+        let agent_staged = look(&agent);
+        manifests.insert(
+            c,
+            ManifestView {
+                location: location(active, runbook_staged || agent_staged),
+                active,
+                runbook_staged,
+                agent_staged,
+                error: if errors.is_empty() {
+                    None
+                } else {
+                    Some(errors.join("; "))
+                },
+            },
+        );
+    }
+    let strays = manifests_dir.as_ref().map(find_strays).unwrap_or_default();
+    ManifestsReport {
+        manifests,
+        runbook_staging,
+        agent_staging,
+        strays,
+        manifests_dir_error,
+    }
+}
+
+/// Files kubelet would load (it skips dot files and subdirectories) that
+/// duplicate one of the four components: by name (`etcd.yaml.bak`,
+/// `kube-apiserver-old.yaml`) or by content (a pod labelled
+/// `component: etcd`, or named like one).
+pub fn find_strays(dir: &Dir) -> Vec<Stray> {
+    let Ok(names) = dir.list() else {
+        return Vec::new();
+    };
+    let mut strays = Vec::new();
+    for name in names {
+        if name.starts_with('.') || Component::ALL.iter().any(|c| c.manifest_file() == name) {
+            continue;
+        }
+        let path = dir.entry_path(&name);
+        let kind = dir.kind_of(&name).ok().flatten();
+        let by_name = Component::ALL.iter().find(|c| {
+            name.strip_prefix(c.name()).is_some_and(|rest| {
+                rest.starts_with('.') || rest.starts_with('-') || rest.starts_with('_')
+            })
+        });
+        match kind {
+            Some(Kind::Dir) | None => continue,
+            Some(Kind::File) => {}
+            Some(k) => {
+                if let Some(c) = by_name {
+                    strays.push(Stray {
+                        path,
+                        reason: format!("a {} named like the {c} manifest", k.as_str()),
+                    });
+                }
+                continue;
+            }
+        }
+        if let Some(c) = by_name {
+            strays.push(Stray {
+                path,
+                reason: format!("named like the {c} manifest; kubelet loads it as a pod"),
+            });
+            continue;
+        }
+        if let Ok(Some(bytes)) = dir.read_file(&name, NODE_FILE_MAX, Trust::TypeOnly) {
+            if let Some(c) = pod_component(&bytes) {
+                strays.push(Stray {
+                    path,
+                    reason: format!("a pod for {c}; kubelet would run a second {c}"),
+                });
+            }
+        }
+    }
+    strays
+}
+
+/// The component a static pod manifest runs, by its `component` label or its
+/// name (`etcd`, `etcd-<node>`), if it is one of the four.
+pub fn pod_component(bytes: &[u8]) -> Option<Component> {
+    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes).ok()?;
+    let meta = doc.get("metadata")?;
+    if let Some(label) = meta
+        .get("labels")
+        .and_then(|l| l.get("component"))
+        .and_then(|v| v.as_str())
+    {
+        if let Some(c) = Component::from_name(label) {
+            return Some(c);
+        }
+    }
+    let name = meta.get("name")?.as_str()?;
+    Component::from_name(name)
+}
+
+/// `--secure-port` from the kube-apiserver manifest (default 6443).
+pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, String> {
+    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
+        .map_err(|e| format!("kube-apiserver manifest does not parse: {e}"))?;
+    let containers = doc
+        .get("spec")
+        .and_then(|s| s.get("containers"))
+        .and_then(|c| c.as_sequence())
+        .ok_or("kube-apiserver manifest has no spec.containers")?;
+    for c in containers {
+        let args = c
+            .get("command")
+            .into_iter()
+            .chain(c.get("args"))
+            .filter_map(|v| v.as_sequence())
+            .flatten();
+        for a in args.filter_map(|a| a.as_str()) {
+            if let Some(v) = a.strip_prefix("--secure-port=") {
+                return v
+                    .parse::<u16>()
+                    .map_err(|_| format!("--secure-port={v} is not a port"));
+            }
+        }
+    }
+    Ok(6443)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_component_by_label_and_name() {
+        let etcd = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\n  namespace: kube-system\n  labels:\n    component: etcd\n";
+        assert_eq!(pod_component(etcd), Some(Component::Etcd));
+        let named = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-scheduler\n";
+        assert_eq!(pod_component(named), Some(Component::KubeScheduler));
+        let vip = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-vip\n  labels:\n    app: kube-vip\n";
+        assert_eq!(pod_component(vip), None);
+        assert_eq!(pod_component(b"\xff\xfe not yaml"), None);
+    }
+
+    #[test]
+    fn secure_port() {
+        let m =
+            b"spec:\n  containers:\n  - command:\n    - kube-apiserver\n    - --secure-port=7443\n";
+        assert_eq!(apiserver_secure_port(m), Ok(7443));
+        let d = b"spec:\n  containers:\n  - command:\n    - kube-apiserver\n";
+        assert_eq!(apiserver_secure_port(d), Ok(6443));
+        assert!(apiserver_secure_port(
+            b"spec:\n  containers:\n  - command: [\"--secure-port=x\"]\n"
+        )
+        .is_err());
+        assert!(apiserver_secure_port(b"{}").is_err());
+    }
+}

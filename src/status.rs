@@ -1,0 +1,539 @@
+//! `--status-only` (SPEC section 6): the operator view (read-only) and the
+//! controller's fencing check (`--operation-id ID --fence`).
+
+use crate::check::agent_summary;
+use crate::cli::Global;
+use crate::component::Component;
+use crate::fsx::{self, FsError, Root, Trust, NODE_FILE_MAX};
+use crate::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
+use crate::lock::{self, LockError};
+use crate::manifests::{self, ManifestsReport};
+use crate::node_pki;
+use crate::opid::OperationId;
+use crate::outcome::{exit, Outcome, Phase};
+use crate::output::{self, Report};
+use crate::paths::{
+    COMPLETED_DIR, MANIFESTS_DIR, STAGING_DIR, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
+};
+use crate::phase::{PhaseFile, PhaseState};
+use crate::receipt::{self, Receipt};
+use serde_json::{json, Value};
+
+/// What a fencing check would do (pure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FencePlan {
+    /// A receipt exists: termination confirmed.
+    Confirm,
+    /// No receipt: record `abandoned`, after putting back these staged manifests.
+    Abandon { restore: Vec<Component> },
+    /// Never abandon: unconfirmed, with the reason.
+    Refuse(String),
+}
+
+/// Pure: decide the fencing action from the receipt lookup, the phase file
+/// and where the manifests are.
+pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsReport) -> FencePlan {
+    match receipt {
+        ReceiptLookup::Found(_) => return FencePlan::Confirm,
+        ReceiptLookup::Malformed(e) => {
+            return FencePlan::Refuse(format!("the receipt is malformed: {e}"))
+        }
+        ReceiptLookup::Absent => {}
+    }
+    match (&phase.file, &phase.intent) {
+        (_, RunbookIntent::Malformed(e)) if phase.file.is_none() => {
+            return FencePlan::Refuse(format!("the phase file is unreadable or malformed: {e}"))
+        }
+        (Some(PhaseFile::Legacy(l)), _) if l.state != PhaseState::Done => {
+            return FencePlan::Refuse(
+                "the phase file is legacy five-line and unfinished: it carries no operation ID, so it is never abandoned"
+                    .to_string(),
+            )
+        }
+        _ => {}
+    }
+    let restore = m
+        .manifests
+        .iter()
+        .filter(|(_, v)| v.runbook_staged && !v.active && v.error.is_none())
+        .map(|(c, _)| *c)
+        .collect();
+    FencePlan::Abandon { restore }
+}
+
+fn plan_json(p: &FencePlan) -> Value {
+    match p {
+        FencePlan::Confirm => json!({ "action": "confirm", "termination": "confirmed" }),
+        FencePlan::Abandon { restore } => json!({
+            "action": "abandon",
+            "termination": "confirmed",
+            "restore": restore.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        }),
+        FencePlan::Refuse(r) => {
+            json!({ "action": "refuse", "termination": "unconfirmed", "reason": r })
+        }
+    }
+}
+
+/// Reasons the node is not clean (empty: clean).
+pub fn not_clean_reasons(
+    state_error: Option<&str>,
+    lock: &inspect::LockReport,
+    phase: &PhaseReport,
+    m: &ManifestsReport,
+) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(e) = state_error {
+        v.push(format!("state directory: {e}"));
+    }
+    if lock.is_held() {
+        v.push(format!(
+            "the renewal lock is held by {}",
+            lock.owner.describe()
+        ));
+    }
+    if let Err(e) = &lock.probe {
+        v.push(format!("lock: {e}"));
+    }
+    match &phase.intent {
+        RunbookIntent::Pending => v.push(format!("unfinished phase: {}", phase.describe())),
+        RunbookIntent::Malformed(e) => v.push(format!("phase file: {e}")),
+        _ => {}
+    }
+    v.extend(crate::check::manifest_problems(m));
+    for (view, who) in [
+        (&m.runbook_staging, "runbook"),
+        (&m.agent_staging, "node agent"),
+    ] {
+        let staged: Vec<_> = view
+            .entries
+            .iter()
+            .filter(|n| !view.unexpected.contains(n))
+            .collect();
+        if !staged.is_empty() && view.error.is_none() {
+            // Already named per manifest above; say the directory is not empty.
+            v.push(format!(
+                "the {who} staging directory {} is not empty",
+                view.path
+            ));
+        } else if !view.unexpected.is_empty() && who == "node agent" {
+            v.push(format!(
+                "the {who} staging directory {} is not empty",
+                view.path
+            ));
+        }
+    }
+    v
+}
+
+/// The read-only operator view.
+pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
+    let now = g.clock.now();
+    let threshold = g.threshold_days;
+    let (state, state_error) = match inspect::open_state(root) {
+        Ok(s) => (s, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let lock = inspect::read_lock(state.as_ref());
+    let phase = inspect::read_phase(state.as_ref());
+    let completed = match state.as_ref().map(inspect::open_completed) {
+        Some(Ok(c)) => c,
+        Some(Err(_)) | None => None,
+    };
+    let (receipt_count, recent) = inspect::recent_receipts(completed.as_ref());
+    let asked = id.map(|id| inspect::lookup_receipt(completed.as_ref(), id));
+    let m = manifests::inspect(root);
+    let pki = node_pki::read(root);
+    let (agent_path, agent) = inspect::read_agent(root, None);
+
+    let reasons = not_clean_reasons(state_error.as_deref(), &lock, &phase, &m);
+    let clean = reasons.is_empty();
+    let plan = asked.as_ref().map(|r| fence_plan(r, &phase, &m));
+
+    let mut json = json!({
+        "mode": "status",
+        "runbookVersion": crate::version::RUNBOOK_VERSION,
+        "operationID": id.map(|i| i.as_str()),
+        "fence": false,
+        "outcome": if clean { "clean" } else { "not_clean" },
+        "clean": clean,
+        "reasons": reasons,
+        "message": receipt::bounded_message(&if clean {
+            "node is clean".to_string()
+        } else {
+            format!("node is not clean: {}", reasons.join("; "))
+        }),
+        "now": crate::clock::rfc3339(now),
+        "thresholdDays": threshold,
+        "lock": lock.to_json(),
+        "phaseFile": phase.to_json(),
+        "agentState": inspect::agent_json(&agent_path, &agent),
+        "receiptCount": receipt_count,
+        "receipts": recent,
+        "receipt": asked.as_ref().map(|r| r.to_json()).unwrap_or(Value::Null),
+        "fencing": plan.as_ref().map(plan_json).unwrap_or(Value::Null),
+        "manifests": m.manifests,
+        "staging": { "runbook": m.runbook_staging, "agent": m.agent_staging },
+        "strayManifests": m.strays,
+        "caSHA256": pki.ca_sha256(),
+        "certificates": pki.leaves_json(now, threshold),
+        "certificateAuthorities": pki.cas_json(now, threshold),
+    });
+    if let Some(e) = &state_error {
+        json["stateError"] = json!(e);
+    }
+
+    let mut text = String::new();
+    text.push_str(&format!(
+        "NODE: {}\n",
+        if clean { "CLEAN" } else { "NOT CLEAN" }
+    ));
+    output::text_list(&mut text, "why", &reasons);
+    text.push('\n');
+    output::text_node_summary(
+        &mut text,
+        &lock.describe(),
+        &phase.describe(),
+        &agent_summary(&agent),
+        &m,
+    );
+    text.push('\n');
+    if let (Some(id), Some(asked), Some(plan)) = (id, &asked, &plan) {
+        let r = match asked {
+            ReceiptLookup::Absent => "no receipt".to_string(),
+            ReceiptLookup::Found(r) => format!(
+                "{} at {} ({}): {}",
+                r.outcome, r.finished_at, r.phase, r.message
+            ),
+            ReceiptLookup::Malformed(e) => format!("MALFORMED: {e}"),
+        };
+        let p = match plan {
+            FencePlan::Confirm => "confirm (receipt exists)".to_string(),
+            FencePlan::Abandon { restore } if restore.is_empty() => {
+                "abandon (record an abandoned receipt)".into()
+            }
+            FencePlan::Abandon { restore } => format!(
+                "abandon (put back {} and record an abandoned receipt)",
+                restore
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            FencePlan::Refuse(why) => format!("refuse: unconfirmed ({why})"),
+        };
+        output::table(
+            &mut text,
+            &[
+                vec![format!("OPERATION {id}"), r],
+                vec!["FENCING WOULD".to_string(), p],
+            ],
+        );
+        text.push('\n');
+    }
+    output::text_cert_tables(&mut text, &pki, now, threshold);
+    text.push('\n');
+    let mut rows = vec![vec![
+        "RECENT RECEIPT".to_string(),
+        "OUTCOME".to_string(),
+        "PHASE".to_string(),
+        "FINISHED".to_string(),
+    ]];
+    for r in &recent {
+        rows.push(vec![
+            r.operation_id.clone(),
+            r.outcome
+                .clone()
+                .unwrap_or_else(|| format!("MALFORMED: {}", r.error.clone().unwrap_or_default())),
+            r.phase.clone().unwrap_or_default(),
+            r.finished_at.clone().unwrap_or_default(),
+        ]);
+    }
+    if recent.is_empty() {
+        text.push_str("RECENT RECEIPTS: none\n");
+    } else {
+        output::table(&mut text, &rows);
+        if receipt_count > recent.len() {
+            text.push_str(&format!(
+                "({} more receipts not shown)\n",
+                receipt_count - recent.len()
+            ));
+        }
+    }
+    Report {
+        code: if clean { exit::OK } else { exit::FAILED },
+        json,
+        text,
+    }
+}
+
+/// The phase an abandoned receipt records: where that operation stood.
+fn abandoned_phase(phase: &PhaseReport, id: &OperationId) -> (Phase, Option<Component>) {
+    match &phase.file {
+        Some(PhaseFile::V2(p)) if &p.operation_id == id && p.state != PhaseState::Done => {
+            match p.state {
+                PhaseState::Renewing => (Phase::RenewCerts, None),
+                PhaseState::RestartPending => match p.next_component {
+                    Some(c) => (Phase::Restart(c), Some(c)),
+                    None => (Phase::Postflight, None),
+                },
+                PhaseState::Done => (Phase::Done, None),
+            }
+        }
+        _ => (Phase::Cancelled, None),
+    }
+}
+
+struct FenceOutcome {
+    code: u8,
+    termination: &'static str,
+    action: &'static str,
+    message: String,
+    receipt: Option<Receipt>,
+    restored: Vec<Component>,
+    conflicts: Vec<String>,
+}
+
+fn unconfirmed(code: u8, message: String) -> FenceOutcome {
+    FenceOutcome {
+        code,
+        termination: "unconfirmed",
+        action: "none",
+        message,
+        receipt: None,
+        restored: Vec::new(),
+        conflicts: Vec::new(),
+    }
+}
+
+/// Put back one staged manifest (staging -> manifests, never replacing).
+/// Ok(true) restored; Ok(false) an active copy appeared: identical bytes drop
+/// the staged copy, different bytes leave both (a conflict, named).
+pub fn restore_manifest(root: &Root, c: Component) -> Result<Result<(), String>, FsError> {
+    let name = c.manifest_file();
+    let staging = root
+        .open_dir(STAGING_DIR, Trust::Strict)?
+        .ok_or_else(|| FsError::Exists {
+            path: crate::paths::node(STAGING_DIR),
+        })?;
+    let active = root
+        .open_dir(MANIFESTS_DIR, Trust::Strict)?
+        .ok_or_else(|| FsError::Exists {
+            path: crate::paths::node(MANIFESTS_DIR),
+        })?;
+    match fsx::move_noreplace(&staging, &active, &name) {
+        Ok(()) => Ok(Ok(())),
+        Err(FsError::Exists { .. }) => {
+            let a = active.read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
+            let s = staging.read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
+            if a.is_some() && a == s {
+                staging.remove_file(&name)?;
+                Ok(Ok(()))
+            } else {
+                Ok(Err(format!(
+                    "{} differs from the active {}; both kept, an operator must keep exactly one",
+                    staging.entry_path(&name),
+                    active.entry_path(&name)
+                )))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
+    let now = g.clock.now();
+    let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
+        Ok(s) => s,
+        Err(e) => return unconfirmed(exit::FAILED, format!("state directory: {e}")),
+    };
+    let guard = match lock::acquire(&state, g.lock_timeout, &|| false) {
+        Ok(guard) => guard,
+        Err(LockError::Timeout { path, waited_secs, holder }) => {
+            return unconfirmed(
+                exit::LOCK_TIMEOUT,
+                format!("renewal lock {path} still held after {waited_secs}s by {holder}; termination unconfirmed"),
+            )
+        }
+        Err(e) => return unconfirmed(exit::FAILED, e.to_string()),
+    };
+    if let Err(e) = guard.write_owner(
+        &state,
+        &lock::owner_for(Some(id.as_str()), "status-fence", now),
+    ) {
+        return unconfirmed(exit::FAILED, format!("cannot record the lock owner: {e}"));
+    }
+    let completed = match inspect::open_completed(&state) {
+        Ok(c) => c,
+        Err(e) => return unconfirmed(exit::FAILED, format!("receipts directory: {e}")),
+    };
+    let lookup = inspect::lookup_receipt(completed.as_ref(), id);
+    let phase = inspect::read_phase(Some(&state));
+    let m = manifests::inspect(root);
+    match fence_plan(&lookup, &phase, &m) {
+        FencePlan::Confirm => {
+            let ReceiptLookup::Found(r) = lookup else {
+                unreachable!("confirm implies a receipt")
+            };
+            FenceOutcome {
+                code: exit::OK,
+                termination: "confirmed",
+                action: "existing-receipt",
+                message: format!(
+                    "termination confirmed: operation {id} has a {} receipt",
+                    r.outcome
+                ),
+                receipt: Some(r),
+                restored: Vec::new(),
+                conflicts: Vec::new(),
+            }
+        }
+        FencePlan::Refuse(why) => {
+            unconfirmed(exit::FAILED, format!("termination unconfirmed: {why}"))
+        }
+        FencePlan::Abandon { restore } => {
+            let mut restored = Vec::new();
+            let mut conflicts = Vec::new();
+            for c in restore {
+                match restore_manifest(root, c) {
+                    Ok(Ok(())) => {
+                        tracing::info!(
+                            component = c.name(),
+                            "put back the staged manifest a dead run left"
+                        );
+                        restored.push(c);
+                    }
+                    Ok(Err(conflict)) => conflicts.push(conflict),
+                    Err(e) => {
+                        return unconfirmed(
+                            exit::FAILED,
+                            format!("termination unconfirmed: putting back {c} failed: {e}"),
+                        )
+                    }
+                }
+            }
+            let after = manifests::inspect(root);
+            let (ph, failed_component) = abandoned_phase(&phase, id);
+            let restored_names: Vec<&str> = restored.iter().map(|c| c.name()).collect();
+            let mut message = format!(
+                "abandoned by the fencing status check: no receipt for {id}; {}",
+                if restored.is_empty() {
+                    "no staged manifest to put back".to_string()
+                } else {
+                    format!("put back {}", restored_names.join(", "))
+                }
+            );
+            if !conflicts.is_empty() {
+                message.push_str(&format!("; {}", conflicts.join("; ")));
+            }
+            if phase.intent.is_pending() {
+                message.push_str(
+                    "; the unfinished phase file is left for the next operation to resume",
+                );
+            }
+            let cas = node_pki::read_cas(root);
+            let r = Receipt {
+                operation_id: id.clone(),
+                outcome: Outcome::Abandoned,
+                phase: ph,
+                message: receipt::bounded_message(&message),
+                failed_component,
+                manifests: after.receipt_locations(),
+                finished_at: crate::clock::rfc3339(now),
+                runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+                ca_sha256: node_pki::ca_fingerprints(&cas),
+            };
+            let completed = match completed {
+                Some(c) => c,
+                None => match state.mkdir(COMPLETED_DIR, STATE_DIR_MODE) {
+                    Ok(c) => c,
+                    Err(e) => return unconfirmed(exit::FAILED, format!("receipts directory: {e}")),
+                },
+            };
+            match completed.create_once(
+                &id.receipt_file(),
+                &receipt::render_receipt(&r),
+                STATE_FILE_MODE,
+            ) {
+                Ok(()) => {
+                    tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
+                    FenceOutcome {
+                        code: exit::OK,
+                        termination: "confirmed",
+                        action: "abandoned",
+                        message,
+                        receipt: Some(r),
+                        restored,
+                        conflicts,
+                    }
+                }
+                Err(FsError::Exists { .. }) => {
+                    match inspect::lookup_receipt(Some(&completed), id) {
+                        ReceiptLookup::Found(r) => FenceOutcome {
+                            code: exit::OK,
+                            termination: "confirmed",
+                            action: "existing-receipt",
+                            message: format!(
+                                "termination confirmed: operation {id} has a {} receipt",
+                                r.outcome
+                            ),
+                            receipt: Some(r),
+                            restored,
+                            conflicts,
+                        },
+                        _ => unconfirmed(
+                            exit::FAILED,
+                            "termination unconfirmed: the receipt appeared malformed".into(),
+                        ),
+                    }
+                }
+                Err(e) => unconfirmed(
+                    exit::FAILED,
+                    format!("termination unconfirmed: writing the receipt failed: {e}"),
+                ),
+            }
+        }
+    }
+}
+
+/// The fencing check (mutating; under the lock).
+pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
+    let o = fence_inner(root, g, id);
+    let m = manifests::inspect(root);
+    let json = json!({
+        "mode": "status",
+        "runbookVersion": crate::version::RUNBOOK_VERSION,
+        "operationID": id.as_str(),
+        "fence": true,
+        "termination": o.termination,
+        "confirmed": o.termination == "confirmed",
+        "action": o.action,
+        "outcome": o.receipt.as_ref().map(|r| r.outcome.as_str()),
+        "phase": o.receipt.as_ref().map(|r| r.phase.as_string()),
+        "message": receipt::bounded_message(&o.message),
+        "receipt": o.receipt.as_ref().map(inspect::receipt_json).unwrap_or(Value::Null),
+        "restored": o.restored.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        "conflicts": o.conflicts,
+        "manifests": m.manifests,
+    });
+    let mut text = format!("FENCE {id}: {}\n", o.termination.to_uppercase());
+    output::table(
+        &mut text,
+        &[
+            vec!["action".to_string(), o.action.to_string()],
+            vec![
+                "receipt".to_string(),
+                o.receipt
+                    .as_ref()
+                    .map(|r| format!("{} ({}) at {}", r.outcome, r.phase, r.finished_at))
+                    .unwrap_or_else(|| "none".into()),
+            ],
+            vec!["message".to_string(), o.message.clone()],
+        ],
+    );
+    Report {
+        code: o.code,
+        json,
+        text,
+    }
+}
