@@ -350,10 +350,8 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             ),
         ));
     }
-    if cli.version {
-        if !chosen.is_empty() || cli.operation_id.is_some() {
-            return Err(usage(None, "--version takes no mode"));
-        }
+    if cli.version && (!chosen.is_empty() || cli.operation_id.is_some()) {
+        return Err(usage(None, "--version takes no mode"));
     }
     let mode_name: Option<&'static str> = if cli.version {
         Some("version")
