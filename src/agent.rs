@@ -1,6 +1,10 @@
 //! The node agent's persisted renewal intent (SPEC section 5). Pure.
 //! File: `{"k8sCertRenewalState": {"phase": "...", "operationID": "..."}}`.
 
+use crate::opid::excerpt;
+use crate::phase::parse_json_strict;
+use serde_json::Value;
+
 /// What the check makes of the agent state file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentIntent {
@@ -35,6 +39,199 @@ impl AgentIntent {
 
 /// Parse the bytes of an existing agent state file. Never panics; anything
 /// that is not the documented shape with a known phase is `Unknown`.
-pub fn parse_agent_state(_bytes: &[u8]) -> AgentIntent {
-    todo!()
+pub fn parse_agent_state(bytes: &[u8]) -> AgentIntent {
+    match parse(bytes) {
+        Ok(i) => i,
+        Err(reason) => AgentIntent::Unknown { reason },
+    }
+}
+
+/// An agent state file larger than this is unknown. Readers should not read
+/// more than this plus one byte.
+pub const MAX_AGENT_STATE_BYTES: usize = 1024 * 1024;
+
+/// The top-level key holding the renewal state.
+const STATE_KEY: &str = "k8sCertRenewalState";
+
+/// Phases that mean work is pending.
+pub const PENDING_PHASES: [&str; 2] = ["renewing", "restart_pending"];
+/// Phases that mean nothing is pending (idle or finished).
+pub const IDLE_PHASES: [&str; 4] = ["idle", "done", "completed", "failed"];
+
+fn parse(bytes: &[u8]) -> Result<AgentIntent, String> {
+    if bytes.len() > MAX_AGENT_STATE_BYTES {
+        return Err(format!(
+            "agent state file is {} bytes (at most {MAX_AGENT_STATE_BYTES})",
+            bytes.len()
+        ));
+    }
+    let value = parse_json_strict(bytes)?;
+    let top = value
+        .as_object()
+        .ok_or_else(|| "agent state is not a JSON object".to_string())?;
+    let state = match top.get(STATE_KEY) {
+        None => return Err(format!("agent state has no {STATE_KEY}")),
+        Some(Value::Object(o)) => o,
+        Some(_) => return Err(format!("{STATE_KEY} is not an object")),
+    };
+    let phase = match state.get("phase") {
+        None => return Err(format!("{STATE_KEY} has no phase")),
+        Some(Value::String(p)) => p,
+        Some(_) => return Err(format!("{STATE_KEY}.phase is not a string")),
+    };
+    let operation_id = match state.get("operationID") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(format!("{STATE_KEY}.operationID is not a string")),
+    };
+    let phase_s = phase.as_str();
+    if PENDING_PHASES.contains(&phase_s) {
+        Ok(AgentIntent::Pending {
+            phase: phase.clone(),
+            operation_id,
+        })
+    } else if IDLE_PHASES.contains(&phase_s) {
+        Ok(AgentIntent::Idle {
+            phase: phase.clone(),
+            operation_id,
+        })
+    } else {
+        Err(format!(
+            "{STATE_KEY}.phase {} is not a known phase",
+            excerpt(phase)
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unknown(b: &[u8], needle: &str) {
+        match parse_agent_state(b) {
+            AgentIntent::Unknown { reason } => {
+                assert!(reason.contains(needle), "{reason:?} lacks {needle:?}");
+                assert!(
+                    reason.len() < 300 && !reason.chars().any(char::is_control),
+                    "{reason:?}"
+                );
+            }
+            other => panic!(
+                "expected unknown for {:?}, got {other:?}",
+                String::from_utf8_lossy(b)
+            ),
+        }
+    }
+
+    #[test]
+    fn pending_phases() {
+        for p in ["renewing", "restart_pending"] {
+            let b =
+                format!(r#"{{"k8sCertRenewalState": {{"phase": "{p}", "operationID": "op-9"}}}}"#);
+            let got = parse_agent_state(b.as_bytes());
+            assert_eq!(
+                got,
+                AgentIntent::Pending {
+                    phase: p.to_string(),
+                    operation_id: Some("op-9".to_string())
+                }
+            );
+            assert_eq!(got.as_str(), "pending");
+        }
+    }
+
+    #[test]
+    fn idle_phases() {
+        for p in ["idle", "done", "completed", "failed"] {
+            let b = format!(r#"{{"k8sCertRenewalState": {{"phase": "{p}"}}}}"#);
+            let got = parse_agent_state(b.as_bytes());
+            assert_eq!(
+                got,
+                AgentIntent::Idle {
+                    phase: p.to_string(),
+                    operation_id: None
+                }
+            );
+            assert_eq!(got.as_str(), "idle");
+        }
+    }
+
+    #[test]
+    fn other_keys_are_ignored() {
+        let b = br#"{"version": 3, "other": {"x": [1, 2]},
+            "k8sCertRenewalState": {"phase": "restart_pending", "operationID": "abc",
+                                    "nextComponent": "etcd", "startedAt": 12}}"#;
+        assert_eq!(
+            parse_agent_state(b),
+            AgentIntent::Pending {
+                phase: "restart_pending".into(),
+                operation_id: Some("abc".into())
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_phase_values() {
+        for p in [
+            "",
+            "Renewing",
+            "RENEWING",
+            "renewing ",
+            "restarting",
+            "unknown",
+            "PHASE_RENEWING",
+        ] {
+            let b = format!(r#"{{"k8sCertRenewalState": {{"phase": "{p}"}}}}"#);
+            unknown(b.as_bytes(), "not a known phase");
+        }
+        unknown(
+            format!(
+                r#"{{"k8sCertRenewalState": {{"phase": "{}"}}}}"#,
+                "\\u001b".repeat(1000)
+            )
+            .as_bytes(),
+            "not a known phase",
+        );
+    }
+
+    #[test]
+    fn wrong_shapes() {
+        unknown(br#"{"k8sCertRenewalState": {"phase": 1}}"#, "not a string");
+        unknown(
+            br#"{"k8sCertRenewalState": {"phase": null}}"#,
+            "not a string",
+        );
+        unknown(br#"{"k8sCertRenewalState": {}}"#, "no phase");
+        unknown(br#"{"k8sCertRenewalState": null}"#, "not an object");
+        unknown(br#"{"k8sCertRenewalState": "renewing"}"#, "not an object");
+        unknown(br#"{"phase": "renewing"}"#, "no k8sCertRenewalState");
+        unknown(br#"{}"#, "no k8sCertRenewalState");
+        unknown(br#"[]"#, "not a JSON object");
+        unknown(br#""renewing""#, "not a JSON object");
+        unknown(
+            br#"{"k8sCertRenewalState": {"phase": "idle", "operationID": 7}}"#,
+            "operationID",
+        );
+        unknown(
+            br#"{"k8sCertRenewalState": {"phase": "idle", "operationID": null}}"#,
+            "operationID",
+        );
+    }
+
+    #[test]
+    fn unreadable_bytes() {
+        unknown(b"", "JSON");
+        unknown(b"{", "JSON");
+        unknown(br#"{"k8sCertRenewalState": {"phase": "renewing"}"#, "JSON");
+        unknown(
+            b"{\"k8sCertRenewalState\": {\"phase\": \"renewing\xff\"}}",
+            "UTF-8",
+        );
+        unknown(b"\xef\xbb\xbf{}", "JSON");
+        unknown(
+            br#"{"k8sCertRenewalState": {"phase": "idle", "phase": "renewing"}}"#,
+            "duplicate key",
+        );
+        unknown(&vec![b' '; MAX_AGENT_STATE_BYTES + 1], "at most");
+    }
 }

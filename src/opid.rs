@@ -1,17 +1,51 @@
 //! Operation IDs (SPEC section 1). Pure.
 
 use std::fmt;
+use std::str::FromStr;
+
+/// The longest operation ID, in characters (all allowed characters are ASCII,
+/// so also in bytes).
+pub const MAX_LEN: usize = 200;
 
 /// A validated operation ID: 1..=200 characters of `A-Z a-z 0-9 . _ : @ -`,
 /// not starting with `.` or `-`, never containing `..`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OperationId(String);
 
+/// True for the characters an operation ID may contain.
+pub fn is_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '@' | '-')
+}
+
 impl OperationId {
     /// Validate; the error is a one-line reason that never echoes control
     /// characters raw (escape them).
-    pub fn parse(_s: &str) -> Result<OperationId, String> {
-        todo!()
+    pub fn parse(s: &str) -> Result<OperationId, String> {
+        if s.is_empty() {
+            return Err("operation ID is empty".to_string());
+        }
+        if let Some((pos, c)) = s.chars().enumerate().find(|(_, c)| !is_id_char(*c)) {
+            return Err(format!(
+                "operation ID has a character that is not allowed, {} at position {} \
+                 (allowed: A-Z a-z 0-9 . _ : @ -)",
+                escape_char(c),
+                pos + 1
+            ));
+        }
+        // Only ASCII from here: bytes == characters.
+        if s.len() > MAX_LEN {
+            return Err(format!(
+                "operation ID is {} characters long (at most {MAX_LEN})",
+                s.len()
+            ));
+        }
+        if s.starts_with('.') || s.starts_with('-') {
+            return Err("operation ID must not start with '.' or '-'".to_string());
+        }
+        if s.contains("..") {
+            return Err("operation ID must not contain '..'".to_string());
+        }
+        Ok(OperationId(s.to_string()))
     }
     pub fn as_str(&self) -> &str {
         &self.0
@@ -25,5 +59,181 @@ impl OperationId {
 impl fmt::Display for OperationId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl FromStr for OperationId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<OperationId, String> {
+        OperationId::parse(s)
+    }
+}
+
+impl AsRef<str> for OperationId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl serde::Serialize for OperationId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for OperationId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<OperationId, D::Error> {
+        let s = String::deserialize(d)?;
+        OperationId::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One character, quoted, as pure printable ASCII (`'a'`, `'\n'`, `'\u{2215}'`).
+fn escape_char(c: char) -> String {
+    format!("'{}'", c.escape_default())
+}
+
+/// How many characters of input an error message may quote.
+const EXCERPT_CHARS: usize = 40;
+
+/// A short, quoted, escaped excerpt of untrusted text for an error message:
+/// at most 40 characters of the input, every control and non-ASCII character
+/// escaped (so the result is one line of printable ASCII), `...` when cut.
+pub fn excerpt(s: &str) -> String {
+    let mut out = String::from("\"");
+    let mut chars = s.chars();
+    for c in chars.by_ref().take(EXCERPT_CHARS) {
+        out.extend(c.escape_default());
+    }
+    out.push('"');
+    if chars.next().is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// `excerpt` for bytes that may not be UTF-8 (invalid sequences become U+FFFD).
+pub fn excerpt_bytes(b: &[u8]) -> String {
+    let head = &b[..b.len().min(EXCERPT_CHARS * 4)];
+    let mut s = excerpt(&String::from_utf8_lossy(head));
+    if head.len() < b.len() && !s.ends_with("...") {
+        s.push_str("...");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(s: &str) -> String {
+        OperationId::parse(s).unwrap_err()
+    }
+
+    #[test]
+    fn accepts_the_documented_charset() {
+        for s in [
+            "a",
+            "Z",
+            "0",
+            "_",
+            ":",
+            "@",
+            "cycle-2026-11-30T00:00:00Z@node-1",
+            "a.b.c",
+            "a-",
+            "a.",
+            "op_1:2@3-4.5",
+            "ABCxyz019._:@-",
+        ] {
+            let id = OperationId::parse(s).unwrap();
+            assert_eq!(id.as_str(), s);
+            assert_eq!(id.to_string(), s);
+            assert_eq!(id.receipt_file(), format!("{s}.json"));
+        }
+        let max = "a".repeat(200);
+        assert_eq!(OperationId::parse(&max).unwrap().as_str(), max);
+    }
+
+    #[test]
+    fn rejects_empty() {
+        assert!(err("").contains("empty"));
+    }
+
+    #[test]
+    fn rejects_too_long() {
+        let e = err(&"a".repeat(201));
+        assert!(e.contains("201") && e.contains("200"), "{e}");
+        // A long invalid ID is not echoed.
+        assert!(err(&"a".repeat(100_000)).len() < 100);
+    }
+
+    #[test]
+    fn rejects_bad_start() {
+        assert!(err(".a").contains("start"));
+        assert!(err("-a").contains("start"));
+        assert!(err(".").contains("start"));
+        assert!(err("-").contains("start"));
+    }
+
+    #[test]
+    fn rejects_dot_dot() {
+        assert!(err("a..b").contains(".."));
+        assert!(err("a..").contains(".."));
+        assert!(OperationId::parse("..").is_err());
+        assert!(err("a..b.c").contains(".."));
+    }
+
+    #[test]
+    fn rejects_bad_characters_with_an_escaped_one_line_reason() {
+        for s in [
+            "a/b",
+            "../x",
+            "a\0b",
+            "a\nb",
+            "a\rb",
+            "a b",
+            "a\tb",
+            "a\u{2215}b",   // division slash, looks like '/'
+            "a\u{ff0e}b",   // fullwidth full stop
+            "\u{0430}bc",   // Cyrillic a
+            "a\u{200b}b",   // zero-width space
+            "a\u{1b}[31mb", // terminal escape
+            "a\\b",
+            "a+b",
+            "a%2fb",
+            "a=b",
+        ] {
+            let e = err(s);
+            assert!(
+                !e.contains('\n') && !e.contains('\r') && !e.contains('\0'),
+                "{e:?}"
+            );
+            assert!(e.chars().all(|c| c.is_ascii() && !c.is_control()), "{e:?}");
+            assert!(e.contains("not allowed"), "{e}");
+        }
+        assert!(err("a\nb").contains("'\\n'"));
+        assert!(err("a\0b").contains("'\\u{0}'"));
+        assert!(err("a\u{2215}b").contains("\\u{2215}"));
+    }
+
+    #[test]
+    fn serde_validates() {
+        let id: OperationId = serde_json::from_str("\"op-1\"").unwrap();
+        assert_eq!(id.as_str(), "op-1");
+        assert!(serde_json::from_str::<OperationId>("\"a/b\"").is_err());
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"op-1\"");
+        assert_eq!("op-2".parse::<OperationId>().unwrap().as_str(), "op-2");
+    }
+
+    #[test]
+    fn excerpt_is_short_and_escaped() {
+        assert_eq!(excerpt("abc"), "\"abc\"");
+        assert_eq!(excerpt("a\nb"), "\"a\\nb\"");
+        let long = excerpt(&"x".repeat(1000));
+        assert!(long.len() < 50 && long.ends_with("..."), "{long}");
+        let e = excerpt_bytes(&[0xff, b'a', 0x1b]);
+        assert!(e.is_ascii() && !e.chars().any(|c| c.is_control()), "{e}");
+        assert!(excerpt_bytes(&[b'a'; 1000]).ends_with("..."));
     }
 }

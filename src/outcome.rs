@@ -2,6 +2,7 @@
 //! and the exit codes of SPEC section 7. Pure.
 
 use crate::component::Component;
+use crate::opid::excerpt;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -61,11 +62,41 @@ pub mod exit {
 }
 
 impl Outcome {
+    /// All seven, successes first.
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Renewed,
+        Outcome::Unchanged,
+        Outcome::Failed,
+        Outcome::FailedNotRestored,
+        Outcome::Cancelled,
+        Outcome::Abandoned,
+        Outcome::Superseded,
+    ];
+
     pub fn as_str(self) -> &'static str {
-        todo!()
+        match self {
+            Outcome::Renewed => "renewed",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Failed => "failed",
+            Outcome::FailedNotRestored => "failed_not_restored",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Abandoned => "abandoned",
+            Outcome::Superseded => "superseded",
+        }
     }
     pub fn is_success(self) -> bool {
-        todo!()
+        matches!(self, Outcome::Renewed | Outcome::Unchanged)
+    }
+}
+
+impl FromStr for Outcome {
+    type Err = String;
+    /// The exact receipt string; anything else is an error.
+    fn from_str(s: &str) -> Result<Outcome, String> {
+        Outcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == s)
+            .ok_or_else(|| format!("unknown outcome {}", excerpt(s)))
     }
 }
 
@@ -76,15 +107,101 @@ impl fmt::Display for Outcome {
 }
 
 impl ManifestLocation {
+    pub const ALL: [ManifestLocation; 4] = [
+        ManifestLocation::Active,
+        ManifestLocation::Staged,
+        ManifestLocation::Both,
+        ManifestLocation::Missing,
+    ];
+
     pub fn as_str(self) -> &'static str {
-        todo!()
+        match self {
+            ManifestLocation::Active => "active",
+            ManifestLocation::Staged => "staged",
+            ManifestLocation::Both => "both",
+            ManifestLocation::Missing => "missing",
+        }
     }
 }
 
+impl fmt::Display for ManifestLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ManifestLocation {
+    type Err = String;
+    /// The exact receipt string; anything else is an error.
+    fn from_str(s: &str) -> Result<ManifestLocation, String> {
+        ManifestLocation::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown manifest location {}", excerpt(s)))
+    }
+}
+
+/// The prefix of `restart:<component>`.
+const RESTART_PREFIX: &str = "restart:";
+
 impl Phase {
+    /// Every phase without a component, in SPEC order (`Restart` comes
+    /// between `RenewCerts` and `Postflight`).
+    const SIMPLE: [Phase; 15] = [
+        Phase::Arguments,
+        Phase::Lock,
+        Phase::Receipt,
+        Phase::PhaseFile,
+        Phase::Topology,
+        Phase::StagingConflict,
+        Phase::CaCheck,
+        Phase::Expiry,
+        Phase::Health,
+        Phase::TwoControlPlaneVoters,
+        Phase::Backup,
+        Phase::RenewCerts,
+        Phase::Postflight,
+        Phase::Cancelled,
+        Phase::Done,
+    ];
+
+    /// All nineteen phases: the simple ones and `restart:<component>` for
+    /// each of the four.
+    pub fn all() -> Vec<Phase> {
+        let mut v: Vec<Phase> = Phase::SIMPLE[..12].to_vec();
+        v.extend(Component::ALL.into_iter().map(Phase::Restart));
+        v.extend_from_slice(&Phase::SIMPLE[12..]);
+        v
+    }
+
+    /// The fixed name of a phase without a component.
+    fn simple_str(self) -> Option<&'static str> {
+        Some(match self {
+            Phase::Arguments => "arguments",
+            Phase::Lock => "lock",
+            Phase::Receipt => "receipt",
+            Phase::PhaseFile => "phase-file",
+            Phase::Topology => "topology",
+            Phase::StagingConflict => "staging-conflict",
+            Phase::CaCheck => "ca-check",
+            Phase::Expiry => "expiry",
+            Phase::Health => "health",
+            Phase::TwoControlPlaneVoters => "two-control-plane-voters",
+            Phase::Backup => "backup",
+            Phase::RenewCerts => "renew-certs",
+            Phase::Restart(_) => return None,
+            Phase::Postflight => "postflight",
+            Phase::Cancelled => "cancelled",
+            Phase::Done => "done",
+        })
+    }
+
     /// `restart:etcd`, `two-control-plane-voters`, ...
     pub fn as_string(self) -> String {
-        todo!()
+        match self {
+            Phase::Restart(c) => format!("{RESTART_PREFIX}{}", c.name()),
+            p => p.simple_str().unwrap_or_default().to_string(),
+        }
     }
 }
 
@@ -96,8 +213,17 @@ impl fmt::Display for Phase {
 
 impl FromStr for Phase {
     type Err = String;
-    fn from_str(_s: &str) -> Result<Phase, String> {
-        todo!()
+    /// Exactly one of the closed list; anything else is an error.
+    fn from_str(s: &str) -> Result<Phase, String> {
+        if let Some(rest) = s.strip_prefix(RESTART_PREFIX) {
+            return Component::from_name(rest)
+                .map(Phase::Restart)
+                .ok_or_else(|| format!("unknown component in phase {}", excerpt(s)));
+        }
+        Phase::SIMPLE
+            .into_iter()
+            .find(|p| p.simple_str() == Some(s))
+            .ok_or_else(|| format!("unknown phase {}", excerpt(s)))
     }
 }
 
@@ -118,6 +244,157 @@ impl<'de> Deserialize<'de> for Phase {
 /// ended (`all_active` false: some manifest is staged, both or missing).
 /// Success 0; abandoned/superseded 5; failed_not_restored 4; any other outcome
 /// 4 when a manifest is not active, else 1.
-pub fn exit_code_for(_outcome: Outcome, _all_active: bool) -> u8 {
-    todo!()
+pub fn exit_code_for(outcome: Outcome, all_active: bool) -> u8 {
+    match outcome {
+        Outcome::Renewed | Outcome::Unchanged => exit::OK,
+        Outcome::Abandoned | Outcome::Superseded => exit::FENCED,
+        Outcome::FailedNotRestored => exit::OPERATOR_MUST_ACT,
+        Outcome::Failed | Outcome::Cancelled => {
+            if all_active {
+                exit::FAILED
+            } else {
+                exit::OPERATOR_MUST_ACT
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_strings_round_trip() {
+        let names: Vec<_> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "renewed",
+                "unchanged",
+                "failed",
+                "failed_not_restored",
+                "cancelled",
+                "abandoned",
+                "superseded"
+            ]
+        );
+        for o in Outcome::ALL {
+            assert_eq!(o.as_str().parse::<Outcome>().unwrap(), o);
+            assert_eq!(o.to_string(), o.as_str());
+            // serde agrees with as_str.
+            let j = serde_json::to_string(&o).unwrap();
+            assert_eq!(j, format!("\"{}\"", o.as_str()));
+            assert_eq!(serde_json::from_str::<Outcome>(&j).unwrap(), o);
+        }
+        for bad in [
+            "",
+            "Renewed",
+            "renewed ",
+            "failed-not-restored",
+            "ok",
+            "success",
+        ] {
+            assert!(bad.parse::<Outcome>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_renewed_and_unchanged_succeed() {
+        for o in Outcome::ALL {
+            assert_eq!(
+                o.is_success(),
+                matches!(o, Outcome::Renewed | Outcome::Unchanged),
+                "{o}"
+            );
+        }
+    }
+
+    #[test]
+    fn manifest_locations_round_trip() {
+        let names: Vec<_> = ManifestLocation::ALL.iter().map(|m| m.as_str()).collect();
+        assert_eq!(names, ["active", "staged", "both", "missing"]);
+        for m in ManifestLocation::ALL {
+            assert_eq!(m.as_str().parse::<ManifestLocation>().unwrap(), m);
+            let j = serde_json::to_string(&m).unwrap();
+            assert_eq!(j, format!("\"{}\"", m.as_str()));
+            assert_eq!(serde_json::from_str::<ManifestLocation>(&j).unwrap(), m);
+        }
+        assert!("Active".parse::<ManifestLocation>().is_err());
+        assert!("".parse::<ManifestLocation>().is_err());
+    }
+
+    #[test]
+    fn phase_strings_are_the_closed_list() {
+        let names: Vec<_> = Phase::all().into_iter().map(|p| p.as_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "arguments",
+                "lock",
+                "receipt",
+                "phase-file",
+                "topology",
+                "staging-conflict",
+                "ca-check",
+                "expiry",
+                "health",
+                "two-control-plane-voters",
+                "backup",
+                "renew-certs",
+                "restart:etcd",
+                "restart:kube-apiserver",
+                "restart:kube-controller-manager",
+                "restart:kube-scheduler",
+                "postflight",
+                "cancelled",
+                "done"
+            ]
+        );
+        for p in Phase::all() {
+            assert_eq!(p.as_string().parse::<Phase>().unwrap(), p);
+            assert_eq!(p.to_string(), p.as_string());
+            let j = serde_json::to_string(&p).unwrap();
+            assert_eq!(serde_json::from_str::<Phase>(&j).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn phase_rejects_anything_else() {
+        for bad in [
+            "",
+            "restart",
+            "restart:",
+            "restart:etcd ",
+            "restart:Etcd",
+            "restart:kube-vip",
+            "restart:etcd:x",
+            "Restart:etcd",
+            " lock",
+            "lock\n",
+            "phase_file",
+            "two_control_plane_voters",
+            "renew",
+            "admission",
+        ] {
+            let e = bad.parse::<Phase>().unwrap_err();
+            assert!(!e.contains('\n'), "{e:?}");
+        }
+        assert!(serde_json::from_str::<Phase>("\"nope\"").is_err());
+        assert!(serde_json::from_str::<Phase>("3").is_err());
+    }
+
+    #[test]
+    fn exit_codes() {
+        for all_active in [true, false] {
+            assert_eq!(exit_code_for(Outcome::Renewed, all_active), 0);
+            assert_eq!(exit_code_for(Outcome::Unchanged, all_active), 0);
+            assert_eq!(exit_code_for(Outcome::Abandoned, all_active), 5);
+            assert_eq!(exit_code_for(Outcome::Superseded, all_active), 5);
+            assert_eq!(exit_code_for(Outcome::FailedNotRestored, all_active), 4);
+        }
+        assert_eq!(exit_code_for(Outcome::Failed, true), 1);
+        assert_eq!(exit_code_for(Outcome::Failed, false), 4);
+        assert_eq!(exit_code_for(Outcome::Cancelled, true), 1);
+        assert_eq!(exit_code_for(Outcome::Cancelled, false), 4);
+    }
 }

@@ -2,7 +2,9 @@
 //! Pure: parse from bytes, render to bytes. One writer each.
 
 use crate::component::Component;
-use crate::opid::OperationId;
+use crate::opid::{excerpt, excerpt_bytes, OperationId};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 pub const V2_FORMAT: &str = "nvke-cert-runbook/phase/v2";
@@ -10,6 +12,12 @@ pub const V2_FORMAT: &str = "nvke-cert-runbook/phase/v2";
 pub const LEGACY_FORMAT: &str = "legacy-five-line";
 /// The three CA files, keyed as in `caSHA256` (relative to `pki/`).
 pub const CA_KEYS: [&str; 3] = ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"];
+/// `thresholdDays` bounds (SPEC section 1).
+pub const MIN_THRESHOLD_DAYS: u32 = 7;
+pub const MAX_THRESHOLD_DAYS: u32 = 90;
+/// A phase file larger than this is malformed (a real one is under 1 KiB).
+/// Readers should not read more than this plus one byte.
+pub const MAX_PHASE_FILE_BYTES: usize = 64 * 1024;
 
 /// `state` of either format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,7 +30,34 @@ pub enum PhaseState {
 impl PhaseState {
     /// `renewing`, `restart_pending`, `done`.
     pub fn as_str(self) -> &'static str {
-        todo!()
+        match self {
+            PhaseState::Renewing => "renewing",
+            PhaseState::RestartPending => "restart_pending",
+            PhaseState::Done => "done",
+        }
+    }
+
+    /// The exact state string of either format.
+    pub fn from_name(s: &str) -> Option<PhaseState> {
+        [
+            PhaseState::Renewing,
+            PhaseState::RestartPending,
+            PhaseState::Done,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == s)
+    }
+
+    /// Valid `state`/component pairs (both formats): only `restart_pending`
+    /// may name a component.
+    pub fn allows_component(self, c: Option<Component>) -> bool {
+        c.is_none() || self == PhaseState::RestartPending
+    }
+}
+
+impl std::fmt::Display for PhaseState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -99,19 +134,508 @@ impl PhaseFile {
 /// Parse either format strictly. The error is a short reason naming what is
 /// wrong (line number / field), without echoing more than a short, escaped
 /// excerpt of the input.
-pub fn parse_phase_file(_bytes: &[u8]) -> Result<PhaseFile, String> {
-    todo!()
+pub fn parse_phase_file(bytes: &[u8]) -> Result<PhaseFile, String> {
+    if bytes.len() > MAX_PHASE_FILE_BYTES {
+        return Err(format!(
+            "phase file is {} bytes (at most {MAX_PHASE_FILE_BYTES})",
+            bytes.len()
+        ));
+    }
+    if bytes.first() == Some(&b'{') {
+        parse_v2(bytes)
+            .map(PhaseFile::V2)
+            .map_err(|e| format!("V2 phase file: {e}"))
+    } else if bytes.starts_with(b"STATE=") {
+        parse_legacy(bytes)
+            .map(PhaseFile::Legacy)
+            .map_err(|e| format!("legacy five-line phase file: {e}"))
+    } else if bytes.is_empty() {
+        Err("phase file is empty".to_string())
+    } else {
+        Err(format!(
+            "phase file is neither the V2 JSON nor the legacy five-line format (starts with {})",
+            excerpt_bytes(&bytes[..bytes.len().min(16)])
+        ))
+    }
 }
 
 /// Render a V2 phase file (pretty JSON, trailing newline). Must round-trip
 /// through `parse_phase_file`.
-pub fn render_v2(_p: &PhaseV2) -> Vec<u8> {
-    todo!()
+pub fn render_v2(p: &PhaseV2) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct ResumedOut<'a> {
+        #[serde(rename = "operationID")]
+        operation_id: Option<&'a str>,
+        format: &'a str,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Out<'a> {
+        format: &'a str,
+        #[serde(rename = "operationID")]
+        operation_id: &'a str,
+        state: &'a str,
+        next_component: Option<&'a str>,
+        #[serde(rename = "caSHA256")]
+        ca_sha256: &'a BTreeMap<String, String>,
+        force: bool,
+        threshold_days: u32,
+        started_at: &'a str,
+        updated_at: &'a str,
+        resumed_from: Option<ResumedOut<'a>>,
+    }
+    let out = Out {
+        format: V2_FORMAT,
+        operation_id: p.operation_id.as_str(),
+        state: p.state.as_str(),
+        next_component: p.next_component.map(Component::name),
+        ca_sha256: &p.ca_sha256,
+        force: p.force,
+        threshold_days: p.threshold_days,
+        started_at: &p.started_at,
+        updated_at: &p.updated_at,
+        resumed_from: p.resumed_from.as_ref().map(|r| ResumedOut {
+            operation_id: r.operation_id.as_ref().map(OperationId::as_str),
+            format: &r.format,
+        }),
+    };
+    pretty_json_line(&out)
 }
 
 /// Render the legacy five lines. Must round-trip through `parse_phase_file`.
-pub fn render_legacy(_p: &LegacyPhase) -> Vec<u8> {
-    todo!()
+pub fn render_legacy(p: &LegacyPhase) -> Vec<u8> {
+    format!(
+        "STATE={}\nCOMPONENT={}\nSTARTED={}\nCA_SHA256={}\nPID={}\n",
+        p.state.as_str(),
+        p.component.map_or("none", Component::name),
+        p.started,
+        p.ca_sha256,
+        p.pid
+    )
+    .into_bytes()
+}
+
+/// Check that a V2 value would be written as a valid phase file (what the
+/// parser accepts). Writers call this before they persist.
+pub fn validate_v2(p: &PhaseV2) -> Result<(), String> {
+    match parse_phase_file(&render_v2(p))? {
+        PhaseFile::V2(q) if &q == p => Ok(()),
+        _ => Err("V2 phase file does not round-trip".to_string()),
+    }
+}
+
+/// Check that a legacy value would be written as a valid phase file.
+pub fn validate_legacy(p: &LegacyPhase) -> Result<(), String> {
+    match parse_phase_file(&render_legacy(p))? {
+        PhaseFile::Legacy(q) if &q == p => Ok(()),
+        _ => Err("legacy phase file does not round-trip".to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// V2
+
+fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
+    let value = parse_json_strict(bytes)?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| "not a JSON object".to_string())?;
+    check_keys(
+        obj,
+        &[
+            "format",
+            "operationID",
+            "state",
+            "nextComponent",
+            "caSHA256",
+            "force",
+            "thresholdDays",
+            "startedAt",
+            "updatedAt",
+            "resumedFrom",
+        ],
+        "",
+    )?;
+    let format = get_str(obj, "format")?;
+    if format != V2_FORMAT {
+        return Err(format!(
+            "format is {}, expected {V2_FORMAT:?}",
+            excerpt(format)
+        ));
+    }
+    let operation_id = get_id(obj, "operationID")?;
+    let state_s = get_str(obj, "state")?;
+    let state = PhaseState::from_name(state_s).ok_or_else(|| {
+        format!(
+            "state {} is not renewing, restart_pending or done",
+            excerpt(state_s)
+        )
+    })?;
+    let next_component = get_opt_component(obj, "nextComponent")?;
+    if !state.allows_component(next_component) {
+        return Err(format!(
+            "state {} with nextComponent {} is not a valid pair",
+            state.as_str(),
+            next_component.map_or("null", Component::name)
+        ));
+    }
+    let ca_sha256 = get_ca_map(obj, "caSHA256", true)?;
+    let force = match &obj["force"] {
+        Value::Bool(b) => *b,
+        _ => return Err("force is not a boolean".to_string()),
+    };
+    let threshold_days = match obj["thresholdDays"].as_u64() {
+        Some(n) if (MIN_THRESHOLD_DAYS as u64..=MAX_THRESHOLD_DAYS as u64).contains(&n) => n as u32,
+        Some(n) => {
+            return Err(format!(
+                "thresholdDays {n} is outside {MIN_THRESHOLD_DAYS}..={MAX_THRESHOLD_DAYS}"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "thresholdDays is not an integer in {MIN_THRESHOLD_DAYS}..={MAX_THRESHOLD_DAYS}"
+            ))
+        }
+    };
+    let started_at = get_time(obj, "startedAt")?;
+    let updated_at = get_time(obj, "updatedAt")?;
+    let resumed_from = match &obj["resumedFrom"] {
+        Value::Null => None,
+        Value::Object(r) => {
+            check_keys(r, &["operationID", "format"], "resumedFrom.")?;
+            let operation_id = match &r["operationID"] {
+                Value::Null => None,
+                Value::String(s) => Some(
+                    OperationId::parse(s).map_err(|e| format!("resumedFrom.operationID: {e}"))?,
+                ),
+                _ => return Err("resumedFrom.operationID is not a string or null".to_string()),
+            };
+            let format = match &r["format"] {
+                Value::String(f) if f == V2_FORMAT || f == LEGACY_FORMAT => f.clone(),
+                Value::String(f) => {
+                    return Err(format!(
+                        "resumedFrom.format is {}, expected {V2_FORMAT:?} or {LEGACY_FORMAT:?}",
+                        excerpt(f)
+                    ))
+                }
+                _ => return Err("resumedFrom.format is not a string".to_string()),
+            };
+            Some(ResumedFrom {
+                operation_id,
+                format,
+            })
+        }
+        _ => return Err("resumedFrom is not an object or null".to_string()),
+    };
+    Ok(PhaseV2 {
+        operation_id,
+        state,
+        next_component,
+        ca_sha256,
+        force,
+        threshold_days,
+        started_at,
+        updated_at,
+        resumed_from,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Legacy five-line
+
+fn parse_legacy(bytes: &[u8]) -> Result<LegacyPhase, String> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| format!("not UTF-8 (invalid byte at offset {})", e.valid_up_to()))?;
+    if let Some(i) = text.find('\r') {
+        return Err(format!(
+            "carriage return at byte {} (CRLF line endings are not allowed)",
+            i
+        ));
+    }
+    let body = text
+        .strip_suffix('\n')
+        .ok_or_else(|| "the last line has no final newline".to_string())?;
+    let lines: Vec<&str> = body.split('\n').collect();
+    if lines.len() != 5 {
+        return Err(format!("{} lines, expected exactly 5", lines.len()));
+    }
+    let field = |n: usize, key: &str| -> Result<&str, String> {
+        let line = lines[n - 1];
+        if line.is_empty() {
+            return Err(format!("line {n} is blank, expected {key}=..."));
+        }
+        line.strip_prefix(key)
+            .and_then(|l| l.strip_prefix('='))
+            .ok_or_else(|| format!("line {n} is {}, expected {key}=...", excerpt(line)))
+    };
+    let bad = |n: usize, key: &str, v: &str, want: &str| -> String {
+        format!("line {n}: {key}={} is not {want}", excerpt(v))
+    };
+
+    let v = field(1, "STATE")?;
+    let state = PhaseState::from_name(v)
+        .ok_or_else(|| bad(1, "STATE", v, "renewing, restart_pending or done"))?;
+    let v = field(2, "COMPONENT")?;
+    let component = if v == "none" {
+        None
+    } else {
+        Some(Component::from_name(v).ok_or_else(|| {
+            bad(
+                2,
+                "COMPONENT",
+                v,
+                "none, etcd, kube-apiserver, kube-controller-manager or kube-scheduler",
+            )
+        })?)
+    };
+    if !state.allows_component(component) {
+        return Err(format!(
+            "STATE={} with COMPONENT={} is not a valid pair",
+            state.as_str(),
+            component.map_or("none", Component::name)
+        ));
+    }
+    let v = field(3, "STARTED")?;
+    let started = parse_digits::<u64>(v).ok_or_else(|| {
+        bad(
+            3,
+            "STARTED",
+            v,
+            "unix seconds (digits only, fitting 64 bits)",
+        )
+    })?;
+    let v = field(4, "CA_SHA256")?;
+    if !is_sha256_hex(v) {
+        return Err(bad(4, "CA_SHA256", v, "64 lowercase hex digits"));
+    }
+    let ca_sha256 = v.to_string();
+    let v = field(5, "PID")?;
+    let pid = parse_digits::<u32>(v)
+        .filter(|p| *p > 0)
+        .ok_or_else(|| bad(5, "PID", v, "a positive decimal process ID"))?;
+    Ok(LegacyPhase {
+        state,
+        component,
+        started,
+        ca_sha256,
+        pid,
+    })
+}
+
+/// ASCII digits only (no sign, no space), non-empty, fitting `T`.
+fn parse_digits<T: std::str::FromStr>(s: &str) -> Option<T> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+// ---------------------------------------------------------------------------
+// Strict JSON helpers, shared with `receipt` and `agent`.
+
+/// Parse JSON, refusing duplicate object keys at any depth (serde_json keeps
+/// the last one silently). The error never quotes more than a short, escaped
+/// excerpt of the input.
+pub fn parse_json_strict(bytes: &[u8]) -> Result<Value, String> {
+    if let Err(e) = std::str::from_utf8(bytes) {
+        return Err(format!(
+            "not UTF-8 (invalid byte at offset {})",
+            e.valid_up_to()
+        ));
+    }
+    serde_json::from_slice::<NoDupValue>(bytes)
+        .map(|v| v.0)
+        .map_err(|e| format!("not valid JSON: {}", one_line(&e.to_string())))
+}
+
+/// At most 200 characters of `s`, escaped to one printable ASCII line.
+fn one_line(s: &str) -> String {
+    let mut out: String = s.chars().take(200).flat_map(char::escape_default).collect();
+    if s.chars().nth(200).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// A `serde_json::Value` whose objects had no repeated key.
+struct NoDupValue(Value);
+
+impl<'de> serde::Deserialize<'de> for NoDupValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDupVisitor).map(NoDupValue)
+    }
+}
+
+struct NoDupVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDupVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut v = Vec::new();
+        while let Some(NoDupValue(x)) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(Value::Array(v))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate key {}",
+                    excerpt(&k)
+                )));
+            }
+            let NoDupValue(v) = map.next_value()?;
+            m.insert(k, v);
+        }
+        Ok(Value::Object(m))
+    }
+}
+
+/// The object has exactly the `keys`: no unknown key, none missing.
+/// `prefix` names the enclosing object in the error (`"resumedFrom."`).
+pub(crate) fn check_keys(
+    obj: &Map<String, Value>,
+    keys: &[&str],
+    prefix: &str,
+) -> Result<(), String> {
+    if let Some(k) = obj.keys().find(|k| !keys.contains(&k.as_str())) {
+        return Err(format!("unknown key {prefix}{}", excerpt(k)));
+    }
+    if let Some(k) = keys.iter().find(|k| !obj.contains_key(**k)) {
+        return Err(format!("missing key {prefix}{k}"));
+    }
+    Ok(())
+}
+
+/// A string field (the key is known present).
+pub(crate) fn get_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{key} is not a string"))
+}
+
+/// A valid operation ID field.
+pub(crate) fn get_id(obj: &Map<String, Value>, key: &str) -> Result<OperationId, String> {
+    OperationId::parse(get_str(obj, key)?).map_err(|e| format!("{key}: {e}"))
+}
+
+/// `null` or a component name.
+pub(crate) fn get_opt_component(
+    obj: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Component>, String> {
+    match obj.get(key) {
+        Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Component::from_name(s)
+            .map(Some)
+            .ok_or_else(|| format!("{key} {} is not one of the four components", excerpt(s))),
+        _ => Err(format!("{key} is not a component name or null")),
+    }
+}
+
+/// The longest timestamp accepted (well above `2026-11-30T00:00:00.123456789Z`).
+const MAX_TIMESTAMP_LEN: usize = 40;
+
+/// `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` exactly: upper-case `T` and `Z`, no space
+/// separator (the time crate alone accepts a few more spellings).
+fn is_utc_timestamp_shape(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 20 || b.len() > MAX_TIMESTAMP_LEN || b[b.len() - 1] != b'Z' {
+        return false;
+    }
+    let shape = b"dddd-dd-ddTdd:dd:dd";
+    let fixed = shape.iter().zip(b).all(|(want, got)| match want {
+        b'd' => got.is_ascii_digit(),
+        w => w == got,
+    });
+    let frac = &b[19..b.len() - 1];
+    let frac_ok = frac.is_empty()
+        || (frac[0] == b'.'
+            && (2..=10).contains(&frac.len())
+            && frac[1..].iter().all(u8::is_ascii_digit));
+    fixed && frac_ok
+}
+
+/// An RFC 3339 UTC (`...Z`) timestamp string, kept as written.
+pub(crate) fn get_time(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
+    let s = get_str(obj, key)?;
+    if !is_utc_timestamp_shape(s) || crate::clock::parse_rfc3339(s, true).is_err() {
+        return Err(format!(
+            "{key} {} is not an RFC 3339 UTC timestamp (ending in Z)",
+            excerpt(s)
+        ));
+    }
+    Ok(s.to_string())
+}
+
+/// A `caSHA256` object: keys among `CA_KEYS` (all three when `all_three`),
+/// values 64 lowercase hex.
+pub(crate) fn get_ca_map(
+    obj: &Map<String, Value>,
+    key: &str,
+    all_three: bool,
+) -> Result<BTreeMap<String, String>, String> {
+    let m = obj
+        .get(key)
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("{key} is not an object"))?;
+    if all_three {
+        check_keys(m, &CA_KEYS, &format!("{key}."))?;
+    } else if let Some(k) = m.keys().find(|k| !CA_KEYS.contains(&k.as_str())) {
+        return Err(format!("unknown key {key}.{}", excerpt(k)));
+    }
+    let mut out = BTreeMap::new();
+    for (k, v) in m {
+        match v.as_str() {
+            Some(h) if is_sha256_hex(h) => {
+                out.insert(k.clone(), h.to_string());
+            }
+            _ => return Err(format!("{key}.{k} is not 64 lowercase hex digits")),
+        }
+    }
+    Ok(out)
+}
+
+/// Pretty JSON with a trailing newline.
+pub(crate) fn pretty_json_line<T: Serialize>(v: &T) -> Vec<u8> {
+    // Serializing plain structs of strings, bools and integers into a Vec
+    // cannot fail; fall back to an empty object (which no parser accepts)
+    // rather than panic.
+    let mut out = serde_json::to_vec_pretty(v).unwrap_or_else(|_| b"{}".to_vec());
+    out.push(b'\n');
+    out
 }
 
 /// True for exactly 64 lowercase hex digits.
@@ -119,4 +643,653 @@ pub fn is_sha256_hex(s: &str) -> bool {
     s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H1: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    const H2: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const H3: &str = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+
+    fn v2() -> PhaseV2 {
+        PhaseV2 {
+            operation_id: OperationId::parse("cycle-1@node-a").unwrap(),
+            state: PhaseState::RestartPending,
+            next_component: Some(Component::KubeApiserver),
+            ca_sha256: CA_KEYS
+                .iter()
+                .zip([H1, H2, H3])
+                .map(|(k, h)| (k.to_string(), h.to_string()))
+                .collect(),
+            force: false,
+            threshold_days: 30,
+            started_at: "2026-11-30T00:00:00Z".to_string(),
+            updated_at: "2026-11-30T00:05:00Z".to_string(),
+            resumed_from: None,
+        }
+    }
+
+    fn v2_json() -> Value {
+        serde_json::from_slice(&render_v2(&v2())).unwrap()
+    }
+
+    /// Parse a V2 file built from `v2()` with one key changed.
+    fn with(key: &str, val: Value) -> Result<PhaseFile, String> {
+        let mut j = v2_json();
+        j.as_object_mut().unwrap().insert(key.to_string(), val);
+        parse_phase_file(serde_json::to_string(&j).unwrap().as_bytes())
+    }
+
+    fn without(key: &str) -> Result<PhaseFile, String> {
+        let mut j = v2_json();
+        j.as_object_mut().unwrap().remove(key);
+        parse_phase_file(serde_json::to_string(&j).unwrap().as_bytes())
+    }
+
+    fn assert_short_one_line(e: &str) {
+        assert!(e.len() < 400, "too long: {e}");
+        assert!(!e.chars().any(char::is_control), "control in {e:?}");
+    }
+
+    fn bad(r: Result<PhaseFile, String>, needle: &str) {
+        let e = r.expect_err("should be malformed");
+        assert_short_one_line(&e);
+        assert!(e.contains(needle), "{e:?} does not mention {needle:?}");
+    }
+
+    const LEGACY: &str = "STATE=restart_pending\nCOMPONENT=kube-apiserver\nSTARTED=1764460800\nCA_SHA256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\nPID=4242\n";
+
+    fn legacy() -> LegacyPhase {
+        LegacyPhase {
+            state: PhaseState::RestartPending,
+            component: Some(Component::KubeApiserver),
+            started: 1_764_460_800,
+            ca_sha256: H1.to_string(),
+            pid: 4242,
+        }
+    }
+
+    // ----- V2 -----
+
+    #[test]
+    fn v2_renders_in_documented_key_order_and_round_trips() {
+        let text = String::from_utf8(render_v2(&v2())).unwrap();
+        assert!(text.ends_with("}\n") && !text.ends_with("\n\n"));
+        let keys = [
+            "\"format\"",
+            "\"operationID\"",
+            "\"state\"",
+            "\"nextComponent\"",
+            "\"caSHA256\"",
+            "\"force\"",
+            "\"thresholdDays\"",
+            "\"startedAt\"",
+            "\"updatedAt\"",
+            "\"resumedFrom\"",
+        ];
+        let pos: Vec<usize> = keys.iter().map(|k| text.find(k).unwrap()).collect();
+        assert!(pos.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(text.contains("\"format\": \"nvke-cert-runbook/phase/v2\""));
+        assert!(text.contains("\"nextComponent\": \"kube-apiserver\""));
+        assert!(text.contains("\"resumedFrom\": null"));
+        let p = parse_phase_file(text.as_bytes()).unwrap();
+        assert_eq!(p, PhaseFile::V2(v2()));
+        assert_eq!(p.format_name(), V2_FORMAT);
+        assert!(p.is_unfinished());
+        assert_eq!(p.next_component(), Some(Component::KubeApiserver));
+        validate_v2(&v2()).unwrap();
+    }
+
+    #[test]
+    fn v2_resumed_from_round_trips() {
+        for rf in [
+            ResumedFrom {
+                operation_id: Some(OperationId::parse("older").unwrap()),
+                format: V2_FORMAT.to_string(),
+            },
+            ResumedFrom {
+                operation_id: None,
+                format: LEGACY_FORMAT.to_string(),
+            },
+        ] {
+            let mut p = v2();
+            p.resumed_from = Some(rf);
+            assert_eq!(
+                parse_phase_file(&render_v2(&p)).unwrap(),
+                PhaseFile::V2(p.clone())
+            );
+        }
+    }
+
+    #[test]
+    fn v2_valid_state_pairs() {
+        let mut ok = vec![
+            (PhaseState::Renewing, None),
+            (PhaseState::RestartPending, None),
+            (PhaseState::Done, None),
+        ];
+        ok.extend(
+            Component::ALL
+                .into_iter()
+                .map(|c| (PhaseState::RestartPending, Some(c))),
+        );
+        for (state, next) in ok {
+            let mut p = v2();
+            p.state = state;
+            p.next_component = next;
+            assert_eq!(
+                parse_phase_file(&render_v2(&p)).unwrap(),
+                PhaseFile::V2(p.clone())
+            );
+        }
+        for state in [PhaseState::Renewing, PhaseState::Done] {
+            for c in Component::ALL {
+                let mut p = v2();
+                p.state = state;
+                p.next_component = Some(c);
+                bad(parse_phase_file(&render_v2(&p)), "not a valid pair");
+                assert!(validate_v2(&p).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn v2_bad_state_and_component() {
+        bad(with("state", "finished".into()), "state");
+        bad(with("state", "RENEWING".into()), "state");
+        bad(with("state", "".into()), "state");
+        bad(with("state", Value::Null), "state");
+        bad(with("nextComponent", "kube-vip".into()), "nextComponent");
+        bad(with("nextComponent", "none".into()), "nextComponent");
+        bad(with("nextComponent", 1.into()), "nextComponent");
+    }
+
+    #[test]
+    fn v2_truncated_json() {
+        let full = render_v2(&v2());
+        for n in [1, 2, 10, full.len() / 2, full.len() - 2] {
+            bad(parse_phase_file(&full[..n]), "not valid JSON");
+        }
+    }
+
+    #[test]
+    fn v2_trailing_garbage() {
+        let mut full = render_v2(&v2());
+        full.extend_from_slice(b"{}");
+        bad(parse_phase_file(&full), "not valid JSON");
+    }
+
+    #[test]
+    fn v2_unknown_and_missing_keys() {
+        bad(with("extra", 1.into()), "unknown key");
+        bad(with("Format", V2_FORMAT.into()), "unknown key");
+        for k in [
+            "format",
+            "operationID",
+            "state",
+            "nextComponent",
+            "caSHA256",
+            "force",
+            "thresholdDays",
+            "startedAt",
+            "updatedAt",
+            "resumedFrom",
+        ] {
+            bad(without(k), "missing key");
+        }
+    }
+
+    #[test]
+    fn v2_duplicate_keys() {
+        let text = String::from_utf8(render_v2(&v2())).unwrap();
+        let dup = text.replacen(
+            "\"force\": false",
+            "\"force\": false,\n  \"force\": true",
+            1,
+        );
+        bad(parse_phase_file(dup.as_bytes()), "duplicate key");
+        let dup = text.replacen(
+            "\"state\": \"restart_pending\"",
+            "\"state\": \"done\", \"state\": \"restart_pending\"",
+            1,
+        );
+        bad(parse_phase_file(dup.as_bytes()), "duplicate key");
+        // Nested too.
+        let dup = text.replacen(
+            &format!("\"ca.crt\": \"{H1}\""),
+            &format!("\"ca.crt\": \"{H1}\", \"ca.crt\": \"{H1}\""),
+            1,
+        );
+        bad(parse_phase_file(dup.as_bytes()), "duplicate key");
+    }
+
+    #[test]
+    fn v2_wrong_format_string() {
+        bad(
+            with("format", "nvke-cert-runbook/phase/v1".into()),
+            "format",
+        );
+        bad(
+            with("format", "nvke-cert-runbook/phase/v3".into()),
+            "format",
+        );
+        bad(with("format", LEGACY_FORMAT.into()), "format");
+        bad(with("format", 2.into()), "format");
+    }
+
+    #[test]
+    fn v2_bad_operation_id() {
+        for id in ["", "a/b", "../x", "a..b", ".a", "-a", "a\nb", "a\u{2215}b"] {
+            bad(with("operationID", id.into()), "operationID");
+        }
+        bad(with("operationID", "a".repeat(201).into()), "operationID");
+        bad(with("operationID", Value::Null), "operationID");
+    }
+
+    #[test]
+    fn v2_threshold_bounds() {
+        for n in [7, 30, 90] {
+            assert!(with("thresholdDays", n.into()).is_ok(), "{n}");
+        }
+        bad(with("thresholdDays", 6.into()), "outside");
+        bad(with("thresholdDays", 91.into()), "outside");
+        bad(with("thresholdDays", 0.into()), "outside");
+        bad(with("thresholdDays", (-30).into()), "thresholdDays");
+        bad(with("thresholdDays", 30.5.into()), "thresholdDays");
+        bad(with("thresholdDays", "30".into()), "thresholdDays");
+        bad(
+            parse_phase_file(
+                String::from_utf8(render_v2(&v2()))
+                    .unwrap()
+                    .replace("30,", "30.0,")
+                    .as_bytes(),
+            ),
+            "thresholdDays",
+        );
+        bad(
+            parse_phase_file(
+                String::from_utf8(render_v2(&v2()))
+                    .unwrap()
+                    .replace("30,", "1e400,")
+                    .as_bytes(),
+            ),
+            "JSON",
+        );
+    }
+
+    #[test]
+    fn v2_force_must_be_bool() {
+        bad(with("force", "false".into()), "force");
+        bad(with("force", 0.into()), "force");
+        bad(with("force", Value::Null), "force");
+        let mut p = v2();
+        p.force = true;
+        assert_eq!(
+            parse_phase_file(&render_v2(&p)).unwrap(),
+            PhaseFile::V2(p.clone())
+        );
+    }
+
+    #[test]
+    fn v2_times_must_be_utc_rfc3339() {
+        for key in ["startedAt", "updatedAt"] {
+            assert!(with(key, "2026-11-30T00:00:00.5Z".into()).is_ok());
+            bad(with(key, "2026-11-30T01:00:00+01:00".into()), key);
+            bad(with(key, "2026-11-30T00:00:00+00:00".into()), key);
+            bad(with(key, "2026-11-30 00:00:00Z".into()), key);
+            bad(with(key, "2026-11-30".into()), key);
+            bad(with(key, "2026-11-30t00:00:00Z".into()), key);
+            bad(with(key, "2026-11-30T00:00:00z".into()), key);
+            bad(with(key, "2026-11-30T00:00:00.Z".into()), key);
+            bad(with(key, "2026-11-30T00:00:00.1234567890Z".into()), key);
+            bad(with(key, "2026-11-30T24:00:00Z".into()), key);
+            bad(with(key, " 2026-11-30T00:00:00Z".into()), key);
+            bad(with(key, "2026-11-30T00:00:00Z ".into()), key);
+            bad(with(key, "+2026-11-30T00:00:00Z".into()), key);
+            assert!(with(key, "2026-11-30T00:00:00.123456789Z".into()).is_ok());
+            bad(with(key, "2026-02-30T00:00:00Z".into()), key);
+            bad(with(key, "yesterdayZ".into()), key);
+            bad(with(key, "".into()), key);
+            bad(with(key, 1764460800.into()), key);
+            bad(
+                with(
+                    key,
+                    format!("2026-11-30T00:00:00{}Z", "0".repeat(500)).into(),
+                ),
+                key,
+            );
+        }
+    }
+
+    #[test]
+    fn v2_ca_map() {
+        let mut m = serde_json::Map::new();
+        for k in CA_KEYS {
+            m.insert(k.to_string(), H1.into());
+        }
+        assert!(with("caSHA256", Value::Object(m.clone())).is_ok());
+        let mut upper = m.clone();
+        upper.insert("ca.crt".into(), H1.to_uppercase().into());
+        bad(with("caSHA256", Value::Object(upper)), "hex");
+        let mut short = m.clone();
+        short.insert("etcd/ca.crt".into(), H1[1..].into());
+        bad(with("caSHA256", Value::Object(short)), "hex");
+        let mut nonhex = m.clone();
+        nonhex.insert("etcd/ca.crt".into(), H1.replace('a', "g").into());
+        bad(with("caSHA256", Value::Object(nonhex)), "hex");
+        let mut missing = m.clone();
+        missing.remove("front-proxy-ca.crt");
+        bad(
+            with("caSHA256", Value::Object(missing)),
+            "missing key caSHA256.front-proxy-ca.crt",
+        );
+        let mut extra = m.clone();
+        extra.insert("apiserver.crt".into(), H1.into());
+        bad(with("caSHA256", Value::Object(extra)), "unknown key");
+        bad(with("caSHA256", Value::Null), "caSHA256");
+        bad(with("caSHA256", H1.into()), "caSHA256");
+    }
+
+    #[test]
+    fn v2_resumed_from_is_strict() {
+        bad(with("resumedFrom", "x".into()), "resumedFrom");
+        bad(
+            with("resumedFrom", serde_json::json!({"operationID": null})),
+            "missing key resumedFrom.format",
+        );
+        bad(
+            with(
+                "resumedFrom",
+                serde_json::json!({"operationID": null, "format": LEGACY_FORMAT, "x": 1}),
+            ),
+            "unknown key resumedFrom.",
+        );
+        bad(
+            with(
+                "resumedFrom",
+                serde_json::json!({"operationID": "a/b", "format": V2_FORMAT}),
+            ),
+            "resumedFrom.operationID",
+        );
+        bad(
+            with(
+                "resumedFrom",
+                serde_json::json!({"operationID": 3, "format": V2_FORMAT}),
+            ),
+            "resumedFrom.operationID",
+        );
+        bad(
+            with(
+                "resumedFrom",
+                serde_json::json!({"operationID": null, "format": "v1"}),
+            ),
+            "resumedFrom.format",
+        );
+    }
+
+    #[test]
+    fn v2_not_an_object_or_not_utf8() {
+        bad(parse_phase_file(b"{"), "JSON");
+        bad(parse_phase_file(b"{}"), "missing key");
+        bad(parse_phase_file(b"{\"format\": \"\xff\"}"), "UTF-8");
+        // Leading whitespace or a BOM is neither format.
+        bad(parse_phase_file(b" {}"), "neither");
+        bad(parse_phase_file(b"\xef\xbb\xbf{}"), "neither");
+        bad(parse_phase_file(b"[1]"), "neither");
+    }
+
+    // ----- detection -----
+
+    #[test]
+    fn detection() {
+        bad(parse_phase_file(b""), "empty");
+        bad(parse_phase_file(b"\n"), "neither");
+        bad(parse_phase_file(b"state=done\n"), "neither");
+        bad(parse_phase_file(b"STATE"), "legacy");
+        let e = parse_phase_file(&[0x1b; 5000]).unwrap_err();
+        assert_short_one_line(&e);
+        assert!(
+            e.contains("neither the V2 JSON nor the legacy five-line format"),
+            "{e}"
+        );
+        bad(
+            parse_phase_file(&vec![b'{'; MAX_PHASE_FILE_BYTES + 1]),
+            "at most",
+        );
+    }
+
+    // ----- legacy -----
+
+    #[test]
+    fn legacy_parses_the_documented_example_and_round_trips() {
+        let p = parse_phase_file(LEGACY.as_bytes()).unwrap();
+        assert_eq!(p, PhaseFile::Legacy(legacy()));
+        assert_eq!(render_legacy(&legacy()), LEGACY.as_bytes());
+        assert_eq!(p.format_name(), LEGACY_FORMAT);
+        assert!(p.is_unfinished());
+        validate_legacy(&legacy()).unwrap();
+    }
+
+    #[test]
+    fn legacy_valid_pairs() {
+        let mut ok = vec![
+            (PhaseState::Renewing, None),
+            (PhaseState::RestartPending, None),
+            (PhaseState::Done, None),
+        ];
+        ok.extend(
+            Component::ALL
+                .into_iter()
+                .map(|c| (PhaseState::RestartPending, Some(c))),
+        );
+        for (state, component) in ok {
+            let p = LegacyPhase {
+                state,
+                component,
+                ..legacy()
+            };
+            let bytes = render_legacy(&p);
+            assert_eq!(parse_phase_file(&bytes).unwrap(), PhaseFile::Legacy(p));
+        }
+        for state in ["renewing", "done"] {
+            for c in Component::ALL {
+                let text = LEGACY
+                    .replace("restart_pending", state)
+                    .replace("kube-apiserver", c.name());
+                bad(parse_phase_file(text.as_bytes()), "not a valid pair");
+            }
+        }
+        let done = LEGACY
+            .replace("restart_pending", "done")
+            .replace("kube-apiserver", "none");
+        let p = parse_phase_file(done.as_bytes()).unwrap();
+        assert!(!p.is_unfinished());
+    }
+
+    #[test]
+    fn legacy_structure_errors() {
+        // sixth line
+        bad(
+            parse_phase_file(format!("{LEGACY}EXTRA=1\n").as_bytes()),
+            "6 lines",
+        );
+        // trailing blank line
+        bad(
+            parse_phase_file(format!("{LEGACY}\n").as_bytes()),
+            "6 lines",
+        );
+        // missing line
+        let four: String = LEGACY.lines().take(4).map(|l| format!("{l}\n")).collect();
+        bad(parse_phase_file(four.as_bytes()), "4 lines");
+        let no_pid: String = LEGACY
+            .lines()
+            .filter(|l| !l.starts_with("COMPONENT"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        bad(parse_phase_file(no_pid.as_bytes()), "4 lines");
+        // blank line in the middle (replacing one)
+        let blank = LEGACY.replace("STARTED=1764460800", "");
+        bad(parse_phase_file(blank.as_bytes()), "blank");
+        // wrong order
+        let lines: Vec<&str> = LEGACY.lines().collect();
+        let swapped = format!(
+            "{}\n{}\n{}\n{}\n{}\n",
+            lines[0], lines[2], lines[1], lines[3], lines[4]
+        );
+        bad(parse_phase_file(swapped.as_bytes()), "line 2");
+        // CRLF
+        bad(
+            parse_phase_file(LEGACY.replace('\n', "\r\n").as_bytes()),
+            "carriage return",
+        );
+        bad(
+            parse_phase_file(LEGACY.replacen('\n', "\r\n", 1).as_bytes()),
+            "carriage return",
+        );
+        bad(
+            parse_phase_file(format!("{LEGACY}\r").as_bytes()),
+            "carriage return",
+        );
+        // missing final newline
+        bad(
+            parse_phase_file(LEGACY.trim_end_matches('\n').as_bytes()),
+            "final newline",
+        );
+        // BOM
+        bad(
+            parse_phase_file(format!("\u{feff}{LEGACY}").as_bytes()),
+            "neither",
+        );
+        // non-UTF-8
+        let mut b = LEGACY.as_bytes().to_vec();
+        b[8] = 0xff;
+        bad(parse_phase_file(&b), "UTF-8");
+    }
+
+    #[test]
+    fn legacy_spaces_are_errors() {
+        for (from, to) in [
+            ("STATE=restart_pending", "STATE= restart_pending"),
+            ("STATE=restart_pending", "STATE=restart_pending "),
+            ("COMPONENT=kube-apiserver", " COMPONENT=kube-apiserver"),
+            ("COMPONENT=kube-apiserver", "COMPONENT =kube-apiserver"),
+            ("STARTED=1764460800", "STARTED=1764460800 "),
+            ("PID=4242", "PID= 4242"),
+            ("PID=4242", "PID=4242\t"),
+        ] {
+            let text = LEGACY.replace(from, to);
+            assert!(parse_phase_file(text.as_bytes()).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn legacy_bad_values() {
+        for (from, to, needle) in [
+            ("STATE=restart_pending", "STATE=finished", "STATE"),
+            ("STATE=restart_pending", "STATE=", "STATE"),
+            ("STATE=restart_pending", "STATE=RESTART_PENDING", "STATE"),
+            (
+                "COMPONENT=kube-apiserver",
+                "COMPONENT=kube-vip",
+                "COMPONENT",
+            ),
+            ("COMPONENT=kube-apiserver", "COMPONENT=", "COMPONENT"),
+            ("COMPONENT=kube-apiserver", "COMPONENT=None", "COMPONENT"),
+            ("STARTED=1764460800", "STARTED=-1764460800", "STARTED"),
+            ("STARTED=1764460800", "STARTED=+1764460800", "STARTED"),
+            ("STARTED=1764460800", "STARTED=", "STARTED"),
+            ("STARTED=1764460800", "STARTED=1764460800.5", "STARTED"),
+            (
+                "STARTED=1764460800",
+                "STARTED=18446744073709551616",
+                "STARTED",
+            ),
+            ("STARTED=1764460800", "STARTED=0x10", "STARTED"),
+            ("STARTED=1764460800", "STARTED=\u{0661}", "STARTED"),
+            ("PID=4242", "PID=0", "PID"),
+            ("PID=4242", "PID=-1", "PID"),
+            ("PID=4242", "PID=4294967296", "PID"),
+            ("PID=4242", "PID=", "PID"),
+            ("PID=4242", "PID=abc", "PID"),
+            ("PID=4242", "PID=+4242", "PID"),
+        ] {
+            let text = LEGACY.replace(from, to);
+            bad(parse_phase_file(text.as_bytes()), needle);
+        }
+        // Limits that fit.
+        let max = LEGACY
+            .replace("STARTED=1764460800", "STARTED=18446744073709551615")
+            .replace("PID=4242", "PID=4294967295");
+        let PhaseFile::Legacy(p) = parse_phase_file(max.as_bytes()).unwrap() else {
+            panic!("not legacy")
+        };
+        assert_eq!((p.started, p.pid), (u64::MAX, u32::MAX));
+    }
+
+    #[test]
+    fn legacy_bad_hex() {
+        bad(
+            parse_phase_file(LEGACY.replace(H1, &H1.to_uppercase()).as_bytes()),
+            "CA_SHA256",
+        );
+        bad(
+            parse_phase_file(LEGACY.replace(H1, &H1[..63]).as_bytes()),
+            "CA_SHA256",
+        );
+        bad(
+            parse_phase_file(LEGACY.replace(H1, &format!("{H1}0")).as_bytes()),
+            "CA_SHA256",
+        );
+        bad(
+            parse_phase_file(LEGACY.replace(H1, &H1.replace('0', "g")).as_bytes()),
+            "CA_SHA256",
+        );
+        bad(
+            parse_phase_file(LEGACY.replace(H1, "").as_bytes()),
+            "CA_SHA256",
+        );
+    }
+
+    #[test]
+    fn legacy_errors_do_not_echo_long_input() {
+        let long = LEGACY.replace("PID=4242", &format!("PID={}", "\u{1b}".repeat(10_000)));
+        let e = parse_phase_file(long.as_bytes()).unwrap_err();
+        assert_short_one_line(&e);
+    }
+
+    #[test]
+    fn sha256_hex() {
+        assert!(is_sha256_hex(H1));
+        assert!(!is_sha256_hex(&H1.to_uppercase()));
+        assert!(!is_sha256_hex(&H1[..63]));
+        assert!(!is_sha256_hex(""));
+    }
+
+    #[test]
+    fn strict_json_refuses_duplicates_anywhere() {
+        assert!(parse_json_strict(br#"{"a": 1, "b": [1, {"c": 2}]}"#).is_ok());
+        assert!(parse_json_strict(br#"{"a": 1, "a": 1}"#)
+            .unwrap_err()
+            .contains("duplicate key"));
+        assert!(parse_json_strict(br#"[{"a": {"b": 1, "b": 2}}]"#)
+            .unwrap_err()
+            .contains("duplicate key"));
+        // Keys equal after unescaping are duplicates.
+        assert!(parse_json_strict(br#"{"a": 1, "\u0061": 1}"#).is_err());
+        let e = parse_json_strict(
+            format!(
+                "{{\"{}\": 1, \"{}\": 2}}",
+                "\\n".repeat(500),
+                "\\n".repeat(500)
+            )
+            .as_bytes(),
+        )
+        .unwrap_err();
+        assert!(e.len() < 300 && !e.contains('\n'), "{e}");
+        // Deep nesting is an error, not a stack overflow.
+        let deep = "[".repeat(100_000);
+        assert!(parse_json_strict(deep.as_bytes()).is_err());
+    }
 }

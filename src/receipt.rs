@@ -1,11 +1,24 @@
 //! Receipts (SPEC section 3): `state/completed/<ID>.json`. Pure.
 
 use crate::component::Component;
-use crate::opid::OperationId;
+use crate::opid::{excerpt, OperationId};
 use crate::outcome::{ManifestLocation, Outcome, Phase};
+use crate::phase::{
+    check_keys, get_ca_map, get_id, get_opt_component, get_str, get_time, parse_json_strict,
+    pretty_json_line,
+};
+use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub const RECEIPT_FORMAT: &str = "nvke-cert-runbook/receipt/v1";
+/// `message` bound, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 512;
+/// `runbookVersion` bound, in characters.
+pub const MAX_VERSION_CHARS: usize = 100;
+/// A receipt larger than this is malformed (a real one is under 2 KiB).
+/// Readers should not read more than this plus one byte.
+pub const MAX_RECEIPT_BYTES: usize = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Receipt {
@@ -29,17 +42,526 @@ pub struct Receipt {
 
 /// Parse strictly. `file_id` is the ID from the file name: a receipt whose
 /// `operationID` differs is malformed.
-pub fn parse_receipt(_bytes: &[u8], _file_id: &OperationId) -> Result<Receipt, String> {
-    todo!()
+pub fn parse_receipt(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, String> {
+    if bytes.len() > MAX_RECEIPT_BYTES {
+        return Err(format!(
+            "receipt is {} bytes (at most {MAX_RECEIPT_BYTES})",
+            bytes.len()
+        ));
+    }
+    let value = parse_json_strict(bytes)?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| "not a JSON object".to_string())?;
+    check_keys(
+        obj,
+        &[
+            "format",
+            "operationID",
+            "outcome",
+            "phase",
+            "message",
+            "failedComponent",
+            "manifests",
+            "finishedAt",
+            "runbookVersion",
+            "caSHA256",
+        ],
+        "",
+    )?;
+    let format = get_str(obj, "format")?;
+    if format != RECEIPT_FORMAT {
+        return Err(format!(
+            "format is {}, expected {RECEIPT_FORMAT:?}",
+            excerpt(format)
+        ));
+    }
+    let operation_id = get_id(obj, "operationID")?;
+    if &operation_id != file_id {
+        return Err(format!(
+            "operationID {} is not the file's ID {}",
+            excerpt(operation_id.as_str()),
+            excerpt(file_id.as_str())
+        ));
+    }
+    let outcome: Outcome = get_str(obj, "outcome")?
+        .parse()
+        .map_err(|e| format!("outcome: {e}"))?;
+    let phase: Phase = get_str(obj, "phase")?
+        .parse()
+        .map_err(|e| format!("phase: {e}"))?;
+    let message = get_str(obj, "message")?;
+    if message.len() > MAX_MESSAGE_BYTES {
+        return Err(format!(
+            "message is {} bytes (at most {MAX_MESSAGE_BYTES})",
+            message.len()
+        ));
+    }
+    if message.chars().any(char::is_control) {
+        return Err("message contains a control character".to_string());
+    }
+    let failed_component = get_opt_component(obj, "failedComponent")?;
+    let m = obj
+        .get("manifests")
+        .and_then(Value::as_object)
+        .ok_or_else(|| "manifests is not an object".to_string())?;
+    check_keys(m, &Component::ALL.map(Component::name), "manifests.")?;
+    let mut manifests = BTreeMap::new();
+    for c in Component::ALL {
+        let loc: ManifestLocation = m
+            .get(c.name())
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("manifests.{c} is not a string"))?
+            .parse()
+            .map_err(|e| format!("manifests.{c}: {e}"))?;
+        manifests.insert(c, loc);
+    }
+    let finished_at = get_time(obj, "finishedAt")?;
+    let runbook_version = get_str(obj, "runbookVersion")?;
+    check_version(runbook_version)?;
+    let ca_sha256 = get_ca_map(obj, "caSHA256", false)?;
+    Ok(Receipt {
+        operation_id,
+        outcome,
+        phase,
+        message: message.to_string(),
+        failed_component,
+        manifests,
+        finished_at,
+        runbook_version: runbook_version.to_string(),
+        ca_sha256,
+    })
+}
+
+/// `runbookVersion`: 1..=100 characters, no control character.
+fn check_version(v: &str) -> Result<(), String> {
+    if v.is_empty() {
+        return Err("runbookVersion is empty".to_string());
+    }
+    if v.chars().count() > MAX_VERSION_CHARS {
+        return Err(format!(
+            "runbookVersion is longer than {MAX_VERSION_CHARS} characters"
+        ));
+    }
+    if v.chars().any(char::is_control) {
+        return Err("runbookVersion contains a control character".to_string());
+    }
+    Ok(())
 }
 
 /// Render (pretty JSON, trailing newline); round-trips through `parse_receipt`.
-pub fn render_receipt(_r: &Receipt) -> Vec<u8> {
-    todo!()
+/// The message is passed through `bounded_message`. Call `validate_receipt`
+/// first: a receipt is written once and never repaired.
+pub fn render_receipt(r: &Receipt) -> Vec<u8> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Out<'a> {
+        format: &'a str,
+        #[serde(rename = "operationID")]
+        operation_id: &'a str,
+        outcome: Outcome,
+        phase: Phase,
+        message: String,
+        failed_component: Option<Component>,
+        manifests: &'a BTreeMap<Component, ManifestLocation>,
+        finished_at: &'a str,
+        runbook_version: &'a str,
+        #[serde(rename = "caSHA256")]
+        ca_sha256: &'a BTreeMap<String, String>,
+    }
+    pretty_json_line(&Out {
+        format: RECEIPT_FORMAT,
+        operation_id: r.operation_id.as_str(),
+        outcome: r.outcome,
+        phase: r.phase,
+        message: bounded_message(&r.message),
+        failed_component: r.failed_component,
+        manifests: &r.manifests,
+        finished_at: &r.finished_at,
+        runbook_version: &r.runbook_version,
+        ca_sha256: &r.ca_sha256,
+    })
+}
+
+/// Check that a receipt would be written as one `parse_receipt` accepts
+/// (all four manifests, UTC time, version, CA keys and hex), after the
+/// message is bounded. Writers call this before the create-once write.
+pub fn validate_receipt(r: &Receipt) -> Result<(), String> {
+    let back = parse_receipt(&render_receipt(r), &r.operation_id)?;
+    let want = Receipt {
+        message: bounded_message(&r.message),
+        ..r.clone()
+    };
+    if back == want {
+        Ok(())
+    } else {
+        Err("receipt does not round-trip".to_string())
+    }
 }
 
 /// Sanitize a message for output and receipts: controls become spaces, at
 /// most 512 bytes (cut at a char boundary, ending in "..." when cut).
-pub fn bounded_message(_s: &str) -> String {
-    todo!()
+pub fn bounded_message(s: &str) -> String {
+    const ELLIPSIS: &str = "...";
+    let clean: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if clean.len() <= MAX_MESSAGE_BYTES {
+        return clean;
+    }
+    let mut cut = MAX_MESSAGE_BYTES - ELLIPSIS.len();
+    while !clean.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut out = clean[..cut].to_string();
+    out.push_str(ELLIPSIS);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::CA_KEYS;
+
+    const H1: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn id(s: &str) -> OperationId {
+        OperationId::parse(s).unwrap()
+    }
+
+    fn receipt() -> Receipt {
+        Receipt {
+            operation_id: id("cycle-1@node-a"),
+            outcome: Outcome::FailedNotRestored,
+            phase: Phase::Restart(Component::KubeApiserver),
+            message: "kube-apiserver manifest differs from the staged copy".to_string(),
+            failed_component: Some(Component::KubeApiserver),
+            manifests: [
+                (Component::Etcd, ManifestLocation::Active),
+                (Component::KubeApiserver, ManifestLocation::Both),
+                (Component::KubeControllerManager, ManifestLocation::Active),
+                (Component::KubeScheduler, ManifestLocation::Active),
+            ]
+            .into_iter()
+            .collect(),
+            finished_at: "2026-11-30T00:10:00Z".to_string(),
+            runbook_version: "0.1.0 (abc1234)".to_string(),
+            ca_sha256: CA_KEYS
+                .iter()
+                .map(|k| (k.to_string(), H1.to_string()))
+                .collect(),
+        }
+    }
+
+    fn json() -> Value {
+        serde_json::from_slice(&render_receipt(&receipt())).unwrap()
+    }
+
+    fn with(key: &str, val: Value) -> Result<Receipt, String> {
+        let mut j = json();
+        j.as_object_mut().unwrap().insert(key.to_string(), val);
+        parse_receipt(
+            serde_json::to_string(&j).unwrap().as_bytes(),
+            &id("cycle-1@node-a"),
+        )
+    }
+
+    fn bad(r: Result<Receipt, String>, needle: &str) {
+        let e = r.expect_err("should be malformed");
+        assert!(e.len() < 400 && !e.chars().any(char::is_control), "{e:?}");
+        assert!(e.contains(needle), "{e:?} does not mention {needle:?}");
+    }
+
+    #[test]
+    fn renders_in_order_and_round_trips() {
+        let r = receipt();
+        let text = String::from_utf8(render_receipt(&r)).unwrap();
+        assert!(text.ends_with("}\n") && !text.ends_with("\n\n"));
+        let keys = [
+            "\"format\"",
+            "\"operationID\"",
+            "\"outcome\"",
+            "\"phase\"",
+            "\"message\"",
+            "\"failedComponent\"",
+            "\"manifests\"",
+            "\"finishedAt\"",
+            "\"runbookVersion\"",
+            "\"caSHA256\"",
+        ];
+        let pos: Vec<usize> = keys.iter().map(|k| text.find(k).unwrap()).collect();
+        assert!(pos.windows(2).all(|w| w[0] < w[1]), "{text}");
+        let comps = [
+            "\"etcd\"",
+            "\"kube-apiserver\"",
+            "\"kube-controller-manager\"",
+            "\"kube-scheduler\"",
+        ];
+        let manifests = &text[text.find("\"manifests\"").unwrap()..];
+        let cpos: Vec<usize> = comps.iter().map(|k| manifests.find(k).unwrap()).collect();
+        assert!(cpos.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(text.contains("\"format\": \"nvke-cert-runbook/receipt/v1\""));
+        assert!(text.contains("\"outcome\": \"failed_not_restored\""));
+        assert!(text.contains("\"phase\": \"restart:kube-apiserver\""));
+        assert!(text.contains("\"kube-apiserver\": \"both\""));
+        assert_eq!(parse_receipt(text.as_bytes(), &r.operation_id).unwrap(), r);
+        validate_receipt(&r).unwrap();
+    }
+
+    #[test]
+    fn every_outcome_phase_and_location_round_trips() {
+        for o in Outcome::ALL {
+            for p in Phase::all() {
+                let mut r = receipt();
+                r.outcome = o;
+                r.phase = p;
+                r.failed_component = None;
+                assert_eq!(
+                    parse_receipt(&render_receipt(&r), &r.operation_id).unwrap(),
+                    r
+                );
+            }
+        }
+        for l in ManifestLocation::ALL {
+            let mut r = receipt();
+            r.manifests.insert(Component::Etcd, l);
+            assert_eq!(
+                parse_receipt(&render_receipt(&r), &r.operation_id).unwrap(),
+                r
+            );
+        }
+    }
+
+    #[test]
+    fn ca_map_may_be_partial_or_empty() {
+        let mut r = receipt();
+        r.ca_sha256.clear();
+        assert_eq!(
+            parse_receipt(&render_receipt(&r), &r.operation_id).unwrap(),
+            r
+        );
+        r.ca_sha256.insert("etcd/ca.crt".into(), H1.into());
+        assert_eq!(
+            parse_receipt(&render_receipt(&r), &r.operation_id).unwrap(),
+            r
+        );
+        bad(
+            with("caSHA256", serde_json::json!({"ca.crt": H1.to_uppercase()})),
+            "hex",
+        );
+        bad(
+            with("caSHA256", serde_json::json!({"ca.crt": &H1[1..]})),
+            "hex",
+        );
+        bad(with("caSHA256", serde_json::json!({"ca.crt": null})), "hex");
+        bad(
+            with("caSHA256", serde_json::json!({"pki/ca.crt": H1})),
+            "unknown key",
+        );
+        bad(with("caSHA256", Value::Null), "caSHA256");
+    }
+
+    #[test]
+    fn operation_id_must_match_the_file_name() {
+        let r = receipt();
+        let bytes = render_receipt(&r);
+        bad(parse_receipt(&bytes, &id("cycle-2@node-a")), "file's ID");
+        bad(parse_receipt(&bytes, &id("Cycle-1@node-a")), "file's ID");
+        bad(with("operationID", "a/b".into()), "operationID");
+        bad(with("operationID", "".into()), "operationID");
+        bad(with("operationID", Value::Null), "operationID");
+    }
+
+    #[test]
+    fn unknown_missing_and_duplicate_keys() {
+        bad(with("replayed", true.into()), "unknown key");
+        for k in [
+            "format",
+            "operationID",
+            "outcome",
+            "phase",
+            "message",
+            "failedComponent",
+            "manifests",
+            "finishedAt",
+            "runbookVersion",
+            "caSHA256",
+        ] {
+            let mut j = json();
+            j.as_object_mut().unwrap().remove(k);
+            bad(
+                parse_receipt(j.to_string().as_bytes(), &id("cycle-1@node-a")),
+                "missing key",
+            );
+        }
+        let text = String::from_utf8(render_receipt(&receipt())).unwrap();
+        let dup = text.replacen(
+            "\"outcome\": \"failed_not_restored\"",
+            "\"outcome\": \"renewed\", \"outcome\": \"failed_not_restored\"",
+            1,
+        );
+        bad(
+            parse_receipt(dup.as_bytes(), &id("cycle-1@node-a")),
+            "duplicate key",
+        );
+        let dup = text.replacen(
+            "\"etcd\": \"active\"",
+            "\"etcd\": \"active\", \"etcd\": \"active\"",
+            1,
+        );
+        bad(
+            parse_receipt(dup.as_bytes(), &id("cycle-1@node-a")),
+            "duplicate key",
+        );
+    }
+
+    #[test]
+    fn wrong_format_and_bad_json() {
+        bad(
+            with("format", "nvke-cert-runbook/receipt/v2".into()),
+            "format",
+        );
+        bad(
+            with("format", "nvke-cert-runbook/phase/v2".into()),
+            "format",
+        );
+        let full = render_receipt(&receipt());
+        bad(
+            parse_receipt(&full[..full.len() / 2], &id("cycle-1@node-a")),
+            "JSON",
+        );
+        bad(parse_receipt(b"", &id("cycle-1@node-a")), "JSON");
+        bad(parse_receipt(b"[]", &id("cycle-1@node-a")), "object");
+        bad(parse_receipt(b"null", &id("cycle-1@node-a")), "object");
+        bad(
+            parse_receipt(b"{\"message\": \"\xff\"}", &id("cycle-1@node-a")),
+            "UTF-8",
+        );
+        bad(
+            parse_receipt(&vec![b' '; MAX_RECEIPT_BYTES + 1], &id("cycle-1@node-a")),
+            "at most",
+        );
+    }
+
+    #[test]
+    fn outcome_phase_component_values() {
+        bad(with("outcome", "success".into()), "outcome");
+        bad(with("outcome", "Renewed".into()), "outcome");
+        bad(with("outcome", 0.into()), "outcome");
+        bad(with("phase", "restart:kube-vip".into()), "phase");
+        bad(with("phase", "restart".into()), "phase");
+        bad(with("phase", "admission".into()), "phase");
+        bad(
+            with("failedComponent", "kube-vip".into()),
+            "failedComponent",
+        );
+        bad(with("failedComponent", "".into()), "failedComponent");
+        bad(with("failedComponent", false.into()), "failedComponent");
+    }
+
+    #[test]
+    fn manifests_need_exactly_the_four() {
+        let all = serde_json::json!({
+            "etcd": "active", "kube-apiserver": "staged",
+            "kube-controller-manager": "missing", "kube-scheduler": "both"
+        });
+        assert!(with("manifests", all.clone()).is_ok());
+        let mut missing = all.clone();
+        missing.as_object_mut().unwrap().remove("kube-scheduler");
+        bad(
+            with("manifests", missing),
+            "missing key manifests.kube-scheduler",
+        );
+        let mut extra = all.clone();
+        extra
+            .as_object_mut()
+            .unwrap()
+            .insert("kube-vip".into(), "active".into());
+        bad(with("manifests", extra), "unknown key manifests.");
+        let mut wrong = all.clone();
+        wrong
+            .as_object_mut()
+            .unwrap()
+            .insert("etcd".into(), "gone".into());
+        bad(with("manifests", wrong), "manifests.etcd");
+        let mut wrong = all;
+        wrong
+            .as_object_mut()
+            .unwrap()
+            .insert("etcd".into(), Value::Null);
+        bad(with("manifests", wrong), "manifests.etcd");
+        bad(with("manifests", Value::Null), "manifests");
+    }
+
+    #[test]
+    fn message_rules() {
+        assert!(with("message", "".into()).is_ok());
+        assert!(with("message", "é".repeat(256).into()).is_ok()); // 512 bytes
+        assert!(with("message", "x".repeat(512).into()).is_ok());
+        bad(with("message", "x".repeat(513).into()), "513 bytes");
+        bad(with("message", "a\nb".into()), "control");
+        bad(with("message", "a\tb".into()), "control");
+        bad(with("message", "a\u{1b}[2Jb".into()), "control");
+        bad(with("message", "a\u{85}b".into()), "control");
+        bad(with("message", "a\0b".into()), "control");
+        bad(with("message", Value::Null), "message");
+    }
+
+    #[test]
+    fn finished_at_and_version() {
+        bad(
+            with("finishedAt", "2026-11-30T01:00:00+01:00".into()),
+            "finishedAt",
+        );
+        bad(with("finishedAt", "soon".into()), "finishedAt");
+        bad(with("runbookVersion", "".into()), "empty");
+        bad(with("runbookVersion", "v".repeat(101).into()), "100");
+        assert!(with("runbookVersion", "v".repeat(100).into()).is_ok());
+        bad(with("runbookVersion", "0.1\n".into()), "control");
+        bad(with("runbookVersion", 1.into()), "runbookVersion");
+    }
+
+    #[test]
+    fn render_bounds_the_message() {
+        let mut r = receipt();
+        r.message = format!("line1\nline2\t{}", "x".repeat(1000));
+        let back = parse_receipt(&render_receipt(&r), &r.operation_id).unwrap();
+        assert_eq!(back.message, bounded_message(&r.message));
+        assert!(back.message.starts_with("line1 line2 "));
+        validate_receipt(&r).unwrap();
+    }
+
+    #[test]
+    fn validate_catches_what_render_cannot_fix() {
+        let mut r = receipt();
+        r.manifests.remove(&Component::Etcd);
+        assert!(validate_receipt(&r).is_err());
+        let mut r = receipt();
+        r.finished_at = "2026-11-30T01:00:00+01:00".into();
+        assert!(validate_receipt(&r).is_err());
+        let mut r = receipt();
+        r.runbook_version.clear();
+        assert!(validate_receipt(&r).is_err());
+    }
+
+    #[test]
+    fn bounded_message_rules() {
+        assert_eq!(bounded_message("plain"), "plain");
+        assert_eq!(bounded_message("a\nb\r\tc\0"), "a b  c ");
+        assert_eq!(bounded_message("a\u{7f}\u{9b}b"), "a  b");
+        let exact = "x".repeat(512);
+        assert_eq!(bounded_message(&exact), exact);
+        let cut = bounded_message(&"x".repeat(513));
+        assert_eq!(cut.len(), 512);
+        assert!(cut.ends_with("...") && cut.starts_with(&"x".repeat(509)));
+        // Cut at a char boundary: 3-byte chars.
+        let cut = bounded_message(&"€".repeat(300));
+        assert!(cut.len() <= 512 && cut.ends_with("..."), "{}", cut.len());
+        assert_eq!(cut, format!("{}...", "€".repeat(169)));
+        // 4-byte chars.
+        let cut = bounded_message(&"😀".repeat(200));
+        assert!(cut.len() <= 512 && cut.ends_with("..."));
+        assert_eq!(cut.trim_end_matches("...").chars().count(), 127);
+    }
 }
