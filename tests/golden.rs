@@ -1,0 +1,240 @@
+//! Golden-file cases: one folder per case under `tests/golden/`.
+//!
+//! A case folder holds:
+//! - `setup.sh`: bash that builds the node tree under `$ROOT` (helpers from
+//!   `tests/golden/prelude.sh`: `base rsa`, `state_dir`, `phase_v2`, ...);
+//! - `args`: the command line, one argument per line (`--root $ROOT` and
+//!   `--now 2026-11-30T00:00:00Z` are added unless the case names them;
+//!   `{ROOT}` in an argument is replaced by the root path);
+//! - `readonly` (optional, empty): the run must leave the tree byte-for-byte
+//!   as it found it;
+//! - expected results: `exit`, `stdout` (JSON normalized: keys sorted, pids,
+//!   boot IDs and owner start times masked, the root path as `[ROOT]`), and
+//!   `tree` (every path under the root after the run: type, mode, sha256
+//!   prefix or symlink target).
+//!
+//! `SNAPSHOTS=overwrite cargo test --test golden` rewrites the expected files;
+//! read the diff before committing it.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const DEFAULT_NOW: &str = "2026-11-30T00:00:00Z";
+
+fn case_dirs() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/golden exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every path under `root`: `<type> <mode> <path> [sha256 prefix | -> target]`.
+fn listing(root: &Path) -> String {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            let mode = md.mode() & 0o7777;
+            let ft = md.file_type();
+            if ft.is_symlink() {
+                let t = std::fs::read_link(&p).unwrap();
+                let t = t
+                    .display()
+                    .to_string()
+                    .replace(&root.display().to_string(), "[ROOT]");
+                out.push(format!("l {rel} -> {t}"));
+            } else if ft.is_dir() {
+                out.push(format!("d {mode:04o} {rel}/"));
+                walk(root, &p, out);
+            } else if ft.is_fifo() {
+                out.push(format!("p {mode:04o} {rel}"));
+            } else if ft.is_file() {
+                let hash = if rel.ends_with("k8s-cert-renewal/owner") {
+                    "[owner]".to_string()
+                } else {
+                    let bytes = std::fs::read(&p).unwrap();
+                    let d = Sha256::digest(&bytes);
+                    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+                };
+                out.push(format!("f {mode:04o} {rel} {hash}"));
+            } else {
+                out.push(format!("? {mode:04o} {rel}"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.join("\n") + "\n"
+}
+
+/// Mask what a real process puts in an owner record (pid, boot ID, start
+/// time): any object carrying a `bootID`.
+fn mask(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if map.contains_key("bootID") {
+                for k in ["pid", "bootID", "startedAt"] {
+                    if let Some(x) = map.get_mut(k) {
+                        *x = Value::String("[masked]".into());
+                    }
+                }
+            }
+            map.values_mut().for_each(mask);
+        }
+        Value::Array(a) => a.iter_mut().for_each(mask),
+        _ => {}
+    }
+}
+
+fn normalize_stdout(raw: &str, root: &str, json: bool) -> String {
+    let replaced = raw.replace(root, "[ROOT]");
+    if !json {
+        return replaced;
+    }
+    let lines: Vec<&str> = replaced.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "JSON output must be exactly one line, got:\n{replaced}"
+    );
+    assert!(
+        replaced.ends_with('\n'),
+        "JSON output must end with a newline"
+    );
+    let mut v: Value = serde_json::from_str(lines[0])
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{replaced}"));
+    assert!(v.is_object(), "JSON output must be one object");
+    mask(&mut v);
+    serde_json::to_string_pretty(&v).unwrap() + "\n"
+}
+
+fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
+    let tmp = tempfile::Builder::new()
+        .prefix("nvke-golden-")
+        .tempdir()
+        .unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let root_s = root.display().to_string();
+    let prelude = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/prelude.sh");
+    let fix = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let setup = case.join("setup.sh");
+    let status = Command::new("/bin/bash")
+        .arg("-c")
+        .arg(format!(
+            "set -euo pipefail; umask 022; source {:?}; source {:?}",
+            prelude.display().to_string(),
+            setup.display().to_string()
+        ))
+        .current_dir(case)
+        .env("ROOT", &root)
+        .env("FIX", &fix)
+        .env("CASE", case)
+        .status()
+        .map_err(|e| format!("setup: {e}"))?;
+    if !status.success() {
+        return Err(format!("setup.sh failed: {status}"));
+    }
+    let before = listing(&root);
+    let args_text = std::fs::read_to_string(case.join("args")).map_err(|e| format!("args: {e}"))?;
+    let mut args: Vec<String> = args_text
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.replace("{ROOT}", &root_s))
+        .collect();
+    if !args.iter().any(|a| a == "--now" || a.starts_with("--now="))
+        && !args.iter().any(|a| a == "--version")
+    {
+        args.splice(0..0, ["--now".to_string(), DEFAULT_NOW.to_string()]);
+    }
+    if !args
+        .iter()
+        .any(|a| a == "--root" || a.starts_with("--root="))
+        && !args.iter().any(|a| a == "--version")
+    {
+        args.splice(0..0, ["--root".to_string(), root_s.clone()]);
+    }
+    let json = args
+        .windows(2)
+        .any(|w| w[0] == "--output" && w[1] == "json");
+    let out = Command::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"))
+        .args(&args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .map_err(|e| format!("run: {e}"))?;
+    let code = out
+        .status
+        .code()
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "signal".into());
+    let stdout = normalize_stdout(&String::from_utf8_lossy(&out.stdout), &root_s, json);
+    let after = listing(&root);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+
+    if case.join("readonly").exists() && before != after {
+        return Err(format!(
+            "a read-only run changed the tree:\n--- before\n{before}--- after\n{after}"
+        ));
+    }
+    let expected = [("exit", code + "\n"), ("stdout", stdout), ("tree", after)];
+    let mut errors = String::new();
+    for (name, actual) in &expected {
+        let path = case.join(name);
+        if overwrite {
+            std::fs::write(&path, actual).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_default();
+        if &want != actual {
+            let _ = writeln!(
+                errors,
+                "--- {name}: expected\n{want}--- {name}: actual\n{actual}"
+            );
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{errors}--- stderr\n{stderr}"))
+    }
+}
+
+#[test]
+fn golden_cases() {
+    let overwrite = std::env::var("SNAPSHOTS").as_deref() == Ok("overwrite");
+    let filter = std::env::var("GOLDEN_CASE").ok();
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    for case in case_dirs() {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        ran += 1;
+        if let Err(e) = run_case(&case, overwrite) {
+            eprintln!("=== golden case {name} FAILED\n{e}");
+            failed.push(name);
+        }
+    }
+    assert!(ran > 0, "no golden case ran");
+    assert!(
+        failed.is_empty(),
+        "{} of {ran} golden cases failed: {failed:?}",
+        failed.len()
+    );
+    eprintln!("golden: {ran} cases passed");
+}

@@ -1,0 +1,94 @@
+# Helpers for golden case setup scripts. $ROOT is the node root, $FIX the
+# fixtures directory, $CASE the case directory. Sourced with `set -euo pipefail`.
+
+STATE="$ROOT/var/lib/nvke/k8s-cert-renewal"
+K="$ROOT/etc/kubernetes"
+# CA fingerprints of the rsa fixture (keys of caSHA256).
+ca_sha() { sha256sum "$K/pki/$1" | cut -d' ' -f1; }
+
+# Copy a fixture node tree (rsa or ecdsa) with kubeadm's modes.
+base() {
+  cp -R "$FIX/nodes/$1/." "$ROOT/"
+  find "$ROOT" -type d -exec chmod 0755 {} +
+  find "$ROOT" -type f -exec chmod 0644 {} +
+  find "$ROOT" -name '*.key' -exec chmod 0600 {} +
+  chmod 0600 "$K"/*.conf
+}
+
+# The runbook's state directory (0700) and its receipts directory.
+state_dir() { mkdir -p "$STATE"; chmod 0700 "$STATE"; }
+completed_dir() { state_dir; mkdir -p "$STATE/completed"; chmod 0700 "$STATE/completed"; }
+staging_dir() { mkdir -p "$K/nvke-cert-renewal-staging"; chmod 0755 "$K/nvke-cert-renewal-staging"; }
+agent_staging_dir() { mkdir -p "$K/nvke-cert-renewal-manifests"; chmod 0755 "$K/nvke-cert-renewal-manifests"; }
+
+# Write a file with mode 0600 from stdin.
+put() { cat > "$1"; chmod "${2:-0600}" "$1"; }
+
+# A V2 phase file: phase_v2 ID STATE NEXT (NEXT: a component or null).
+phase_v2() {
+  local next="null"
+  [ "$3" != "null" ] && next="\"$3\""
+  state_dir
+  put "$STATE/phase" <<JSON
+{
+  "format": "nvke-cert-runbook/phase/v2",
+  "operationID": "$1",
+  "state": "$2",
+  "nextComponent": $next,
+  "caSHA256": {
+    "ca.crt": "$(ca_sha ca.crt)",
+    "etcd/ca.crt": "$(ca_sha etcd/ca.crt)",
+    "front-proxy-ca.crt": "$(ca_sha front-proxy-ca.crt)"
+  },
+  "force": false,
+  "thresholdDays": 30,
+  "startedAt": "2026-11-29T23:00:00Z",
+  "updatedAt": "2026-11-29T23:10:00Z",
+  "resumedFrom": null
+}
+JSON
+}
+
+# A legacy five-line phase file: phase_legacy STATE COMPONENT
+phase_legacy() {
+  state_dir
+  printf 'STATE=%s\nCOMPONENT=%s\nSTARTED=1764460800\nCA_SHA256=%s\nPID=4242\n' "$1" "$2" "$(ca_sha ca.crt)" | put "$STATE/phase"
+}
+
+# A receipt: receipt ID OUTCOME [PHASE] [a manifest location for all four]
+receipt() {
+  completed_dir
+  local loc="${4:-active}"
+  put "$STATE/completed/$1.json" <<JSON
+{
+  "format": "nvke-cert-runbook/receipt/v1",
+  "operationID": "$1",
+  "outcome": "$2",
+  "phase": "${3:-done}",
+  "message": "fixture receipt",
+  "failedComponent": null,
+  "manifests": {
+    "etcd": "$loc",
+    "kube-apiserver": "$loc",
+    "kube-controller-manager": "$loc",
+    "kube-scheduler": "$loc"
+  },
+  "finishedAt": "2026-11-29T23:30:00Z",
+  "runbookVersion": "0.1.0",
+  "caSHA256": {
+    "ca.crt": "$(ca_sha ca.crt)",
+    "etcd/ca.crt": "$(ca_sha etcd/ca.crt)",
+    "front-proxy-ca.crt": "$(ca_sha front-proxy-ca.crt)"
+  }
+}
+JSON
+}
+
+# Move a manifest into the runbook's staging directory.
+stage() { staging_dir; mv "$K/manifests/$1.yaml" "$K/nvke-cert-renewal-staging/$1.yaml"; }
+
+# The node agent's state file.
+agent_state() {
+  mkdir -p "$ROOT/var/lib/nvke/node-agent"
+  put "$ROOT/var/lib/nvke/node-agent/k8s-cert-renewal-state.json" 0644
+}
