@@ -29,7 +29,8 @@ fn usage_report(e: &UsageError) -> Report {
 
 fn init_logging(format: cli::LogFormat) {
     let builder = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(crate::oplog::make_writer)
+        .log_internal_errors(false)
         .with_target(false)
         .with_max_level(tracing::Level::INFO);
     let _ = match format {
@@ -149,26 +150,26 @@ fn dispatch(inv: &Invocation) -> Report {
             operation_id: None,
             fence: true,
         } => unreachable!("validated: --fence needs an ID"),
-        Mode::Renew { operation_id, .. } => not_built(inv, Some(operation_id.as_str())),
-        Mode::LegacyV1 { .. } => not_built(inv, None),
+        Mode::Renew { operation_id, force, expect_ca_sha256 } => renew(
+            &root,
+            inv,
+            crate::runbook::Request {
+                operation_id: Some(operation_id.clone()),
+                force: *force,
+                expect_ca_sha256: expect_ca_sha256.clone(),
+            },
+        ),
+        Mode::LegacyV1 { force } => renew(
+            &root,
+            inv,
+            crate::runbook::Request { operation_id: None, force: *force, expect_ca_sha256: Default::default() },
+        ),
         Mode::Version => unreachable!("handled above"),
     }
 }
 
-fn not_built(inv: &Invocation, id: Option<&str>) -> Report {
-    let message = "renewal is not built yet in this version: only --check and --status-only work; nothing was changed";
-    Report {
-        code: exit::FAILED,
-        json: json!({
-            "mode": inv.mode.name(),
-            "runbookVersion": crate::version::RUNBOOK_VERSION,
-            "operationID": id,
-            "outcome": "failed",
-            "phase": "arguments",
-            "message": message,
-            "replayed": false,
-            "resumedFrom": null,
-        }),
-        text: format!("FAILED: {message}"),
-    }
+fn renew(root: &Root, inv: &Invocation, req: crate::runbook::Request) -> Report {
+    let cancel = crate::signals::install();
+    let rt = crate::runtime::NodeRuntime::new(&inv.global, cancel.clone());
+    crate::runbook::run(root, &inv.global, &req, &rt, &cancel)
 }

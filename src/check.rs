@@ -141,10 +141,18 @@ pub fn decide(f: &Facts) -> Verdict {
         }
         (false, false) if !f.leaves_due.is_empty() => {
             for (name, days) in &f.leaves_due {
-                reasons.push(format!(
-                    "leaf {name} expires in {days} days (threshold {})",
-                    f.threshold_days
-                ));
+                reasons.push(if *days < 0 {
+                    format!(
+                        "leaf {name} expired {} days ago (threshold {})",
+                        -days,
+                        f.threshold_days
+                    )
+                } else {
+                    format!(
+                        "leaf {name} expires in {days} days (threshold {})",
+                        f.threshold_days
+                    )
+                });
             }
             (Decision::Renew, vec!["typed"], true)
         }

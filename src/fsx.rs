@@ -598,6 +598,53 @@ impl Dir {
             .map_err(|e| self.io(name, "remove", e))?;
         self.sync()
     }
+
+    /// Remove a directory tree below this one, never following a symlink
+    /// (a symlink inside is removed as a link). Missing is fine.
+    pub fn remove_tree(&self, name: &str) -> FsResult<()> {
+        let Some(sub) = self.open_subdir(name, Trust::TypeOnly)? else {
+            return Ok(());
+        };
+        for entry in sub.list()? {
+            match sub.kind_of(&entry)? {
+                Some(Kind::Dir) => sub.remove_tree(&entry)?,
+                Some(_) => {
+                    unlinkat(&sub.fd, entry.as_str(), UnlinkatFlags::NoRemoveDir)
+                        .map_err(|e| sub.io(&entry, "remove", e))?;
+                }
+                None => {}
+            }
+        }
+        unlinkat(&self.fd, name, UnlinkatFlags::RemoveDir).map_err(|e| self.io(name, "remove directory", e))?;
+        self.sync()
+    }
+
+    /// Rename `from` to `to` in this directory without replacing; fsync.
+    pub fn rename_noreplace(&self, from: &str, to: &str) -> FsResult<()> {
+        match renameat2(&self.fd, from, &self.fd, to, RenameFlags::RENAME_NOREPLACE) {
+            Ok(()) => self.sync(),
+            Err(Errno::EEXIST) => Err(FsError::Exists { path: self.entry_path(to) }),
+            Err(e) => Err(self.io(from, "rename", e)),
+        }
+    }
+
+    /// Open (creating with `mode`) a regular file for appending.
+    pub fn open_append(&self, name: &str, mode: u32) -> FsResult<File> {
+        let flags = OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+        let fd = match openat(&self.fd, name, flags, Mode::from_bits_truncate(mode)) {
+            Ok(fd) => fd,
+            Err(Errno::ELOOP) => return Err(FsError::Symlink { path: self.entry_path(name) }),
+            Err(e) => return Err(self.io(name, "open", e)),
+        };
+        let st = fstat(&fd).map_err(|e| self.io(name, "stat", e))?;
+        vet_stat(&self.entry_path(name), &st, Kind::File, Trust::Strict)?;
+        Ok(File::from(fd))
+    }
+
+    /// The permission bits of an entry (lstat).
+    pub fn mode_of(&self, name: &str) -> FsResult<Option<u32>> {
+        Ok(self.stat_entry(name)?.map(|st| st.st_mode & 0o7777))
+    }
 }
 
 /// Move `name` from `from` to `to` with RENAME_NOREPLACE, then fsync both

@@ -25,8 +25,20 @@ pub mod lock;
 pub mod manifests;
 pub mod node_pki;
 pub mod paths;
+pub mod staging;
+pub mod backup;
+pub mod oplog;
+
+// The runtime side: subprocesses, crictl/etcdctl, TLS probes, health gate.
+pub mod cri;
+pub mod health;
+pub mod proc;
+pub mod runtime;
+pub mod signals;
+pub mod tlsprobe;
 
 // Modes.
 pub mod app;
 pub mod check;
+pub mod runbook;
 pub mod status;

@@ -136,17 +136,26 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
     };
     let lock = inspect::read_lock(state.as_ref());
     let phase = inspect::read_phase(state.as_ref());
-    let completed = match state.as_ref().map(inspect::open_completed) {
-        Some(Ok(c)) => c,
-        Some(Err(_)) | None => None,
+    let (completed, completed_error) = match state.as_ref().map(inspect::open_completed) {
+        Some(Ok(c)) => (c, None),
+        Some(Err(e)) => (None, Some(e.to_string())),
+        None => (None, None),
     };
     let (receipt_count, recent) = inspect::recent_receipts(completed.as_ref());
-    let asked = id.map(|id| inspect::lookup_receipt(completed.as_ref(), id));
+    // A refused receipts directory hides every receipt: the asked one is
+    // unreadable (a fencing check would be unconfirmed), not absent.
+    let asked = id.map(|id| match &completed_error {
+        Some(e) => ReceiptLookup::Malformed(e.clone()),
+        None => inspect::lookup_receipt(completed.as_ref(), id),
+    });
     let m = manifests::inspect(root);
     let pki = node_pki::read(root);
     let (agent_path, agent) = inspect::read_agent(root, None);
 
-    let reasons = not_clean_reasons(state_error.as_deref(), &lock, &phase, &m);
+    let mut reasons = not_clean_reasons(state_error.as_deref(), &lock, &phase, &m);
+    if let Some(e) = &completed_error {
+        reasons.push(format!("receipts directory: {e}"));
+    }
     let clean = reasons.is_empty();
     let plan = asked.as_ref().map(|r| fence_plan(r, &phase, &m));
 
@@ -380,7 +389,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 termination: "confirmed",
                 action: "existing-receipt",
                 message: format!(
-                    "termination confirmed: operation {id} has a {} receipt",
+                    "termination confirmed: operation {id} already has a receipt (outcome {})",
                     r.outcome
                 ),
                 receipt: Some(r),
@@ -393,7 +402,25 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
         }
         FencePlan::Abandon { restore } => {
             let mut restored = Vec::new();
-            let mut conflicts = Vec::new();
+            // A manifest both active and staged is never moved (SPEC 6 puts
+            // back only "staged and not active"), but it is named: an
+            // operator must keep exactly one copy.
+            let mut conflicts: Vec<String> = m
+                .manifests
+                .iter()
+                .filter(|(c, v)| {
+                    v.active && v.runbook_staged && v.error.is_none() && !restore.contains(c)
+                })
+                .map(|(c, _)| {
+                    format!(
+                        "{}/{} is staged while {}/{} is active; both left alone, an operator must keep exactly one",
+                        crate::paths::node(STAGING_DIR),
+                        c.manifest_file(),
+                        crate::paths::node(MANIFESTS_DIR),
+                        c.manifest_file()
+                    )
+                })
+                .collect();
             for c in restore {
                 match restore_manifest(root, c) {
                     Ok(Ok(())) => {
@@ -474,7 +501,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                             termination: "confirmed",
                             action: "existing-receipt",
                             message: format!(
-                                "termination confirmed: operation {id} has a {} receipt",
+                                "termination confirmed: operation {id} already has a receipt (outcome {})",
                                 r.outcome
                             ),
                             receipt: Some(r),

@@ -1,0 +1,250 @@
+//! The container runtime as crictl shows it, and etcd as etcdctl (run with
+//! `crictl exec` inside the etcd container) shows it. Parsing and the quorum
+//! rules are pure; running the tools is in [`crate::runtime`].
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+pub const LABEL_NAMESPACE: &str = "io.kubernetes.pod.namespace";
+pub const LABEL_CONTAINER: &str = "io.kubernetes.container.name";
+pub const KUBE_SYSTEM: &str = "kube-system";
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Container {
+    pub id: String,
+    #[serde(default)]
+    pub state: String,
+    /// Unix nanoseconds, as crictl prints it (a string).
+    #[serde(default, rename = "createdAt")]
+    pub created_at: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Container {
+    pub fn is_running(&self) -> bool {
+        self.state == "CONTAINER_RUNNING"
+    }
+    fn created_nanos(&self) -> u128 {
+        self.created_at.parse().unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct PsOutput {
+    #[serde(default)]
+    containers: Vec<Container>,
+}
+
+/// Parse `crictl ps -a -o json`, keeping only containers whose labels match
+/// exactly (crictl filtered already; we do not trust a tool blindly).
+pub fn parse_ps(bytes: &[u8], component: &str) -> Result<Vec<Container>, String> {
+    let ps: PsOutput =
+        serde_json::from_slice(bytes).map_err(|e| format!("crictl ps output is not the expected JSON: {e}"))?;
+    let mut v: Vec<Container> = ps
+        .containers
+        .into_iter()
+        .filter(|c| {
+            c.labels.get(LABEL_NAMESPACE).map(String::as_str) == Some(KUBE_SYSTEM)
+                && c.labels.get(LABEL_CONTAINER).map(String::as_str) == Some(component)
+        })
+        .collect();
+    v.sort_by_key(|c| std::cmp::Reverse(c.created_nanos()));
+    Ok(v)
+}
+
+/// The running container (newest when several run), if any.
+pub fn running(containers: &[Container]) -> Option<&Container> {
+    containers.iter().find(|c| c.is_running())
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Member {
+    #[serde(rename = "ID")]
+    pub id: u64,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, rename = "clientURLs")]
+    pub client_urls: Vec<String>,
+    #[serde(default, rename = "isLearner")]
+    pub is_learner: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct MemberHeader {
+    pub member_id: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct MemberList {
+    pub header: MemberHeader,
+    #[serde(default)]
+    pub members: Vec<Member>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct EndpointHealth {
+    pub endpoint: String,
+    pub health: bool,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+pub fn parse_member_list(bytes: &[u8]) -> Result<MemberList, String> {
+    serde_json::from_slice(bytes).map_err(|e| format!("etcdctl member list output is not the expected JSON: {e}"))
+}
+
+pub fn parse_endpoint_health(bytes: &[u8]) -> Result<Vec<EndpointHealth>, String> {
+    // etcdctl prints the JSON array even when it exits 1 (unhealthy).
+    let text = String::from_utf8_lossy(bytes);
+    let start = text.find('[').ok_or("etcdctl endpoint health printed no JSON array")?;
+    let end = text.rfind(']').ok_or("etcdctl endpoint health printed no JSON array")?;
+    serde_json::from_str(&text[start..=end])
+        .map_err(|e| format!("etcdctl endpoint health output is not the expected JSON: {e}"))
+}
+
+/// Why the etcd part of the health gate does not pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EtcdVerdict {
+    Ok { voters: usize, healthy_voters: usize },
+    /// Refuse at once: polling will not fix it.
+    Structural { two_voters: bool, reason: String },
+    /// May pass later: poll again.
+    NotYet(String),
+}
+
+/// Pure: the quorum rules of SPEC step 7.
+pub fn judge_etcd(local: &[EndpointHealth], cluster: &[EndpointHealth], members: &MemberList) -> EtcdVerdict {
+    let me = members.members.iter().find(|m| m.id == members.header.member_id);
+    let Some(me) = me else {
+        return EtcdVerdict::Structural {
+            two_voters: false,
+            reason: format!("this etcd member ({:x}) is not in the member list", members.header.member_id),
+        };
+    };
+    if me.is_learner {
+        return EtcdVerdict::Structural { two_voters: false, reason: "this etcd member is a learner, not a voter".into() };
+    }
+    let learners = members.members.iter().filter(|m| m.is_learner).count();
+    if learners > 0 {
+        return EtcdVerdict::Structural {
+            two_voters: false,
+            reason: format!("etcd has {learners} learner(s); refusing until membership is settled"),
+        };
+    }
+    let voters: Vec<&Member> = members.members.iter().filter(|m| !m.is_learner).collect();
+    let n = voters.len();
+    if n == 2 {
+        return EtcdVerdict::Structural {
+            two_voters: true,
+            reason: "etcd has exactly two voters: losing one loses quorum; never renewed".into(),
+        };
+    }
+    if n == 0 {
+        return EtcdVerdict::Structural { two_voters: false, reason: "etcd reports no voting members".into() };
+    }
+    if local.is_empty() || !local.iter().all(|e| e.health) {
+        let why = local.iter().find_map(|e| e.error.clone()).unwrap_or_else(|| "no result".into());
+        return EtcdVerdict::NotYet(format!("the local etcd endpoint is not healthy: {why}"));
+    }
+    let healthy_voters = voters
+        .iter()
+        .filter(|m| {
+            cluster
+                .iter()
+                .any(|e| e.health && m.client_urls.iter().any(|u| u.trim_end_matches('/') == e.endpoint.trim_end_matches('/')))
+        })
+        .count();
+    if n == 1 {
+        return EtcdVerdict::Ok { voters: 1, healthy_voters };
+    }
+    let quorum = n / 2 + 1;
+    if healthy_voters < quorum + 1 {
+        return EtcdVerdict::NotYet(format!(
+            "only {healthy_voters} of {n} etcd voters are healthy; restarting this one needs {} healthy",
+            quorum + 1
+        ));
+    }
+    EtcdVerdict::Ok { voters: n, healthy_voters }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(n: u64, learners: u64, me_learner: bool) -> MemberList {
+        let mut m = Vec::new();
+        for i in 1..=n + learners {
+            m.push(Member {
+                id: 10_276_657_743_932_975_430 + i,
+                name: format!("cp-{i}"),
+                client_urls: vec![format!("https://10.0.0.1{i}:2379")],
+                is_learner: i > n || (i == 1 && me_learner),
+            });
+        }
+        MemberList { header: MemberHeader { member_id: 10_276_657_743_932_975_431 }, members: m }
+    }
+    fn health(n: u64, unhealthy: u64) -> Vec<EndpointHealth> {
+        (1..=n)
+            .map(|i| EndpointHealth { endpoint: format!("https://10.0.0.1{i}:2379"), health: i <= n - unhealthy, error: None })
+            .collect()
+    }
+    fn local() -> Vec<EndpointHealth> {
+        vec![EndpointHealth { endpoint: "https://127.0.0.1:2379".into(), health: true, error: None }]
+    }
+
+    #[test]
+    fn member_ids_above_2_pow_53_parse_exactly() {
+        let j = br#"{"header":{"cluster_id":14841639068965178418,"member_id":10276657743932975437,"raft_term":2},"members":[{"ID":10276657743932975437,"name":"cp-1","peerURLs":[],"clientURLs":["https://10.0.0.11:2379"]},{"ID":18446744073709551615,"name":"","isLearner":true}]}"#;
+        let m = parse_member_list(j).unwrap();
+        assert_eq!(m.header.member_id, 10276657743932975437);
+        assert_eq!(m.members[1].id, u64::MAX);
+        assert!(!m.members[0].is_learner && m.members[1].is_learner);
+    }
+
+    #[test]
+    fn quorum_rules() {
+        assert!(matches!(judge_etcd(&local(), &health(1, 0), &members(1, 0, false)), EtcdVerdict::Ok { voters: 1, .. }));
+        assert!(matches!(
+            judge_etcd(&local(), &health(2, 0), &members(2, 0, false)),
+            EtcdVerdict::Structural { two_voters: true, .. }
+        ));
+        assert!(matches!(judge_etcd(&local(), &health(3, 0), &members(3, 0, false)), EtcdVerdict::Ok { voters: 3, healthy_voters: 3 }));
+        // 3 voters, one unhealthy: losing this one would leave 1 of 3.
+        assert!(matches!(judge_etcd(&local(), &health(3, 1), &members(3, 0, false)), EtcdVerdict::NotYet(_)));
+        // 5 voters, one unhealthy: 4 healthy, quorum 3, 4-1 >= 3.
+        assert!(matches!(judge_etcd(&local(), &health(5, 1), &members(5, 0, false)), EtcdVerdict::Ok { .. }));
+        assert!(matches!(judge_etcd(&local(), &health(5, 2), &members(5, 0, false)), EtcdVerdict::NotYet(_)));
+        assert!(matches!(
+            judge_etcd(&local(), &health(4, 0), &members(3, 1, false)),
+            EtcdVerdict::Structural { two_voters: false, .. }
+        ));
+        assert!(matches!(
+            judge_etcd(&local(), &health(3, 0), &members(3, 0, true)),
+            EtcdVerdict::Structural { two_voters: false, .. }
+        ));
+        let bad_local = vec![EndpointHealth { endpoint: "x".into(), health: false, error: Some("down".into()) }];
+        assert!(matches!(judge_etcd(&bad_local, &health(1, 0), &members(1, 0, false)), EtcdVerdict::NotYet(_)));
+    }
+
+    #[test]
+    fn ps_filters_exact_labels_newest_first() {
+        let j = br#"{"containers":[
+          {"id":"old","state":"CONTAINER_EXITED","createdAt":"100","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd"}},
+          {"id":"new","state":"CONTAINER_RUNNING","createdAt":"200","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd"}},
+          {"id":"other","state":"CONTAINER_RUNNING","createdAt":"300","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd-backup"}},
+          {"id":"ns","state":"CONTAINER_RUNNING","createdAt":"300","labels":{"io.kubernetes.pod.namespace":"default","io.kubernetes.container.name":"etcd"}}]}"#;
+        let v = parse_ps(j, "etcd").unwrap();
+        assert_eq!(v.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["new", "old"]);
+        assert_eq!(running(&v).unwrap().id, "new");
+        assert!(parse_ps(b"garbage", "etcd").is_err());
+    }
+
+    #[test]
+    fn health_json_is_found_despite_trailing_error_text() {
+        let out = b"[{\"endpoint\":\"https://10.0.0.11:2379\",\"health\":true,\"took\":\"1ms\"},{\"endpoint\":\"https://10.0.0.12:2379\",\"health\":false,\"error\":\"deadline\"}]\nError: unhealthy cluster\n";
+        let v = parse_endpoint_health(out).unwrap();
+        assert_eq!(v.len(), 2);
+        assert!(!v[1].health);
+    }
+}

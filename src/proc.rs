@@ -1,0 +1,245 @@
+//! Subprocesses (kubeadm, crictl): absolute path, cleared environment plus
+//! what the tool needs, its own process group, a timeout, capped output, and
+//! cancellation polled while it runs. The caller's PATH is never trusted.
+
+use crate::signals::Cancel;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The fixed PATH tools are looked up on (SPEC section 9).
+pub const FIXED_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// stdout kept (JSON documents are small; more is an error).
+pub const STDOUT_CAP: usize = 4 * 1024 * 1024;
+/// stderr kept: the tail, for error messages.
+pub const STDERR_CAP: usize = 64 * 1024;
+/// Environment variables passed through to tools when set (crictl's runtime
+/// endpoint configuration); everything else is cleared.
+const PASS_ENV: [&str; 3] = ["CONTAINER_RUNTIME_ENDPOINT", "IMAGE_SERVICE_ENDPOINT", "CRI_CONFIG_FILE"];
+
+/// Find a tool: the path given (absolute), or `name` on the fixed PATH.
+pub fn resolve_tool(name: &str, given: Option<&Path>) -> Result<PathBuf, String> {
+    match given {
+        Some(p) => {
+            if p.is_file() {
+                Ok(p.to_path_buf())
+            } else {
+                Err(format!("{name} not found at {}", p.display()))
+            }
+        }
+        None => which::which_in(name, Some(FIXED_PATH), "/")
+            .map_err(|_| format!("{name} not found on the fixed PATH {FIXED_PATH}")),
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// None when killed (timeout, cancel) or ended by a signal.
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    /// The last `STDERR_CAP` bytes.
+    pub stderr: Vec<u8>,
+    pub stdout_truncated: bool,
+    pub elapsed: Duration,
+}
+
+impl Output {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+    /// The stderr tail as one printable line (for error messages).
+    pub fn stderr_tail(&self) -> String {
+        let s = String::from_utf8_lossy(&self.stderr);
+        let s: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let s = s.trim();
+        let n = s.chars().count();
+        if n > 300 {
+            s.chars().skip(n - 300).collect()
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    #[error("failed to start {cmd}: {err}")]
+    Spawn { cmd: String, err: String },
+    #[error("{cmd} timed out after {secs}s and was killed")]
+    Timeout { cmd: String, secs: u64 },
+    #[error("{cmd} was cancelled")]
+    Cancelled { cmd: String },
+    #[error("{cmd} printed more than {cap} bytes")]
+    TooMuchOutput { cmd: String, cap: usize },
+}
+
+fn reader<R: Read + Send + 'static>(mut r: R, cap: usize, keep_tail: bool) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut truncated = false;
+        let mut buf = [0u8; 8192];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    kept.extend_from_slice(&buf[..n]);
+                    if kept.len() > cap {
+                        truncated = true;
+                        if keep_tail {
+                            let cut = kept.len() - cap;
+                            kept.drain(..cut);
+                        } else {
+                            kept.truncate(cap);
+                        }
+                    }
+                }
+            }
+        }
+        (kept, truncated)
+    })
+}
+
+/// Describe a command line for logs (never contains secrets: tools get
+/// paths, not key material).
+pub fn describe(program: &Path, args: &[String]) -> String {
+    let mut s = program.display().to_string();
+    for a in args {
+        s.push(' ');
+        s.push_str(a);
+    }
+    s
+}
+
+/// Run `program args` with a cleared environment, a timeout and the cancel
+/// flag polled. Output beyond the caps is dropped (stdout: an error).
+pub fn run(program: &Path, args: &[String], timeout: Duration, cancel: &Cancel) -> Result<Output, ProcError> {
+    let cmd = describe(program, args);
+    tracing::info!(command = %cmd, "running");
+    let mut c = Command::new(program);
+    c.args(args)
+        .env_clear()
+        .env("PATH", FIXED_PATH)
+        .env("LC_ALL", "C")
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for k in PASS_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            c.env(k, v);
+        }
+    }
+    let start = Instant::now();
+    let mut child = c.spawn().map_err(|e| ProcError::Spawn { cmd: cmd.clone(), err: e.to_string() })?;
+    let out = reader(child.stdout.take().expect("piped"), STDOUT_CAP, false);
+    let err = reader(child.stderr.take().expect("piped"), STDERR_CAP, true);
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let kill_group = || {
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    };
+    let mut interval = Duration::from_millis(1);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        if start.elapsed() >= timeout {
+            kill_group();
+            let _ = child.wait();
+            let _ = out.join();
+            let _ = err.join();
+            tracing::warn!(command = %cmd, "timed out after {}s; killed", timeout.as_secs());
+            return Err(ProcError::Timeout { cmd, secs: timeout.as_secs() });
+        }
+        if cancel.is_cancelled() {
+            kill_group();
+            let _ = child.wait();
+            let _ = out.join();
+            let _ = err.join();
+            return Err(ProcError::Cancelled { cmd });
+        }
+        std::thread::sleep(interval);
+        interval = (interval * 2).min(Duration::from_millis(10));
+    };
+    // The tool exited. A grandchild that kept the pipes open must not hang
+    // us: give the readers a moment, then end the group (which then still
+    // exists, since someone holds the pipe).
+    let drain_deadline = Instant::now() + Duration::from_secs(2);
+    while !(out.is_finished() && err.is_finished()) && Instant::now() < drain_deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if !(out.is_finished() && err.is_finished()) {
+        kill_group();
+    }
+    let (stdout, stdout_truncated) = out.join().unwrap_or_default();
+    let (stderr, _) = err.join().unwrap_or_default();
+    let code = status.and_then(|s| s.code());
+    let elapsed = start.elapsed();
+    tracing::info!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
+    if stdout_truncated {
+        return Err(ProcError::TooMuchOutput { cmd, cap: STDOUT_CAP });
+    }
+    Ok(Output { code, stdout, stderr, stdout_truncated, elapsed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, timeout_ms: u64) -> Result<Output, ProcError> {
+        run(
+            Path::new("/bin/sh"),
+            &["-c".to_string(), script.to_string()],
+            Duration::from_millis(timeout_ms),
+            &Cancel::new(),
+        )
+    }
+
+    #[test]
+    fn environment_is_cleared_and_path_fixed() {
+        std::env::set_var("NVKE_TEST_SECRET", "leak");
+        let o = sh("echo \"$PATH:${NVKE_TEST_SECRET:-none}\"", 5000).unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("{FIXED_PATH}:none"));
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let start = Instant::now();
+        let e = sh("sleep 30 & sleep 30", 200).unwrap_err();
+        assert!(matches!(e, ProcError::Timeout { .. }), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn output_is_capped_and_stderr_keeps_the_tail() {
+        let e = sh("head -c 5000000 /dev/zero", 10000).unwrap_err();
+        assert!(matches!(e, ProcError::TooMuchOutput { .. }));
+        let o = sh("i=0; while [ $i -lt 20000 ]; do echo line$i >&2; i=$((i+1)); done; exit 3", 10000).unwrap();
+        assert_eq!(o.code, Some(3));
+        assert!(o.stderr.len() <= STDERR_CAP);
+        assert!(o.stderr_tail().ends_with("line19999"));
+    }
+
+    #[test]
+    fn cancel_stops_a_running_tool() {
+        let c = Cancel::new();
+        let c2 = c.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            c2.cancel();
+        });
+        let e = run(Path::new("/bin/sleep"), &["30".into()], Duration::from_secs(20), &c).unwrap_err();
+        assert!(matches!(e, ProcError::Cancelled { .. }));
+    }
+
+    #[test]
+    fn tools_resolve_on_the_fixed_path_only() {
+        assert!(resolve_tool("sh", None).is_ok());
+        assert!(resolve_tool("definitely-not-a-tool-xyz", None).is_err());
+        assert!(resolve_tool("x", Some(Path::new("/nonexistent/kubeadm"))).is_err());
+    }
+}

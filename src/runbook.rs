@@ -1,0 +1,923 @@
+//! The renewal (SPEC section 4), V2 and `--legacy-v1`: a sequence of steps,
+//! each persisting its phase before it acts, with restoration of a staged
+//! manifest on every failure path, and exactly one receipt per V2 operation
+//! that got past its own-receipt check.
+
+use crate::backup;
+use crate::cli::Global;
+use crate::clock;
+use crate::component::Component;
+use crate::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
+use crate::health::{self, GateError, Health};
+use crate::inspect::{self, ReceiptLookup};
+use crate::lock::{self, LockError};
+use crate::manifests;
+use crate::node_pki::{self, PkiReport};
+use crate::opid::OperationId;
+use crate::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
+use crate::output::Report;
+use crate::paths::{BACKUP_DIR, BACKUP_V1_DIR, COMPLETED_DIR, LOG_DIR, PHASE_FILE, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE};
+use crate::phase::{self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS, LEGACY_FORMAT, V2_FORMAT};
+use crate::pki::{self, LeafKind};
+use crate::receipt::{self, Receipt};
+use crate::runtime::Runtime;
+use crate::signals::Cancel;
+use crate::staging::{Dirs, Restore};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// What was asked.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// None: `--legacy-v1`.
+    pub operation_id: Option<OperationId>,
+    pub force: bool,
+    pub expect_ca_sha256: BTreeMap<String, String>,
+}
+
+/// One component's restart.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Restart {
+    pub component: Component,
+    #[serde(rename = "oldContainerID")]
+    pub old_container_id: String,
+    #[serde(rename = "newContainerID")]
+    pub new_container_id: String,
+    pub stop_ms: u64,
+    pub healthy_ms: u64,
+}
+
+/// Why a run stopped short.
+#[derive(Debug, Clone)]
+struct Fail {
+    phase: Phase,
+    message: String,
+    component: Option<Component>,
+    cancelled: bool,
+}
+
+fn fail(phase: Phase, message: impl Into<String>) -> Fail {
+    Fail { phase, message: message.into(), component: None, cancelled: false }
+}
+
+fn cancelled(component: Option<Component>) -> Fail {
+    Fail {
+        phase: Phase::Cancelled,
+        message: "cancelled by a signal (SIGTERM/SIGINT)".into(),
+        component,
+        cancelled: true,
+    }
+}
+
+enum Success {
+    Unchanged(String),
+    Renewed,
+}
+
+/// Where the work starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    Fresh,
+    Renewing,
+    Restart(Option<Component>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    V2,
+    Legacy,
+}
+
+struct Run<'a> {
+    root: &'a Root,
+    g: &'a Global,
+    rt: &'a dyn Runtime,
+    cancel: &'a Cancel,
+    req: &'a Request,
+    state: Dir,
+    format: Format,
+    resumed_from: Option<ResumedFrom>,
+    /// Another operation whose unfinished work we took over: it gets a
+    /// `superseded` receipt with our first phase write.
+    supersede: Option<OperationId>,
+    phase_written: bool,
+    started_at: String,
+    legacy_started: u64,
+    /// CA fingerprints the run holds the node to.
+    ca: BTreeMap<String, String>,
+    staged: Option<Component>,
+    restarts: Vec<Restart>,
+    before: Option<PkiReport>,
+    not_restored: Option<String>,
+    etcd: Option<(usize, usize)>,
+}
+
+impl Run<'_> {
+    fn now(&self) -> time::OffsetDateTime {
+        self.g.clock.now()
+    }
+
+    fn check_cancel(&self, component: Option<Component>) -> Result<(), Fail> {
+        if self.cancel.is_cancelled() {
+            Err(cancelled(component))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn health(&self) -> Health<'_> {
+        Health { rt: self.rt, root: self.root, cancel: self.cancel, now: self.now() }
+    }
+
+    fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
+        match e {
+            GateError::Cancelled => cancelled(component),
+            GateError::Structural { phase, message } => Fail { phase, message, component, cancelled: false },
+            GateError::TimedOut { message } => Fail {
+                phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
+                message,
+                component,
+                cancelled: false,
+            },
+        }
+    }
+
+    fn backup_kind_name(&self) -> (&'static str, String) {
+        match (&self.req.operation_id, self.format) {
+            (Some(id), _) => (BACKUP_DIR, id.as_str().to_string()),
+            (None, _) => (BACKUP_V1_DIR, self.legacy_started.to_string()),
+        }
+    }
+
+    /// Persist the phase (replace discipline). The first write of a run that
+    /// took over another operation records that one's `superseded` receipt.
+    fn record(&mut self, state: PhaseState, next: Option<Component>) -> Result<(), Fail> {
+        if !self.phase_written {
+            if let Some(other) = self.supersede.take() {
+                self.write_supersede(&other)?;
+            }
+        }
+        let bytes = match self.format {
+            Format::V2 => {
+                let id = self.req.operation_id.clone().expect("V2 format implies an operation ID");
+                let p = PhaseV2 {
+                    operation_id: id,
+                    state,
+                    next_component: next,
+                    ca_sha256: self.ca.clone(),
+                    force: self.req.force,
+                    threshold_days: self.g.threshold_days,
+                    started_at: self.started_at.clone(),
+                    updated_at: clock::rfc3339(self.now()),
+                    resumed_from: self.resumed_from.clone(),
+                };
+                phase::validate_v2(&p).map_err(|e| fail(Phase::PhaseFile, format!("refusing to write the phase file: {e}")))?;
+                phase::render_v2(&p)
+            }
+            Format::Legacy => {
+                let p = LegacyPhase {
+                    state,
+                    component: next,
+                    started: self.legacy_started,
+                    ca_sha256: self.ca.get("ca.crt").cloned().unwrap_or_default(),
+                    pid: std::process::id(),
+                };
+                phase::validate_legacy(&p)
+                    .map_err(|e| fail(Phase::PhaseFile, format!("refusing to write the phase file: {e}")))?;
+                phase::render_legacy(&p)
+            }
+        };
+        self.state
+            .replace(PHASE_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
+            .map_err(|e| fail(Phase::PhaseFile, format!("cannot record the phase: {e}")))?;
+        self.phase_written = true;
+        tracing::info!(state = state.as_str(), next = next.map(|c| c.name()), "phase recorded");
+        Ok(())
+    }
+
+    fn completed_dir(&self) -> Result<Dir, FsError> {
+        match self.state.open_subdir(COMPLETED_DIR, Trust::Strict)? {
+            Some(d) => Ok(d),
+            None => self.state.mkdir(COMPLETED_DIR, STATE_DIR_MODE),
+        }
+    }
+
+    fn write_receipt(&self, r: &Receipt) -> Result<(), String> {
+        receipt::validate_receipt(r).map_err(|e| format!("refusing to write an invalid receipt: {e}"))?;
+        let dir = self.completed_dir().map_err(|e| e.to_string())?;
+        dir.create_once(&r.operation_id.receipt_file(), &receipt::render_receipt(r), STATE_FILE_MODE)
+            .map_err(|e| e.to_string())?;
+        tracing::info!(operation = r.operation_id.as_str(), outcome = r.outcome.as_str(), "receipt written");
+        Ok(())
+    }
+
+    fn make_receipt(&self, id: &OperationId, outcome: Outcome, phase: Phase, message: &str, failed: Option<Component>) -> Receipt {
+        let m = manifests::inspect(self.root);
+        Receipt {
+            operation_id: id.clone(),
+            outcome,
+            phase,
+            message: receipt::bounded_message(message),
+            failed_component: failed,
+            manifests: m.receipt_locations(),
+            finished_at: clock::rfc3339(self.now()),
+            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            ca_sha256: node_pki::ca_fingerprints(&node_pki::read_cas(self.root)),
+        }
+    }
+
+    fn write_supersede(&self, other: &OperationId) -> Result<(), Fail> {
+        let completed = self.completed_dir().map_err(|e| fail(Phase::Receipt, e.to_string()))?;
+        if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
+            let me = self.req.operation_id.as_ref().map(|i| i.as_str()).unwrap_or("a legacy run");
+            let r = self.make_receipt(
+                other,
+                Outcome::Superseded,
+                Phase::Cancelled,
+                &format!("superseded: operation {me} took over its unfinished work"),
+                None,
+            );
+            self.write_receipt(&r).map_err(|e| fail(Phase::Receipt, e))?;
+        }
+        Ok(())
+    }
+
+    /// Step 3: read the phase file and decide where to start.
+    fn read_phase(&mut self) -> Result<Start, Fail> {
+        let bytes = self
+            .state
+            .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
+            .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
+        let Some(bytes) = bytes else { return Ok(Start::Fresh) };
+        let file = phase::parse_phase_file(&bytes)
+            .map_err(|e| fail(Phase::PhaseFile, format!("{}: {e}", crate::paths::state(PHASE_FILE))))?;
+        if !file.is_unfinished() {
+            return Ok(Start::Fresh);
+        }
+        let start = match file.state() {
+            PhaseState::Renewing => Start::Renewing,
+            _ => Start::Restart(file.next_component()),
+        };
+        match file {
+            PhaseFile::Legacy(l) => {
+                self.format = Format::Legacy;
+                self.legacy_started = l.started;
+                self.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
+                    .map(clock::rfc3339)
+                    .unwrap_or_else(|_| clock::rfc3339(self.now()));
+                self.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
+                self.resumed_from = Some(ResumedFrom { operation_id: None, format: LEGACY_FORMAT.into() });
+                tracing::info!("resuming unfinished legacy five-line work ({}), keeping its format", l.state.as_str());
+                Ok(start)
+            }
+            PhaseFile::V2(p) => {
+                let Some(my_id) = self.req.operation_id.clone() else {
+                    return Err(fail(
+                        Phase::PhaseFile,
+                        format!(
+                            "--legacy-v1 refuses to run over the unfinished V2 operation {} ({}); nothing changed",
+                            p.operation_id,
+                            p.state.as_str()
+                        ),
+                    ));
+                };
+                self.ca = p.ca_sha256.clone();
+                if p.operation_id == my_id {
+                    self.started_at = p.started_at.clone();
+                    self.resumed_from = p.resumed_from.clone();
+                    tracing::info!("resuming this operation's own unfinished work ({})", p.state.as_str());
+                    return Ok(start);
+                }
+                let completed = self.state.open_subdir(COMPLETED_DIR, Trust::Strict).map_err(|e| fail(Phase::Receipt, e.to_string()))?;
+                match inspect::lookup_receipt(completed.as_ref(), &p.operation_id) {
+                    ReceiptLookup::Found(r) if r.outcome.is_success() => {
+                        tracing::info!(
+                            "operation {} left its phase unfinished after its {} receipt: treated as done",
+                            p.operation_id,
+                            r.outcome
+                        );
+                        self.ca.clear();
+                        Ok(Start::Fresh)
+                    }
+                    ReceiptLookup::Malformed(e) => Err(fail(Phase::Receipt, e)),
+                    found => {
+                        if matches!(found, ReceiptLookup::Absent) {
+                            self.supersede = Some(p.operation_id.clone());
+                        }
+                        self.resumed_from = Some(ResumedFrom { operation_id: Some(p.operation_id.clone()), format: V2_FORMAT.into() });
+                        tracing::info!("taking over the unfinished work of operation {} ({})", p.operation_id, p.state.as_str());
+                        Ok(start)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Topology and step 4 (staging preflight).
+    fn preflight(&mut self) -> Result<(), Fail> {
+        let m = manifests::inspect(self.root);
+        if let Some(e) = &m.manifests_dir_error {
+            return Err(fail(Phase::Topology, e.clone()));
+        }
+        let etcd = &m.manifests[&Component::Etcd];
+        if !etcd.active && !etcd.runbook_staged && !etcd.agent_staged && etcd.error.is_none() {
+            return Err(fail(
+                Phase::Topology,
+                "no manifests/etcd.yaml: only stacked etcd is supported; refusing this node",
+            ));
+        }
+        let mut conflicts = Vec::new();
+        for (c, v) in &m.manifests {
+            if let Some(e) = &v.error {
+                conflicts.push(e.clone());
+            } else if v.agent_staged {
+                conflicts.push(format!("{c} manifest is in the node agent's staging directory {}", m.agent_staging.path));
+            } else if v.active && v.runbook_staged {
+                conflicts.push(format!(
+                    "{c} manifest is both active and staged in {}: keep exactly one copy",
+                    m.runbook_staging.path
+                ));
+            } else if !v.active && !v.runbook_staged {
+                return Err(fail(Phase::Topology, format!("{c} manifest is missing: this is not a complete kubeadm control-plane node")));
+            }
+        }
+        for e in [&m.runbook_staging.error, &m.agent_staging.error].into_iter().flatten() {
+            conflicts.push(e.clone());
+        }
+        for name in &m.runbook_staging.unexpected {
+            conflicts.push(format!("unexpected entry {}/{name} in the runbook's staging directory", m.runbook_staging.path));
+        }
+        if !conflicts.is_empty() {
+            return Err(fail(Phase::StagingConflict, conflicts.join("; ")));
+        }
+        for (c, v) in &m.manifests {
+            if v.runbook_staged && !v.active {
+                let dirs = Dirs::open(self.root, false).map_err(|e| fail(Phase::StagingConflict, e.to_string()))?;
+                match dirs.unstage(*c).map_err(|e| fail(Phase::StagingConflict, e.to_string()))? {
+                    Restore::Conflict(msg) => return Err(fail(Phase::StagingConflict, msg)),
+                    _ => tracing::info!(component = c.name(), "restored a manifest an interrupted run left staged"),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 5: the CA fingerprints.
+    fn ca_check(&mut self) -> Result<(), Fail> {
+        let cas = node_pki::read_cas(self.root);
+        if let Some(e) = cas.iter().find_map(|c| c.error.clone()) {
+            return Err(fail(Phase::CaCheck, e));
+        }
+        let now = node_pki::ca_fingerprints(&cas);
+        for (name, want) in &self.req.expect_ca_sha256 {
+            if now.get(name) != Some(want) {
+                return Err(fail(
+                    Phase::CaCheck,
+                    format!("CA {name} has sha256 {}, expected {want}", now.get(name).cloned().unwrap_or_default()),
+                ));
+            }
+        }
+        for (name, want) in &self.ca {
+            if now.get(name) != Some(want) {
+                return Err(fail(
+                    Phase::CaCheck,
+                    format!(
+                        "CA {name} changed since the resumed work began: sha256 {} now, {want} recorded",
+                        now.get(name).cloned().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        self.ca = CA_KEYS.iter().filter_map(|k| now.get(*k).map(|v| (k.to_string(), v.clone()))).collect();
+        Ok(())
+    }
+
+    /// Step 8's checks after kubeadm ran.
+    fn verify_renewed(&self) -> Result<(), String> {
+        let now = self.now();
+        let pki = node_pki::read(self.root);
+        let errors = pki.errors();
+        if !errors.is_empty() {
+            return Err(errors.join("; "));
+        }
+        for l in &pki.leaves {
+            let Some(cert) = &l.cert else { continue };
+            if node_pki::within_threshold(now, cert.not_after, self.g.threshold_days) {
+                return Err(format!(
+                    "{} still expires {} (within {} days) after kubeadm",
+                    l.spec.name,
+                    clock::rfc3339(cert.not_after),
+                    self.g.threshold_days
+                ));
+            }
+            if l.chains_to_ca != Some(true) {
+                return Err(format!("{} is not signed by its CA {}", l.spec.name, l.spec.ca.name()));
+            }
+            let key = match l.spec.kind {
+                LeafKind::Pem => self
+                    .root
+                    .read_file(l.spec.key_path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("{} does not exist", crate::paths::node(l.spec.key_path)))?,
+                LeafKind::Kubeconfig => {
+                    let conf = self
+                        .root
+                        .read_file(l.spec.path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                        .map_err(|e| e.to_string())?
+                        .unwrap_or_default();
+                    pki::kubeconfig_client_key(&conf)
+                        .map_err(|e| format!("{}: {e}", l.spec.name))?
+                        .ok_or_else(|| format!("{} has no embedded client key", l.spec.name))?
+                }
+            };
+            match pki::key_matches_cert(cert, &key) {
+                Ok(true) => {}
+                Ok(false) => return Err(format!("the private key of {} does not match its certificate", l.spec.name)),
+                Err(e) => return Err(format!("the private key of {}: {e}", l.spec.name)),
+            }
+        }
+        let now_ca = pki.ca_sha256();
+        if now_ca != self.ca {
+            return Err("a CA changed while renewing: CAs are never rotated here".into());
+        }
+        Ok(())
+    }
+
+    /// Step 8: record, back up, kubeadm, verify; roll back on any failure.
+    fn renew(&mut self) -> Result<(), Fail> {
+        self.record(PhaseState::Renewing, None)?;
+        let (kind, name) = self.backup_kind_name();
+        let n = backup::create(self.root, &self.state, kind, &name).map_err(|e| fail(Phase::Backup, e.to_string()))?;
+        tracing::info!(files = n, "backed up pki/ and the kubeconfigs to {}/{name}", kind);
+        self.check_cancel(None)?;
+        let result = match self.rt.renew_certs() {
+            Ok(out) if out.success() => self.verify_renewed(),
+            Ok(out) => Err(format!("kubeadm certs renew all failed (exit {:?}): {}", out.code, out.stderr_tail())),
+            Err(e) => Err(e),
+        };
+        if let Err(why) = result {
+            let restored = backup::restore(self.root, &self.state, kind, &name);
+            let tail = match restored {
+                Ok(n) => format!("; the backup was put back ({n} files rewritten)"),
+                Err(e) => format!("; PUTTING THE BACKUP BACK FAILED: {e}"),
+            };
+            if self.cancel.is_cancelled() {
+                let mut f = cancelled(None);
+                f.message.push_str(&tail);
+                return Err(f);
+            }
+            return Err(fail(Phase::RenewCerts, format!("{why}{tail}")));
+        }
+        tracing::info!("certificates renewed and verified");
+        Ok(())
+    }
+
+    /// Step 9 for one component.
+    fn restart(&mut self, c: Component) -> Result<(), Fail> {
+        let gate = self.health().wait_gate(self.g.health_timeout).map_err(|e| self.gate_fail(e, Some(c)))?;
+        self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        let old = gate
+            .containers
+            .iter()
+            .find(|(x, _)| *x == c)
+            .map(|(_, id)| id.clone())
+            .unwrap_or_default();
+        self.check_cancel(Some(c))?;
+        let dirs = Dirs::open(self.root, true).map_err(|e| Fail {
+            phase: Phase::Restart(c),
+            message: e.to_string(),
+            component: Some(c),
+            cancelled: false,
+        })?;
+        dirs.stage(c).map_err(|e| Fail { phase: Phase::Restart(c), message: e.to_string(), component: Some(c), cancelled: false })?;
+        self.staged = Some(c);
+        tracing::info!(component = c.name(), old = health::short(&old), "manifest staged; waiting for the container to stop");
+        let t0 = Instant::now();
+        self.health().wait_stopped(c, &old, self.g.stop_timeout).map_err(|e| self.gate_fail(e, Some(c)))?;
+        let stop_ms = t0.elapsed().as_millis() as u64;
+        match dirs.unstage(c).map_err(|e| Fail {
+            phase: Phase::Restart(c),
+            message: format!("putting the manifest back failed: {e}"),
+            component: Some(c),
+            cancelled: false,
+        })? {
+            Restore::Conflict(msg) => {
+                self.not_restored = Some(msg.clone());
+                self.staged = None;
+                return Err(Fail { phase: Phase::Restart(c), message: msg, component: Some(c), cancelled: false });
+            }
+            _ => self.staged = None,
+        }
+        let t1 = Instant::now();
+        let deadline = t1 + self.g.health_timeout;
+        let new = self.health().wait_new_running(c, &old, deadline, self.g.health_timeout).map_err(|e| self.gate_fail(e, Some(c)))?;
+        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        let gate = self.health().wait_gate(left).map_err(|e| self.gate_fail(e, Some(c)))?;
+        self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        let healthy_ms = t1.elapsed().as_millis() as u64;
+        tracing::info!(
+            component = c.name(),
+            old = health::short(&old),
+            new = health::short(&new),
+            stop_ms,
+            healthy_ms,
+            "restarted"
+        );
+        self.restarts.push(Restart { component: c, old_container_id: old, new_container_id: new, stop_ms, healthy_ms });
+        self.record(PhaseState::RestartPending, c.next())
+    }
+
+    /// Step 10.
+    fn postflight(&mut self) -> Result<(), Fail> {
+        let gate = self.health().wait_gate(self.g.health_timeout).map_err(|e| self.gate_fail(e, None)).map_err(|mut f| {
+            if !f.cancelled {
+                f.phase = Phase::Postflight;
+            }
+            f
+        })?;
+        self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.root));
+        if now_ca != self.ca {
+            return Err(fail(Phase::Postflight, "a CA fingerprint changed during the renewal"));
+        }
+        let served = |what: &str, port: Result<u16, String>, name: &str, id: Result<crate::tlsprobe::TlsIdentity, String>, disk: &str| -> Result<(), Fail> {
+            let port = port.map_err(|e| fail(Phase::Postflight, e))?;
+            let id = id.map_err(|e| fail(Phase::Postflight, e))?;
+            let r = self.rt.probe(port, name, &id, self.now(), None).map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
+            let disk_pem = self
+                .root
+                .read_file(disk, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                .map_err(|e| fail(Phase::Postflight, e.to_string()))?
+                .unwrap_or_default();
+            let disk_der = pki::parse_pem_certificate(&disk_pem).map_err(|e| fail(Phase::Postflight, e.to_string()))?.der;
+            if r.peer_cert != disk_der {
+                return Err(fail(
+                    Phase::Postflight,
+                    format!("{what} does not serve the renewed certificate {}", crate::paths::node(disk)),
+                ));
+            }
+            Ok(())
+        };
+        served(
+            "kube-apiserver",
+            health::apiserver_port(self.root),
+            "kubernetes",
+            health::apiserver_identity(self.root),
+            "etc/kubernetes/pki/apiserver.crt",
+        )?;
+        served(
+            "etcd",
+            health::etcd_port(self.root),
+            "127.0.0.1",
+            health::etcd_identity(self.root),
+            "etc/kubernetes/pki/etcd/server.crt",
+        )?;
+        Ok(())
+    }
+
+    fn steps(&mut self) -> Result<Success, Fail> {
+        let start = self.read_phase()?;
+        self.check_cancel(None)?;
+        self.preflight()?;
+        self.check_cancel(None)?;
+        self.ca_check()?;
+        let pki = node_pki::read(self.root);
+        let now = self.now();
+        if start == Start::Fresh && !self.req.force {
+            let errors = pki.errors();
+            if !errors.is_empty() {
+                return Err(fail(Phase::Expiry, errors.join("; ")));
+            }
+            let due = pki.leaves_due(now, self.g.threshold_days);
+            if due.is_empty() {
+                self.before = Some(pki.clone());
+                let soonest = pki
+                    .soonest_leaf(now)
+                    .map(|(n, d)| format!(" (soonest: {n} in {d} days)"))
+                    .unwrap_or_default();
+                return Ok(Success::Unchanged(format!(
+                    "no leaf expires within {} days{soonest}; nothing renewed, nothing restarted",
+                    self.g.threshold_days
+                )));
+            }
+        }
+        self.before = Some(pki);
+        self.check_cancel(None)?;
+        let gate = self.health().wait_gate(self.g.health_timeout).map_err(|e| self.gate_fail(e, None))?;
+        self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        self.check_cancel(None)?;
+        let first = match start {
+            Start::Fresh | Start::Renewing => {
+                self.renew()?;
+                Some(Component::Etcd)
+            }
+            Start::Restart(next) => next,
+        };
+        self.record(PhaseState::RestartPending, first)?;
+        let mut next = first;
+        while let Some(c) = next {
+            self.check_cancel(Some(c))?;
+            self.restart(c)?;
+            next = c.next();
+        }
+        self.check_cancel(None)?;
+        self.postflight()?;
+        Ok(Success::Renewed)
+    }
+}
+
+fn lock_fail_report(mode: &str, id: Option<&OperationId>, code: u8, outcome: &str, phase: Phase, message: String) -> Report {
+    let message = receipt::bounded_message(&message);
+    Report {
+        code,
+        json: json!({
+            "mode": mode,
+            "runbookVersion": crate::version::RUNBOOK_VERSION,
+            "operationID": id.map(|i| i.as_str()),
+            "outcome": outcome,
+            "phase": phase.as_string(),
+            "message": message,
+            "replayed": false,
+            "resumedFrom": null,
+            "certificates": [],
+            "caSHA256": {},
+            "manifests": {},
+            "restarts": [],
+        }),
+        text: format!("{}: {message}", outcome.to_uppercase()),
+    }
+}
+
+fn all_active(m: &BTreeMap<Component, ManifestLocation>) -> bool {
+    m.values().all(|l| *l == ManifestLocation::Active)
+}
+
+fn replay_report(mode: &str, r: &Receipt) -> Report {
+    let code = exit_code_for(r.outcome, all_active(&r.manifests));
+    Report {
+        code,
+        json: json!({
+            "mode": mode,
+            "runbookVersion": crate::version::RUNBOOK_VERSION,
+            "operationID": r.operation_id.as_str(),
+            "outcome": r.outcome.as_str(),
+            "phase": r.phase.as_string(),
+            "message": r.message,
+            "failedComponent": r.failed_component.map(|c| c.name()),
+            "replayed": true,
+            "resumedFrom": null,
+            "certificates": [],
+            "caSHA256": r.ca_sha256,
+            "manifests": r.manifests,
+            "restarts": [],
+            "receipt": inspect::receipt_json(r),
+        }),
+        text: format!(
+            "{} (replayed receipt of operation {}, finished {}): {}",
+            r.outcome.as_str().to_uppercase(),
+            r.operation_id,
+            r.finished_at,
+            r.message
+        ),
+    }
+}
+
+fn cert_rows(before: Option<&PkiReport>, after: Option<&PkiReport>, now: time::OffsetDateTime) -> Vec<Value> {
+    crate::pki::LEAVES
+        .iter()
+        .map(|spec| {
+            let find = |p: Option<&PkiReport>| {
+                p.and_then(|p| p.leaves.iter().find(|l| l.spec.name == spec.name)).and_then(|l| l.cert.as_ref()).map(|c| c.not_after)
+            };
+            let b = find(before);
+            let a = find(after);
+            json!({
+                "name": spec.name,
+                "path": crate::paths::node(spec.path),
+                "notAfterBefore": b.map(clock::rfc3339),
+                "notAfterAfter": a.map(clock::rfc3339),
+                "daysLeftBefore": b.map(|t| clock::days_until(now, t)),
+                "daysLeftAfter": a.map(|t| clock::days_until(now, t)),
+            })
+        })
+        .collect()
+}
+
+/// Run a renewal (V2 when the request has an operation ID, else legacy).
+pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
+    let mode = if req.operation_id.is_some() { "renew" } else { "legacy-v1" };
+    let id = req.operation_id.as_ref();
+    let start_clock = g.clock.now();
+
+    // Step 1: state dir, lock, owner, log file.
+    let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
+        Ok(s) => s,
+        Err(e) => return lock_fail_report(mode, id, exit::FAILED, "failed", Phase::Lock, format!("state directory: {e}")),
+    };
+    let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
+        Ok(guard) => guard,
+        Err(LockError::Timeout { path, waited_secs, holder }) => {
+            return lock_fail_report(
+                mode,
+                id,
+                exit::LOCK_TIMEOUT,
+                "failed",
+                Phase::Lock,
+                format!("renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"),
+            )
+        }
+        Err(LockError::Cancelled) => {
+            return lock_fail_report(mode, id, exit::FAILED, "cancelled", Phase::Lock, "cancelled while waiting for the renewal lock; nothing was done".into())
+        }
+        Err(e) => return lock_fail_report(mode, id, exit::FAILED, "failed", Phase::Lock, e.to_string()),
+    };
+    if let Err(e) = guard.write_owner(&state, &lock::owner_for(id.map(|i| i.as_str()), mode, start_clock)) {
+        return lock_fail_report(mode, id, exit::FAILED, "failed", Phase::Lock, format!("cannot record the lock owner: {e}"));
+    }
+    let log_name = match id {
+        Some(i) => format!("{i}.log"),
+        None => "legacy-v1.log".to_string(),
+    };
+    match state
+        .open_subdir(LOG_DIR, Trust::Strict)
+        .and_then(|d| match d {
+            Some(d) => Ok(d),
+            None => state.mkdir(LOG_DIR, STATE_DIR_MODE),
+        })
+        .and_then(|d| d.open_append(&log_name, STATE_FILE_MODE))
+    {
+        Ok(f) => crate::oplog::set_file(f),
+        Err(e) => tracing::warn!("cannot open the operation log: {e}"),
+    }
+    tracing::info!(operation = id.map(|i| i.as_str()), mode, "renewal starting (lock held)");
+
+    // Step 2: own receipt first.
+    if let Some(id) = id {
+        let completed = match state.open_subdir(COMPLETED_DIR, Trust::Strict) {
+            Ok(c) => c,
+            Err(e) => return lock_fail_report(mode, Some(id), exit::FAILED, "failed", Phase::Receipt, e.to_string()),
+        };
+        match inspect::lookup_receipt(completed.as_ref(), id) {
+            ReceiptLookup::Found(r) => {
+                tracing::info!(outcome = r.outcome.as_str(), "receipt exists: replaying it, doing nothing else");
+                return replay_report(mode, &r);
+            }
+            ReceiptLookup::Malformed(e) => {
+                let m = manifests::inspect(root);
+                let code = exit_code_for(Outcome::Failed, m.all_active());
+                return lock_fail_report(
+                    mode,
+                    Some(id),
+                    code,
+                    "failed",
+                    Phase::Receipt,
+                    format!("this operation's receipt is malformed; not trusting it, doing nothing: {e}"),
+                );
+            }
+            ReceiptLookup::Absent => {}
+        }
+    }
+
+    let mut run = Run {
+        root,
+        g,
+        rt,
+        cancel,
+        req,
+        state,
+        format: if id.is_some() { Format::V2 } else { Format::Legacy },
+        resumed_from: None,
+        supersede: None,
+        phase_written: false,
+        started_at: clock::rfc3339(start_clock),
+        legacy_started: start_clock.unix_timestamp().max(0) as u64,
+        ca: BTreeMap::new(),
+        staged: None,
+        restarts: Vec::new(),
+        before: None,
+        not_restored: None,
+        etcd: None,
+    };
+    let result = run.steps();
+    let report = finish(&mut run, result, mode);
+    drop(guard);
+    report
+}
+
+fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Report {
+    let id = run.req.operation_id.clone();
+    let (outcome, phase, mut message, failed_component) = match result {
+        Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
+        Ok(Success::Renewed) => (
+            Outcome::Renewed,
+            Phase::Done,
+            format!(
+                "renewed; restarted {} one at a time",
+                run.restarts.iter().map(|r| r.component.name()).collect::<Vec<_>>().join(", ")
+            ),
+            None,
+        ),
+        Err(f) => {
+            tracing::warn!(phase = %f.phase, "renewal stopped: {}", f.message);
+            let mut outcome = if f.cancelled { Outcome::Cancelled } else { Outcome::Failed };
+            let mut message = f.message.clone();
+            // Restore a staged manifest before anything else (lock held).
+            if let Some(c) = run.staged.take() {
+                match Dirs::open(run.root, false).and_then(|d| d.unstage(c)) {
+                    Ok(Restore::Conflict(msg)) => {
+                        outcome = Outcome::FailedNotRestored;
+                        message.push_str(&format!("; {msg}"));
+                    }
+                    Ok(_) => {
+                        tracing::info!(component = c.name(), "put the staged manifest back");
+                        message.push_str(&format!("; {c} manifest put back"));
+                    }
+                    Err(e) => {
+                        outcome = Outcome::FailedNotRestored;
+                        message.push_str(&format!("; putting {c} back FAILED: {e}"));
+                    }
+                }
+            }
+            if let Some(msg) = &run.not_restored {
+                outcome = Outcome::FailedNotRestored;
+                if !message.contains(msg.as_str()) {
+                    message.push_str(&format!("; {msg}"));
+                }
+            }
+            (outcome, f.phase, message, f.component)
+        }
+    };
+
+    // The receipt is the commit point; then `done`.
+    if let Some(id) = &id {
+        let r = run.make_receipt(id, outcome, phase, &message, failed_component);
+        if let Err(e) = run.write_receipt(&r) {
+            message.push_str(&format!("; WRITING THE RECEIPT FAILED: {e}"));
+        }
+    }
+    if outcome == Outcome::Renewed {
+        if let Err(f) = run.record(PhaseState::Done, None) {
+            message.push_str(&format!("; {}", f.message));
+        }
+        let (kind, name) = run.backup_kind_name();
+        if let Err(e) = backup::prune(&run.state, kind, &name) {
+            tracing::warn!("pruning old backups failed: {e}");
+        }
+    }
+    let m = manifests::inspect(run.root);
+    let locations = m.receipt_locations();
+    let code = exit_code_for(outcome, m.all_active() && all_active(&locations));
+    let now = run.now();
+    let after = if outcome == Outcome::Renewed { Some(node_pki::read(run.root)) } else { None };
+    let message = receipt::bounded_message(&message);
+    let json = json!({
+        "mode": mode,
+        "runbookVersion": crate::version::RUNBOOK_VERSION,
+        "operationID": id.as_ref().map(|i| i.as_str()),
+        "outcome": outcome.as_str(),
+        "phase": phase.as_string(),
+        "message": message,
+        "failedComponent": failed_component.map(|c| c.name()),
+        "replayed": false,
+        "resumedFrom": run.resumed_from.as_ref().map(|r| json!({
+            "operationID": r.operation_id.as_ref().map(|i| i.as_str()),
+            "format": r.format,
+        })),
+        "certificates": cert_rows(run.before.as_ref(), after.as_ref(), now),
+        "caSHA256": node_pki::ca_fingerprints(&node_pki::read_cas(run.root)),
+        "manifests": locations,
+        "restarts": run.restarts,
+        "etcd": run.etcd.map(|(v, h)| json!({ "voters": v, "healthyVoters": h })),
+    });
+    let mut text = format!("{}  phase {}\n{message}\n", outcome.as_str().to_uppercase(), phase);
+    if let Some(r) = &run.resumed_from {
+        text.push_str(&format!(
+            "resumed from: {} ({})\n",
+            r.operation_id.as_ref().map(|i| i.as_str()).unwrap_or("legacy work"),
+            r.format
+        ));
+    }
+    if !run.restarts.is_empty() {
+        let mut rows = vec![vec![
+            "RESTARTED".to_string(),
+            "OLD CONTAINER".to_string(),
+            "NEW CONTAINER".to_string(),
+            "STOP".to_string(),
+            "HEALTHY".to_string(),
+        ]];
+        for r in &run.restarts {
+            rows.push(vec![
+                r.component.name().to_string(),
+                health::short(&r.old_container_id).to_string(),
+                health::short(&r.new_container_id).to_string(),
+                format!("{}ms", r.stop_ms),
+                format!("{}ms", r.healthy_ms),
+            ]);
+        }
+        crate::output::table(&mut text, &rows);
+    }
+    Report { code, json, text }
+}

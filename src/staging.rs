@@ -1,0 +1,76 @@
+//! Moving one manifest into the runbook's staging directory and back
+//! (RENAME_NOREPLACE, both directories fsynced; EEXIST is a conflict, never
+//! an overwrite).
+
+use crate::component::Component;
+use crate::fsx::{self, Dir, FsError, Root, Trust, NODE_FILE_MAX};
+use crate::paths::{MANIFESTS_DIR, STAGING_DIR};
+
+/// The manifests directory and the runbook's staging directory, opened
+/// without following symlinks and vetted (root-owned, not group/other
+/// writable). The staging directory is created (0700) when missing.
+pub struct Dirs {
+    pub manifests: Dir,
+    pub staging: Dir,
+}
+
+impl Dirs {
+    pub fn open(root: &Root, create_staging: bool) -> Result<Dirs, FsError> {
+        let manifests = root
+            .open_dir(MANIFESTS_DIR, Trust::Strict)?
+            .ok_or_else(|| FsError::Io {
+                path: crate::paths::node(MANIFESTS_DIR),
+                op: "open",
+                errno: nix::errno::Errno::ENOENT,
+            })?;
+        let staging = match root.open_dir(STAGING_DIR, Trust::Strict)? {
+            Some(d) => d,
+            None if create_staging => root.create_dir_all(STAGING_DIR, 0o700, Trust::Strict)?,
+            None => {
+                return Err(FsError::Io {
+                    path: crate::paths::node(STAGING_DIR),
+                    op: "open",
+                    errno: nix::errno::Errno::ENOENT,
+                })
+            }
+        };
+        Ok(Dirs { manifests, staging })
+    }
+
+    /// Move `c`'s manifest out of the manifests directory into staging.
+    pub fn stage(&self, c: Component) -> Result<(), FsError> {
+        fsx::move_noreplace(&self.manifests, &self.staging, &c.manifest_file())
+    }
+
+    /// Put `c`'s staged manifest back. An active copy that appeared
+    /// meanwhile: identical bytes drop the staged copy; different bytes leave
+    /// both and return `Restore::Conflict` naming both paths.
+    pub fn unstage(&self, c: Component) -> Result<Restore, FsError> {
+        let name = c.manifest_file();
+        match fsx::move_noreplace(&self.staging, &self.manifests, &name) {
+            Ok(()) => Ok(Restore::Restored),
+            Err(FsError::Exists { .. }) => {
+                let active = self.manifests.read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
+                let staged = self.staging.read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
+                if active.is_some() && active == staged {
+                    self.staging.remove_file(&name)?;
+                    Ok(Restore::DroppedIdenticalCopy)
+                } else {
+                    Ok(Restore::Conflict(format!(
+                        "{} differs from the active {}; both kept: an operator must keep exactly one",
+                        self.staging.entry_path(&name),
+                        self.manifests.entry_path(&name)
+                    )))
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restore {
+    Restored,
+    DroppedIdenticalCopy,
+    Conflict(String),
+}
