@@ -1,0 +1,583 @@
+//! Renewal scenarios on the simulated node (tests/simnode): a kubelet that
+//! really starts and stops "containers" as manifests move, crictl, kubeadm,
+//! and TLS stand-ins for kube-apiserver and etcd. Run with
+//! `cargo test --features sim`.
+#![cfg(feature = "sim")]
+
+use serde_json::{json, Value};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NOW: &str = "2026-11-30T00:00:00Z";
+const RUNBOOK: &str = env!("CARGO_BIN_EXE_nvke-cert-runbook");
+const SIMNODE: &str = env!("CARGO_BIN_EXE_nvke-simnode");
+const COMPONENTS: [&str; 4] = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"];
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    chmod(dst, 0o755);
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+            let name = to.file_name().unwrap().to_string_lossy().to_string();
+            let mode = if name.ends_with(".key") || name.ends_with(".conf") { 0o600 } else { 0o644 };
+            chmod(&to, mode);
+        }
+    }
+}
+
+/// One simulated control-plane node.
+struct Node {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    sim: PathBuf,
+    kubelet: Option<Child>,
+    sim_json: Value,
+}
+
+impl Node {
+    fn new(variant: &str, knobs: Value) -> Node {
+        let tmp = tempfile::Builder::new().prefix("nvke-scn-").tempdir().unwrap();
+        let root = tmp.path().join("root");
+        let sim = tmp.path().join("sim");
+        copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes").join(variant), &root);
+        let (api, etcd) = (free_port(), free_port());
+        let m = root.join("etc/kubernetes/manifests");
+        for (file, from, to) in [
+            ("etcd.yaml", "https://127.0.0.1:2379".to_string(), format!("https://127.0.0.1:{etcd}")),
+            ("kube-apiserver.yaml", "https://127.0.0.1:2379".to_string(), format!("https://127.0.0.1:{etcd}")),
+            ("kube-apiserver.yaml", "--secure-port=6443".to_string(), format!("--secure-port={api}")),
+        ] {
+            let p = m.join(file);
+            let s = std::fs::read_to_string(&p).unwrap().replace(&from, &to);
+            std::fs::write(&p, s).unwrap();
+        }
+        std::fs::create_dir_all(sim.join("bin")).unwrap();
+        for tool in ["crictl", "kubeadm"] {
+            std::os::unix::fs::symlink(SIMNODE, sim.join("bin").join(tool)).unwrap();
+        }
+        let mut sim_json = json!({ "root": root, "stopLatencyMs": 30, "startLatencyMs": 30 });
+        merge(&mut sim_json, &knobs);
+        std::fs::write(sim.join("sim.json"), serde_json::to_vec_pretty(&sim_json).unwrap()).unwrap();
+        let mut node = Node { _tmp: tmp, root, sim, kubelet: None, sim_json };
+        node.start_kubelet();
+        node.wait_all_running();
+        node
+    }
+
+    fn start_kubelet(&mut self) {
+        let log = std::fs::File::create(self.sim.join("kubelet.stderr")).unwrap();
+        let child = Command::new(SIMNODE)
+            .args(["kubelet", "--sim"])
+            .arg(&self.sim)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.kubelet = Some(child);
+    }
+
+    fn set_knobs(&mut self, knobs: Value) {
+        merge(&mut self.sim_json, &knobs);
+        let tmp = self.sim.join(".sim.json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&self.sim_json).unwrap()).unwrap();
+        std::fs::rename(tmp, self.sim.join("sim.json")).unwrap();
+    }
+
+    fn crictl_json(&self, name: &str) -> Vec<Value> {
+        let out = Command::new(self.sim.join("bin/crictl"))
+            .args(["ps", "-a", "-o", "json", "--label", "io.kubernetes.pod.namespace=kube-system", "--label"])
+            .arg(format!("io.kubernetes.container.name={name}"))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!({"containers": []}));
+        v["containers"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn running_id(&self, name: &str) -> Option<String> {
+        self.crictl_json(name)
+            .into_iter()
+            .find(|c| c["state"] == "CONTAINER_RUNNING")
+            .and_then(|c| c["id"].as_str().map(str::to_string))
+    }
+
+    fn wait_all_running(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if COMPONENTS.iter().all(|c| self.running_id(c).is_some()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the simulated node never came up: {}", std::fs::read_to_string(self.sim.join("kubelet.log")).unwrap_or_default());
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(RUNBOOK);
+        c.arg("--root")
+            .arg(&self.root)
+            .arg("--crictl")
+            .arg(self.sim.join("bin/crictl"))
+            .arg("--kubeadm")
+            .arg(self.sim.join("bin/kubeadm"))
+            .args(["--output", "json"]);
+        for (flag, default) in [("--now", NOW), ("--health-timeout", "20"), ("--stop-timeout", "10"), ("--lock-timeout", "5")] {
+            if !args.contains(&flag) {
+                c.args([flag, default]);
+            }
+        }
+        c.args(args).env_clear().env("PATH", "/usr/bin:/bin");
+        c
+    }
+
+    /// Run the runbook; returns (exit code, the JSON document, stderr).
+    fn run(&self, args: &[&str]) -> (i32, Value, String) {
+        let out = self.command(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(stdout.lines().count(), 1, "exactly one JSON line expected:\n{stdout}\n{stderr}");
+        let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        (out.status.code().unwrap_or(-1), v, stderr)
+    }
+
+    fn state(&self) -> PathBuf {
+        self.root.join("var/lib/nvke/k8s-cert-renewal")
+    }
+
+    fn phase(&self) -> String {
+        std::fs::read_to_string(self.state().join("phase")).unwrap_or_default()
+    }
+
+    fn receipt(&self, id: &str) -> Option<Value> {
+        std::fs::read(self.state().join("completed").join(format!("{id}.json")))
+            .ok()
+            .map(|b| serde_json::from_slice(&b).unwrap())
+    }
+
+    fn write_state(&self, name: &str, content: &str) {
+        std::fs::create_dir_all(self.state()).unwrap();
+        chmod(&self.state(), 0o700);
+        let p = self.state().join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+            chmod(parent, 0o700);
+        }
+        std::fs::write(&p, content).unwrap();
+        chmod(&p, 0o600);
+    }
+
+    fn ca_sha(&self, rel: &str) -> String {
+        use sha2::Digest;
+        let b = std::fs::read(self.root.join("etc/kubernetes/pki").join(rel)).unwrap();
+        sha2::Sha256::digest(&b).iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    fn v2_phase(&self, id: &str, state: &str, next: Option<&str>) -> String {
+        serde_json::to_string_pretty(&json!({
+            "format": "nvke-cert-runbook/phase/v2",
+            "operationID": id,
+            "state": state,
+            "nextComponent": next,
+            "caSHA256": {
+                "ca.crt": self.ca_sha("ca.crt"),
+                "etcd/ca.crt": self.ca_sha("etcd/ca.crt"),
+                "front-proxy-ca.crt": self.ca_sha("front-proxy-ca.crt"),
+            },
+            "force": false,
+            "thresholdDays": 30,
+            "startedAt": "2026-11-29T23:00:00Z",
+            "updatedAt": "2026-11-29T23:10:00Z",
+            "resumedFrom": null,
+        }))
+        .unwrap()
+            + "\n"
+    }
+
+    fn legacy_phase(&self, state: &str, component: &str) -> String {
+        format!("STATE={state}\nCOMPONENT={component}\nSTARTED=1764460800\nCA_SHA256={}\nPID=4242\n", self.ca_sha("ca.crt"))
+    }
+
+    fn manifest(&self, c: &str) -> PathBuf {
+        self.root.join("etc/kubernetes/manifests").join(format!("{c}.yaml"))
+    }
+
+    fn staged(&self, c: &str) -> PathBuf {
+        self.root.join("etc/kubernetes/nvke-cert-renewal-staging").join(format!("{c}.yaml"))
+    }
+
+    /// The oracle: each manifest active exactly once, staging empty.
+    fn assert_all_active(&self) {
+        for c in COMPONENTS {
+            assert!(self.manifest(c).is_file(), "{c} manifest is not active");
+            assert!(!self.staged(c).exists(), "{c} manifest is still staged");
+        }
+    }
+
+    fn kubeadm_calls(&self) -> String {
+        std::fs::read_to_string(self.sim.join("kubeadm.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(mut k) = self.kubelet.take() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(k.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = k.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = k.kill();
+            let _ = k.wait();
+        }
+    }
+}
+
+fn merge(a: &mut Value, b: &Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (a, b) => *a = b.clone(),
+    }
+}
+
+fn restarted(v: &Value) -> Vec<String> {
+    v["restarts"].as_array().unwrap().iter().map(|r| r["component"].as_str().unwrap().to_string()).collect()
+}
+
+const FORCE: &[&str] = &["--force"];
+
+#[test]
+fn happy_path_renews_and_restarts_in_order() {
+    let node = Node::new("rsa", json!({}));
+    let vip_before = node.crictl_json("kube-vip");
+    let ids_before: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c).unwrap()).collect();
+    let cas = (node.ca_sha("ca.crt"), node.ca_sha("etcd/ca.crt"), node.ca_sha("front-proxy-ca.crt"));
+    let (code, v, stderr) = node.run(&["--operation-id", "op-happy", "--force"]);
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert_eq!(v["outcome"], "renewed");
+    assert_eq!(v["phase"], "done");
+    assert_eq!(restarted(&v), COMPONENTS);
+    for (i, c) in COMPONENTS.iter().enumerate() {
+        let r = &v["restarts"][i];
+        assert_eq!(r["oldContainerID"], ids_before[i].as_str());
+        assert_ne!(r["newContainerID"], ids_before[i].as_str());
+        assert_eq!(node.running_id(c).unwrap(), r["newContainerID"].as_str().unwrap());
+    }
+    // kube-vip never moved: same container, still running.
+    assert_eq!(node.crictl_json("kube-vip"), vip_before);
+    assert_eq!(cas, (node.ca_sha("ca.crt"), node.ca_sha("etcd/ca.crt"), node.ca_sha("front-proxy-ca.crt")));
+    node.assert_all_active();
+    let r = node.receipt("op-happy").expect("receipt");
+    assert_eq!(r["outcome"], "renewed");
+    assert!(node.phase().contains("\"state\": \"done\""), "{}", node.phase());
+    assert!(node.kubeadm_calls().contains(&format!("--rootfs {}", node.root.display())));
+    // Certificates renewed beyond the threshold.
+    for c in v["certificates"].as_array().unwrap() {
+        if c["notAfterAfter"].is_null() {
+            continue;
+        }
+        assert!(c["daysLeftAfter"].as_i64().unwrap() > 300, "{c}");
+    }
+    // A backup was taken, and the log file written.
+    assert!(node.state().join("backup/op-happy/pki/ca.crt").is_file());
+    let log = std::fs::read_to_string(node.state().join("log/op-happy.log")).unwrap();
+    assert!(log.contains("kubeadm"), "{log}");
+    // Replay: same outcome, nothing done.
+    let (code, v, _) = node.run(&["--operation-id", "op-happy"]);
+    assert_eq!((code, v["replayed"].as_bool(), v["outcome"].as_str()), (0, Some(true), Some("renewed")));
+    assert_eq!(node.kubeadm_calls().lines().count(), 1);
+}
+
+#[test]
+fn unchanged_when_nothing_is_due_and_kubeadm_never_runs() {
+    let node = Node::new("rsa", json!({}));
+    let before: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c).unwrap()).collect();
+    let (code, v, _) = node.run(&["--operation-id", "op-unch"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("unchanged")));
+    assert!(node.kubeadm_calls().is_empty());
+    assert_eq!(before, COMPONENTS.iter().map(|c| node.running_id(c).unwrap()).collect::<Vec<_>>());
+    assert_eq!(node.receipt("op-unch").unwrap()["outcome"], "unchanged");
+    assert!(node.phase().is_empty(), "no phase file for an unchanged run");
+}
+
+#[test]
+fn due_leaf_renews_without_force_and_ecdsa_works() {
+    let node = Node::new("ecdsa", json!({}));
+    let (code, v, e) = node.run(&["--operation-id", "op-ec", "--now", "2027-02-10T00:00:00Z"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    node.assert_all_active();
+}
+
+#[test]
+fn failure_replays_with_its_exit_code() {
+    let node = Node::new("rsa", json!({ "kubeadm": { "failHalfway": true } }));
+    let pki_before = std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.crt")).unwrap();
+    let (code, v, e) = node.run(&["--operation-id", "op-half", "--force"]);
+    assert_eq!((code, v["outcome"].as_str(), v["phase"].as_str()), (1, Some("failed"), Some("renew-certs")), "{v:#}\n{e}");
+    // Rolled back from the backup; nothing restarted.
+    assert_eq!(std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.crt")).unwrap(), pki_before);
+    assert!(v["restarts"].as_array().unwrap().is_empty());
+    assert!(node.phase().contains("\"state\": \"renewing\""));
+    let (code, v, _) = node.run(&["--operation-id", "op-half", "--force"]);
+    assert_eq!((code, v["replayed"].as_bool()), (1, Some(true)));
+    // The next operation resumes the work and finishes it.
+    node.set_knobs(json!({ "kubeadm": { "failHalfway": false } }));
+    let (code, v, e) = node.run(&["--operation-id", "op-next"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(v["resumedFrom"]["operationID"], "op-half");
+    // op-half already has a receipt (failed): no superseded receipt replaces it.
+    assert_eq!(node.receipt("op-half").unwrap()["outcome"], "failed");
+}
+
+#[test]
+fn kubeadm_changing_a_ca_or_writing_a_bad_key_is_rolled_back() {
+    for (knob, id) in [("changeCA", "op-ca"), ("keyMismatch", "op-key")] {
+        let node = Node::new("rsa", json!({ "kubeadm": { knob: true } }));
+        let ca = node.ca_sha("ca.crt");
+        let key = std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.key")).unwrap();
+        let (code, v, e) = node.run(&["--operation-id", id, "--force"]);
+        assert_eq!((code, v["phase"].as_str()), (1, Some("renew-certs")), "{knob}: {v:#}\n{e}");
+        assert_eq!(node.ca_sha("ca.crt"), ca, "{knob}");
+        assert_eq!(std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.key")).unwrap(), key, "{knob}");
+        node.assert_all_active();
+    }
+}
+
+#[test]
+fn ca_mismatch_refuses_before_anything_changes() {
+    let node = Node::new("rsa", json!({}));
+    let bad = format!("ca.crt={}", "0".repeat(64));
+    let (code, v, _) = node.run(&["--operation-id", "op-cam", "--force", "--expect-ca-sha256", &bad]);
+    assert_eq!((code, v["phase"].as_str()), (1, Some("ca-check")));
+    assert!(node.kubeadm_calls().is_empty());
+    assert!(node.phase().is_empty());
+    let good = format!("ca.crt={}", node.ca_sha("ca.crt"));
+    let (code, v, _) = node.run(&["--operation-id", "op-cag", "--expect-ca-sha256", &good]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("unchanged")));
+}
+
+#[test]
+fn etcd_membership_rules() {
+    let node = Node::new("rsa", json!({ "etcd": { "voters": 2 } }));
+    let (code, v, _) = node.run(&["--operation-id", "op-two", "--force"]);
+    assert_eq!((code, v["phase"].as_str()), (1, Some("two-control-plane-voters")));
+    assert!(node.kubeadm_calls().is_empty());
+
+    node_with_learner();
+
+    let node = Node::new("rsa", json!({ "etcd": { "voters": 3 } }));
+    let (code, v, e) = node.run(&["--operation-id", "op-three", "--force"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(v["etcd"]["voters"], 3);
+
+    let node = Node::new("rsa", json!({ "etcd": { "voters": 3, "unhealthy": 1 } }));
+    let (code, v, _) = node.run(&["--operation-id", "op-3u", "--force", "--health-timeout", "1"]);
+    assert_eq!((code, v["phase"].as_str()), (1, Some("health")), "{v:#}");
+}
+
+fn node_with_learner() {
+    let node = Node::new("rsa", json!({ "etcd": { "voters": 3, "learners": 1 } }));
+    let start = Instant::now();
+    let (code, v, _) = node.run(&["--operation-id", "op-learner", "--force"]);
+    assert_eq!((code, v["phase"].as_str()), (1, Some("health")));
+    assert!(v["message"].as_str().unwrap().contains("learner"));
+    // Structural: refused at once, not after the health timeout.
+    assert!(start.elapsed() < Duration::from_secs(15));
+}
+
+#[test]
+fn staging_conflict_and_leftover_staged_manifest() {
+    let node = Node::new("rsa", json!({}));
+    let staging = node.root.join("etc/kubernetes/nvke-cert-renewal-staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    chmod(&staging, 0o700);
+    std::fs::write(node.staged("kube-scheduler"), "different bytes\n").unwrap();
+    let (code, v, _) = node.run(&["--operation-id", "op-conf", "--force"]);
+    assert_eq!((code, v["phase"].as_str()), (4, Some("staging-conflict")), "{v:#}");
+    assert_eq!(node.receipt("op-conf").unwrap()["manifests"]["kube-scheduler"], "both");
+    // Leftover: the active copy goes away (an interrupted run staged it).
+    std::fs::remove_file(node.staged("kube-scheduler")).unwrap();
+    std::fs::rename(node.manifest("kube-scheduler"), node.staged("kube-scheduler")).unwrap();
+    let (code, v, e) = node.run(&["--operation-id", "op-left", "--force"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    node.assert_all_active();
+}
+
+#[test]
+fn component_never_healthy_and_stop_timeout_restore_the_manifest() {
+    let node = Node::new("rsa", json!({}));
+    node.write_state("phase", &node.v2_phase("op-old", "restart_pending", Some("kube-scheduler")));
+    let mut node = node;
+    node.set_knobs(json!({ "neverStop": ["kube-scheduler"] }));
+    let (code, v, e) = node.run(&["--operation-id", "op-stop", "--stop-timeout", "1"]);
+    assert_eq!((code, v["phase"].as_str(), v["outcome"].as_str()), (1, Some("restart:kube-scheduler"), Some("failed")), "{v:#}\n{e}");
+    assert_eq!(v["failedComponent"], "kube-scheduler");
+    node.assert_all_active();
+    // op-old was superseded by op-stop's first phase write.
+    assert_eq!(node.receipt("op-old").unwrap()["outcome"], "superseded");
+    // A delayed attempt of op-old is fenced (exit 5) and changes nothing.
+    let (code, v, _) = node.run(&["--operation-id", "op-old"]);
+    assert_eq!((code, v["replayed"].as_bool()), (5, Some(true)));
+
+    node.set_knobs(json!({ "neverStop": [], "neverStart": ["kube-scheduler"] }));
+    let (code, v, e) = node.run(&["--operation-id", "op-never", "--health-timeout", "2"]);
+    assert_eq!((code, v["phase"].as_str()), (1, Some("restart:kube-scheduler")), "{v:#}\n{e}");
+    node.assert_all_active();
+    node.set_knobs(json!({ "neverStart": [] }));
+    let (code, v, e) = node.run(&["--operation-id", "op-fin"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(restarted(&v), ["kube-scheduler"]);
+}
+
+#[test]
+fn v2_resume_of_own_and_crash_between_receipt_and_done() {
+    let node = Node::new("rsa", json!({}));
+    node.write_state("phase", &node.v2_phase("op-own", "restart_pending", Some("kube-controller-manager")));
+    let (code, v, e) = node.run(&["--operation-id", "op-own"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(restarted(&v), ["kube-controller-manager", "kube-scheduler"]);
+    assert!(node.kubeadm_calls().is_empty(), "resuming restart_pending does not renew again");
+
+    // Crash between receipt and done: phase unfinished, success receipt exists.
+    node.write_state("phase", &node.v2_phase("op-own", "restart_pending", None));
+    let (code, v, _) = node.run(&["--operation-id", "op-after"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("unchanged")));
+    assert!(v["resumedFrom"].is_null());
+}
+
+#[test]
+fn legacy_resume_from_each_component_keeps_the_format() {
+    for (i, c) in COMPONENTS.iter().enumerate() {
+        let node = Node::new("rsa", json!({}));
+        node.write_state("phase", &node.legacy_phase("restart_pending", c));
+        let (code, v, e) = node.run(&["--operation-id", &format!("op-leg-{i}")]);
+        assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{c}: {v:#}\n{e}");
+        assert_eq!(restarted(&v), COMPONENTS[i..].to_vec());
+        assert_eq!(v["resumedFrom"]["format"], "legacy-five-line");
+        let phase = node.phase();
+        assert!(phase.starts_with("STATE=done\nCOMPONENT=none\nSTARTED=1764460800\n"), "{phase}");
+        assert_eq!(phase.lines().count(), 5);
+    }
+}
+
+#[test]
+fn legacy_v1_mode() {
+    let node = Node::new("rsa", json!({}));
+    let (code, v, e) = node.command(&["--legacy-v1", "--force"]).output().map(|o| {
+        (o.status.code().unwrap(), serde_json::from_slice::<Value>(&o.stdout).unwrap(), String::from_utf8_lossy(&o.stderr).to_string())
+    }).unwrap();
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert!(node.phase().starts_with("STATE=done\nCOMPONENT=none\n"));
+    assert!(!node.state().join("completed").exists(), "legacy runs write no receipts");
+    assert!(std::fs::read_dir(node.state().join("backup-v1")).unwrap().count() == 1);
+    // Refuses an unfinished V2 phase file, changing nothing.
+    node.write_state("phase", &node.v2_phase("op-v2", "restart_pending", Some("etcd")));
+    let before = node.phase();
+    let (code, v, _) = node.run(&["--legacy-v1", "--force"]);
+    assert_eq!((code, v["phase"].as_str()), (1, Some("phase-file")));
+    assert_eq!(node.phase(), before);
+}
+
+#[test]
+fn sigterm_while_waiting_cancels_and_restores() {
+    let mut node = Node::new("rsa", json!({}));
+    node.set_knobs(json!({ "neverStop": ["kube-apiserver"] }));
+    node.write_state("phase", &node.v2_phase("op-t", "restart_pending", Some("kube-apiserver")));
+    let child = node.command(&["--operation-id", "op-t", "--stop-timeout", "60"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // Wait until the manifest is staged, then SIGTERM.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !node.staged("kube-apiserver").exists() {
+        assert!(Instant::now() < deadline, "never staged");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(30));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((out.status.code(), v["outcome"].as_str()), (Some(1), Some("cancelled")), "{v:#}");
+    node.assert_all_active();
+    assert_eq!(node.receipt("op-t").unwrap()["outcome"], "cancelled");
+}
+
+#[test]
+fn sigkill_while_staged_then_fence_then_next_operation_resumes() {
+    let mut node = Node::new("rsa", json!({}));
+    node.set_knobs(json!({ "neverStop": ["kube-controller-manager"] }));
+    node.write_state("phase", &node.v2_phase("op-k", "restart_pending", Some("kube-controller-manager")));
+    let mut child = node.command(&["--operation-id", "op-k", "--stop-timeout", "60"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !node.staged("kube-controller-manager").exists() {
+        assert!(Instant::now() < deadline, "never staged");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(node.staged("kube-controller-manager").exists());
+    node.set_knobs(json!({ "neverStop": [] }));
+    // The controller's fencing check.
+    let (code, v, _) = node.run(&["--status-only", "--operation-id", "op-k", "--fence"]);
+    assert_eq!((code, v["termination"].as_str()), (0, Some("confirmed")), "{v:#}");
+    assert_eq!(node.receipt("op-k").unwrap()["outcome"], "abandoned");
+    node.assert_all_active();
+    // A delayed attempt of op-k is fenced.
+    let (code, _, _) = node.run(&["--operation-id", "op-k"]);
+    assert_eq!(code, 5);
+    // The next cycle's operation resumes at kube-controller-manager.
+    let (code, v, e) = node.run(&["--operation-id", "op-k2"]);
+    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(restarted(&v), ["kube-controller-manager", "kube-scheduler"]);
+}
+
+#[test]
+fn sighup_and_closed_pipes_do_not_stop_the_run() {
+    let node = Node::new("rsa", json!({}));
+    let child = node.command(&["--operation-id", "op-hup", "--force"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    std::thread::sleep(Duration::from_millis(100));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    // Close both pipes: the SSH session went away.
+    let mut child = child;
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(node.receipt("op-hup").unwrap()["outcome"], "renewed");
+    node.assert_all_active();
+}
+
+#[test]
+fn lock_held_times_out_with_exit_3_and_writes_nothing() {
+    let node = Node::new("rsa", json!({}));
+    std::fs::create_dir_all(node.state()).unwrap();
+    chmod(&node.state(), 0o700);
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(node.state().join("lock")).unwrap();
+    chmod(&node.state().join("lock"), 0o600);
+    lock.lock().unwrap();
+    let (code, v, e) = node.run(&["--operation-id", "op-lock", "--lock-timeout", "1"]);
+    assert_eq!((code, v["phase"].as_str()), (3, Some("lock")), "{v:#}");
+    assert!(e.contains("waiting for lock"), "{e}");
+    assert!(node.receipt("op-lock").is_none());
+    drop(lock);
+}
