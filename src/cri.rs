@@ -39,8 +39,8 @@ struct PsOutput {
 /// Parse `crictl ps -a -o json`, keeping only containers whose labels match
 /// exactly (crictl filtered already; we do not trust a tool blindly).
 pub fn parse_ps(bytes: &[u8], component: &str) -> Result<Vec<Container>, String> {
-    let ps: PsOutput =
-        serde_json::from_slice(bytes).map_err(|e| format!("crictl ps output is not the expected JSON: {e}"))?;
+    let ps: PsOutput = serde_json::from_slice(bytes)
+        .map_err(|e| format!("crictl ps output is not the expected JSON: {e}"))?;
     let mut v: Vec<Container> = ps
         .containers
         .into_iter()
@@ -91,14 +91,19 @@ pub struct EndpointHealth {
 }
 
 pub fn parse_member_list(bytes: &[u8]) -> Result<MemberList, String> {
-    serde_json::from_slice(bytes).map_err(|e| format!("etcdctl member list output is not the expected JSON: {e}"))
+    serde_json::from_slice(bytes)
+        .map_err(|e| format!("etcdctl member list output is not the expected JSON: {e}"))
 }
 
 pub fn parse_endpoint_health(bytes: &[u8]) -> Result<Vec<EndpointHealth>, String> {
     // etcdctl prints the JSON array even when it exits 1 (unhealthy).
     let text = String::from_utf8_lossy(bytes);
-    let start = text.find('[').ok_or("etcdctl endpoint health printed no JSON array")?;
-    let end = text.rfind(']').ok_or("etcdctl endpoint health printed no JSON array")?;
+    let start = text
+        .find('[')
+        .ok_or("etcdctl endpoint health printed no JSON array")?;
+    let end = text
+        .rfind(']')
+        .ok_or("etcdctl endpoint health printed no JSON array")?;
     serde_json::from_str(&text[start..=end])
         .map_err(|e| format!("etcdctl endpoint health output is not the expected JSON: {e}"))
 }
@@ -106,7 +111,10 @@ pub fn parse_endpoint_health(bytes: &[u8]) -> Result<Vec<EndpointHealth>, String
 /// Why the etcd part of the health gate does not pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EtcdVerdict {
-    Ok { voters: usize, healthy_voters: usize },
+    Ok {
+        voters: usize,
+        healthy_voters: usize,
+    },
     /// Refuse at once: polling will not fix it.
     Structural { two_voters: bool, reason: String },
     /// May pass later: poll again.
@@ -114,16 +122,29 @@ pub enum EtcdVerdict {
 }
 
 /// Pure: the quorum rules of SPEC step 7.
-pub fn judge_etcd(local: &[EndpointHealth], cluster: &[EndpointHealth], members: &MemberList) -> EtcdVerdict {
-    let me = members.members.iter().find(|m| m.id == members.header.member_id);
+pub fn judge_etcd(
+    local: &[EndpointHealth],
+    cluster: &[EndpointHealth],
+    members: &MemberList,
+) -> EtcdVerdict {
+    let me = members
+        .members
+        .iter()
+        .find(|m| m.id == members.header.member_id);
     let Some(me) = me else {
         return EtcdVerdict::Structural {
             two_voters: false,
-            reason: format!("this etcd member ({:x}) is not in the member list", members.header.member_id),
+            reason: format!(
+                "this etcd member ({:x}) is not in the member list",
+                members.header.member_id
+            ),
         };
     };
     if me.is_learner {
-        return EtcdVerdict::Structural { two_voters: false, reason: "this etcd member is a learner, not a voter".into() };
+        return EtcdVerdict::Structural {
+            two_voters: false,
+            reason: "this etcd member is a learner, not a voter".into(),
+        };
     }
     let learners = members.members.iter().filter(|m| m.is_learner).count();
     if learners > 0 {
@@ -141,22 +162,34 @@ pub fn judge_etcd(local: &[EndpointHealth], cluster: &[EndpointHealth], members:
         };
     }
     if n == 0 {
-        return EtcdVerdict::Structural { two_voters: false, reason: "etcd reports no voting members".into() };
+        return EtcdVerdict::Structural {
+            two_voters: false,
+            reason: "etcd reports no voting members".into(),
+        };
     }
     if local.is_empty() || !local.iter().all(|e| e.health) {
-        let why = local.iter().find_map(|e| e.error.clone()).unwrap_or_else(|| "no result".into());
+        let why = local
+            .iter()
+            .find_map(|e| e.error.clone())
+            .unwrap_or_else(|| "no result".into());
         return EtcdVerdict::NotYet(format!("the local etcd endpoint is not healthy: {why}"));
     }
     let healthy_voters = voters
         .iter()
         .filter(|m| {
-            cluster
-                .iter()
-                .any(|e| e.health && m.client_urls.iter().any(|u| u.trim_end_matches('/') == e.endpoint.trim_end_matches('/')))
+            cluster.iter().any(|e| {
+                e.health
+                    && m.client_urls
+                        .iter()
+                        .any(|u| u.trim_end_matches('/') == e.endpoint.trim_end_matches('/'))
+            })
         })
         .count();
     if n == 1 {
-        return EtcdVerdict::Ok { voters: 1, healthy_voters };
+        return EtcdVerdict::Ok {
+            voters: 1,
+            healthy_voters,
+        };
     }
     let quorum = n / 2 + 1;
     if healthy_voters < quorum + 1 {
@@ -165,7 +198,10 @@ pub fn judge_etcd(local: &[EndpointHealth], cluster: &[EndpointHealth], members:
             quorum + 1
         ));
     }
-    EtcdVerdict::Ok { voters: n, healthy_voters }
+    EtcdVerdict::Ok {
+        voters: n,
+        healthy_voters,
+    }
 }
 
 #[cfg(test)]
@@ -182,15 +218,28 @@ mod tests {
                 is_learner: i > n || (i == 1 && me_learner),
             });
         }
-        MemberList { header: MemberHeader { member_id: 10_276_657_743_932_975_431 }, members: m }
+        MemberList {
+            header: MemberHeader {
+                member_id: 10_276_657_743_932_975_431,
+            },
+            members: m,
+        }
     }
     fn health(n: u64, unhealthy: u64) -> Vec<EndpointHealth> {
         (1..=n)
-            .map(|i| EndpointHealth { endpoint: format!("https://10.0.0.1{i}:2379"), health: i <= n - unhealthy, error: None })
+            .map(|i| EndpointHealth {
+                endpoint: format!("https://10.0.0.1{i}:2379"),
+                health: i <= n - unhealthy,
+                error: None,
+            })
             .collect()
     }
     fn local() -> Vec<EndpointHealth> {
-        vec![EndpointHealth { endpoint: "https://127.0.0.1:2379".into(), health: true, error: None }]
+        vec![EndpointHealth {
+            endpoint: "https://127.0.0.1:2379".into(),
+            health: true,
+            error: None,
+        }]
     }
 
     #[test]
@@ -204,27 +253,61 @@ mod tests {
 
     #[test]
     fn quorum_rules() {
-        assert!(matches!(judge_etcd(&local(), &health(1, 0), &members(1, 0, false)), EtcdVerdict::Ok { voters: 1, .. }));
+        assert!(matches!(
+            judge_etcd(&local(), &health(1, 0), &members(1, 0, false)),
+            EtcdVerdict::Ok { voters: 1, .. }
+        ));
         assert!(matches!(
             judge_etcd(&local(), &health(2, 0), &members(2, 0, false)),
-            EtcdVerdict::Structural { two_voters: true, .. }
+            EtcdVerdict::Structural {
+                two_voters: true,
+                ..
+            }
         ));
-        assert!(matches!(judge_etcd(&local(), &health(3, 0), &members(3, 0, false)), EtcdVerdict::Ok { voters: 3, healthy_voters: 3 }));
+        assert!(matches!(
+            judge_etcd(&local(), &health(3, 0), &members(3, 0, false)),
+            EtcdVerdict::Ok {
+                voters: 3,
+                healthy_voters: 3
+            }
+        ));
         // 3 voters, one unhealthy: losing this one would leave 1 of 3.
-        assert!(matches!(judge_etcd(&local(), &health(3, 1), &members(3, 0, false)), EtcdVerdict::NotYet(_)));
+        assert!(matches!(
+            judge_etcd(&local(), &health(3, 1), &members(3, 0, false)),
+            EtcdVerdict::NotYet(_)
+        ));
         // 5 voters, one unhealthy: 4 healthy, quorum 3, 4-1 >= 3.
-        assert!(matches!(judge_etcd(&local(), &health(5, 1), &members(5, 0, false)), EtcdVerdict::Ok { .. }));
-        assert!(matches!(judge_etcd(&local(), &health(5, 2), &members(5, 0, false)), EtcdVerdict::NotYet(_)));
+        assert!(matches!(
+            judge_etcd(&local(), &health(5, 1), &members(5, 0, false)),
+            EtcdVerdict::Ok { .. }
+        ));
+        assert!(matches!(
+            judge_etcd(&local(), &health(5, 2), &members(5, 0, false)),
+            EtcdVerdict::NotYet(_)
+        ));
         assert!(matches!(
             judge_etcd(&local(), &health(4, 0), &members(3, 1, false)),
-            EtcdVerdict::Structural { two_voters: false, .. }
+            EtcdVerdict::Structural {
+                two_voters: false,
+                ..
+            }
         ));
         assert!(matches!(
             judge_etcd(&local(), &health(3, 0), &members(3, 0, true)),
-            EtcdVerdict::Structural { two_voters: false, .. }
+            EtcdVerdict::Structural {
+                two_voters: false,
+                ..
+            }
         ));
-        let bad_local = vec![EndpointHealth { endpoint: "x".into(), health: false, error: Some("down".into()) }];
-        assert!(matches!(judge_etcd(&bad_local, &health(1, 0), &members(1, 0, false)), EtcdVerdict::NotYet(_)));
+        let bad_local = vec![EndpointHealth {
+            endpoint: "x".into(),
+            health: false,
+            error: Some("down".into()),
+        }];
+        assert!(matches!(
+            judge_etcd(&bad_local, &health(1, 0), &members(1, 0, false)),
+            EtcdVerdict::NotYet(_)
+        ));
     }
 
     #[test]
@@ -235,7 +318,10 @@ mod tests {
           {"id":"other","state":"CONTAINER_RUNNING","createdAt":"300","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd-backup"}},
           {"id":"ns","state":"CONTAINER_RUNNING","createdAt":"300","labels":{"io.kubernetes.pod.namespace":"default","io.kubernetes.container.name":"etcd"}}]}"#;
         let v = parse_ps(j, "etcd").unwrap();
-        assert_eq!(v.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["new", "old"]);
+        assert_eq!(
+            v.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["new", "old"]
+        );
         assert_eq!(running(&v).unwrap().id, "new");
         assert!(parse_ps(b"garbage", "etcd").is_err());
     }

@@ -615,7 +615,8 @@ impl Dir {
                 None => {}
             }
         }
-        unlinkat(&self.fd, name, UnlinkatFlags::RemoveDir).map_err(|e| self.io(name, "remove directory", e))?;
+        unlinkat(&self.fd, name, UnlinkatFlags::RemoveDir)
+            .map_err(|e| self.io(name, "remove directory", e))?;
         self.sync()
     }
 
@@ -623,17 +624,28 @@ impl Dir {
     pub fn rename_noreplace(&self, from: &str, to: &str) -> FsResult<()> {
         match renameat2(&self.fd, from, &self.fd, to, RenameFlags::RENAME_NOREPLACE) {
             Ok(()) => self.sync(),
-            Err(Errno::EEXIST) => Err(FsError::Exists { path: self.entry_path(to) }),
+            Err(Errno::EEXIST) => Err(FsError::Exists {
+                path: self.entry_path(to),
+            }),
             Err(e) => Err(self.io(from, "rename", e)),
         }
     }
 
     /// Open (creating with `mode`) a regular file for appending.
     pub fn open_append(&self, name: &str, mode: u32) -> FsResult<File> {
-        let flags = OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+        let flags = OFlag::O_WRONLY
+            | OFlag::O_APPEND
+            | OFlag::O_CREAT
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_CLOEXEC
+            | OFlag::O_NONBLOCK;
         let fd = match openat(&self.fd, name, flags, Mode::from_bits_truncate(mode)) {
             Ok(fd) => fd,
-            Err(Errno::ELOOP) => return Err(FsError::Symlink { path: self.entry_path(name) }),
+            Err(Errno::ELOOP) => {
+                return Err(FsError::Symlink {
+                    path: self.entry_path(name),
+                })
+            }
             Err(e) => return Err(self.io(name, "open", e)),
         };
         let st = fstat(&fd).map_err(|e| self.io(name, "stat", e))?;

@@ -36,15 +36,22 @@ pub fn etcdctl_flags(port: u16) -> Vec<String> {
 #[derive(Debug, Clone)]
 pub enum GateError {
     /// Will not pass by waiting: fail at once with this phase.
-    Structural { phase: Phase, message: String },
-    TimedOut { message: String },
+    Structural {
+        phase: Phase,
+        message: String,
+    },
+    TimedOut {
+        message: String,
+    },
     Cancelled,
 }
 
 impl GateError {
     pub fn message(&self) -> String {
         match self {
-            GateError::Structural { message, .. } | GateError::TimedOut { message } => message.clone(),
+            GateError::Structural { message, .. } | GateError::TimedOut { message } => {
+                message.clone()
+            }
             GateError::Cancelled => "cancelled".into(),
         }
     }
@@ -82,14 +89,19 @@ fn read(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
 pub fn apiserver_identity(root: &Root) -> Result<TlsIdentity, String> {
     let ca_pem = read(root, "etc/kubernetes/pki/ca.crt")?;
     let admin = read(root, "etc/kubernetes/admin.conf")?;
-    let client_cert_pem = match pki::kubeconfig_client_cert(&admin).map_err(|e| format!("admin.conf: {e}"))? {
-        KubeconfigCert::Embedded(p) => p,
-        KubeconfigCert::File(p) => read(root, p.trim_start_matches('/'))?,
-    };
+    let client_cert_pem =
+        match pki::kubeconfig_client_cert(&admin).map_err(|e| format!("admin.conf: {e}"))? {
+            KubeconfigCert::Embedded(p) => p,
+            KubeconfigCert::File(p) => read(root, p.trim_start_matches('/'))?,
+        };
     let client_key_pem = pki::kubeconfig_client_key(&admin)
         .map_err(|e| format!("admin.conf: {e}"))?
         .ok_or("admin.conf has no embedded client key")?;
-    Ok(TlsIdentity { ca_pem, client_cert_pem, client_key_pem })
+    Ok(TlsIdentity {
+        ca_pem,
+        client_cert_pem,
+        client_key_pem,
+    })
 }
 
 /// The identity to probe etcd's client port with (healthcheck client).
@@ -124,7 +136,12 @@ pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
         .and_then(|c| c.as_sequence())
         .ok_or("etcd manifest has no spec.containers")?;
     for c in containers {
-        let args = c.get("command").into_iter().chain(c.get("args")).filter_map(|v| v.as_sequence()).flatten();
+        let args = c
+            .get("command")
+            .into_iter()
+            .chain(c.get("args"))
+            .filter_map(|v| v.as_sequence())
+            .flatten();
         for a in args.filter_map(|a| a.as_str()) {
             if let Some(urls) = a.strip_prefix("--listen-client-urls=") {
                 for u in urls.split(',') {
@@ -152,20 +169,30 @@ impl Health<'_> {
             args.extend(cmd.iter().map(|s| s.to_string()));
             let out = self.rt.etcdctl(etcd_id, &args)?;
             if out.stdout.is_empty() {
-                return Err(format!("etcdctl {} failed ({:?}): {}", cmd.join(" "), out.code, out.stderr_tail()));
+                return Err(format!(
+                    "etcdctl {} failed ({:?}): {}",
+                    cmd.join(" "),
+                    out.code,
+                    out.stderr_tail()
+                ));
             }
             Ok(out.stdout)
         };
-        let members = match run(&["member", "list", "-w", "json"]).and_then(|b| cri::parse_member_list(&b)) {
-            Ok(m) => m,
-            Err(e) => return Attempt::NotYet(e),
-        };
-        let local = match run(&["endpoint", "health", "-w", "json"]).and_then(|b| cri::parse_endpoint_health(&b)) {
+        let members =
+            match run(&["member", "list", "-w", "json"]).and_then(|b| cri::parse_member_list(&b)) {
+                Ok(m) => m,
+                Err(e) => return Attempt::NotYet(e),
+            };
+        let local = match run(&["endpoint", "health", "-w", "json"])
+            .and_then(|b| cri::parse_endpoint_health(&b))
+        {
             Ok(v) => v,
             Err(e) => return Attempt::NotYet(e),
         };
         let cluster = if members.members.len() > 1 {
-            match run(&["endpoint", "health", "--cluster", "-w", "json"]).and_then(|b| cri::parse_endpoint_health(&b)) {
+            match run(&["endpoint", "health", "--cluster", "-w", "json"])
+                .and_then(|b| cri::parse_endpoint_health(&b))
+            {
                 Ok(v) => v,
                 Err(e) => return Attempt::NotYet(e),
             }
@@ -173,13 +200,19 @@ impl Health<'_> {
             local.clone()
         };
         match cri::judge_etcd(&local, &cluster, &members) {
-            EtcdVerdict::Ok { voters, healthy_voters } => Attempt::Pass(GateOk {
+            EtcdVerdict::Ok {
+                voters,
+                healthy_voters,
+            } => Attempt::Pass(GateOk {
                 etcd_voters: voters,
                 etcd_healthy_voters: healthy_voters,
                 containers: Vec::new(),
             }),
             EtcdVerdict::NotYet(m) => Attempt::NotYet(m),
-            EtcdVerdict::Structural { two_voters: true, reason } => Attempt::Structural(Phase::TwoControlPlaneVoters, reason),
+            EtcdVerdict::Structural {
+                two_voters: true,
+                reason,
+            } => Attempt::Structural(Phase::TwoControlPlaneVoters, reason),
             EtcdVerdict::Structural { reason, .. } => Attempt::Structural(Phase::Health, reason),
         }
     }
@@ -208,7 +241,10 @@ impl Health<'_> {
             Ok(id) => id,
             Err(e) => return Attempt::NotYet(e),
         };
-        match self.rt.probe(port, "kubernetes", &id, self.now, Some("/readyz")) {
+        match self
+            .rt
+            .probe(port, "kubernetes", &id, self.now, Some("/readyz"))
+        {
             Ok(r) if r.status == Some(200) => Attempt::Pass(ok),
             Ok(r) => Attempt::NotYet(format!("kube-apiserver /readyz answered {:?}", r.status)),
             Err(e) => Attempt::NotYet(format!("kube-apiserver /readyz: {e}")),
@@ -226,7 +262,9 @@ impl Health<'_> {
             }
             match self.attempt() {
                 Attempt::Pass(ok) => return Ok(ok),
-                Attempt::Structural(phase, message) => return Err(GateError::Structural { phase, message }),
+                Attempt::Structural(phase, message) => {
+                    return Err(GateError::Structural { phase, message })
+                }
                 Attempt::NotYet(m) => {
                     if m != last {
                         tracing::info!("health gate not yet passing: {m}");
@@ -236,7 +274,10 @@ impl Health<'_> {
             }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
-                    message: format!("local health gate did not pass within {}s: {last}", timeout.as_secs()),
+                    message: format!(
+                        "local health gate did not pass within {}s: {last}",
+                        timeout.as_secs()
+                    ),
                 });
             }
             sleep_until(deadline, GATE_POLL, self.cancel);
@@ -245,7 +286,12 @@ impl Health<'_> {
 
     /// Wait until no container of `c` with ID `old` is running (gone counts
     /// as stopped).
-    pub fn wait_stopped(&self, c: Component, old: &str, timeout: Duration) -> Result<(), GateError> {
+    pub fn wait_stopped(
+        &self,
+        c: Component,
+        old: &str,
+        timeout: Duration,
+    ) -> Result<(), GateError> {
         let deadline = Instant::now() + timeout;
         loop {
             if self.cancel.is_cancelled() {
@@ -258,7 +304,11 @@ impl Health<'_> {
             }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
-                    message: format!("{c} container {} did not stop within {}s", short(old), timeout.as_secs()),
+                    message: format!(
+                        "{c} container {} did not stop within {}s",
+                        short(old),
+                        timeout.as_secs()
+                    ),
                 });
             }
             sleep_until(deadline, CONTAINER_POLL, self.cancel);
@@ -266,7 +316,13 @@ impl Health<'_> {
     }
 
     /// Wait until a container of `c` other than `old` runs; returns its ID.
-    pub fn wait_new_running(&self, c: Component, old: &str, deadline: Instant, timeout: Duration) -> Result<String, GateError> {
+    pub fn wait_new_running(
+        &self,
+        c: Component,
+        old: &str,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<String, GateError> {
         loop {
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
@@ -293,7 +349,9 @@ pub fn sleep_until(deadline: Instant, step: Duration, cancel: &Cancel) {
         if cancel.is_cancelled() {
             return;
         }
-        std::thread::sleep(Duration::from_millis(5).min(end.saturating_duration_since(Instant::now())));
+        std::thread::sleep(
+            Duration::from_millis(5).min(end.saturating_duration_since(Instant::now())),
+        );
     }
 }
 

@@ -105,7 +105,10 @@ pub fn judge(phase: Option<&PhaseFile>, receipt_of_phase_op: &ReceiptLookup) -> 
         return RunbookIntent::Done;
     }
     match (p, receipt_of_phase_op) {
-        (PhaseFile::V2(_), ReceiptLookup::Malformed(e)) => RunbookIntent::Malformed(e.clone()),
+        (PhaseFile::V2(p2), ReceiptLookup::Malformed(e)) => RunbookIntent::Malformed(format!(
+            "the receipt of its operation {} is unusable: {e}",
+            p2.operation_id
+        )),
         (PhaseFile::V2(_), ReceiptLookup::Found(r)) if r.outcome.is_success() => {
             RunbookIntent::DoneByReceipt
         }

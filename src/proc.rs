@@ -17,7 +17,11 @@ pub const STDOUT_CAP: usize = 4 * 1024 * 1024;
 pub const STDERR_CAP: usize = 64 * 1024;
 /// Environment variables passed through to tools when set (crictl's runtime
 /// endpoint configuration); everything else is cleared.
-const PASS_ENV: [&str; 3] = ["CONTAINER_RUNTIME_ENDPOINT", "IMAGE_SERVICE_ENDPOINT", "CRI_CONFIG_FILE"];
+const PASS_ENV: [&str; 3] = [
+    "CONTAINER_RUNTIME_ENDPOINT",
+    "IMAGE_SERVICE_ENDPOINT",
+    "CRI_CONFIG_FILE",
+];
 
 /// Find a tool: the path given (absolute), or `name` on the fixed PATH.
 pub fn resolve_tool(name: &str, given: Option<&Path>) -> Result<PathBuf, String> {
@@ -52,7 +56,10 @@ impl Output {
     /// The stderr tail as one printable line (for error messages).
     pub fn stderr_tail(&self) -> String {
         let s = String::from_utf8_lossy(&self.stderr);
-        let s: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let s: String = s
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
         let s = s.trim();
         let n = s.chars().count();
         if n > 300 {
@@ -75,7 +82,11 @@ pub enum ProcError {
     TooMuchOutput { cmd: String, cap: usize },
 }
 
-fn reader<R: Read + Send + 'static>(mut r: R, cap: usize, keep_tail: bool) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
+fn reader<R: Read + Send + 'static>(
+    mut r: R,
+    cap: usize,
+    keep_tail: bool,
+) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
     std::thread::spawn(move || {
         let mut kept = Vec::new();
         let mut truncated = false;
@@ -114,7 +125,12 @@ pub fn describe(program: &Path, args: &[String]) -> String {
 
 /// Run `program args` with a cleared environment, a timeout and the cancel
 /// flag polled. Output beyond the caps is dropped (stdout: an error).
-pub fn run(program: &Path, args: &[String], timeout: Duration, cancel: &Cancel) -> Result<Output, ProcError> {
+pub fn run(
+    program: &Path,
+    args: &[String],
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<Output, ProcError> {
     let cmd = describe(program, args);
     tracing::info!(command = %cmd, "running");
     let mut c = Command::new(program);
@@ -133,7 +149,10 @@ pub fn run(program: &Path, args: &[String], timeout: Duration, cancel: &Cancel) 
         }
     }
     let start = Instant::now();
-    let mut child = c.spawn().map_err(|e| ProcError::Spawn { cmd: cmd.clone(), err: e.to_string() })?;
+    let mut child = c.spawn().map_err(|e| ProcError::Spawn {
+        cmd: cmd.clone(),
+        err: e.to_string(),
+    })?;
     let out = reader(child.stdout.take().expect("piped"), STDOUT_CAP, false);
     let err = reader(child.stderr.take().expect("piped"), STDERR_CAP, true);
     let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
@@ -153,7 +172,10 @@ pub fn run(program: &Path, args: &[String], timeout: Duration, cancel: &Cancel) 
             let _ = out.join();
             let _ = err.join();
             tracing::warn!(command = %cmd, "timed out after {}s; killed", timeout.as_secs());
-            return Err(ProcError::Timeout { cmd, secs: timeout.as_secs() });
+            return Err(ProcError::Timeout {
+                cmd,
+                secs: timeout.as_secs(),
+            });
         }
         if cancel.is_cancelled() {
             kill_group();
@@ -181,9 +203,18 @@ pub fn run(program: &Path, args: &[String], timeout: Duration, cancel: &Cancel) 
     let elapsed = start.elapsed();
     tracing::info!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
     if stdout_truncated {
-        return Err(ProcError::TooMuchOutput { cmd, cap: STDOUT_CAP });
+        return Err(ProcError::TooMuchOutput {
+            cmd,
+            cap: STDOUT_CAP,
+        });
     }
-    Ok(Output { code, stdout, stderr, stdout_truncated, elapsed })
+    Ok(Output {
+        code,
+        stdout,
+        stderr,
+        stdout_truncated,
+        elapsed,
+    })
 }
 
 #[cfg(test)]
@@ -203,7 +234,10 @@ mod tests {
     fn environment_is_cleared_and_path_fixed() {
         std::env::set_var("NVKE_TEST_SECRET", "leak");
         let o = sh("echo \"$PATH:${NVKE_TEST_SECRET:-none}\"", 5000).unwrap();
-        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), format!("{FIXED_PATH}:none"));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            format!("{FIXED_PATH}:none")
+        );
     }
 
     #[test]
@@ -218,7 +252,11 @@ mod tests {
     fn output_is_capped_and_stderr_keeps_the_tail() {
         let e = sh("head -c 5000000 /dev/zero", 10000).unwrap_err();
         assert!(matches!(e, ProcError::TooMuchOutput { .. }));
-        let o = sh("i=0; while [ $i -lt 20000 ]; do echo line$i >&2; i=$((i+1)); done; exit 3", 10000).unwrap();
+        let o = sh(
+            "i=0; while [ $i -lt 20000 ]; do echo line$i >&2; i=$((i+1)); done; exit 3",
+            10000,
+        )
+        .unwrap();
         assert_eq!(o.code, Some(3));
         assert!(o.stderr.len() <= STDERR_CAP);
         assert!(o.stderr_tail().ends_with("line19999"));
@@ -232,7 +270,13 @@ mod tests {
             std::thread::sleep(Duration::from_millis(100));
             c2.cancel();
         });
-        let e = run(Path::new("/bin/sleep"), &["30".into()], Duration::from_secs(20), &c).unwrap_err();
+        let e = run(
+            Path::new("/bin/sleep"),
+            &["30".into()],
+            Duration::from_secs(20),
+            &c,
+        )
+        .unwrap_err();
         assert!(matches!(e, ProcError::Cancelled { .. }));
     }
 

@@ -16,8 +16,14 @@ use crate::node_pki::{self, PkiReport};
 use crate::opid::OperationId;
 use crate::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
 use crate::output::Report;
-use crate::paths::{BACKUP_DIR, BACKUP_V1_DIR, COMPLETED_DIR, LOG_DIR, PHASE_FILE, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE};
-use crate::phase::{self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS, LEGACY_FORMAT, V2_FORMAT};
+use crate::paths::{
+    BACKUP_DIR, BACKUP_V1_DIR, COMPLETED_DIR, LOG_DIR, PHASE_FILE, STATE_DIR, STATE_DIR_MODE,
+    STATE_FILE_MODE,
+};
+use crate::phase::{
+    self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS, LEGACY_FORMAT,
+    V2_FORMAT,
+};
 use crate::pki::{self, LeafKind};
 use crate::receipt::{self, Receipt};
 use crate::runtime::Runtime;
@@ -60,7 +66,12 @@ struct Fail {
 }
 
 fn fail(phase: Phase, message: impl Into<String>) -> Fail {
-    Fail { phase, message: message.into(), component: None, cancelled: false }
+    Fail {
+        phase,
+        message: message.into(),
+        component: None,
+        cancelled: false,
+    }
 }
 
 fn cancelled(component: Option<Component>) -> Fail {
@@ -129,13 +140,23 @@ impl Run<'_> {
     }
 
     fn health(&self) -> Health<'_> {
-        Health { rt: self.rt, root: self.root, cancel: self.cancel, now: self.now() }
+        Health {
+            rt: self.rt,
+            root: self.root,
+            cancel: self.cancel,
+            now: self.now(),
+        }
     }
 
     fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
         match e {
             GateError::Cancelled => cancelled(component),
-            GateError::Structural { phase, message } => Fail { phase, message, component, cancelled: false },
+            GateError::Structural { phase, message } => Fail {
+                phase,
+                message,
+                component,
+                cancelled: false,
+            },
             GateError::TimedOut { message } => Fail {
                 phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
                 message,
@@ -162,7 +183,11 @@ impl Run<'_> {
         }
         let bytes = match self.format {
             Format::V2 => {
-                let id = self.req.operation_id.clone().expect("V2 format implies an operation ID");
+                let id = self
+                    .req
+                    .operation_id
+                    .clone()
+                    .expect("V2 format implies an operation ID");
                 let p = PhaseV2 {
                     operation_id: id,
                     state,
@@ -174,7 +199,12 @@ impl Run<'_> {
                     updated_at: clock::rfc3339(self.now()),
                     resumed_from: self.resumed_from.clone(),
                 };
-                phase::validate_v2(&p).map_err(|e| fail(Phase::PhaseFile, format!("refusing to write the phase file: {e}")))?;
+                phase::validate_v2(&p).map_err(|e| {
+                    fail(
+                        Phase::PhaseFile,
+                        format!("refusing to write the phase file: {e}"),
+                    )
+                })?;
                 phase::render_v2(&p)
             }
             Format::Legacy => {
@@ -185,8 +215,12 @@ impl Run<'_> {
                     ca_sha256: self.ca.get("ca.crt").cloned().unwrap_or_default(),
                     pid: std::process::id(),
                 };
-                phase::validate_legacy(&p)
-                    .map_err(|e| fail(Phase::PhaseFile, format!("refusing to write the phase file: {e}")))?;
+                phase::validate_legacy(&p).map_err(|e| {
+                    fail(
+                        Phase::PhaseFile,
+                        format!("refusing to write the phase file: {e}"),
+                    )
+                })?;
                 phase::render_legacy(&p)
             }
         };
@@ -194,7 +228,11 @@ impl Run<'_> {
             .replace(PHASE_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
             .map_err(|e| fail(Phase::PhaseFile, format!("cannot record the phase: {e}")))?;
         self.phase_written = true;
-        tracing::info!(state = state.as_str(), next = next.map(|c| c.name()), "phase recorded");
+        tracing::info!(
+            state = state.as_str(),
+            next = next.map(|c| c.name()),
+            "phase recorded"
+        );
         Ok(())
     }
 
@@ -206,15 +244,31 @@ impl Run<'_> {
     }
 
     fn write_receipt(&self, r: &Receipt) -> Result<(), String> {
-        receipt::validate_receipt(r).map_err(|e| format!("refusing to write an invalid receipt: {e}"))?;
+        receipt::validate_receipt(r)
+            .map_err(|e| format!("refusing to write an invalid receipt: {e}"))?;
         let dir = self.completed_dir().map_err(|e| e.to_string())?;
-        dir.create_once(&r.operation_id.receipt_file(), &receipt::render_receipt(r), STATE_FILE_MODE)
-            .map_err(|e| e.to_string())?;
-        tracing::info!(operation = r.operation_id.as_str(), outcome = r.outcome.as_str(), "receipt written");
+        dir.create_once(
+            &r.operation_id.receipt_file(),
+            &receipt::render_receipt(r),
+            STATE_FILE_MODE,
+        )
+        .map_err(|e| e.to_string())?;
+        tracing::info!(
+            operation = r.operation_id.as_str(),
+            outcome = r.outcome.as_str(),
+            "receipt written"
+        );
         Ok(())
     }
 
-    fn make_receipt(&self, id: &OperationId, outcome: Outcome, phase: Phase, message: &str, failed: Option<Component>) -> Receipt {
+    fn make_receipt(
+        &self,
+        id: &OperationId,
+        outcome: Outcome,
+        phase: Phase,
+        message: &str,
+        failed: Option<Component>,
+    ) -> Receipt {
         let m = manifests::inspect(self.root);
         Receipt {
             operation_id: id.clone(),
@@ -230,9 +284,16 @@ impl Run<'_> {
     }
 
     fn write_supersede(&self, other: &OperationId) -> Result<(), Fail> {
-        let completed = self.completed_dir().map_err(|e| fail(Phase::Receipt, e.to_string()))?;
+        let completed = self
+            .completed_dir()
+            .map_err(|e| fail(Phase::Receipt, e.to_string()))?;
         if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
-            let me = self.req.operation_id.as_ref().map(|i| i.as_str()).unwrap_or("a legacy run");
+            let me = self
+                .req
+                .operation_id
+                .as_ref()
+                .map(|i| i.as_str())
+                .unwrap_or("a legacy run");
             let r = self.make_receipt(
                 other,
                 Outcome::Superseded,
@@ -240,7 +301,8 @@ impl Run<'_> {
                 &format!("superseded: operation {me} took over its unfinished work"),
                 None,
             );
-            self.write_receipt(&r).map_err(|e| fail(Phase::Receipt, e))?;
+            self.write_receipt(&r)
+                .map_err(|e| fail(Phase::Receipt, e))?;
         }
         Ok(())
     }
@@ -251,9 +313,15 @@ impl Run<'_> {
             .state
             .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
             .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
-        let Some(bytes) = bytes else { return Ok(Start::Fresh) };
-        let file = phase::parse_phase_file(&bytes)
-            .map_err(|e| fail(Phase::PhaseFile, format!("{}: {e}", crate::paths::state(PHASE_FILE))))?;
+        let Some(bytes) = bytes else {
+            return Ok(Start::Fresh);
+        };
+        let file = phase::parse_phase_file(&bytes).map_err(|e| {
+            fail(
+                Phase::PhaseFile,
+                format!("{}: {e}", crate::paths::state(PHASE_FILE)),
+            )
+        })?;
         if !file.is_unfinished() {
             return Ok(Start::Fresh);
         }
@@ -269,8 +337,14 @@ impl Run<'_> {
                     .map(clock::rfc3339)
                     .unwrap_or_else(|_| clock::rfc3339(self.now()));
                 self.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
-                self.resumed_from = Some(ResumedFrom { operation_id: None, format: LEGACY_FORMAT.into() });
-                tracing::info!("resuming unfinished legacy five-line work ({}), keeping its format", l.state.as_str());
+                self.resumed_from = Some(ResumedFrom {
+                    operation_id: None,
+                    format: LEGACY_FORMAT.into(),
+                });
+                tracing::info!(
+                    "resuming unfinished legacy five-line work ({}), keeping its format",
+                    l.state.as_str()
+                );
                 Ok(start)
             }
             PhaseFile::V2(p) => {
@@ -288,10 +362,16 @@ impl Run<'_> {
                 if p.operation_id == my_id {
                     self.started_at = p.started_at.clone();
                     self.resumed_from = p.resumed_from.clone();
-                    tracing::info!("resuming this operation's own unfinished work ({})", p.state.as_str());
+                    tracing::info!(
+                        "resuming this operation's own unfinished work ({})",
+                        p.state.as_str()
+                    );
                     return Ok(start);
                 }
-                let completed = self.state.open_subdir(COMPLETED_DIR, Trust::Strict).map_err(|e| fail(Phase::Receipt, e.to_string()))?;
+                let completed = self
+                    .state
+                    .open_subdir(COMPLETED_DIR, Trust::Strict)
+                    .map_err(|e| fail(Phase::Receipt, e.to_string()))?;
                 match inspect::lookup_receipt(completed.as_ref(), &p.operation_id) {
                     ReceiptLookup::Found(r) if r.outcome.is_success() => {
                         tracing::info!(
@@ -307,8 +387,15 @@ impl Run<'_> {
                         if matches!(found, ReceiptLookup::Absent) {
                             self.supersede = Some(p.operation_id.clone());
                         }
-                        self.resumed_from = Some(ResumedFrom { operation_id: Some(p.operation_id.clone()), format: V2_FORMAT.into() });
-                        tracing::info!("taking over the unfinished work of operation {} ({})", p.operation_id, p.state.as_str());
+                        self.resumed_from = Some(ResumedFrom {
+                            operation_id: Some(p.operation_id.clone()),
+                            format: V2_FORMAT.into(),
+                        });
+                        tracing::info!(
+                            "taking over the unfinished work of operation {} ({})",
+                            p.operation_id,
+                            p.state.as_str()
+                        );
                         Ok(start)
                     }
                 }
@@ -334,7 +421,10 @@ impl Run<'_> {
             if let Some(e) = &v.error {
                 conflicts.push(e.clone());
             } else if v.agent_staged {
-                conflicts.push(format!("{c} manifest is in the node agent's staging directory {}", m.agent_staging.path));
+                conflicts.push(format!(
+                    "{c} manifest is in the node agent's staging directory {}",
+                    m.agent_staging.path
+                ));
             } else if v.active && v.runbook_staged {
                 conflicts.push(format!(
                     "{c} manifest is both active and staged in {}: keep exactly one copy",
@@ -344,21 +434,34 @@ impl Run<'_> {
                 return Err(fail(Phase::Topology, format!("{c} manifest is missing: this is not a complete kubeadm control-plane node")));
             }
         }
-        for e in [&m.runbook_staging.error, &m.agent_staging.error].into_iter().flatten() {
+        for e in [&m.runbook_staging.error, &m.agent_staging.error]
+            .into_iter()
+            .flatten()
+        {
             conflicts.push(e.clone());
         }
         for name in &m.runbook_staging.unexpected {
-            conflicts.push(format!("unexpected entry {}/{name} in the runbook's staging directory", m.runbook_staging.path));
+            conflicts.push(format!(
+                "unexpected entry {}/{name} in the runbook's staging directory",
+                m.runbook_staging.path
+            ));
         }
         if !conflicts.is_empty() {
             return Err(fail(Phase::StagingConflict, conflicts.join("; ")));
         }
         for (c, v) in &m.manifests {
             if v.runbook_staged && !v.active {
-                let dirs = Dirs::open(self.root, false).map_err(|e| fail(Phase::StagingConflict, e.to_string()))?;
-                match dirs.unstage(*c).map_err(|e| fail(Phase::StagingConflict, e.to_string()))? {
+                let dirs = Dirs::open(self.root, false)
+                    .map_err(|e| fail(Phase::StagingConflict, e.to_string()))?;
+                match dirs
+                    .unstage(*c)
+                    .map_err(|e| fail(Phase::StagingConflict, e.to_string()))?
+                {
                     Restore::Conflict(msg) => return Err(fail(Phase::StagingConflict, msg)),
-                    _ => tracing::info!(component = c.name(), "restored a manifest an interrupted run left staged"),
+                    _ => tracing::info!(
+                        component = c.name(),
+                        "restored a manifest an interrupted run left staged"
+                    ),
                 }
             }
         }
@@ -376,7 +479,10 @@ impl Run<'_> {
             if now.get(name) != Some(want) {
                 return Err(fail(
                     Phase::CaCheck,
-                    format!("CA {name} has sha256 {}, expected {want}", now.get(name).cloned().unwrap_or_default()),
+                    format!(
+                        "CA {name} has sha256 {}, expected {want}",
+                        now.get(name).cloned().unwrap_or_default()
+                    ),
                 ));
             }
         }
@@ -391,7 +497,10 @@ impl Run<'_> {
                 ));
             }
         }
-        self.ca = CA_KEYS.iter().filter_map(|k| now.get(*k).map(|v| (k.to_string(), v.clone()))).collect();
+        self.ca = CA_KEYS
+            .iter()
+            .filter_map(|k| now.get(*k).map(|v| (k.to_string(), v.clone())))
+            .collect();
         Ok(())
     }
 
@@ -414,14 +523,20 @@ impl Run<'_> {
                 ));
             }
             if l.chains_to_ca != Some(true) {
-                return Err(format!("{} is not signed by its CA {}", l.spec.name, l.spec.ca.name()));
+                return Err(format!(
+                    "{} is not signed by its CA {}",
+                    l.spec.name,
+                    l.spec.ca.name()
+                ));
             }
             let key = match l.spec.kind {
                 LeafKind::Pem => self
                     .root
                     .read_file(l.spec.key_path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                     .map_err(|e| e.to_string())?
-                    .ok_or_else(|| format!("{} does not exist", crate::paths::node(l.spec.key_path)))?,
+                    .ok_or_else(|| {
+                        format!("{} does not exist", crate::paths::node(l.spec.key_path))
+                    })?,
                 LeafKind::Kubeconfig => {
                     let conf = self
                         .root
@@ -435,7 +550,12 @@ impl Run<'_> {
             };
             match pki::key_matches_cert(cert, &key) {
                 Ok(true) => {}
-                Ok(false) => return Err(format!("the private key of {} does not match its certificate", l.spec.name)),
+                Ok(false) => {
+                    return Err(format!(
+                        "the private key of {} does not match its certificate",
+                        l.spec.name
+                    ))
+                }
                 Err(e) => return Err(format!("the private key of {}: {e}", l.spec.name)),
             }
         }
@@ -450,12 +570,21 @@ impl Run<'_> {
     fn renew(&mut self) -> Result<(), Fail> {
         self.record(PhaseState::Renewing, None)?;
         let (kind, name) = self.backup_kind_name();
-        let n = backup::create(self.root, &self.state, kind, &name).map_err(|e| fail(Phase::Backup, e.to_string()))?;
-        tracing::info!(files = n, "backed up pki/ and the kubeconfigs to {}/{name}", kind);
+        let n = backup::create(self.root, &self.state, kind, &name)
+            .map_err(|e| fail(Phase::Backup, e.to_string()))?;
+        tracing::info!(
+            files = n,
+            "backed up pki/ and the kubeconfigs to {}/{name}",
+            kind
+        );
         self.check_cancel(None)?;
         let result = match self.rt.renew_certs() {
             Ok(out) if out.success() => self.verify_renewed(),
-            Ok(out) => Err(format!("kubeadm certs renew all failed (exit {:?}): {}", out.code, out.stderr_tail())),
+            Ok(out) => Err(format!(
+                "kubeadm certs renew all failed (exit {:?}): {}",
+                out.code,
+                out.stderr_tail()
+            )),
             Err(e) => Err(e),
         };
         if let Err(why) = result {
@@ -477,7 +606,10 @@ impl Run<'_> {
 
     /// Step 9 for one component.
     fn restart(&mut self, c: Component) -> Result<(), Fail> {
-        let gate = self.health().wait_gate(self.g.health_timeout).map_err(|e| self.gate_fail(e, Some(c)))?;
+        let gate = self
+            .health()
+            .wait_gate(self.g.health_timeout)
+            .map_err(|e| self.gate_fail(e, Some(c)))?;
         self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
         let old = gate
             .containers
@@ -492,11 +624,22 @@ impl Run<'_> {
             component: Some(c),
             cancelled: false,
         })?;
-        dirs.stage(c).map_err(|e| Fail { phase: Phase::Restart(c), message: e.to_string(), component: Some(c), cancelled: false })?;
+        dirs.stage(c).map_err(|e| Fail {
+            phase: Phase::Restart(c),
+            message: e.to_string(),
+            component: Some(c),
+            cancelled: false,
+        })?;
         self.staged = Some(c);
-        tracing::info!(component = c.name(), old = health::short(&old), "manifest staged; waiting for the container to stop");
+        tracing::info!(
+            component = c.name(),
+            old = health::short(&old),
+            "manifest staged; waiting for the container to stop"
+        );
         let t0 = Instant::now();
-        self.health().wait_stopped(c, &old, self.g.stop_timeout).map_err(|e| self.gate_fail(e, Some(c)))?;
+        self.health()
+            .wait_stopped(c, &old, self.g.stop_timeout)
+            .map_err(|e| self.gate_fail(e, Some(c)))?;
         let stop_ms = t0.elapsed().as_millis() as u64;
         match dirs.unstage(c).map_err(|e| Fail {
             phase: Phase::Restart(c),
@@ -507,15 +650,28 @@ impl Run<'_> {
             Restore::Conflict(msg) => {
                 self.not_restored = Some(msg.clone());
                 self.staged = None;
-                return Err(Fail { phase: Phase::Restart(c), message: msg, component: Some(c), cancelled: false });
+                return Err(Fail {
+                    phase: Phase::Restart(c),
+                    message: msg,
+                    component: Some(c),
+                    cancelled: false,
+                });
             }
             _ => self.staged = None,
         }
         let t1 = Instant::now();
         let deadline = t1 + self.g.health_timeout;
-        let new = self.health().wait_new_running(c, &old, deadline, self.g.health_timeout).map_err(|e| self.gate_fail(e, Some(c)))?;
-        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-        let gate = self.health().wait_gate(left).map_err(|e| self.gate_fail(e, Some(c)))?;
+        let new = self
+            .health()
+            .wait_new_running(c, &old, deadline, self.g.health_timeout)
+            .map_err(|e| self.gate_fail(e, Some(c)))?;
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        let gate = self
+            .health()
+            .wait_gate(left)
+            .map_err(|e| self.gate_fail(e, Some(c)))?;
         self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
         let healthy_ms = t1.elapsed().as_millis() as u64;
         tracing::info!(
@@ -526,37 +682,63 @@ impl Run<'_> {
             healthy_ms,
             "restarted"
         );
-        self.restarts.push(Restart { component: c, old_container_id: old, new_container_id: new, stop_ms, healthy_ms });
+        self.restarts.push(Restart {
+            component: c,
+            old_container_id: old,
+            new_container_id: new,
+            stop_ms,
+            healthy_ms,
+        });
         self.record(PhaseState::RestartPending, c.next())
     }
 
     /// Step 10.
     fn postflight(&mut self) -> Result<(), Fail> {
-        let gate = self.health().wait_gate(self.g.health_timeout).map_err(|e| self.gate_fail(e, None)).map_err(|mut f| {
-            if !f.cancelled {
-                f.phase = Phase::Postflight;
-            }
-            f
-        })?;
+        let gate = self
+            .health()
+            .wait_gate(self.g.health_timeout)
+            .map_err(|e| self.gate_fail(e, None))
+            .map_err(|mut f| {
+                if !f.cancelled {
+                    f.phase = Phase::Postflight;
+                }
+                f
+            })?;
         self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
         let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.root));
         if now_ca != self.ca {
-            return Err(fail(Phase::Postflight, "a CA fingerprint changed during the renewal"));
+            return Err(fail(
+                Phase::Postflight,
+                "a CA fingerprint changed during the renewal",
+            ));
         }
-        let served = |what: &str, port: Result<u16, String>, name: &str, id: Result<crate::tlsprobe::TlsIdentity, String>, disk: &str| -> Result<(), Fail> {
+        let served = |what: &str,
+                      port: Result<u16, String>,
+                      name: &str,
+                      id: Result<crate::tlsprobe::TlsIdentity, String>,
+                      disk: &str|
+         -> Result<(), Fail> {
             let port = port.map_err(|e| fail(Phase::Postflight, e))?;
             let id = id.map_err(|e| fail(Phase::Postflight, e))?;
-            let r = self.rt.probe(port, name, &id, self.now(), None).map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
+            let r = self
+                .rt
+                .probe(port, name, &id, self.now(), None)
+                .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
             let disk_pem = self
                 .root
                 .read_file(disk, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                 .map_err(|e| fail(Phase::Postflight, e.to_string()))?
                 .unwrap_or_default();
-            let disk_der = pki::parse_pem_certificate(&disk_pem).map_err(|e| fail(Phase::Postflight, e.to_string()))?.der;
+            let disk_der = pki::parse_pem_certificate(&disk_pem)
+                .map_err(|e| fail(Phase::Postflight, e.to_string()))?
+                .der;
             if r.peer_cert != disk_der {
                 return Err(fail(
                     Phase::Postflight,
-                    format!("{what} does not serve the renewed certificate {}", crate::paths::node(disk)),
+                    format!(
+                        "{what} does not serve the renewed certificate {}",
+                        crate::paths::node(disk)
+                    ),
                 ));
             }
             Ok(())
@@ -606,7 +788,10 @@ impl Run<'_> {
         }
         self.before = Some(pki);
         self.check_cancel(None)?;
-        let gate = self.health().wait_gate(self.g.health_timeout).map_err(|e| self.gate_fail(e, None))?;
+        let gate = self
+            .health()
+            .wait_gate(self.g.health_timeout)
+            .map_err(|e| self.gate_fail(e, None))?;
         self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
         self.check_cancel(None)?;
         let first = match start {
@@ -629,7 +814,14 @@ impl Run<'_> {
     }
 }
 
-fn lock_fail_report(mode: &str, id: Option<&OperationId>, code: u8, outcome: &str, phase: Phase, message: String) -> Report {
+fn lock_fail_report(
+    mode: &str,
+    id: Option<&OperationId>,
+    code: u8,
+    outcome: &str,
+    phase: Phase,
+    message: String,
+) -> Report {
     let message = receipt::bounded_message(&message);
     Report {
         code,
@@ -685,12 +877,18 @@ fn replay_report(mode: &str, r: &Receipt) -> Report {
     }
 }
 
-fn cert_rows(before: Option<&PkiReport>, after: Option<&PkiReport>, now: time::OffsetDateTime) -> Vec<Value> {
+fn cert_rows(
+    before: Option<&PkiReport>,
+    after: Option<&PkiReport>,
+    now: time::OffsetDateTime,
+) -> Vec<Value> {
     crate::pki::LEAVES
         .iter()
         .map(|spec| {
             let find = |p: Option<&PkiReport>| {
-                p.and_then(|p| p.leaves.iter().find(|l| l.spec.name == spec.name)).and_then(|l| l.cert.as_ref()).map(|c| c.not_after)
+                p.and_then(|p| p.leaves.iter().find(|l| l.spec.name == spec.name))
+                    .and_then(|l| l.cert.as_ref())
+                    .map(|c| c.not_after)
             };
             let b = find(before);
             let a = find(after);
@@ -708,34 +906,70 @@ fn cert_rows(before: Option<&PkiReport>, after: Option<&PkiReport>, now: time::O
 
 /// Run a renewal (V2 when the request has an operation ID, else legacy).
 pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
-    let mode = if req.operation_id.is_some() { "renew" } else { "legacy-v1" };
+    let mode = if req.operation_id.is_some() {
+        "renew"
+    } else {
+        "legacy-v1"
+    };
     let id = req.operation_id.as_ref();
     let start_clock = g.clock.now();
 
     // Step 1: state dir, lock, owner, log file.
     let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
         Ok(s) => s,
-        Err(e) => return lock_fail_report(mode, id, exit::FAILED, "failed", Phase::Lock, format!("state directory: {e}")),
-    };
-    let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
-        Ok(guard) => guard,
-        Err(LockError::Timeout { path, waited_secs, holder }) => {
+        Err(e) => {
             return lock_fail_report(
                 mode,
                 id,
-                exit::LOCK_TIMEOUT,
+                exit::FAILED,
                 "failed",
                 Phase::Lock,
-                format!("renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"),
+                format!("state directory: {e}"),
             )
         }
-        Err(LockError::Cancelled) => {
-            return lock_fail_report(mode, id, exit::FAILED, "cancelled", Phase::Lock, "cancelled while waiting for the renewal lock; nothing was done".into())
-        }
-        Err(e) => return lock_fail_report(mode, id, exit::FAILED, "failed", Phase::Lock, e.to_string()),
     };
-    if let Err(e) = guard.write_owner(&state, &lock::owner_for(id.map(|i| i.as_str()), mode, start_clock)) {
-        return lock_fail_report(mode, id, exit::FAILED, "failed", Phase::Lock, format!("cannot record the lock owner: {e}"));
+    let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
+        Ok(guard) => guard,
+        Err(LockError::Timeout {
+            path,
+            waited_secs,
+            holder,
+        }) => return lock_fail_report(
+            mode,
+            id,
+            exit::LOCK_TIMEOUT,
+            "failed",
+            Phase::Lock,
+            format!(
+                "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
+            ),
+        ),
+        Err(LockError::Cancelled) => {
+            return lock_fail_report(
+                mode,
+                id,
+                exit::FAILED,
+                "cancelled",
+                Phase::Lock,
+                "cancelled while waiting for the renewal lock; nothing was done".into(),
+            )
+        }
+        Err(e) => {
+            return lock_fail_report(mode, id, exit::FAILED, "failed", Phase::Lock, e.to_string())
+        }
+    };
+    if let Err(e) = guard.write_owner(
+        &state,
+        &lock::owner_for(id.map(|i| i.as_str()), mode, start_clock),
+    ) {
+        return lock_fail_report(
+            mode,
+            id,
+            exit::FAILED,
+            "failed",
+            Phase::Lock,
+            format!("cannot record the lock owner: {e}"),
+        );
     }
     let log_name = match id {
         Some(i) => format!("{i}.log"),
@@ -752,17 +986,33 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         Ok(f) => crate::oplog::set_file(f),
         Err(e) => tracing::warn!("cannot open the operation log: {e}"),
     }
-    tracing::info!(operation = id.map(|i| i.as_str()), mode, "renewal starting (lock held)");
+    tracing::info!(
+        operation = id.map(|i| i.as_str()),
+        mode,
+        "renewal starting (lock held)"
+    );
 
     // Step 2: own receipt first.
     if let Some(id) = id {
         let completed = match state.open_subdir(COMPLETED_DIR, Trust::Strict) {
             Ok(c) => c,
-            Err(e) => return lock_fail_report(mode, Some(id), exit::FAILED, "failed", Phase::Receipt, e.to_string()),
+            Err(e) => {
+                return lock_fail_report(
+                    mode,
+                    Some(id),
+                    exit::FAILED,
+                    "failed",
+                    Phase::Receipt,
+                    e.to_string(),
+                )
+            }
         };
         match inspect::lookup_receipt(completed.as_ref(), id) {
             ReceiptLookup::Found(r) => {
-                tracing::info!(outcome = r.outcome.as_str(), "receipt exists: replaying it, doing nothing else");
+                tracing::info!(
+                    outcome = r.outcome.as_str(),
+                    "receipt exists: replaying it, doing nothing else"
+                );
                 return replay_report(mode, &r);
             }
             ReceiptLookup::Malformed(e) => {
@@ -788,7 +1038,11 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         cancel,
         req,
         state,
-        format: if id.is_some() { Format::V2 } else { Format::Legacy },
+        format: if id.is_some() {
+            Format::V2
+        } else {
+            Format::Legacy
+        },
         resumed_from: None,
         supersede: None,
         phase_written: false,
@@ -816,13 +1070,21 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
             Phase::Done,
             format!(
                 "renewed; restarted {} one at a time",
-                run.restarts.iter().map(|r| r.component.name()).collect::<Vec<_>>().join(", ")
+                run.restarts
+                    .iter()
+                    .map(|r| r.component.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             None,
         ),
         Err(f) => {
             tracing::warn!(phase = %f.phase, "renewal stopped: {}", f.message);
-            let mut outcome = if f.cancelled { Outcome::Cancelled } else { Outcome::Failed };
+            let mut outcome = if f.cancelled {
+                Outcome::Cancelled
+            } else {
+                Outcome::Failed
+            };
             let mut message = f.message.clone();
             // Restore a staged manifest before anything else (lock held).
             if let Some(c) = run.staged.take() {
@@ -871,7 +1133,11 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
     let locations = m.receipt_locations();
     let code = exit_code_for(outcome, m.all_active() && all_active(&locations));
     let now = run.now();
-    let after = if outcome == Outcome::Renewed { Some(node_pki::read(run.root)) } else { None };
+    let after = if outcome == Outcome::Renewed {
+        Some(node_pki::read(run.root))
+    } else {
+        None
+    };
     let message = receipt::bounded_message(&message);
     let json = json!({
         "mode": mode,
@@ -892,11 +1158,18 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
         "restarts": run.restarts,
         "etcd": run.etcd.map(|(v, h)| json!({ "voters": v, "healthyVoters": h })),
     });
-    let mut text = format!("{}  phase {}\n{message}\n", outcome.as_str().to_uppercase(), phase);
+    let mut text = format!(
+        "{}  phase {}\n{message}\n",
+        outcome.as_str().to_uppercase(),
+        phase
+    );
     if let Some(r) = &run.resumed_from {
         text.push_str(&format!(
             "resumed from: {} ({})\n",
-            r.operation_id.as_ref().map(|i| i.as_str()).unwrap_or("legacy work"),
+            r.operation_id
+                .as_ref()
+                .map(|i| i.as_str())
+                .unwrap_or("legacy work"),
             r.format
         ));
     }

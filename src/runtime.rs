@@ -52,7 +52,11 @@ impl NodeRuntime {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e)),
         };
-        let rootfs = if crate::cli::is_host_root(&g.root) { None } else { Some(g.root.display().to_string()) };
+        let rootfs = if crate::cli::is_host_root(&g.root) {
+            None
+        } else {
+            Some(g.root.display().to_string())
+        };
         // With --rootfs, kubeadm chroots: the config path is a node path.
         let kubeadm_config = g.kubeadm_config.as_ref().map(|rel| {
             if rootfs.is_some() {
@@ -94,13 +98,21 @@ impl Runtime for NodeRuntime {
             format!("{LABEL_CONTAINER}={}", c.name()),
         ])?;
         if !out.success() {
-            return Err(format!("crictl ps failed ({:?}): {}", out.code, out.stderr_tail()));
+            return Err(format!(
+                "crictl ps failed ({:?}): {}",
+                out.code,
+                out.stderr_tail()
+            ));
         }
         cri::parse_ps(&out.stdout, c.name())
     }
 
     fn etcdctl(&self, etcd_container: &str, args: &[String]) -> Result<Output, String> {
-        let mut v = vec!["exec".to_string(), etcd_container.to_string(), "etcdctl".to_string()];
+        let mut v = vec![
+            "exec".to_string(),
+            etcd_container.to_string(),
+            "etcdctl".to_string(),
+        ];
         v.extend_from_slice(args);
         self.crictl(v)
     }

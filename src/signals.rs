@@ -28,6 +28,9 @@ pub fn install() -> Cancel {
         let _ = signal_hook::flag::register(sig, Arc::clone(&c.0));
     }
     // A registered handler replaces the default "terminate" action.
-    let _ = signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::new(AtomicBool::new(false)));
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGHUP,
+        Arc::new(AtomicBool::new(false)),
+    );
     c
 }

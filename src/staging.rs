@@ -50,8 +50,12 @@ impl Dirs {
         match fsx::move_noreplace(&self.staging, &self.manifests, &name) {
             Ok(()) => Ok(Restore::Restored),
             Err(FsError::Exists { .. }) => {
-                let active = self.manifests.read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
-                let staged = self.staging.read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
+                let active = self
+                    .manifests
+                    .read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
+                let staged = self
+                    .staging
+                    .read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
                 if active.is_some() && active == staged {
                     self.staging.remove_file(&name)?;
                     Ok(Restore::DroppedIdenticalCopy)

@@ -39,24 +39,35 @@ pub struct ProbeResult {
     pub peer_cert: Vec<u8>,
 }
 
-fn config(id: &TlsIdentity, now: time::OffsetDateTime) -> Result<Arc<rustls::ClientConfig>, String> {
+fn config(
+    id: &TlsIdentity,
+    now: time::OffsetDateTime,
+) -> Result<Arc<rustls::ClientConfig>, String> {
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_slice_iter(&id.ca_pem) {
         let c = c.map_err(|_| "the CA file is not PEM".to_string())?;
-        roots.add(c).map_err(|e| format!("the CA certificate is not usable: {e}"))?;
+        roots
+            .add(c)
+            .map_err(|e| format!("the CA certificate is not usable: {e}"))?;
     }
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&id.client_cert_pem)
         .collect::<Result<_, _>>()
         .map_err(|_| "the client certificate is not PEM".to_string())?;
-    let key = PrivateKeyDer::from_pem_slice(&id.client_key_pem).map_err(|_| "the client key is not usable PEM".to_string())?;
+    let key = PrivateKeyDer::from_pem_slice(&id.client_key_pem)
+        .map_err(|_| "the client key is not usable PEM".to_string())?;
     let secs = now.unix_timestamp().max(0) as u64;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ClientConfig::builder_with_details(provider, Arc::new(FixedTime(UnixTime::since_unix_epoch(Duration::from_secs(secs)))))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)
-        .map_err(|e| format!("the client certificate and key do not go together: {e}"))?;
+    let cfg = rustls::ClientConfig::builder_with_details(
+        provider,
+        Arc::new(FixedTime(UnixTime::since_unix_epoch(Duration::from_secs(
+            secs,
+        )))),
+    )
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_client_auth_cert(chain, key)
+    .map_err(|e| format!("the client certificate and key do not go together: {e}"))?;
     Ok(Arc::new(cfg))
 }
 
@@ -70,10 +81,12 @@ pub fn probe(
     path: Option<&str>,
 ) -> Result<ProbeResult, String> {
     let cfg = config(id, now)?;
-    let server_name = ServerName::try_from(name.to_string()).map_err(|_| format!("bad server name {name}"))?;
+    let server_name =
+        ServerName::try_from(name.to_string()).map_err(|_| format!("bad server name {name}"))?;
     let mut conn = rustls::ClientConnection::new(cfg, server_name).map_err(|e| e.to_string())?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|e| format!("connect {addr}: {e}"))?;
+    let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
+        .map_err(|e| format!("connect {addr}: {e}"))?;
     sock.set_read_timeout(Some(IO_TIMEOUT)).ok();
     sock.set_write_timeout(Some(IO_TIMEOUT)).ok();
     let mut tls = rustls::Stream::new(&mut conn, &mut sock);
@@ -84,10 +97,13 @@ pub fn probe(
     if request.is_empty() {
         // Handshake only.
         while tls.conn.is_handshaking() {
-            tls.conn.complete_io(tls.sock).map_err(|e| format!("TLS handshake with {addr}: {e}"))?;
+            tls.conn
+                .complete_io(tls.sock)
+                .map_err(|e| format!("TLS handshake with {addr}: {e}"))?;
         }
     } else {
-        tls.write_all(request.as_bytes()).map_err(|e| format!("TLS to {addr}: {e}"))?;
+        tls.write_all(request.as_bytes())
+            .map_err(|e| format!("TLS to {addr}: {e}"))?;
     }
     let peer_cert = tls
         .conn

@@ -13,10 +13,19 @@ use std::time::{Duration, Instant};
 const NOW: &str = "2026-11-30T00:00:00Z";
 const RUNBOOK: &str = env!("CARGO_BIN_EXE_nvke-cert-runbook");
 const SIMNODE: &str = env!("CARGO_BIN_EXE_nvke-simnode");
-const COMPONENTS: [&str; 4] = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"];
+const COMPONENTS: [&str; 4] = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+];
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn chmod(p: &Path, mode: u32) {
@@ -34,7 +43,11 @@ fn copy_tree(src: &Path, dst: &Path) {
         } else {
             std::fs::copy(e.path(), &to).unwrap();
             let name = to.file_name().unwrap().to_string_lossy().to_string();
-            let mode = if name.ends_with(".key") || name.ends_with(".conf") { 0o600 } else { 0o644 };
+            let mode = if name.ends_with(".key") || name.ends_with(".conf") {
+                0o600
+            } else {
+                0o644
+            };
             chmod(&to, mode);
         }
     }
@@ -51,16 +64,36 @@ struct Node {
 
 impl Node {
     fn new(variant: &str, knobs: Value) -> Node {
-        let tmp = tempfile::Builder::new().prefix("nvke-scn-").tempdir().unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("nvke-scn-")
+            .tempdir()
+            .unwrap();
         let root = tmp.path().join("root");
         let sim = tmp.path().join("sim");
-        copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes").join(variant), &root);
+        copy_tree(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/nodes")
+                .join(variant),
+            &root,
+        );
         let (api, etcd) = (free_port(), free_port());
         let m = root.join("etc/kubernetes/manifests");
         for (file, from, to) in [
-            ("etcd.yaml", "https://127.0.0.1:2379".to_string(), format!("https://127.0.0.1:{etcd}")),
-            ("kube-apiserver.yaml", "https://127.0.0.1:2379".to_string(), format!("https://127.0.0.1:{etcd}")),
-            ("kube-apiserver.yaml", "--secure-port=6443".to_string(), format!("--secure-port={api}")),
+            (
+                "etcd.yaml",
+                "https://127.0.0.1:2379".to_string(),
+                format!("https://127.0.0.1:{etcd}"),
+            ),
+            (
+                "kube-apiserver.yaml",
+                "https://127.0.0.1:2379".to_string(),
+                format!("https://127.0.0.1:{etcd}"),
+            ),
+            (
+                "kube-apiserver.yaml",
+                "--secure-port=6443".to_string(),
+                format!("--secure-port={api}"),
+            ),
         ] {
             let p = m.join(file);
             let s = std::fs::read_to_string(&p).unwrap().replace(&from, &to);
@@ -72,8 +105,18 @@ impl Node {
         }
         let mut sim_json = json!({ "root": root, "stopLatencyMs": 30, "startLatencyMs": 30 });
         merge(&mut sim_json, &knobs);
-        std::fs::write(sim.join("sim.json"), serde_json::to_vec_pretty(&sim_json).unwrap()).unwrap();
-        let mut node = Node { _tmp: tmp, root, sim, kubelet: None, sim_json };
+        std::fs::write(
+            sim.join("sim.json"),
+            serde_json::to_vec_pretty(&sim_json).unwrap(),
+        )
+        .unwrap();
+        let mut node = Node {
+            _tmp: tmp,
+            root,
+            sim,
+            kubelet: None,
+            sim_json,
+        };
         node.start_kubelet();
         node.wait_all_running();
         node
@@ -101,7 +144,15 @@ impl Node {
 
     fn crictl_json(&self, name: &str) -> Vec<Value> {
         let out = Command::new(self.sim.join("bin/crictl"))
-            .args(["ps", "-a", "-o", "json", "--label", "io.kubernetes.pod.namespace=kube-system", "--label"])
+            .args([
+                "ps",
+                "-a",
+                "-o",
+                "json",
+                "--label",
+                "io.kubernetes.pod.namespace=kube-system",
+                "--label",
+            ])
             .arg(format!("io.kubernetes.container.name={name}"))
             .output()
             .unwrap();
@@ -124,7 +175,10 @@ impl Node {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("the simulated node never came up: {}", std::fs::read_to_string(self.sim.join("kubelet.log")).unwrap_or_default());
+        panic!(
+            "the simulated node never came up: {}",
+            std::fs::read_to_string(self.sim.join("kubelet.log")).unwrap_or_default()
+        );
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -136,7 +190,12 @@ impl Node {
             .arg("--kubeadm")
             .arg(self.sim.join("bin/kubeadm"))
             .args(["--output", "json"]);
-        for (flag, default) in [("--now", NOW), ("--health-timeout", "20"), ("--stop-timeout", "10"), ("--lock-timeout", "5")] {
+        for (flag, default) in [
+            ("--now", NOW),
+            ("--health-timeout", "20"),
+            ("--stop-timeout", "10"),
+            ("--lock-timeout", "5"),
+        ] {
             if !args.contains(&flag) {
                 c.args([flag, default]);
             }
@@ -150,7 +209,11 @@ impl Node {
         let out = self.command(args).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert_eq!(stdout.lines().count(), 1, "exactly one JSON line expected:\n{stdout}\n{stderr}");
+        assert_eq!(
+            stdout.lines().count(),
+            1,
+            "exactly one JSON line expected:\n{stdout}\n{stderr}"
+        );
         let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
         (out.status.code().unwrap_or(-1), v, stderr)
     }
@@ -184,7 +247,10 @@ impl Node {
     fn ca_sha(&self, rel: &str) -> String {
         use sha2::Digest;
         let b = std::fs::read(self.root.join("etc/kubernetes/pki").join(rel)).unwrap();
-        sha2::Sha256::digest(&b).iter().map(|x| format!("{x:02x}")).collect()
+        sha2::Sha256::digest(&b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect()
     }
 
     fn v2_phase(&self, id: &str, state: &str, next: Option<&str>) -> String {
@@ -209,15 +275,22 @@ impl Node {
     }
 
     fn legacy_phase(&self, state: &str, component: &str) -> String {
-        format!("STATE={state}\nCOMPONENT={component}\nSTARTED=1764460800\nCA_SHA256={}\nPID=4242\n", self.ca_sha("ca.crt"))
+        format!(
+            "STATE={state}\nCOMPONENT={component}\nSTARTED=1764460800\nCA_SHA256={}\nPID=4242\n",
+            self.ca_sha("ca.crt")
+        )
     }
 
     fn manifest(&self, c: &str) -> PathBuf {
-        self.root.join("etc/kubernetes/manifests").join(format!("{c}.yaml"))
+        self.root
+            .join("etc/kubernetes/manifests")
+            .join(format!("{c}.yaml"))
     }
 
     fn staged(&self, c: &str) -> PathBuf {
-        self.root.join("etc/kubernetes/nvke-cert-renewal-staging").join(format!("{c}.yaml"))
+        self.root
+            .join("etc/kubernetes/nvke-cert-renewal-staging")
+            .join(format!("{c}.yaml"))
     }
 
     /// The oracle: each manifest active exactly once, staging empty.
@@ -236,7 +309,10 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         if let Some(mut k) = self.kubelet.take() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(k.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(k.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = k.try_wait() {
@@ -262,7 +338,12 @@ fn merge(a: &mut Value, b: &Value) {
 }
 
 fn restarted(v: &Value) -> Vec<String> {
-    v["restarts"].as_array().unwrap().iter().map(|r| r["component"].as_str().unwrap().to_string()).collect()
+    v["restarts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["component"].as_str().unwrap().to_string())
+        .collect()
 }
 
 const FORCE: &[&str] = &["--force"];
@@ -271,8 +352,15 @@ const FORCE: &[&str] = &["--force"];
 fn happy_path_renews_and_restarts_in_order() {
     let node = Node::new("rsa", json!({}));
     let vip_before = node.crictl_json("kube-vip");
-    let ids_before: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c).unwrap()).collect();
-    let cas = (node.ca_sha("ca.crt"), node.ca_sha("etcd/ca.crt"), node.ca_sha("front-proxy-ca.crt"));
+    let ids_before: Vec<_> = COMPONENTS
+        .iter()
+        .map(|c| node.running_id(c).unwrap())
+        .collect();
+    let cas = (
+        node.ca_sha("ca.crt"),
+        node.ca_sha("etcd/ca.crt"),
+        node.ca_sha("front-proxy-ca.crt"),
+    );
     let (code, v, stderr) = node.run(&["--operation-id", "op-happy", "--force"]);
     assert_eq!(code, 0, "{v:#}\n{stderr}");
     assert_eq!(v["outcome"], "renewed");
@@ -282,16 +370,32 @@ fn happy_path_renews_and_restarts_in_order() {
         let r = &v["restarts"][i];
         assert_eq!(r["oldContainerID"], ids_before[i].as_str());
         assert_ne!(r["newContainerID"], ids_before[i].as_str());
-        assert_eq!(node.running_id(c).unwrap(), r["newContainerID"].as_str().unwrap());
+        assert_eq!(
+            node.running_id(c).unwrap(),
+            r["newContainerID"].as_str().unwrap()
+        );
     }
     // kube-vip never moved: same container, still running.
     assert_eq!(node.crictl_json("kube-vip"), vip_before);
-    assert_eq!(cas, (node.ca_sha("ca.crt"), node.ca_sha("etcd/ca.crt"), node.ca_sha("front-proxy-ca.crt")));
+    assert_eq!(
+        cas,
+        (
+            node.ca_sha("ca.crt"),
+            node.ca_sha("etcd/ca.crt"),
+            node.ca_sha("front-proxy-ca.crt")
+        )
+    );
     node.assert_all_active();
     let r = node.receipt("op-happy").expect("receipt");
     assert_eq!(r["outcome"], "renewed");
-    assert!(node.phase().contains("\"state\": \"done\""), "{}", node.phase());
-    assert!(node.kubeadm_calls().contains(&format!("--rootfs {}", node.root.display())));
+    assert!(
+        node.phase().contains("\"state\": \"done\""),
+        "{}",
+        node.phase()
+    );
+    assert!(node
+        .kubeadm_calls()
+        .contains(&format!("--rootfs {}", node.root.display())));
     // Certificates renewed beyond the threshold.
     for c in v["certificates"].as_array().unwrap() {
         if c["notAfterAfter"].is_null() {
@@ -305,27 +409,46 @@ fn happy_path_renews_and_restarts_in_order() {
     assert!(log.contains("kubeadm"), "{log}");
     // Replay: same outcome, nothing done.
     let (code, v, _) = node.run(&["--operation-id", "op-happy"]);
-    assert_eq!((code, v["replayed"].as_bool(), v["outcome"].as_str()), (0, Some(true), Some("renewed")));
+    assert_eq!(
+        (code, v["replayed"].as_bool(), v["outcome"].as_str()),
+        (0, Some(true), Some("renewed"))
+    );
     assert_eq!(node.kubeadm_calls().lines().count(), 1);
 }
 
 #[test]
 fn unchanged_when_nothing_is_due_and_kubeadm_never_runs() {
     let node = Node::new("rsa", json!({}));
-    let before: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c).unwrap()).collect();
+    let before: Vec<_> = COMPONENTS
+        .iter()
+        .map(|c| node.running_id(c).unwrap())
+        .collect();
     let (code, v, _) = node.run(&["--operation-id", "op-unch"]);
     assert_eq!((code, v["outcome"].as_str()), (0, Some("unchanged")));
     assert!(node.kubeadm_calls().is_empty());
-    assert_eq!(before, COMPONENTS.iter().map(|c| node.running_id(c).unwrap()).collect::<Vec<_>>());
+    assert_eq!(
+        before,
+        COMPONENTS
+            .iter()
+            .map(|c| node.running_id(c).unwrap())
+            .collect::<Vec<_>>()
+    );
     assert_eq!(node.receipt("op-unch").unwrap()["outcome"], "unchanged");
-    assert!(node.phase().is_empty(), "no phase file for an unchanged run");
+    assert!(
+        node.phase().is_empty(),
+        "no phase file for an unchanged run"
+    );
 }
 
 #[test]
 fn due_leaf_renews_without_force_and_ecdsa_works() {
     let node = Node::new("ecdsa", json!({}));
     let (code, v, e) = node.run(&["--operation-id", "op-ec", "--now", "2027-02-10T00:00:00Z"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
     node.assert_all_active();
 }
 
@@ -334,9 +457,16 @@ fn failure_replays_with_its_exit_code() {
     let node = Node::new("rsa", json!({ "kubeadm": { "failHalfway": true } }));
     let pki_before = std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.crt")).unwrap();
     let (code, v, e) = node.run(&["--operation-id", "op-half", "--force"]);
-    assert_eq!((code, v["outcome"].as_str(), v["phase"].as_str()), (1, Some("failed"), Some("renew-certs")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["phase"].as_str()),
+        (1, Some("failed"), Some("renew-certs")),
+        "{v:#}\n{e}"
+    );
     // Rolled back from the backup; nothing restarted.
-    assert_eq!(std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.crt")).unwrap(), pki_before);
+    assert_eq!(
+        std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.crt")).unwrap(),
+        pki_before
+    );
     assert!(v["restarts"].as_array().unwrap().is_empty());
     assert!(node.phase().contains("\"state\": \"renewing\""));
     let (code, v, _) = node.run(&["--operation-id", "op-half", "--force"]);
@@ -344,7 +474,11 @@ fn failure_replays_with_its_exit_code() {
     // The next operation resumes the work and finishes it.
     node.set_knobs(json!({ "kubeadm": { "failHalfway": false } }));
     let (code, v, e) = node.run(&["--operation-id", "op-next"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
     assert_eq!(v["resumedFrom"]["operationID"], "op-half");
     // op-half already has a receipt (failed): no superseded receipt replaces it.
     assert_eq!(node.receipt("op-half").unwrap()["outcome"], "failed");
@@ -357,9 +491,17 @@ fn kubeadm_changing_a_ca_or_writing_a_bad_key_is_rolled_back() {
         let ca = node.ca_sha("ca.crt");
         let key = std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.key")).unwrap();
         let (code, v, e) = node.run(&["--operation-id", id, "--force"]);
-        assert_eq!((code, v["phase"].as_str()), (1, Some("renew-certs")), "{knob}: {v:#}\n{e}");
+        assert_eq!(
+            (code, v["phase"].as_str()),
+            (1, Some("renew-certs")),
+            "{knob}: {v:#}\n{e}"
+        );
         assert_eq!(node.ca_sha("ca.crt"), ca, "{knob}");
-        assert_eq!(std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.key")).unwrap(), key, "{knob}");
+        assert_eq!(
+            std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.key")).unwrap(),
+            key,
+            "{knob}"
+        );
         node.assert_all_active();
     }
 }
@@ -368,7 +510,13 @@ fn kubeadm_changing_a_ca_or_writing_a_bad_key_is_rolled_back() {
 fn ca_mismatch_refuses_before_anything_changes() {
     let node = Node::new("rsa", json!({}));
     let bad = format!("ca.crt={}", "0".repeat(64));
-    let (code, v, _) = node.run(&["--operation-id", "op-cam", "--force", "--expect-ca-sha256", &bad]);
+    let (code, v, _) = node.run(&[
+        "--operation-id",
+        "op-cam",
+        "--force",
+        "--expect-ca-sha256",
+        &bad,
+    ]);
     assert_eq!((code, v["phase"].as_str()), (1, Some("ca-check")));
     assert!(node.kubeadm_calls().is_empty());
     assert!(node.phase().is_empty());
@@ -381,18 +529,31 @@ fn ca_mismatch_refuses_before_anything_changes() {
 fn etcd_membership_rules() {
     let node = Node::new("rsa", json!({ "etcd": { "voters": 2 } }));
     let (code, v, _) = node.run(&["--operation-id", "op-two", "--force"]);
-    assert_eq!((code, v["phase"].as_str()), (1, Some("two-control-plane-voters")));
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("two-control-plane-voters"))
+    );
     assert!(node.kubeadm_calls().is_empty());
 
     node_with_learner();
 
     let node = Node::new("rsa", json!({ "etcd": { "voters": 3 } }));
     let (code, v, e) = node.run(&["--operation-id", "op-three", "--force"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
     assert_eq!(v["etcd"]["voters"], 3);
 
     let node = Node::new("rsa", json!({ "etcd": { "voters": 3, "unhealthy": 1 } }));
-    let (code, v, _) = node.run(&["--operation-id", "op-3u", "--force", "--health-timeout", "1"]);
+    let (code, v, _) = node.run(&[
+        "--operation-id",
+        "op-3u",
+        "--force",
+        "--health-timeout",
+        "1",
+    ]);
     assert_eq!((code, v["phase"].as_str()), (1, Some("health")), "{v:#}");
 }
 
@@ -414,24 +575,46 @@ fn staging_conflict_and_leftover_staged_manifest() {
     chmod(&staging, 0o700);
     std::fs::write(node.staged("kube-scheduler"), "different bytes\n").unwrap();
     let (code, v, _) = node.run(&["--operation-id", "op-conf", "--force"]);
-    assert_eq!((code, v["phase"].as_str()), (4, Some("staging-conflict")), "{v:#}");
-    assert_eq!(node.receipt("op-conf").unwrap()["manifests"]["kube-scheduler"], "both");
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (4, Some("staging-conflict")),
+        "{v:#}"
+    );
+    assert_eq!(
+        node.receipt("op-conf").unwrap()["manifests"]["kube-scheduler"],
+        "both"
+    );
     // Leftover: the active copy goes away (an interrupted run staged it).
     std::fs::remove_file(node.staged("kube-scheduler")).unwrap();
-    std::fs::rename(node.manifest("kube-scheduler"), node.staged("kube-scheduler")).unwrap();
+    std::fs::rename(
+        node.manifest("kube-scheduler"),
+        node.staged("kube-scheduler"),
+    )
+    .unwrap();
     let (code, v, e) = node.run(&["--operation-id", "op-left", "--force"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
     node.assert_all_active();
 }
 
 #[test]
 fn component_never_healthy_and_stop_timeout_restore_the_manifest() {
     let node = Node::new("rsa", json!({}));
-    node.write_state("phase", &node.v2_phase("op-old", "restart_pending", Some("kube-scheduler")));
+    node.write_state(
+        "phase",
+        &node.v2_phase("op-old", "restart_pending", Some("kube-scheduler")),
+    );
     let mut node = node;
     node.set_knobs(json!({ "neverStop": ["kube-scheduler"] }));
     let (code, v, e) = node.run(&["--operation-id", "op-stop", "--stop-timeout", "1"]);
-    assert_eq!((code, v["phase"].as_str(), v["outcome"].as_str()), (1, Some("restart:kube-scheduler"), Some("failed")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["phase"].as_str(), v["outcome"].as_str()),
+        (1, Some("restart:kube-scheduler"), Some("failed")),
+        "{v:#}\n{e}"
+    );
     assert_eq!(v["failedComponent"], "kube-scheduler");
     node.assert_all_active();
     // op-old was superseded by op-stop's first phase write.
@@ -442,22 +625,40 @@ fn component_never_healthy_and_stop_timeout_restore_the_manifest() {
 
     node.set_knobs(json!({ "neverStop": [], "neverStart": ["kube-scheduler"] }));
     let (code, v, e) = node.run(&["--operation-id", "op-never", "--health-timeout", "2"]);
-    assert_eq!((code, v["phase"].as_str()), (1, Some("restart:kube-scheduler")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("restart:kube-scheduler")),
+        "{v:#}\n{e}"
+    );
     node.assert_all_active();
     node.set_knobs(json!({ "neverStart": [] }));
     let (code, v, e) = node.run(&["--operation-id", "op-fin"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
     assert_eq!(restarted(&v), ["kube-scheduler"]);
 }
 
 #[test]
 fn v2_resume_of_own_and_crash_between_receipt_and_done() {
     let node = Node::new("rsa", json!({}));
-    node.write_state("phase", &node.v2_phase("op-own", "restart_pending", Some("kube-controller-manager")));
+    node.write_state(
+        "phase",
+        &node.v2_phase("op-own", "restart_pending", Some("kube-controller-manager")),
+    );
     let (code, v, e) = node.run(&["--operation-id", "op-own"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
     assert_eq!(restarted(&v), ["kube-controller-manager", "kube-scheduler"]);
-    assert!(node.kubeadm_calls().is_empty(), "resuming restart_pending does not renew again");
+    assert!(
+        node.kubeadm_calls().is_empty(),
+        "resuming restart_pending does not renew again"
+    );
 
     // Crash between receipt and done: phase unfinished, success receipt exists.
     node.write_state("phase", &node.v2_phase("op-own", "restart_pending", None));
@@ -472,11 +673,18 @@ fn legacy_resume_from_each_component_keeps_the_format() {
         let node = Node::new("rsa", json!({}));
         node.write_state("phase", &node.legacy_phase("restart_pending", c));
         let (code, v, e) = node.run(&["--operation-id", &format!("op-leg-{i}")]);
-        assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{c}: {v:#}\n{e}");
+        assert_eq!(
+            (code, v["outcome"].as_str()),
+            (0, Some("renewed")),
+            "{c}: {v:#}\n{e}"
+        );
         assert_eq!(restarted(&v), COMPONENTS[i..].to_vec());
         assert_eq!(v["resumedFrom"]["format"], "legacy-five-line");
         let phase = node.phase();
-        assert!(phase.starts_with("STATE=done\nCOMPONENT=none\nSTARTED=1764460800\n"), "{phase}");
+        assert!(
+            phase.starts_with("STATE=done\nCOMPONENT=none\nSTARTED=1764460800\n"),
+            "{phase}"
+        );
         assert_eq!(phase.lines().count(), 5);
     }
 }
@@ -484,15 +692,38 @@ fn legacy_resume_from_each_component_keeps_the_format() {
 #[test]
 fn legacy_v1_mode() {
     let node = Node::new("rsa", json!({}));
-    let (code, v, e) = node.command(&["--legacy-v1", "--force"]).output().map(|o| {
-        (o.status.code().unwrap(), serde_json::from_slice::<Value>(&o.stdout).unwrap(), String::from_utf8_lossy(&o.stderr).to_string())
-    }).unwrap();
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    let (code, v, e) = node
+        .command(&["--legacy-v1", "--force"])
+        .output()
+        .map(|o| {
+            (
+                o.status.code().unwrap(),
+                serde_json::from_slice::<Value>(&o.stdout).unwrap(),
+                String::from_utf8_lossy(&o.stderr).to_string(),
+            )
+        })
+        .unwrap();
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
     assert!(node.phase().starts_with("STATE=done\nCOMPONENT=none\n"));
-    assert!(!node.state().join("completed").exists(), "legacy runs write no receipts");
-    assert!(std::fs::read_dir(node.state().join("backup-v1")).unwrap().count() == 1);
+    assert!(
+        !node.state().join("completed").exists(),
+        "legacy runs write no receipts"
+    );
+    assert!(
+        std::fs::read_dir(node.state().join("backup-v1"))
+            .unwrap()
+            .count()
+            == 1
+    );
     // Refuses an unfinished V2 phase file, changing nothing.
-    node.write_state("phase", &node.v2_phase("op-v2", "restart_pending", Some("etcd")));
+    node.write_state(
+        "phase",
+        &node.v2_phase("op-v2", "restart_pending", Some("etcd")),
+    );
     let before = node.phase();
     let (code, v, _) = node.run(&["--legacy-v1", "--force"]);
     assert_eq!((code, v["phase"].as_str()), (1, Some("phase-file")));
@@ -503,8 +734,16 @@ fn legacy_v1_mode() {
 fn sigterm_while_waiting_cancels_and_restores() {
     let mut node = Node::new("rsa", json!({}));
     node.set_knobs(json!({ "neverStop": ["kube-apiserver"] }));
-    node.write_state("phase", &node.v2_phase("op-t", "restart_pending", Some("kube-apiserver")));
-    let child = node.command(&["--operation-id", "op-t", "--stop-timeout", "60"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    node.write_state(
+        "phase",
+        &node.v2_phase("op-t", "restart_pending", Some("kube-apiserver")),
+    );
+    let child = node
+        .command(&["--operation-id", "op-t", "--stop-timeout", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     // Wait until the manifest is staged, then SIGTERM.
     let deadline = Instant::now() + Duration::from_secs(20);
     while !node.staged("kube-apiserver").exists() {
@@ -512,11 +751,19 @@ fn sigterm_while_waiting_cancels_and_restores() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let t = Instant::now();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(t.elapsed() < Duration::from_secs(30));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((out.status.code(), v["outcome"].as_str()), (Some(1), Some("cancelled")), "{v:#}");
+    assert_eq!(
+        (out.status.code(), v["outcome"].as_str()),
+        (Some(1), Some("cancelled")),
+        "{v:#}"
+    );
     node.assert_all_active();
     assert_eq!(node.receipt("op-t").unwrap()["outcome"], "cancelled");
 }
@@ -525,8 +772,16 @@ fn sigterm_while_waiting_cancels_and_restores() {
 fn sigkill_while_staged_then_fence_then_next_operation_resumes() {
     let mut node = Node::new("rsa", json!({}));
     node.set_knobs(json!({ "neverStop": ["kube-controller-manager"] }));
-    node.write_state("phase", &node.v2_phase("op-k", "restart_pending", Some("kube-controller-manager")));
-    let mut child = node.command(&["--operation-id", "op-k", "--stop-timeout", "60"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    node.write_state(
+        "phase",
+        &node.v2_phase("op-k", "restart_pending", Some("kube-controller-manager")),
+    );
+    let mut child = node
+        .command(&["--operation-id", "op-k", "--stop-timeout", "60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !node.staged("kube-controller-manager").exists() {
         assert!(Instant::now() < deadline, "never staged");
@@ -538,7 +793,11 @@ fn sigkill_while_staged_then_fence_then_next_operation_resumes() {
     node.set_knobs(json!({ "neverStop": [] }));
     // The controller's fencing check.
     let (code, v, _) = node.run(&["--status-only", "--operation-id", "op-k", "--fence"]);
-    assert_eq!((code, v["termination"].as_str()), (0, Some("confirmed")), "{v:#}");
+    assert_eq!(
+        (code, v["termination"].as_str()),
+        (0, Some("confirmed")),
+        "{v:#}"
+    );
     assert_eq!(node.receipt("op-k").unwrap()["outcome"], "abandoned");
     node.assert_all_active();
     // A delayed attempt of op-k is fenced.
@@ -546,14 +805,23 @@ fn sigkill_while_staged_then_fence_then_next_operation_resumes() {
     assert_eq!(code, 5);
     // The next cycle's operation resumes at kube-controller-manager.
     let (code, v, e) = node.run(&["--operation-id", "op-k2"]);
-    assert_eq!((code, v["outcome"].as_str()), (0, Some("renewed")), "{v:#}\n{e}");
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
     assert_eq!(restarted(&v), ["kube-controller-manager", "kube-scheduler"]);
 }
 
 #[test]
 fn sighup_and_closed_pipes_do_not_stop_the_run() {
     let node = Node::new("rsa", json!({}));
-    let child = node.command(&["--operation-id", "op-hup", "--force"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = node
+        .command(&["--operation-id", "op-hup", "--force"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     std::thread::sleep(Duration::from_millis(100));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
@@ -572,7 +840,12 @@ fn lock_held_times_out_with_exit_3_and_writes_nothing() {
     let node = Node::new("rsa", json!({}));
     std::fs::create_dir_all(node.state()).unwrap();
     chmod(&node.state(), 0o700);
-    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(node.state().join("lock")).unwrap();
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(node.state().join("lock"))
+        .unwrap();
     chmod(&node.state().join("lock"), 0o600);
     lock.lock().unwrap();
     let (code, v, e) = node.run(&["--operation-id", "op-lock", "--lock-timeout", "1"]);
