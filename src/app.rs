@@ -150,7 +150,11 @@ fn dispatch(inv: &Invocation) -> Report {
             operation_id: None,
             fence: true,
         } => unreachable!("validated: --fence needs an ID"),
-        Mode::Renew { operation_id, force, expect_ca_sha256 } => renew(
+        Mode::Renew {
+            operation_id,
+            force,
+            expect_ca_sha256,
+        } => renew(
             &root,
             inv,
             crate::runbook::Request {
@@ -162,7 +166,11 @@ fn dispatch(inv: &Invocation) -> Report {
         Mode::LegacyV1 { force } => renew(
             &root,
             inv,
-            crate::runbook::Request { operation_id: None, force: *force, expect_ca_sha256: Default::default() },
+            crate::runbook::Request {
+                operation_id: None,
+                force: *force,
+                expect_ca_sha256: Default::default(),
+            },
         ),
         Mode::Version => unreachable!("handled above"),
     }

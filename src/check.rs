@@ -144,8 +144,7 @@ pub fn decide(f: &Facts) -> Verdict {
                 reasons.push(if *days < 0 {
                     format!(
                         "leaf {name} expired {} days ago (threshold {})",
-                        -days,
-                        f.threshold_days
+                        -days, f.threshold_days
                     )
                 } else {
                     format!(

@@ -176,14 +176,12 @@ impl PhaseReport {
                 let who = match p {
                     PhaseFile::V2(p2) => format!("V2 operation {}", p2.operation_id),
                     PhaseFile::Legacy(l) => {
-                        {
                         let started = i64::try_from(l.started)
                             .ok()
                             .and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok())
                             .map(crate::clock::rfc3339)
                             .unwrap_or_else(|| format!("unix {}", l.started));
                         format!("legacy five-line (pid {}, started {started})", l.pid)
-                    }
                     }
                 };
                 let next = p

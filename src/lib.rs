@@ -19,15 +19,15 @@ pub mod output;
 pub mod version;
 
 // Node I/O: paths under --root, safe reads and durable writes, the lock.
+pub mod backup;
 pub mod fsx;
 pub mod inspect;
 pub mod lock;
 pub mod manifests;
 pub mod node_pki;
+pub mod oplog;
 pub mod paths;
 pub mod staging;
-pub mod backup;
-pub mod oplog;
 
 // The runtime side: subprocesses, crictl/etcdctl, TLS probes, health gate.
 pub mod cri;

@@ -934,16 +934,18 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             path,
             waited_secs,
             holder,
-        }) => return lock_fail_report(
-            mode,
-            id,
-            exit::LOCK_TIMEOUT,
-            "failed",
-            Phase::Lock,
-            format!(
+        }) => {
+            return lock_fail_report(
+                mode,
+                id,
+                exit::LOCK_TIMEOUT,
+                "failed",
+                Phase::Lock,
+                format!(
                 "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
             ),
-        ),
+            )
+        }
         Err(LockError::Cancelled) => {
             return lock_fail_report(
                 mode,

@@ -92,3 +92,36 @@ agent_state() {
   mkdir -p "$ROOT/var/lib/nvke/node-agent"
   put "$ROOT/var/lib/nvke/node-agent/k8s-cert-renewal-state.json" 0644
 }
+
+# The legacy five-line phase text on stdout (to edit before `put`):
+# legacy_text STATE COMPONENT
+legacy_text() {
+  printf 'STATE=%s\nCOMPONENT=%s\nSTARTED=1764460800\nCA_SHA256=%s\nPID=4242\n' "$1" "$2" "$(ca_sha ca.crt)"
+}
+
+# A fixed lock owner record: owner_file PID ID MODE (ID "null" for none).
+owner_file() {
+  state_dir
+  local id="null"
+  [ "$2" != "null" ] && id="\"$2\""
+  printf '{"pid":%s,"operationID":%s,"mode":"%s","startedAt":"2026-11-29T23:50:00Z","bootID":"00000000-0000-4000-8000-000000000001"}\n' \
+    "$1" "$id" "$3" | put "$STATE/owner"
+}
+
+# Hold the renewal lock from a detached process for SECS seconds. The harness
+# does not wait for it (setsid -f); this returns once the lock is held.
+hold_lock() {
+  state_dir
+  [ -e "$STATE/lock" ] || : | put "$STATE/lock"
+  setsid -f flock -x "$STATE/lock" sleep "${1:-5}" </dev/null >/dev/null 2>&1
+  local i
+  for i in $(seq 400); do
+    flock -n "$STATE/lock" true || return 0
+    sleep 0.025
+  done
+  echo "hold_lock: the holder never took $STATE/lock" >&2
+  return 1
+}
+
+# Move a manifest into the node agent's staging directory.
+agent_stage() { agent_staging_dir; mv "$K/manifests/$1.yaml" "$K/nvke-cert-renewal-manifests/$1.yaml"; }

@@ -1,0 +1,2 @@
+base rsa
+echo "{\"k8sCertRenewalState\": {\"phase\": \"done\", \"operationID\": \"agent-op-1\"}}" | agent_state

@@ -1,0 +1,3 @@
+base rsa
+echo "{\"k8sCertRenewalState\": {\"phase\": \"rolling_back\"}}" | agent_state
+phase_legacy restart_pending kube-scheduler

@@ -1,0 +1,2 @@
+base rsa
+echo "{\"k8sCertRenewalState\": {\"phase\": \"rolling_back\"}}" | agent_state

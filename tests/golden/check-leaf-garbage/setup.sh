@@ -1,0 +1,2 @@
+base rsa
+echo "garbage" > "$K/pki/etcd/server.crt"

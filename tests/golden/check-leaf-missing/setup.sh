@@ -1,0 +1,2 @@
+base rsa
+rm "$K/pki/front-proxy-client.crt"

@@ -1,0 +1,2 @@
+base rsa
+phase_legacy done none

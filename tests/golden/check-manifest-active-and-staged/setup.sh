@@ -1,0 +1,3 @@
+base rsa
+staging_dir
+cp "$K/manifests/kube-controller-manager.yaml" "$K/nvke-cert-renewal-staging/"

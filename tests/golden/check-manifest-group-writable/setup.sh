@@ -1,0 +1,2 @@
+base rsa
+chmod 0664 "$K/manifests/kube-apiserver.yaml"

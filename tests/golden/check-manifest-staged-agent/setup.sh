@@ -1,0 +1,2 @@
+base rsa
+agent_stage etcd

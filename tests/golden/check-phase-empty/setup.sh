@@ -1,0 +1,3 @@
+base rsa
+state_dir
+: | put "$STATE/phase"

@@ -1,0 +1,3 @@
+base rsa
+state_dir
+mkfifo -m 0600 "$STATE/phase"

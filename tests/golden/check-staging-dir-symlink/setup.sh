@@ -1,0 +1,3 @@
+base rsa
+mkdir -p "$K/elsewhere"
+ln -s elsewhere "$K/nvke-cert-renewal-staging"

@@ -1,0 +1,2 @@
+base rsa
+cp "$K/manifests/etcd.yaml" "$K/manifests/etcd.yaml.bak"

@@ -1,0 +1,2 @@
+base rsa
+rm "$K/super-admin.conf"

@@ -1,0 +1,2 @@
+base rsa
+phase_v2 op-1 restart_pending null

@@ -1,0 +1,3 @@
+base rsa
+phase_legacy renewing none
+: | put "$STATE/lock"

@@ -1,0 +1,3 @@
+base rsa
+completed_dir
+chmod 0770 "$STATE/completed"

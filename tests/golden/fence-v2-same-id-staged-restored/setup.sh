@@ -1,0 +1,5 @@
+base rsa
+phase_v2 op-1 restart_pending kube-apiserver
+stage kube-apiserver
+: | put "$STATE/lock"
+owner_file 4242 op-1 renew

@@ -1,0 +1,3 @@
+base rsa
+receipt op-1 failed_not_restored restart:kube-apiserver
+stage kube-apiserver

@@ -1,0 +1,2 @@
+base rsa
+receipt op-1 renewed

@@ -1,0 +1,3 @@
+base rsa
+completed_dir
+echo "{}" | put "$STATE/completed/op-3.json"

@@ -1,0 +1,2 @@
+base rsa
+stage kube-controller-manager
