@@ -279,7 +279,9 @@ impl PkiReport {
     }
 
     /// Warnings that do not fail a check: CAs within the threshold, leaves
-    /// that do not chain to their CA, an optional leaf skipped.
+    /// that do not chain to their CA, leaves not valid yet. (A missing
+    /// optional leaf is reported as `skipped`, not warned about: it is the
+    /// normal state of every joined node.)
     pub fn warnings(&self, now: OffsetDateTime, threshold: u32) -> Vec<String> {
         let mut w = Vec::new();
         for c in &self.cas {
@@ -295,6 +297,16 @@ impl PkiReport {
             }
         }
         for l in &self.leaves {
+            if let Some(cert) = &l.cert {
+                if cert.not_before > now {
+                    w.push(format!(
+                        "leaf {} ({}) is not valid until {}: check the node's clock",
+                        l.spec.name,
+                        crate::paths::node(l.spec.path),
+                        clock::rfc3339(cert.not_before)
+                    ));
+                }
+            }
             if l.chains_to_ca == Some(false) {
                 w.push(format!(
                     "leaf {} ({}) is not signed by its CA {}",
