@@ -4,7 +4,7 @@
 use crate::check::agent_summary;
 use crate::cli::Global;
 use crate::component::Component;
-use crate::fsx::{self, FsError, Root, Trust, NODE_FILE_MAX};
+use crate::fsx::{FsError, Root, Trust};
 use crate::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
 use crate::lock::{self, LockError};
 use crate::manifests::{self, ManifestsReport};
@@ -315,41 +315,6 @@ fn unconfirmed(code: u8, message: String) -> FenceOutcome {
     }
 }
 
-/// Put back one staged manifest (staging -> manifests, never replacing).
-/// Ok(true) restored; Ok(false) an active copy appeared: identical bytes drop
-/// the staged copy, different bytes leave both (a conflict, named).
-pub fn restore_manifest(root: &Root, c: Component) -> Result<Result<(), String>, FsError> {
-    let name = c.manifest_file();
-    let staging = root
-        .open_dir(STAGING_DIR, Trust::Strict)?
-        .ok_or_else(|| FsError::Exists {
-            path: crate::paths::node(STAGING_DIR),
-        })?;
-    let active = root
-        .open_dir(MANIFESTS_DIR, Trust::Strict)?
-        .ok_or_else(|| FsError::Exists {
-            path: crate::paths::node(MANIFESTS_DIR),
-        })?;
-    match fsx::move_noreplace(&staging, &active, &name) {
-        Ok(()) => Ok(Ok(())),
-        Err(FsError::Exists { .. }) => {
-            let a = active.read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
-            let s = staging.read_file(&name, NODE_FILE_MAX, Trust::Strict)?;
-            if a.is_some() && a == s {
-                staging.remove_file(&name)?;
-                Ok(Ok(()))
-            } else {
-                Ok(Err(format!(
-                    "{} differs from the active {}; both kept, an operator must keep exactly one",
-                    staging.entry_path(&name),
-                    active.entry_path(&name)
-                )))
-            }
-        }
-        Err(e) => Err(e),
-    }
-}
-
 fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
     let now = g.clock.now();
     let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
@@ -422,15 +387,17 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 })
                 .collect();
             for c in restore {
-                match restore_manifest(root, c) {
-                    Ok(Ok(())) => {
+                let put_back = crate::staging::Dirs::open(root, false).and_then(|d| d.unstage(c));
+                match put_back {
+                    Ok(crate::staging::Restore::Restored)
+                    | Ok(crate::staging::Restore::DroppedIdenticalCopy) => {
                         tracing::info!(
                             component = c.name(),
                             "put back the staged manifest a dead run left"
                         );
                         restored.push(c);
                     }
-                    Ok(Err(conflict)) => conflicts.push(conflict),
+                    Ok(crate::staging::Restore::Conflict(conflict)) => conflicts.push(conflict),
                     Err(e) => {
                         return unconfirmed(
                             exit::FAILED,
