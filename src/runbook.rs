@@ -1196,3 +1196,322 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
     }
     Report { code, json, text }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The runbook's rules against a test double of the node's runtime: a
+    //! synchronous "kubelet" that derives containers from where the
+    //! manifests are, a healthy single-member etcd, and a kubeadm that
+    //! succeeds or fails as told. No processes, no root.
+    use super::*;
+    use crate::cli::{Global, LogFormat, OutputFormat};
+    use crate::clock::Clock;
+    use crate::cri::Container;
+    use crate::proc::Output;
+    use crate::tlsprobe::{ProbeResult, TlsIdentity};
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    struct Fake {
+        root: std::path::PathBuf,
+        gens: RefCell<HashMap<Component, (u32, bool)>>,
+        kubeadm_ok: bool,
+        never_stop: Option<Component>,
+        kubeadm_runs: RefCell<u32>,
+    }
+
+    impl Fake {
+        fn active(&self, c: Component) -> bool {
+            self.root
+                .join("etc/kubernetes/manifests")
+                .join(c.manifest_file())
+                .exists()
+        }
+    }
+
+    impl Runtime for Fake {
+        fn containers(&self, c: Component) -> Result<Vec<Container>, String> {
+            let mut g = self.gens.borrow_mut();
+            let e = g.entry(c).or_insert((0, true));
+            let active = self.active(c);
+            if !active && e.1 && self.never_stop != Some(c) {
+                e.1 = false;
+            } else if active && !e.1 {
+                e.0 += 1;
+                e.1 = true;
+            }
+            let labels = BTreeMap::from([
+                (
+                    "io.kubernetes.pod.namespace".to_string(),
+                    "kube-system".to_string(),
+                ),
+                (
+                    "io.kubernetes.container.name".to_string(),
+                    c.name().to_string(),
+                ),
+            ]);
+            Ok(vec![Container {
+                id: format!("{}-{}", c.name(), e.0),
+                state: if e.1 {
+                    "CONTAINER_RUNNING"
+                } else {
+                    "CONTAINER_EXITED"
+                }
+                .into(),
+                created_at: e.0.to_string(),
+                labels,
+            }])
+        }
+        fn etcdctl(&self, _id: &str, args: &[String]) -> Result<Output, String> {
+            let out = if args.iter().any(|a| a == "member") {
+                r#"{"header":{"member_id":10276657743932975437},"members":[{"ID":10276657743932975437,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]}]}"#
+            } else {
+                r#"[{"endpoint":"https://127.0.0.1:2379","health":true}]"#
+            };
+            Ok(Output {
+                code: Some(0),
+                stdout: out.as_bytes().to_vec(),
+                stderr: Vec::new(),
+                stdout_truncated: false,
+                elapsed: Duration::ZERO,
+            })
+        }
+        fn probe(
+            &self,
+            _port: u16,
+            name: &str,
+            _id: &TlsIdentity,
+            _now: time::OffsetDateTime,
+            path: Option<&str>,
+        ) -> Result<ProbeResult, String> {
+            let disk = if name == "kubernetes" {
+                "etc/kubernetes/pki/apiserver.crt"
+            } else {
+                "etc/kubernetes/pki/etcd/server.crt"
+            };
+            let pem = std::fs::read(self.root.join(disk)).unwrap();
+            Ok(ProbeResult {
+                status: path.map(|_| 200),
+                peer_cert: pki::parse_pem_certificate(&pem).unwrap().der,
+            })
+        }
+        fn renew_certs(&self) -> Result<Output, String> {
+            *self.kubeadm_runs.borrow_mut() += 1;
+            if self.kubeadm_ok {
+                Ok(Output {
+                    code: Some(0),
+                    stdout: vec![],
+                    stderr: vec![],
+                    stdout_truncated: false,
+                    elapsed: Duration::ZERO,
+                })
+            } else {
+                std::fs::write(
+                    self.root.join("etc/kubernetes/pki/apiserver.crt"),
+                    b"half-written",
+                )
+                .unwrap();
+                Ok(Output {
+                    code: Some(1),
+                    stdout: vec![],
+                    stderr: b"error: boom".to_vec(),
+                    stdout_truncated: false,
+                    elapsed: Duration::ZERO,
+                })
+            }
+        }
+    }
+
+    fn copy(src: &Path, dst: &Path) {
+        std::fs::create_dir_all(dst).unwrap();
+        std::fs::set_permissions(dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for e in std::fs::read_dir(src).unwrap() {
+            let e = e.unwrap();
+            let to = dst.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &to);
+            } else {
+                std::fs::copy(e.path(), &to).unwrap();
+                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+        }
+    }
+
+    fn setup(
+        kubeadm_ok: bool,
+        never_stop: Option<Component>,
+    ) -> (tempfile::TempDir, Root, Global, Fake) {
+        let t = tempfile::tempdir().unwrap();
+        copy(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes/rsa"),
+            t.path(),
+        );
+        let root = Root::open(t.path()).unwrap();
+        let g = Global {
+            root: t.path().to_path_buf(),
+            output: OutputFormat::Json,
+            log_format: LogFormat::Text,
+            threshold_days: 30,
+            lock_timeout: Duration::from_secs(1),
+            stop_timeout: Duration::from_secs(1),
+            health_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(1),
+            kubeadm: None,
+            crictl: None,
+            kubeadm_config: None,
+            clock: Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
+        };
+        let fake = Fake {
+            root: t.path().to_path_buf(),
+            gens: Default::default(),
+            kubeadm_ok,
+            never_stop,
+            kubeadm_runs: RefCell::new(0),
+        };
+        (t, root, g, fake)
+    }
+
+    fn req(id: &str, force: bool) -> Request {
+        Request {
+            operation_id: Some(OperationId::parse(id).unwrap()),
+            force,
+            expect_ca_sha256: BTreeMap::new(),
+        }
+    }
+
+    fn restarted(r: &Report) -> Vec<String> {
+        r.json["restarts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["component"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn forced_run_restarts_all_four_in_order_and_commits() {
+        let (t, root, g, fake) = setup(true, None);
+        let r = run(&root, &g, &req("op-1", true), &fake, &Cancel::new());
+        assert_eq!(r.code, 0, "{:#}", r.json);
+        assert_eq!(
+            restarted(&r),
+            [
+                "etcd",
+                "kube-apiserver",
+                "kube-controller-manager",
+                "kube-scheduler"
+            ]
+        );
+        assert_eq!(r.json["restarts"][0]["newContainerID"], "etcd-1");
+        let phase =
+            std::fs::read_to_string(t.path().join("var/lib/nvke/k8s-cert-renewal/phase")).unwrap();
+        assert!(phase.contains("\"state\": \"done\""));
+        assert!(t
+            .path()
+            .join("var/lib/nvke/k8s-cert-renewal/completed/op-1.json")
+            .is_file());
+        assert!(!t
+            .path()
+            .join("etc/kubernetes/nvke-cert-renewal-staging/etcd.yaml")
+            .exists());
+    }
+
+    #[test]
+    fn legacy_resume_restarts_from_the_persisted_component_only() {
+        let (t, root, g, fake) = setup(true, None);
+        let state = t.path().join("var/lib/nvke/k8s-cert-renewal");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let ca =
+            pki::sha256_hex(&std::fs::read(t.path().join("etc/kubernetes/pki/ca.crt")).unwrap());
+        std::fs::write(state.join("phase"), format!("STATE=restart_pending\nCOMPONENT=kube-scheduler\nSTARTED=1764460800\nCA_SHA256={ca}\nPID=4242\n")).unwrap();
+        std::fs::set_permissions(state.join("phase"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        let r = run(
+            &root,
+            &g,
+            &Request {
+                operation_id: None,
+                force: false,
+                expect_ca_sha256: BTreeMap::new(),
+            },
+            &fake,
+            &Cancel::new(),
+        );
+        assert_eq!(r.code, 0, "{:#}", r.json);
+        assert_eq!(restarted(&r), ["kube-scheduler"]);
+        assert_eq!(*fake.kubeadm_runs.borrow(), 0);
+        let phase = std::fs::read_to_string(state.join("phase")).unwrap();
+        assert!(
+            phase.starts_with("STATE=done\nCOMPONENT=none\nSTARTED=1764460800\n"),
+            "{phase}"
+        );
+    }
+
+    #[test]
+    fn kubeadm_failure_rolls_back_and_restarts_nothing() {
+        let (t, root, g, fake) = setup(false, None);
+        let before = std::fs::read(t.path().join("etc/kubernetes/pki/apiserver.crt")).unwrap();
+        let r = run(&root, &g, &req("op-2", true), &fake, &Cancel::new());
+        assert_eq!(
+            (r.code, r.json["phase"].as_str()),
+            (1, Some("renew-certs")),
+            "{:#}",
+            r.json
+        );
+        assert_eq!(
+            std::fs::read(t.path().join("etc/kubernetes/pki/apiserver.crt")).unwrap(),
+            before
+        );
+        assert!(restarted(&r).is_empty());
+    }
+
+    #[test]
+    fn stop_timeout_puts_the_manifest_back_and_records_failure() {
+        let (t, root, g, fake) = setup(true, Some(Component::KubeApiserver));
+        let r = run(&root, &g, &req("op-3", true), &fake, &Cancel::new());
+        assert_eq!(
+            (r.code, r.json["phase"].as_str()),
+            (1, Some("restart:kube-apiserver")),
+            "{:#}",
+            r.json
+        );
+        assert_eq!(restarted(&r), ["etcd"]);
+        assert!(t
+            .path()
+            .join("etc/kubernetes/manifests/kube-apiserver.yaml")
+            .is_file());
+        let receipt = std::fs::read_to_string(
+            t.path()
+                .join("var/lib/nvke/k8s-cert-renewal/completed/op-3.json"),
+        )
+        .unwrap();
+        assert!(receipt.contains("\"failedComponent\": \"kube-apiserver\""));
+        let phase =
+            std::fs::read_to_string(t.path().join("var/lib/nvke/k8s-cert-renewal/phase")).unwrap();
+        assert!(
+            phase.contains("\"nextComponent\": \"kube-apiserver\""),
+            "resume point persisted: {phase}"
+        );
+    }
+
+    #[test]
+    fn cancel_before_work_writes_a_cancelled_receipt() {
+        let (t, root, g, fake) = setup(true, None);
+        let c = Cancel::new();
+        c.cancel();
+        let r = run(&root, &g, &req("op-4", true), &fake, &c);
+        assert_eq!(
+            (r.code, r.json["outcome"].as_str()),
+            (1, Some("cancelled")),
+            "{:#}",
+            r.json
+        );
+        assert!(t
+            .path()
+            .join("var/lib/nvke/k8s-cert-renewal/completed/op-4.json")
+            .is_file());
+    }
+}
