@@ -103,7 +103,8 @@ impl Node {
         for tool in ["crictl", "kubeadm"] {
             std::os::unix::fs::symlink(SIMNODE, sim.join("bin").join(tool)).unwrap();
         }
-        let mut sim_json = json!({ "root": root, "stopLatencyMs": 30, "startLatencyMs": 30 });
+        let mut sim_json =
+            json!({ "root": root, "stopLatencyMs": 30, "startLatencyMs": 30, "tlsNow": NOW });
         merge(&mut sim_json, &knobs);
         std::fs::write(
             sim.join("sim.json"),
@@ -346,8 +347,6 @@ fn restarted(v: &Value) -> Vec<String> {
         .collect()
 }
 
-const FORCE: &[&str] = &["--force"];
-
 #[test]
 fn happy_path_renews_and_restarts_in_order() {
     let node = Node::new("rsa", json!({}));
@@ -454,7 +453,7 @@ fn due_leaf_renews_without_force_and_ecdsa_works() {
 
 #[test]
 fn failure_replays_with_its_exit_code() {
-    let node = Node::new("rsa", json!({ "kubeadm": { "failHalfway": true } }));
+    let mut node = Node::new("rsa", json!({ "kubeadm": { "failHalfway": true } }));
     let pki_before = std::fs::read(node.root.join("etc/kubernetes/pki/apiserver.crt")).unwrap();
     let (code, v, e) = node.run(&["--operation-id", "op-half", "--force"]);
     assert_eq!(

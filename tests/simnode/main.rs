@@ -1,1 +1,101 @@
-fn main() {}
+//! nvke-simnode: the simulated control-plane node for the scenario tests
+//! (see README.md beside this file).
+//!
+//! A multi-call binary. Called as `crictl` or `kubeadm` (a symlink
+//! `<sim>/bin/crictl` or `<sim>/bin/kubeadm`), it finds its simulation at
+//! `dirname(argv[0])/../sim.json`. Called as `nvke-simnode`, the first
+//! argument names the stand-in:
+//!
+//! ```text
+//! nvke-simnode kubelet --sim DIR
+//! nvke-simnode apiserver --root R --port P --etcd-port E
+//! nvke-simnode etcd --root R --port P
+//! nvke-simnode crictl [--sim DIR] ARGS...
+//! nvke-simnode kubeadm [--sim DIR] ARGS...
+//! ```
+
+mod crictl;
+mod etcdctl;
+mod kubeadm;
+mod kubelet;
+mod regex;
+mod servers;
+mod sim;
+mod state;
+mod tls;
+
+use sim::Sim;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: nvke-simnode kubelet --sim DIR
+       nvke-simnode apiserver --root R --port P [--etcd-port E]
+       nvke-simnode etcd --root R --port P
+       nvke-simnode crictl [--sim DIR] ARGS...
+       nvke-simnode kubeadm [--sim DIR] ARGS...
+   or: call it through a symlink named crictl or kubeadm in <sim>/bin/";
+
+fn code(c: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(c).unwrap_or(1))
+}
+
+fn result(name: &str, r: anyhow::Result<()>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nvke-simnode {name}: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// For `nvke-simnode crictl|kubeadm`: `--sim DIR` first, else
+/// `$NVKE_SIM_DIR`, else `dirname(argv[0])/..`.
+fn multicall_sim(argv0: &str, rest: &[String]) -> (Option<Sim>, Vec<String>) {
+    match rest {
+        [flag, dir, tail @ ..] if flag == "--sim" => (Some(Sim::from_arg(dir)), tail.to_vec()),
+        [flag, tail @ ..] if flag.starts_with("--sim=") => {
+            (Some(Sim::from_arg(&flag["--sim=".len()..])), tail.to_vec())
+        }
+        _ => match std::env::var("NVKE_SIM_DIR") {
+            Ok(dir) if !dir.is_empty() => (Some(Sim::from_arg(&dir)), rest.to_vec()),
+            _ => (Sim::from_argv0(argv0).ok(), rest.to_vec()),
+        },
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let argv0 = args.first().cloned().unwrap_or_default();
+    let base = argv0.rsplit('/').next().unwrap_or("");
+    match base {
+        "crictl" => return code(crictl::main(Sim::from_argv0(&argv0).ok(), &args[1..])),
+        "kubeadm" => return code(kubeadm::main(Sim::from_argv0(&argv0).ok(), &args[1..])),
+        _ => {}
+    }
+    let Some(sub) = args.get(1) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest = &args[2..];
+    match sub.as_str() {
+        "kubelet" => result("kubelet", kubelet::main(rest)),
+        "apiserver" => result("apiserver", servers::apiserver_main(rest)),
+        "etcd" => result("etcd", servers::etcd_main(rest)),
+        "crictl" => {
+            let (sim, rest) = multicall_sim(&argv0, rest);
+            code(crictl::main(sim, &rest))
+        }
+        "kubeadm" => {
+            let (sim, rest) = multicall_sim(&argv0, rest);
+            code(kubeadm::main(sim, &rest))
+        }
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!("nvke-simnode: unknown stand-in {other:?}\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,553 @@
+//! etcdctl 3.5, as run by `crictl exec <etcd container> etcdctl ...`:
+//! `endpoint health [--cluster]` and `member list`, with `-w json|simple|table`.
+//!
+//! The TLS flags name paths as the container sees them; they are mapped
+//! through the container's volume mounts (hostPath volumes of the manifest)
+//! under the simulation root and must exist. Every command first connects to
+//! the local etcd stand-in with them (mutual TLS, server verified for the
+//! endpoint's host), as the real etcdctl would; the rest of the cluster is
+//! made up from sim.json's `etcd` knobs.
+
+use crate::sim::{self, EtcdKnobs};
+use crate::state::Container;
+use crate::tls;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub const CLUSTER_ID: u64 = 14841639068965178418;
+const MEMBER_ID_BASE: u64 = 10276657743932975437;
+
+/// Member N's ID (N >= 1): above 2^53 and odd, so a float parse changes it.
+pub fn member_id(n: u32) -> u64 {
+    MEMBER_ID_BASE.wrapping_sub(u64::from(n - 1) * 1_234_567_890_123_458)
+}
+
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Output {
+    fn fail(msg: impl Into<String>) -> Output {
+        let mut stderr = msg.into();
+        if !stderr.ends_with('\n') {
+            stderr.push('\n');
+        }
+        Output {
+            stdout: String::new(),
+            stderr,
+            code: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    n: u32,
+    id: u64,
+    learner: bool,
+    healthy: bool,
+}
+
+impl Member {
+    fn ip(&self) -> String {
+        format!("10.0.0.1{}", self.n)
+    }
+    fn client_url(&self) -> String {
+        format!("https://{}:2379", self.ip())
+    }
+    fn peer_url(&self) -> String {
+        format!("https://{}:2380", self.ip())
+    }
+    fn name(&self) -> Option<String> {
+        (!self.learner).then(|| format!("cp-{}", self.n))
+    }
+}
+
+/// The members: this node is member 1 (first in the list); `voters` voters
+/// and `learners` learners in all (with `selfIsLearner`, member 1 is one of
+/// the learners, at least one); the last `unhealthy` members are unhealthy.
+fn members(k: &EtcdKnobs) -> Vec<Member> {
+    let mut kinds: Vec<bool> = Vec::new(); // learner?
+    if k.self_is_learner {
+        kinds.push(true);
+        kinds.extend(std::iter::repeat_n(false, k.voters as usize));
+        kinds.extend(std::iter::repeat_n(
+            true,
+            k.learners.saturating_sub(1) as usize,
+        ));
+    } else {
+        kinds.extend(std::iter::repeat_n(false, k.voters as usize));
+        kinds.extend(std::iter::repeat_n(true, k.learners as usize));
+    }
+    let total = kinds.len();
+    let unhealthy = (k.unhealthy as usize).min(total);
+    kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, learner)| Member {
+            n: i as u32 + 1,
+            id: member_id(i as u32 + 1),
+            learner,
+            healthy: i < total - unhealthy,
+        })
+        .collect()
+}
+
+#[derive(Default)]
+struct Flags {
+    endpoints: Option<String>,
+    cacert: Option<String>,
+    cert: Option<String>,
+    key: Option<String>,
+    dial_timeout: Duration,
+    write_out: String,
+    cluster: bool,
+    hex: bool,
+    positional: Vec<String>,
+}
+
+/// Go's time.ParseDuration for the common forms: `5s`, `500ms`, `1m30s`, `2.5s`.
+fn parse_go_duration(s: &str) -> Option<Duration> {
+    let mut total = 0f64;
+    let mut rest = s;
+    if rest.is_empty() {
+        return None;
+    }
+    if rest == "0" {
+        return Some(Duration::ZERO);
+    }
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let mult = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += n * mult;
+        rest = &rest[unit_end..];
+    }
+    Some(Duration::from_secs_f64(total))
+}
+
+/// Go's Duration.String() (roughly): `1.234567ms`, `2s`.
+fn go_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    let trim = |v: f64, unit: &str| {
+        let s = format!("{v:.6}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        format!("{s}{unit}")
+    };
+    if ns < 1_000 {
+        format!("{ns}ns")
+    } else if ns < 1_000_000 {
+        trim(ns as f64 / 1e3, "µs")
+    } else if ns < 1_000_000_000 {
+        trim(ns as f64 / 1e6, "ms")
+    } else {
+        trim(ns as f64 / 1e9, "s")
+    }
+}
+
+fn parse_flags(args: &[String]) -> Result<Flags, String> {
+    let mut f = Flags {
+        dial_timeout: Duration::from_secs(2),
+        write_out: "simple".to_string(),
+        ..Flags::default()
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            f.positional.extend(it.by_ref().cloned());
+            break;
+        }
+        if !a.starts_with('-') || a == "-" {
+            f.positional.push(a.clone());
+            continue;
+        }
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (a.clone(), None),
+        };
+        let mut value = || -> Result<String, String> {
+            match &inline {
+                Some(v) => Ok(v.clone()),
+                None => it
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| format!("Error: flag needs an argument: {name}")),
+            }
+        };
+        let boolean = |inline: &Option<String>| -> Result<bool, String> {
+            match inline.as_deref() {
+                None | Some("true") | Some("1") => Ok(true),
+                Some("false") | Some("0") => Ok(false),
+                Some(v) => Err(format!("Error: invalid argument {v:?} for {name} flag")),
+            }
+        };
+        match name.as_str() {
+            "--endpoints" => f.endpoints = Some(value()?),
+            "--cacert" => f.cacert = Some(value()?),
+            "--cert" => f.cert = Some(value()?),
+            "--key" => f.key = Some(value()?),
+            "--dial-timeout" => {
+                let v = value()?;
+                f.dial_timeout = parse_go_duration(&v)
+                    .ok_or_else(|| format!("Error: invalid argument {v:?} for \"--dial-timeout\" flag: time: invalid duration {v:?}"))?;
+            }
+            "--command-timeout" | "--keepalive-time" | "--keepalive-timeout" => {
+                let v = value()?;
+                parse_go_duration(&v).ok_or_else(|| {
+                    format!("Error: invalid argument {v:?} for \"{name}\" flag: time: invalid duration {v:?}")
+                })?;
+            }
+            "-w" | "--write-out" => f.write_out = value()?,
+            "--user" | "--password" | "--discovery-srv" | "--discovery-srv-name" => {
+                value()?;
+            }
+            "--cluster" => f.cluster = boolean(&inline)?,
+            "--hex" => f.hex = boolean(&inline)?,
+            "--insecure-skip-tls-verify"
+            | "--insecure-transport"
+            | "--insecure-discovery"
+            | "--debug" => {
+                boolean(&inline)?;
+            }
+            _ => return Err(format!("Error: unknown flag: {name}")),
+        }
+    }
+    Ok(f)
+}
+
+/// Maps a path inside the container to the node: through the container's
+/// mounts (longest match), or as is when the manifest has no mounts.
+fn container_path(root: &Path, ctr: &Container, path: &str) -> Option<PathBuf> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    if ctr.mounts.is_empty() {
+        return Some(sim::under_root(root, path));
+    }
+    let m = ctr
+        .mounts
+        .iter()
+        .filter(|m| {
+            let mp = m.container_path.trim_end_matches('/');
+            path == mp || path.starts_with(&format!("{mp}/"))
+        })
+        .max_by_key(|m| m.container_path.len())?;
+    let rest = &path[m.container_path.trim_end_matches('/').len()..];
+    Some(sim::under_root(
+        root,
+        &format!("{}{rest}", m.host_path.trim_end_matches('/')),
+    ))
+}
+
+struct Probe {
+    ok: Result<(), String>,
+    took: Duration,
+}
+
+/// The TLS files of `--cacert`, `--cert`, `--key` on the node; a file the
+/// container cannot see is an error, as for etcdctl (before connecting).
+fn tls_files(root: &Path, ctr: &Container, f: &Flags) -> Result<[Option<PathBuf>; 3], String> {
+    let mut files: [Option<PathBuf>; 3] = [None, None, None];
+    for (i, v) in [&f.cacert, &f.cert, &f.key].into_iter().enumerate() {
+        if let Some(p) = v {
+            match container_path(root, ctr, p) {
+                Some(host_path) if host_path.is_file() => files[i] = Some(host_path),
+                _ => return Err(format!("Error: open {p}: no such file or directory")),
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// Connects to the local etcd stand-in with the given TLS material.
+fn probe(
+    ctr: &Container,
+    f: &Flags,
+    files: &[Option<PathBuf>; 3],
+    host: &str,
+    tls_now: Option<i64>,
+) -> Probe {
+    let start = Instant::now();
+    let ok = (|| -> Result<(), String> {
+        let (Some(ca), cert, key) = (files[0].clone(), files[1].clone(), files[2].clone()) else {
+            return Err("x509: certificate signed by unknown authority (no --cacert)".into());
+        };
+        let client = match (&cert, &key) {
+            (Some(c), Some(k)) => Some((c.as_path(), k.as_path())),
+            (None, None) => None,
+            _ => return Err("KeyFile and CertFile must both be present[key: , cert: ]".into()),
+        };
+        let cfg = tls::client_config(&ca, client, tls_now).map_err(|e| format!("{e:#}"))?;
+        let port = ctr.port.ok_or("etcd container has no port")?;
+        match tls::https_get(cfg, port, host, "/health", f.dial_timeout) {
+            Ok((200, _, _)) => Ok(()),
+            Ok((code, _, _)) => Err(format!("unexpected status {code}")),
+            Err(e) => Err(format!("context deadline exceeded ({e:#})")),
+        }
+    })();
+    Probe {
+        ok,
+        took: start.elapsed(),
+    }
+}
+
+fn url_host(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let hostport = rest.split('/').next().unwrap_or(rest);
+    match hostport.rsplit_once(':') {
+        Some((h, _)) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
+        None => hostport.to_string(),
+    }
+}
+
+pub fn run(
+    root: &Path,
+    ctr: &Container,
+    knobs: &EtcdKnobs,
+    tls_now: Option<i64>,
+    args: &[String],
+) -> Output {
+    let f = match parse_flags(args) {
+        Ok(f) => f,
+        Err(e) => return Output::fail(e),
+    };
+    if !["json", "simple", "table"].contains(&f.write_out.as_str()) {
+        return Output::fail(format!(
+            "Error: unsupported output format {:?} (simnode etcdctl: json, simple, table)",
+            f.write_out
+        ));
+    }
+    let endpoints: Vec<String> = f
+        .endpoints
+        .as_deref()
+        .unwrap_or("127.0.0.1:2379")
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let cmd: Vec<&str> = f.positional.iter().map(String::as_str).collect();
+    let members = members(knobs);
+    let files = match tls_files(root, ctr, &f) {
+        Ok(files) => files,
+        Err(e) => return Output::fail(e),
+    };
+    match cmd.as_slice() {
+        ["endpoint", "health"] => {
+            let local_host = url_host(&endpoints[0]);
+            let p = probe(ctr, &f, &files, &local_host, tls_now);
+            let mut results: Vec<(String, bool, Duration, Option<String>)> = Vec::new();
+            if f.cluster {
+                // etcdctl lists the members first, then checks each client URL.
+                if let Err(e) = &p.ok {
+                    return Output::fail(format!("Error: {e}"));
+                }
+                for m in &members {
+                    if m.n == 1 {
+                        let err = (!m.healthy).then(|| "context deadline exceeded".to_string());
+                        results.push((m.client_url(), err.is_none(), p.took, err));
+                    } else if m.healthy {
+                        let took = Duration::from_micros(1_800 + 317 * u64::from(m.n));
+                        results.push((m.client_url(), true, took, None));
+                    } else {
+                        results.push((
+                            m.client_url(),
+                            false,
+                            f.dial_timeout.max(Duration::from_secs(5)),
+                            Some("context deadline exceeded".to_string()),
+                        ));
+                    }
+                }
+            } else {
+                let self_healthy = members.first().is_some_and(|m| m.healthy);
+                for ep in &endpoints {
+                    let err = match &p.ok {
+                        Err(e) => Some(e.clone()),
+                        Ok(()) if !self_healthy => Some("context deadline exceeded".to_string()),
+                        Ok(()) => None,
+                    };
+                    results.push((ep.clone(), err.is_none(), p.took, err));
+                }
+            }
+            let mut out = String::new();
+            if f.write_out == "json" {
+                // etcdctl's field order: endpoint, health, took, error.
+                let q = |v: &str| serde_json::to_string(v).expect("json string");
+                let items: Vec<String> = results
+                    .iter()
+                    .map(|(ep, h, took, err)| {
+                        let mut o = format!(
+                            "{{\"endpoint\":{},\"health\":{h},\"took\":{}",
+                            q(ep),
+                            q(&go_duration(*took))
+                        );
+                        if let Some(e) = err {
+                            let _ = write!(o, ",\"error\":{}", q(e));
+                        }
+                        o.push('}');
+                        o
+                    })
+                    .collect();
+                out.push('[');
+                out.push_str(&items.join(","));
+                out.push(']');
+                out.push('\n');
+            } else {
+                for (ep, h, took, err) in &results {
+                    if *h {
+                        let _ = writeln!(
+                            out,
+                            "{ep} is healthy: successfully committed proposal: took = {}",
+                            go_duration(*took)
+                        );
+                    } else {
+                        let _ = writeln!(
+                            out,
+                            "{ep} is unhealthy: failed to commit proposal: {}",
+                            err.as_deref().unwrap_or("")
+                        );
+                    }
+                }
+            }
+            let all_ok = results.iter().all(|r| r.1);
+            Output {
+                stdout: out,
+                stderr: if all_ok {
+                    String::new()
+                } else {
+                    "Error: unhealthy cluster\n".to_string()
+                },
+                code: if all_ok { 0 } else { 1 },
+            }
+        }
+        ["member", "list"] => {
+            let p = probe(ctr, &f, &files, &url_host(&endpoints[0]), tls_now);
+            if let Err(e) = &p.ok {
+                return Output::fail(format!("Error: {e}"));
+            }
+            let out = if f.write_out == "json" {
+                member_list_json(&members, f.hex)
+            } else {
+                let mut s = String::new();
+                for m in &members {
+                    let _ = writeln!(
+                        s,
+                        "{:x}, {}, {}, {}, {}, {}",
+                        m.id,
+                        if m.learner { "unstarted" } else { "started" },
+                        m.name().unwrap_or_default(),
+                        m.peer_url(),
+                        m.client_url(),
+                        m.learner
+                    );
+                }
+                s
+            };
+            Output {
+                stdout: out,
+                stderr: String::new(),
+                code: 0,
+            }
+        }
+        _ => Output::fail(format!(
+            "unsupported etcdctl command: {} (nvke-simnode emulates endpoint health [--cluster] and member list)",
+            cmd.join(" ")
+        )),
+    }
+}
+
+/// etcdctl's JSON printer: one line, u64 IDs as JSON numbers (or hex
+/// strings with --hex), omitempty fields omitted (`isLearner` for voters,
+/// `name` for learners).
+fn member_list_json(members: &[Member], hex: bool) -> String {
+    let id = |v: u64| {
+        if hex {
+            format!("\"{v:x}\"")
+        } else {
+            v.to_string()
+        }
+    };
+    let mut s = format!(
+        "{{\"header\":{{\"cluster_id\":{},\"member_id\":{},\"raft_term\":2}},\"members\":[",
+        id(CLUSTER_ID),
+        id(member_id(1))
+    );
+    for (i, m) in members.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{{\"ID\":{}", id(m.id));
+        if let Some(name) = m.name() {
+            let _ = write!(s, ",\"name\":\"{name}\"");
+        }
+        let _ = write!(
+            s,
+            ",\"peerURLs\":[\"{}\"],\"clientURLs\":[\"{}\"]",
+            m.peer_url(),
+            m.client_url()
+        );
+        if m.learner {
+            s.push_str(",\"isLearner\":true");
+        }
+        s.push('}');
+    }
+    s.push_str("]}\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_ids_do_not_survive_f64() {
+        for n in 1..10 {
+            let id = member_id(n);
+            assert!(id > 1u64 << 53);
+            assert_ne!(id as f64 as u64, id, "member {n}");
+        }
+    }
+
+    #[test]
+    fn member_list_is_valid_json_with_u64_ids() {
+        let k = EtcdKnobs {
+            voters: 3,
+            learners: 1,
+            ..EtcdKnobs::default()
+        };
+        let out = member_list_json(&members(&k), false);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["header"]["member_id"].as_u64(), Some(member_id(1)));
+        let ms = v["members"].as_array().unwrap();
+        assert_eq!(ms.len(), 4);
+        assert!(ms[0].get("isLearner").is_none());
+        assert_eq!(ms[3]["isLearner"], true);
+        assert!(ms[3].get("name").is_none());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_go_duration("5s"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_go_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_go_duration("5"), None);
+        assert_eq!(go_duration(Duration::from_micros(1_200)), "1.2ms");
+        assert_eq!(go_duration(Duration::from_secs(5)), "5s");
+    }
+}

@@ -1,0 +1,982 @@
+//! `nvke-simnode kubelet --sim DIR`: a kubelet that runs the static pods of
+//! `<root>/etc/kubernetes/manifests` as simulated containers.
+//!
+//! Every 10 ms it re-reads sim.json and the manifests directory (non-hidden
+//! regular files, symlinks followed, subdirectories skipped), and reconciles:
+//!
+//! - a pod whose manifest appears gets, `startLatencyMs` later, one new
+//!   container per spec container (new 64-hex ID);
+//! - when its manifest goes away, `stopLatencyMs` later the container is
+//!   stopped and kept as CONTAINER_EXITED;
+//! - the static pod UID is the first 32 hex digits of sha256(manifest bytes),
+//!   so an identical manifest that comes back has the same UID (and a new
+//!   container); a changed manifest is a new pod;
+//! - two manifests naming the same pod: the first file (by name) wins;
+//! - containers named `kube-apiserver` and `etcd` run a stand-in process and
+//!   count as running only once it accepts TCP connections; a process that
+//!   dies on its own is a crash: EXITED, restarted with a back-off.
+//!
+//! It exits on SIGTERM/SIGINT (stopping its processes), when its parent
+//! process goes away, or when the simulation directory is removed.
+
+use crate::sim::{self, Sim, SimConfig};
+use crate::state::{Container, ContainersFile, Mount, EXITED, RUNNING};
+use anyhow::{Context, Result};
+use nix::sys::signal::{self, SigHandler, Signal};
+use nix::unistd::Pid;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: nix::libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+const POLL: Duration = Duration::from_millis(10);
+/// A stand-in process that has not started listening after this is killed
+/// and counts as a crash.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// SIGTERM, then SIGKILL after this.
+const KILL_GRACE: Duration = Duration::from_secs(10);
+const MAX_MANIFEST: u64 = 1 << 20;
+
+// ------------------------------------------------------------ manifests
+
+#[derive(Debug, Deserialize)]
+struct PodManifest {
+    kind: Option<String>,
+    metadata: Meta,
+    spec: PodSpec,
+}
+
+#[derive(Debug, Deserialize)]
+struct Meta {
+    name: String,
+    namespace: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PodSpec {
+    containers: Vec<ContainerSpec>,
+    #[serde(default)]
+    volumes: Vec<Volume>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerSpec {
+    name: String,
+    image: Option<String>,
+    #[serde(default)]
+    command: Vec<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    volume_mounts: Vec<VolumeMount>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VolumeMount {
+    name: String,
+    mount_path: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Volume {
+    name: String,
+    host_path: Option<HostPath>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HostPath {
+    path: String,
+}
+
+/// A static pod as loaded from one manifest file.
+#[derive(Debug, Clone)]
+struct Pod {
+    uid: String,
+    name: String,
+    namespace: String,
+    manifest: String,
+    containers: Vec<PodContainer>,
+}
+
+#[derive(Debug, Clone)]
+struct PodContainer {
+    name: String,
+    image: String,
+    argv: Vec<String>,
+    mounts: Vec<Mount>,
+}
+
+fn parse_pod(bytes: &[u8], uid: &str, manifest: &str) -> Result<Pod> {
+    let m: PodManifest = serde_yaml::from_slice(bytes).context("not a Pod manifest")?;
+    if let Some(kind) = &m.kind {
+        anyhow::ensure!(kind == "Pod", "kind is {kind}, not Pod");
+    }
+    anyhow::ensure!(!m.metadata.name.is_empty(), "metadata.name is empty");
+    anyhow::ensure!(!m.spec.containers.is_empty(), "spec.containers is empty");
+    let volumes: HashMap<&str, &str> = m
+        .spec
+        .volumes
+        .iter()
+        .filter_map(|v| {
+            v.host_path
+                .as_ref()
+                .map(|h| (v.name.as_str(), h.path.as_str()))
+        })
+        .collect();
+    let containers = m
+        .spec
+        .containers
+        .iter()
+        .map(|c| PodContainer {
+            name: c.name.clone(),
+            image: c
+                .image
+                .clone()
+                .unwrap_or_else(|| format!("registry.k8s.io/{}:v1.31.0", c.name)),
+            argv: c.command.iter().chain(c.args.iter()).cloned().collect(),
+            mounts: c
+                .volume_mounts
+                .iter()
+                .filter_map(|vm| {
+                    volumes.get(vm.name.as_str()).map(|host| Mount {
+                        container_path: vm.mount_path.clone(),
+                        host_path: host.to_string(),
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Pod {
+        uid: uid.to_string(),
+        name: m.metadata.name,
+        namespace: m
+            .metadata
+            .namespace
+            .unwrap_or_else(|| "default".to_string()),
+        manifest: manifest.to_string(),
+        containers,
+    })
+}
+
+/// The value of `--flag=V` or `--flag V` in a command line.
+fn flag_value<'a>(argv: &'a [String], flag: &str) -> Option<&'a str> {
+    let prefix = format!("{flag}=");
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if let Some(v) = a.strip_prefix(&prefix) {
+            return Some(v);
+        }
+        if a == flag {
+            return it.next().map(String::as_str);
+        }
+    }
+    None
+}
+
+/// kube-apiserver's `--secure-port`, default 6443.
+fn apiserver_port(argv: &[String]) -> u16 {
+    flag_value(argv, "--secure-port")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6443)
+}
+
+/// The port of the `https://127.0.0.1:<port>` URL in etcd's
+/// `--listen-client-urls`, default 2379.
+fn etcd_client_port(argv: &[String]) -> u16 {
+    flag_value(argv, "--listen-client-urls")
+        .and_then(|v| {
+            v.split(',').find_map(|u| {
+                u.trim()
+                    .strip_prefix("https://127.0.0.1:")
+                    .or_else(|| u.trim().strip_prefix("http://127.0.0.1:"))
+                    .and_then(|p| p.trim_end_matches('/').parse().ok())
+            })
+        })
+        .unwrap_or(2379)
+}
+
+// ------------------------------------------------------------ runtime state
+
+#[derive(Debug)]
+enum Phase {
+    /// The stand-in process runs but does not listen yet (hidden from crictl).
+    Starting {
+        since: Instant,
+    },
+    Running,
+    /// SIGTERM sent.
+    Stopping {
+        kill_at: Instant,
+    },
+    Exited,
+}
+
+struct Live {
+    rec: Container,
+    child: Option<Child>,
+    phase: Phase,
+    stop_at: Option<Instant>,
+    /// Listed in containers.json (a starting process is not, yet).
+    visible: bool,
+}
+
+type CtrKey = (String, String, String); // namespace, pod name, container name
+
+struct Kubelet {
+    sim: Sim,
+    exe: PathBuf,
+    cfg: SimConfig,
+    cfg_error: Option<String>,
+    containers: Vec<Live>,
+    /// (uid, container name) -> when to create it.
+    pending: HashMap<(String, String), Instant>,
+    /// uid -> sandbox ID.
+    sandboxes: HashMap<String, String>,
+    /// (uid, container name) -> consecutive crashes.
+    crashes: HashMap<(String, String), u32>,
+    /// parsed manifests by UID; UIDs already reported as unparsable.
+    parsed: HashMap<String, Rc<Pod>>,
+    bad: HashSet<String>,
+    duplicates: HashSet<String>,
+    /// Port of etcd's client URL, from the last etcd manifest seen.
+    etcd_port: Option<u16>,
+    dirty: bool,
+    parent: Pid,
+    /// Manifest file name -> (stamp, when read, UID).
+    file_uids: HashMap<String, (Stamp, Instant, String)>,
+    cfg_stamp: Option<(Stamp, Instant)>,
+}
+
+/// What tells a changed file from an unchanged one without reading it.
+#[derive(Debug, Clone, PartialEq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(md: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            mtime: (md.mtime(), md.mtime_nsec()),
+            ctime: (md.ctime(), md.ctime_nsec()),
+        }
+    }
+}
+
+/// Files whose stamp did not change are read again after this anyway
+/// (timestamps are coarse).
+const RECHECK: Duration = Duration::from_millis(500);
+
+pub fn main(args: &[String]) -> Result<()> {
+    let mut sim_arg = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--sim" => sim_arg = it.next().cloned(),
+            s if s.starts_with("--sim=") => sim_arg = Some(s["--sim=".len()..].to_string()),
+            other => anyhow::bail!("kubelet: unknown argument {other} (usage: kubelet --sim DIR)"),
+        }
+    }
+    let sim = Sim::from_arg(&sim_arg.context("kubelet: --sim DIR is required")?);
+    let cfg = sim.load_config()?;
+    let exe = std::env::current_exe().context("cannot find my own executable")?;
+    std::fs::create_dir_all(sim.container_log_dir())?;
+
+    let handler = SigHandler::Handler(on_signal);
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        signal::signal(Signal::SIGTERM, handler)?;
+        signal::signal(Signal::SIGINT, handler)?;
+    }
+
+    let mut k = Kubelet {
+        sim,
+        exe,
+        cfg,
+        cfg_error: None,
+        containers: Vec::new(),
+        pending: HashMap::new(),
+        sandboxes: HashMap::new(),
+        crashes: HashMap::new(),
+        parsed: HashMap::new(),
+        bad: HashSet::new(),
+        duplicates: HashSet::new(),
+        etcd_port: None,
+        dirty: true,
+        parent: nix::unistd::getppid(),
+        file_uids: HashMap::new(),
+        cfg_stamp: None,
+    };
+    k.adopt_previous();
+    k.log(&format!(
+        "kubelet started (pid {}), root {}",
+        std::process::id(),
+        k.root().display()
+    ));
+    loop {
+        if STOP.load(Ordering::SeqCst) {
+            k.log("kubelet: signal received, stopping");
+            break;
+        }
+        if nix::unistd::getppid() != k.parent {
+            k.log("kubelet: parent process went away, stopping");
+            break;
+        }
+        if !k.sim.dir.is_dir() {
+            // The test's temp dir is gone: nothing left to simulate.
+            break;
+        }
+        k.tick();
+        std::thread::sleep(POLL);
+    }
+    k.shutdown();
+    Ok(())
+}
+
+impl Kubelet {
+    fn root(&self) -> PathBuf {
+        self.sim.root(&self.cfg)
+    }
+
+    fn log(&self, msg: &str) {
+        self.sim
+            .append_log("kubelet.log", &format!("{} {msg}", sim::log_stamp()));
+    }
+
+    /// Containers from an earlier kubelet run are history: their processes
+    /// died with it.
+    fn adopt_previous(&mut self) {
+        if let Ok(prev) = crate::state::load(&self.sim) {
+            let now = sim::now_nanos().to_string();
+            for mut rec in prev.containers {
+                if rec.state != EXITED {
+                    rec.state = EXITED.to_string();
+                    rec.finished_at = now.clone();
+                    rec.exit_code = 255;
+                }
+                self.containers.push(Live {
+                    rec,
+                    child: None,
+                    phase: Phase::Exited,
+                    stop_at: None,
+                    visible: true,
+                });
+            }
+        }
+    }
+
+    fn reload_config(&mut self) {
+        let st = std::fs::metadata(self.sim.config_path())
+            .ok()
+            .map(|m| Stamp::of(&m));
+        if let (Some(st), Some((prev, at))) = (&st, &self.cfg_stamp) {
+            if st == prev && at.elapsed() < RECHECK {
+                return;
+            }
+        }
+        self.cfg_stamp = st.map(|s| (s, Instant::now()));
+        match self.sim.load_config_once() {
+            Ok(cfg) => {
+                self.cfg = cfg;
+                self.cfg_error = None;
+            }
+            Err(e) => {
+                let msg = format!("{e:#}");
+                if self.cfg_error.as_deref() != Some(&msg) {
+                    self.log(&format!(
+                        "sim.json unusable, keeping the previous settings: {msg}"
+                    ));
+                    self.cfg_error = Some(msg);
+                }
+            }
+        }
+    }
+
+    /// The pods the manifests directory asks for, by UID.
+    fn scan(&mut self) -> BTreeMap<String, Rc<Pod>> {
+        let dir = self.root().join("etc/kubernetes/manifests");
+        let mut names: Vec<String> = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        names.sort();
+        self.file_uids.retain(|n, _| names.contains(n));
+        let mut pods = BTreeMap::new();
+        let mut seen: HashSet<(String, String)> = HashSet::new();
+        for name in names {
+            let path = dir.join(&name);
+            let Ok(md) = std::fs::metadata(&path) else {
+                continue;
+            };
+            if !md.is_file() || md.len() > MAX_MANIFEST {
+                continue;
+            }
+            // Unchanged file (same inode, size, mtime, ctime; checked less
+            // than a second ago): same UID, no need to read it again.
+            let st = Stamp::of(&md);
+            let cached = self
+                .file_uids
+                .get(&name)
+                .filter(|(s, at, _)| *s == st && at.elapsed() < RECHECK)
+                .map(|(_, _, uid)| uid.clone());
+            let (uid, bytes) = match cached {
+                Some(uid) => (uid, None),
+                None => {
+                    let Ok(bytes) = std::fs::read(&path) else {
+                        continue;
+                    };
+                    let uid = sim::hex(&Sha256::digest(&bytes)[..16]);
+                    self.file_uids
+                        .insert(name.clone(), (st, Instant::now(), uid.clone()));
+                    (uid, Some(bytes))
+                }
+            };
+            let pod = match self.parsed.get(&uid) {
+                Some(p) if p.manifest == name => p.clone(),
+                Some(p) => Rc::new(Pod {
+                    manifest: name.clone(),
+                    ..Pod::clone(p)
+                }),
+                None if bytes.is_none() => continue, // known unparsable
+                None => match parse_pod(bytes.as_deref().unwrap_or_default(), &uid, &name) {
+                    Ok(p) => {
+                        let p = Rc::new(p);
+                        self.parsed.insert(uid.clone(), p.clone());
+                        p
+                    }
+                    Err(e) => {
+                        if self.bad.insert(uid.clone()) {
+                            self.log(&format!("could not process manifest file {name}: {e:#}"));
+                        }
+                        continue;
+                    }
+                },
+            };
+            if !seen.insert((pod.namespace.clone(), pod.name.clone())) {
+                let key = format!("{name}/{uid}");
+                if self.duplicates.insert(key) {
+                    self.log(&format!(
+                        "manifest {name}: pod {}/{} is already defined by another file, ignored",
+                        pod.namespace, pod.name
+                    ));
+                }
+                continue;
+            }
+            if let Some(c) = pod.containers.iter().find(|c| c.name == "etcd") {
+                self.etcd_port = Some(etcd_client_port(&c.argv));
+            }
+            pods.insert(uid, pod);
+        }
+        pods
+    }
+
+    fn named_in(list: &[String], pod: &str, container: &str) -> bool {
+        list.iter().any(|n| n == pod || n == container)
+    }
+
+    fn tick(&mut self) {
+        self.reload_config();
+        let desired = self.scan();
+        let now = Instant::now();
+        let stop_latency = Duration::from_millis(self.cfg.stop_latency_ms);
+        let start_latency = Duration::from_millis(self.cfg.start_latency_ms);
+
+        // 1. Existing containers: processes, readiness, stops.
+        for i in 0..self.containers.len() {
+            self.check_container(i, &desired, now, stop_latency);
+        }
+
+        // 2. Sandboxes and crash counters of pods that are gone.
+        let live_uids: HashSet<String> = self
+            .containers
+            .iter()
+            .filter(|c| !matches!(c.phase, Phase::Exited))
+            .map(|c| c.rec.pod_uid.clone())
+            .collect();
+        self.sandboxes
+            .retain(|uid, _| desired.contains_key(uid) || live_uids.contains(uid));
+        self.crashes.retain(|(uid, _), _| desired.contains_key(uid));
+        self.pending.retain(|(uid, _), _| desired.contains_key(uid));
+
+        // 3. Desired containers that do not exist: schedule, then create.
+        for pod in desired.values() {
+            for c in &pod.containers {
+                if Self::named_in(&self.cfg.never_start, &pod.name, &c.name) {
+                    self.pending.remove(&(pod.uid.clone(), c.name.clone()));
+                    continue;
+                }
+                let key: CtrKey = (pod.namespace.clone(), pod.name.clone(), c.name.clone());
+                if self.occupied(&key) {
+                    continue;
+                }
+                let pkey = (pod.uid.clone(), c.name.clone());
+                match self.pending.get(&pkey) {
+                    None => {
+                        let crashes = self.crashes.get(&pkey).copied().unwrap_or(0);
+                        let backoff = if crashes == 0 {
+                            Duration::ZERO
+                        } else {
+                            Duration::from_millis((500u64 << (crashes - 1).min(5)).min(10_000))
+                        };
+                        self.pending.insert(pkey, now + start_latency + backoff);
+                    }
+                    Some(at) if *at <= now => {
+                        self.pending.remove(&pkey);
+                        self.create(pod, c);
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+
+        if self.dirty {
+            self.write_state();
+        }
+    }
+
+    /// A container (starting, running or stopping) of this pod + container
+    /// name exists, whatever its pod UID.
+    fn occupied(&self, key: &CtrKey) -> bool {
+        self.containers.iter().any(|c| {
+            !matches!(c.phase, Phase::Exited)
+                && c.rec.namespace == key.0
+                && c.rec.pod_name == key.1
+                && c.rec.name == key.2
+        })
+    }
+
+    fn check_container(
+        &mut self,
+        i: usize,
+        desired: &BTreeMap<String, Rc<Pod>>,
+        now: Instant,
+        stop_latency: Duration,
+    ) {
+        if matches!(self.containers[i].phase, Phase::Exited) {
+            return;
+        }
+        // The process exited?
+        let exited = match self.containers[i].child.as_mut() {
+            Some(child) => child.try_wait().ok().flatten(),
+            None => None,
+        };
+        if let Some(status) = exited {
+            let stopping = matches!(self.containers[i].phase, Phase::Stopping { .. });
+            let code = status.code().unwrap_or_else(|| {
+                128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
+            });
+            let code = if stopping { 0 } else { code };
+            self.mark_exited(i, code, if stopping { "stopped" } else { "crashed" });
+            if !stopping {
+                let c = &self.containers[i].rec;
+                *self
+                    .crashes
+                    .entry((c.pod_uid.clone(), c.name.clone()))
+                    .or_insert(0) += 1;
+            }
+            return;
+        }
+        // Readiness of a starting process.
+        if let Phase::Starting { since } = self.containers[i].phase {
+            let port = self.containers[i].rec.port.unwrap_or(0);
+            if listening(port) {
+                let l = &mut self.containers[i];
+                l.phase = Phase::Running;
+                l.visible = true;
+                l.rec.state = RUNNING.to_string();
+                l.rec.started_at = sim::now_nanos().to_string();
+                let msg = format!(
+                    "container {} {} of pod {}/{} running (pid {}, port {port})",
+                    l.rec.name,
+                    l.rec.id,
+                    l.rec.namespace,
+                    l.rec.pod_full_name,
+                    l.rec.pid.unwrap_or(0)
+                );
+                self.dirty = true;
+                self.log(&msg);
+            } else if now.duration_since(since) > START_TIMEOUT {
+                self.log(&format!(
+                    "container {} {} did not listen on port {port} in time, killing it",
+                    self.containers[i].rec.name, self.containers[i].rec.id
+                ));
+                if let Some(child) = self.containers[i].child.as_mut() {
+                    let _ = child.kill();
+                }
+            }
+        }
+        // Its pod is gone: schedule the stop.
+        let (uid, pod_name, name) = {
+            let r = &self.containers[i].rec;
+            (r.pod_uid.clone(), r.pod_name.clone(), r.name.clone())
+        };
+        let wanted = desired
+            .get(&uid)
+            .is_some_and(|p| p.containers.iter().any(|c| c.name == name));
+        if !wanted
+            && self.containers[i].stop_at.is_none()
+            && !Self::named_in(&self.cfg.never_stop, &pod_name, &name)
+        {
+            self.containers[i].stop_at = Some(now + stop_latency);
+            self.log(&format!(
+                "pod {}/{} ({uid}) removed: stopping container {name} {} in {} ms",
+                self.containers[i].rec.namespace,
+                self.containers[i].rec.pod_full_name,
+                self.containers[i].rec.id,
+                stop_latency.as_millis()
+            ));
+        }
+        // Stop when due.
+        match self.containers[i].phase {
+            Phase::Stopping { kill_at } if now >= kill_at => {
+                if let Some(child) = self.containers[i].child.as_mut() {
+                    let _ = child.kill();
+                }
+            }
+            Phase::Stopping { .. } | Phase::Exited => {}
+            Phase::Starting { .. } | Phase::Running => {
+                if self.containers[i].stop_at.is_some_and(|t| now >= t) {
+                    match self.containers[i].child.as_ref().map(|c| c.id()) {
+                        Some(pid) => {
+                            let _ = signal::kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+                            self.containers[i].phase = Phase::Stopping {
+                                kill_at: now + KILL_GRACE,
+                            };
+                        }
+                        None => self.mark_exited(i, 0, "stopped"),
+                    }
+                }
+            }
+        }
+    }
+
+    fn mark_exited(&mut self, i: usize, code: i32, how: &str) {
+        let l = &mut self.containers[i];
+        l.phase = Phase::Exited;
+        l.child = None;
+        l.visible = true;
+        l.rec.state = EXITED.to_string();
+        l.rec.exit_code = code;
+        l.rec.finished_at = sim::now_nanos().to_string();
+        if l.rec.started_at == "0" {
+            l.rec.started_at = l.rec.finished_at.clone();
+        }
+        let msg = format!(
+            "container {} {} of pod {}/{} {how} (exit code {code})",
+            l.rec.name, l.rec.id, l.rec.namespace, l.rec.pod_full_name
+        );
+        self.dirty = true;
+        self.log(&msg);
+    }
+
+    fn create(&mut self, pod: &Pod, c: &PodContainer) {
+        let id = sim::random_hex(32);
+        let sandbox = self
+            .sandboxes
+            .entry(pod.uid.clone())
+            .or_insert_with(|| sim::random_hex(32))
+            .clone();
+        let attempt = self
+            .containers
+            .iter()
+            .filter(|x| {
+                x.rec.namespace == pod.namespace
+                    && x.rec.pod_name == pod.name
+                    && x.rec.name == c.name
+            })
+            .count() as u32;
+        let node = &self.cfg.node_name;
+        let full = format!("{}-{node}", pod.name);
+        let labels: BTreeMap<String, String> = [
+            ("io.kubernetes.container.name", c.name.clone()),
+            ("io.kubernetes.pod.name", full.clone()),
+            ("io.kubernetes.pod.namespace", pod.namespace.clone()),
+            ("io.kubernetes.pod.uid", pod.uid.clone()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let now = sim::now_nanos().to_string();
+        let mut rec = Container {
+            id: id.clone(),
+            pod_sandbox_id: sandbox,
+            pod_name: pod.name.clone(),
+            pod_full_name: full,
+            namespace: pod.namespace.clone(),
+            pod_uid: pod.uid.clone(),
+            manifest: pod.manifest.clone(),
+            name: c.name.clone(),
+            image: c.image.clone(),
+            state: RUNNING.to_string(),
+            created_at: now.clone(),
+            started_at: "0".to_string(),
+            finished_at: "0".to_string(),
+            exit_code: 0,
+            attempt,
+            labels,
+            annotations: BTreeMap::new(),
+            pid: None,
+            port: None,
+            mounts: c.mounts.clone(),
+            log_path: None,
+        };
+        let root = self.root();
+        let process: Option<(&str, u16, Vec<String>)> = match c.name.as_str() {
+            "kube-apiserver" => {
+                let port = apiserver_port(&c.argv);
+                let etcd_port = self.etcd_port.unwrap_or_else(|| {
+                    flag_value(&c.argv, "--etcd-servers")
+                        .and_then(|v| {
+                            v.split(',')
+                                .find_map(|u| u.strip_prefix("https://127.0.0.1:"))
+                        })
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(2379)
+                });
+                Some((
+                    "apiserver",
+                    port,
+                    vec!["--etcd-port".into(), etcd_port.to_string()],
+                ))
+            }
+            "etcd" => Some(("etcd", etcd_client_port(&c.argv), Vec::new())),
+            _ => None,
+        };
+        match process {
+            None => {
+                rec.started_at = now;
+                self.log(&format!(
+                    "pod {}/{} ({}) from {}: started container {} {id} (attempt {attempt})",
+                    rec.namespace, rec.pod_full_name, rec.pod_uid, rec.manifest, rec.name
+                ));
+                self.containers.push(Live {
+                    rec,
+                    child: None,
+                    phase: Phase::Running,
+                    stop_at: None,
+                    visible: true,
+                });
+            }
+            Some((role, port, extra)) => {
+                let log_path = self.sim.container_log_dir().join(format!("{id}.log"));
+                rec.port = Some(port);
+                rec.log_path = Some(log_path.clone());
+                match self.spawn(role, &root, port, &extra, &log_path) {
+                    Ok(child) => {
+                        rec.pid = Some(child.id());
+                        self.log(&format!(
+                            "pod {}/{} ({}) from {}: starting container {} {id} (attempt {attempt}): {role} on port {port}, pid {}",
+                            rec.namespace, rec.pod_full_name, rec.pod_uid, rec.manifest, rec.name, child.id()
+                        ));
+                        self.containers.push(Live {
+                            rec,
+                            child: Some(child),
+                            phase: Phase::Starting {
+                                since: Instant::now(),
+                            },
+                            stop_at: None,
+                            visible: false,
+                        });
+                    }
+                    Err(e) => {
+                        self.log(&format!("failed to start {role} for {}: {e:#}", rec.name));
+                        rec.state = EXITED.to_string();
+                        rec.exit_code = 128;
+                        rec.started_at = now.clone();
+                        rec.finished_at = now;
+                        *self
+                            .crashes
+                            .entry((rec.pod_uid.clone(), rec.name.clone()))
+                            .or_insert(0) += 1;
+                        self.containers.push(Live {
+                            rec,
+                            child: None,
+                            phase: Phase::Exited,
+                            stop_at: None,
+                            visible: true,
+                        });
+                    }
+                }
+            }
+        }
+        self.dirty = true;
+    }
+
+    fn spawn(
+        &self,
+        role: &str,
+        root: &Path,
+        port: u16,
+        extra: &[String],
+        log_path: &Path,
+    ) -> Result<Child> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log_path)
+            .with_context(|| format!("failed to open {}", log_path.display()))?;
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg(role)
+            .arg("--root")
+            .arg(root)
+            .arg("--port")
+            .arg(port.to_string())
+            .args(extra)
+            .args(
+                self.cfg
+                    .tls_now_unix()
+                    .ok()
+                    .flatten()
+                    .map(|t| vec!["--tls-now".to_string(), t.to_string()])
+                    .unwrap_or_default(),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let me = nix::unistd::getpid();
+        // SAFETY: only async-signal-safe calls (prctl, getppid, _exit).
+        unsafe {
+            cmd.pre_exec(move || {
+                let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGTERM);
+                if nix::unistd::getppid() != me {
+                    nix::libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn()
+            .with_context(|| format!("failed to run {} {role}", self.exe.display()))
+    }
+
+    fn write_state(&mut self) {
+        let file = ContainersFile {
+            kubelet_pid: std::process::id(),
+            updated_at: sim::now_nanos().to_string(),
+            containers: self
+                .containers
+                .iter()
+                .filter(|c| c.visible)
+                .map(|c| c.rec.clone())
+                .collect(),
+        };
+        let mut bytes = serde_json::to_vec_pretty(&file).expect("serialize containers");
+        bytes.push(b'\n');
+        match sim::write_atomic(&self.sim.containers_path(), &bytes, 0o644) {
+            Ok(()) => self.dirty = false,
+            Err(e) => self.log(&format!("failed to write containers.json: {e:#}")),
+        }
+    }
+
+    fn shutdown(&mut self) {
+        for l in &self.containers {
+            if let Some(child) = &l.child {
+                let _ = signal::kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for i in 0..self.containers.len() {
+            if matches!(self.containers[i].phase, Phase::Exited) {
+                continue;
+            }
+            if let Some(child) = self.containers[i].child.as_mut() {
+                loop {
+                    if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
+                        break;
+                    }
+                    if Instant::now() >= deadline {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break;
+                    }
+                    std::thread::sleep(POLL);
+                }
+            }
+            self.mark_exited(i, 0, "stopped (kubelet shutdown)");
+        }
+        if self.sim.dir.is_dir() {
+            self.write_state();
+            self.log("kubelet stopped");
+        }
+    }
+}
+
+fn listening(port: u16) -> bool {
+    port != 0
+        && TcpStream::connect_timeout(
+            &SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            Duration::from_millis(100),
+        )
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn ports_from_manifest_arguments() {
+        assert_eq!(
+            apiserver_port(&argv(&["kube-apiserver", "--secure-port=7443"])),
+            7443
+        );
+        assert_eq!(
+            apiserver_port(&argv(&["kube-apiserver", "--secure-port", "7444"])),
+            7444
+        );
+        assert_eq!(apiserver_port(&argv(&["kube-apiserver"])), 6443);
+        let etcd = argv(&[
+            "etcd",
+            "--listen-client-urls=https://127.0.0.1:12379,https://10.0.0.11:2379",
+        ]);
+        assert_eq!(etcd_client_port(&etcd), 12379);
+        assert_eq!(etcd_client_port(&argv(&["etcd"])), 2379);
+    }
+
+    #[test]
+    fn pod_manifest() {
+        let yaml = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\nspec:\n  containers:\n  - name: etcd\n    command: [etcd, --name=cp-1]\n    volumeMounts:\n    - {name: certs, mountPath: /etc/kubernetes/pki/etcd}\n  volumes:\n  - {name: certs, hostPath: {path: /etc/kubernetes/pki/etcd}}\n";
+        let p = parse_pod(yaml, "u", "etcd.yaml").unwrap();
+        assert_eq!(p.namespace, "default");
+        assert_eq!(p.containers[0].argv, argv(&["etcd", "--name=cp-1"]));
+        assert_eq!(
+            p.containers[0].mounts[0].host_path,
+            "/etc/kubernetes/pki/etcd"
+        );
+        assert!(parse_pod(
+            b"kind: Deployment\nmetadata: {name: x}\nspec: {containers: [{name: a}]}\n",
+            "u",
+            "x"
+        )
+        .is_err());
+    }
+}

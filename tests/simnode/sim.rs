@@ -1,0 +1,349 @@
+//! The simulation directory: `sim.json` (the knobs), the state files beside
+//! it, and small helpers every stand-in shares (atomic writes, logs, random
+//! IDs, clocks).
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The node name the kubelet stand-in registers as (static pod names get
+/// `-<node>` appended, as the real kubelet does).
+pub const DEFAULT_NODE: &str = "cp-1";
+
+/// `sim.json`. Every field is optional; unknown fields are an error so that a
+/// misspelt knob fails loudly instead of silently doing nothing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct SimConfig {
+    /// The node root (absolute, or relative to the simulation directory).
+    /// Default: `<sim dir>/root`.
+    pub root: Option<PathBuf>,
+    pub stop_latency_ms: u64,
+    pub start_latency_ms: u64,
+    /// Component (container or static pod) names that never get a running
+    /// container.
+    pub never_start: Vec<String>,
+    /// Component names whose container keeps running after its manifest is
+    /// removed.
+    pub never_stop: Vec<String>,
+    pub node_name: String,
+    /// RFC 3339: the TLS stand-ins (etcd, kube-apiserver, etcdctl) check
+    /// certificate validity as of this time instead of the real clock, so a
+    /// test with a fixed `--now` keeps working after the fixture leaves
+    /// expire in real time. Read when a process starts.
+    pub tls_now: Option<String>,
+    pub etcd: EtcdKnobs,
+    pub kubeadm: KubeadmKnobs,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            root: None,
+            stop_latency_ms: 200,
+            start_latency_ms: 200,
+            never_start: Vec::new(),
+            never_stop: Vec::new(),
+            node_name: DEFAULT_NODE.to_string(),
+            tls_now: None,
+            etcd: EtcdKnobs::default(),
+            kubeadm: KubeadmKnobs::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct EtcdKnobs {
+    pub voters: u32,
+    pub learners: u32,
+    /// The last `unhealthy` members of the list are unhealthy.
+    pub unhealthy: u32,
+    pub self_is_learner: bool,
+    pub exec_fails: bool,
+}
+
+impl Default for EtcdKnobs {
+    fn default() -> Self {
+        EtcdKnobs {
+            voters: 1,
+            learners: 0,
+            unhealthy: 0,
+            self_is_learner: false,
+            exec_fails: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct KubeadmKnobs {
+    pub fail_halfway: bool,
+    #[serde(rename = "changeCA")]
+    pub change_ca: bool,
+    pub key_mismatch: bool,
+    pub hang_secs: u64,
+}
+
+/// A simulation directory and its files.
+#[derive(Debug, Clone)]
+pub struct Sim {
+    pub dir: PathBuf,
+}
+
+impl Sim {
+    pub fn new(dir: PathBuf) -> Sim {
+        Sim { dir }
+    }
+
+    /// `--sim X`: X is the simulation directory, or its `sim.json`.
+    pub fn from_arg(arg: &str) -> Sim {
+        let p = PathBuf::from(arg);
+        if p.is_file() {
+            let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+            return Sim::new(if dir.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                dir
+            });
+        }
+        Sim::new(p)
+    }
+
+    /// For a tool called through a symlink `<sim>/bin/<tool>`: `<sim>` is
+    /// `dirname(argv[0])/..`, taken literally (argv[0] is not canonicalized:
+    /// the symlink's directory is what matters). A bare name is looked up on
+    /// PATH, like a shell would.
+    pub fn from_argv0(argv0: &str) -> Result<Sim> {
+        let path = if argv0.contains('/') {
+            PathBuf::from(argv0)
+        } else {
+            let path_var = std::env::var_os("PATH").unwrap_or_default();
+            std::env::split_paths(&path_var)
+                .map(|d| d.join(argv0))
+                .find(|p| p.exists())
+                .with_context(|| format!("cannot locate {argv0} on PATH to find sim.json"))?
+        };
+        let bin_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let bin_dir = if bin_dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            bin_dir
+        };
+        Ok(Sim::new(bin_dir.join("..")))
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("sim.json")
+    }
+    pub fn containers_path(&self) -> PathBuf {
+        self.dir.join("containers.json")
+    }
+    pub fn log_path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+    /// Per-container stdout/stderr of the stand-in processes.
+    pub fn container_log_dir(&self) -> PathBuf {
+        self.dir.join("container-logs")
+    }
+
+    /// Reads sim.json. A file that does not parse is read again for up to
+    /// 100 ms, in case a test is rewriting it in place (write it atomically,
+    /// temp file + rename, to avoid relying on this).
+    pub fn load_config(&self) -> Result<SimConfig> {
+        self.read_config(20)
+    }
+
+    /// Reads sim.json once (the kubelet polls it anyway).
+    pub fn load_config_once(&self) -> Result<SimConfig> {
+        self.read_config(0)
+    }
+
+    fn read_config(&self, retries: u32) -> Result<SimConfig> {
+        let path = self.config_path();
+        let mut tries = 0;
+        loop {
+            let bytes =
+                fs::read(&path).with_context(|| format!("failed to read {}", path.display()))?;
+            match parse_config(&bytes) {
+                Ok(cfg) => return Ok(cfg),
+                Err(_) if tries < retries => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => return Err(e).with_context(|| format!("invalid {}", path.display())),
+            }
+        }
+    }
+
+    /// The node root named by the configuration, made absolute.
+    pub fn root(&self, cfg: &SimConfig) -> PathBuf {
+        match &cfg.root {
+            Some(r) if r.is_absolute() => r.clone(),
+            Some(r) => self.dir.join(r),
+            None => self.dir.join("root"),
+        }
+    }
+
+    /// Appends one line to a log file in the simulation directory.
+    pub fn append_log(&self, name: &str, line: &str) {
+        append_line(&self.log_path(name), line);
+    }
+}
+
+pub fn parse_config(bytes: &[u8]) -> Result<SimConfig> {
+    let cfg: SimConfig = serde_json::from_slice(bytes)?;
+    cfg.tls_now_unix()?;
+    if cfg.etcd.voters == 0 && cfg.etcd.learners == 0 && !cfg.etcd.self_is_learner {
+        bail!("etcd: a cluster needs at least one member");
+    }
+    Ok(cfg)
+}
+
+impl SimConfig {
+    /// `tlsNow` as unix seconds.
+    pub fn tls_now_unix(&self) -> Result<Option<i64>> {
+        match &self.tls_now {
+            None => Ok(None),
+            Some(s) => {
+                let t =
+                    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+                        .with_context(|| format!("tlsNow {s:?} is not RFC 3339"))?;
+                Ok(Some(t.unix_timestamp()))
+            }
+        }
+    }
+}
+
+/// Appends `line` + newline with a single write(2) on an O_APPEND file, so
+/// lines from concurrent processes do not interleave.
+pub fn append_line(path: &Path, line: &str) {
+    let mut buf = line.replace('\n', "\\n");
+    buf.push('\n');
+    if let Ok(mut f) = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o644)
+        .open(path)
+    {
+        let _ = f.write_all(buf.as_bytes());
+    }
+}
+
+/// Writes `bytes` to a dot-named temp file beside `path` with `mode`,
+/// fsyncs it and renames it over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let dir = path
+        .parent()
+        .with_context(|| format!("{} has no parent directory", path.display()))?;
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} has no file name", path.display()))?
+        .to_string_lossy();
+    let tmp = dir.join(format!(".{name}.simnode-{}.tmp", std::process::id()));
+    let _ = fs::remove_file(&tmp);
+    {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+            .with_context(|| format!("failed to create {}", tmp.display()))?;
+        f.write_all(bytes)
+            .with_context(|| format!("failed to write {}", tmp.display()))?;
+        // The umask may have narrowed the mode: set it explicitly.
+        f.set_permissions(fs::Permissions::from_mode(mode))
+            .with_context(|| format!("failed to chmod {}", tmp.display()))?;
+        f.sync_all()
+            .with_context(|| format!("failed to fsync {}", tmp.display()))?;
+    }
+    fs::rename(&tmp, path).with_context(|| {
+        let _ = fs::remove_file(&tmp);
+        format!("failed to rename {} to {}", tmp.display(), path.display())
+    })?;
+    Ok(())
+}
+
+/// `n` random bytes from /dev/urandom.
+pub fn random_bytes(n: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; n];
+    let mut f = fs::File::open("/dev/urandom").expect("open /dev/urandom");
+    f.read_exact(&mut buf).expect("read /dev/urandom");
+    buf
+}
+
+/// `2 * n` random lowercase hex digits.
+pub fn random_hex(n_bytes: usize) -> String {
+    hex(&random_bytes(n_bytes))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+pub fn now_nanos() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
+}
+
+/// RFC 3339 UTC with nanoseconds (`2026-11-30T00:00:00.123456789Z`), as
+/// crictl inspect prints times; 0 is Go's zero time.
+pub fn rfc3339_nanos(nanos: i128) -> String {
+    if nanos == 0 {
+        return "0001-01-01T00:00:00Z".to_string();
+    }
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "0001-01-01T00:00:00Z".to_string())
+}
+
+/// Timestamp prefix for log lines.
+pub fn log_stamp() -> String {
+    rfc3339_nanos(now_nanos())
+}
+
+/// Maps an absolute node path (`/etc/kubernetes/pki/ca.crt`) under `root`.
+pub fn under_root(root: &Path, node_path: &str) -> PathBuf {
+    root.join(node_path.trim_start_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults_and_typos() {
+        let c = parse_config(b"{}").unwrap();
+        assert_eq!(c.stop_latency_ms, 200);
+        assert_eq!(c.etcd.voters, 1);
+        assert!(!c.kubeadm.change_ca);
+        let c = parse_config(
+            br#"{"kubeadm": {"changeCA": true, "hangSecs": 3}, "neverStop": ["etcd"]}"#,
+        )
+        .unwrap();
+        assert!(c.kubeadm.change_ca);
+        assert_eq!(c.kubeadm.hang_secs, 3);
+        assert_eq!(c.never_stop, vec!["etcd".to_string()]);
+        assert!(parse_config(br#"{"neverstop": []}"#).is_err());
+    }
+
+    #[test]
+    fn sim_dir_from_argv0_is_not_canonicalized() {
+        let s = Sim::from_argv0("/x/sim/bin/crictl").unwrap();
+        assert_eq!(s.config_path(), PathBuf::from("/x/sim/bin/../sim.json"));
+    }
+}
