@@ -15,10 +15,12 @@ use crate::tlsprobe::TlsIdentity;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
+const PANICKED: &str = "etcdctl probe panicked";
+
 /// Interval between container polls (stop/start waits).
-pub const CONTAINER_POLL: Duration = Duration::from_millis(20);
+pub const CONTAINER_POLL: Duration = Duration::from_millis(10);
 /// Interval between full health-gate attempts.
-pub const GATE_POLL: Duration = Duration::from_millis(100);
+pub const GATE_POLL: Duration = Duration::from_millis(50);
 
 /// etcdctl flags of the guide's validation section: paths as the etcd
 /// container sees them, whatever --root is.
@@ -178,26 +180,36 @@ impl Health<'_> {
             }
             Ok(out.stdout)
         };
-        let members =
-            match run(&["member", "list", "-w", "json"]).and_then(|b| cri::parse_member_list(&b)) {
-                Ok(m) => m,
-                Err(e) => return Attempt::NotYet(e),
-            };
-        let local = match run(&["endpoint", "health", "-w", "json"])
-            .and_then(|b| cri::parse_endpoint_health(&b))
-        {
+        // The three etcdctl calls are independent: run them side by side.
+        let (members, local, cluster) = std::thread::scope(|s| {
+            let m = s.spawn(|| {
+                run(&["member", "list", "-w", "json"]).and_then(|b| cri::parse_member_list(&b))
+            });
+            let l = s.spawn(|| {
+                run(&["endpoint", "health", "-w", "json"])
+                    .and_then(|b| cri::parse_endpoint_health(&b))
+            });
+            let c = s.spawn(|| {
+                run(&["endpoint", "health", "--cluster", "-w", "json"])
+                    .and_then(|b| cri::parse_endpoint_health(&b))
+            });
+            (
+                m.join().unwrap_or_else(|_| Err(PANICKED.to_string())),
+                l.join().unwrap_or_else(|_| Err(PANICKED.to_string())),
+                c.join().unwrap_or_else(|_| Err(PANICKED.to_string())),
+            )
+        });
+        let members = match members {
+            Ok(m) => m,
+            Err(e) => return Attempt::NotYet(e),
+        };
+        let local = match local {
             Ok(v) => v,
             Err(e) => return Attempt::NotYet(e),
         };
-        let cluster = if members.members.len() > 1 {
-            match run(&["endpoint", "health", "--cluster", "-w", "json"])
-                .and_then(|b| cri::parse_endpoint_health(&b))
-            {
-                Ok(v) => v,
-                Err(e) => return Attempt::NotYet(e),
-            }
-        } else {
-            local.clone()
+        let cluster = match cluster {
+            Ok(v) => v,
+            Err(e) => return Attempt::NotYet(e),
         };
         match cri::judge_etcd(&local, &cluster, &members) {
             EtcdVerdict::Ok {
@@ -218,9 +230,32 @@ impl Health<'_> {
     }
 
     fn attempt(&self) -> Attempt {
+        // The four container queries and the kube-apiserver probe are
+        // independent: run them side by side, then etcd (it needs the
+        // etcd container's ID).
+        let (containers, readyz) = std::thread::scope(|s| {
+            let handles: Vec<_> = Component::ALL
+                .iter()
+                .map(|&c| s.spawn(move || (c, self.rt.containers(c))))
+                .collect();
+            let probe = s.spawn(|| self.readyz());
+            let containers: Vec<_> = handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or((Component::Etcd, Err("container query panicked".into())))
+                })
+                .collect();
+            (
+                containers,
+                probe
+                    .join()
+                    .unwrap_or_else(|_| Err("readyz probe panicked".into())),
+            )
+        });
         let mut running = Vec::new();
-        for c in Component::ALL {
-            match self.rt.containers(c) {
+        for (c, result) in containers {
+            match result {
                 Ok(list) => match cri::running(&list) {
                     Some(r) => running.push((c, r.id.clone())),
                     None => return Attempt::NotYet(format!("{c} has no running container")),
@@ -233,21 +268,23 @@ impl Health<'_> {
             other => return other,
         };
         ok.containers = running;
-        let port = match apiserver_port(self.root) {
-            Ok(p) => p,
-            Err(e) => return Attempt::NotYet(e),
-        };
-        let id = match apiserver_identity(self.root) {
-            Ok(id) => id,
-            Err(e) => return Attempt::NotYet(e),
-        };
+        match readyz {
+            Ok(()) => Attempt::Pass(ok),
+            Err(e) => Attempt::NotYet(e),
+        }
+    }
+
+    /// kube-apiserver answers `/readyz` with 200.
+    fn readyz(&self) -> Result<(), String> {
+        let port = apiserver_port(self.root)?;
+        let id = apiserver_identity(self.root)?;
         match self
             .rt
             .probe(port, "kubernetes", &id, self.now, Some("/readyz"))
         {
-            Ok(r) if r.status == Some(200) => Attempt::Pass(ok),
-            Ok(r) => Attempt::NotYet(format!("kube-apiserver /readyz answered {:?}", r.status)),
-            Err(e) => Attempt::NotYet(format!("kube-apiserver /readyz: {e}")),
+            Ok(r) if r.status == Some(200) => Ok(()),
+            Ok(r) => Err(format!("kube-apiserver /readyz answered {:?}", r.status)),
+            Err(e) => Err(format!("kube-apiserver /readyz: {e}")),
         }
     }
 

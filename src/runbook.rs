@@ -54,6 +54,9 @@ pub struct Restart {
     pub new_container_id: String,
     pub stop_ms: u64,
     pub healthy_ms: u64,
+    /// The whole step for this component: the gate before staging, both
+    /// moves, both waits, and the phase write after it.
+    pub total_ms: u64,
 }
 
 /// Why a run stopped short.
@@ -606,6 +609,7 @@ impl Run<'_> {
 
     /// Step 9 for one component.
     fn restart(&mut self, c: Component) -> Result<(), Fail> {
+        let t_start = Instant::now();
         let gate = self
             .health()
             .wait_gate(self.g.health_timeout)
@@ -682,14 +686,16 @@ impl Run<'_> {
             healthy_ms,
             "restarted"
         );
+        self.record(PhaseState::RestartPending, c.next())?;
         self.restarts.push(Restart {
             component: c,
             old_container_id: old,
             new_container_id: new,
             stop_ms,
             healthy_ms,
+            total_ms: t_start.elapsed().as_millis() as u64,
         });
-        self.record(PhaseState::RestartPending, c.next())
+        Ok(())
     }
 
     /// Step 10.
@@ -1182,6 +1188,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
             "NEW CONTAINER".to_string(),
             "STOP".to_string(),
             "HEALTHY".to_string(),
+            "TOTAL".to_string(),
         ]];
         for r in &run.restarts {
             rows.push(vec![
@@ -1190,6 +1197,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
                 health::short(&r.new_container_id).to_string(),
                 format!("{}ms", r.stop_ms),
                 format!("{}ms", r.healthy_ms),
+                format!("{}ms", r.total_ms),
             ]);
         }
         crate::output::table(&mut text, &rows);
@@ -1209,17 +1217,17 @@ mod tests {
     use crate::cri::Container;
     use crate::proc::Output;
     use crate::tlsprobe::{ProbeResult, TlsIdentity};
-    use std::cell::RefCell;
     use std::collections::HashMap;
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
+    use std::sync::Mutex;
 
     struct Fake {
         root: std::path::PathBuf,
-        gens: RefCell<HashMap<Component, (u32, bool)>>,
+        gens: Mutex<HashMap<Component, (u32, bool)>>,
         kubeadm_ok: bool,
         never_stop: Option<Component>,
-        kubeadm_runs: RefCell<u32>,
+        kubeadm_runs: Mutex<u32>,
     }
 
     impl Fake {
@@ -1233,7 +1241,7 @@ mod tests {
 
     impl Runtime for Fake {
         fn containers(&self, c: Component) -> Result<Vec<Container>, String> {
-            let mut g = self.gens.borrow_mut();
+            let mut g = self.gens.lock().unwrap();
             let e = g.entry(c).or_insert((0, true));
             let active = self.active(c);
             if !active && e.1 && self.never_stop != Some(c) {
@@ -1298,7 +1306,7 @@ mod tests {
             })
         }
         fn renew_certs(&self) -> Result<Output, String> {
-            *self.kubeadm_runs.borrow_mut() += 1;
+            *self.kubeadm_runs.lock().unwrap() += 1;
             if self.kubeadm_ok {
                 Ok(Output {
                     code: Some(0),
@@ -1368,7 +1376,7 @@ mod tests {
             gens: Default::default(),
             kubeadm_ok,
             never_stop,
-            kubeadm_runs: RefCell::new(0),
+            kubeadm_runs: Mutex::new(0),
         };
         (t, root, g, fake)
     }
@@ -1442,7 +1450,7 @@ mod tests {
         );
         assert_eq!(r.code, 0, "{:#}", r.json);
         assert_eq!(restarted(&r), ["kube-scheduler"]);
-        assert_eq!(*fake.kubeadm_runs.borrow(), 0);
+        assert_eq!(*fake.kubeadm_runs.lock().unwrap(), 0);
         let phase = std::fs::read_to_string(state.join("phase")).unwrap();
         assert!(
             phase.starts_with("STATE=done\nCOMPONENT=none\nSTARTED=1764460800\n"),

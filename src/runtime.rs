@@ -11,7 +11,8 @@ use crate::tlsprobe::{self, ProbeResult, TlsIdentity};
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub trait Runtime {
+/// `Sync`: the health gate queries independent things side by side.
+pub trait Runtime: Sync {
     /// Containers of one component (exact labels), newest first, exited included.
     fn containers(&self, c: Component) -> Result<Vec<Container>, String>;
     /// `etcdctl <args>` inside the etcd container.
