@@ -793,6 +793,16 @@ impl Run<'_> {
             }
         }
         self.before = Some(pki);
+        for (tool, why) in self.rt.missing_tools() {
+            let phase = if tool == "kubeadm" && matches!(start, Start::Fresh | Start::Renewing) {
+                Phase::RenewCerts
+            } else if tool == "kubeadm" {
+                continue;
+            } else {
+                Phase::Health
+            };
+            return Err(fail(phase, format!("{why}; nothing was changed")));
+        }
         self.check_cancel(None)?;
         let gate = self
             .health()

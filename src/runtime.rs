@@ -28,6 +28,11 @@ pub trait Runtime: Sync {
     ) -> Result<ProbeResult, String>;
     /// `kubeadm certs renew all`.
     fn renew_certs(&self) -> Result<Output, String>;
+    /// Tools that cannot be found: (phase-worthy name, reason). A missing
+    /// tool is not something waiting fixes, so the run fails at once.
+    fn missing_tools(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// The real node: crictl and kubeadm as subprocesses.
@@ -87,6 +92,17 @@ impl NodeRuntime {
 }
 
 impl Runtime for NodeRuntime {
+    fn missing_tools(&self) -> Vec<(&'static str, String)> {
+        let mut v = Vec::new();
+        if let Some(e) = &self.crictl_error {
+            v.push(("crictl", e.clone()));
+        }
+        if let Some(e) = &self.kubeadm_error {
+            v.push(("kubeadm", e.clone()));
+        }
+        v
+    }
+
     fn containers(&self, c: Component) -> Result<Vec<Container>, String> {
         let out = self.crictl(vec![
             "ps".into(),

@@ -853,3 +853,108 @@ fn lock_held_times_out_with_exit_3_and_writes_nothing() {
     assert!(node.receipt("op-lock").is_none());
     drop(lock);
 }
+
+#[test]
+fn kubeadm_config_is_passed_and_a_hanging_kubeadm_is_killed() {
+    let mut node = Node::new("rsa", json!({}));
+    std::fs::write(
+        node.root.join("etc/kubernetes/kubeadm.yaml"),
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n",
+    )
+    .unwrap();
+    let (code, v, e) = node.run(&[
+        "--operation-id",
+        "op-cfg",
+        "--force",
+        "--kubeadm-config",
+        "/etc/kubernetes/kubeadm.yaml",
+    ]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert!(
+        node.kubeadm_calls()
+            .contains("--config /etc/kubernetes/kubeadm.yaml"),
+        "{}",
+        node.kubeadm_calls()
+    );
+
+    node.set_knobs(json!({ "kubeadm": { "hangSecs": 60 } }));
+    let start = Instant::now();
+    let (code, v, _) = node.run(&[
+        "--operation-id",
+        "op-hang",
+        "--force",
+        "--command-timeout",
+        "1",
+    ]);
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("renew-certs")),
+        "{v:#}"
+    );
+    assert!(
+        v["message"].as_str().unwrap().contains("timed out"),
+        "{v:#}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(30));
+    node.assert_all_active();
+}
+
+#[test]
+fn a_missing_tool_fails_at_once_and_the_callers_path_is_ignored() {
+    let node = Node::new("rsa", json!({}));
+    // A fake kubeadm first on the caller's PATH must never run.
+    let fake = node.sim.join("evil");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(
+        fake.join("kubeadm"),
+        "#!/bin/sh\ntouch \"$0.ran\"\nexit 0\n",
+    )
+    .unwrap();
+    chmod(&fake.join("kubeadm"), 0o755);
+    let start = Instant::now();
+    let out = Command::new(RUNBOOK)
+        .args([
+            "--output",
+            "json",
+            "--now",
+            NOW,
+            "--operation-id",
+            "op-miss",
+            "--force",
+            "--health-timeout",
+            "60",
+        ])
+        .arg("--root")
+        .arg(&node.root)
+        .arg("--crictl")
+        .arg(node.sim.join("bin/crictl"))
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", fake.display()))
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(start.elapsed() < Duration::from_secs(30));
+    assert!(
+        !fake.join("kubeadm.ran").exists(),
+        "the caller's PATH was trusted"
+    );
+    // On a machine without kubeadm on the fixed PATH (CI), the run is
+    // refused before anything changes.
+    if !Path::new("/usr/bin/kubeadm").exists() && !Path::new("/usr/local/bin/kubeadm").exists() {
+        assert_eq!(
+            (out.status.code(), v["phase"].as_str()),
+            (Some(1), Some("renew-certs")),
+            "{v:#}"
+        );
+        assert!(
+            v["message"].as_str().unwrap().contains("kubeadm not found"),
+            "{v:#}"
+        );
+        assert!(node.phase().is_empty(), "nothing was changed");
+    }
+    node.assert_all_active();
+}
