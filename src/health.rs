@@ -297,6 +297,7 @@ impl Health<'_> {
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }
+            crate::crash_point!("gate-in-wait");
             match self.attempt() {
                 Attempt::Pass(ok) => return Ok(ok),
                 Attempt::Structural(phase, message) => {
@@ -331,6 +332,7 @@ impl Health<'_> {
     ) -> Result<(), GateError> {
         let deadline = Instant::now() + timeout;
         loop {
+            crate::crash_point!("restart-in-wait-stop");
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }
@@ -361,6 +363,7 @@ impl Health<'_> {
         timeout: Duration,
     ) -> Result<String, GateError> {
         loop {
+            crate::crash_point!("restart-in-wait-start");
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }

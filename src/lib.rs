@@ -40,5 +40,6 @@ pub mod tlsprobe;
 // Modes.
 pub mod app;
 pub mod check;
+pub mod failpoints;
 pub mod runbook;
 pub mod status;

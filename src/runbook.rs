@@ -572,6 +572,7 @@ impl Run<'_> {
     /// Step 8: record, back up, kubeadm, verify; roll back on any failure.
     fn renew(&mut self) -> Result<(), Fail> {
         self.record(PhaseState::Renewing, None)?;
+        crate::crash_point!("renew-after-phase-renewing");
         let (kind, name) = self.backup_kind_name();
         let n = backup::create(self.root, &self.state, kind, &name)
             .map_err(|e| fail(Phase::Backup, e.to_string()))?;
@@ -581,8 +582,12 @@ impl Run<'_> {
             kind
         );
         self.check_cancel(None)?;
+        crate::crash_point!("renew-after-backup");
         let result = match self.rt.renew_certs() {
-            Ok(out) if out.success() => self.verify_renewed(),
+            Ok(out) if out.success() => {
+                crate::crash_point!("renew-after-kubeadm");
+                self.verify_renewed()
+            }
             Ok(out) => Err(format!(
                 "kubeadm certs renew all failed (exit {:?}): {}",
                 out.code,
@@ -604,6 +609,7 @@ impl Run<'_> {
             return Err(fail(Phase::RenewCerts, format!("{why}{tail}")));
         }
         tracing::info!("certificates renewed and verified");
+        crate::crash_point!("renew-after-verify");
         Ok(())
     }
 
@@ -635,6 +641,7 @@ impl Run<'_> {
             cancelled: false,
         })?;
         self.staged = Some(c);
+        crate::crash_point!("restart-after-stage");
         tracing::info!(
             component = c.name(),
             old = health::short(&old),
@@ -645,6 +652,7 @@ impl Run<'_> {
             .wait_stopped(c, &old, self.g.stop_timeout)
             .map_err(|e| self.gate_fail(e, Some(c)))?;
         let stop_ms = t0.elapsed().as_millis() as u64;
+        crate::crash_point!("restart-after-stop");
         match dirs.unstage(c).map_err(|e| Fail {
             phase: Phase::Restart(c),
             message: format!("putting the manifest back failed: {e}"),
@@ -663,6 +671,7 @@ impl Run<'_> {
             }
             _ => self.staged = None,
         }
+        crate::crash_point!("restart-after-unstage");
         let t1 = Instant::now();
         let deadline = t1 + self.g.health_timeout;
         let new = self
@@ -686,6 +695,7 @@ impl Run<'_> {
             healthy_ms,
             "restarted"
         );
+        crate::crash_point!("restart-before-record");
         self.record(PhaseState::RestartPending, c.next())?;
         self.restarts.push(Restart {
             component: c,
@@ -1009,6 +1019,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         mode,
         "renewal starting (lock held)"
     );
+    crate::crash_point!("renew-after-lock");
 
     // Step 2: own receipt first.
     if let Some(id) = id {
@@ -1132,6 +1143,9 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
     };
 
     // The receipt is the commit point; then `done`.
+    if outcome == Outcome::Renewed {
+        crate::crash_point!("renew-before-receipt");
+    }
     if let Some(id) = &id {
         let r = run.make_receipt(id, outcome, phase, &message, failed_component);
         if let Err(e) = run.write_receipt(&r) {
@@ -1139,6 +1153,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
         }
     }
     if outcome == Outcome::Renewed {
+        crate::crash_point!("renew-after-receipt-before-done");
         if let Err(f) = run.record(PhaseState::Done, None) {
             message.push_str(&format!("; {}", f.message));
         }

@@ -406,6 +406,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                     }
                 }
             }
+            crate::crash_point!("fence-after-restore-before-receipt");
             let after = manifests::inspect(root);
             let (ph, failed_component) = abandoned_phase(&phase, id);
             let restored_names: Vec<&str> = restored.iter().map(|c| c.name()).collect();
