@@ -59,6 +59,29 @@ pub struct Restart {
     pub total_ms: u64,
 }
 
+/// Logs a step's start, and its end with the duration (SPEC section 8).
+struct Step {
+    name: String,
+    started: Instant,
+}
+
+impl Step {
+    fn new(name: impl Into<String>) -> Step {
+        let name = name.into();
+        tracing::info!(step = %name, "step started");
+        Step {
+            name,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Drop for Step {
+    fn drop(&mut self) {
+        tracing::info!(step = %self.name, ms = self.started.elapsed().as_millis() as u64, "step ended");
+    }
+}
+
 /// Why a run stopped short.
 #[derive(Debug, Clone)]
 struct Fail {
@@ -312,6 +335,7 @@ impl Run<'_> {
 
     /// Step 3: read the phase file and decide where to start.
     fn read_phase(&mut self) -> Result<Start, Fail> {
+        let _step = Step::new("phase-file");
         let bytes = self
             .state
             .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
@@ -408,6 +432,7 @@ impl Run<'_> {
 
     /// Topology and step 4 (staging preflight).
     fn preflight(&mut self) -> Result<(), Fail> {
+        let _step = Step::new("staging-preflight");
         let m = manifests::inspect(self.root);
         if let Some(e) = &m.manifests_dir_error {
             return Err(fail(Phase::Topology, e.clone()));
@@ -473,6 +498,7 @@ impl Run<'_> {
 
     /// Step 5: the CA fingerprints.
     fn ca_check(&mut self) -> Result<(), Fail> {
+        let _step = Step::new("ca-check");
         let cas = node_pki::read_cas(self.root);
         if let Some(e) = cas.iter().find_map(|c| c.error.clone()) {
             return Err(fail(Phase::CaCheck, e));
@@ -571,6 +597,7 @@ impl Run<'_> {
 
     /// Step 8: record, back up, kubeadm, verify; roll back on any failure.
     fn renew(&mut self) -> Result<(), Fail> {
+        let _step = Step::new("renew-certs");
         self.record(PhaseState::Renewing, None)?;
         crate::crash_point!("renew-after-phase-renewing");
         let (kind, name) = self.backup_kind_name();
@@ -615,6 +642,7 @@ impl Run<'_> {
 
     /// Step 9 for one component.
     fn restart(&mut self, c: Component) -> Result<(), Fail> {
+        let _step = Step::new(format!("restart:{c}"));
         let t_start = Instant::now();
         let gate = self
             .health()
@@ -710,6 +738,7 @@ impl Run<'_> {
 
     /// Step 10.
     fn postflight(&mut self) -> Result<(), Fail> {
+        let _step = Step::new("postflight");
         let gate = self
             .health()
             .wait_gate(self.g.health_timeout)
@@ -782,6 +811,7 @@ impl Run<'_> {
         self.preflight()?;
         self.check_cancel(None)?;
         self.ca_check()?;
+        let expiry_step = Step::new("expiry");
         let pki = node_pki::read(self.root);
         let now = self.now();
         if start == Start::Fresh && !self.req.force {
@@ -803,6 +833,7 @@ impl Run<'_> {
             }
         }
         self.before = Some(pki);
+        drop(expiry_step);
         for (tool, why) in self.rt.missing_tools() {
             let phase = if tool == "kubeadm" && matches!(start, Start::Fresh | Start::Renewing) {
                 Phase::RenewCerts
@@ -814,11 +845,13 @@ impl Run<'_> {
             return Err(fail(phase, format!("{why}; nothing was changed")));
         }
         self.check_cancel(None)?;
+        let health_step = Step::new("health");
         let gate = self
             .health()
             .wait_gate(self.g.health_timeout)
             .map_err(|e| self.gate_fail(e, None))?;
         self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        drop(health_step);
         self.check_cancel(None)?;
         let first = match start {
             Start::Fresh | Start::Renewing => {
