@@ -124,40 +124,7 @@ pub fn apiserver_port(root: &Root) -> Result<u16, String> {
 /// etcd's local client port, from its active manifest.
 pub fn etcd_port(root: &Root) -> Result<u16, String> {
     let m = read(root, &format!("{MANIFESTS_DIR}/etcd.yaml"))?;
-    etcd_client_port(&m)
-}
-
-/// The port of the `https://127.0.0.1:<port>` URL in etcd's
-/// `--listen-client-urls` (default 2379).
-pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
-    let doc: serde_yaml::Value =
-        serde_yaml::from_slice(bytes).map_err(|e| format!("etcd manifest does not parse: {e}"))?;
-    let containers = doc
-        .get("spec")
-        .and_then(|s| s.get("containers"))
-        .and_then(|c| c.as_sequence())
-        .ok_or("etcd manifest has no spec.containers")?;
-    for c in containers {
-        let args = c
-            .get("command")
-            .into_iter()
-            .chain(c.get("args"))
-            .filter_map(|v| v.as_sequence())
-            .flatten();
-        for a in args.filter_map(|a| a.as_str()) {
-            if let Some(urls) = a.strip_prefix("--listen-client-urls=") {
-                for u in urls.split(',') {
-                    if let Some(rest) = u.trim().strip_prefix("https://127.0.0.1:") {
-                        return rest
-                            .trim_end_matches('/')
-                            .parse::<u16>()
-                            .map_err(|_| format!("etcd --listen-client-urls has a bad port: {u}"));
-                    }
-                }
-            }
-        }
-    }
-    Ok(2379)
+    manifests::etcd_client_port(&m)
 }
 
 impl Health<'_> {

@@ -259,15 +259,17 @@ pub fn pod_component(bytes: &[u8]) -> Option<Component> {
     Component::from_name(name)
 }
 
-/// `--secure-port` from the kube-apiserver manifest (default 6443).
-pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, String> {
+/// The value of the first `--<flag>=` argument of any container in a
+/// static pod manifest (command and args), if any.
+pub fn container_flag(bytes: &[u8], what: &str, flag: &str) -> Result<Option<String>, String> {
     let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
-        .map_err(|e| format!("kube-apiserver manifest does not parse: {e}"))?;
+        .map_err(|e| format!("{what} manifest does not parse: {e}"))?;
     let containers = doc
         .get("spec")
         .and_then(|s| s.get("containers"))
         .and_then(|c| c.as_sequence())
-        .ok_or("kube-apiserver manifest has no spec.containers")?;
+        .ok_or_else(|| format!("{what} manifest has no spec.containers"))?;
+    let prefix = format!("{flag}=");
     for c in containers {
         let args = c
             .get("command")
@@ -276,14 +278,39 @@ pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, String> {
             .filter_map(|v| v.as_sequence())
             .flatten();
         for a in args.filter_map(|a| a.as_str()) {
-            if let Some(v) = a.strip_prefix("--secure-port=") {
-                return v
-                    .parse::<u16>()
-                    .map_err(|_| format!("--secure-port={v} is not a port"));
+            if let Some(v) = a.strip_prefix(&prefix) {
+                return Ok(Some(v.to_string()));
             }
         }
     }
-    Ok(6443)
+    Ok(None)
+}
+
+/// `--secure-port` from the kube-apiserver manifest (default 6443).
+pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, String> {
+    match container_flag(bytes, "kube-apiserver", "--secure-port")? {
+        None => Ok(6443),
+        Some(v) => v
+            .parse::<u16>()
+            .map_err(|_| format!("--secure-port={v} is not a port")),
+    }
+}
+
+/// The port of the `https://127.0.0.1:<port>` URL in etcd's
+/// `--listen-client-urls` (default 2379).
+pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
+    let Some(urls) = container_flag(bytes, "etcd", "--listen-client-urls")? else {
+        return Ok(2379);
+    };
+    for u in urls.split(',') {
+        if let Some(rest) = u.trim().strip_prefix("https://127.0.0.1:") {
+            return rest
+                .trim_end_matches('/')
+                .parse::<u16>()
+                .map_err(|_| format!("etcd --listen-client-urls has a bad port: {u}"));
+        }
+    }
+    Ok(2379)
 }
 
 #[cfg(test)]
@@ -299,6 +326,17 @@ mod tests {
         let vip = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-vip\n  labels:\n    app: kube-vip\n";
         assert_eq!(pod_component(vip), None);
         assert_eq!(pod_component(b"\xff\xfe not yaml"), None);
+    }
+
+    #[test]
+    fn etcd_port_from_listen_client_urls() {
+        let m = b"spec:\n  containers:\n  - command:\n    - etcd\n    - --listen-client-urls=https://127.0.0.1:32379,https://10.0.0.11:2379\n";
+        assert_eq!(etcd_client_port(m), Ok(32379));
+        let none = b"spec:\n  containers:\n  - command:\n    - etcd\n";
+        assert_eq!(etcd_client_port(none), Ok(2379));
+        let bad =
+            b"spec:\n  containers:\n  - command:\n    - --listen-client-urls=https://127.0.0.1:x\n";
+        assert!(etcd_client_port(bad).is_err());
     }
 
     #[test]
