@@ -139,9 +139,9 @@ impl Health<'_> {
             let out = self.rt.etcdctl(etcd_id, &args)?;
             if out.stdout.is_empty() {
                 return Err(format!(
-                    "etcdctl {} failed ({:?}): {}",
+                    "etcdctl {} failed ({}): {}",
                     cmd.join(" "),
-                    out.code,
+                    crate::proc::describe_exit(out.code),
                     out.stderr_tail()
                 ));
             }

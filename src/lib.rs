@@ -43,3 +43,4 @@ pub mod check;
 pub mod failpoints;
 pub mod runbook;
 pub mod status;
+pub mod schema;

@@ -33,9 +33,20 @@ pub fn resolve_tool(name: &str, given: Option<&Path>) -> Result<PathBuf, String>
                 Err(format!("{name} not found at {}", p.display()))
             }
         }
-        None => which::which_in(name, Some(FIXED_PATH), "/")
-            .map_err(|_| format!("{name} not found on the fixed PATH {FIXED_PATH}")),
+        None => FIXED_PATH
+            .split(':')
+            .map(|dir| Path::new(dir).join(name))
+            .find(|p| is_executable(p))
+            .ok_or_else(|| format!("{name} not found on the fixed PATH {FIXED_PATH}")),
     }
+}
+
+/// A regular file (after following links: tools are often symlinked into
+/// /usr/local/bin) with an execute bit. No user or home-directory lookups:
+/// the static binary must not pull in glibc's NSS.
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +121,14 @@ fn reader<R: Read + Send + 'static>(
         }
         (kept, truncated)
     })
+}
+
+/// "exit 3", or "killed by a signal".
+pub fn describe_exit(code: Option<i32>) -> String {
+    match code {
+        Some(c) => format!("exit {c}"),
+        None => "killed by a signal".to_string(),
+    }
 }
 
 /// Describe a command line for logs (never contains secrets: tools get

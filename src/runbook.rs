@@ -616,8 +616,8 @@ impl Run<'_> {
                 self.verify_renewed()
             }
             Ok(out) => Err(format!(
-                "kubeadm certs renew all failed (exit {:?}): {}",
-                out.code,
+                "kubeadm certs renew all failed ({}): {}",
+                crate::proc::describe_exit(out.code),
                 out.stderr_tail()
             )),
             Err(e) => Err(e),

@@ -116,8 +116,8 @@ impl Runtime for NodeRuntime {
         ])?;
         if !out.success() {
             return Err(format!(
-                "crictl ps failed ({:?}): {}",
-                out.code,
+                "crictl ps failed ({}): {}",
+                proc::describe_exit(out.code),
                 out.stderr_tail()
             ));
         }

@@ -1,0 +1,604 @@
+package certrunbook
+
+// Typed mirrors of the JSON documents (embedded/schema/*.schema.json; the
+// Rust mirrors in src/schema.rs are the source of those schemas). Nullable
+// values are pointers; fields that only some shapes carry are pointers or
+// slices as well. Decoders refuse unknown fields, so a document from a newer
+// binary with fields this package does not know fails loudly.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Kind is which document a printed JSON object is.
+type Kind string
+
+const (
+	KindRenew      Kind = "renew" // renew and legacy-v1 (result, replay, early failure)
+	KindCheck      Kind = "check"
+	KindStatus     Kind = "status" // operator view
+	KindFence      Kind = "fence"
+	KindUsageError Kind = "usage-error" // also an unusable --root (outcome "failed")
+	KindVersion    Kind = "version"
+	KindHelp       Kind = "help"
+)
+
+// Outcomes of an operation (receipts and renew results).
+const (
+	OutcomeRenewed           = "renewed"
+	OutcomeUnchanged         = "unchanged"
+	OutcomeFailed            = "failed"
+	OutcomeFailedNotRestored = "failed_not_restored"
+	OutcomeCancelled         = "cancelled"
+	OutcomeAbandoned         = "abandoned"
+	OutcomeSuperseded        = "superseded"
+)
+
+// Components, in restart order.
+var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// ManifestLocations: where each of the four manifests is ("active",
+// "staged", "both", "missing"). Empty strings: the document had `{}` (a
+// renewal that stopped before it looked at the node).
+type ManifestLocations struct {
+	Etcd                  string `json:"etcd"`
+	KubeAPIServer         string `json:"kube-apiserver"`
+	KubeControllerManager string `json:"kube-controller-manager"`
+	KubeScheduler         string `json:"kube-scheduler"`
+}
+
+// ResumedFrom is the operation (or legacy work, OperationID nil) a renewal took over.
+type ResumedFrom struct {
+	OperationID *string `json:"operationID"`
+	Format      string  `json:"format"` // "nvke-cert-runbook/phase/v2" or "legacy-five-line"
+}
+
+// Receipt is state/completed/<ID>.json.
+type Receipt struct {
+	Format          string            `json:"format"` // "nvke-cert-runbook/receipt/v1"
+	OperationID     string            `json:"operationID"`
+	Outcome         string            `json:"outcome"`
+	Phase           string            `json:"phase"`
+	Message         string            `json:"message"`
+	FailedComponent *string           `json:"failedComponent"`
+	Manifests       ManifestLocations `json:"manifests"`
+	FinishedAt      string            `json:"finishedAt"`
+	RunbookVersion  string            `json:"runbookVersion"`
+	CASHA256        map[string]string `json:"caSHA256"` // keys among CAKeys
+}
+
+// PhaseV2 is the V2 phase file, state/phase.
+type PhaseV2 struct {
+	Format        string            `json:"format"` // "nvke-cert-runbook/phase/v2"
+	OperationID   string            `json:"operationID"`
+	State         string            `json:"state"` // renewing, restart_pending, done
+	NextComponent *string           `json:"nextComponent"`
+	CASHA256      map[string]string `json:"caSHA256"`
+	Force         bool              `json:"force"`
+	ThresholdDays int               `json:"thresholdDays"`
+	StartedAt     string            `json:"startedAt"`
+	UpdatedAt     string            `json:"updatedAt"`
+	ResumedFrom   *ResumedFrom      `json:"resumedFrom"`
+}
+
+// LockOwner is state/owner (and the lock holder in check and status).
+type LockOwner struct {
+	PID         uint32  `json:"pid"`
+	OperationID *string `json:"operationID"`
+	Mode        string  `json:"mode"` // renew, legacy-v1, status-fence
+	StartedAt   string  `json:"startedAt"`
+	BootID      string  `json:"bootID"`
+}
+
+// AgentStateFile is the node agent's state file (read by the runbook, never
+// written). It is an open document: unknown keys are allowed.
+type AgentStateFile struct {
+	K8sCertRenewalState struct {
+		Phase       string  `json:"phase"`
+		OperationID *string `json:"operationID,omitempty"`
+	} `json:"k8sCertRenewalState"`
+}
+
+// CertificateChange is one leaf's expiry before and after a renewal.
+type CertificateChange struct {
+	Name           string  `json:"name"`
+	Path           string  `json:"path"`
+	NotAfterBefore *string `json:"notAfterBefore"`
+	NotAfterAfter  *string `json:"notAfterAfter"`
+	DaysLeftBefore *int64  `json:"daysLeftBefore"`
+	DaysLeftAfter  *int64  `json:"daysLeftAfter"`
+}
+
+// Restart is one component's restart.
+type Restart struct {
+	Component      string `json:"component"`
+	OldContainerID string `json:"oldContainerID"`
+	NewContainerID string `json:"newContainerID"`
+	StopMs         uint64 `json:"stopMs"`
+	HealthyMs      uint64 `json:"healthyMs"`
+	TotalMs        uint64 `json:"totalMs"`
+}
+
+// EtcdVoters is the etcd membership the health gate saw.
+type EtcdVoters struct {
+	Voters        int `json:"voters"`
+	HealthyVoters int `json:"healthyVoters"`
+}
+
+// RenewResult is what `--operation-id ID` and `--legacy-v1` print. Three
+// shapes share it:
+//   - a run (Replayed false, Etcd key present): every field but Receipt;
+//   - a replay of an existing receipt (Replayed true): Receipt set, no Etcd,
+//     empty Certificates and Restarts;
+//   - an early failure (phase "lock" or "receipt": state dir, lock timeout
+//     with exit 3, cancelled wait, malformed own receipt): no
+//     FailedComponent, Etcd or Receipt; CASHA256 and Manifests are `{}`.
+type RenewResult struct {
+	Mode            string              `json:"mode"` // renew or legacy-v1
+	RunbookVersion  string              `json:"runbookVersion"`
+	OperationID     *string             `json:"operationID"`
+	Outcome         string              `json:"outcome"`
+	Phase           string              `json:"phase"`
+	Message         string              `json:"message"`
+	FailedComponent *string             `json:"failedComponent,omitempty"`
+	Replayed        bool                `json:"replayed"`
+	ResumedFrom     *ResumedFrom        `json:"resumedFrom"`
+	Certificates    []CertificateChange `json:"certificates"`
+	CASHA256        map[string]string   `json:"caSHA256"`
+	Manifests       ManifestLocations   `json:"manifests"`
+	Restarts        []Restart           `json:"restarts"`
+	Etcd            *EtcdVoters         `json:"etcd,omitempty"`
+	Receipt         *Receipt            `json:"receipt,omitempty"`
+	DurationMs      uint64              `json:"durationMs"`
+}
+
+// Success reports whether the outcome is renewed or unchanged.
+func (r *RenewResult) Success() bool {
+	return r.Outcome == OutcomeRenewed || r.Outcome == OutcomeUnchanged
+}
+
+// ManifestView is one manifest as the read-only modes find it.
+type ManifestView struct {
+	Location      string  `json:"location"`
+	Active        bool    `json:"active"`
+	RunbookStaged bool    `json:"runbookStaged"`
+	AgentStaged   bool    `json:"agentStaged"`
+	Error         *string `json:"error,omitempty"`
+}
+
+// ManifestViews are the four manifests.
+type ManifestViews struct {
+	Etcd                  ManifestView `json:"etcd"`
+	KubeAPIServer         ManifestView `json:"kube-apiserver"`
+	KubeControllerManager ManifestView `json:"kube-controller-manager"`
+	KubeScheduler         ManifestView `json:"kube-scheduler"`
+}
+
+// StagingView is a staging directory's content.
+type StagingView struct {
+	Path       string   `json:"path"`
+	Exists     bool     `json:"exists"`
+	Entries    []string `json:"entries"`
+	Unexpected []string `json:"unexpected"`
+	Error      *string  `json:"error,omitempty"`
+}
+
+// StagingViews are both staging directories.
+type StagingViews struct {
+	Runbook StagingView `json:"runbook"`
+	Agent   StagingView `json:"agent"`
+}
+
+// Stray is a file kubelet would run as an extra pod.
+type Stray struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// CertificateView is a leaf certificate as read.
+type CertificateView struct {
+	Name            string  `json:"name"`
+	Path            string  `json:"path"`
+	Status          string  `json:"status"` // ok, skipped, error
+	CA              string  `json:"ca"`     // ca, etcd-ca, front-proxy-ca
+	Subject         *string `json:"subject,omitempty"`
+	KeyAlgorithm    *string `json:"keyAlgorithm,omitempty"`
+	NotAfter        *string `json:"notAfter"`
+	DaysLeft        *int64  `json:"daysLeft"`
+	WithinThreshold *bool   `json:"withinThreshold"`
+	ChainsToCA      *bool   `json:"chainsToCA"`
+	Error           *string `json:"error,omitempty"`
+}
+
+// CAView is a CA as read.
+type CAView struct {
+	Name            string  `json:"name"`
+	Path            string  `json:"path"`
+	SHA256          *string `json:"sha256"`
+	NotAfter        *string `json:"notAfter"`
+	DaysLeft        *int64  `json:"daysLeft"`
+	WithinThreshold *bool   `json:"withinThreshold"`
+	Error           *string `json:"error,omitempty"`
+}
+
+// OwnerView is what state/owner says: a LockOwner (PID set), Raw text, or
+// an Error.
+type OwnerView struct {
+	PID         *uint32 `json:"pid,omitempty"`
+	OperationID *string `json:"operationID,omitempty"`
+	Mode        *string `json:"mode,omitempty"`
+	StartedAt   *string `json:"startedAt,omitempty"`
+	BootID      *string `json:"bootID,omitempty"`
+	Raw         *string `json:"raw,omitempty"`
+	Error       *string `json:"error,omitempty"`
+}
+
+// LockView is the renewal lock.
+type LockView struct {
+	Path      string     `json:"path"`
+	State     string     `json:"state"` // absent, free, held, error
+	Held      bool       `json:"held"`
+	Holder    *OwnerView `json:"holder"`
+	LastOwner *OwnerView `json:"lastOwner"`
+	Error     *string    `json:"error,omitempty"`
+}
+
+// ReceiptLookup is a receipt, or `{"malformed": true, "error": ...}`.
+type ReceiptLookup struct {
+	Receipt
+	Malformed bool   `json:"malformed,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// PhaseFileView is the phase file judged as a renewal would judge it.
+type PhaseFileView struct {
+	Path          string  `json:"path"`
+	Status        string  `json:"status"` // absent, present, malformed
+	Intent        string  `json:"intent"` // absent, done, done-by-receipt, pending, malformed
+	Pending       bool    `json:"pending"`
+	Format        *string `json:"format"`
+	State         *string `json:"state"`
+	NextComponent *string `json:"nextComponent"`
+	OperationID   *string `json:"operationID"`
+	// V2 only.
+	StartedAt     *string        `json:"startedAt,omitempty"`
+	UpdatedAt     *string        `json:"updatedAt,omitempty"`
+	Force         *bool          `json:"force,omitempty"`
+	ThresholdDays *int           `json:"thresholdDays,omitempty"`
+	Receipt       *ReceiptLookup `json:"receipt,omitempty"`
+	// V2: all three; legacy: ca.crt only.
+	CASHA256 map[string]string `json:"caSHA256,omitempty"`
+	// Legacy only.
+	Started *uint64 `json:"started,omitempty"`
+	PID     *uint32 `json:"pid,omitempty"`
+	Error   *string `json:"error,omitempty"`
+}
+
+// AgentStateView is the node agent's intent.
+type AgentStateView struct {
+	Path        string  `json:"path"`
+	State       string  `json:"state"` // absent, idle, pending, unknown
+	Phase       *string `json:"phase,omitempty"`
+	OperationID *string `json:"operationID,omitempty"`
+	Reason      *string `json:"reason,omitempty"`
+}
+
+// CheckResult is what `--check` prints.
+type CheckResult struct {
+	Mode                   string            `json:"mode"`
+	RunbookVersion         string            `json:"runbookVersion"`
+	OperationID            *string           `json:"operationID"` // always null
+	Outcome                string            `json:"outcome"`     // = Decision
+	Decision               string            `json:"decision"`    // renew, unchanged, failed
+	Executors              []string          `json:"executors"`   // legacy, typed
+	LegacyFallback         bool              `json:"legacyFallback"`
+	Failure                *string           `json:"failure"` // busy, state, phase-file, manifests, agent-state, pki
+	Reasons                []string          `json:"reasons"`
+	Warnings               []string          `json:"warnings"`
+	Message                string            `json:"message"`
+	Force                  bool              `json:"force"`
+	ThresholdDays          int               `json:"thresholdDays"`
+	Now                    string            `json:"now"`
+	AgentState             AgentStateView    `json:"agentState"`
+	PhaseFile              PhaseFileView     `json:"phaseFile"`
+	Lock                   LockView          `json:"lock"`
+	Manifests              ManifestViews     `json:"manifests"`
+	Staging                StagingViews      `json:"staging"`
+	StrayManifests         []Stray           `json:"strayManifests"`
+	Certificates           []CertificateView `json:"certificates"`
+	CertificateAuthorities []CAView          `json:"certificateAuthorities"`
+	CASHA256               map[string]string `json:"caSHA256"`
+	DurationMs             uint64            `json:"durationMs"`
+}
+
+// ReceiptSummary is one of the most recent receipts.
+type ReceiptSummary struct {
+	OperationID string  `json:"operationID"`
+	Outcome     *string `json:"outcome"`
+	Phase       *string `json:"phase"`
+	FinishedAt  *string `json:"finishedAt"`
+	Message     *string `json:"message"`
+	Error       *string `json:"error,omitempty"`
+}
+
+// FencingPlan is what a fencing check would do now.
+type FencingPlan struct {
+	Action      string   `json:"action"`      // confirm, abandon, refuse
+	Termination string   `json:"termination"` // confirmed, unconfirmed
+	Restore     []string `json:"restore,omitempty"`
+	Reason      *string  `json:"reason,omitempty"`
+}
+
+// StatusResult is what `--status-only [--operation-id ID]` prints.
+type StatusResult struct {
+	Mode                   string            `json:"mode"`
+	RunbookVersion         string            `json:"runbookVersion"`
+	OperationID            *string           `json:"operationID"`
+	Fence                  bool              `json:"fence"`   // false
+	Outcome                string            `json:"outcome"` // clean, not_clean
+	Clean                  bool              `json:"clean"`
+	Reasons                []string          `json:"reasons"`
+	Message                string            `json:"message"`
+	Now                    string            `json:"now"`
+	ThresholdDays          int               `json:"thresholdDays"`
+	Lock                   LockView          `json:"lock"`
+	PhaseFile              PhaseFileView     `json:"phaseFile"`
+	AgentState             AgentStateView    `json:"agentState"`
+	ReceiptCount           uint64            `json:"receiptCount"`
+	Receipts               []ReceiptSummary  `json:"receipts"`
+	Receipt                *ReceiptLookup    `json:"receipt"`
+	Fencing                *FencingPlan      `json:"fencing"`
+	Manifests              ManifestViews     `json:"manifests"`
+	Staging                StagingViews      `json:"staging"`
+	StrayManifests         []Stray           `json:"strayManifests"`
+	CASHA256               map[string]string `json:"caSHA256"`
+	Certificates           []CertificateView `json:"certificates"`
+	CertificateAuthorities []CAView          `json:"certificateAuthorities"`
+	StateError             *string           `json:"stateError,omitempty"`
+	DurationMs             uint64            `json:"durationMs"`
+}
+
+// FenceResult is what `--status-only --operation-id ID --fence` prints.
+type FenceResult struct {
+	Mode           string        `json:"mode"`
+	RunbookVersion string        `json:"runbookVersion"`
+	OperationID    string        `json:"operationID"`
+	Fence          bool          `json:"fence"`       // true
+	Termination    string        `json:"termination"` // confirmed, unconfirmed
+	Confirmed      bool          `json:"confirmed"`
+	Action         string        `json:"action"` // none, existing-receipt, abandoned
+	Outcome        *string       `json:"outcome"`
+	Phase          *string       `json:"phase"`
+	Message        string        `json:"message"`
+	Receipt        *Receipt      `json:"receipt"`
+	Restored       []string      `json:"restored"`
+	Conflicts      []string      `json:"conflicts"`
+	Manifests      ManifestViews `json:"manifests"`
+	DurationMs     uint64        `json:"durationMs"`
+}
+
+// UsageError is what any mode prints when its arguments are refused
+// (Outcome "usage_error", exit 2) or --root cannot be opened ("failed", exit 1).
+type UsageError struct {
+	Mode           *string `json:"mode"`
+	RunbookVersion string  `json:"runbookVersion"`
+	OperationID    *string `json:"operationID"` // always null
+	Outcome        string  `json:"outcome"`
+	Phase          string  `json:"phase"` // arguments
+	Message        string  `json:"message"`
+	Replayed       bool    `json:"replayed"`
+	DurationMs     uint64  `json:"durationMs"`
+}
+
+// VersionInfo is what `--version --output json` prints.
+type VersionInfo struct {
+	Mode            string `json:"mode"`
+	RunbookVersion  string `json:"runbookVersion"`
+	GitCommit       string `json:"gitCommit"`
+	ContractVersion string `json:"contractVersion"`
+	DurationMs      uint64 `json:"durationMs"`
+}
+
+// Help is what `--help --output json` prints.
+type Help struct {
+	Mode           string `json:"mode"`
+	RunbookVersion string `json:"runbookVersion"`
+	Help           string `json:"help"`
+}
+
+// decodeStrict decodes exactly one JSON value, refusing unknown fields.
+func decodeStrict(b []byte, v interface{}) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+type envelope struct {
+	Mode  *string         `json:"mode"`
+	Phase json.RawMessage `json:"phase"`
+	Fence *bool           `json:"fence"`
+}
+
+// Classify tells which document b is, from its mode, phase and fence fields.
+func Classify(b []byte) (Kind, error) {
+	var e envelope
+	if err := json.Unmarshal(b, &e); err != nil {
+		return "", err
+	}
+	if string(e.Phase) == `"arguments"` {
+		return KindUsageError, nil
+	}
+	mode := ""
+	if e.Mode != nil {
+		mode = *e.Mode
+	}
+	switch mode {
+	case "help":
+		return KindHelp, nil
+	case "version":
+		return KindVersion, nil
+	case "check":
+		return KindCheck, nil
+	case "status":
+		if e.Fence != nil && *e.Fence {
+			return KindFence, nil
+		}
+		return KindStatus, nil
+	case "renew", "legacy-v1":
+		return KindRenew, nil
+	}
+	return "", fmt.Errorf("unknown document (mode %q)", mode)
+}
+
+func expectKind(b []byte, want Kind) error {
+	k, err := Classify(b)
+	if err != nil {
+		return err
+	}
+	if k == KindUsageError && want != KindUsageError {
+		var u UsageError
+		if err := decodeStrict(b, &u); err != nil {
+			return fmt.Errorf("usage error: %w", err)
+		}
+		return &UsageErrorResult{Doc: u}
+	}
+	if k != want {
+		return fmt.Errorf("document is %s, not %s", k, want)
+	}
+	return nil
+}
+
+// UsageErrorResult is the error the mode decoders return when the binary
+// printed a usage error (or could not open --root) instead.
+type UsageErrorResult struct{ Doc UsageError }
+
+func (e *UsageErrorResult) Error() string {
+	return fmt.Sprintf("nvke-cert-runbook %s: %s", e.Doc.Outcome, e.Doc.Message)
+}
+
+// DecodeRenew decodes the output of a renewal (V2 or legacy-v1).
+func DecodeRenew(b []byte) (*RenewResult, error) {
+	if err := expectKind(b, KindRenew); err != nil {
+		return nil, err
+	}
+	var r RenewResult
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodeCheck decodes the output of --check.
+func DecodeCheck(b []byte) (*CheckResult, error) {
+	if err := expectKind(b, KindCheck); err != nil {
+		return nil, err
+	}
+	var r CheckResult
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodeStatus decodes the output of --status-only (operator view).
+func DecodeStatus(b []byte) (*StatusResult, error) {
+	if err := expectKind(b, KindStatus); err != nil {
+		return nil, err
+	}
+	var r StatusResult
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodeFence decodes the output of a fencing check.
+func DecodeFence(b []byte) (*FenceResult, error) {
+	if err := expectKind(b, KindFence); err != nil {
+		return nil, err
+	}
+	var r FenceResult
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodeUsageError decodes a usage error.
+func DecodeUsageError(b []byte) (*UsageError, error) {
+	if err := expectKind(b, KindUsageError); err != nil {
+		return nil, err
+	}
+	var r UsageError
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodeVersion decodes the output of --version --output json.
+func DecodeVersion(b []byte) (*VersionInfo, error) {
+	if err := expectKind(b, KindVersion); err != nil {
+		return nil, err
+	}
+	var r VersionInfo
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodeHelp decodes the output of --help --output json.
+func DecodeHelp(b []byte) (*Help, error) {
+	if err := expectKind(b, KindHelp); err != nil {
+		return nil, err
+	}
+	var r Help
+	return &r, decodeStrict(b, &r)
+}
+
+// Decode decodes any printed document into its type (*RenewResult,
+// *CheckResult, *StatusResult, *FenceResult, *UsageError, *VersionInfo, *Help).
+func Decode(b []byte) (Kind, interface{}, error) {
+	k, err := Classify(b)
+	if err != nil {
+		return "", nil, err
+	}
+	var v interface{}
+	switch k {
+	case KindRenew:
+		v = &RenewResult{}
+	case KindCheck:
+		v = &CheckResult{}
+	case KindStatus:
+		v = &StatusResult{}
+	case KindFence:
+		v = &FenceResult{}
+	case KindUsageError:
+		v = &UsageError{}
+	case KindVersion:
+		v = &VersionInfo{}
+	case KindHelp:
+		v = &Help{}
+	}
+	return k, v, decodeStrict(b, v)
+}
+
+// DecodeReceipt decodes a receipt file.
+func DecodeReceipt(b []byte) (*Receipt, error) {
+	var r Receipt
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodePhaseV2 decodes a V2 phase file (a legacy five-line file is not JSON).
+func DecodePhaseV2(b []byte) (*PhaseV2, error) {
+	var r PhaseV2
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodeLockOwner decodes state/owner as this binary writes it.
+func DecodeLockOwner(b []byte) (*LockOwner, error) {
+	var r LockOwner
+	return &r, decodeStrict(b, &r)
+}
+
+// DecodeAgentState decodes the node agent's state file (an open document:
+// unknown keys are allowed).
+func DecodeAgentState(b []byte) (*AgentStateFile, error) {
+	var r AgentStateFile
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}

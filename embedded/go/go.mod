@@ -1,0 +1,3 @@
+module nvke.example/certrunbook
+
+go 1.19

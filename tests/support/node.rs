@@ -1,0 +1,354 @@
+//! The simulated control-plane node shared by the scenario and crash tests
+//! (tests/simnode): a copy of a fixture node tree with free ports, a
+//! `sim.json`, and the stand-in kubelet. Included with
+//! `#[path = "support/node.rs"] mod node;`.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const NOW: &str = "2026-11-30T00:00:00Z";
+pub const RUNBOOK: &str = env!("CARGO_BIN_EXE_nvke-cert-runbook");
+pub const SIMNODE: &str = env!("CARGO_BIN_EXE_nvke-simnode");
+pub const COMPONENTS: [&str; 4] = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+];
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+pub fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+pub fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    chmod(dst, 0o755);
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+            let name = to.file_name().unwrap().to_string_lossy().to_string();
+            let mode = if name.ends_with(".key") || name.ends_with(".conf") {
+                0o600
+            } else {
+                0o644
+            };
+            chmod(&to, mode);
+        }
+    }
+}
+
+/// One simulated control-plane node.
+pub struct Node {
+    _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub sim: PathBuf,
+    pub kubelet: Option<Child>,
+    pub sim_json: Value,
+}
+
+impl Node {
+    pub fn new(variant: &str, knobs: Value) -> Node {
+        let tmp = tempfile::Builder::new()
+            .prefix("nvke-scn-")
+            .tempdir()
+            .unwrap();
+        let root = tmp.path().join("root");
+        let sim = tmp.path().join("sim");
+        copy_tree(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/nodes")
+                .join(variant),
+            &root,
+        );
+        let (api, etcd) = (free_port(), free_port());
+        let m = root.join("etc/kubernetes/manifests");
+        for (file, from, to) in [
+            (
+                "etcd.yaml",
+                "https://127.0.0.1:2379".to_string(),
+                format!("https://127.0.0.1:{etcd}"),
+            ),
+            (
+                "kube-apiserver.yaml",
+                "https://127.0.0.1:2379".to_string(),
+                format!("https://127.0.0.1:{etcd}"),
+            ),
+            (
+                "kube-apiserver.yaml",
+                "--secure-port=6443".to_string(),
+                format!("--secure-port={api}"),
+            ),
+        ] {
+            let p = m.join(file);
+            let s = std::fs::read_to_string(&p).unwrap().replace(&from, &to);
+            std::fs::write(&p, s).unwrap();
+        }
+        std::fs::create_dir_all(sim.join("bin")).unwrap();
+        for tool in ["crictl", "kubeadm"] {
+            std::os::unix::fs::symlink(SIMNODE, sim.join("bin").join(tool)).unwrap();
+        }
+        let mut sim_json =
+            json!({ "root": root, "stopLatencyMs": 30, "startLatencyMs": 30, "tlsNow": NOW });
+        merge(&mut sim_json, &knobs);
+        std::fs::write(
+            sim.join("sim.json"),
+            serde_json::to_vec_pretty(&sim_json).unwrap(),
+        )
+        .unwrap();
+        let mut node = Node {
+            _tmp: tmp,
+            root,
+            sim,
+            kubelet: None,
+            sim_json,
+        };
+        node.start_kubelet();
+        node.wait_all_running();
+        node
+    }
+
+    pub fn start_kubelet(&mut self) {
+        let log = std::fs::File::create(self.sim.join("kubelet.stderr")).unwrap();
+        let child = Command::new(SIMNODE)
+            .args(["kubelet", "--sim"])
+            .arg(&self.sim)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.kubelet = Some(child);
+    }
+
+    pub fn set_knobs(&mut self, knobs: Value) {
+        merge(&mut self.sim_json, &knobs);
+        let tmp = self.sim.join(".sim.json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&self.sim_json).unwrap()).unwrap();
+        std::fs::rename(tmp, self.sim.join("sim.json")).unwrap();
+    }
+
+    pub fn crictl_json(&self, name: &str) -> Vec<Value> {
+        let out = Command::new(self.sim.join("bin/crictl"))
+            .args([
+                "ps",
+                "-a",
+                "-o",
+                "json",
+                "--label",
+                "io.kubernetes.pod.namespace=kube-system",
+                "--label",
+            ])
+            .arg(format!("io.kubernetes.container.name={name}"))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!({"containers": []}));
+        v["containers"].as_array().cloned().unwrap_or_default()
+    }
+
+    pub fn running_id(&self, name: &str) -> Option<String> {
+        self.crictl_json(name)
+            .into_iter()
+            .find(|c| c["state"] == "CONTAINER_RUNNING")
+            .and_then(|c| c["id"].as_str().map(str::to_string))
+    }
+
+    pub fn wait_all_running(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if COMPONENTS.iter().all(|c| self.running_id(c).is_some()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "the simulated node never came up: {}",
+            std::fs::read_to_string(self.sim.join("kubelet.log")).unwrap_or_default()
+        );
+    }
+
+    /// The runbook's arguments for this node (root, tools, JSON output, and
+    /// the test defaults for `--now` and the timeouts unless `args` sets
+    /// them), followed by `args`.
+    pub fn runbook_args(&self, args: &[&str]) -> Vec<OsString> {
+        let mut v: Vec<OsString> = vec![
+            "--root".into(),
+            self.root.clone().into(),
+            "--crictl".into(),
+            self.sim.join("bin/crictl").into(),
+            "--kubeadm".into(),
+            self.sim.join("bin/kubeadm").into(),
+            "--output".into(),
+            "json".into(),
+        ];
+        for (flag, default) in [
+            ("--now", NOW),
+            ("--health-timeout", "20"),
+            ("--stop-timeout", "10"),
+            ("--lock-timeout", "5"),
+        ] {
+            if !args.contains(&flag) {
+                v.push(flag.into());
+                v.push(default.into());
+            }
+        }
+        v.extend(args.iter().map(OsString::from));
+        v
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(RUNBOOK);
+        c.args(self.runbook_args(args))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        c
+    }
+
+    /// Run the runbook; returns (exit code, the JSON document, stderr).
+    pub fn run(&self, args: &[&str]) -> (i32, Value, String) {
+        let out = self.command(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(
+            stdout.lines().count(),
+            1,
+            "exactly one JSON line expected:\n{stdout}\n{stderr}"
+        );
+        let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        (out.status.code().unwrap_or(-1), v, stderr)
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.root.join("var/lib/nvke/k8s-cert-renewal")
+    }
+
+    pub fn phase(&self) -> String {
+        std::fs::read_to_string(self.state().join("phase")).unwrap_or_default()
+    }
+
+    pub fn receipt(&self, id: &str) -> Option<Value> {
+        std::fs::read(self.state().join("completed").join(format!("{id}.json")))
+            .ok()
+            .map(|b| serde_json::from_slice(&b).unwrap())
+    }
+
+    pub fn write_state(&self, name: &str, content: &str) {
+        std::fs::create_dir_all(self.state()).unwrap();
+        chmod(&self.state(), 0o700);
+        let p = self.state().join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+            chmod(parent, 0o700);
+        }
+        std::fs::write(&p, content).unwrap();
+        chmod(&p, 0o600);
+    }
+
+    pub fn ca_sha(&self, rel: &str) -> String {
+        use sha2::Digest;
+        let b = std::fs::read(self.root.join("etc/kubernetes/pki").join(rel)).unwrap();
+        sha2::Sha256::digest(&b)
+            .iter()
+            .map(|x| format!("{x:02x}"))
+            .collect()
+    }
+
+    pub fn v2_phase(&self, id: &str, state: &str, next: Option<&str>) -> String {
+        serde_json::to_string_pretty(&json!({
+            "format": "nvke-cert-runbook/phase/v2",
+            "operationID": id,
+            "state": state,
+            "nextComponent": next,
+            "caSHA256": {
+                "ca.crt": self.ca_sha("ca.crt"),
+                "etcd/ca.crt": self.ca_sha("etcd/ca.crt"),
+                "front-proxy-ca.crt": self.ca_sha("front-proxy-ca.crt"),
+            },
+            "force": false,
+            "thresholdDays": 30,
+            "startedAt": "2026-11-29T23:00:00Z",
+            "updatedAt": "2026-11-29T23:10:00Z",
+            "resumedFrom": null,
+        }))
+        .unwrap()
+            + "\n"
+    }
+
+    pub fn legacy_phase(&self, state: &str, component: &str) -> String {
+        format!(
+            "STATE={state}\nCOMPONENT={component}\nSTARTED=1764460800\nCA_SHA256={}\nPID=4242\n",
+            self.ca_sha("ca.crt")
+        )
+    }
+
+    pub fn manifest(&self, c: &str) -> PathBuf {
+        self.root
+            .join("etc/kubernetes/manifests")
+            .join(format!("{c}.yaml"))
+    }
+
+    pub fn staged(&self, c: &str) -> PathBuf {
+        self.root
+            .join("etc/kubernetes/nvke-cert-renewal-staging")
+            .join(format!("{c}.yaml"))
+    }
+
+    /// The oracle: each manifest active exactly once, staging empty.
+    pub fn assert_all_active(&self) {
+        for c in COMPONENTS {
+            assert!(self.manifest(c).is_file(), "{c} manifest is not active");
+            assert!(!self.staged(c).exists(), "{c} manifest is still staged");
+        }
+    }
+
+    pub fn kubeadm_calls(&self) -> String {
+        std::fs::read_to_string(self.sim.join("kubeadm.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(mut k) = self.kubelet.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(k.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = k.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = k.kill();
+            let _ = k.wait();
+        }
+    }
+}
+
+pub fn merge(a: &mut Value, b: &Value) {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (a, b) => *a = b.clone(),
+    }
+}
