@@ -162,6 +162,25 @@ pub fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    // A tool must not outlive a runbook killed with SIGKILL: an orphaned
+    // kubeadm could still be writing keys while the fencing check and the
+    // next operation proceed. The kernel kills it when this thread dies.
+    // SAFETY: prctl(2) is async-signal-safe; nothing else runs in the child.
+    let parent = nix::unistd::Pid::this();
+    unsafe {
+        c.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(std::io::Error::from)?;
+            // The runbook may have died before the line above: then we are
+            // already orphaned and must not run.
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::other(
+                    "the runbook exited before the tool started",
+                ));
+            }
+            Ok(())
+        });
+    }
     for k in PASS_ENV {
         if let Some(v) = std::env::var_os(k) {
             c.env(k, v);

@@ -1,0 +1,1636 @@
+//! Issue 5, under strace on the simulated node (tests/simnode):
+//!
+//! - `persistence_order`: a forced V2 renewal under `strace -f -y`; the
+//!   runbook's own calls (its pid and threads, not the tools it runs) must
+//!   follow SPEC section 3: temp files fsynced before they are renamed,
+//!   directories fsynced after every change and before the next commit
+//!   (phase file, receipt, manifest move), receipts created no-clobber,
+//!   nothing under the managed directories opened without O_NOFOLLOW.
+//! - `crash_points`: record the runbook's mutating system calls (main
+//!   thread), then for each (system call, occurrence k) rerun from the same
+//!   starting tree with `strace -e trace=S -e inject=S:signal=KILL:when=k`
+//!   (and a sample with SIGTERM, SIGINT and SIGHUP), recover as the
+//!   controller does (`--status-only --operation-id ID --fence`, then a new
+//!   operation; for a few points the recovery is killed too and recovered
+//!   again), and check the oracle after every step: each manifest in exactly
+//!   one place with its bytes and mode, at most one out, receipts never
+//!   change, the phase file parses (`--check`), CA files unchanged; after
+//!   recovery everything active, staging empty, the phase done, the
+//!   operator view clean, the work resumed at the component the phase file
+//!   named. Two starting trees: a V2 `restart_pending`/etcd phase file of
+//!   another operation (no kubeadm), and a forced fresh run (a smaller set,
+//!   kubeadm included). Prints `crash points: N recovered of N`.
+//!
+//! strace runs without `-f` for injection: its `when=` counters are per
+//! traced thread, so with `-f` it would also kill crictl and kubeadm at
+//! their own k-th call; without it only the runbook's main thread (where
+//! every file mutation happens) is traced and counted.
+//!
+//! Needs `strace` (CI: `.ci/run` installs it). Run with
+//! `cargo test --features sim --test crash -- --nocapture`.
+//! `NVKE_CRASH_JOBS` (default 2): simulated nodes running points side by
+//! side; `NVKE_CRASH_SEED`: picks the compound points;
+//! `NVKE_CRASH_VERBOSE=1`: one line per point; `NVKE_CRASH_ONLY=TEXT`: only
+//! the points whose label contains TEXT (debugging; the N >= 100 check is
+//! then off).
+#![cfg(feature = "sim")]
+
+#[path = "support/node.rs"]
+mod node;
+#[path = "support/strace.rs"]
+mod strace;
+
+use node::*;
+use serde_json::{json, Value};
+use sha2::Digest;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use strace::Call;
+
+/// The fixture node: ECDSA keys keep the TLS probes and kubeadm's key
+/// generation cheap in a debug build (the order of writes is the same).
+const VARIANT: &str = "ecdsa";
+
+/// The node's sim knobs for these tests: short kubelet latencies.
+fn knobs() -> Value {
+    json!({ "stopLatencyMs": 20, "startLatencyMs": 20 })
+}
+
+const STATE: &str = "var/lib/nvke/k8s-cert-renewal";
+const MANIFESTS: &str = "etc/kubernetes/manifests";
+const STAGING: &str = "etc/kubernetes/nvke-cert-renewal-staging";
+/// The CA files: bytes and modes never change.
+const CA_FILES: [&str; 6] = [
+    "ca.crt",
+    "ca.key",
+    "etcd/ca.crt",
+    "etcd/ca.key",
+    "front-proxy-ca.crt",
+    "front-proxy-ca.key",
+];
+/// What the recordings trace (the mutating calls, plus wait4 to find the
+/// kubeadm wait of a fresh run).
+const RECORDED: &str = "openat,rename,renameat,renameat2,link,linkat,fsync,fdatasync,unlink,unlinkat,mkdir,mkdirat,write,flock,execve,wait4";
+/// No single runbook invocation in these tests may take longer.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// Print past the test harness's capture (the summary lines belong in CI's log).
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn strace_bin() -> PathBuf {
+    for dir in ["/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin"] {
+        let p = Path::new(dir).join("strace");
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!("strace is not installed: these tests need it (CI installs it in .ci/run: apt-get install strace)");
+}
+
+fn sha(bytes: &[u8]) -> String {
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn under(path: &str, base: &str) -> bool {
+    path == base
+        || path
+            .strip_prefix(base)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn parent(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some(("", _)) => "/".to_string(),
+        Some((p, _)) => p.to_string(),
+        None => ".".to_string(),
+    }
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+// ---------------------------------------------------------------------------
+// Running things with a time limit.
+
+struct Ran {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Ran {
+    fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+    fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or(Value::Null)
+    }
+    fn describe(&self) -> String {
+        let tail: String = {
+            let lines: Vec<&str> = self.stderr.lines().collect();
+            lines[lines.len().saturating_sub(6)..].join("\n    ")
+        };
+        format!(
+            "status {:?}, stdout {}\n    {tail}",
+            self.status,
+            self.stdout.trim().chars().take(1500).collect::<String>()
+        )
+    }
+}
+
+/// Run `cmd` with stdout and stderr in files under `dir`, killed after `limit`.
+fn run_timed(mut cmd: Command, dir: &Path, tag: &str, limit: Duration) -> Result<Ran, String> {
+    let out = dir.join(format!("{tag}.stdout"));
+    let err = dir.join(format!("{tag}.stderr"));
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).map_err(|e| e.to_string())?)
+        .stderr(std::fs::File::create(&err).map_err(|e| e.to_string())?);
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("{tag}: spawn: {e}"))?;
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{tag}: still running after {limit:?}; killed"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Ok(Ran {
+        status,
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+        elapsed: start.elapsed(),
+    })
+}
+
+fn runbook(node: &Node, tag: &str, args: &[&str]) -> Result<Ran, String> {
+    run_timed(node.command(args), &node.sim, tag, RUN_LIMIT)
+}
+
+/// The runbook under strace with `pre` as strace's options.
+fn straced(node: &Node, pre: &[OsString], args: &[&str]) -> Command {
+    let mut c = Command::new(strace_bin());
+    c.args(pre)
+        .arg(RUNBOOK)
+        .args(node.runbook_args(args))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin");
+    c
+}
+
+/// Tools (crictl, kubeadm) a killed runbook left running: wait for them, so
+/// the next step starts from a quiet node.
+fn wait_orphans(node: &Node) -> Result<(), String> {
+    let prefix = node.sim.join("bin").display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut left = Vec::new();
+        for e in std::fs::read_dir("/proc")
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+                continue;
+            };
+            let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
+            if argv0.starts_with(prefix.as_bytes()) {
+                left.push(pid.to_string());
+            }
+        }
+        if left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "tools the killed run started still run after 60s: pids {left:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Persistence order.
+
+#[derive(Default, Debug)]
+struct Persistence {
+    violations: Vec<String>,
+    phase_writes: usize,
+    receipts: usize,
+    moves: usize,
+    temps: usize,
+    dir_fsyncs: usize,
+    opens_checked: usize,
+    receipt_at: Option<usize>,
+    last_phase_at: Option<usize>,
+}
+
+struct Managed {
+    manifests: String,
+    staging: String,
+    state: String,
+    completed: String,
+    log: String,
+    phase: String,
+}
+
+impl Managed {
+    fn new(root: &Path) -> Managed {
+        let r = root.display().to_string();
+        Managed {
+            manifests: format!("{r}/{MANIFESTS}"),
+            staging: format!("{r}/{STAGING}"),
+            state: format!("{r}/{STATE}"),
+            completed: format!("{r}/{STATE}/completed"),
+            log: format!("{r}/{STATE}/log"),
+            phase: format!("{r}/{STATE}/phase"),
+        }
+    }
+    fn roots(&self) -> [&str; 3] {
+        [&self.manifests, &self.staging, &self.state]
+    }
+    /// Under a managed directory (O_NOFOLLOW is required).
+    fn managed(&self, p: &str) -> bool {
+        self.roots().iter().any(|r| under(p, r))
+    }
+    /// A directory whose entries must be made durable: the managed ones,
+    /// except the per-operation log directory (diagnostics, not state: SPEC
+    /// section 3 gives it no write discipline).
+    fn tracked_dir(&self, d: &str) -> bool {
+        self.managed(d) && !under(d, &self.log)
+    }
+    fn is_move(&self, from: &str, to: &str) -> bool {
+        let m = |p: &str| parent(p) == self.manifests || parent(p) == self.staging;
+        m(from) && m(to)
+    }
+}
+
+fn check_persistence(calls: &[Call], root: &Path) -> Persistence {
+    let m = Managed::new(root);
+    let mut r = Persistence::default();
+    // temp file -> fsynced since its last write
+    let mut temps: BTreeMap<String, bool> = BTreeMap::new();
+    // directory -> what made it dirty
+    let mut dirty: BTreeMap<String, String> = BTreeMap::new();
+    // directories a commit (move, receipt) must fsync before anything else
+    let mut owed: Option<(String, BTreeSet<String>)> = None;
+    let show = |c: &Call| format!("line {}: {}({})", c.line, c.name, c.args.join(", "));
+
+    for (i, c) in calls.iter().enumerate() {
+        let mutating = matches!(
+            c.name.as_str(),
+            "rename"
+                | "renameat"
+                | "renameat2"
+                | "link"
+                | "linkat"
+                | "unlink"
+                | "unlinkat"
+                | "mkdir"
+                | "mkdirat"
+        ) || (c.name == "openat" && c.has_flag(2, "O_CREAT"));
+        if mutating {
+            if let Some((what, dirs)) = &owed {
+                // The link(2) fallback removes its temp name before the fsync.
+                let same_dir_unlink = c.name.starts_with("unlink")
+                    && c.at_path(0, 1).is_some_and(|p| dirs.contains(&parent(&p)));
+                if !same_dir_unlink {
+                    r.violations.push(format!(
+                        "{} came before the fsync of {:?} that {what} owes",
+                        show(c),
+                        dirs
+                    ));
+                    owed = None;
+                }
+            }
+        }
+        let commit_check = |r: &mut Persistence, dirty: &BTreeMap<String, String>, what: &str| {
+            for (d, why) in dirty {
+                r.violations.push(format!(
+                    "{what} ({}) while {d} was not fsynced since {why}",
+                    show(c)
+                ));
+            }
+        };
+        match c.name.as_str() {
+            "openat" => {
+                let Some(path) = c.at_path(0, 1) else {
+                    continue;
+                };
+                if m.managed(&path) {
+                    r.opens_checked += 1;
+                    // "." re-opens the directory fd itself: nothing to follow.
+                    if c.str_arg(1).as_deref() != Some(".") && !c.has_flag(2, "O_NOFOLLOW") {
+                        r.violations
+                            .push(format!("{} opens {path} without O_NOFOLLOW", show(c)));
+                    }
+                }
+                if c.ok() && c.has_flag(2, "O_CREAT") {
+                    let created = c.ret_path().unwrap_or(path);
+                    if base_name(&created).starts_with('.') {
+                        temps.insert(created, false);
+                    } else if m.tracked_dir(&parent(&created)) {
+                        dirty.insert(parent(&created), show(c));
+                    }
+                }
+            }
+            "write" => {
+                if let Some(p) = c.fd_path(0) {
+                    if let Some(s) = temps.get_mut(&p) {
+                        *s = false;
+                    }
+                }
+            }
+            "fsync" | "fdatasync" => {
+                if let Some(p) = c.fd_path(0) {
+                    if let Some(s) = temps.get_mut(&p) {
+                        *s = true;
+                    }
+                    if dirty.remove(&p).is_some() {
+                        r.dir_fsyncs += 1;
+                    }
+                    if let Some((_, dirs)) = &mut owed {
+                        dirs.remove(&p);
+                        if dirs.is_empty() {
+                            owed = None;
+                        }
+                    }
+                }
+            }
+            "rename" | "renameat" | "renameat2" | "link" | "linkat" => {
+                let (from, to) = if c.name == "rename" || c.name == "link" {
+                    (c.str_arg(0), c.str_arg(1))
+                } else {
+                    (c.at_path(0, 1), c.at_path(2, 3))
+                };
+                let (Some(from), Some(to)) = (from, to) else {
+                    continue;
+                };
+                if !c.ok() {
+                    continue;
+                }
+                if let Some(synced) = temps.get(&from) {
+                    r.temps += 1;
+                    if !synced {
+                        r.violations.push(format!(
+                            "{} renames/links {from} before fsyncing it",
+                            show(c)
+                        ));
+                    }
+                    if !c.name.starts_with("link") {
+                        temps.remove(&from);
+                    }
+                }
+                let is_link = c.name.starts_with("link");
+                let noreplace = c.name == "renameat2" && c.has_flag(4, "RENAME_NOREPLACE");
+                if to == m.phase {
+                    commit_check(&mut r, &dirty, "the phase file advanced");
+                    r.phase_writes += 1;
+                    r.last_phase_at = Some(i);
+                } else if parent(&to) == m.completed && !base_name(&to).starts_with('.') {
+                    commit_check(&mut r, &dirty, "a receipt was committed");
+                    if !(noreplace || is_link) {
+                        r.violations.push(format!(
+                            "{} creates receipt {to} without RENAME_NOREPLACE or link(2)",
+                            show(c)
+                        ));
+                    }
+                    r.receipts += 1;
+                    r.receipt_at = Some(i);
+                    owed = Some((
+                        format!("receipt {to}"),
+                        BTreeSet::from([m.completed.clone()]),
+                    ));
+                } else if m.is_move(&from, &to) {
+                    commit_check(&mut r, &dirty, "a manifest moved");
+                    if !noreplace {
+                        r.violations.push(format!(
+                            "{} moves a manifest without RENAME_NOREPLACE",
+                            show(c)
+                        ));
+                    }
+                    r.moves += 1;
+                    owed = Some((
+                        format!("the move of {}", base_name(&to)),
+                        BTreeSet::from([parent(&from), parent(&to)]),
+                    ));
+                }
+                for d in [parent(&from), parent(&to)] {
+                    if m.tracked_dir(&d) {
+                        dirty.insert(d, show(c));
+                    }
+                }
+            }
+            "unlink" | "unlinkat" => {
+                let path = if c.name == "unlink" {
+                    c.str_arg(0)
+                } else {
+                    c.at_path(0, 1)
+                };
+                let Some(path) = path else { continue };
+                if !c.ok() {
+                    continue;
+                }
+                temps.remove(&path);
+                if c.has_flag(2, "AT_REMOVEDIR") {
+                    dirty.retain(|d, _| !under(d, &path));
+                }
+                if m.tracked_dir(&parent(&path)) {
+                    dirty.insert(parent(&path), show(c));
+                }
+            }
+            "mkdir" | "mkdirat" => {
+                let path = if c.name == "mkdir" {
+                    c.str_arg(0)
+                } else {
+                    c.at_path(0, 1)
+                };
+                let Some(path) = path else { continue };
+                if !c.ok() {
+                    continue;
+                }
+                // A managed directory's own creation must reach its parent.
+                if m.tracked_dir(&parent(&path)) || m.roots().contains(&path.as_str()) {
+                    dirty.insert(parent(&path), show(c));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (d, why) in &dirty {
+        r.violations
+            .push(format!("{d} was never fsynced after {why}"));
+    }
+    for (t, _) in temps {
+        r.violations
+            .push(format!("temp file {t} was never renamed or removed"));
+    }
+    if let Some((what, dirs)) = owed {
+        r.violations
+            .push(format!("the run ended before {what} fsynced {dirs:?}"));
+    }
+    if let (Some(rc), Some(ph)) = (r.receipt_at, r.last_phase_at) {
+        if rc > ph {
+            r.violations.push(
+                "the receipt was written after the last phase-file write (it is the commit point: receipt first, then done)".into(),
+            );
+        }
+    }
+    r
+}
+
+#[test]
+fn persistence_order() {
+    let strace = strace_bin();
+    let node = Node::new(VARIANT, knobs());
+    let log = node.sim.join("persistence.strace");
+    let mut cmd = Command::new(strace);
+    cmd.args([
+        "-f",
+        "-y",
+        "-qq",
+        "-e",
+        "trace=openat,rename,renameat,renameat2,link,linkat,fsync,fdatasync,unlink,unlinkat,mkdir,mkdirat,write,execve",
+        "-o",
+    ])
+    .arg(&log)
+    .arg(RUNBOOK)
+    .args(node.runbook_args(&["--operation-id", "op-persist", "--force"]))
+    .env_clear()
+    .env("PATH", "/usr/bin:/bin");
+    let ran = run_timed(cmd, &node.sim, "persist", RUN_LIMIT).unwrap();
+    let v = ran.json();
+    assert_eq!(
+        (ran.code(), v["outcome"].as_str()),
+        (Some(0), Some("renewed")),
+        "{}",
+        ran.describe()
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let all = strace::parse(&text);
+    let own = strace::own_calls(&all);
+    let root = node.root.canonicalize().unwrap();
+    let p = check_persistence(&own, &root);
+    let threads = own.iter().map(|c| c.pid).collect::<BTreeSet<_>>().len();
+    say(&format!(
+        "persistence order: {} calls of the runbook's {threads} threads (of {} traced): {} phase writes, {} receipt(s), {} manifest moves, {} temp files fsynced before rename, {} directory fsyncs, {} opens under managed dirs; {} violation(s)",
+        own.len(),
+        all.len(),
+        p.phase_writes,
+        p.receipts,
+        p.moves,
+        p.temps,
+        p.dir_fsyncs,
+        p.opens_checked,
+        p.violations.len()
+    ));
+    for v in &p.violations {
+        say(&format!("  VIOLATION: {v}"));
+    }
+    assert!(
+        p.violations.is_empty(),
+        "persistence order violated ({} violations; strace log kept in the output above)",
+        p.violations.len()
+    );
+    // Not vacuous: a forced run writes renewing, five restart_pending and
+    // done; one receipt; eight moves (four out, four back).
+    assert!(p.phase_writes >= 7, "{p:?}");
+    assert_eq!(p.receipts, 1, "{p:?}");
+    assert_eq!(p.moves, 8, "{p:?}");
+    assert!(p.temps >= 20 && p.opens_checked > 20, "{p:?}");
+}
+
+#[test]
+fn persistence_checker_catches_bad_orders() {
+    let root = Path::new("/r");
+    let s = "/r/var/lib/nvke/k8s-cert-renewal";
+    let m = "/r/etc/kubernetes/manifests";
+    let st = "/r/etc/kubernetes/nvke-cert-renewal-staging";
+    let log = format!(
+        r#"1 openat(4<{s}>, ".phase.tmp-1-0", O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW, 0600) = 6<{s}/.phase.tmp-1-0>
+1 write(6<{s}/.phase.tmp-1-0>, "x", 1) = 1
+1 renameat(4<{s}>, ".phase.tmp-1-0", 4<{s}>, "phase") = 0
+1 renameat2(8<{m}>, "etcd.yaml", 9<{st}>, "etcd.yaml", RENAME_NOREPLACE) = 0
+1 fsync(9<{st}>) = 0
+1 openat(4<{s}>, ".phase.tmp-1-0", O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW, 0600) = 6<{s}/.phase.tmp-1-0>
+1 fsync(6<{s}/.phase.tmp-1-0>) = 0
+1 renameat(4<{s}>, ".phase.tmp-1-0", 4<{s}>, "phase") = 0
+1 openat(4<{s}>, "phase", O_RDONLY) = 6<{s}/phase>
+1 openat(4<{s}>, ".x.json.tmp-1-0", O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW, 0600) = 7<{s}/completed/.x.json.tmp-1-0>
+1 fsync(7<{s}/completed/.x.json.tmp-1-0>) = 0
+1 renameat(7<{s}/completed>, ".x.json.tmp-1-0", 7<{s}/completed>, "x.json") = 0
+"#
+    );
+    let p = check_persistence(&strace::parse(&log), root);
+    let all = p.violations.join("\n");
+    for want in [
+        "before fsyncing it",
+        "came before the fsync",
+        "was not fsynced since",
+        "without O_NOFOLLOW",
+        "without RENAME_NOREPLACE or link(2)",
+        "never fsynced",
+    ] {
+        assert!(all.contains(want), "missing {want:?} in:\n{all}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The oracle.
+
+/// What must never change: the four manifests (bytes, mode) and the CA files.
+struct Base {
+    manifests: BTreeMap<&'static str, FileState>,
+    cas: Vec<(String, Vec<u8>, u32)>,
+}
+
+/// A regular file's bytes and permission bits.
+type FileState = (Vec<u8>, u32);
+
+fn file_and_mode(p: &Path) -> Option<FileState> {
+    let md = std::fs::symlink_metadata(p).ok()?;
+    if !md.file_type().is_file() {
+        return None;
+    }
+    Some((std::fs::read(p).ok()?, md.mode() & 0o7777))
+}
+
+fn base_of(node: &Node) -> Base {
+    let manifests = COMPONENTS
+        .iter()
+        .map(|c| (*c, file_and_mode(&node.manifest(c)).expect("manifest")))
+        .collect();
+    let pki = node.root.join("etc/kubernetes/pki");
+    let cas = CA_FILES
+        .iter()
+        .filter_map(|rel| file_and_mode(&pki.join(rel)).map(|(b, m)| (rel.to_string(), b, m)))
+        .collect();
+    Base { manifests, cas }
+}
+
+/// Receipts seen during one crash point, by file name: never changed.
+#[derive(Default)]
+struct Seen {
+    receipts: BTreeMap<String, String>,
+}
+
+struct Obs {
+    staged: Vec<&'static str>,
+    /// operation ID -> outcome
+    receipts: BTreeMap<String, String>,
+    intent: String,
+}
+
+/// Oracle 1, 3, 4, 5, 6 of issue 5, at any moment no runbook runs.
+fn observe(node: &Node, base: &Base, seen: &mut Seen, when: &str) -> Result<Obs, String> {
+    let mut errs = Vec::new();
+    let mut staged = Vec::new();
+    for c in COMPONENTS {
+        let (want, mode) = &base.manifests[c];
+        let a = node.manifest(c);
+        let s = node.staged(c);
+        let found: Vec<(&Path, Option<FileState>)> = [a.as_path(), s.as_path()]
+            .into_iter()
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .map(|p| (p, file_and_mode(p)))
+            .collect();
+        match found.as_slice() {
+            [] => errs.push(format!(
+                "{c}: no manifest at all (neither active nor staged)"
+            )),
+            [(p, got)] => match got {
+                Some((b, m)) if b == want && m == mode => {
+                    if *p == s.as_path() {
+                        staged.push(c);
+                    }
+                }
+                Some((b, m)) => errs.push(format!(
+                    "{c}: {} changed: {} bytes mode {m:o} (was {} bytes mode {mode:o})",
+                    p.display(),
+                    b.len(),
+                    want.len()
+                )),
+                None => errs.push(format!("{c}: {} is not a regular file", p.display())),
+            },
+            _ => errs.push(format!("{c}: two copies (active and staged)")),
+        }
+    }
+    if staged.len() > 1 {
+        errs.push(format!("more than one manifest out at once: {staged:?}"));
+    }
+    let completed = node.state().join("completed");
+    let mut receipts = BTreeMap::new();
+    if let Ok(rd) = std::fs::read_dir(&completed) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let Some(stem) = name.strip_suffix(".json") else {
+                continue;
+            };
+            if name.starts_with('.') {
+                continue;
+            }
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            let h = sha(&bytes);
+            match seen.receipts.get(&name) {
+                Some(old) if *old != h => errs.push(format!("receipt {name} changed")),
+                Some(_) => {}
+                None => {
+                    seen.receipts.insert(name.clone(), h);
+                }
+            }
+            match serde_json::from_slice::<Value>(&bytes) {
+                Ok(v) if v["operationID"] == stem => {
+                    receipts.insert(
+                        stem.to_string(),
+                        v["outcome"].as_str().unwrap_or("?").to_string(),
+                    );
+                }
+                _ => errs.push(format!("receipt {name} is torn or names another operation")),
+            }
+        }
+    }
+    let pki = node.root.join("etc/kubernetes/pki");
+    for (rel, bytes, mode) in &base.cas {
+        match file_and_mode(&pki.join(rel)) {
+            Some((b, m)) if &b == bytes && m == *mode => {}
+            _ => errs.push(format!("CA file pki/{rel} changed (bytes or mode)")),
+        }
+    }
+    let check = runbook(node, "check", &["--check"])?;
+    let cj = check.json();
+    let status = cj["phaseFile"]["status"]
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
+    if status == "malformed" || status == "?" {
+        errs.push(format!(
+            "the phase file does not parse: {} ({})",
+            cj["phaseFile"],
+            check.describe()
+        ));
+    }
+    let intent = cj["phaseFile"]["intent"]
+        .as_str()
+        .unwrap_or("?")
+        .to_string();
+    if errs.is_empty() {
+        Ok(Obs {
+            staged,
+            receipts,
+            intent,
+        })
+    } else {
+        Err(format!("{when}: {}", errs.join("; ")))
+    }
+}
+
+/// Oracle 2: recovered.
+fn recovered(
+    node: &Node,
+    base: &Base,
+    seen: &mut Seen,
+    when: &str,
+    phase_may_be_absent: bool,
+) -> Result<Obs, String> {
+    let o = observe(node, base, seen, when)?;
+    if !o.staged.is_empty() {
+        return Err(format!("{when}: still staged: {:?}", o.staged));
+    }
+    let staging = node.root.join(STAGING);
+    if let Ok(rd) = std::fs::read_dir(&staging) {
+        let left: Vec<_> = rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        if !left.is_empty() {
+            return Err(format!("{when}: staging is not empty: {left:?}"));
+        }
+    }
+    let absent_ok = phase_may_be_absent && o.intent == "absent";
+    if o.intent != "done" && o.intent != "done-by-receipt" && !absent_ok {
+        return Err(format!(
+            "{when}: phase file intent {} (want done): {}",
+            o.intent,
+            node.phase()
+        ));
+    }
+    let st = runbook(node, "status", &["--status-only"])?;
+    if st.code() != Some(0) {
+        return Err(format!(
+            "{when}: the operator view says not clean: {}",
+            st.json()["reasons"]
+        ));
+    }
+    Ok(o)
+}
+
+/// What a plain renewal will do now: (outcome, components restarted).
+fn expected_recovery(node: &Node, receipts: &BTreeMap<String, String>) -> (String, Vec<String>) {
+    let unchanged = ("unchanged".to_string(), Vec::new());
+    let phase = node.phase();
+    if phase.is_empty() {
+        return unchanged;
+    }
+    let v: Value = serde_json::from_str(&phase).unwrap_or(Value::Null);
+    let op = v["operationID"].as_str().unwrap_or_default();
+    let success = matches!(
+        receipts.get(op).map(String::as_str),
+        Some("renewed") | Some("unchanged")
+    );
+    let all = |from: usize| COMPONENTS[from..].iter().map(|c| c.to_string()).collect();
+    match v["state"].as_str() {
+        Some("done") => unchanged,
+        _ if success => unchanged,
+        Some("renewing") => ("renewed".into(), all(0)),
+        Some("restart_pending") => match v["nextComponent"].as_str() {
+            None => ("renewed".into(), Vec::new()),
+            Some(c) => (
+                "renewed".into(),
+                all(COMPONENTS.iter().position(|x| *x == c).unwrap_or(0)),
+            ),
+        },
+        _ => ("?".into(), Vec::new()),
+    }
+}
+
+fn restarted(v: &Value) -> Vec<String> {
+    v["restarts"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r["component"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------
+// Crash points.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sig {
+    Kill,
+    Term,
+    Int,
+    Hup,
+}
+
+impl Sig {
+    fn name(self) -> &'static str {
+        match self {
+            Sig::Kill => "KILL",
+            Sig::Term => "TERM",
+            Sig::Int => "INT",
+            Sig::Hup => "HUP",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scn {
+    /// Resume a V2 `restart_pending`/etcd phase file of another operation.
+    Resume,
+    /// A forced fresh run (kubeadm included).
+    Fresh,
+}
+
+#[derive(Clone, Debug)]
+struct Point {
+    scn: Scn,
+    sig: Sig,
+    sc: String,
+    k: usize,
+    /// Count only openat calls in the state directories (`strace -P`).
+    path_filter: bool,
+    /// The recovery renewal is itself killed at (syscall, k).
+    compound: Option<(String, usize)>,
+}
+
+impl Point {
+    fn label(&self) -> String {
+        format!(
+            "{}:{}#{}{}:SIG{}{}",
+            match self.scn {
+                Scn::Resume => "resume",
+                Scn::Fresh => "fresh",
+            },
+            self.sc,
+            self.k,
+            if self.path_filter { "(state dirs)" } else { "" },
+            self.sig.name(),
+            self.compound
+                .as_ref()
+                .map(|(s, k)| format!(" +recovery killed at {s}#{k}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// The state directories `-P` selects for openat points.
+fn filter_dirs(node: &Node) -> Vec<PathBuf> {
+    let s = node.root.canonicalize().unwrap().join(STATE);
+    vec![s.clone(), s.join("completed"), s.join("log")]
+}
+
+fn inject_opts(sig: Sig, sc: &str, k: usize, filter: &[PathBuf], log: &Path) -> Vec<OsString> {
+    let mut v: Vec<OsString> = vec!["-o".into(), log.into()];
+    for d in filter {
+        v.push("-P".into());
+        v.push(d.into());
+    }
+    v.push("-e".into());
+    v.push(format!("trace={sc}").into());
+    v.push("-e".into());
+    v.push(format!("inject={sc}:signal={}:when={k}", sig.name()).into());
+    v
+}
+
+/// The call the signal landed on, from the injected run's strace log.
+fn landed(log: &str, sig: Sig) -> Option<String> {
+    let marker = match sig {
+        Sig::Kill => "+++ killed by SIGKILL".to_string(),
+        s => format!("--- SIG{} ", s.name()),
+    };
+    let lines: Vec<&str> = log.lines().collect();
+    let at = lines.iter().position(|l| l.starts_with(&marker))?;
+    lines[..at]
+        .iter()
+        .rev()
+        .find(|l| !l.starts_with("---") && !l.starts_with("+++"))
+        .map(|l| l.chars().take(200).collect())
+}
+
+/// The runbook killed (or signalled) at a point.
+struct Injected {
+    ran: Ran,
+    landed: Option<String>,
+}
+
+fn inject(
+    node: &Node,
+    sig: Sig,
+    sc: &str,
+    k: usize,
+    filter: bool,
+    args: &[&str],
+) -> Result<Injected, String> {
+    let log = node.sim.join("inject.strace");
+    let dirs = if filter {
+        filter_dirs(node)
+    } else {
+        Vec::new()
+    };
+    let cmd = straced(node, &inject_opts(sig, sc, k, &dirs, &log), args);
+    let ran = run_timed(cmd, &node.sim, "inject", RUN_LIMIT)?;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    Ok(Injected {
+        landed: landed(&text, sig),
+        ran,
+    })
+}
+
+fn fence(node: &Node, id: &str, seen: &mut Seen, base: &Base, when: &str) -> Result<Obs, String> {
+    let f = runbook(
+        node,
+        "fence",
+        &["--status-only", "--operation-id", id, "--fence"],
+    )?;
+    if f.code() != Some(0) || f.json()["termination"] != "confirmed" {
+        return Err(format!(
+            "{when}: fencing {id} was not confirmed: {}",
+            f.describe()
+        ));
+    }
+    let o = observe(node, base, seen, when)?;
+    if !o.staged.is_empty() {
+        return Err(format!(
+            "{when}: the fencing check left {:?} staged",
+            o.staged
+        ));
+    }
+    if !o.receipts.contains_key(id) {
+        return Err(format!("{when}: {id} has no receipt after fencing"));
+    }
+    Ok(o)
+}
+
+/// A point's index, the point, what it showed or why it failed, how long it took.
+type Outcome = (usize, Point, Result<Note, String>, Duration);
+
+/// What one point showed (for the summary).
+#[derive(Default)]
+struct Note {
+    hit: bool,
+    landed_creat: Option<bool>,
+    compound_hit: Option<bool>,
+    crash_outcome: String,
+    /// the injected run, and the recovery renewal
+    t_crash: Duration,
+    t_recover: Duration,
+}
+
+fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, String> {
+    let crash_id = format!("op-{idx}-crash");
+    let rec_id = format!("op-{idx}-rec");
+    let rec2_id = format!("op-{idx}-rec2");
+    let mut seen = Seen::default();
+    let mut note = Note::default();
+    let mut args = vec!["--operation-id", crash_id.as_str()];
+    if p.scn == Scn::Fresh {
+        args.push("--force");
+    }
+    let inj = inject(node, p.sig, &p.sc, p.k, p.path_filter, &args)?;
+    note.hit = inj.landed.is_some();
+    note.t_crash = inj.ran.elapsed;
+    if p.path_filter {
+        note.landed_creat = inj.landed.as_ref().map(|l| l.contains("O_CREAT"));
+    }
+    wait_orphans(node)?;
+    let ran = &inj.ran;
+    let obs = observe(node, base, &mut seen, "after the injected run")?;
+    let v = ran.json();
+    let outcome = v["outcome"].as_str().unwrap_or("");
+    let finished = |code: i32, want: &str| ran.code() == Some(code) && outcome == want;
+    match p.sig {
+        Sig::Kill if note.hit => {
+            if ran.status.signal() != Some(9) {
+                return Err(format!(
+                    "killed at {:?} but: {}",
+                    inj.landed,
+                    ran.describe()
+                ));
+            }
+        }
+        Sig::Term | Sig::Int if note.hit => {
+            if ran.elapsed > Duration::from_secs(30) {
+                return Err(format!(
+                    "SIG{} took {:?} to end the run",
+                    p.sig.name(),
+                    ran.elapsed
+                ));
+            }
+            let cancelled = finished(1, "cancelled")
+                && obs.staged.is_empty()
+                && obs.receipts.get(&crash_id).map(String::as_str) == Some("cancelled");
+            // A signal that lands after the receipt cannot undo the commit.
+            let committed = finished(0, "renewed")
+                && obs.receipts.get(&crash_id).map(String::as_str) == Some("renewed");
+            if !(cancelled || committed) {
+                return Err(format!(
+                    "SIG{} at {:?}: want cancelled (exit 1, all manifests active, cancelled receipt) or an already committed renewal: {}",
+                    p.sig.name(),
+                    inj.landed,
+                    ran.describe()
+                ));
+            }
+        }
+        _ => {
+            // SIGHUP, or a point past the last such call: the run finishes.
+            if !finished(0, "renewed") {
+                return Err(format!(
+                    "SIG{} at {:?}: the run must finish renewed: {}",
+                    p.sig.name(),
+                    inj.landed,
+                    ran.describe()
+                ));
+            }
+        }
+    }
+    let obs = fence(
+        node,
+        &crash_id,
+        &mut seen,
+        base,
+        "after fencing the crashed run",
+    )?;
+    note.crash_outcome = obs.receipts[&crash_id].clone();
+    let allowed: &[&str] = match p.sig {
+        Sig::Kill => &["abandoned", "renewed"],
+        Sig::Term | Sig::Int => &["cancelled", "renewed"],
+        Sig::Hup => &["renewed"],
+    };
+    if !allowed.contains(&note.crash_outcome.as_str()) {
+        return Err(format!(
+            "{crash_id} has a {} receipt (allowed: {allowed:?})",
+            note.crash_outcome
+        ));
+    }
+    let mut obs = obs;
+    let mut last = rec_id.clone();
+    if let Some((sc2, k2)) = &p.compound {
+        let inj2 = inject(
+            node,
+            Sig::Kill,
+            sc2,
+            *k2,
+            false,
+            &["--operation-id", &rec_id],
+        )?;
+        note.compound_hit = Some(inj2.landed.is_some());
+        wait_orphans(node)?;
+        if inj2.landed.is_none() && inj2.ran.code() != Some(0) {
+            return Err(format!(
+                "the recovery {rec_id} failed: {}",
+                inj2.ran.describe()
+            ));
+        }
+        observe(node, base, &mut seen, "after the crashed recovery")?;
+        obs = fence(
+            node,
+            &rec_id,
+            &mut seen,
+            base,
+            "after fencing the crashed recovery",
+        )?;
+        let o = obs.receipts[&rec_id].as_str();
+        if !["abandoned", "renewed", "unchanged"].contains(&o) {
+            return Err(format!("{rec_id} has a {o} receipt"));
+        }
+        last = rec2_id;
+    }
+    let (want_outcome, want_restarts) = expected_recovery(node, &obs.receipts);
+    let r = runbook(node, "recover", &["--operation-id", &last])?;
+    note.t_recover = r.elapsed;
+    let rv = r.json();
+    if r.code() != Some(0) || rv["outcome"] != want_outcome.as_str() {
+        return Err(format!(
+            "the recovery {last} should be {want_outcome}: {}",
+            r.describe()
+        ));
+    }
+    if restarted(&rv) != want_restarts {
+        return Err(format!(
+            "the recovery {last} restarted {:?}, but the phase file said to resume with {:?}",
+            restarted(&rv),
+            want_restarts
+        ));
+    }
+    // A fresh run killed before its first phase write leaves no phase
+    // file, and the (unforced) recovery finds nothing due: still none.
+    let fin = recovered(node, base, &mut seen, "after recovery", p.scn == Scn::Fresh)?;
+    if p.scn == Scn::Resume && fin.receipts.get("op-prev").map(String::as_str) != Some("superseded")
+    {
+        return Err(format!(
+            "op-prev (whose work was taken over) has receipt {:?}, want superseded",
+            fin.receipts.get("op-prev")
+        ));
+    }
+    if fin.receipts.get(&crash_id) != Some(&note.crash_outcome) {
+        return Err(format!("the receipt of {crash_id} changed or vanished"));
+    }
+    Ok(note)
+}
+
+/// Reset a resume node to the starting tree: the four manifests active (as
+/// the previous point's recovery left them), no staging dir, a state dir
+/// holding only op-prev's unfinished `restart_pending`/etcd phase file.
+fn reset_resume(node: &Node, base: &Base) -> Result<(), String> {
+    for c in COMPONENTS {
+        if file_and_mode(&node.manifest(c)).as_ref() != Some(&base.manifests[c]) {
+            return Err(format!("{c} manifest not active with its original bytes"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(node.root.join(STAGING));
+    let _ = std::fs::remove_dir_all(node.state());
+    node.write_state(
+        "phase",
+        &node.v2_phase("op-prev", "restart_pending", Some("etcd")),
+    );
+    node.wait_all_running();
+    Ok(())
+}
+
+/// The mutating calls of one run, main thread only (strace without -f: the
+/// same thread injection reaches).
+struct Recording {
+    calls: Vec<Call>,
+    counts: BTreeMap<String, usize>,
+    /// occurrences (1-based, among openat calls `-P` selects) that create
+    creat_filtered: Vec<usize>,
+    filtered_openat: usize,
+}
+
+impl Recording {
+    fn count(&self, sc: &str) -> usize {
+        self.counts.get(sc).copied().unwrap_or(0)
+    }
+    /// occurrence number (1-based) of call index `i` among calls named like it
+    fn occurrence(&self, i: usize) -> usize {
+        let name = &self.calls[i].name;
+        self.calls[..=i].iter().filter(|c| &c.name == name).count()
+    }
+}
+
+fn record(node: &Node, args: &[&str]) -> Recording {
+    let log = node.sim.join("record.strace");
+    let pre: Vec<OsString> = vec![
+        "-y".into(),
+        "-qq".into(),
+        "-e".into(),
+        format!("trace={RECORDED}").into(),
+        "-o".into(),
+        log.clone().into(),
+    ];
+    let ran = run_timed(straced(node, &pre, args), &node.sim, "record", RUN_LIMIT).unwrap();
+    assert_eq!(
+        (ran.code(), ran.json()["outcome"].as_str()),
+        (Some(0), Some("renewed")),
+        "the recorded run: {}",
+        ran.describe()
+    );
+    let calls = strace::parse(&std::fs::read_to_string(&log).unwrap());
+    let mut counts = BTreeMap::new();
+    for c in &calls {
+        *counts.entry(c.name.clone()).or_insert(0) += 1;
+    }
+    let dirs: Vec<String> = filter_dirs(node)
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    let mut creat_filtered = Vec::new();
+    let mut filtered_openat = 0;
+    for c in calls.iter().filter(|c| c.name == "openat") {
+        let by_fd = c.fd_path(0).is_some_and(|p| dirs.contains(&p));
+        let by_path = c.str_arg(1).is_some_and(|p| dirs.contains(&p));
+        if by_fd || by_path {
+            filtered_openat += 1;
+            if c.has_flag(2, "O_CREAT") {
+                creat_filtered.push(filtered_openat);
+            }
+        }
+    }
+    Recording {
+        calls,
+        counts,
+        creat_filtered,
+        filtered_openat,
+    }
+}
+
+fn kill(scn: Scn, sc: &str, k: usize) -> Point {
+    Point {
+        scn,
+        sig: Sig::Kill,
+        sc: sc.to_string(),
+        k,
+        path_filter: false,
+        compound: None,
+    }
+}
+
+/// Small deterministic generator for the compound points.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// Every occurrence of these on the resume run.
+const EVERY: [&str; 12] = [
+    "rename",
+    "renameat",
+    "renameat2",
+    "link",
+    "linkat",
+    "fsync",
+    "fdatasync",
+    "unlink",
+    "unlinkat",
+    "mkdir",
+    "mkdirat",
+    "flock",
+];
+/// Resume points one simulated node runs before it is replaced.
+const NODE_POINTS: usize = 20;
+/// Write points tried on the resume run (every k-th write).
+const WRITE_POINTS: usize = 16;
+
+fn resume_points(rec: &Recording, rng: &mut Rng, skipped: &mut Vec<String>) -> Vec<Point> {
+    let mut v = Vec::new();
+    for sc in EVERY {
+        for k in 1..=rec.count(sc) {
+            v.push(kill(Scn::Resume, sc, k));
+        }
+    }
+    for &k in &rec.creat_filtered {
+        let mut p = kill(Scn::Resume, "openat", k);
+        p.path_filter = true;
+        v.push(p);
+    }
+    skipped.push(format!(
+        "{} openat calls without O_CREAT (read-only: no state to interrupt; openat points count only the {} opens in the state directories, {} of them creating)",
+        rec.count("openat") - rec.creat_filtered.len(),
+        rec.filtered_openat,
+        rec.creat_filtered.len()
+    ));
+    let writes = rec.count("write");
+    let step = writes.div_ceil(WRITE_POINTS).max(1);
+    let mut tried = 0;
+    for k in (step..=writes).step_by(step) {
+        v.push(kill(Scn::Resume, "write", k));
+        tried += 1;
+    }
+    skipped.push(format!(
+        "{} of {writes} writes (every {step}th tried: they are log, stdout and temp-file writes; a temp file's contents are covered by the fsync points, which kill after its write and before its rename)",
+        writes - tried
+    ));
+    skipped.push(format!(
+        "execve ({} in the main thread): the runbook's own start, which strace never injects into; the tools' execve run in child processes",
+        rec.count("execve")
+    ));
+    // SIGTERM, SIGINT, SIGHUP at a sample of the same calls.
+    let n2 = rec.count("renameat2");
+    let n1 = rec.count("renameat");
+    let nf = rec.count("fsync");
+    for sig in [Sig::Term, Sig::Int, Sig::Hup] {
+        for (sc, k) in [
+            ("renameat2", 2),
+            ("renameat2", n2 / 2 + 1),
+            ("renameat2", n2),
+            ("renameat", 2),
+            ("renameat", n1.saturating_sub(1).max(1)),
+            ("fsync", nf / 2),
+            ("write", writes / 3),
+        ] {
+            if k >= 1 && k <= rec.count(sc) {
+                v.push(Point {
+                    sig,
+                    ..kill(Scn::Resume, sc, k)
+                });
+            }
+        }
+    }
+    // Compound: a few SIGKILL points whose recovery is killed too.
+    let kill_idx: Vec<usize> = (0..v.len()).filter(|&i| v[i].sig == Sig::Kill).collect();
+    for _ in 0..4 {
+        let i = kill_idx[rng.next(kill_idx.len())];
+        let sc = ["renameat", "renameat2", "fsync", "write"][rng.next(4)];
+        let k = 1 + rng.next(rec.count(sc));
+        v[i].compound = Some((sc.to_string(), k));
+    }
+    v
+}
+
+fn fresh_points(rec: &Recording, id: &str, root: &Path) -> Vec<Point> {
+    let root = root.display().to_string();
+    let state = format!("{root}/{STATE}");
+    let mut v = Vec::new();
+    let find = |pred: &dyn Fn(&Call) -> bool| rec.calls.iter().position(pred);
+    let mut push = |sig: Sig, i: Option<usize>| {
+        if let Some(i) = i {
+            v.push(Point {
+                sig,
+                ..kill(Scn::Fresh, &rec.calls[i].name, rec.occurrence(i))
+            });
+        }
+    };
+    let partial = format!("{state}/backup/{id}.partial");
+    push(
+        Sig::Kill,
+        find(&|c| c.name == "mkdirat" && c.at_path(0, 1).as_deref() == Some(partial.as_str())),
+    );
+    let staging = format!("{root}/{STAGING}");
+    push(
+        Sig::Kill,
+        find(&|c| c.name == "mkdirat" && c.at_path(0, 1).as_deref() == Some(staging.as_str())),
+    );
+    let phase = format!("{state}/phase");
+    let phase_writes: Vec<usize> = (0..rec.calls.len())
+        .filter(|&i| {
+            rec.calls[i].name == "renameat"
+                && rec.calls[i].at_path(2, 3).as_deref() == Some(phase.as_str())
+        })
+        .collect();
+    // renewing, and restart_pending/etcd after kubeadm
+    push(Sig::Kill, phase_writes.first().copied());
+    push(Sig::Kill, phase_writes.get(1).copied());
+    let r2: Vec<usize> = (0..rec.calls.len())
+        .filter(|&i| rec.calls[i].name == "renameat2")
+        .collect();
+    push(Sig::Kill, r2.first().copied());
+    let done_backup = r2.iter().copied().find(|&i| {
+        rec.calls[i].at_path(2, 3).as_deref() == Some(format!("{state}/backup/{id}").as_str())
+    });
+    push(Sig::Kill, done_backup);
+    push(
+        Sig::Kill,
+        done_backup.and_then(|b| (b + 1..rec.calls.len()).find(|&i| rec.calls[i].name == "fsync")),
+    );
+    let manifests = format!("{root}/{MANIFESTS}");
+    push(
+        Sig::Kill,
+        r2.iter().copied().find(|&i| {
+            rec.calls[i]
+                .at_path(0, 1)
+                .is_some_and(|p| parent(&p) == manifests)
+        }),
+    );
+    push(
+        Sig::Kill,
+        r2.iter().copied().find(|&i| {
+            rec.calls[i]
+                .at_path(2, 3)
+                .is_some_and(|p| parent(&p) == format!("{state}/completed"))
+        }),
+    );
+    // While kubeadm runs: the main thread polls it with wait4 between the
+    // backup and the restart_pending phase write.
+    if let (Some(b), Some(&ph)) = (done_backup, phase_writes.get(1)) {
+        let polls: Vec<usize> = (b..ph).filter(|&i| rec.calls[i].name == "wait4").collect();
+        push(Sig::Kill, polls.first().copied());
+        push(Sig::Kill, polls.get(polls.len() / 2).copied());
+        push(Sig::Term, polls.get(polls.len() / 2).copied());
+    }
+    v
+}
+
+#[test]
+fn crash_points() {
+    let started = Instant::now();
+    let _ = strace_bin();
+    let jobs: usize = std::env::var("NVKE_CRASH_JOBS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2)
+        .clamp(1, 8);
+    let seed: u64 = std::env::var("NVKE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_c0de);
+    let mut rng = Rng(seed | 1);
+    let verbose = std::env::var_os("NVKE_CRASH_VERBOSE").is_some();
+    let only = std::env::var("NVKE_CRASH_ONLY").ok();
+
+    // Record both starting points side by side.
+    let (resume_node, rec_resume, (rec_fresh, fresh_root)) = std::thread::scope(|s| {
+        let fresh = s.spawn(|| {
+            let node = Node::new(VARIANT, knobs());
+            let rec = record(&node, &["--operation-id", "op-rec-fresh", "--force"]);
+            (rec, node.root.canonicalize().unwrap())
+        });
+        let node = Node::new(VARIANT, knobs());
+        let base = base_of(&node);
+        reset_resume(&node, &base).unwrap();
+        let rec = record(&node, &["--operation-id", "op-rec-resume"]);
+        (node, rec, fresh.join().unwrap())
+    });
+    let mut skipped = Vec::new();
+    let mut points = fresh_points(&rec_fresh, "op-rec-fresh", &fresh_root);
+    points.extend(resume_points(&rec_resume, &mut rng, &mut skipped));
+    if let Some(only) = &only {
+        // Debugging aid: run only the points whose label contains this.
+        points.retain(|p| p.label().contains(only.as_str()));
+    }
+    let n_fresh = points.iter().filter(|p| p.scn == Scn::Fresh).count();
+    say(&format!(
+        "crash-points setup: recorded (main thread) resume run {:?}; fresh run {:?}; {} points ({} fresh, {} resume), {jobs} node(s) side by side, compound seed {seed}",
+        rec_resume.counts,
+        rec_fresh.counts,
+        points.len(),
+        n_fresh,
+        points.len() - n_fresh
+    ));
+    let setup = started.elapsed();
+
+    let queue: Mutex<VecDeque<(usize, Point)>> =
+        Mutex::new(points.iter().cloned().enumerate().collect());
+    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
+    let first_node = Mutex::new(Some(resume_node));
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                let mut used = 0usize;
+                let mut resume: Option<(Node, Base)> = first_node.lock().unwrap().take().map(|n| {
+                    let b = base_of(&n);
+                    (n, b)
+                });
+                loop {
+                    let Some((idx, p)) = queue.lock().unwrap().pop_front() else {
+                        break;
+                    };
+                    let t = Instant::now();
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        match p.scn {
+                            Scn::Fresh => {
+                                let node = Node::new(VARIANT, knobs());
+                                let base = base_of(&node);
+                                run_point(&node, &base, &p, idx)
+                            }
+                            Scn::Resume => {
+                                // The kubelet keeps every exited container: a node
+                                // that ran many points makes each crictl call slower.
+                                if used >= NODE_POINTS {
+                                    resume = None;
+                                }
+                                let ready = match resume.as_ref() {
+                                    Some((n, b)) => reset_resume(n, b).is_ok(),
+                                    None => false,
+                                };
+                                if !ready {
+                                    // A new node (the last point may have left this one broken).
+                                    used = 0;
+                                    let n = Node::new(VARIANT, knobs());
+                                    let b = base_of(&n);
+                                    reset_resume(&n, &b).unwrap();
+                                    resume = Some((n, b));
+                                }
+                                used += 1;
+                                let (n, b) = resume.as_ref().unwrap();
+                                run_point(n, b, &p, idx)
+                            }
+                        }
+                    }))
+                    .unwrap_or_else(|e| {
+                        Err(format!(
+                            "panicked: {}",
+                            e.downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                                .unwrap_or_default()
+                        ))
+                    });
+                    if result.is_err() {
+                        resume = None;
+                    }
+                    if verbose {
+                        say(&format!(
+                            "  #{idx} {} {:?}: {}",
+                            p.label(),
+                            t.elapsed(),
+                            match &result {
+                                Ok(n) => format!(
+                                    "ok (crash run {:?}, recovery {:?}, {} receipt)",
+                                    n.t_crash, n.t_recover, n.crash_outcome
+                                ),
+                                Err(e) => format!("FAILED: {e}"),
+                            }
+                        ));
+                    }
+                    results.lock().unwrap().push((idx, p, result, t.elapsed()));
+                }
+            });
+        }
+    });
+
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|r| r.0);
+    let n = results.len();
+    let ok = results.iter().filter(|r| r.2.is_ok()).count();
+    let mut by_kind: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut creat_landed, mut creat_points) = (0, 0);
+    let (mut compound_ok, mut compound_n, mut compound_hit) = (0, 0, 0);
+    for (_, p, r, _) in &results {
+        let key = format!(
+            "{} {} SIG{}",
+            match p.scn {
+                Scn::Resume => "resume",
+                Scn::Fresh => "fresh",
+            },
+            p.sc,
+            p.sig.name()
+        );
+        let e = by_kind.entry(key).or_default();
+        e.0 += 1;
+        if let Ok(note) = r {
+            e.1 += 1;
+            if note.hit {
+                e.2 += 1;
+            }
+            *outcomes.entry(note.crash_outcome.clone()).or_default() += 1;
+            if let Some(c) = note.landed_creat {
+                creat_points += 1;
+                if c {
+                    creat_landed += 1;
+                }
+            }
+            if let Some(h) = note.compound_hit {
+                compound_ok += 1;
+                if h {
+                    compound_hit += 1;
+                }
+            }
+        }
+        if p.compound.is_some() {
+            compound_n += 1;
+        }
+    }
+    for (i, p, r, t) in &results {
+        if let Err(e) = r {
+            say(&format!("  FAILED #{i} {} ({t:?}): {e}", p.label()));
+        }
+    }
+    for (k, (tried, rec, hit)) in &by_kind {
+        say(&format!(
+            "  {k}: {rec} recovered of {tried} ({hit} landed on the call, the rest ran past the last one)"
+        ));
+    }
+    say(&format!(
+        "  crashed operations' receipts: {outcomes:?}; openat points that landed on an O_CREAT open: {creat_landed} of {creat_points}; compound (recovery killed too, then recovered): {compound_ok} of {compound_n} ({compound_hit} landed)"
+    ));
+    for s in &skipped {
+        say(&format!("  skipped: {s}"));
+    }
+    say("  skipped: syscalls of the runbook's threads and of the tools it runs: strace without -f injects into the main thread only (with -f its per-process counters would also kill crictl and kubeadm); every runbook file mutation happens on the main thread");
+    for scn in [Scn::Fresh, Scn::Resume] {
+        let ts: Vec<(Duration, Duration, Duration)> = results
+            .iter()
+            .filter(|r| r.1.scn == scn)
+            .filter_map(|r| r.2.as_ref().ok().map(|n| (r.3, n.t_crash, n.t_recover)))
+            .collect();
+        if ts.is_empty() {
+            continue;
+        }
+        let avg = |f: &dyn Fn(&(Duration, Duration, Duration)) -> Duration| {
+            ts.iter().map(f).sum::<Duration>() / ts.len() as u32
+        };
+        say(&format!(
+            "  time per {} point: {:?} on average (injected run {:?}, recovery renewal {:?})",
+            if scn == Scn::Fresh { "fresh" } else { "resume" },
+            avg(&|t| t.0),
+            avg(&|t| t.1),
+            avg(&|t| t.2)
+        ));
+    }
+    say(&format!(
+        "  time: {:?} (recording {:?})",
+        started.elapsed(),
+        setup
+    ));
+    say(&format!("crash points: {ok} recovered of {n}"));
+    if only.is_none() {
+        assert!(n >= 100, "only {n} crash points");
+    }
+    assert_eq!(ok, n, "crash points failed (listed above)");
+}
