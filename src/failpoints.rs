@@ -49,7 +49,8 @@ mod tests {
         let mut used: Vec<String> = Vec::new();
         for e in std::fs::read_dir(&dir).unwrap() {
             let p = e.unwrap().path();
-            if p.extension().and_then(|x| x.to_str()) != Some("rs") || p.ends_with("failpoints.rs") {
+            if p.extension().and_then(|x| x.to_str()) != Some("rs") || p.ends_with("failpoints.rs")
+            {
                 continue;
             }
             let text = std::fs::read_to_string(&p).unwrap();
@@ -64,6 +65,9 @@ mod tests {
         let mut listed: Vec<String> = super::ALL.iter().map(|s| s.to_string()).collect();
         used.sort();
         listed.sort();
-        assert_eq!(used, listed, "crash points in src/ and failpoints::ALL differ");
+        assert_eq!(
+            used, listed,
+            "crash points in src/ and failpoints::ALL differ"
+        );
     }
 }

@@ -42,5 +42,5 @@ pub mod app;
 pub mod check;
 pub mod failpoints;
 pub mod runbook;
-pub mod status;
 pub mod schema;
+pub mod status;
