@@ -493,7 +493,10 @@ fn exec(sim: &Sim, cfg: &SimConfig, args: &[String]) -> Result<i32> {
         );
     }
     let root = sim.root(cfg);
-    let out = crate::etcdctl::run(&root, c, &cfg.etcd, cfg.tls_now_unix()?, &command[1..]);
+    let out = match &cfg.real_etcdctl {
+        Some(real) => crate::etcdctl::run_real(real, &root, c, &command[1..]),
+        None => crate::etcdctl::run(&root, c, &cfg.etcd, cfg.tls_now_unix()?, &command[1..]),
+    };
     let _ = std::io::stdout().lock().write_all(out.stdout.as_bytes());
     let _ = std::io::stderr().lock().write_all(out.stderr.as_bytes());
     Ok(out.code)

@@ -308,6 +308,50 @@ fn probe(
     }
 }
 
+/// sim.json `realEtcdctl` (e2e): runs the real etcdctl (`ETCDCTL_API=3`,
+/// clean environment) with `args`, after mapping the TLS file flags
+/// (`--cacert`, `--cert`, `--key`) through the container's mounts exactly as
+/// the emulation does (a file the container cannot see fails the same way).
+/// Everything else, output formats and exit codes included, is etcdctl's own.
+pub fn run_real(program: &str, root: &Path, ctr: &Container, args: &[String]) -> Output {
+    let mut mapped = Vec::with_capacity(args.len());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        if !["--cacert", "--cert", "--key"].contains(&name) {
+            mapped.push(a.clone());
+            continue;
+        }
+        let Some(path) = inline.or_else(|| it.next().cloned()) else {
+            return Output::fail(format!("Error: flag needs an argument: {name}"));
+        };
+        match container_path(root, ctr, &path) {
+            Some(host) if host.is_file() => mapped.push(format!("{name}={}", host.display())),
+            _ => return Output::fail(format!("Error: open {path}: no such file or directory")),
+        }
+    }
+    match std::process::Command::new(program)
+        .args(&mapped)
+        .env_clear()
+        .env("ETCDCTL_API", "3")
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
+        Ok(out) => Output {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.status.code().unwrap_or(1),
+        },
+        Err(e) => Output::fail(format!(
+            "OCI runtime exec failed: exec: {program:?}: {e} (sim.json realEtcdctl)"
+        )),
+    }
+}
+
 fn url_host(url: &str) -> String {
     let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
     let hostport = rest.split('/').next().unwrap_or(rest);

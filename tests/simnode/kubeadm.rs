@@ -1,7 +1,8 @@
 //! `kubeadm certs renew all [--config F] --rootfs R`: renews every kubeadm
 //! leaf certificate under R like kubeadm does (a new key of the old key's
 //! algorithm; same subject, SANs and usages; signed by the same CA), using
-//! the openssl CLI. Refuses to run without `--rootfs`.
+//! the openssl CLI. Refuses to run without `--rootfs` (except on an e2e
+//! node, sim.json `kubeadm.allowHostRoot`).
 //!
 //! Also: `kubeadm certs renew <name>...` for single certificates and
 //! `kubeadm version [-o short|json]`.
@@ -239,21 +240,32 @@ fn run(sim: &Sim, cfg: &SimConfig, args: &[String]) -> Result<i32> {
         std::thread::sleep(std::time::Duration::from_secs(cfg.kubeadm.hang_secs));
     }
 
-    let rootfs = flags.rootfs.as_deref().ok_or_else(|| {
-        anyhow!("nvke-simnode kubeadm: refusing to run without --rootfs: the simulated kubeadm never touches the host's /etc/kubernetes")
-    })?;
-    let root = PathBuf::from(rootfs);
-    if !root.is_absolute() || !root.is_dir() {
-        bail!("--rootfs {rootfs}: not an absolute path to a directory");
-    }
-    if root
-        .canonicalize()
-        .map(|p| p == Path::new("/"))
-        .unwrap_or(true)
-    {
-        bail!("nvke-simnode kubeadm: refusing --rootfs {rootfs}: that is the host");
-    }
     let sim_root = sim.root(cfg);
+    let root = match flags.rootfs.as_deref() {
+        // e2e: the runbook runs with `--root /` inside a node's own mount
+        // namespace, so kubeadm is called without --rootfs, as on a real node.
+        None if cfg.kubeadm.allow_host_root
+            && sim_root == Path::new("/")
+            && Path::new(sim::E2E_NODE_MARKER).is_file() =>
+        {
+            PathBuf::from("/")
+        }
+        None => bail!("nvke-simnode kubeadm: refusing to run without --rootfs: the simulated kubeadm never touches the host's /etc/kubernetes"),
+        Some(rootfs) => {
+            let root = PathBuf::from(rootfs);
+            if !root.is_absolute() || !root.is_dir() {
+                bail!("--rootfs {rootfs}: not an absolute path to a directory");
+            }
+            if root
+                .canonicalize()
+                .map(|p| p == Path::new("/"))
+                .unwrap_or(true)
+            {
+                bail!("nvke-simnode kubeadm: refusing --rootfs {rootfs}: that is the host");
+            }
+            root
+        }
+    };
     if sim_root.canonicalize().ok() != root.canonicalize().ok() {
         eprintln!(
             "W nvke-simnode kubeadm: --rootfs {} is not the simulation root {}",

@@ -14,7 +14,9 @@
 //! - two manifests naming the same pod: the first file (by name) wins;
 //! - containers named `kube-apiserver` and `etcd` run a stand-in process and
 //!   count as running only once it accepts TCP connections; a process that
-//!   dies on its own is a crash: EXITED, restarted with a back-off.
+//!   dies on its own is a crash: EXITED, restarted with a back-off. With
+//!   sim.json `realEtcd`, the etcd container runs that real etcd binary with
+//!   the manifest's arguments instead (e2e).
 //!
 //! It exits on SIGTERM/SIGINT (stopping its processes), when its parent
 //! process goes away, or when the simulation directory is removed.
@@ -748,6 +750,12 @@ impl Kubelet {
         };
         let root = self.root();
         let process: Option<(&str, u16, Vec<String>)> = match c.name.as_str() {
+            // sim.json `realEtcd`: the real etcd with the manifest's arguments.
+            "etcd" if self.cfg.real_etcd.is_some() => Some((
+                "real-etcd",
+                etcd_client_port(&c.argv),
+                c.argv.iter().skip(1).cloned().collect(),
+            )),
             "kube-apiserver" => {
                 let port = apiserver_port(&c.argv);
                 let etcd_port = self.etcd_port.unwrap_or_else(|| {
@@ -759,11 +767,11 @@ impl Kubelet {
                         .and_then(|p| p.parse().ok())
                         .unwrap_or(2379)
                 });
-                Some((
-                    "apiserver",
-                    port,
-                    vec!["--etcd-port".into(), etcd_port.to_string()],
-                ))
+                let mut extra = vec!["--etcd-port".into(), etcd_port.to_string()];
+                if let Some(bind) = self.cfg.apiserver_bind_address {
+                    extra.extend(["--bind-address".into(), bind.to_string()]);
+                }
+                Some(("apiserver", port, extra))
             }
             "etcd" => Some(("etcd", etcd_client_port(&c.argv), Vec::new())),
             _ => None,
@@ -841,22 +849,38 @@ impl Kubelet {
             .append(true)
             .open(log_path)
             .with_context(|| format!("failed to open {}", log_path.display()))?;
-        let mut cmd = Command::new(&self.exe);
-        cmd.arg(role)
-            .arg("--root")
-            .arg(root)
-            .arg("--port")
-            .arg(port.to_string())
-            .args(extra)
-            .args(
-                self.cfg
-                    .tls_now_unix()
-                    .ok()
-                    .flatten()
-                    .map(|t| vec!["--tls-now".to_string(), t.to_string()])
-                    .unwrap_or_default(),
-            )
-            .stdin(Stdio::null())
+        let mut cmd = match (role, &self.cfg.real_etcd) {
+            ("real-etcd", Some(etcd)) => {
+                // The real etcd: the manifest's arguments as they are (its
+                // paths resolve in the node's own mount namespace), a clean
+                // environment (no stray ETCD_* variables).
+                let mut cmd = Command::new(etcd);
+                cmd.args(extra).env_clear().env(
+                    "PATH",
+                    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                );
+                cmd
+            }
+            _ => {
+                let mut cmd = Command::new(&self.exe);
+                cmd.arg(role)
+                    .arg("--root")
+                    .arg(root)
+                    .arg("--port")
+                    .arg(port.to_string())
+                    .args(extra)
+                    .args(
+                        self.cfg
+                            .tls_now_unix()
+                            .ok()
+                            .flatten()
+                            .map(|t| vec!["--tls-now".to_string(), t.to_string()])
+                            .unwrap_or_default(),
+                    );
+                cmd
+            }
+        };
+        cmd.stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
         let me = nix::unistd::getpid();
@@ -871,7 +895,10 @@ impl Kubelet {
             });
         }
         cmd.spawn()
-            .with_context(|| format!("failed to run {} {role}", self.exe.display()))
+            .with_context(|| match (role, &self.cfg.real_etcd) {
+                ("real-etcd", Some(etcd)) => format!("failed to run {etcd}"),
+                _ => format!("failed to run {} {role}", self.exe.display()),
+            })
     }
 
     fn write_state(&mut self) {

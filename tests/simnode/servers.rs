@@ -3,12 +3,13 @@
 //! start, like the real ones.
 //!
 //! `nvke-simnode etcd --root R --port P [--tls-now UNIX]`
-//! `nvke-simnode apiserver --root R --port P --etcd-port E [--tls-now UNIX]`
+//! `nvke-simnode apiserver --root R --port P --etcd-port E [--tls-now UNIX] [--bind-address IP]`
 //!
 //! Both keep the default SIGTERM disposition: they exit at once.
 
 use crate::tls::{self, Request, Response};
 use anyhow::{bail, Context, Result};
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ struct ServerArgs {
     root: PathBuf,
     port: u16,
     etcd_port: u16,
+    /// Listen address (default 127.0.0.1; sim.json `apiserverBindAddress`).
+    bind: IpAddr,
     /// Verify certificates as of this unix time (sim.json `tlsNow`).
     tls_now: Option<i64>,
 }
@@ -25,6 +28,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
     let mut port = None;
     let mut etcd_port = 2379u16;
     let mut tls_now = None;
+    let mut bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -45,6 +49,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
             "--port" => port = Some(value()?.parse().context("--port")?),
             "--etcd-port" => etcd_port = value()?.parse().context("--etcd-port")?,
             "--tls-now" => tls_now = Some(value()?.parse().context("--tls-now")?),
+            "--bind-address" => bind = value()?.parse().context("--bind-address")?,
             other => bail!("unknown argument {other}"),
         }
     }
@@ -52,6 +57,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
         root: root.context("--root is required")?,
         port: port.context("--port is required")?,
         etcd_port,
+        bind,
         tls_now,
     })
 }
@@ -76,7 +82,7 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
         &pki(&a.root, "etcd/ca.crt"),
         a.tls_now,
     )?;
-    tls::serve("etcd", a.port, cfg, |_req: &Request| Response {
+    tls::serve("etcd", a.bind, a.port, cfg, |_req: &Request| Response {
         status: 200,
         content_type: "application/json",
         body: "{\"health\":\"true\"}".to_string(),
@@ -101,40 +107,46 @@ pub fn apiserver_main(args: &[String]) -> Result<()> {
         a.tls_now,
     )?;
     let etcd_port = a.etcd_port;
-    tls::serve("kube-apiserver", a.port, cfg, move |req: &Request| {
-        if req.method != "GET" && req.method != "HEAD" {
-            return text(405, "method not allowed\n");
-        }
-        let (path, query) = req.target.split_once('?').unwrap_or((&req.target, ""));
-        let verbose = query
-            .split('&')
-            .any(|q| q == "verbose" || q.starts_with("verbose="));
-        match path {
-            "/readyz" => {
-                let etcd_ok = etcd_healthy(&etcd_client, etcd_port);
-                if etcd_ok {
-                    if verbose {
-                        text(
+    tls::serve(
+        "kube-apiserver",
+        a.bind,
+        a.port,
+        cfg,
+        move |req: &Request| {
+            if req.method != "GET" && req.method != "HEAD" {
+                return text(405, "method not allowed\n");
+            }
+            let (path, query) = req.target.split_once('?').unwrap_or((&req.target, ""));
+            let verbose = query
+                .split('&')
+                .any(|q| q == "verbose" || q.starts_with("verbose="));
+            match path {
+                "/readyz" => {
+                    let etcd_ok = etcd_healthy(&etcd_client, etcd_port);
+                    if etcd_ok {
+                        if verbose {
+                            text(
                             200,
                             "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\nreadyz check passed\n",
                         )
+                        } else {
+                            text(200, "ok")
+                        }
                     } else {
-                        text(200, "ok")
-                    }
-                } else {
-                    eprintln!(
+                        eprintln!(
                         "kube-apiserver: readyz: etcd on 127.0.0.1:{etcd_port} is not reachable"
                     );
-                    text(
+                        text(
                         500,
                         "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\nreadyz check failed\n",
                     )
+                    }
                 }
+                "/livez" | "/healthz" => text(200, "ok"),
+                _ => text(404, "404 page not found\n"),
             }
-            "/livez" | "/healthz" => text(200, "ok"),
-            _ => text(404, "404 page not found\n"),
-        }
-    })
+        },
+    )
 }
 
 /// A TLS handshake and request to etcd with the apiserver's etcd client

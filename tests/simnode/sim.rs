@@ -14,6 +14,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// `-<node>` appended, as the real kubelet does).
 pub const DEFAULT_NODE: &str = "cp-1";
 
+/// The marker an e2e node's mount namespace carries (a hidden file in its
+/// own `/etc/kubernetes`); `kubeadm.allowHostRoot` needs it.
+pub const E2E_NODE_MARKER: &str = "/etc/kubernetes/.nvke-e2e-node";
+
 /// `sim.json`. Every field is optional; unknown fields are an error so that a
 /// misspelt knob fails loudly instead of silently doing nothing.
 #[derive(Debug, Clone, Deserialize)]
@@ -38,6 +42,16 @@ pub struct SimConfig {
     pub tls_now: Option<String>,
     pub etcd: EtcdKnobs,
     pub kubeadm: KubeadmKnobs,
+    /// Absolute path of a real etcd binary (e2e): the `etcd` container runs
+    /// it with the manifest's arguments instead of the TLS stand-in.
+    pub real_etcd: Option<String>,
+    /// Absolute path of a real etcdctl (e2e): `crictl exec <etcd> etcdctl`
+    /// runs it (ETCDCTL_API=3) instead of the emulation; the TLS file flags
+    /// are still mapped through the container's mounts.
+    pub real_etcdctl: Option<String>,
+    /// The address the kube-apiserver stand-in listens on (default
+    /// `127.0.0.1`; e2e: `0.0.0.0`, like the real default `--bind-address`).
+    pub apiserver_bind_address: Option<std::net::IpAddr>,
 }
 
 impl Default for SimConfig {
@@ -52,6 +66,9 @@ impl Default for SimConfig {
             tls_now: None,
             etcd: EtcdKnobs::default(),
             kubeadm: KubeadmKnobs::default(),
+            real_etcd: None,
+            real_etcdctl: None,
+            apiserver_bind_address: None,
         }
     }
 }
@@ -87,6 +104,11 @@ pub struct KubeadmKnobs {
     pub change_ca: bool,
     pub key_mismatch: bool,
     pub hang_secs: u64,
+    /// e2e only: without `--rootfs`, renew under `/` (the runbook runs with
+    /// `--root /` inside a node's mount namespace). Honoured only when
+    /// sim.json's `root` is `/` and `/etc/kubernetes/.nvke-e2e-node` exists,
+    /// so it can never touch a real host's PKI.
+    pub allow_host_root: bool,
 }
 
 /// A simulation directory and its files.
@@ -198,6 +220,16 @@ impl Sim {
 pub fn parse_config(bytes: &[u8]) -> Result<SimConfig> {
     let cfg: SimConfig = serde_json::from_slice(bytes)?;
     cfg.tls_now_unix()?;
+    for (knob, path) in [
+        ("realEtcd", &cfg.real_etcd),
+        ("realEtcdctl", &cfg.real_etcdctl),
+    ] {
+        if let Some(p) = path {
+            if !p.starts_with('/') {
+                bail!("{knob} {p:?} is not an absolute path");
+            }
+        }
+    }
     if cfg.etcd.voters == 0 && cfg.etcd.learners == 0 && !cfg.etcd.self_is_learner {
         bail!("etcd: a cluster needs at least one member");
     }
@@ -339,6 +371,21 @@ mod tests {
         assert_eq!(c.kubeadm.hang_secs, 3);
         assert_eq!(c.never_stop, vec!["etcd".to_string()]);
         assert!(parse_config(br#"{"neverstop": []}"#).is_err());
+    }
+
+    #[test]
+    fn e2e_knobs_default_off() {
+        let c = parse_config(b"{}").unwrap();
+        assert!(c.real_etcd.is_none() && c.real_etcdctl.is_none());
+        assert!(c.apiserver_bind_address.is_none() && !c.kubeadm.allow_host_root);
+        let c = parse_config(
+            br#"{"realEtcd": "/usr/bin/etcd", "apiserverBindAddress": "0.0.0.0", "kubeadm": {"allowHostRoot": true}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.real_etcd.as_deref(), Some("/usr/bin/etcd"));
+        assert!(c.kubeadm.allow_host_root);
+        assert!(parse_config(br#"{"realEtcdctl": "etcdctl"}"#).is_err());
+        assert!(parse_config(br#"{"apiserverBindAddress": "nowhere"}"#).is_err());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -237,15 +237,21 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Binds 127.0.0.1:`port` and serves forever, one request per connection,
+/// Binds `bind`:`port` and serves forever, one request per connection,
 /// one thread per connection.
-pub fn serve<F>(name: &str, port: u16, config: Arc<ServerConfig>, handler: F) -> Result<()>
+pub fn serve<F>(
+    name: &str,
+    bind: IpAddr,
+    port: u16,
+    config: Arc<ServerConfig>,
+    handler: F,
+) -> Result<()>
 where
     F: Fn(&Request) -> Response + Send + Sync + 'static,
 {
-    let listener = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
-        .with_context(|| format!("{name}: failed to listen on 127.0.0.1:{port}"))?;
-    eprintln!("{name}: listening on https://127.0.0.1:{port}");
+    let listener = TcpListener::bind(SocketAddr::from((bind, port)))
+        .with_context(|| format!("{name}: failed to listen on {bind}:{port}"))?;
+    eprintln!("{name}: listening on https://{bind}:{port}");
     let handler = Arc::new(handler);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
