@@ -101,8 +101,11 @@ pub fn parse_endpoint_health(bytes: &[u8]) -> Result<Vec<EndpointHealth>, String
     let start = text
         .find('[')
         .ok_or("etcdctl endpoint health printed no JSON array")?;
-    let end = text
+    // The last `]` after the first `[` (a stray `]` before the array must not
+    // make an inverted range: that was a panic, found by proptest).
+    let end = text[start..]
         .rfind(']')
+        .map(|i| start + i)
         .ok_or("etcdctl endpoint health printed no JSON array")?;
     serde_json::from_str(&text[start..=end])
         .map_err(|e| format!("etcdctl endpoint health output is not the expected JSON: {e}"))
@@ -332,5 +335,13 @@ mod tests {
         let v = parse_endpoint_health(out).unwrap();
         assert_eq!(v.len(), 2);
         assert!(!v[1].health);
+    }
+
+    #[test]
+    fn a_stray_bracket_before_the_array_is_an_error_not_a_panic() {
+        // proptest found this: `]` before `[` made an inverted slice range.
+        assert!(parse_endpoint_health(b"]\0[").is_err());
+        let v = parse_endpoint_health(b"warn] [{\"endpoint\":\"e\",\"health\":true}]").unwrap();
+        assert_eq!(v.len(), 1);
     }
 }
