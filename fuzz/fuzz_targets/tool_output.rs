@@ -1,0 +1,13 @@
+//! What crictl and etcdctl print: never a panic, and the quorum judgement of
+//! whatever parses never panics either.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use nvke_cert_runbook::cri::{judge_etcd, parse_endpoint_health, parse_member_list, parse_ps};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = parse_ps(data, "etcd");
+    let health = parse_endpoint_health(data);
+    if let (Ok(members), Ok(h)) = (parse_member_list(data), health) {
+        let _ = judge_etcd(&h, &h, &members);
+    }
+});
