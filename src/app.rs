@@ -65,7 +65,12 @@ pub fn run(args: Vec<OsString>) -> u8 {
                 .lines()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("usage error");
-            let first = first.trim_start_matches("error: ").to_string();
+            let mut first = first.trim_start_matches("error: ").to_string();
+            if e.kind() == ErrorKind::InvalidUtf8 {
+                if let Some(bad) = non_utf8_argument(&args) {
+                    first = format!("{first}: {bad}");
+                }
+            }
             let err = UsageError {
                 message: first,
                 mode: cli::guess_mode(&args),
@@ -93,6 +98,25 @@ pub fn run(args: Vec<OsString>) -> u8 {
         }
     }
     finish(report, json_out)
+}
+
+/// The first argument that is not UTF-8, escaped, with the option it is the
+/// value of (clap only says "invalid UTF-8 was detected").
+fn non_utf8_argument(args: &[OsString]) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let i = args.iter().skip(1).position(|a| a.to_str().is_none())? + 1;
+    let bad = &args[i];
+    match args[i - 1].to_str() {
+        Some(prev)
+            if i > 1
+                && prev.starts_with("--")
+                && !prev.contains('=')
+                && !bad.as_bytes().starts_with(b"-") =>
+        {
+            Some(format!("{prev} {bad:?}"))
+        }
+        _ => Some(format!("{bad:?}")),
+    }
 }
 
 fn finish(report: Report, json_out: bool) -> u8 {

@@ -95,6 +95,12 @@ pub enum FsError {
         path: String,
         max: u64,
     },
+    /// A file written in place (the operation log) that has other names:
+    /// writing it would write them too.
+    HardLinked {
+        path: String,
+        links: u64,
+    },
     Exists {
         path: String,
     },
@@ -130,6 +136,10 @@ impl fmt::Display for FsError {
             FsError::TooLarge { path, max } => {
                 write!(f, "{path} is larger than {max} bytes; refusing to read it")
             }
+            FsError::HardLinked { path, links } => write!(
+                f,
+                "{path} has {links} hard links; refusing to write through it"
+            ),
             FsError::Exists { path } => write!(f, "{path} already exists"),
             FsError::Io { path, op, errno } => write!(f, "failed to {op} {path}: {}", errno.desc()),
         }
@@ -146,6 +156,7 @@ impl FsError {
             | FsError::NotRootOwned { path, .. }
             | FsError::Writable { path, .. }
             | FsError::TooLarge { path, .. }
+            | FsError::HardLinked { path, .. }
             | FsError::Exists { path }
             | FsError::Io { path, .. } => path,
         }
@@ -650,6 +661,12 @@ impl Dir {
         };
         let st = fstat(&fd).map_err(|e| self.io(name, "stat", e))?;
         vet_stat(&self.entry_path(name), &st, Kind::File, Trust::Strict)?;
+        if st.st_nlink > 1 {
+            return Err(FsError::HardLinked {
+                path: self.entry_path(name),
+                links: st.st_nlink as u64,
+            });
+        }
         Ok(File::from(fd))
     }
 
@@ -657,6 +674,17 @@ impl Dir {
     pub fn mode_of(&self, name: &str) -> FsResult<Option<u32>> {
         Ok(self.stat_entry(name)?.map(|st| st.st_mode & 0o7777))
     }
+}
+
+/// Whether rename(2) can move an entry from `a` to `b` (one mount), asked
+/// of the kernel without changing anything: renaming "." is always refused,
+/// and Linux checks the mounts (EXDEV) before it refuses "." (EBUSY). A
+/// bind mount of the same filesystem is a different mount, as for rename.
+pub fn same_mount(a: &Dir, b: &Dir) -> bool {
+    !matches!(
+        renameat2(a, ".", b, ".", RenameFlags::RENAME_NOREPLACE),
+        Err(Errno::EXDEV)
+    )
 }
 
 /// Move `name` from `from` to `to` with RENAME_NOREPLACE, then fsync both

@@ -113,7 +113,11 @@ fn reader<R: Read + Send + 'static>(
                             let cut = kept.len() - cap;
                             kept.drain(..cut);
                         } else {
+                            // Over the cap the run is an error anyway: stop
+                            // reading (the tool gets EPIPE) instead of
+                            // draining gigabytes until the timeout.
                             kept.truncate(cap);
+                            break;
                         }
                     }
                 }
@@ -191,7 +195,12 @@ pub fn run(
         cmd: cmd.clone(),
         err: e.to_string(),
     })?;
-    let out = reader(child.stdout.take().expect("piped"), STDOUT_CAP, false);
+    let mut out = Some(reader(
+        child.stdout.take().expect("piped"),
+        STDOUT_CAP,
+        false,
+    ));
+    let mut stdout_early: Option<(Vec<u8>, bool)> = None;
     let err = reader(child.stderr.take().expect("piped"), STDERR_CAP, true);
     let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
     let kill_group = || {
@@ -204,10 +213,22 @@ pub fn run(
             Ok(None) => {}
             Err(_) => break None,
         }
+        if out.as_ref().is_some_and(|h| h.is_finished()) {
+            // stdout ended first: keep what it read. Over its cap, the run
+            // is an error whatever the tool does next: end the tool now
+            // rather than at the timeout.
+            let r = out.take().expect("checked").join().unwrap_or_default();
+            if r.1 {
+                kill_group();
+            }
+            stdout_early = Some(r);
+        }
         if start.elapsed() >= timeout {
             kill_group();
             let _ = child.wait();
-            let _ = out.join();
+            if let Some(h) = out.take() {
+                let _ = h.join();
+            }
             let _ = err.join();
             tracing::warn!(command = %cmd, "timed out after {}s; killed", timeout.as_secs());
             return Err(ProcError::Timeout {
@@ -218,7 +239,9 @@ pub fn run(
         if cancel.is_cancelled() {
             kill_group();
             let _ = child.wait();
-            let _ = out.join();
+            if let Some(h) = out.take() {
+                let _ = h.join();
+            }
             let _ = err.join();
             return Err(ProcError::Cancelled { cmd });
         }
@@ -229,13 +252,20 @@ pub fn run(
     // us: give the readers a moment, then end the group (which then still
     // exists, since someone holds the pipe).
     let drain_deadline = Instant::now() + Duration::from_secs(2);
-    while !(out.is_finished() && err.is_finished()) && Instant::now() < drain_deadline {
+    let drained = |out: &Option<std::thread::JoinHandle<(Vec<u8>, bool)>>| {
+        out.as_ref().is_none_or(|h| h.is_finished()) && err.is_finished()
+    };
+    while !drained(&out) && Instant::now() < drain_deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    if !(out.is_finished() && err.is_finished()) {
+    if !drained(&out) {
         kill_group();
     }
-    let (stdout, stdout_truncated) = out.join().unwrap_or_default();
+    let (stdout, stdout_truncated) = match (stdout_early, out) {
+        (Some(r), _) => r,
+        (None, Some(h)) => h.join().unwrap_or_default(),
+        (None, None) => Default::default(),
+    };
     let (stderr, _) = err.join().unwrap_or_default();
     let code = status.and_then(|s| s.code());
     let elapsed = start.elapsed();
@@ -298,6 +328,14 @@ mod tests {
         assert_eq!(o.code, Some(3));
         assert!(o.stderr.len() <= STDERR_CAP);
         assert!(o.stderr_tail().ends_with("line19999"));
+    }
+
+    #[test]
+    fn endless_output_ends_at_the_cap_not_at_the_timeout() {
+        // SIGPIPE ignored: only killing the group stops this one. Drained
+        // until the timeout, it would be ProcError::Timeout instead.
+        let e = sh("trap '' PIPE; while :; do yes; done", 60_000).unwrap_err();
+        assert!(matches!(e, ProcError::TooMuchOutput { .. }), "{e}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::backup;
 use crate::cli::Global;
 use crate::clock;
 use crate::component::Component;
-use crate::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
+use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX, SMALL_FILE_MAX};
 use crate::health::{self, GateError, Health};
 use crate::inspect::{self, ReceiptLookup};
 use crate::lock::{self, LockError};
@@ -474,6 +474,9 @@ impl Run<'_> {
                 m.runbook_staging.path
             ));
         }
+        if let Some(e) = crate::staging::mount_mismatch(self.root) {
+            conflicts.push(e);
+        }
         if !conflicts.is_empty() {
             return Err(fail(Phase::StagingConflict, conflicts.join("; ")));
         }
@@ -502,6 +505,50 @@ impl Run<'_> {
         let cas = node_pki::read_cas(self.root);
         if let Some(e) = cas.iter().find_map(|c| c.error.clone()) {
             return Err(fail(Phase::CaCheck, e));
+        }
+        // The CAs are what every renewed leaf is signed with: a CA certificate
+        // or key that someone other than root can replace is refused before
+        // kubeadm signs anything with it (root-owned, not group/world
+        // writable; a missing key, as with an external CA, is kubeadm's to
+        // report). --check and --status-only read them as before.
+        for ca in &cas {
+            let cert = ca.id.cert_path();
+            let key = cert.replace(".crt", ".key");
+            for rel in [cert, key] {
+                if let Err(e) = self.root.read_file(&rel, NODE_FILE_MAX, Trust::Strict) {
+                    return Err(fail(
+                        Phase::CaCheck,
+                        format!("CA {}: {e}; refusing to renew leaves under it", ca.id.key()),
+                    ));
+                }
+            }
+        }
+        // CAs are never rotated here: leaves renewed under a CA that is not
+        // valid now could never be trusted.
+        let clock_now = self.now();
+        for ca in &cas {
+            let Some(cert) = &ca.cert else { continue };
+            let path = crate::paths::node(&ca.id.cert_path());
+            if cert.not_after <= clock_now {
+                return Err(fail(
+                    Phase::CaCheck,
+                    format!(
+                        "CA {} ({path}) expired at {}: CAs are never renewed here; rotate it first",
+                        ca.id.key(),
+                        clock::rfc3339(cert.not_after)
+                    ),
+                ));
+            }
+            if cert.not_before > clock_now {
+                return Err(fail(
+                    Phase::CaCheck,
+                    format!(
+                        "CA {} ({path}) is not valid until {}: check the node's clock",
+                        ca.id.key(),
+                        clock::rfc3339(cert.not_before)
+                    ),
+                ));
+            }
         }
         let now = node_pki::ca_fingerprints(&cas);
         for (name, want) in &self.req.expect_ca_sha256 {
@@ -543,6 +590,15 @@ impl Run<'_> {
         }
         for l in &pki.leaves {
             let Some(cert) = &l.cert else { continue };
+            // A leaf not valid yet would pass every other check and then
+            // break the component it is restarted with.
+            if cert.not_before > now {
+                return Err(format!(
+                    "{} is not valid until {} after kubeadm (the node's clock or kubeadm is wrong)",
+                    l.spec.name,
+                    clock::rfc3339(cert.not_before)
+                ));
+            }
             if node_pki::within_threshold(now, cert.not_after, self.g.threshold_days) {
                 return Err(format!(
                     "{} still expires {} (within {} days) after kubeadm",
@@ -972,6 +1028,9 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     };
     let id = req.operation_id.as_ref();
     let start_clock = g.clock.now();
+    // SPEC section 7: a run refused here exits 4, not 1, when a manifest is
+    // not active (an interrupted run left it staged): an operator must act.
+    let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
 
     // Step 1: state dir, lock, owner, log file.
     let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
@@ -980,7 +1039,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             return lock_fail_report(
                 mode,
                 id,
-                exit::FAILED,
+                refused(),
                 "failed",
                 Phase::Lock,
                 format!("state directory: {e}"),
@@ -1009,14 +1068,14 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             return lock_fail_report(
                 mode,
                 id,
-                exit::FAILED,
+                refused(),
                 "cancelled",
                 Phase::Lock,
                 "cancelled while waiting for the renewal lock; nothing was done".into(),
             )
         }
         Err(e) => {
-            return lock_fail_report(mode, id, exit::FAILED, "failed", Phase::Lock, e.to_string())
+            return lock_fail_report(mode, id, refused(), "failed", Phase::Lock, e.to_string())
         }
     };
     if let Err(e) = guard.write_owner(
@@ -1026,7 +1085,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         return lock_fail_report(
             mode,
             id,
-            exit::FAILED,
+            refused(),
             "failed",
             Phase::Lock,
             format!("cannot record the lock owner: {e}"),
@@ -1062,7 +1121,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                 return lock_fail_report(
                     mode,
                     Some(id),
-                    exit::FAILED,
+                    refused(),
                     "failed",
                     Phase::Receipt,
                     e.to_string(),

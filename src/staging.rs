@@ -72,6 +72,30 @@ impl Dirs {
     }
 }
 
+/// SPEC section 2: the staging directory is on the manifests' filesystem,
+/// and manifests move by rename(2), which cannot cross mounts. Checked in the
+/// preflight, before anything changes (otherwise kubeadm would renew first
+/// and the first move fail with EXDEV); a missing staging directory is judged
+/// by its parent, where it will be created. `None` when they match, or when
+/// a directory cannot be opened (that is refused elsewhere, naming it).
+pub fn mount_mismatch(root: &Root) -> Option<String> {
+    let manifests = root.open_dir(MANIFESTS_DIR, Trust::TypeOnly).ok()??;
+    let (dir, rel) = match root.open_dir(STAGING_DIR, Trust::TypeOnly).ok()? {
+        Some(d) => (d, STAGING_DIR),
+        None => {
+            let parent = STAGING_DIR.rsplit_once('/').map_or("", |(p, _)| p);
+            (root.open_dir(parent, Trust::TypeOnly).ok()??, parent)
+        }
+    };
+    (!fsx::same_mount(&manifests, &dir)).then(|| {
+        format!(
+            "{} is not on the same filesystem (mount) as {}: manifests move by rename(2), which cannot cross mounts; nothing was changed",
+            crate::paths::node(rel),
+            crate::paths::node(MANIFESTS_DIR)
+        )
+    })
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restore {
     Restored,

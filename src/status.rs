@@ -10,7 +10,7 @@ use crate::lock::{self, LockError};
 use crate::manifests::{self, ManifestsReport};
 use crate::node_pki;
 use crate::opid::OperationId;
-use crate::outcome::{exit, Outcome, Phase};
+use crate::outcome::{exit, ManifestLocation, Outcome, Phase};
 use crate::output::{self, Report};
 use crate::paths::{
     COMPLETED_DIR, MANIFESTS_DIR, STAGING_DIR, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
@@ -157,7 +157,13 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
         reasons.push(format!("receipts directory: {e}"));
     }
     let clean = reasons.is_empty();
-    let plan = asked.as_ref().map(|r| fence_plan(r, &phase, &m));
+    // What a fencing check would do: it needs the state dir and the lock
+    // first, and is unconfirmed when either is refused.
+    let plan = asked.as_ref().map(|r| match (&state_error, &lock.probe) {
+        (Some(e), _) => FencePlan::Refuse(format!("state directory: {e}")),
+        (None, Err(e)) => FencePlan::Refuse(format!("lock: {e}")),
+        _ => fence_plan(r, &phase, &m),
+    });
 
     let mut json = json!({
         "mode": "status",
@@ -386,6 +392,14 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                     )
                 })
                 .collect();
+            // What the check refused to look into is named, never followed:
+            // a refused staging directory or manifest may hide a staged copy.
+            if let Some(e) = &m.runbook_staging.error {
+                conflicts.push(format!(
+                    "the runbook staging directory was refused, nothing put back from it: {e}"
+                ));
+            }
+            conflicts.extend(m.manifests.values().filter_map(|v| v.error.clone()));
             for c in restore {
                 let put_back = crate::staging::Dirs::open(root, false).and_then(|d| d.unstage(c));
                 match put_back {
@@ -408,6 +422,13 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
             }
             crate::crash_point!("fence-after-restore-before-receipt");
             let after = manifests::inspect(root);
+            for (c, v) in &after.manifests {
+                if v.location == ManifestLocation::Missing && v.error.is_none() {
+                    conflicts.push(format!(
+                        "the {c} manifest is missing: neither active nor staged"
+                    ));
+                }
+            }
             let (ph, failed_component) = abandoned_phase(&phase, id);
             let restored_names: Vec<&str> = restored.iter().map(|c| c.name()).collect();
             let mut message = format!(
