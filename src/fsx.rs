@@ -475,6 +475,15 @@ impl Dir {
 
     /// Names in this directory (no `.`/`..`), sorted.
     pub fn list(&self) -> FsResult<Vec<String>> {
+        let mut names = Vec::new();
+        self.for_each_name(|n| names.push(n.to_string()))?;
+        names.sort();
+        Ok(names)
+    }
+
+    /// Every entry name but `.` and `..`, in directory order, without
+    /// collecting them: memory stays constant however large the directory.
+    pub fn for_each_name(&self, mut f: impl FnMut(&str)) -> FsResult<()> {
         let fd = openat(
             &self.fd,
             ".",
@@ -491,20 +500,18 @@ impl Dir {
             op: "read directory",
             errno: e,
         })?;
-        let mut names = Vec::new();
         for entry in d.iter() {
             let entry = entry.map_err(|e| FsError::Io {
                 path: self.path(),
                 op: "read directory",
                 errno: e,
             })?;
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = entry.file_name().to_string_lossy();
             if name != "." && name != ".." {
-                names.push(name);
+                f(&name);
             }
         }
-        names.sort();
-        Ok(names)
+        Ok(())
     }
 
     pub fn sync(&self) -> FsResult<()> {

@@ -365,29 +365,35 @@ pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) 
     let Some(dir) = completed else {
         return (0, Vec::new());
     };
-    let Ok(names) = dir.list() else {
-        return (0, Vec::new());
-    };
     let mut total = 0usize;
-    // (mtime_sec, mtime_nsec, name), keep the newest RECENT_RECEIPTS.
+    // (mtime_sec, mtime_nsec, name), keep the newest RECENT_RECEIPTS while
+    // the directory streams by (100,000 receipts must not mean 100,000
+    // names in memory).
     let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(i64, i64, String)>> =
         Default::default();
-    for name in names {
-        let Some(stem) = name.strip_suffix(".json") else {
-            continue;
-        };
-        if name.starts_with('.') {
-            continue;
+    let listed = dir.for_each_name(|name| {
+        if !name.ends_with(".json") || name.starts_with('.') {
+            return;
         }
         total += 1;
-        let Ok(Some(st)) = dir.stat_entry(&name) else {
-            continue;
+        let Ok(Some(st)) = dir.stat_entry(name) else {
+            return;
         };
-        let _ = stem;
-        heap.push(std::cmp::Reverse((st.st_mtime, st.st_mtime_nsec, name)));
+        let key = (st.st_mtime, st.st_mtime_nsec);
+        if heap.len() == RECENT_RECEIPTS
+            && heap
+                .peek()
+                .is_some_and(|min| (min.0 .0, min.0 .1, min.0 .2.as_str()) >= (key.0, key.1, name))
+        {
+            return; // older than everything kept: no allocation
+        }
+        heap.push(std::cmp::Reverse((key.0, key.1, name.to_string())));
         if heap.len() > RECENT_RECEIPTS {
             heap.pop();
         }
+    });
+    if listed.is_err() {
+        return (0, Vec::new());
     }
     let mut newest: Vec<(i64, i64, String)> = heap.into_iter().map(|r| r.0).collect();
     newest.sort_by(|a, b| b.cmp(a));
