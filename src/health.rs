@@ -20,7 +20,7 @@ const PANICKED: &str = "etcdctl probe panicked";
 /// Interval between container polls (stop/start waits).
 pub const CONTAINER_POLL: Duration = Duration::from_millis(10);
 /// Interval between full health-gate attempts.
-pub const GATE_POLL: Duration = Duration::from_millis(50);
+pub const GATE_POLL: Duration = Duration::from_millis(20);
 
 /// etcdctl flags of the guide's validation section: paths as the etcd
 /// container sees them, whatever --root is.
