@@ -338,28 +338,11 @@ fn event_names(mask: u32) -> String {
 // ---------------------------------------------------------------- node content
 
 fn ca_sha(root: &Path, rel: &str) -> String {
-    sha(&std::fs::read(root.join(PKI).join(rel)).unwrap())
+    ca_sha_at(root, rel)
 }
 
 fn v2_phase(root: &Path, id: &str, state: &str, next: Option<&str>) -> String {
-    serde_json::to_string_pretty(&json!({
-        "format": "nvke-cert-runbook/phase/v2",
-        "operationID": id,
-        "state": state,
-        "nextComponent": next,
-        "caSHA256": {
-            "ca.crt": ca_sha(root, "ca.crt"),
-            "etcd/ca.crt": ca_sha(root, "etcd/ca.crt"),
-            "front-proxy-ca.crt": ca_sha(root, "front-proxy-ca.crt"),
-        },
-        "force": false,
-        "thresholdDays": 30,
-        "startedAt": "2026-11-29T23:00:00Z",
-        "updatedAt": "2026-11-29T23:10:00Z",
-        "resumedFrom": null,
-    }))
-    .unwrap()
-        + "\n"
+    v2_phase_at(root, id, state, next)
 }
 
 fn receipt_json(root: &Path, id: &str, outcome: &str) -> String {

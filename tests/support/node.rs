@@ -261,33 +261,11 @@ impl Node {
     }
 
     pub fn ca_sha(&self, rel: &str) -> String {
-        use sha2::Digest;
-        let b = std::fs::read(self.root.join("etc/kubernetes/pki").join(rel)).unwrap();
-        sha2::Sha256::digest(&b)
-            .iter()
-            .map(|x| format!("{x:02x}"))
-            .collect()
+        ca_sha_at(&self.root, rel)
     }
 
     pub fn v2_phase(&self, id: &str, state: &str, next: Option<&str>) -> String {
-        serde_json::to_string_pretty(&json!({
-            "format": "nvke-cert-runbook/phase/v2",
-            "operationID": id,
-            "state": state,
-            "nextComponent": next,
-            "caSHA256": {
-                "ca.crt": self.ca_sha("ca.crt"),
-                "etcd/ca.crt": self.ca_sha("etcd/ca.crt"),
-                "front-proxy-ca.crt": self.ca_sha("front-proxy-ca.crt"),
-            },
-            "force": false,
-            "thresholdDays": 30,
-            "startedAt": "2026-11-29T23:00:00Z",
-            "updatedAt": "2026-11-29T23:10:00Z",
-            "resumedFrom": null,
-        }))
-        .unwrap()
-            + "\n"
+        v2_phase_at(&self.root, id, state, next)
     }
 
     pub fn legacy_phase(&self, state: &str, component: &str) -> String {
@@ -340,6 +318,38 @@ impl Drop for Node {
             let _ = k.wait();
         }
     }
+}
+
+/// sha256 (hex) of a file under the node's `etc/kubernetes/pki`.
+pub fn ca_sha_at(root: &Path, rel: &str) -> String {
+    use sha2::Digest;
+    let b = std::fs::read(root.join("etc/kubernetes/pki").join(rel)).unwrap();
+    sha2::Sha256::digest(&b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// A valid V2 phase file for the node tree at `root` (its CAs' fingerprints).
+pub fn v2_phase_at(root: &Path, id: &str, state: &str, next: Option<&str>) -> String {
+    serde_json::to_string_pretty(&json!({
+        "format": "nvke-cert-runbook/phase/v2",
+        "operationID": id,
+        "state": state,
+        "nextComponent": next,
+        "caSHA256": {
+            "ca.crt": ca_sha_at(root, "ca.crt"),
+            "etcd/ca.crt": ca_sha_at(root, "etcd/ca.crt"),
+            "front-proxy-ca.crt": ca_sha_at(root, "front-proxy-ca.crt"),
+        },
+        "force": false,
+        "thresholdDays": 30,
+        "startedAt": "2026-11-29T23:00:00Z",
+        "updatedAt": "2026-11-29T23:10:00Z",
+        "resumedFrom": null,
+    }))
+    .unwrap()
+        + "\n"
 }
 
 pub fn merge(a: &mut Value, b: &Value) {
