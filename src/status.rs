@@ -337,12 +337,6 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
         }
         Err(e) => return unconfirmed(exit::FAILED, e.to_string()),
     };
-    if let Err(e) = guard.write_owner(
-        &state,
-        &lock::owner_for(Some(id.as_str()), "status-fence", now),
-    ) {
-        return unconfirmed(exit::FAILED, format!("cannot record the lock owner: {e}"));
-    }
     let completed = match inspect::open_completed(&state) {
         Ok(c) => c,
         Err(e) => return unconfirmed(exit::FAILED, format!("receipts directory: {e}")),
@@ -372,6 +366,15 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
             unconfirmed(exit::FAILED, format!("termination unconfirmed: {why}"))
         }
         FencePlan::Abandon { restore } => {
+            // The owner record is written only now, before the first change:
+            // a check that confirms from an existing receipt or ends
+            // unconfirmed writes nothing (SPEC section 6), not even this.
+            if let Err(e) = guard.write_owner(
+                &state,
+                &lock::owner_for(Some(id.as_str()), "status-fence", now),
+            ) {
+                return unconfirmed(exit::FAILED, format!("cannot record the lock owner: {e}"));
+            }
             let mut restored = Vec::new();
             // A manifest both active and staged is never moved (SPEC 6 puts
             // back only "staged and not active"), but it is named: an
