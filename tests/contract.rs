@@ -25,13 +25,20 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[cfg(feature = "sim")]
 #[path = "support/node.rs"]
 mod node;
+// node.rs includes tree.rs itself: one copy of the module per crate.
+#[cfg(feature = "sim")]
+use node::copy_tree;
+#[cfg(not(feature = "sim"))]
+#[path = "support/tree.rs"]
+mod tree;
+#[cfg(not(feature = "sim"))]
+use tree::copy_tree;
 
 const RUNBOOK: &str = env!("CARGO_BIN_EXE_nvke-cert-runbook");
 const NOW: &str = "2026-11-30T00:00:00Z";
@@ -489,27 +496,6 @@ fn golden_outputs_match_the_mirror_types() {
 struct Fixture {
     _tmp: tempfile::TempDir,
     root: PathBuf,
-}
-
-fn copy_tree(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-            let name = to.file_name().unwrap().to_string_lossy().to_string();
-            let mode = if name.ends_with(".key") || name.ends_with(".conf") {
-                0o600
-            } else {
-                0o644
-            };
-            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(mode)).unwrap();
-        }
-    }
 }
 
 impl Fixture {

@@ -6,7 +6,6 @@
 
 use serde_json::{json, Value};
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -29,30 +28,11 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-pub fn chmod(p: &Path, mode: u32) {
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-pub fn copy_tree(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    chmod(dst, 0o755);
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            std::fs::copy(e.path(), &to).unwrap();
-            let name = to.file_name().unwrap().to_string_lossy().to_string();
-            let mode = if name.ends_with(".key") || name.ends_with(".conf") {
-                0o600
-            } else {
-                0o644
-            };
-            chmod(&to, mode);
-        }
-    }
-}
+// `chmod` and `copy_tree` live in tree.rs, which tests that need no
+// simulated node (tests/contract.rs) include on their own.
+#[path = "tree.rs"]
+mod tree;
+pub use tree::{chmod, copy_tree};
 
 /// One simulated control-plane node.
 pub struct Node {
