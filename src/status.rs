@@ -4,7 +4,7 @@
 use crate::check::agent_summary;
 use crate::cli::Global;
 use crate::component::Component;
-use crate::fsx::{FsError, Root, Trust};
+use crate::fsx::{Dir, FsError, Root, Trust};
 use crate::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
 use crate::lock::{self, LockError};
 use crate::manifests::{self, ManifestsReport};
@@ -19,58 +19,90 @@ use crate::phase::{PhaseFile, PhaseState};
 use crate::receipt::{self, Receipt};
 use serde_json::{json, Value};
 
-/// What a fencing check would do (pure).
+/// What a fencing check would do (pure). Every outcome reached with the
+/// lock held puts back `restore` first: the manifests a dead run left staged
+/// and not active (SPEC 6, v1.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FencePlan {
     /// A receipt exists: termination confirmed.
-    Confirm,
+    Confirm { restore: Vec<Component> },
     /// No receipt: record `abandoned`, after putting back these staged manifests.
     Abandon { restore: Vec<Component> },
     /// Never abandon: unconfirmed, with the reason.
-    Refuse(String),
+    Refuse {
+        why: String,
+        restore: Vec<Component>,
+    },
+}
+
+impl FencePlan {
+    /// The staged manifests this plan puts back.
+    pub fn restore(&self) -> &[Component] {
+        match self {
+            FencePlan::Confirm { restore }
+            | FencePlan::Abandon { restore }
+            | FencePlan::Refuse { restore, .. } => restore,
+        }
+    }
+}
+
+/// The four manifests that are in the runbook's staging directory and not
+/// in `manifests/`, neither refused: what a dead run's exit would have put
+/// back. A manifest both staged and active is never moved.
+pub fn staged_not_active(m: &ManifestsReport) -> Vec<Component> {
+    m.manifests
+        .iter()
+        .filter(|(_, v)| v.runbook_staged && !v.active && v.error.is_none())
+        .map(|(c, _)| *c)
+        .collect()
 }
 
 /// Pure: decide the fencing action from the receipt lookup, the phase file
 /// and where the manifests are.
 pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsReport) -> FencePlan {
+    let restore = staged_not_active(m);
     match receipt {
-        ReceiptLookup::Found(_) => return FencePlan::Confirm,
+        ReceiptLookup::Found(_) => return FencePlan::Confirm { restore },
         ReceiptLookup::Malformed(e) => {
-            return FencePlan::Refuse(format!("the receipt is malformed: {e}"))
+            return FencePlan::Refuse {
+                why: format!("the receipt is malformed: {e}"),
+                restore,
+            }
         }
         ReceiptLookup::Absent => {}
     }
     match (&phase.file, &phase.intent) {
         (_, RunbookIntent::Malformed(e)) if phase.file.is_none() => {
-            return FencePlan::Refuse(format!("the phase file is unreadable or malformed: {e}"))
+            return FencePlan::Refuse {
+                why: format!("the phase file is unreadable or malformed: {e}"),
+                restore,
+            }
         }
         (Some(PhaseFile::Legacy(l)), _) if l.state != PhaseState::Done => {
-            return FencePlan::Refuse(
-                "the phase file is legacy five-line and unfinished: it carries no operation ID, so it is never abandoned"
+            return FencePlan::Refuse {
+                why: "the phase file is legacy five-line and unfinished: it carries no operation ID, so it is never abandoned"
                     .to_string(),
-            )
+                restore,
+            }
         }
         _ => {}
     }
-    let restore = m
-        .manifests
-        .iter()
-        .filter(|(_, v)| v.runbook_staged && !v.active && v.error.is_none())
-        .map(|(c, _)| *c)
-        .collect();
     FencePlan::Abandon { restore }
 }
 
 fn plan_json(p: &FencePlan) -> Value {
+    // `restore` is named for `abandon` only: the contract's FencingPlan
+    // (src/schema.rs) has no such field for `confirm` and `refuse` yet. The
+    // text view names it for every plan.
     match p {
-        FencePlan::Confirm => json!({ "action": "confirm", "termination": "confirmed" }),
+        FencePlan::Confirm { .. } => json!({ "action": "confirm", "termination": "confirmed" }),
         FencePlan::Abandon { restore } => json!({
             "action": "abandon",
             "termination": "confirmed",
             "restore": restore.iter().map(|c| c.name()).collect::<Vec<_>>(),
         }),
-        FencePlan::Refuse(r) => {
-            json!({ "action": "refuse", "termination": "unconfirmed", "reason": r })
+        FencePlan::Refuse { why, .. } => {
+            json!({ "action": "refuse", "termination": "unconfirmed", "reason": why })
         }
     }
 }
@@ -160,8 +192,14 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
     // What a fencing check would do: it needs the state dir and the lock
     // first, and is unconfirmed when either is refused.
     let plan = asked.as_ref().map(|r| match (&state_error, &lock.probe) {
-        (Some(e), _) => FencePlan::Refuse(format!("state directory: {e}")),
-        (None, Err(e)) => FencePlan::Refuse(format!("lock: {e}")),
+        (Some(e), _) => FencePlan::Refuse {
+            why: format!("state directory: {e}"),
+            restore: Vec::new(),
+        },
+        (None, Err(e)) => FencePlan::Refuse {
+            why: format!("lock: {e}"),
+            restore: Vec::new(),
+        },
         _ => fence_plan(r, &phase, &m),
     });
 
@@ -222,20 +260,24 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
             ),
             ReceiptLookup::Malformed(e) => format!("MALFORMED: {e}"),
         };
+        let names = names(plan.restore());
         let p = match plan {
-            FencePlan::Confirm => "confirm (receipt exists)".to_string(),
+            FencePlan::Confirm { restore } if restore.is_empty() => {
+                "confirm (receipt exists)".to_string()
+            }
+            FencePlan::Confirm { .. } => format!("confirm (receipt exists; put back {names})"),
             FencePlan::Abandon { restore } if restore.is_empty() => {
                 "abandon (record an abandoned receipt)".into()
             }
-            FencePlan::Abandon { restore } => format!(
-                "abandon (put back {} and record an abandoned receipt)",
-                restore
-                    .iter()
-                    .map(|c| c.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            FencePlan::Refuse(why) => format!("refuse: unconfirmed ({why})"),
+            FencePlan::Abandon { .. } => {
+                format!("abandon (put back {names} and record an abandoned receipt)")
+            }
+            FencePlan::Refuse { why, restore } if restore.is_empty() => {
+                format!("refuse: unconfirmed ({why})")
+            }
+            FencePlan::Refuse { why, .. } => {
+                format!("refuse: unconfirmed ({why}); still put back {names}")
+            }
         };
         output::table(
             &mut text,
@@ -310,15 +352,150 @@ struct FenceOutcome {
 }
 
 fn unconfirmed(code: u8, message: String) -> FenceOutcome {
+    unconfirmed_after(code, message, PutBack::default())
+}
+
+/// Unconfirmed, after the put-back (what it restored and left is reported).
+fn unconfirmed_after(code: u8, message: String, pb: PutBack) -> FenceOutcome {
     FenceOutcome {
         code,
         termination: "unconfirmed",
         action: "none",
         message,
         receipt: None,
-        restored: Vec::new(),
-        conflicts: Vec::new(),
+        restored: pb.restored,
+        conflicts: pb.conflicts,
     }
+}
+
+fn names(cs: &[Component]) -> String {
+    cs.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// `state/owner`, written once, right before the fencing check's first
+/// change (a move or the receipt): a check that changes nothing writes
+/// nothing, not even this.
+struct OwnerRecord<'a> {
+    guard: &'a lock::LockGuard,
+    state: &'a Dir,
+    id: &'a OperationId,
+    now: time::OffsetDateTime,
+    written: bool,
+}
+
+impl OwnerRecord<'_> {
+    fn before_first_change(&mut self) -> Result<(), String> {
+        if !self.written {
+            self.guard
+                .write_owner(
+                    self.state,
+                    &lock::owner_for(Some(self.id.as_str()), "status-fence", self.now),
+                )
+                .map_err(|e| format!("cannot record the lock owner: {e}"))?;
+            self.written = true;
+        }
+        Ok(())
+    }
+}
+
+/// What the put-back did.
+#[derive(Default)]
+struct PutBack {
+    restored: Vec<Component>,
+    /// Left for an operator (both copies, a refused directory or manifest).
+    conflicts: Vec<String>,
+    /// A write failed (the owner record or a move): the answer is
+    /// unconfirmed whatever the plan was.
+    failed: Option<String>,
+}
+
+impl PutBack {
+    /// The clauses a fence message gains: what was put back, what was left.
+    fn describe(&self) -> String {
+        let mut s = String::new();
+        if !self.restored.is_empty() {
+            s.push_str(&format!(
+                "; put back {}, which a dead run left staged",
+                names(&self.restored)
+            ));
+        }
+        if let Some(f) = &self.failed {
+            s.push_str(&format!("; {f}"));
+        }
+        for c in &self.conflicts {
+            s.push_str(&format!("; {c}"));
+        }
+        s
+    }
+}
+
+/// Put back the manifests a dead run left staged and not active (SPEC 6,
+/// v1.1): what that run's exit would have done. Runs once the lock is
+/// held, whatever the answer will be: no run is mid-restart, so a stopped
+/// pod never waits for an operator. Never resumes, never restarts anything
+/// else. What is left alone is named.
+fn put_back(
+    root: &Root,
+    m: &ManifestsReport,
+    restore: &[Component],
+    owner: &mut OwnerRecord,
+) -> PutBack {
+    // A manifest both active and staged is never moved (SPEC 6 puts back
+    // only "staged and not active"), but it is named: an operator must keep
+    // exactly one copy.
+    let conflicts = m
+        .manifests
+        .iter()
+        .filter(|(c, v)| v.active && v.runbook_staged && v.error.is_none() && !restore.contains(c))
+        .map(|(c, _)| {
+            format!(
+                "{}/{} is staged while {}/{} is active; both left alone, an operator must keep exactly one",
+                crate::paths::node(STAGING_DIR),
+                c.manifest_file(),
+                crate::paths::node(MANIFESTS_DIR),
+                c.manifest_file()
+            )
+        })
+        .collect();
+    let mut pb = PutBack {
+        conflicts,
+        ..PutBack::default()
+    };
+    // What the check refused to look into is named, never followed: a
+    // refused staging directory or manifest may hide a staged copy.
+    if let Some(e) = &m.runbook_staging.error {
+        pb.conflicts.push(format!(
+            "the runbook staging directory was refused, nothing put back from it: {e}"
+        ));
+    }
+    pb.conflicts
+        .extend(m.manifests.values().filter_map(|v| v.error.clone()));
+    if restore.is_empty() {
+        return pb;
+    }
+    if let Err(e) = owner.before_first_change() {
+        pb.failed = Some(format!("{e}; nothing put back"));
+        return pb;
+    }
+    for &c in restore {
+        let moved = crate::staging::Dirs::open(root, false).and_then(|d| d.unstage(c));
+        match moved {
+            Ok(crate::staging::Restore::Restored)
+            | Ok(crate::staging::Restore::DroppedIdenticalCopy) => {
+                tracing::info!(
+                    component = c.name(),
+                    "put back the staged manifest a dead run left"
+                );
+                pb.restored.push(c);
+            }
+            Ok(crate::staging::Restore::Conflict(conflict)) => pb.conflicts.push(conflict),
+            Err(e) => {
+                pb.failed = Some(format!("putting back {c} failed: {e}"));
+                break;
+            }
+        }
+    }
+    pb
 }
 
 fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
@@ -337,92 +514,86 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
         }
         Err(e) => return unconfirmed(exit::FAILED, e.to_string()),
     };
+    // The lock is held from here on: every answer below comes after the
+    // put-back of what a dead run left staged.
+    let mut owner = OwnerRecord {
+        guard: &guard,
+        state: &state,
+        id,
+        now,
+        written: false,
+    };
+    let m = manifests::inspect(root);
     let completed = match inspect::open_completed(&state) {
         Ok(c) => c,
-        Err(e) => return unconfirmed(exit::FAILED, format!("receipts directory: {e}")),
+        Err(e) => {
+            let pb = put_back(root, &m, &staged_not_active(&m), &mut owner);
+            let message = format!("receipts directory: {e}{}", pb.describe());
+            return unconfirmed_after(exit::FAILED, message, pb);
+        }
     };
     let lookup = inspect::lookup_receipt(completed.as_ref(), id);
     let phase = inspect::read_phase(Some(&state));
-    let m = manifests::inspect(root);
     match fence_plan(&lookup, &phase, &m) {
-        FencePlan::Confirm => {
+        FencePlan::Confirm { restore } => {
             let ReceiptLookup::Found(r) = lookup else {
                 unreachable!("confirm implies a receipt")
             };
+            let pb = put_back(root, &m, &restore, &mut owner);
+            let has = format!(
+                "operation {id} already has a receipt (outcome {}){}",
+                r.outcome,
+                pb.describe()
+            );
+            if pb.failed.is_some() {
+                // A write failed: unconfirmed (SPEC 6), so the controller
+                // hands the node to an operator instead of moving on with a
+                // pod down.
+                let message = format!("termination unconfirmed: {has}");
+                return unconfirmed_after(exit::FAILED, message, pb);
+            }
+            let message = format!("termination confirmed: {has}");
             FenceOutcome {
                 code: exit::OK,
                 termination: "confirmed",
                 action: "existing-receipt",
-                message: format!(
-                    "termination confirmed: operation {id} already has a receipt (outcome {})",
-                    r.outcome
-                ),
+                message,
                 receipt: Some(r),
-                restored: Vec::new(),
-                conflicts: Vec::new(),
+                restored: pb.restored,
+                conflicts: pb.conflicts,
             }
         }
-        FencePlan::Refuse(why) => {
-            unconfirmed(exit::FAILED, format!("termination unconfirmed: {why}"))
+        FencePlan::Refuse { why, restore } => {
+            // Unconfirmed, and still the staged manifests go back first
+            // (SPEC 6, v1.1): the lock is held, so no run is mid-restart.
+            // Over a malformed phase file or receipt too: the put-back is a
+            // restoration of the node, not a record of the operation. It
+            // writes no receipt and no phase file, judges no operation, and
+            // does what the dead run's own exit would have done; the
+            // answer stays unconfirmed and "nothing written" still holds
+            // for the operation's records. The owner record is written only
+            // right before the first move, so a check that moves nothing
+            // writes nothing at all.
+            let pb = put_back(root, &m, &restore, &mut owner);
+            let message = format!("termination unconfirmed: {why}{}", pb.describe());
+            unconfirmed_after(exit::FAILED, message, pb)
         }
         FencePlan::Abandon { restore } => {
-            // The owner record is written only now, before the first change:
-            // a check that confirms from an existing receipt or ends
-            // unconfirmed writes nothing (SPEC section 6), not even this.
-            if let Err(e) = guard.write_owner(
-                &state,
-                &lock::owner_for(Some(id.as_str()), "status-fence", now),
-            ) {
-                return unconfirmed(exit::FAILED, format!("cannot record the lock owner: {e}"));
+            // The owner record is written before the first change: the first
+            // move, or else the receipt.
+            if let Err(e) = owner.before_first_change() {
+                return unconfirmed(exit::FAILED, e);
             }
-            let mut restored = Vec::new();
-            // A manifest both active and staged is never moved (SPEC 6 puts
-            // back only "staged and not active"), but it is named: an
-            // operator must keep exactly one copy.
-            let mut conflicts: Vec<String> = m
-                .manifests
-                .iter()
-                .filter(|(c, v)| {
-                    v.active && v.runbook_staged && v.error.is_none() && !restore.contains(c)
-                })
-                .map(|(c, _)| {
-                    format!(
-                        "{}/{} is staged while {}/{} is active; both left alone, an operator must keep exactly one",
-                        crate::paths::node(STAGING_DIR),
-                        c.manifest_file(),
-                        crate::paths::node(MANIFESTS_DIR),
-                        c.manifest_file()
-                    )
-                })
-                .collect();
-            // What the check refused to look into is named, never followed:
-            // a refused staging directory or manifest may hide a staged copy.
-            if let Some(e) = &m.runbook_staging.error {
-                conflicts.push(format!(
-                    "the runbook staging directory was refused, nothing put back from it: {e}"
-                ));
+            let pb = put_back(root, &m, &restore, &mut owner);
+            if let Some(f) = &pb.failed {
+                let message = format!("termination unconfirmed: {f}");
+                return unconfirmed_after(exit::FAILED, message, pb);
             }
-            conflicts.extend(m.manifests.values().filter_map(|v| v.error.clone()));
-            for c in restore {
-                let put_back = crate::staging::Dirs::open(root, false).and_then(|d| d.unstage(c));
-                match put_back {
-                    Ok(crate::staging::Restore::Restored)
-                    | Ok(crate::staging::Restore::DroppedIdenticalCopy) => {
-                        tracing::info!(
-                            component = c.name(),
-                            "put back the staged manifest a dead run left"
-                        );
-                        restored.push(c);
-                    }
-                    Ok(crate::staging::Restore::Conflict(conflict)) => conflicts.push(conflict),
-                    Err(e) => {
-                        return unconfirmed(
-                            exit::FAILED,
-                            format!("termination unconfirmed: putting back {c} failed: {e}"),
-                        )
-                    }
-                }
-            }
+            let PutBack {
+                restored,
+                mut conflicts,
+                ..
+            } = pb;
             crate::crash_point!("fence-after-restore-before-receipt");
             let after = manifests::inspect(root);
             for (c, v) in &after.manifests {
@@ -433,13 +604,12 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 }
             }
             let (ph, failed_component) = abandoned_phase(&phase, id);
-            let restored_names: Vec<&str> = restored.iter().map(|c| c.name()).collect();
             let mut message = format!(
                 "abandoned by the fencing status check: no receipt for {id}; {}",
                 if restored.is_empty() {
                     "no staged manifest to put back".to_string()
                 } else {
-                    format!("put back {}", restored_names.join(", "))
+                    format!("put back {}", names(&restored))
                 }
             );
             if !conflicts.is_empty() {
@@ -462,11 +632,19 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
                 ca_sha256: node_pki::ca_fingerprints(&cas),
             };
+            let pb = PutBack {
+                restored,
+                conflicts,
+                failed: None,
+            };
             let completed = match completed {
                 Some(c) => c,
                 None => match state.mkdir(COMPLETED_DIR, STATE_DIR_MODE) {
                     Ok(c) => c,
-                    Err(e) => return unconfirmed(exit::FAILED, format!("receipts directory: {e}")),
+                    Err(e) => {
+                        let message = format!("receipts directory: {e}{}", pb.describe());
+                        return unconfirmed_after(exit::FAILED, message, pb);
+                    }
                 },
             };
             match completed.create_once(
@@ -482,8 +660,8 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                         action: "abandoned",
                         message,
                         receipt: Some(r),
-                        restored,
-                        conflicts,
+                        restored: pb.restored,
+                        conflicts: pb.conflicts,
                     }
                 }
                 Err(FsError::Exists { .. }) => {
@@ -497,19 +675,25 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                                 r.outcome
                             ),
                             receipt: Some(r),
-                            restored,
-                            conflicts,
+                            restored: pb.restored,
+                            conflicts: pb.conflicts,
                         },
-                        _ => unconfirmed(
-                            exit::FAILED,
-                            "termination unconfirmed: the receipt appeared malformed".into(),
-                        ),
+                        _ => {
+                            let message = format!(
+                                "termination unconfirmed: the receipt appeared malformed{}",
+                                pb.describe()
+                            );
+                            unconfirmed_after(exit::FAILED, message, pb)
+                        }
                     }
                 }
-                Err(e) => unconfirmed(
-                    exit::FAILED,
-                    format!("termination unconfirmed: writing the receipt failed: {e}"),
-                ),
+                Err(e) => {
+                    let message = format!(
+                        "termination unconfirmed: writing the receipt failed: {e}{}",
+                        pb.describe()
+                    );
+                    unconfirmed_after(exit::FAILED, message, pb)
+                }
             }
         }
     }

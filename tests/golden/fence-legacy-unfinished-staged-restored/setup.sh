@@ -1,0 +1,4 @@
+base rsa
+phase_legacy restart_pending kube-apiserver
+stage kube-apiserver
+: | put "$STATE/lock"

@@ -1,0 +1,4 @@
+base rsa
+completed_dir
+chmod 0770 "$STATE/completed"
+stage etcd
