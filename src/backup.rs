@@ -1,9 +1,35 @@
 //! Backups of `pki/` and the four kubeconfigs before kubeadm runs:
 //! `state/backup/<ID>.partial/` (0700), renamed to `backup/<ID>/` once
 //! complete; restored file by file; the three newest complete kept.
+//!
+//! # Mode, owner and group (SPEC 4 step 8, v1.1)
+//!
+//! A backup records each file's (and directory's) mode, owner and group in
+//! a metadata record, `backup/<ID>/metadata.json`, written with the copies
+//! (create-once, root-owned, 0600) before `<ID>.partial` is renamed to
+//! `<ID>`: a complete backup always has its record. A rollback puts back
+//! bytes, mode, owner and group, and rewrites a file when any of them
+//! differs; the replacement is chowned before its rename
+//! ([`Dir::replace_owned`]), so a kubeadm-owned file is never root-owned,
+//! not even for a moment.
+//!
+//! Why a record and not copies that carry the original's owner: SPEC 3
+//! refuses a backup that is not root-owned or is writable by group or
+//! others, and the state directory is read with `Trust::Strict`, which
+//! refuses exactly that. A record keeps every file under `state/` root-owned,
+//! so nothing in the state directory needs a looser trust to be read, and the
+//! owner of a restored file comes from a file only root could have written
+//! (the record is read `Trust::Strict`). The copies keep the original's mode,
+//! as before, so a backup taken by an older version (no record) still
+//! restores bytes and mode; it keeps the owner and group the file has now
+//! (or ours, for a file that is gone). A record that exists and does not
+//! parse refuses the rollback, naming it: an owner is never guessed from a
+//! damaged record.
 
 use crate::fsx::{Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
 use crate::paths::{PKI_DIR, STATE_DIR_MODE};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The kubeconfigs backed up with the PKI (those that exist).
 pub const KUBECONFIGS: [&str; 4] = [
@@ -14,6 +40,11 @@ pub const KUBECONFIGS: [&str; 4] = [
 ];
 /// Complete backups kept after a success.
 pub const KEEP: usize = 3;
+/// The metadata record inside `backup/<ID>/`: mode, owner and group of
+/// every file and directory backed up, keyed by its path in the backup.
+pub const METADATA: &str = "metadata.json";
+/// The record's `format`.
+pub const METADATA_FORMAT: &str = "nvke-cert-runbook/backup-metadata/v1";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackupError {
@@ -23,21 +54,151 @@ pub enum BackupError {
     Refused(String),
 }
 
-fn copy_tree(src: &Dir, dst: &Dir, count: &mut usize) -> Result<(), BackupError> {
+/// Mode (permission bits, in octal), owner and group of one backed-up entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Meta {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+}
+
+impl Meta {
+    fn of(st: &nix::sys::stat::FileStat) -> Meta {
+        Meta {
+            mode: st.st_mode & 0o7777,
+            uid: st.st_uid,
+            gid: st.st_gid,
+        }
+    }
+}
+
+/// One entry of the record as written: `{"mode": "0640", "uid": 1000, "gid": 1000}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetaJson {
+    mode: String,
+    uid: u32,
+    gid: u32,
+}
+
+impl From<Meta> for MetaJson {
+    fn from(m: Meta) -> Self {
+        MetaJson {
+            mode: format!("{:04o}", m.mode),
+            uid: m.uid,
+            gid: m.gid,
+        }
+    }
+}
+
+impl TryFrom<MetaJson> for Meta {
+    type Error = String;
+    fn try_from(m: MetaJson) -> Result<Self, String> {
+        match u32::from_str_radix(&m.mode, 8) {
+            Ok(mode) if mode <= 0o7777 && !m.mode.is_empty() => Ok(Meta {
+                mode,
+                uid: m.uid,
+                gid: m.gid,
+            }),
+            _ => Err(format!("bad mode {:?}", m.mode)),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordJson {
+    format: String,
+    files: BTreeMap<String, MetaJson>,
+    dirs: BTreeMap<String, MetaJson>,
+}
+
+/// The metadata record: paths relative to the backup (`pki/ca.crt`,
+/// `pki/etcd`, `admin.conf`).
+#[derive(Debug, Default)]
+struct Record {
+    files: BTreeMap<String, Meta>,
+    dirs: BTreeMap<String, Meta>,
+}
+
+impl Record {
+    fn render(&self) -> Vec<u8> {
+        let conv = |m: &BTreeMap<String, Meta>| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), MetaJson::from(*v)))
+                .collect()
+        };
+        let j = RecordJson {
+            format: METADATA_FORMAT.to_string(),
+            files: conv(&self.files),
+            dirs: conv(&self.dirs),
+        };
+        let mut out = serde_json::to_vec_pretty(&j).expect("serializable");
+        out.push(b'\n');
+        out
+    }
+
+    fn parse(bytes: &[u8]) -> Result<Record, String> {
+        let j: RecordJson = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        if j.format != METADATA_FORMAT {
+            return Err(format!("unknown format {:?}", j.format));
+        }
+        let conv = |m: BTreeMap<String, MetaJson>| -> Result<BTreeMap<String, Meta>, String> {
+            let mut out = BTreeMap::new();
+            for (k, v) in m {
+                let meta = Meta::try_from(v).map_err(|e| format!("{k}: {e}"))?;
+                out.insert(k, meta);
+            }
+            Ok(out)
+        };
+        Ok(Record {
+            files: conv(j.files)?,
+            dirs: conv(j.dirs)?,
+        })
+    }
+}
+
+fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
+fn stat_of(dir: &Dir, name: &str) -> Result<Meta, BackupError> {
+    let st = dir.stat_entry(name)?.ok_or_else(|| {
+        BackupError::Refused(format!(
+            "{} vanished while backing it up",
+            dir.entry_path(name)
+        ))
+    })?;
+    Ok(Meta::of(&st))
+}
+
+fn copy_tree(
+    src: &Dir,
+    dst: &Dir,
+    rel: &str,
+    record: &mut Record,
+    count: &mut usize,
+) -> Result<(), BackupError> {
     for name in src.list()? {
         match src.kind_of(&name)? {
             Some(Kind::Dir) => {
                 let s = src.open_subdir(&name, Trust::TypeOnly)?.expect("listed");
-                let mode = src.mode_of(&name)?.unwrap_or(0o755);
-                let d = dst.mkdir(&name, mode)?;
-                copy_tree(&s, &d, count)?;
+                let meta = stat_of(src, &name)?;
+                let d = dst.mkdir(&name, meta.mode)?;
+                record.dirs.insert(join(rel, &name), meta);
+                copy_tree(&s, &d, &join(rel, &name), record, count)?;
             }
             Some(Kind::File) => {
                 let bytes = src
                     .read_file(&name, NODE_FILE_MAX, Trust::TypeOnly)?
                     .expect("listed");
-                let mode = src.mode_of(&name)?.unwrap_or(0o600);
-                dst.create_once(&name, &bytes, mode)?;
+                let meta = stat_of(src, &name)?;
+                dst.create_once(&name, &bytes, meta.mode)?;
+                record.files.insert(join(rel, &name), meta);
                 *count += 1;
             }
             Some(k) => {
@@ -54,8 +215,8 @@ fn copy_tree(src: &Dir, dst: &Dir, count: &mut usize) -> Result<(), BackupError>
 }
 
 /// Make (or reuse, when a complete one exists: a resumed run keeps the
-/// backup taken before the first kubeadm) `<kind>/<name>/`. Returns the
-/// number of files copied (0 when reused).
+/// backup taken before the first kubeadm) `<kind>/<name>/`, with its
+/// metadata record. Returns the number of files copied (0 when reused).
 pub fn create(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize, BackupError> {
     let parent = match state.open_subdir(kind, Trust::Strict)? {
         Some(d) => d,
@@ -71,62 +232,127 @@ pub fn create(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize,
         BackupError::Refused(format!("{} does not exist", crate::paths::node(PKI_DIR)))
     })?;
     let mut count = 0;
-    let pki_dst = dst.mkdir("pki", STATE_DIR_MODE)?;
-    copy_tree(&pki, &pki_dst, &mut count)?;
+    let mut record = Record::default();
     let kube = root
         .open_dir("etc/kubernetes", Trust::TypeOnly)?
         .expect("pki exists under it");
+    record.dirs.insert("pki".into(), stat_of(&kube, "pki")?);
+    let pki_dst = dst.mkdir("pki", STATE_DIR_MODE)?;
+    copy_tree(&pki, &pki_dst, "pki", &mut record, &mut count)?;
     for conf in KUBECONFIGS {
         if let Some(bytes) = kube.read_file(conf, NODE_FILE_MAX, Trust::TypeOnly)? {
-            let mode = kube.mode_of(conf)?.unwrap_or(0o600);
-            dst.create_once(conf, &bytes, mode)?;
+            let meta = stat_of(&kube, conf)?;
+            dst.create_once(conf, &bytes, meta.mode)?;
+            record.files.insert(conf.to_string(), meta);
             count += 1;
         }
     }
+    dst.create_once(METADATA, &record.render(), 0o600)?;
     dst.sync()?;
     parent.rename_noreplace(&partial, name)?;
     Ok(count)
 }
 
-fn restore_tree(src: &Dir, dst: &Dir, count: &mut usize) -> Result<(), BackupError> {
+/// Put one backed-up file back: rewritten (bytes, mode, owner, group, the
+/// owner set before the rename) when any of them differs.
+fn restore_file(
+    src: &Dir,
+    dst: &Dir,
+    name: &str,
+    rel: &str,
+    record: Option<&Record>,
+    count: &mut usize,
+) -> Result<(), BackupError> {
+    // The copies are root-owned with the original's mode (`Trust::TypeOnly`
+    // as when they were written); the record says whose they were.
+    let Some(bytes) = src.read_file(name, NODE_FILE_MAX, Trust::TypeOnly)? else {
+        return Ok(());
+    };
+    let now = dst.stat_entry(name)?;
+    let want = match record.and_then(|r| r.files.get(rel)) {
+        Some(m) => *m,
+        // An older backup without a record: the copy's mode; the owner and
+        // group the file has now, or ours for a file that is gone.
+        None => Meta {
+            mode: stat_of(src, name)?.mode,
+            uid: now
+                .as_ref()
+                .map_or_else(|| nix::unistd::geteuid().as_raw(), |st| st.st_uid),
+            gid: now
+                .as_ref()
+                .map_or_else(|| nix::unistd::getegid().as_raw(), |st| st.st_gid),
+        },
+    };
+    let unchanged = now.as_ref().map(Meta::of) == Some(want)
+        && dst
+            .read_file(name, NODE_FILE_MAX, Trust::TypeOnly)
+            .ok()
+            .flatten()
+            .as_deref()
+            == Some(&bytes[..]);
+    if !unchanged {
+        dst.replace_owned(name, &bytes, want.mode, want.uid, want.gid, Trust::TypeOnly)?;
+        *count += 1;
+    }
+    Ok(())
+}
+
+fn restore_tree(
+    src: &Dir,
+    dst: &Dir,
+    rel: &str,
+    record: Option<&Record>,
+    count: &mut usize,
+) -> Result<(), BackupError> {
     for name in src.list()? {
+        let path = join(rel, &name);
         match src.kind_of(&name)? {
             Some(Kind::Dir) => {
                 let s = src.open_subdir(&name, Trust::TypeOnly)?.expect("listed");
                 let d = match dst.open_subdir(&name, Trust::TypeOnly)? {
                     Some(d) => d,
-                    None => dst.mkdir(&name, src.mode_of(&name)?.unwrap_or(0o755))?,
+                    None => match record.and_then(|r| r.dirs.get(&path)) {
+                        Some(m) => {
+                            let d = dst.mkdir(&name, m.mode)?;
+                            d.set_owner(m.uid, m.gid)?;
+                            d
+                        }
+                        None => dst.mkdir(&name, src.mode_of(&name)?.unwrap_or(0o755))?,
+                    },
                 };
-                restore_tree(&s, &d, count)?;
+                restore_tree(&s, &d, &path, record, count)?;
             }
-            Some(Kind::File) => {
-                let bytes = src
-                    .read_file(&name, NODE_FILE_MAX, Trust::TypeOnly)?
-                    .expect("listed");
-                let current = dst
-                    .read_file(&name, NODE_FILE_MAX, Trust::TypeOnly)
-                    .ok()
-                    .flatten();
-                let mode = src.mode_of(&name)?.unwrap_or(0o600);
-                if current.as_deref() != Some(&bytes[..]) || dst.mode_of(&name)? != Some(mode) {
-                    dst.replace(&name, &bytes, mode, Trust::TypeOnly)?;
-                    *count += 1;
-                }
-            }
+            Some(Kind::File) => restore_file(src, dst, &name, &path, record, count)?,
             _ => {}
         }
     }
     Ok(())
 }
 
-/// Put every backed-up file back (only those that differ are rewritten).
-/// Returns how many files were rewritten.
+/// Put every backed-up file back, with its mode, owner and group (only
+/// those that differ in any of these are rewritten). Returns how many files
+/// were rewritten.
 pub fn restore(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize, BackupError> {
     let dir = state
         .open_subdir(kind, Trust::Strict)?
         .and_then(|p| p.open_subdir(name, Trust::Strict).transpose())
         .transpose()?
         .ok_or_else(|| BackupError::Refused(format!("backup {kind}/{name} does not exist")))?;
+    let record = match dir.read_file(METADATA, NODE_FILE_MAX, Trust::Strict)? {
+        Some(bytes) => Some(Record::parse(&bytes).map_err(|e| {
+            BackupError::Refused(format!(
+                "{} is malformed ({e}); nothing put back: copy the backup back by hand, with its owners",
+                dir.entry_path(METADATA)
+            ))
+        })?),
+        None => {
+            tracing::warn!(
+                "{} has no {METADATA} (an older backup): restoring bytes and modes, keeping each file's current owner and group",
+                dir.path()
+            );
+            None
+        }
+    };
     let mut count = 0;
     let pki_src = dir
         .open_subdir("pki", Trust::Strict)?
@@ -134,21 +360,15 @@ pub fn restore(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize
     let pki = root.open_dir(PKI_DIR, Trust::TypeOnly)?.ok_or_else(|| {
         BackupError::Refused(format!("{} does not exist", crate::paths::node(PKI_DIR)))
     })?;
-    restore_tree(&pki_src, &pki, &mut count)?;
+    restore_tree(&pki_src, &pki, "pki", record.as_ref(), &mut count)?;
     let kube = root
         .open_dir("etc/kubernetes", Trust::TypeOnly)?
         .expect("pki exists under it");
     for conf in KUBECONFIGS {
-        if let Some(bytes) = dir.read_file(conf, NODE_FILE_MAX, Trust::Strict)? {
-            let mode = dir.mode_of(conf)?.unwrap_or(0o600);
-            if kube
-                .read_file(conf, NODE_FILE_MAX, Trust::TypeOnly)?
-                .as_deref()
-                != Some(&bytes[..])
-            {
-                kube.replace(conf, &bytes, mode, Trust::TypeOnly)?;
-                count += 1;
-            }
+        // The top-level copies were read `Trust::Strict` before; they are
+        // still root-owned copies, vetted so here too.
+        if dir.open_file(conf, Trust::Strict)?.is_some() {
+            restore_file(&dir, &kube, conf, conf, record.as_ref(), &mut count)?;
         }
     }
     Ok(count)
@@ -262,5 +482,182 @@ mod tests {
             .unwrap()
             .count();
         assert_eq!(left, 3);
+    }
+
+    /// (uid, gid, permission bits) of a path.
+    fn owner_mode(p: &std::path::Path) -> (u32, u32, u32) {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(p).unwrap();
+        (m.uid(), m.gid(), m.mode() & 0o7777)
+    }
+
+    fn chown_mode(p: &std::path::Path, uid: u32, gid: u32, mode: u32) {
+        std::os::unix::fs::chown(p, Some(uid), Some(gid)).unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// chown needs root (the suite runs as root, as the runbook does).
+    fn root_only() -> bool {
+        let root = nix::unistd::geteuid().is_root();
+        if !root {
+            eprintln!("skipped: chown needs root");
+        }
+        root
+    }
+
+    fn no_temp_files(dir: &std::path::Path) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().to_string();
+            assert!(!name.starts_with('.'), "temp file left: {name}");
+            if e.file_type().unwrap().is_dir() {
+                no_temp_files(&e.path());
+            }
+        }
+    }
+
+    #[test]
+    fn restore_puts_back_owner_group_and_mode_as_well_as_bytes() {
+        if !root_only() {
+            return;
+        }
+        let (t, root, state) = node();
+        let k = t.path().join("etc/kubernetes");
+        std::fs::write(k.join("pki/apiserver.key"), b"K1").unwrap();
+        chown_mode(&k.join("pki/etcd/server.crt"), 1000, 1000, 0o640);
+        chown_mode(&k.join("admin.conf"), 1000, 1000, 0o640);
+        chown_mode(&k.join("pki/apiserver.key"), 1001, 1002, 0o600);
+        assert_eq!(create(&root, &state, "backup", "op").unwrap(), 5);
+
+        // Every file under state/ stays root-owned (SPEC 3); the record says
+        // whose the originals are.
+        let b = t.path().join("var/lib/nvke/k8s-cert-renewal/backup/op");
+        assert_eq!(owner_mode(&b.join("pki/etcd/server.crt")), (0, 0, 0o640));
+        assert_eq!(owner_mode(&b.join(METADATA)), (0, 0, 0o600));
+        let rec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(b.join(METADATA)).unwrap()).unwrap();
+        assert_eq!(rec["format"], METADATA_FORMAT);
+        assert_eq!(
+            rec["files"]["pki/etcd/server.crt"],
+            serde_json::json!({"mode": "0640", "uid": 1000, "gid": 1000})
+        );
+        assert_eq!(
+            rec["files"]["admin.conf"],
+            serde_json::json!({"mode": "0640", "uid": 1000, "gid": 1000})
+        );
+        assert_eq!(rec["dirs"]["pki/etcd"]["mode"], "0755");
+
+        // kubeadm fails half-way: one file replaced root-owned with new bytes
+        // and mode, one rewritten in place with a changed mode, one with the
+        // same bytes but now root's.
+        std::fs::remove_file(k.join("pki/etcd/server.crt")).unwrap();
+        std::fs::write(k.join("pki/etcd/server.crt"), b"S2").unwrap();
+        chown_mode(&k.join("pki/etcd/server.crt"), 0, 0, 0o644);
+        std::fs::write(k.join("admin.conf"), b"A2").unwrap();
+        std::fs::set_permissions(k.join("admin.conf"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        std::os::unix::fs::chown(k.join("pki/apiserver.key"), Some(0), Some(0)).unwrap();
+
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 3);
+        assert_eq!(std::fs::read(k.join("pki/etcd/server.crt")).unwrap(), b"S1");
+        assert_eq!(
+            owner_mode(&k.join("pki/etcd/server.crt")),
+            (1000, 1000, 0o640)
+        );
+        assert_eq!(std::fs::read(k.join("admin.conf")).unwrap(), b"A1");
+        assert_eq!(owner_mode(&k.join("admin.conf")), (1000, 1000, 0o640));
+        assert_eq!(std::fs::read(k.join("pki/apiserver.key")).unwrap(), b"K1");
+        assert_eq!(
+            owner_mode(&k.join("pki/apiserver.key")),
+            (1001, 1002, 0o600)
+        );
+        // Untouched files keep theirs; nothing half-done is left behind.
+        assert_eq!(owner_mode(&k.join("pki/ca.key")), (0, 0, 0o600));
+        no_temp_files(&k);
+        // Everything matches now: nothing is rewritten.
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 0);
+    }
+
+    #[test]
+    fn a_directory_made_again_gets_its_recorded_owner() {
+        if !root_only() {
+            return;
+        }
+        let (t, root, state) = node();
+        let k = t.path().join("etc/kubernetes");
+        chown_mode(&k.join("pki/etcd"), 1000, 1000, 0o750);
+        chown_mode(&k.join("pki/etcd/server.crt"), 1000, 1000, 0o640);
+        create(&root, &state, "backup", "op").unwrap();
+        std::fs::remove_dir_all(k.join("pki/etcd")).unwrap();
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 1);
+        assert_eq!(owner_mode(&k.join("pki/etcd")), (1000, 1000, 0o750));
+        assert_eq!(
+            owner_mode(&k.join("pki/etcd/server.crt")),
+            (1000, 1000, 0o640)
+        );
+    }
+
+    #[test]
+    fn an_older_backup_without_a_record_keeps_the_current_owner() {
+        if !root_only() {
+            return;
+        }
+        let (t, root, state) = node();
+        let k = t.path().join("etc/kubernetes");
+        chown_mode(&k.join("pki/etcd/server.crt"), 1000, 1000, 0o640);
+        create(&root, &state, "backup", "op").unwrap();
+        let b = t.path().join("var/lib/nvke/k8s-cert-renewal/backup/op");
+        std::fs::remove_file(b.join(METADATA)).unwrap();
+        std::fs::write(k.join("pki/etcd/server.crt"), b"S2").unwrap();
+        std::fs::set_permissions(
+            k.join("pki/etcd/server.crt"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 1);
+        assert_eq!(std::fs::read(k.join("pki/etcd/server.crt")).unwrap(), b"S1");
+        // The copy's mode, the owner the file has now.
+        assert_eq!(
+            owner_mode(&k.join("pki/etcd/server.crt")),
+            (1000, 1000, 0o640)
+        );
+    }
+
+    #[test]
+    fn a_malformed_record_refuses_the_rollback_and_names_it() {
+        let (t, root, state) = node();
+        create(&root, &state, "backup", "op").unwrap();
+        let b = t.path().join("var/lib/nvke/k8s-cert-renewal/backup/op");
+        std::fs::remove_file(b.join(METADATA)).unwrap();
+        std::fs::write(b.join(METADATA), b"{\"format\": \"x\"}").unwrap();
+        std::fs::set_permissions(b.join(METADATA), std::fs::Permissions::from_mode(0o600)).unwrap();
+        let k = t.path().join("etc/kubernetes");
+        std::fs::write(k.join("pki/etcd/server.crt"), b"S2").unwrap();
+        match restore(&root, &state, "backup", "op") {
+            Err(BackupError::Refused(m)) => assert!(m.contains("metadata.json"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read(k.join("pki/etcd/server.crt")).unwrap(), b"S2");
+    }
+
+    #[test]
+    fn the_record_round_trips_and_rejects_bad_modes() {
+        let mut r = Record::default();
+        r.files.insert(
+            "pki/a.crt".into(),
+            Meta {
+                mode: 0o640,
+                uid: 1000,
+                gid: 1001,
+            },
+        );
+        let back = Record::parse(&r.render()).unwrap();
+        assert_eq!(back.files, r.files);
+        for bad in ["\"0x1\"", "\"\"", "\"17777\"", "\"-1\"", "\"9\""] {
+            let text = format!(
+                "{{\"format\": \"{METADATA_FORMAT}\", \"files\": {{\"a\": {{\"mode\": {bad}, \"uid\": 0, \"gid\": 0}}}}, \"dirs\": {{}}}}"
+            );
+            assert!(Record::parse(text.as_bytes()).is_err(), "{bad}");
+        }
     }
 }
