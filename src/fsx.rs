@@ -558,21 +558,60 @@ impl Dir {
 
     /// Replace `name` atomically: temp file, fsync, rename over, fsync dir.
     /// An existing `name` must be a regular file (never a symlink or dir).
+    ///
+    /// After an error, look (SPEC 3, v1.1): a rename that succeeded is done
+    /// even when the directory fsync after it fails (logged, not an error);
+    /// a rename that reported an error is done when `name` now holds exactly
+    /// `bytes` and the temp name is gone.
     pub fn replace(&self, name: &str, bytes: &[u8], mode: u32, trust: Trust) -> FsResult<()> {
         if let Some(st) = self.stat_entry(name)? {
             vet_stat(&self.entry_path(name), &st, Kind::File, trust)?;
         }
         let tmp = self.write_temp(name, bytes, mode)?;
         if let Err(e) = renameat(&self.fd, tmp.as_str(), &self.fd, name) {
-            let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
-            return Err(self.io(name, "rename into place", e));
+            let tmp_gone = matches!(self.stat_entry(&tmp), Ok(None));
+            if tmp_gone && self.holds(name, bytes) {
+                tracing::warn!(
+                    "renaming into {} reported {} but it is in place: done",
+                    self.entry_path(name),
+                    e.desc()
+                );
+            } else {
+                let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+                return Err(self.io(name, "rename into place", e));
+            }
         }
-        self.sync()
+        self.sync_after_done(name);
+        Ok(())
+    }
+
+    /// Whether `name` is a regular file holding exactly `bytes` (looked at
+    /// after an error; any error reading it means "not seen").
+    fn holds(&self, name: &str, bytes: &[u8]) -> bool {
+        matches!(
+            self.read_file(name, bytes.len() as u64 + 1, Trust::TypeOnly),
+            Ok(Some(b)) if b == bytes
+        )
+    }
+
+    /// The fsync after a change that is already done (a rename or link that
+    /// succeeded): a failure is logged, never turned into "not done".
+    fn sync_after_done(&self, name: &str) {
+        if let Err(e) = self.sync() {
+            tracing::warn!(
+                "{} is in place, but {e}: it may not survive a power loss",
+                self.entry_path(name)
+            );
+        }
     }
 
     /// Create `name` once: temp file, fsync, link to its final name without
     /// replacing (RENAME_NOREPLACE, or link(2) where that is unsupported),
     /// remove the temp name, fsync dir. `FsError::Exists` when it exists.
+    ///
+    /// After an error, look (SPEC 3, v1.1): a link that reported an error
+    /// but whose name now holds exactly `bytes` with the temp name gone is
+    /// done; a succeeded link is done whatever the fsync after it says.
     pub fn create_once(&self, name: &str, bytes: &[u8], mode: u32) -> FsResult<()> {
         let tmp = self.write_temp(name, bytes, mode)?;
         let res = match renameat2(
@@ -596,7 +635,10 @@ impl Dir {
             other => other,
         };
         match res {
-            Ok(()) => self.sync(),
+            Ok(()) => {
+                self.sync_after_done(name);
+                Ok(())
+            }
             Err(Errno::EEXIST) => {
                 let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
                 Err(FsError::Exists {
@@ -604,6 +646,16 @@ impl Dir {
                 })
             }
             Err(e) => {
+                let tmp_gone = matches!(self.stat_entry(&tmp), Ok(None));
+                if tmp_gone && self.holds(name, bytes) {
+                    tracing::warn!(
+                        "creating {} reported {} but it is in place: done",
+                        self.entry_path(name),
+                        e.desc()
+                    );
+                    self.sync_after_done(name);
+                    return Ok(());
+                }
                 let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
                 Err(self.io(name, "create", e))
             }
@@ -611,10 +663,21 @@ impl Dir {
     }
 
     /// Remove a regular file and fsync the directory.
+    /// After an error, look: a name that is gone is removed; a succeeded
+    /// unlink is done whatever the fsync after it says.
     pub fn remove_file(&self, name: &str) -> FsResult<()> {
-        unlinkat(&self.fd, name, UnlinkatFlags::NoRemoveDir)
-            .map_err(|e| self.io(name, "remove", e))?;
-        self.sync()
+        if let Err(e) = unlinkat(&self.fd, name, UnlinkatFlags::NoRemoveDir) {
+            if !matches!(self.stat_entry(name), Ok(None)) {
+                return Err(self.io(name, "remove", e));
+            }
+            tracing::warn!(
+                "removing {} reported {} but it is gone: done",
+                self.entry_path(name),
+                e.desc()
+            );
+        }
+        self.sync_after_done(name);
+        Ok(())
     }
 
     /// Remove a directory tree below this one, never following a symlink
@@ -641,12 +704,23 @@ impl Dir {
     /// Rename `from` to `to` in this directory without replacing; fsync.
     pub fn rename_noreplace(&self, from: &str, to: &str) -> FsResult<()> {
         match renameat2(&self.fd, from, &self.fd, to, RenameFlags::RENAME_NOREPLACE) {
-            Ok(()) => self.sync(),
-            Err(Errno::EEXIST) => Err(FsError::Exists {
-                path: self.entry_path(to),
-            }),
-            Err(e) => Err(self.io(from, "rename", e)),
+            Ok(()) => {}
+            Err(Errno::EEXIST) => {
+                return Err(FsError::Exists {
+                    path: self.entry_path(to),
+                })
+            }
+            Err(e) => {
+                // Look: done when `to` is there and `from` is gone.
+                let arrived = matches!(self.stat_entry(to), Ok(Some(_)))
+                    && matches!(self.stat_entry(from), Ok(None));
+                if !arrived {
+                    return Err(self.io(from, "rename", e));
+                }
+            }
         }
+        self.sync_after_done(to);
+        Ok(())
     }
 
     /// Open (creating with `mode`) a regular file for appending.
@@ -696,6 +770,11 @@ pub fn same_mount(a: &Dir, b: &Dir) -> bool {
 
 /// Move `name` from `from` to `to` with RENAME_NOREPLACE, then fsync both
 /// directories. EEXIST is `FsError::Exists` (a conflict, never an overwrite).
+///
+/// After an error, look (SPEC 3, v1.1): the rename is done when it
+/// succeeded, whatever the fsyncs after it say (logged), and when it
+/// reported an error but `to` now has the entry and `from` does not. The
+/// caller then accounts for the file where it is, never where it meant it.
 pub fn move_noreplace(from: &Dir, to: &Dir, name: &str) -> FsResult<()> {
     match renameat2(from, name, to, name, RenameFlags::RENAME_NOREPLACE) {
         Ok(()) => {}
@@ -704,23 +783,132 @@ pub fn move_noreplace(from: &Dir, to: &Dir, name: &str) -> FsResult<()> {
                 path: to.entry_path(name),
             })
         }
-        Err(Errno::EXDEV) => {
-            return Err(FsError::Io {
-                path: format!("{} -> {}", from.entry_path(name), to.entry_path(name)),
-                op: "move (different filesystems)",
-                errno: Errno::EXDEV,
-            })
-        }
         Err(e) => {
-            return Err(FsError::Io {
-                path: format!("{} -> {}", from.entry_path(name), to.entry_path(name)),
-                op: "move",
-                errno: e,
-            })
+            let arrived = matches!(to.stat_entry(name), Ok(Some(_)))
+                && matches!(from.stat_entry(name), Ok(None));
+            if !arrived {
+                return Err(FsError::Io {
+                    path: format!("{} -> {}", from.entry_path(name), to.entry_path(name)),
+                    op: if e == Errno::EXDEV {
+                        "move (different filesystems)"
+                    } else {
+                        "move"
+                    },
+                    errno: e,
+                });
+            }
+            tracing::warn!(
+                "moving {} to {} reported {} but it is there: done",
+                from.entry_path(name),
+                to.path(),
+                e.desc()
+            );
         }
     }
-    to.sync()?;
-    from.sync()
+    to.sync_after_done(name);
+    from.sync_after_done(name);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Writes that keep a file's owner and group: the rollback of SPEC section 4
+// step 8 (v1.1) puts back bytes, mode, owner and group. A block of its own;
+// the three disciplines above are unchanged.
+
+impl Dir {
+    /// [`Dir::replace`], landing with owner `uid` and group `gid` as well as
+    /// `mode`. The temp file is chowned, its mode set again (a chown may
+    /// clear set-id bits) and fsynced *before* the rename, so `name` never
+    /// has another owner, not for a moment: a kubeadm-owned file is never
+    /// seen root-owned. After an error, look, as [`Dir::replace`] does.
+    pub fn replace_owned(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        mode: u32,
+        uid: u32,
+        gid: u32,
+        trust: Trust,
+    ) -> FsResult<()> {
+        if let Some(st) = self.stat_entry(name)? {
+            vet_stat(&self.entry_path(name), &st, Kind::File, trust)?;
+        }
+        let tmp = self.write_temp(name, bytes, mode)?;
+        if let Err((op, e)) = self.own_temp(&tmp, mode, uid, gid) {
+            let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+            return Err(self.io(&tmp, op, e));
+        }
+        if let Err(e) = renameat(&self.fd, tmp.as_str(), &self.fd, name) {
+            // Look: done when the temp name is gone and `name` holds exactly
+            // `bytes` (only our temp file could have put them there).
+            let tmp_gone = matches!(self.stat_entry(&tmp), Ok(None));
+            let in_place = matches!(
+                self.read_file(name, bytes.len() as u64 + 1, Trust::TypeOnly),
+                Ok(Some(b)) if b == bytes
+            );
+            if !(tmp_gone && in_place) {
+                let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+                return Err(self.io(name, "rename into place", e));
+            }
+            tracing::warn!(
+                "renaming into {} reported {} but it is in place: done",
+                self.entry_path(name),
+                e.desc()
+            );
+        }
+        // The rename is done: a failing directory fsync is logged, never
+        // turned into "not done".
+        if let Err(e) = self.sync() {
+            tracing::warn!(
+                "{} is in place, but {e}: it may not survive a power loss",
+                self.entry_path(name)
+            );
+        }
+        Ok(())
+    }
+
+    /// chown, chmod and fsync a temp file this process just created
+    /// (`O_EXCL`, dot-named), reopened without following a symlink.
+    fn own_temp(
+        &self,
+        tmp: &str,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Result<(), (&'static str, Errno)> {
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+        let fd = openat(&self.fd, tmp, flags, Mode::empty()).map_err(|e| ("open", e))?;
+        let st = fstat(&fd).map_err(|e| ("stat", e))?;
+        if Kind::of(&st) != Kind::File {
+            return Err(("open", Errno::EINVAL));
+        }
+        nix::unistd::fchown(
+            &fd,
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(gid)),
+        )
+        .map_err(|e| ("chown", e))?;
+        nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(mode)).map_err(|e| ("chmod", e))?;
+        fsync(&fd).map_err(|e| ("fsync", e))
+    }
+
+    /// Give this directory owner `uid` and group `gid` (fchown on its own
+    /// fd, never by a path) and fsync it: a directory the rollback had to
+    /// create again gets the owner the backup recorded.
+    pub fn set_owner(&self, uid: u32, gid: u32) -> FsResult<()> {
+        let err = |op, errno| FsError::Io {
+            path: self.path(),
+            op,
+            errno,
+        };
+        nix::unistd::fchown(
+            &self.fd,
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(gid)),
+        )
+        .map_err(|e| err("chown", e))?;
+        self.sync()
+    }
 }
 
 fn errno_of(e: &std::io::Error) -> Errno {
