@@ -84,8 +84,14 @@ pub fn run(args: Vec<OsString>) -> u8 {
     };
     let json_out = inv.global.output == OutputFormat::Json;
     init_logging(inv.global.log_format);
+    install_panic_hook();
     let start = std::time::Instant::now();
-    let mut report = dispatch(&inv);
+    // No panic ends the process without its one JSON object (SPEC 4, v1.1:
+    // the renewal has its own guard that restores and writes the receipt;
+    // this one covers every mode).
+    let mut report = std::panic::catch_unwind(|| dispatch(&inv)).unwrap_or_else(|payload| {
+        panic_report(&inv, &crate::runbook::panic_message(payload.as_ref()))
+    });
     if let Some(obj) = report.json.as_object_mut() {
         if inv.global.clock.is_fixed() {
             // Golden tests fix the clock; durations would make them flaky.
@@ -98,6 +104,44 @@ pub fn run(args: Vec<OsString>) -> u8 {
         }
     }
     finish(report, json_out)
+}
+
+/// A panic's message goes to the log (never straight to a stderr that may
+/// be stalled, as the default hook would write it); the mode's guard then
+/// reports it once.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        tracing::error!(
+            "internal error (a panic){at}: {}",
+            crate::runbook::panic_message(info.payload())
+        );
+    }));
+}
+
+/// What a mode that panicked reports: `failed`, exit 4 when one of the four
+/// manifests is not active (an operator must act), else 1.
+fn panic_report(inv: &Invocation, why: &str) -> Report {
+    let all_active = Root::open(&inv.global.root)
+        .map(|r| crate::manifests::inspect(&r).all_active())
+        .unwrap_or(false);
+    let message = crate::receipt::bounded_message(&format!("internal error (a panic): {why}"));
+    Report {
+        code: crate::outcome::exit_code_for(crate::outcome::Outcome::Failed, all_active),
+        json: json!({
+            "mode": inv.mode.name(),
+            "runbookVersion": crate::version::RUNBOOK_VERSION,
+            "operationID": null,
+            "outcome": "failed",
+            "phase": "arguments",
+            "message": message,
+            "replayed": false,
+        }),
+        text: format!("FAILED: {message}"),
+    }
 }
 
 /// The first argument that is not UTF-8, escaped, with the option it is the
@@ -202,6 +246,6 @@ fn dispatch(inv: &Invocation) -> Report {
 
 fn renew(root: &Root, inv: &Invocation, req: crate::runbook::Request) -> Report {
     let cancel = crate::signals::install();
-    let rt = crate::runtime::NodeRuntime::new(&inv.global, cancel.clone());
+    let rt = crate::runtime::NodeRuntime::new(&inv.global, root, cancel.clone());
     crate::runbook::run(root, &inv.global, &req, &rt, &cancel)
 }

@@ -88,6 +88,9 @@ pub struct Cli {
     /// Passed to `kubeadm certs renew all --config` (a node path, under --root).
     #[arg(long, value_name = "PATH")]
     pub kubeadm_config: Option<PathBuf>,
+    /// Passed to every crictl call as --runtime-endpoint (default: the kubelet's endpoint).
+    #[arg(long, value_name = "URL")]
+    pub runtime_endpoint: Option<String>,
     /// Fix "now" (RFC 3339) for tests; refused when --root is /.
     #[arg(long, hide = true, value_name = "RFC3339")]
     pub now: Option<String>,
@@ -111,6 +114,8 @@ pub struct Global {
     pub crictl: Option<PathBuf>,
     /// Relative to the root (no leading slash).
     pub kubeadm_config: Option<String>,
+    /// `--runtime-endpoint`, as given (validated).
+    pub runtime_endpoint: Option<String>,
     pub clock: Clock,
 }
 
@@ -243,10 +248,21 @@ fn timeout(
 }
 
 /// True when `p` names the filesystem root (`/`, `//`, `/.`, ...).
+/// Whether `p` is the host's root directory however it is spelled (`/`,
+/// `//`, `/..`, `/etc/..`, a symlink to `/`): the directory is compared
+/// (device and inode, following symlinks), not the string (SPEC 1, v1.1).
 pub fn is_host_root(p: &Path) -> bool {
-    p.has_root()
+    let lexical = p.has_root()
         && p.components()
-            .all(|c| matches!(c, PathComponent::RootDir | PathComponent::CurDir))
+            .all(|c| matches!(c, PathComponent::RootDir | PathComponent::CurDir));
+    if lexical {
+        return true;
+    }
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(p), std::fs::metadata("/")) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// An absolute path option taken under the root: returned relative to it.
@@ -424,6 +440,16 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             .as_deref()
             .map(|p| node_path_option(m, "kubeadm-config", p))
             .transpose()?,
+        runtime_endpoint: match &cli.runtime_endpoint {
+            None => None,
+            Some(e) if crate::endpoint::valid(e) => Some(e.clone()),
+            Some(e) => {
+                return Err(usage(
+                    m,
+                    format!("--runtime-endpoint {e:?} is not a usable endpoint (empty, or with whitespace or control characters)"),
+                ))
+            }
+        },
         clock,
     };
 
@@ -579,6 +605,23 @@ mod tests {
         assert!(parse(&["--check", "--stop-timeout", "0"]).is_err());
         assert!(parse(&["--check", "--now", "2026-11-30T00:00:00Z"]).is_err());
         assert!(parse(&["--check", "--root", "//", "--now", "2026-11-30T00:00:00Z"]).is_err());
+        for host in ["/..", "/etc/..", "/./", "/etc/../."] {
+            assert!(
+                parse(&["--check", "--root", host, "--now", "2026-11-30T00:00:00Z"]).is_err(),
+                "{host} is the host root"
+            );
+        }
+        let t = tempfile::tempdir().unwrap();
+        let link = t.path().join("hostroot");
+        std::os::unix::fs::symlink("/", &link).unwrap();
+        assert!(parse(&[
+            "--check",
+            "--root",
+            link.to_str().unwrap(),
+            "--now",
+            "2026-11-30T00:00:00Z"
+        ])
+        .is_err());
         assert!(parse(&[
             "--check",
             "--root",

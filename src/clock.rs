@@ -24,6 +24,7 @@ pub fn parse_rfc3339(s: &str, require_utc: bool) -> Result<OffsetDateTime, Strin
 /// Whole days from `now` until `t` (negative once past), rounded toward
 /// negative infinity so that "0 days left" means expiring within a day.
 pub fn days_until(now: OffsetDateTime, t: OffsetDateTime) -> i64 {
+    // OffsetDateTime subtraction saturates (no panic) over the whole range.
     let secs = (t - now).whole_seconds();
     secs.div_euclid(86_400)
 }

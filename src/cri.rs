@@ -9,9 +9,18 @@ pub const LABEL_NAMESPACE: &str = "io.kubernetes.pod.namespace";
 pub const LABEL_CONTAINER: &str = "io.kubernetes.container.name";
 pub const KUBE_SYSTEM: &str = "kube-system";
 
+/// The sandbox annotation kubelet sets to where a pod came from: `file`
+/// for a static pod from the manifests directory, `api` for the API
+/// server's pods.
+pub const ANNOTATION_CONFIG_SOURCE: &str = "kubernetes.io/config.source";
+pub const LABEL_POD_NAME: &str = "io.kubernetes.pod.name";
+
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct Container {
     pub id: String,
+    /// The pod sandbox the container runs in (`crictl ps -o json`).
+    #[serde(default, rename = "podSandboxId")]
+    pub pod_sandbox_id: String,
     #[serde(default)]
     pub state: String,
     /// Unix nanoseconds, as crictl prints it (a string).
@@ -53,9 +62,155 @@ pub fn parse_ps(bytes: &[u8], component: &str) -> Result<Vec<Container>, String>
     Ok(v)
 }
 
+/// A pod sandbox as `crictl pods -o json` shows it.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Sandbox {
+    pub id: String,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl Sandbox {
+    /// A static pod's sandbox (SPEC 4 step 7, v1.1: kubelet annotates every
+    /// sandbox with its config source; the labels alone do not tell).
+    pub fn is_static(&self) -> bool {
+        self.annotations
+            .get(ANNOTATION_CONFIG_SOURCE)
+            .map(String::as_str)
+            == Some("file")
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct PodsOutput {
+    #[serde(default)]
+    items: Vec<Sandbox>,
+}
+
+/// Parse `crictl ps -a -o json --label io.kubernetes.pod.namespace=kube-system`,
+/// keeping only kube-system containers (exact label), newest first.
+pub fn parse_ps_kube_system(bytes: &[u8]) -> Result<Vec<Container>, String> {
+    let ps: PsOutput = serde_json::from_slice(bytes)
+        .map_err(|e| format!("crictl ps output is not the expected JSON: {e}"))?;
+    let mut v: Vec<Container> = ps
+        .containers
+        .into_iter()
+        .filter(|c| c.labels.get(LABEL_NAMESPACE).map(String::as_str) == Some(KUBE_SYSTEM))
+        .collect();
+    v.sort_by_key(|c| std::cmp::Reverse(c.created_nanos()));
+    Ok(v)
+}
+
+/// Parse `crictl pods -o json --label io.kubernetes.pod.namespace=kube-system`,
+/// keeping only kube-system sandboxes (exact label).
+pub fn parse_pods(bytes: &[u8]) -> Result<Vec<Sandbox>, String> {
+    let pods: PodsOutput = serde_json::from_slice(bytes)
+        .map_err(|e| format!("crictl pods output is not the expected JSON: {e}"))?;
+    Ok(pods
+        .items
+        .into_iter()
+        .filter(|p| p.labels.get(LABEL_NAMESPACE).map(String::as_str) == Some(KUBE_SYSTEM))
+        .collect())
+}
+
+/// One look at kube-system: its containers (exited included, newest first)
+/// and its pod sandboxes, listed in that order (a container listed has its
+/// sandbox listed after it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub containers: Vec<Container>,
+    pub sandboxes: Vec<Sandbox>,
+}
+
+impl Listing {
+    /// The containers of `component`'s static pod, newest first: exact
+    /// labels, and a sandbox annotated `kubernetes.io/config.source=file`.
+    /// Containers of another kube-system pod with the same container name (an
+    /// etcd backup job) are not the component's. Containers of more than one
+    /// static pod (by pod name) are ambiguous: an error naming them.
+    pub fn component(&self, component: &str) -> Result<Vec<&Container>, String> {
+        let mine: Vec<&Container> = self
+            .containers
+            .iter()
+            .filter(|c| c.labels.get(LABEL_CONTAINER).map(String::as_str) == Some(component))
+            .filter(|c| {
+                self.sandboxes
+                    .iter()
+                    .any(|s| s.id == c.pod_sandbox_id && s.is_static())
+            })
+            .collect();
+        let mut pods: Vec<&str> = mine
+            .iter()
+            .map(|c| {
+                c.labels
+                    .get(LABEL_POD_NAME)
+                    .map(String::as_str)
+                    .unwrap_or("?")
+            })
+            .collect();
+        pods.sort_unstable();
+        pods.dedup();
+        if pods.len() > 1 {
+            return Err(format!(
+                "containers named {component} belong to {} static pods ({}): refusing to judge or restart either; an operator must remove the stray static pod",
+                pods.len(),
+                pods.join(", ")
+            ));
+        }
+        Ok(mine)
+    }
+
+    /// Whether any kube-system container named `component` runs outside a
+    /// static pod (for messages: it is never judged).
+    pub fn others_named(&self, component: &str) -> usize {
+        self.containers
+            .iter()
+            .filter(|c| c.labels.get(LABEL_CONTAINER).map(String::as_str) == Some(component))
+            .filter(|c| {
+                !self
+                    .sandboxes
+                    .iter()
+                    .any(|s| s.id == c.pod_sandbox_id && s.is_static())
+            })
+            .count()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct InspectOutput {
+    #[serde(default)]
+    info: Option<InspectInfo>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InspectInfo {
+    #[serde(default)]
+    pid: Option<u64>,
+}
+
+/// The host PID of a container's process from `crictl inspect -o json ID`
+/// (`info.pid`, as containerd reports it; 0 or absent: none).
+pub fn parse_inspect_pid(bytes: &[u8]) -> Result<Option<u32>, String> {
+    let v: InspectOutput = serde_json::from_slice(bytes)
+        .map_err(|e| format!("crictl inspect output is not the expected JSON: {e}"))?;
+    Ok(v.info
+        .and_then(|i| i.pid)
+        .and_then(|p| u32::try_from(p).ok())
+        .filter(|p| *p > 0))
+}
+
 /// The running container (newest when several run), if any.
-pub fn running(containers: &[Container]) -> Option<&Container> {
-    containers.iter().find(|c| c.is_running())
+pub fn running<'a, C: std::borrow::Borrow<Container> + 'a>(
+    containers: &'a [C],
+) -> Option<&'a Container> {
+    containers
+        .iter()
+        .map(|c| c.borrow())
+        .find(|c| c.is_running())
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]

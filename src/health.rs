@@ -9,7 +9,7 @@ use crate::manifests;
 use crate::outcome::Phase;
 use crate::paths::MANIFESTS_DIR;
 use crate::pki::{self, KubeconfigCert};
-use crate::runtime::Runtime;
+use crate::runtime::{RtError, Runtime};
 use crate::signals::Cancel;
 use crate::tlsprobe::TlsIdentity;
 use std::time::{Duration, Instant};
@@ -17,21 +17,71 @@ use time::OffsetDateTime;
 
 const PANICKED: &str = "etcdctl probe panicked";
 
-/// Interval between container polls (stop/start waits).
-pub const CONTAINER_POLL: Duration = Duration::from_millis(10);
-/// Interval between full health-gate attempts.
-pub const GATE_POLL: Duration = Duration::from_millis(20);
+/// Waits poll with back-off (SPEC 4 "Waits", v1.1): dense right after a
+/// move, where detection latency matters, then cheap.
+pub const POLL_FIRST: Duration = Duration::from_millis(10);
+/// The longest pause between two polls of one wait.
+pub const POLL_MAX: Duration = Duration::from_millis(500);
+
+/// With an event source, pauses this long or longer wait for the event
+/// instead (the first ~200 ms after a move are polled densely either way).
+const DENSE: Duration = Duration::from_millis(100);
+/// The longest an event-driven wait goes without a listing (a missed or
+/// absent event costs at most this much latency).
+const EVENT_SAFETY: Duration = Duration::from_secs(5);
+
+/// The pauses of one wait: 10 ms, growing by half each time, to 500 ms.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+    /// Polls made so far (tool calls of the wait, for its log line).
+    pub polls: u32,
+}
+
+impl Default for Backoff {
+    fn default() -> Backoff {
+        Backoff {
+            next: POLL_FIRST,
+            polls: 0,
+        }
+    }
+}
+
+impl Backoff {
+    /// The pause before the next poll.
+    pub fn pause(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 3 / 2).min(POLL_MAX);
+        d
+    }
+}
+
+/// etcdctl's own timeouts for one call (the guide's 10 s and 30 s), never
+/// more than the time left.
+fn etcd_timeouts(left: Duration) -> (Duration, Duration) {
+    let left = left.max(Duration::from_millis(1));
+    (
+        Duration::from_secs(10).min(left),
+        Duration::from_secs(30).min(left),
+    )
+}
+
+/// A Go duration for etcdctl (`1500ms`).
+fn go_duration(d: Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
 
 /// etcdctl flags of the guide's validation section: paths as the etcd
-/// container sees them, whatever --root is.
-pub fn etcdctl_flags(port: u16) -> Vec<String> {
+/// container sees them, whatever --root is; its timeouts bounded by `left`.
+pub fn etcdctl_flags(port: u16, left: Duration) -> Vec<String> {
+    let (dial, command) = etcd_timeouts(left);
     vec![
         format!("--endpoints=https://127.0.0.1:{port}"),
         "--cacert=/etc/kubernetes/pki/etcd/ca.crt".into(),
         "--cert=/etc/kubernetes/pki/etcd/server.crt".into(),
         "--key=/etc/kubernetes/pki/etcd/server.key".into(),
-        "--dial-timeout=10s".into(),
-        "--command-timeout=30s".into(),
+        format!("--dial-timeout={}", go_duration(dial)),
+        format!("--command-timeout={}", go_duration(command)),
     ]
 }
 
@@ -128,15 +178,18 @@ pub fn etcd_port(root: &Root) -> Result<u16, String> {
 }
 
 impl Health<'_> {
-    fn etcd(&self, etcd_id: &str) -> Attempt {
+    fn etcd(&self, etcd_id: &str, deadline: Instant) -> Attempt {
         let port = match etcd_port(self.root) {
             Ok(p) => p,
             Err(e) => return Attempt::NotYet(e),
         };
         let run = |cmd: &[&str]| -> Result<Vec<u8>, String> {
-            let mut args = etcdctl_flags(port);
+            // etcdctl gets a little less than the crictl call around it, so
+            // that its own timeout, with its answer, comes first.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut args = etcdctl_flags(port, left.saturating_sub(Duration::from_millis(200)));
             args.extend(cmd.iter().map(|s| s.to_string()));
-            let out = self.rt.etcdctl(etcd_id, &args)?;
+            let out = self.rt.etcdctl(etcd_id, &args, left)?;
             if out.stdout.is_empty() {
                 return Err(format!(
                     "etcdctl {} failed ({}): {}",
@@ -196,41 +249,38 @@ impl Health<'_> {
         }
     }
 
-    fn attempt(&self) -> Attempt {
-        // The four container queries and the kube-apiserver probe are
-        // independent: run them side by side, then etcd (it needs the
-        // etcd container's ID).
-        let (containers, readyz) = std::thread::scope(|s| {
-            let handles: Vec<_> = Component::ALL
-                .iter()
-                .map(|&c| s.spawn(move || (c, self.rt.containers(c))))
-                .collect();
-            let probe = s.spawn(|| self.readyz());
-            let containers: Vec<_> = handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or((Component::Etcd, Err("container query panicked".into())))
-                })
-                .collect();
+    /// One gate attempt, bounded by `deadline`: one listing of kube-system
+    /// (containers and sandboxes) side by side with the kube-apiserver
+    /// probe, then etcd (it needs the etcd container's ID).
+    fn attempt(&self, deadline: Instant) -> Attempt {
+        let left = || deadline.saturating_duration_since(Instant::now());
+        let (listing, readyz) = std::thread::scope(|s| {
+            let probe = s.spawn(|| self.readyz(left()));
+            let listing = self.rt.list(left());
             (
-                containers,
+                listing,
                 probe
                     .join()
                     .unwrap_or_else(|_| Err("readyz probe panicked".into())),
             )
         });
+        let listing = match listing {
+            Ok(l) => l,
+            Err(RtError::Unreachable(m)) => return Attempt::Structural(Phase::Health, m),
+            Err(RtError::Failed(m)) => return Attempt::NotYet(m),
+        };
         let mut running = Vec::new();
-        for (c, result) in containers {
-            match result {
-                Ok(list) => match cri::running(&list) {
-                    Some(r) => running.push((c, r.id.clone())),
-                    None => return Attempt::NotYet(format!("{c} has no running container")),
-                },
-                Err(e) => return Attempt::NotYet(e),
+        for c in Component::ALL {
+            let mine = match listing.component(c.name()) {
+                Ok(v) => v,
+                Err(m) => return Attempt::Structural(Phase::Health, m),
+            };
+            match cri::running(&mine) {
+                Some(r) => running.push((c, r.id.clone())),
+                None => return Attempt::NotYet(format!("{c} has no running container")),
             }
         }
-        let mut ok = match self.etcd(&running[0].1) {
+        let mut ok = match self.etcd(&running[0].1, deadline) {
             Attempt::Pass(ok) => ok,
             other => return other,
         };
@@ -242,12 +292,12 @@ impl Health<'_> {
     }
 
     /// kube-apiserver answers `/readyz` with 200.
-    fn readyz(&self) -> Result<(), String> {
+    fn readyz(&self, budget: Duration) -> Result<(), String> {
         let port = apiserver_port(self.root)?;
         let id = apiserver_identity(self.root)?;
         match self
             .rt
-            .probe(port, "kubernetes", &id, self.now, Some("/readyz"))
+            .probe(port, "kubernetes", &id, self.now, Some("/readyz"), budget)
         {
             Ok(r) if r.status == Some(200) => Ok(()),
             Ok(r) => Err(format!("kube-apiserver /readyz answered {:?}", r.status)),
@@ -256,17 +306,31 @@ impl Health<'_> {
     }
 
     /// Poll the whole gate until it passes, `timeout` runs out, a structural
-    /// refusal, or cancellation.
+    /// refusal, or cancellation. No attempt runs past the deadline (SPEC 4
+    /// step 7, v1.1: the total overshoots by at most the 2 s a process needs
+    /// to be killed).
     pub fn wait_gate(&self, timeout: Duration) -> Result<GateOk, GateError> {
-        let deadline = Instant::now() + timeout;
+        let t0 = Instant::now();
+        let deadline = t0 + timeout;
         let mut last = String::new();
+        let mut backoff = Backoff::default();
         loop {
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }
             crate::crash_point!("gate-in-wait");
-            match self.attempt() {
-                Attempt::Pass(ok) => return Ok(ok),
+            backoff.polls += 1;
+            match self.attempt(deadline) {
+                Attempt::Pass(ok) => {
+                    if backoff.polls > 1 {
+                        tracing::info!(
+                            attempts = backoff.polls,
+                            ms = t0.elapsed().as_millis() as u64,
+                            "health gate passed"
+                        );
+                    }
+                    return Ok(ok);
+                }
                 Attempt::Structural(phase, message) => {
                     return Err(GateError::Structural { phase, message })
                 }
@@ -280,71 +344,207 @@ impl Health<'_> {
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
                     message: format!(
-                        "local health gate did not pass within {}s: {last}",
-                        timeout.as_secs()
+                        "local health gate did not pass within {}s ({} attempts): {last}",
+                        timeout.as_secs(),
+                        backoff.polls
                     ),
                 });
             }
-            sleep_until(deadline, GATE_POLL, self.cancel);
+            sleep_until(deadline, backoff.pause(), self.cancel);
         }
     }
 
-    /// Wait until no container of `c` with ID `old` is running (gone counts
-    /// as stopped).
+    /// Wait until no container with ID `old` is running (gone counts as
+    /// stopped). The old container was the static pod's (the gate said so),
+    /// so only containers are listed. Event-driven where the runtime tells
+    /// the container's PID: its pidfd wakes the wait the moment the process
+    /// exits (a poll every 5 s guards against a PID seen from another PID
+    /// namespace); otherwise, and once the process is gone, polls back off.
     pub fn wait_stopped(
         &self,
         c: Component,
         old: &str,
         timeout: Duration,
     ) -> Result<(), GateError> {
-        let deadline = Instant::now() + timeout;
+        let t0 = Instant::now();
+        let deadline = t0 + timeout;
+        let mut backoff = Backoff::default();
+        let mut last_error = None;
+        let mut watched: Option<crate::pidwatch::PidFd> = None;
+        let mut tried_pid = false;
+        tracing::info!(component = c.name(), "waiting for the old container to stop");
         loop {
             crate::crash_point!("restart-in-wait-stop");
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }
-            if let Ok(list) = self.rt.containers(c) {
-                if !list.iter().any(|x| x.id == old && x.is_running()) {
-                    return Ok(());
+            backoff.polls += 1;
+            let left = || deadline.saturating_duration_since(Instant::now());
+            match self.rt.ps(left()) {
+                Ok(list) => {
+                    if !list.iter().any(|x| x.id == old && x.is_running()) {
+                        tracing::info!(
+                            component = c.name(),
+                            calls = backoff.polls,
+                            ms = t0.elapsed().as_millis() as u64,
+                            event = watched.is_some(),
+                            "old container stopped"
+                        );
+                        return Ok(());
+                    }
                 }
+                Err(RtError::Unreachable(m)) => {
+                    return Err(GateError::Structural {
+                        phase: Phase::Restart(c),
+                        message: m,
+                    })
+                }
+                Err(RtError::Failed(m)) => last_error = Some(m),
             }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
                     message: format!(
-                        "{c} container {} did not stop within {}s",
+                        "{c} container {} did not stop within {}s ({} calls){}",
                         short(old),
-                        timeout.as_secs()
+                        timeout.as_secs(),
+                        backoff.polls,
+                        last_error
+                            .map(|e| format!("; the last poll failed: {e}"))
+                            .unwrap_or_default()
                     ),
                 });
             }
-            sleep_until(deadline, CONTAINER_POLL, self.cancel);
+            if !tried_pid {
+                // Opened before the next listing confirms the container
+                // still runs: a PID reused in between is then ruled out.
+                tried_pid = true;
+                backoff.polls += 1;
+                watched = self
+                    .rt
+                    .container_pid(old, left())
+                    .ok()
+                    .flatten()
+                    .and_then(crate::pidwatch::PidFd::open);
+                if watched.is_some() {
+                    continue;
+                }
+            }
+            match watched.take() {
+                Some(fd) => {
+                    let until = (Instant::now() + Duration::from_secs(5)).min(deadline);
+                    match fd.wait(until, self.cancel) {
+                        crate::pidwatch::Waited::Exited => backoff = Backoff {
+                            polls: backoff.polls,
+                            ..Backoff::default()
+                        },
+                        crate::pidwatch::Waited::TimedOut => watched = Some(fd),
+                        crate::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
+                    }
+                }
+                None => sleep_until(deadline, backoff.pause(), self.cancel),
+            }
         }
     }
 
-    /// Wait until a container of `c` other than `old` runs; returns its ID.
+    /// Wait until a container of `c`'s static pod other than `old` runs;
+    /// returns its ID. Containers are polled; sandboxes are listed only when
+    /// a candidate appears (a new container comes with a new sandbox). With
+    /// the kubelet's container links watched (`created`, set up before the
+    /// manifest went back), the polls are dense for the first 200 ms, then
+    /// wait for a new link (a listing every 5 s at most), then dense again.
     pub fn wait_new_running(
         &self,
         c: Component,
         old: &str,
         deadline: Instant,
         timeout: Duration,
+        created: Option<&crate::pidwatch::NewContainers>,
     ) -> Result<String, GateError> {
+        let t0 = Instant::now();
+        let mut backoff = Backoff::default();
+        let mut last_error = None;
+        tracing::info!(component = c.name(), "waiting for a new container");
         loop {
             crate::crash_point!("restart-in-wait-start");
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }
-            if let Ok(list) = self.rt.containers(c) {
-                if let Some(n) = list.iter().find(|x| x.is_running() && x.id != old) {
-                    return Ok(n.id.clone());
+            backoff.polls += 1;
+            let left = || deadline.saturating_duration_since(Instant::now());
+            let found = self.rt.ps(left()).and_then(|containers| {
+                let candidate = containers.iter().any(|x| {
+                    x.is_running()
+                        && x.id != old
+                        && x.labels.get(cri::LABEL_CONTAINER).map(String::as_str) == Some(c.name())
+                });
+                if !candidate {
+                    return Ok(None);
                 }
+                backoff.polls += 1;
+                let listing = cri::Listing {
+                    containers,
+                    sandboxes: self.rt.pods(left())?,
+                };
+                Ok(Some(listing.component(c.name()).map(|v| {
+                    cri::running(&v)
+                        .filter(|n| n.id != old)
+                        .map(|n| n.id.clone())
+                })))
+            });
+            match found {
+                Ok(Some(Err(ambiguous))) => {
+                    return Err(GateError::Structural {
+                        phase: Phase::Restart(c),
+                        message: ambiguous,
+                    })
+                }
+                Ok(Some(Ok(Some(id)))) => {
+                    tracing::info!(
+                        component = c.name(),
+                        calls = backoff.polls,
+                        ms = t0.elapsed().as_millis() as u64,
+                        "new container running"
+                    );
+                    return Ok(id);
+                }
+                Ok(_) => {}
+                Err(RtError::Unreachable(m)) => {
+                    return Err(GateError::Structural {
+                        phase: Phase::Restart(c),
+                        message: m,
+                    })
+                }
+                Err(RtError::Failed(m)) => last_error = Some(m),
             }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
-                    message: format!("no new {c} container ran within {}s", timeout.as_secs()),
+                    message: format!(
+                        "no new {c} container ran within {}s ({} calls){}",
+                        timeout.as_secs(),
+                        backoff.polls,
+                        last_error
+                            .map(|e| format!("; the last poll failed: {e}"))
+                            .unwrap_or_default()
+                    ),
                 });
             }
-            sleep_until(deadline, CONTAINER_POLL, self.cancel);
+            let pause = backoff.pause();
+            match created {
+                Some(w) if pause >= DENSE => {
+                    let until = (Instant::now() + EVENT_SAFETY).min(deadline);
+                    match w.wait(c.name(), until, self.cancel) {
+                        crate::pidwatch::Waited::Exited => {
+                            backoff = Backoff {
+                                polls: backoff.polls,
+                                ..Backoff::default()
+                            }
+                        }
+                        crate::pidwatch::Waited::TimedOut => {}
+                        crate::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
+                    }
+                }
+                _ => sleep_until(deadline, pause, self.cancel),
+            }
         }
     }
 }
@@ -362,7 +562,207 @@ pub fn sleep_until(deadline: Instant, step: Duration, cancel: &Cancel) {
     }
 }
 
-/// A container ID shortened for messages.
+/// A container ID shortened for messages: the first 13 characters of a container ID (as crictl shows them). Cut by
+/// characters, never by bytes: the ID comes from outside and a byte slice
+/// through a multi-byte character panics.
 pub fn short(id: &str) -> &str {
-    &id[..id.len().min(13)]
+    match id.char_indices().nth(13) {
+        Some((end, _)) => &id[..end],
+        None => id,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The back-off schedule and the single-listing gate against a test
+    //! double of the runtime that counts its calls.
+    use super::*;
+    use crate::cri::{Container, Listing, Sandbox};
+    use crate::proc::Output;
+    use crate::tlsprobe::ProbeResult;
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[test]
+    fn backoff_is_dense_first_then_capped() {
+        let mut b = Backoff::default();
+        let pauses: Vec<u128> = (0..14).map(|_| b.pause().as_millis()).collect();
+        assert_eq!(&pauses[..4], &[10, 15, 22, 33]);
+        assert!(pauses.windows(2).all(|w| w[0] <= w[1]), "{pauses:?}");
+        assert_eq!(*pauses.last().unwrap(), 500, "{pauses:?}");
+        // The first 300 ms are polled densely: at least 6 polls.
+        let mut b = Backoff::default();
+        let (mut t, mut n) = (0u128, 0);
+        while t < 300 {
+            t += b.pause().as_millis();
+            n += 1;
+        }
+        assert!(n >= 6, "{n} polls in the first 300 ms");
+        // A wait of 60 s costs about 7 + 60 / 0.5 polls, not 6,000.
+        let mut b = Backoff::default();
+        let (mut t, mut n) = (0u128, 0);
+        while t < 60_000 {
+            t += b.pause().as_millis();
+            n += 1;
+        }
+        assert!(n < 130, "{n} polls in 60 s");
+    }
+
+    #[test]
+    fn short_ids_are_cut_by_characters_not_bytes() {
+        assert_eq!(short("0123456789abcdef"), "0123456789abc");
+        assert_eq!(short("abc"), "abc");
+        // A byte slice at 13 would split the two-byte 'é' and panic.
+        assert_eq!(short("0123456789abéé"), "0123456789abé");
+        assert_eq!(short("ééééééééééééééé").chars().count(), 13);
+    }
+
+    #[test]
+    fn etcdctl_timeouts_never_exceed_the_time_left() {
+        let f = etcdctl_flags(2379, Duration::from_millis(2500));
+        assert!(f.contains(&"--dial-timeout=2500ms".to_string()), "{f:?}");
+        assert!(f.contains(&"--command-timeout=2500ms".to_string()), "{f:?}");
+        let f = etcdctl_flags(2379, Duration::from_secs(300));
+        assert!(f.contains(&"--dial-timeout=10000ms".to_string()), "{f:?}");
+        assert!(f.contains(&"--command-timeout=30000ms".to_string()), "{f:?}");
+        let f = etcdctl_flags(2379, Duration::ZERO);
+        assert!(f.contains(&"--command-timeout=1ms".to_string()), "{f:?}");
+    }
+
+    /// Four static pods and an unrelated kube-system pod with an `etcd`
+    /// container; counts every call.
+    #[derive(Default)]
+    struct Counting {
+        ps: AtomicU32,
+        pods: AtomicU32,
+        etcdctl: AtomicU32,
+        /// The etcd container the gate exec'd into.
+        exec_into: std::sync::Mutex<Vec<String>>,
+    }
+
+    fn labels(c: &str, pod: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("io.kubernetes.pod.namespace".into(), "kube-system".into()),
+            ("io.kubernetes.container.name".into(), c.into()),
+            ("io.kubernetes.pod.name".into(), pod.into()),
+        ])
+    }
+
+    impl Runtime for Counting {
+        fn ps(&self, _: Duration) -> Result<Vec<Container>, RtError> {
+            self.ps.fetch_add(1, Ordering::SeqCst);
+            let mut v: Vec<Container> = Component::ALL
+                .iter()
+                .map(|c| Container {
+                    id: format!("{c}-static"),
+                    pod_sandbox_id: format!("sb-{c}"),
+                    state: "CONTAINER_RUNNING".into(),
+                    created_at: "1".into(),
+                    labels: labels(c.name(), &format!("{c}-cp-1")),
+                })
+                .collect();
+            // Newer than the static etcd: a name-only match would pick it.
+            v.insert(
+                0,
+                Container {
+                    id: "etcd-backup".into(),
+                    pod_sandbox_id: "sb-backup".into(),
+                    state: "CONTAINER_RUNNING".into(),
+                    created_at: "2".into(),
+                    labels: labels("etcd", "etcd-backup-29123"),
+                },
+            );
+            Ok(v)
+        }
+        fn pods(&self, _: Duration) -> Result<Vec<Sandbox>, RtError> {
+            self.pods.fetch_add(1, Ordering::SeqCst);
+            let sb = |id: &str, source: &str| Sandbox {
+                id: id.into(),
+                state: "SANDBOX_READY".into(),
+                labels: BTreeMap::from([(
+                    "io.kubernetes.pod.namespace".into(),
+                    "kube-system".into(),
+                )]),
+                annotations: BTreeMap::from([(
+                    "kubernetes.io/config.source".into(),
+                    source.into(),
+                )]),
+            };
+            let mut v: Vec<Sandbox> = Component::ALL
+                .iter()
+                .map(|c| sb(&format!("sb-{c}"), "file"))
+                .collect();
+            v.push(sb("sb-backup", "api"));
+            Ok(v)
+        }
+        fn etcdctl(&self, id: &str, args: &[String], _: Duration) -> Result<Output, String> {
+            self.etcdctl.fetch_add(1, Ordering::SeqCst);
+            self.exec_into.lock().unwrap().push(id.to_string());
+            let out = if args.iter().any(|a| a == "member") {
+                r#"{"header":{"member_id":1},"members":[{"ID":1,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]}]}"#
+            } else {
+                r#"[{"endpoint":"https://127.0.0.1:2379","health":true}]"#
+            };
+            Ok(Output {
+                code: Some(0),
+                stdout: out.as_bytes().to_vec(),
+                stderr: Vec::new(),
+                stdout_truncated: false,
+                elapsed: Duration::ZERO,
+            })
+        }
+        fn probe(
+            &self,
+            _: u16,
+            _: &str,
+            _: &TlsIdentity,
+            _: OffsetDateTime,
+            _: Option<&str>,
+            _: Duration,
+        ) -> Result<ProbeResult, String> {
+            Ok(ProbeResult {
+                status: Some(200),
+                peer_cert: Vec::new(),
+            })
+        }
+        fn renew_certs(&self) -> Result<Output, String> {
+            unreachable!("the gate never renews")
+        }
+    }
+
+    #[test]
+    fn one_gate_attempt_lists_once_and_judges_only_static_pods() {
+        let t = tempfile::tempdir().unwrap();
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes/rsa");
+        let copy = std::process::Command::new("cp")
+            .arg("-R")
+            .arg(format!("{}/.", src.display()))
+            .arg(t.path())
+            .status()
+            .unwrap();
+        assert!(copy.success());
+        let root = Root::open(t.path()).unwrap();
+        let rt = Counting::default();
+        let cancel = Cancel::new();
+        let h = Health {
+            rt: &rt,
+            root: &root,
+            cancel: &cancel,
+            now: time::macros::datetime!(2026-11-30 00:00:00 UTC),
+        };
+        let ok = h.wait_gate(Duration::from_secs(5)).unwrap();
+        assert_eq!(rt.ps.load(Ordering::SeqCst), 1, "one container listing");
+        assert_eq!(rt.pods.load(Ordering::SeqCst), 1, "one sandbox listing");
+        assert_eq!(rt.etcdctl.load(Ordering::SeqCst), 3);
+        assert!(
+            rt.exec_into.lock().unwrap().iter().all(|id| id == "etcd-static"),
+            "etcdctl ran only in the static pod's etcd container"
+        );
+        assert_eq!(ok.containers[0], (Component::Etcd, "etcd-static".to_string()));
+        let listing = Listing {
+            containers: rt.ps(Duration::ZERO).unwrap(),
+            sandboxes: rt.pods(Duration::ZERO).unwrap(),
+        };
+        assert_eq!(listing.others_named("etcd"), 1);
+    }
 }

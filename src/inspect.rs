@@ -400,7 +400,9 @@ pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) 
     let list = newest
         .into_iter()
         .map(|(_, _, name)| {
-            let stem = name.trim_end_matches(".json").to_string();
+            // Exactly one `.json` is the receipt's suffix: the receipt of
+            // operation `x.json` is `x.json.json` (SPEC 2).
+            let stem = name.strip_suffix(".json").unwrap_or(&name).to_string();
             match OperationId::parse(&stem) {
                 Err(e) => ReceiptSummary {
                     operation_id: stem,

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod clock;
 pub mod component;
+pub mod flags;
 pub mod opid;
 pub mod outcome;
 pub mod phase;
@@ -31,7 +32,9 @@ pub mod staging;
 
 // The runtime side: subprocesses, crictl/etcdctl, TLS probes, health gate.
 pub mod cri;
+pub mod endpoint;
 pub mod health;
+pub mod pidwatch;
 pub mod proc;
 pub mod runtime;
 pub mod signals;

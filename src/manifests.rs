@@ -75,10 +75,13 @@ pub struct ManifestsReport {
 }
 
 impl ManifestsReport {
+    /// Every one of the four is in `manifests/` (SPEC 7, v1.1: "active"
+    /// means present there, whatever else holds a copy: a staging conflict
+    /// with all four active exits 1, not 4).
     pub fn all_active(&self) -> bool {
         self.manifests
             .values()
-            .all(|m| m.location == ManifestLocation::Active && m.error.is_none())
+            .all(|m| m.active && m.error.is_none())
     }
     pub fn receipt_locations(&self) -> BTreeMap<Component, ManifestLocation> {
         self.manifests
@@ -259,9 +262,17 @@ pub fn pod_component(bytes: &[u8]) -> Option<Component> {
     Component::from_name(name)
 }
 
-/// The value of the first `--<flag>=` argument of any container in a
-/// static pod manifest (command and args), if any.
-pub fn container_flag(bytes: &[u8], what: &str, flag: &str) -> Result<Option<String>, String> {
+/// The value of `--<flag>` in the component's container of a static pod
+/// manifest (the container named `what`, else the first), read from its
+/// `command` and `args` as the component's flag library reads them
+/// ([`crate::flags`]: both forms, the last occurrence wins). The first
+/// `command` item is the program itself.
+pub fn container_flag(
+    bytes: &[u8],
+    what: &str,
+    flag: &str,
+    syntax: crate::flags::Syntax,
+) -> Result<Option<String>, String> {
     let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
         .map_err(|e| format!("{what} manifest does not parse: {e}"))?;
     let containers = doc
@@ -269,37 +280,63 @@ pub fn container_flag(bytes: &[u8], what: &str, flag: &str) -> Result<Option<Str
         .and_then(|s| s.get("containers"))
         .and_then(|c| c.as_sequence())
         .ok_or_else(|| format!("{what} manifest has no spec.containers"))?;
-    let prefix = format!("{flag}=");
-    for c in containers {
-        let args = c
-            .get("command")
-            .into_iter()
-            .chain(c.get("args"))
-            .filter_map(|v| v.as_sequence())
-            .flatten();
-        for a in args.filter_map(|a| a.as_str()) {
-            if let Some(v) = a.strip_prefix(&prefix) {
-                return Ok(Some(v.to_string()));
-            }
+    let Some(c) = containers
+        .iter()
+        .find(|c| c.get("name").and_then(|n| n.as_str()) == Some(what))
+        .or_else(|| containers.first())
+    else {
+        return Ok(None);
+    };
+    let mut argv: Vec<&str> = Vec::new();
+    for key in ["command", "args"] {
+        let Some(v) = c.get(key) else { continue };
+        let items = v
+            .as_sequence()
+            .ok_or_else(|| format!("{what} manifest: {key} is not a list"))?;
+        for item in items {
+            // Kubernetes decodes command and args as strings: a manifest
+            // with another type never runs.
+            argv.push(item.as_str().ok_or_else(|| {
+                format!("{what} manifest: a {key} item is not a string: {item:?}")
+            })?);
         }
     }
-    Ok(None)
+    // With a command, its first item is the program; with args only, the
+    // image's entrypoint is, and every item is an argument.
+    let skip = usize::from(c.get("command").is_some() && !argv.is_empty());
+    let name = flag.trim_start_matches('-');
+    let found = crate::flags::parse(&argv[skip..], syntax, &[name])
+        .map_err(|e| format!("{what} manifest: {e}"))?;
+    Ok(found.get(&name.replace('_', "-")).cloned())
 }
 
-/// `--secure-port` from the kube-apiserver manifest (default 6443).
+/// `--secure-port` from the kube-apiserver manifest (default 6443), as
+/// pflag's `IntVar` reads it.
 pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, String> {
-    match container_flag(bytes, "kube-apiserver", "--secure-port")? {
+    match container_flag(
+        bytes,
+        "kube-apiserver",
+        "--secure-port",
+        crate::flags::Syntax::Pflag,
+    )? {
         None => Ok(6443),
-        Some(v) => v
-            .parse::<u16>()
-            .map_err(|_| format!("--secure-port={v} is not a port")),
+        Some(v) => crate::flags::parse_int(&v)
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("--secure-port={v} is not a port")),
     }
 }
 
 /// The port of the `https://127.0.0.1:<port>` URL in etcd's
-/// `--listen-client-urls` (default 2379).
+/// `--listen-client-urls` (default 2379), as etcd (Go's `flag`) reads it.
 pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
-    let Some(urls) = container_flag(bytes, "etcd", "--listen-client-urls")? else {
+    let Some(urls) = container_flag(
+        bytes,
+        "etcd",
+        "--listen-client-urls",
+        crate::flags::Syntax::GoFlag,
+    )?
+    else {
         return Ok(2379);
     };
     for u in urls.split(',') {
@@ -335,7 +372,7 @@ mod tests {
         let none = b"spec:\n  containers:\n  - command:\n    - etcd\n";
         assert_eq!(etcd_client_port(none), Ok(2379));
         let bad =
-            b"spec:\n  containers:\n  - command:\n    - --listen-client-urls=https://127.0.0.1:x\n";
+            b"spec:\n  containers:\n  - command:\n    - etcd\n    - --listen-client-urls=https://127.0.0.1:x\n";
         assert!(etcd_client_port(bad).is_err());
     }
 
@@ -347,9 +384,46 @@ mod tests {
         let d = b"spec:\n  containers:\n  - command:\n    - kube-apiserver\n";
         assert_eq!(apiserver_secure_port(d), Ok(6443));
         assert!(apiserver_secure_port(
-            b"spec:\n  containers:\n  - command: [\"--secure-port=x\"]\n"
+            b"spec:\n  containers:\n  - command: [kube-apiserver, \"--secure-port=x\"]\n"
         )
         .is_err());
         assert!(apiserver_secure_port(b"{}").is_err());
+    }
+
+    #[test]
+    fn secure_port_as_pflag_reads_it() {
+        let two = b"spec:\n  containers:\n  - name: kube-apiserver\n    command:\n    - kube-apiserver\n    - --advertise-address=10.0.0.1\n    - --secure-port\n    - \"6444\"\n";
+        assert_eq!(apiserver_secure_port(two), Ok(6444));
+        let repeated = b"spec:\n  containers:\n  - command:\n    - kube-apiserver\n    - --secure-port=6443\n    args:\n    - --secure-port=6445\n";
+        assert_eq!(
+            apiserver_secure_port(repeated),
+            Ok(6445),
+            "last wins, args after command"
+        );
+        let sidecar = b"spec:\n  containers:\n  - name: sidecar\n    command: [x, --secure-port=1]\n  - name: kube-apiserver\n    command: [kube-apiserver, --secure-port=7443]\n";
+        assert_eq!(
+            apiserver_secure_port(sidecar),
+            Ok(7443),
+            "the component's container"
+        );
+        let args_only =
+            b"spec:\n  containers:\n  - name: kube-apiserver\n    args: [--secure-port=7444]\n";
+        assert_eq!(apiserver_secure_port(args_only), Ok(7444));
+        let hex = b"spec:\n  containers:\n  - command: [kube-apiserver, --secure-port=0x1920]\n";
+        assert_eq!(apiserver_secure_port(hex), Ok(0x1920));
+        let zero = b"spec:\n  containers:\n  - command: [kube-apiserver, --secure-port=0]\n";
+        assert!(apiserver_secure_port(zero).is_err());
+        let int_item =
+            b"spec:\n  containers:\n  - command: [kube-apiserver, --secure-port, 6444]\n";
+        assert!(
+            apiserver_secure_port(int_item).is_err(),
+            "kubelet would not run it"
+        );
+    }
+
+    #[test]
+    fn etcd_port_as_go_flag_reads_it() {
+        let two = b"spec:\n  containers:\n  - name: etcd\n    command:\n    - etcd\n    - -listen-client-urls\n    - https://127.0.0.1:32379\n    - --listen-client-urls=https://127.0.0.1:42379,https://10.0.0.11:2379\n";
+        assert_eq!(etcd_client_port(two), Ok(42379), "last wins");
     }
 }

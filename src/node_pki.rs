@@ -170,7 +170,12 @@ pub fn within_threshold(
     not_after: OffsetDateTime,
     threshold_days: u32,
 ) -> bool {
-    not_after <= now + Duration::days(threshold_days as i64)
+    // Near the end of time (`--now 9999-12-31T00:00:00Z`) the sum overflows:
+    // everything expires before the end of time, so it is within.
+    match now.checked_add(Duration::days(threshold_days as i64)) {
+        Some(limit) => not_after <= limit,
+        None => true,
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

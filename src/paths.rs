@@ -17,6 +17,9 @@ pub const COMPLETED_DIR: &str = "completed";
 pub const BACKUP_DIR: &str = "backup";
 pub const BACKUP_V1_DIR: &str = "backup-v1";
 pub const LOG_DIR: &str = "log";
+/// Where the kubelet links every container it creates
+/// (`<pod>_<namespace>_<container>-<id>.log`): watched, never written.
+pub const CONTAINER_LOGS_DIR: &str = "var/log/containers";
 /// The node agent's state file (default of `--agent-state`).
 pub const AGENT_STATE_FILE: &str = "var/lib/nvke/node-agent/k8s-cert-renewal-state.json";
 

@@ -147,15 +147,43 @@ pub fn describe(program: &Path, args: &[String]) -> String {
 }
 
 /// Run `program args` with a cleared environment, a timeout and the cancel
-/// flag polled. Output beyond the caps is dropped (stdout: an error).
+/// flag polled. Output beyond the caps is dropped (stdout: an error). Its
+/// command line and exit status are logged (SPEC 8).
 pub fn run(
     program: &Path,
     args: &[String],
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<Output, ProcError> {
+    run_logged(program, args, timeout, cancel, true)
+}
+
+/// [`run`] for a call inside a poll (a gate attempt, a wait): its command
+/// line and exit status are logged at debug level only (SPEC 8, v1.1: the
+/// wait logs its start and end with the number of calls). A timeout is
+/// still a warning.
+pub fn run_in_poll(
+    program: &Path,
+    args: &[String],
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<Output, ProcError> {
+    run_logged(program, args, timeout, cancel, false)
+}
+
+fn run_logged(
+    program: &Path,
+    args: &[String],
+    timeout: Duration,
+    cancel: &Cancel,
+    info: bool,
+) -> Result<Output, ProcError> {
     let cmd = describe(program, args);
-    tracing::info!(command = %cmd, "running");
+    if info {
+        tracing::info!(command = %cmd, "running");
+    } else {
+        tracing::debug!(command = %cmd, "running");
+    }
     let mut c = Command::new(program);
     c.args(args)
         .env_clear()
@@ -269,7 +297,11 @@ pub fn run(
     let (stderr, _) = err.join().unwrap_or_default();
     let code = status.and_then(|s| s.code());
     let elapsed = start.elapsed();
-    tracing::info!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
+    if info {
+        tracing::info!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
+    } else {
+        tracing::debug!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
+    }
     if stdout_truncated {
         return Err(ProcError::TooMuchOutput {
             cmd,

@@ -150,6 +150,8 @@ struct Run<'a> {
     before: Option<PkiReport>,
     not_restored: Option<String>,
     etcd: Option<(usize, usize)>,
+    /// The phase the run is in: what a panic is reported as.
+    at: Phase,
 }
 
 impl Run<'_> {
@@ -698,6 +700,7 @@ impl Run<'_> {
 
     /// Step 9 for one component.
     fn restart(&mut self, c: Component) -> Result<(), Fail> {
+        self.at = Phase::Restart(c);
         let _step = Step::new(format!("restart:{c}"));
         let t_start = Instant::now();
         let gate = self
@@ -718,13 +721,15 @@ impl Run<'_> {
             component: Some(c),
             cancelled: false,
         })?;
+        // Staged from the moment the move is tried: after any error the
+        // failure path looks where the manifest is and puts it back.
+        self.staged = Some(c);
         dirs.stage(c).map_err(|e| Fail {
             phase: Phase::Restart(c),
             message: e.to_string(),
             component: Some(c),
             cancelled: false,
         })?;
-        self.staged = Some(c);
         crate::crash_point!("restart-after-stage");
         tracing::info!(
             component = c.name(),
@@ -737,6 +742,11 @@ impl Run<'_> {
             .map_err(|e| self.gate_fail(e, Some(c)))?;
         let stop_ms = t0.elapsed().as_millis() as u64;
         crate::crash_point!("restart-after-stop");
+        // Watch for the kubelet's new container before the manifest goes
+        // back, so that its creation cannot slip by (a wake-up hint only).
+        let created = crate::pidwatch::NewContainers::watch(
+            &self.root.host_path().join(crate::paths::CONTAINER_LOGS_DIR),
+        );
         match dirs.unstage(c).map_err(|e| Fail {
             phase: Phase::Restart(c),
             message: format!("putting the manifest back failed: {e}"),
@@ -760,7 +770,7 @@ impl Run<'_> {
         let deadline = t1 + self.g.health_timeout;
         let new = self
             .health()
-            .wait_new_running(c, &old, deadline, self.g.health_timeout)
+            .wait_new_running(c, &old, deadline, self.g.health_timeout, created.as_ref())
             .map_err(|e| self.gate_fail(e, Some(c)))?;
         let left = deadline
             .saturating_duration_since(Instant::now())
@@ -823,7 +833,7 @@ impl Run<'_> {
             let id = id.map_err(|e| fail(Phase::Postflight, e))?;
             let r = self
                 .rt
-                .probe(port, name, &id, self.now(), None)
+                .probe(port, name, &id, self.now(), None, self.g.health_timeout)
                 .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
             let disk_pem = self
                 .root
@@ -862,11 +872,15 @@ impl Run<'_> {
     }
 
     fn steps(&mut self) -> Result<Success, Fail> {
+        self.at = Phase::PhaseFile;
         let start = self.read_phase()?;
         self.check_cancel(None)?;
+        self.at = Phase::StagingConflict;
         self.preflight()?;
         self.check_cancel(None)?;
+        self.at = Phase::CaCheck;
         self.ca_check()?;
+        self.at = Phase::Expiry;
         let expiry_step = Step::new("expiry");
         let pki = node_pki::read(self.root);
         let now = self.now();
@@ -901,6 +915,7 @@ impl Run<'_> {
             return Err(fail(phase, format!("{why}; nothing was changed")));
         }
         self.check_cancel(None)?;
+        self.at = Phase::Health;
         let health_step = Step::new("health");
         let gate = self
             .health()
@@ -911,6 +926,7 @@ impl Run<'_> {
         self.check_cancel(None)?;
         let first = match start {
             Start::Fresh | Start::Renewing => {
+                self.at = Phase::RenewCerts;
                 self.renew()?;
                 Some(Component::Etcd)
             }
@@ -924,6 +940,7 @@ impl Run<'_> {
             next = c.next();
         }
         self.check_cancel(None)?;
+        self.at = Phase::Postflight;
         self.postflight()?;
         Ok(Success::Renewed)
     }
@@ -948,6 +965,7 @@ fn lock_fail_report(
             "phase": phase.as_string(),
             "message": message,
             "replayed": false,
+            "receiptWritten": false,
             "resumedFrom": null,
             "certificates": [],
             "caSHA256": {},
@@ -958,8 +976,10 @@ fn lock_fail_report(
     }
 }
 
+/// Every manifest in `manifests/` (`both` included: SPEC 7, v1.1).
 fn all_active(m: &BTreeMap<Component, ManifestLocation>) -> bool {
-    m.values().all(|l| *l == ManifestLocation::Active)
+    m.values()
+        .all(|l| matches!(l, ManifestLocation::Active | ManifestLocation::Both))
 }
 
 fn replay_report(mode: &str, r: &Receipt) -> Report {
@@ -975,6 +995,7 @@ fn replay_report(mode: &str, r: &Receipt) -> Report {
             "message": r.message,
             "failedComponent": r.failed_component.map(|c| c.name()),
             "replayed": true,
+            "receiptWritten": false,
             "resumedFrom": null,
             "certificates": [],
             "caSHA256": r.ca_sha256,
@@ -1078,6 +1099,14 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             return lock_fail_report(mode, id, refused(), "failed", Phase::Lock, e.to_string())
         }
     };
+    // `--legacy-v1` over an unfinished V2 phase file is refused before
+    // anything is written: no owner record, no log file (SPEC 4, v1.1).
+    if id.is_none() {
+        if let Some(msg) = legacy_refusal(&state) {
+            tracing::warn!("{msg}");
+            return lock_fail_report(mode, None, refused(), "failed", Phase::PhaseFile, msg);
+        }
+    }
     if let Err(e) = guard.write_owner(
         &state,
         &lock::owner_for(id.map(|i| i.as_str()), mode, start_clock),
@@ -1175,11 +1204,155 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         before: None,
         not_restored: None,
         etcd: None,
+        at: Phase::PhaseFile,
     };
-    let result = run.steps();
-    let report = finish(&mut run, result, mode);
+    // The restore guard (SPEC 4, v1.1): a panic anywhere in the steps is a
+    // failure like any other: `finish` puts a staged manifest back, writes
+    // the receipt and reports, all under the lock. Should `finish` itself
+    // panic, the last resort still puts every staged manifest back and
+    // reports once.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.steps()))
+        .unwrap_or_else(|payload| {
+            let why = panic_message(payload.as_ref());
+            tracing::error!(phase = %run.at, "internal error (a panic): {why}");
+            Err(Fail {
+                phase: run.at,
+                message: format!("internal error (a panic) at phase {}: {why}", run.at),
+                component: run.staged.or(match run.at {
+                    Phase::Restart(c) => Some(c),
+                    _ => None,
+                }),
+                cancelled: false,
+            })
+        });
+    let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        finish(&mut run, result, mode)
+    }))
+    .unwrap_or_else(|payload| last_resort(&run, mode, &panic_message(payload.as_ref())));
     drop(guard);
     report
+}
+
+/// Why `--legacy-v1` must not run here: the phase file is V2 and
+/// unfinished (its receipt-aware work is never resumed as legacy). Read
+/// under the lock; an unreadable or malformed file is left to the phase-file
+/// step, which reports it.
+fn legacy_refusal(state: &Dir) -> Option<String> {
+    let bytes = state
+        .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
+        .ok()??;
+    match phase::parse_phase_file(&bytes).ok()? {
+        PhaseFile::V2(p) if p.state != PhaseState::Done => Some(format!(
+            "--legacy-v1 refuses to run over the unfinished V2 operation {} ({}); nothing changed",
+            p.operation_id,
+            p.state.as_str()
+        )),
+        _ => None,
+    }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+/// `finish` panicked: put back every manifest staged and not active, write a
+/// `failed` receipt if this operation has none, and report once, with as
+/// little machinery as possible.
+fn last_resort(run: &Run<'_>, mode: &str, why: &str) -> Report {
+    tracing::error!("internal error (a panic) while finishing: {why}");
+    let mut notes = Vec::new();
+    for c in Component::ALL {
+        let (_, note) = put_back(run.root, c);
+        notes.extend(note);
+    }
+    let m = manifests::inspect(run.root);
+    let mut message = format!("internal error (a panic) while finishing the run: {why}");
+    for n in notes {
+        message.push_str(&format!("; {n}"));
+    }
+    let outcome = if m.all_active() {
+        Outcome::Failed
+    } else {
+        Outcome::FailedNotRestored
+    };
+    let mut written = false;
+    if let Some(id) = &run.req.operation_id {
+        let completed = run.completed_dir().ok();
+        if let Some(ReceiptLookup::Absent) = completed
+            .as_ref()
+            .map(|d| inspect::lookup_receipt(Some(d), id))
+        {
+            let r = run.make_receipt(id, outcome, run.at, &message, None);
+            written = run.write_receipt(&r).is_ok();
+        }
+    }
+    let mut report = lock_fail_report(
+        mode,
+        run.req.operation_id.as_ref(),
+        exit_code_for(outcome, m.all_active()),
+        outcome.as_str(),
+        run.at,
+        message,
+    );
+    report.json["receiptWritten"] = json!(written);
+    report.json["manifests"] = json!(m.receipt_locations());
+    report
+}
+
+/// Put `c`'s manifest back if the run left it staged, looking before and
+/// after (SPEC 3, v1.1: a place is what was observed). Returns whether `c`
+/// is now active with no differing staged copy, and what to say about it
+/// (None when there was nothing to do).
+fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
+    let seen = |root: &Root| {
+        manifests::inspect(root)
+            .manifests
+            .get(&c)
+            .map(|v| (v.active, v.runbook_staged, v.error.clone()))
+            .unwrap_or((false, false, None))
+    };
+    let (active, staged, error) = seen(root);
+    if let Some(e) = error {
+        return (
+            false,
+            Some(format!("{c} manifest cannot be inspected: {e}")),
+        );
+    }
+    match (active, staged) {
+        (true, false) => return (true, None),
+        (false, false) => {
+            return (
+                false,
+                Some(format!(
+                    "{c} manifest is neither in {} nor in {}",
+                    crate::paths::node(crate::paths::MANIFESTS_DIR),
+                    crate::paths::node(crate::paths::STAGING_DIR)
+                )),
+            )
+        }
+        _ => {}
+    }
+    let result = Dirs::open(root, false).and_then(|d| d.unstage(c));
+    let (active, staged, _) = seen(root);
+    match result {
+        Ok(Restore::Conflict(msg)) => (false, Some(msg)),
+        Ok(_) | Err(_) if active && !staged => {
+            tracing::info!(component = c.name(), "put the staged manifest back");
+            (true, Some(format!("{c} manifest put back")))
+        }
+        Ok(_) => (
+            false,
+            Some(format!(
+                "putting {c} back FAILED: it is not in place after the move"
+            )),
+        ),
+        Err(e) => (false, Some(format!("putting {c} back FAILED: {e}"))),
+    }
 }
 
 fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Report {
@@ -1209,19 +1382,12 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
             let mut message = f.message.clone();
             // Restore a staged manifest before anything else (lock held).
             if let Some(c) = run.staged.take() {
-                match Dirs::open(run.root, false).and_then(|d| d.unstage(c)) {
-                    Ok(Restore::Conflict(msg)) => {
-                        outcome = Outcome::FailedNotRestored;
-                        message.push_str(&format!("; {msg}"));
-                    }
-                    Ok(_) => {
-                        tracing::info!(component = c.name(), "put the staged manifest back");
-                        message.push_str(&format!("; {c} manifest put back"));
-                    }
-                    Err(e) => {
-                        outcome = Outcome::FailedNotRestored;
-                        message.push_str(&format!("; putting {c} back FAILED: {e}"));
-                    }
+                let (restored, note) = put_back(run.root, c);
+                if !restored {
+                    outcome = Outcome::FailedNotRestored;
+                }
+                if let Some(note) = note {
+                    message.push_str(&format!("; {note}"));
                 }
             }
             if let Some(msg) = &run.not_restored {
@@ -1234,14 +1400,35 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
         }
     };
 
-    // The receipt is the commit point; then `done`.
+    // The receipt is the commit point; then `done`. No success without its
+    // receipt (SPEC 3, v1.1): when it cannot be written the run is `failed`
+    // (phase `receipt`), the phase file stays unfinished, and a retry with
+    // the same ID resumes and commits.
     if outcome == Outcome::Renewed {
         crate::crash_point!("renew-before-receipt");
     }
+    let mut outcome = outcome;
+    let mut phase = phase;
+    let mut receipt_written = false;
     if let Some(id) = &id {
         let r = run.make_receipt(id, outcome, phase, &message, failed_component);
-        if let Err(e) = run.write_receipt(&r) {
-            message.push_str(&format!("; WRITING THE RECEIPT FAILED: {e}"));
+        match run.write_receipt(&r) {
+            Ok(()) => receipt_written = true,
+            Err(e) => {
+                tracing::error!("writing the {outcome} receipt failed: {e}");
+                if outcome.is_success() {
+                    message = format!(
+                        "NOT {}: the receipt could not be written ({e}); the phase file is left unfinished, so a retry with this operation ID resumes and commits; the run had: {message}",
+                        outcome.as_str().to_uppercase()
+                    );
+                    outcome = Outcome::Failed;
+                    phase = Phase::Receipt;
+                } else {
+                    message = format!(
+                        "NO RECEIPT: writing the {outcome} receipt failed ({e}); {message}"
+                    );
+                }
+            }
         }
     }
     if outcome == Outcome::Renewed {
@@ -1256,7 +1443,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
     }
     let m = manifests::inspect(run.root);
     let locations = m.receipt_locations();
-    let code = exit_code_for(outcome, m.all_active() && all_active(&locations));
+    let code = exit_code_for(outcome, m.all_active());
     let now = run.now();
     let after = if outcome == Outcome::Renewed {
         Some(node_pki::read(run.root))
@@ -1273,6 +1460,8 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
         "message": message,
         "failedComponent": failed_component.map(|c| c.name()),
         "replayed": false,
+        "receiptWritten": receipt_written,
+        "runtimeEndpoint": run.rt.endpoint(),
         "resumedFrom": run.resumed_from.as_ref().map(|r| json!({
             "operationID": r.operation_id.as_ref().map(|i| i.as_str()),
             "format": r.format,
@@ -1331,8 +1520,9 @@ mod tests {
     use super::*;
     use crate::cli::{Global, LogFormat, OutputFormat};
     use crate::clock::Clock;
-    use crate::cri::Container;
+    use crate::cri::{self, Container};
     use crate::proc::Output;
+    use crate::runtime::RtError;
     use crate::tlsprobe::{ProbeResult, TlsIdentity};
     use std::collections::HashMap;
     use std::os::unix::fs::PermissionsExt;
@@ -1357,39 +1547,66 @@ mod tests {
     }
 
     impl Runtime for Fake {
-        fn containers(&self, c: Component) -> Result<Vec<Container>, String> {
+        fn ps(&self, _budget: Duration) -> Result<Vec<Container>, RtError> {
             let mut g = self.gens.lock().unwrap();
-            let e = g.entry(c).or_insert((0, true));
-            let active = self.active(c);
-            if !active && e.1 && self.never_stop != Some(c) {
-                e.1 = false;
-            } else if active && !e.1 {
-                e.0 += 1;
-                e.1 = true;
-            }
-            let labels = BTreeMap::from([
-                (
-                    "io.kubernetes.pod.namespace".to_string(),
-                    "kube-system".to_string(),
-                ),
-                (
-                    "io.kubernetes.container.name".to_string(),
-                    c.name().to_string(),
-                ),
-            ]);
-            Ok(vec![Container {
-                id: format!("{}-{}", c.name(), e.0),
-                state: if e.1 {
-                    "CONTAINER_RUNNING"
-                } else {
-                    "CONTAINER_EXITED"
+            let mut v = Vec::new();
+            for c in Component::ALL {
+                let e = g.entry(c).or_insert((0, true));
+                let active = self.active(c);
+                if !active && e.1 && self.never_stop != Some(c) {
+                    e.1 = false;
+                } else if active && !e.1 {
+                    e.0 += 1;
+                    e.1 = true;
                 }
-                .into(),
-                created_at: e.0.to_string(),
-                labels,
-            }])
+                let labels = BTreeMap::from([
+                    (
+                        "io.kubernetes.pod.namespace".to_string(),
+                        "kube-system".to_string(),
+                    ),
+                    (
+                        "io.kubernetes.container.name".to_string(),
+                        c.name().to_string(),
+                    ),
+                    (
+                        "io.kubernetes.pod.name".to_string(),
+                        format!("{}-cp-1", c.name()),
+                    ),
+                ]);
+                v.push(Container {
+                    id: format!("{}-{}", c.name(), e.0),
+                    pod_sandbox_id: format!("sandbox-{}-{}", c.name(), e.0),
+                    state: if e.1 {
+                        "CONTAINER_RUNNING"
+                    } else {
+                        "CONTAINER_EXITED"
+                    }
+                    .into(),
+                    created_at: e.0.to_string(),
+                    labels,
+                });
+            }
+            Ok(v)
         }
-        fn etcdctl(&self, _id: &str, args: &[String]) -> Result<Output, String> {
+        fn pods(&self, _budget: Duration) -> Result<Vec<cri::Sandbox>, RtError> {
+            let g = self.gens.lock().unwrap();
+            Ok(Component::ALL
+                .iter()
+                .map(|c| cri::Sandbox {
+                    id: format!("sandbox-{}-{}", c.name(), g.get(c).map_or(0, |e| e.0)),
+                    state: "SANDBOX_READY".into(),
+                    labels: BTreeMap::from([(
+                        "io.kubernetes.pod.namespace".to_string(),
+                        "kube-system".to_string(),
+                    )]),
+                    annotations: BTreeMap::from([(
+                        "kubernetes.io/config.source".to_string(),
+                        "file".to_string(),
+                    )]),
+                })
+                .collect())
+        }
+        fn etcdctl(&self, _id: &str, args: &[String], _budget: Duration) -> Result<Output, String> {
             let out = if args.iter().any(|a| a == "member") {
                 r#"{"header":{"member_id":10276657743932975437},"members":[{"ID":10276657743932975437,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]}]}"#
             } else {
@@ -1410,6 +1627,7 @@ mod tests {
             _id: &TlsIdentity,
             _now: time::OffsetDateTime,
             path: Option<&str>,
+            _budget: Duration,
         ) -> Result<ProbeResult, String> {
             let disk = if name == "kubernetes" {
                 "etc/kubernetes/pki/apiserver.crt"
@@ -1486,6 +1704,7 @@ mod tests {
             kubeadm: None,
             crictl: None,
             kubeadm_config: None,
+            runtime_endpoint: None,
             clock: Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
         };
         let fake = Fake {
@@ -1590,6 +1809,42 @@ mod tests {
             std::fs::read(t.path().join("etc/kubernetes/pki/apiserver.crt")).unwrap(),
             before
         );
+        assert!(restarted(&r).is_empty());
+    }
+
+    /// SPEC 4 step 8 (v1.1): the rollback puts back owner and group too.
+    #[test]
+    fn kubeadm_failure_rollback_keeps_owner_group_and_mode() {
+        use std::os::unix::fs::MetadataExt;
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: chown needs root");
+            return;
+        }
+        let (t, root, g, fake) = setup(false, None);
+        let crt = t.path().join("etc/kubernetes/pki/apiserver.crt");
+        let conf = t.path().join("etc/kubernetes/admin.conf");
+        for (p, mode) in [(&crt, 0o640), (&conf, 0o600)] {
+            std::os::unix::fs::chown(p, Some(1000), Some(1000)).unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let before = std::fs::read(&crt).unwrap();
+        let r = run(&root, &g, &req("op-2", true), &fake, &Cancel::new());
+        assert_eq!(
+            (r.code, r.json["phase"].as_str()),
+            (1, Some("renew-certs")),
+            "{:#}",
+            r.json
+        );
+        assert_eq!(std::fs::read(&crt).unwrap(), before);
+        for (p, mode) in [(&crt, 0o640), (&conf, 0o600)] {
+            let m = std::fs::metadata(p).unwrap();
+            assert_eq!(
+                (m.uid(), m.gid(), m.mode() & 0o7777),
+                (1000, 1000, mode),
+                "{}",
+                p.display()
+            );
+        }
         assert!(restarted(&r).is_empty());
     }
 

@@ -3,20 +3,62 @@
 //! the runbook's rules can run against a test double.
 
 use crate::cli::Global;
-use crate::component::Component;
-use crate::cri::{self, Container, KUBE_SYSTEM, LABEL_CONTAINER, LABEL_NAMESPACE};
+use crate::cri::{self, Container, Listing, Sandbox, KUBE_SYSTEM, LABEL_NAMESPACE};
+use crate::endpoint::RuntimeEndpoint;
 use crate::proc::{self, Output};
 use crate::signals::Cancel;
 use crate::tlsprobe::{self, ProbeResult, TlsIdentity};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// `Sync`: the health gate queries independent things side by side.
+/// A failure of the container runtime's tool.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RtError {
+    /// crictl could not reach the runtime at all (no such socket, connection
+    /// refused): waiting does not fix that, the gate fails at once.
+    #[error("{0}")]
+    Unreachable(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<String> for RtError {
+    fn from(s: String) -> RtError {
+        RtError::Failed(s)
+    }
+}
+
+/// `Sync`: the health gate queries independent things side by side. Every
+/// call takes the time the caller has left (`budget`): no call runs past it.
 pub trait Runtime: Sync {
-    /// Containers of one component (exact labels), newest first, exited included.
-    fn containers(&self, c: Component) -> Result<Vec<Container>, String>;
+    /// kube-system's containers, exited included, newest first (one
+    /// `crictl ps -a` call).
+    fn ps(&self, budget: Duration) -> Result<Vec<Container>, RtError>;
+    /// kube-system's pod sandboxes (one `crictl pods` call).
+    fn pods(&self, budget: Duration) -> Result<Vec<Sandbox>, RtError>;
+    /// One look at kube-system: containers, then sandboxes (SPEC 4: at most
+    /// two listing calls per gate attempt).
+    fn list(&self, budget: Duration) -> Result<Listing, RtError> {
+        let t0 = Instant::now();
+        let containers = self.ps(budget)?;
+        let sandboxes = self.pods(budget.saturating_sub(t0.elapsed()))?;
+        Ok(Listing {
+            containers,
+            sandboxes,
+        })
+    }
+    /// The host PID of a container's process, when the runtime tells it
+    /// (`crictl inspect`): the stop wait then watches it with a pidfd.
+    fn container_pid(&self, _id: &str, _budget: Duration) -> Result<Option<u32>, RtError> {
+        Ok(None)
+    }
     /// `etcdctl <args>` inside the etcd container.
-    fn etcdctl(&self, etcd_container: &str, args: &[String]) -> Result<Output, String>;
+    fn etcdctl(
+        &self,
+        etcd_container: &str,
+        args: &[String],
+        budget: Duration,
+    ) -> Result<Output, String>;
     /// A TLS probe of 127.0.0.1:port.
     fn probe(
         &self,
@@ -25,6 +67,7 @@ pub trait Runtime: Sync {
         id: &TlsIdentity,
         now: time::OffsetDateTime,
         path: Option<&str>,
+        budget: Duration,
     ) -> Result<ProbeResult, String>;
     /// `kubeadm certs renew all`.
     fn renew_certs(&self) -> Result<Output, String>;
@@ -33,6 +76,26 @@ pub trait Runtime: Sync {
     fn missing_tools(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+    /// The runtime endpoint crictl is given, and where it came from.
+    fn endpoint(&self) -> Option<&RuntimeEndpoint> {
+        None
+    }
+}
+
+/// Whether crictl's failure says it could not reach the runtime (the CRI
+/// client's dial errors, as crictl prints them).
+pub fn is_unreachable(stderr: &str) -> bool {
+    [
+        "validate service connection",
+        "Error while dialing",
+        "connect: connection refused",
+        "connect: no such file or directory",
+        "connect: permission denied",
+        "code = Unavailable",
+        "--runtime-endpoint is not set",
+    ]
+    .iter()
+    .any(|m| stderr.contains(m))
 }
 
 /// The real node: crictl and kubeadm as subprocesses.
@@ -44,12 +107,14 @@ pub struct NodeRuntime {
     /// `--rootfs` for kubeadm when the root is not `/`.
     rootfs: Option<String>,
     kubeadm_config: Option<String>,
+    endpoint: RuntimeEndpoint,
     timeout: Duration,
     cancel: Cancel,
 }
 
 impl NodeRuntime {
-    pub fn new(g: &Global, cancel: Cancel) -> NodeRuntime {
+    pub fn new(g: &Global, root: &crate::fsx::Root, cancel: Cancel) -> NodeRuntime {
+        let endpoint = crate::endpoint::resolve(root, g.runtime_endpoint.as_deref());
         let (crictl, crictl_error) = match proc::resolve_tool("crictl", g.crictl.as_deref()) {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e)),
@@ -78,16 +143,59 @@ impl NodeRuntime {
             kubeadm_error,
             rootfs,
             kubeadm_config,
+            endpoint,
             timeout: g.command_timeout,
             cancel,
         }
     }
 
-    fn crictl(&self, args: Vec<String>) -> Result<Output, String> {
+    /// Run crictl with the endpoint (before the command, as a global
+    /// option), bounded by `budget` and `--command-timeout`.
+    fn crictl(&self, args: Vec<String>, budget: Duration) -> Result<Output, String> {
         let Some(p) = &self.crictl else {
             return Err(self.crictl_error.clone().unwrap_or_default());
         };
-        proc::run(p, &args, self.timeout, &self.cancel).map_err(|e| e.to_string())
+        let mut v = Vec::with_capacity(args.len() + 2);
+        if let Some(e) = &self.endpoint.endpoint {
+            v.push("--runtime-endpoint".to_string());
+            v.push(e.clone());
+        }
+        v.extend(args);
+        let timeout = self.timeout.min(budget).max(Duration::from_millis(1));
+        // Every crictl call is part of a gate attempt or a wait, which log
+        // themselves (SPEC 8, v1.1).
+        proc::run_in_poll(p, &v, timeout, &self.cancel).map_err(|e| e.to_string())
+    }
+
+    /// A crictl listing call (`ps` or `pods`) for kube-system, as JSON.
+    fn listing(&self, what: &str, budget: Duration) -> Result<Vec<u8>, RtError> {
+        let mut args = vec![what.to_string()];
+        if what == "ps" {
+            args.push("-a".into());
+        }
+        args.extend([
+            "-o".into(),
+            "json".into(),
+            "--label".into(),
+            format!("{LABEL_NAMESPACE}={KUBE_SYSTEM}"),
+        ]);
+        let out = self.crictl(args, budget)?;
+        if out.success() {
+            return Ok(out.stdout);
+        }
+        let tail = out.stderr_tail();
+        let message = format!(
+            "crictl {what} failed ({}): {tail}",
+            proc::describe_exit(out.code)
+        );
+        if is_unreachable(&tail) {
+            Err(RtError::Unreachable(format!(
+                "the container runtime at {} cannot be reached: {message}",
+                self.endpoint.describe()
+            )))
+        } else {
+            Err(RtError::Failed(message))
+        }
     }
 }
 
@@ -103,35 +211,48 @@ impl Runtime for NodeRuntime {
         v
     }
 
-    fn containers(&self, c: Component) -> Result<Vec<Container>, String> {
-        let out = self.crictl(vec![
-            "ps".into(),
-            "-a".into(),
-            "-o".into(),
-            "json".into(),
-            "--label".into(),
-            format!("{LABEL_NAMESPACE}={KUBE_SYSTEM}"),
-            "--label".into(),
-            format!("{LABEL_CONTAINER}={}", c.name()),
-        ])?;
-        if !out.success() {
-            return Err(format!(
-                "crictl ps failed ({}): {}",
-                proc::describe_exit(out.code),
-                out.stderr_tail()
-            ));
-        }
-        cri::parse_ps(&out.stdout, c.name())
+    fn ps(&self, budget: Duration) -> Result<Vec<Container>, RtError> {
+        let out = self.listing("ps", budget)?;
+        Ok(cri::parse_ps_kube_system(&out)?)
     }
 
-    fn etcdctl(&self, etcd_container: &str, args: &[String]) -> Result<Output, String> {
+    fn pods(&self, budget: Duration) -> Result<Vec<Sandbox>, RtError> {
+        let out = self.listing("pods", budget)?;
+        Ok(cri::parse_pods(&out)?)
+    }
+
+    fn endpoint(&self) -> Option<&RuntimeEndpoint> {
+        Some(&self.endpoint)
+    }
+
+    fn container_pid(&self, id: &str, budget: Duration) -> Result<Option<u32>, RtError> {
+        let out = self.crictl(
+            vec!["inspect".into(), "-o".into(), "json".into(), id.to_string()],
+            budget,
+        )?;
+        if !out.success() {
+            return Err(RtError::Failed(format!(
+                "crictl inspect failed ({}): {}",
+                proc::describe_exit(out.code),
+                out.stderr_tail()
+            )));
+        }
+        Ok(cri::parse_inspect_pid(&out.stdout)?)
+    }
+
+    fn etcdctl(
+        &self,
+        etcd_container: &str,
+        args: &[String],
+        budget: Duration,
+    ) -> Result<Output, String> {
         let mut v = vec![
             "exec".to_string(),
             etcd_container.to_string(),
             "etcdctl".to_string(),
         ];
         v.extend_from_slice(args);
-        self.crictl(v)
+        self.crictl(v, budget)
     }
 
     fn probe(
@@ -141,8 +262,9 @@ impl Runtime for NodeRuntime {
         id: &TlsIdentity,
         now: time::OffsetDateTime,
         path: Option<&str>,
+        budget: Duration,
     ) -> Result<ProbeResult, String> {
-        tlsprobe::probe(port, name, id, now, path)
+        tlsprobe::probe(port, name, id, now, path, budget)
     }
 
     fn renew_certs(&self) -> Result<Output, String> {

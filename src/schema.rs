@@ -690,6 +690,13 @@ pub struct RenewResult {
     pub message: Message,
     pub failed_component: Option<Component>,
     pub replayed: ConstBool<false>,
+    /// Whether this run wrote its receipt (`completed/<ID>.json`); always
+    /// false for `legacy-v1`, which writes none. A success is never reported
+    /// without it (SPEC 3, v1.1).
+    pub receipt_written: bool,
+    /// The container runtime endpoint every crictl call was given (v1.1);
+    /// null only where no container runtime is used.
+    pub runtime_endpoint: Option<RuntimeEndpointUsed>,
     pub resumed_from: Option<ResumedFrom>,
     /// Every leaf, in SPEC order.
     pub certificates: Vec<CertificateChange>,
@@ -701,6 +708,32 @@ pub struct RenewResult {
     /// Null when the health gate never read the member list.
     pub etcd: Option<EtcdVoters>,
     pub duration_ms: u64,
+}
+
+/// Where crictl's `--runtime-endpoint` came from (SPEC 9, v1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum EndpointSource {
+    /// The caller's `--runtime-endpoint`.
+    Flag,
+    /// `--container-runtime-endpoint` in `/var/lib/kubelet/kubeadm-flags.env`.
+    KubeadmFlags,
+    /// `containerRuntimeEndpoint` in `/var/lib/kubelet/config.yaml`.
+    KubeletConfig,
+    /// Neither: crictl's own configuration (`/etc/crictl.yaml`) or defaults.
+    Crictl,
+}
+
+/// The container runtime endpoint a renewal used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeEndpointUsed {
+    /// Null: crictl was given none (source `crictl`).
+    pub endpoint: Option<String>,
+    pub source: EndpointSource,
+    /// A kubelet file that could not be read or parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// A V2 renewal whose operation already had a receipt: nothing was done.
@@ -716,6 +749,8 @@ pub struct RenewReplay {
     pub message: Message,
     pub failed_component: Option<Component>,
     pub replayed: ConstBool<true>,
+    /// This run wrote nothing: the receipt is the original one.
+    pub receipt_written: ConstBool<false>,
     pub resumed_from: Null,
     pub certificates: EmptyArray,
     #[serde(rename = "caSHA256")]
@@ -734,12 +769,14 @@ pub enum EarlyOutcome {
     Cancelled,
 }
 
-/// `lock` or `receipt`.
+/// `lock`, `receipt`, or `phase-file` (`--legacy-v1` over an unfinished V2
+/// phase file, refused before anything is written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum EarlyPhase {
     Lock,
     Receipt,
+    PhaseFile,
 }
 
 /// A renewal that stopped before it could look at the node: the state
@@ -756,6 +793,8 @@ pub struct RenewEarlyFailure {
     pub phase: EarlyPhase,
     pub message: Message,
     pub replayed: ConstBool<false>,
+    /// Nothing was written.
+    pub receipt_written: ConstBool<false>,
     pub resumed_from: Null,
     pub certificates: EmptyArray,
     #[serde(rename = "caSHA256")]
@@ -1200,17 +1239,22 @@ pub enum Unconfirmed {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FencingPlan {
-    /// A receipt exists.
-    Confirm { termination: Confirmed },
+    /// A receipt exists (staged manifests are still put back, v1.1).
+    Confirm {
+        termination: Confirmed,
+        restore: Vec<Component>,
+    },
     /// No receipt: put back these staged manifests, record `abandoned`.
     Abandon {
         termination: Confirmed,
         restore: Vec<Component>,
     },
-    /// Never abandon (legacy unfinished, malformed phase file or receipt).
+    /// Never abandon (legacy unfinished, malformed phase file or receipt);
+    /// staged manifests are still put back once the lock is held (v1.1).
     Refuse {
         termination: Unconfirmed,
         reason: String,
+        restore: Vec<Component>,
     },
 }
 
@@ -1288,7 +1332,8 @@ pub enum Termination {
 /// What the fencing check did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum FenceAction {
-    /// Unconfirmed: nothing written.
+    /// Unconfirmed: no receipt written (a dead run's staged manifest may
+    /// still have been put back, v1.1).
     #[serde(rename = "none")]
     None,
     /// A receipt for the ID was already there.

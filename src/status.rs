@@ -91,19 +91,23 @@ pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsRep
 }
 
 fn plan_json(p: &FencePlan) -> Value {
-    // `restore` is named for `abandon` only: the contract's FencingPlan
-    // (src/schema.rs) has no such field for `confirm` and `refuse` yet. The
-    // text view names it for every plan.
+    // `restore`: what the check would put back, in every plan (SPEC 6, v1.1).
+    let restore: Vec<&str> = p.restore().iter().map(|c| c.name()).collect();
     match p {
-        FencePlan::Confirm { .. } => json!({ "action": "confirm", "termination": "confirmed" }),
-        FencePlan::Abandon { restore } => json!({
+        FencePlan::Confirm { .. } => {
+            json!({ "action": "confirm", "termination": "confirmed", "restore": restore })
+        }
+        FencePlan::Abandon { .. } => json!({
             "action": "abandon",
             "termination": "confirmed",
-            "restore": restore.iter().map(|c| c.name()).collect::<Vec<_>>(),
+            "restore": restore,
         }),
-        FencePlan::Refuse { why, .. } => {
-            json!({ "action": "refuse", "termination": "unconfirmed", "reason": why })
-        }
+        FencePlan::Refuse { why, .. } => json!({
+            "action": "refuse",
+            "termination": "unconfirmed",
+            "reason": why,
+            "restore": restore,
+        }),
     }
 }
 

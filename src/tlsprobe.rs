@@ -79,16 +79,19 @@ pub fn probe(
     id: &TlsIdentity,
     now: time::OffsetDateTime,
     path: Option<&str>,
+    budget: Duration,
 ) -> Result<ProbeResult, String> {
+    // Never past the time the caller has left (SPEC 4 step 7, v1.1).
+    let budget = budget.max(Duration::from_millis(1));
     let cfg = config(id, now)?;
     let server_name =
         ServerName::try_from(name.to_string()).map_err(|_| format!("bad server name {name}"))?;
     let mut conn = rustls::ClientConnection::new(cfg, server_name).map_err(|e| e.to_string())?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
+    let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget))
         .map_err(|e| format!("connect {addr}: {e}"))?;
-    sock.set_read_timeout(Some(IO_TIMEOUT)).ok();
-    sock.set_write_timeout(Some(IO_TIMEOUT)).ok();
+    sock.set_read_timeout(Some(IO_TIMEOUT.min(budget))).ok();
+    sock.set_write_timeout(Some(IO_TIMEOUT.min(budget))).ok();
     let mut tls = rustls::Stream::new(&mut conn, &mut sock);
     let request = match path {
         Some(p) => format!("GET {p} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: nvke-cert-runbook\r\nConnection: close\r\n\r\n"),

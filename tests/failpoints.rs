@@ -266,3 +266,69 @@ fn every_crash_point_is_recovered() {
     }
     assert_eq!(recovered, n);
 }
+
+/// SPEC 4 (v1.1), the restore guard: a panic while a manifest is staged (a
+/// failpoint whose action is `panic`) puts the manifest back, writes one
+/// `failed` receipt and prints one JSON object; the next operation resumes.
+#[test]
+fn a_panic_while_staged_restores_and_reports_once() {
+    for (point, staged_component) in [
+        ("restart-after-stage", "etcd"),
+        ("restart-in-wait-stop", "etcd"),
+        ("restart-after-stop", "etcd"),
+        ("renew-before-receipt", ""),
+    ] {
+        let node = Node::new("rsa", json!({ "stopLatencyMs": 20, "startLatencyMs": 20 }));
+        node.write_state(
+            "phase",
+            &node.v2_phase("op-panic", "restart_pending", Some("etcd")),
+        );
+        let out = node
+            .command(&["--operation-id", "op-panic"])
+            .env("FAILPOINTS", format!("{point}=panic"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stdout.lines().count(),
+            1,
+            "{point}: one JSON object: {stdout}\n{stderr}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{point}: {v:#}\n{stderr}");
+        assert_eq!(v["outcome"], "failed", "{point}: {v:#}");
+        assert_eq!(v["receiptWritten"], true, "{point}: {v:#}");
+        let message = v["message"].as_str().unwrap();
+        assert!(
+            message.contains("internal error (a panic)"),
+            "{point}: {message}"
+        );
+        if !staged_component.is_empty() {
+            assert_eq!(v["phase"], format!("restart:{staged_component}"), "{point}");
+            assert!(
+                message.contains(&format!("{staged_component} manifest put back")),
+                "{point}: {message}"
+            );
+        }
+        assert!(
+            stderr.contains("internal error (a panic)"),
+            "{point}: the panic is logged: {stderr}"
+        );
+        node.assert_all_active();
+        let r = node.receipt("op-panic").expect("one receipt");
+        assert_eq!(r["outcome"], "failed", "{point}");
+        assert!(r["manifests"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|l| l == "active"));
+        let (code, v, e) = node.run(&["--operation-id", "op-after-panic"]);
+        assert_eq!(
+            (code, v["outcome"].as_str()),
+            (0, Some("renewed")),
+            "{point}: {v:#}\n{e}"
+        );
+        node.assert_all_active();
+    }
+}

@@ -1590,7 +1590,7 @@ fn cases() -> Vec<Case> {
             let bytes = std::fs::read(e.p(&format!("{MANIFESTS}/etcd.yaml"))).unwrap();
             plant_file(e, &format!("{AGENT_STAGING}/etcd.yaml"), &bytes, 0o600);
         })
-        .expect(4, "staging-conflict", &["node agent's staging directory"])
+        .expect(1, "staging-conflict", &["node agent's staging directory"])
         .allow(Allow::Receipt),
     );
 

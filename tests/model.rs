@@ -74,7 +74,7 @@
 //!   file), a forced one with `--expect-ca-sha256` for the three original
 //!   CAs fails `ca-check` always; then the CA bytes are put back.
 //! - `StagedDiffers(c)`: a staged copy of an active manifest with different
-//!   bytes: a renewal fails `staging-conflict` with exit 4, the fencing
+//!   bytes: a renewal fails `staging-conflict` with exit 1 (all four are active: SPEC 7, v1.1), the fencing
 //!   check leaves that pair alone; then the operator removes the copy.
 //! - `ToolMissing { crictl }`: `--crictl`/`--kubeadm` names a missing path.
 //! - `ToolHangs`: kubeadm hangs (`hangSecs` 30), `--command-timeout 4`.
@@ -430,8 +430,10 @@ impl Model {
     }
 
     /// All four manifests active (as the binary sees them) in `env`.
-    fn all_active(&self, env: &Env) -> bool {
-        self.staged.is_none() && env.staged_differs.is_none()
+    /// SPEC 7 (v1.1): active means present in `manifests/`; a differing
+    /// staged copy beside an active one is a conflict, not a pod down.
+    fn all_active(&self, _env: &Env) -> bool {
+        self.staged.is_none()
     }
 
     /// SPEC section 7 for a failure: 1 with all four active, else 4.
@@ -689,13 +691,17 @@ impl Model {
     /// SPEC section 6: the fencing check.
     fn fence(&mut self, id: &str, fp: Option<&'static str>, env: &Env) -> Expect {
         let (code, termination) = self.fence_forecast(id, env);
+        // SPEC 6 (v1.1): once the lock is held, every outcome (confirmed,
+        // abandoned or unconfirmed) first puts back a staged, not active
+        // manifest; never from a refused staging directory.
+        let locked = !matches!(env.link, Some(Link::StateDir) | Some(Link::LockFile));
+        if locked && env.link != Some(Link::StagingDir) {
+            self.staged = None;
+        }
         if self.receipts.contains_key(id) || code != 0 {
             return Expect::fence(code, termination);
         }
-        // Abandon: put back a staged (not active) manifest, then the receipt.
-        if env.link != Some(Link::StagingDir) {
-            self.staged = None;
-        }
+        // Abandon: the staged manifest is back; then the receipt.
         if fp == Some(FENCE_POINT) {
             return Expect::killed();
         }

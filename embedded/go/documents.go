@@ -128,12 +128,21 @@ type EtcdVoters struct {
 	HealthyVoters int `json:"healthyVoters"`
 }
 
+// RuntimeEndpoint is the container runtime endpoint a renewal gave crictl,
+// and where it came from: flag, kubeadm-flags, kubelet-config or crictl
+// (none given; crictl's own configuration).
+type RuntimeEndpoint struct {
+	Endpoint *string `json:"endpoint"`
+	Source   string  `json:"source"`
+	Warning  *string `json:"warning,omitempty"`
+}
+
 // RenewResult is what `--operation-id ID` and `--legacy-v1` print. Three
 // shapes share it:
 //   - a run (Replayed false, Etcd key present): every field but Receipt;
 //   - a replay of an existing receipt (Replayed true): Receipt set, no Etcd,
 //     empty Certificates and Restarts;
-//   - an early failure (phase "lock" or "receipt": state dir, lock timeout
+//   - an early failure (phase "lock", "receipt" or "phase-file": state dir, lock timeout
 //     with exit 3, cancelled wait, malformed own receipt): no
 //     FailedComponent, Etcd or Receipt; CASHA256 and Manifests are `{}`.
 type RenewResult struct {
@@ -145,6 +154,8 @@ type RenewResult struct {
 	Message         string              `json:"message"`
 	FailedComponent *string             `json:"failedComponent,omitempty"`
 	Replayed        bool                `json:"replayed"`
+	ReceiptWritten  bool                `json:"receiptWritten"` // this run wrote its receipt; never a success without it
+	RuntimeEndpoint *RuntimeEndpoint    `json:"runtimeEndpoint,omitempty"`
 	ResumedFrom     *ResumedFrom        `json:"resumedFrom"`
 	Certificates    []CertificateChange `json:"certificates"`
 	CASHA256        map[string]string   `json:"caSHA256"`
@@ -326,9 +337,9 @@ type ReceiptSummary struct {
 
 // FencingPlan is what a fencing check would do now.
 type FencingPlan struct {
-	Action      string   `json:"action"`      // confirm, abandon, refuse
-	Termination string   `json:"termination"` // confirmed, unconfirmed
-	Restore     []string `json:"restore,omitempty"`
+	Action      string   `json:"action"`            // confirm, abandon, refuse
+	Termination string   `json:"termination"`       // confirmed, unconfirmed
+	Restore     []string `json:"restore,omitempty"` // what it would put back (every action, v1.1)
 	Reason      *string  `json:"reason,omitempty"`
 }
 

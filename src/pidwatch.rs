@@ -1,0 +1,187 @@
+//! Events the node offers, so that waits need not poll a tool (SPEC 4
+//! "Waits", v1.1: event-driven where the node offers an event):
+//!
+//! - a pidfd (`pidfd_open(2)`, Linux 5.3) becomes readable the moment a
+//!   process exits: the old container's process, whose host PID `crictl
+//!   inspect` reports;
+//! - the kubelet links every container it creates into
+//!   `/var/log/containers/<pod>_<namespace>_<container>-<id>.log` right after
+//!   creating it and before starting it: an inotify watch on that directory
+//!   sees a new container of a component the moment it is created.
+//!
+//! Both are wake-up hints only: what the runbook reports is always what a
+//! crictl listing then shows.
+
+use crate::signals::Cancel;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// A process watched through its pidfd.
+#[derive(Debug)]
+pub struct PidFd(OwnedFd);
+
+/// How a wait on a pidfd ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    Exited,
+    TimedOut,
+    Cancelled,
+}
+
+impl PidFd {
+    /// Open a pidfd for `pid` (None: no such process, or no pidfd support;
+    /// the caller then polls).
+    pub fn open(pid: u32) -> Option<PidFd> {
+        let pid = i32::try_from(pid).ok().filter(|p| *p > 0)?;
+        // SAFETY: pidfd_open(2) takes a pid and flags and returns a new file
+        // descriptor or -1; it touches no memory of ours. The descriptor is
+        // owned by the OwnedFd alone from here on.
+        let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            return None;
+        }
+        let fd = i32::try_from(fd).ok()?;
+        // SAFETY: `fd` was just returned by the kernel and is ours alone.
+        Some(PidFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Wait until the process exits, `until` passes, or cancellation
+    /// (checked every 100 ms: a flag, not a tool call).
+    pub fn wait(&self, until: Instant, cancel: &Cancel) -> Waited {
+        loop {
+            if cancel.is_cancelled() {
+                return Waited::Cancelled;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Waited::TimedOut;
+            }
+            let slice = left.min(Duration::from_millis(100));
+            let ms = u16::try_from(slice.as_millis().max(1)).unwrap_or(100);
+            let mut fds = [PollFd::new(
+                std::os::fd::AsFd::as_fd(&self.0),
+                PollFlags::POLLIN,
+            )];
+            match poll(&mut fds, PollTimeout::from(ms)) {
+                Ok(n) if n > 0 => return Waited::Exited,
+                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                // Cannot wait on it: treat as "look now".
+                Err(_) => return Waited::Exited,
+            }
+        }
+    }
+}
+
+/// An inotify watch on the kubelet's `/var/log/containers` (under the
+/// root): new container links.
+pub struct NewContainers {
+    ino: nix::sys::inotify::Inotify,
+}
+
+impl NewContainers {
+    /// Watch `dir` (None when it does not exist or cannot be watched: the
+    /// caller polls). A symlink is not followed.
+    pub fn watch(dir: &std::path::Path) -> Option<NewContainers> {
+        use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+        let ino = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        ino.add_watch(
+            dir,
+            AddWatchFlags::IN_CREATE
+                | AddWatchFlags::IN_MOVED_TO
+                | AddWatchFlags::IN_ONLYDIR
+                | AddWatchFlags::IN_DONT_FOLLOW,
+        )
+        .ok()?;
+        Some(NewContainers { ino })
+    }
+
+    /// Wait until a link for a new container of `container` in kube-system
+    /// appears (`*_kube-system_<container>-*.log`), `until` passes, or
+    /// cancellation. `Exited` means "seen".
+    pub fn wait(&self, container: &str, until: Instant, cancel: &Cancel) -> Waited {
+        let needle = format!("_kube-system_{container}-");
+        loop {
+            if cancel.is_cancelled() {
+                return Waited::Cancelled;
+            }
+            if let Ok(events) = self.ino.read_events() {
+                let seen = events.iter().any(|e| {
+                    e.name
+                        .as_ref()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.contains(&needle) && n.ends_with(".log"))
+                });
+                if seen {
+                    return Waited::Exited;
+                }
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Waited::TimedOut;
+            }
+            let slice = left.min(Duration::from_millis(100));
+            let ms = u16::try_from(slice.as_millis().max(1)).unwrap_or(100);
+            let mut fds = [PollFd::new(
+                std::os::fd::AsFd::as_fd(&self.ino),
+                PollFlags::POLLIN,
+            )];
+            let _ = poll(&mut fds, PollTimeout::from(ms));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_container_link_wakes_the_watch() {
+        let t = tempfile::tempdir().unwrap();
+        let w = NewContainers::watch(t.path()).unwrap();
+        let c = Cancel::new();
+        assert_eq!(
+            w.wait("etcd", Instant::now() + Duration::from_millis(50), &c),
+            Waited::TimedOut
+        );
+        // Another component's link is not ours.
+        std::os::unix::fs::symlink("/x", t.path().join("kube-apiserver-cp-1_kube-system_kube-apiserver-abc.log")).unwrap();
+        assert_eq!(
+            w.wait("etcd", Instant::now() + Duration::from_millis(50), &c),
+            Waited::TimedOut
+        );
+        std::os::unix::fs::symlink("/x", t.path().join("etcd-cp-1_kube-system_etcd-0123.log")).unwrap();
+        assert_eq!(
+            w.wait("etcd", Instant::now() + Duration::from_secs(5), &c),
+            Waited::Exited
+        );
+        assert!(NewContainers::watch(&t.path().join("absent")).is_none());
+    }
+
+    #[test]
+    fn a_child_exit_is_seen_at_once_and_a_live_one_times_out() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.2")
+            .spawn()
+            .unwrap();
+        let fd = PidFd::open(child.id()).expect("pidfd_open works here");
+        let t0 = Instant::now();
+        let w = fd.wait(Instant::now() + Duration::from_secs(5), &Cancel::new());
+        assert_eq!(w, Waited::Exited);
+        assert!(t0.elapsed() < Duration::from_secs(3));
+        child.wait().unwrap();
+
+        let mut live = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let fd = PidFd::open(live.id()).unwrap();
+        assert_eq!(
+            fd.wait(Instant::now() + Duration::from_millis(150), &Cancel::new()),
+            Waited::TimedOut
+        );
+        let c = Cancel::new();
+        c.cancel();
+        assert_eq!(fd.wait(Instant::now() + Duration::from_secs(5), &c), Waited::Cancelled);
+        live.kill().unwrap();
+        live.wait().unwrap();
+        assert!(PidFd::open(0).is_none());
+    }
+}
