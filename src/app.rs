@@ -115,10 +115,14 @@ fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        tracing::error!(
-            "internal error (a panic){at}: {}",
+        // Never through the default hook (a blocking write to fd 2) nor
+        // the log machinery (the panic may be inside it): oplog's
+        // emergency line never blocks.
+        crate::oplog::emergency(&format!(
+            "{} ERROR internal error (a panic){at}: {}",
+            crate::clock::rfc3339(time::OffsetDateTime::now_utc()),
             crate::runbook::panic_message(info.payload())
-        );
+        ));
     }));
 }
 

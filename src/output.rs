@@ -122,18 +122,49 @@ pub fn emit_stderr(s: &str) {
     }
 }
 
+/// A string for the terminal (SPEC 7, v1.1): every control character (C0,
+/// DEL, C1: ESC, CR, LF, TAB, ...) and every bidirectional-override
+/// character is shown escaped (`\x1b`, `\u{202e}`), so text from a file, the
+/// node agent or a tool can never move the cursor, rewrite a line or forge
+/// output. A backslash is doubled, so an escape can not be forged either.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x100 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            '\u{2028}'
+            | '\u{2029}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 pub fn text_list(out: &mut String, title: &str, items: &[String]) {
     if items.is_empty() {
         return;
     }
     out.push_str(&format!("{title}:\n"));
     for i in items {
-        out.push_str(&format!("  - {i}\n"));
+        out.push_str(&format!("  - {}\n", escape(i)));
     }
 }
 
-/// Render rows as aligned columns (two spaces between columns).
+/// Render rows as aligned columns (two spaces between columns). Every cell
+/// is escaped ([`escape`]): cells carry file contents and tool output.
 pub fn table(out: &mut String, rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape(c)).collect())
+        .collect();
+    let rows = &rows[..];
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0usize; cols];
     for r in rows {

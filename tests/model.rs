@@ -1599,10 +1599,11 @@ impl Sut {
 
     /// Every manifest as the runbook would see it: active (only in
     /// manifests/, a regular file).
+    /// SPEC 7 (v1.1): every manifest is in `manifests/` (a staged copy
+    /// beside it is a conflict, not a pod down).
     fn fs_all_active(&self) -> bool {
         COMPONENTS.iter().all(|c| {
             std::fs::symlink_metadata(self.node.manifest(c)).is_ok_and(|m| m.is_file())
-                && std::fs::symlink_metadata(self.node.staged(c)).is_err()
         })
     }
 
