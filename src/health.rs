@@ -372,7 +372,10 @@ impl Health<'_> {
         let mut last_error = None;
         let mut watched: Option<crate::pidwatch::PidFd> = None;
         let mut tried_pid = false;
-        tracing::info!(component = c.name(), "waiting for the old container to stop");
+        tracing::info!(
+            component = c.name(),
+            "waiting for the old container to stop"
+        );
         loop {
             crate::crash_point!("restart-in-wait-stop");
             if self.cancel.is_cancelled() {
@@ -433,10 +436,12 @@ impl Health<'_> {
                 Some(fd) => {
                     let until = (Instant::now() + Duration::from_secs(5)).min(deadline);
                     match fd.wait(until, self.cancel) {
-                        crate::pidwatch::Waited::Exited => backoff = Backoff {
-                            polls: backoff.polls,
-                            ..Backoff::default()
-                        },
+                        crate::pidwatch::Waited::Exited => {
+                            backoff = Backoff {
+                                polls: backoff.polls,
+                                ..Backoff::default()
+                            }
+                        }
                         crate::pidwatch::Waited::TimedOut => watched = Some(fd),
                         crate::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
                     }
@@ -624,7 +629,10 @@ mod tests {
         assert!(f.contains(&"--command-timeout=2500ms".to_string()), "{f:?}");
         let f = etcdctl_flags(2379, Duration::from_secs(300));
         assert!(f.contains(&"--dial-timeout=10000ms".to_string()), "{f:?}");
-        assert!(f.contains(&"--command-timeout=30000ms".to_string()), "{f:?}");
+        assert!(
+            f.contains(&"--command-timeout=30000ms".to_string()),
+            "{f:?}"
+        );
         let f = etcdctl_flags(2379, Duration::ZERO);
         assert!(f.contains(&"--command-timeout=1ms".to_string()), "{f:?}");
     }
@@ -755,10 +763,17 @@ mod tests {
         assert_eq!(rt.pods.load(Ordering::SeqCst), 1, "one sandbox listing");
         assert_eq!(rt.etcdctl.load(Ordering::SeqCst), 3);
         assert!(
-            rt.exec_into.lock().unwrap().iter().all(|id| id == "etcd-static"),
+            rt.exec_into
+                .lock()
+                .unwrap()
+                .iter()
+                .all(|id| id == "etcd-static"),
             "etcdctl ran only in the static pod's etcd container"
         );
-        assert_eq!(ok.containers[0], (Component::Etcd, "etcd-static".to_string()));
+        assert_eq!(
+            ok.containers[0],
+            (Component::Etcd, "etcd-static".to_string())
+        );
         let listing = Listing {
             containers: rt.ps(Duration::ZERO).unwrap(),
             sandboxes: rt.pods(Duration::ZERO).unwrap(),

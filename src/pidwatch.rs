@@ -145,12 +145,18 @@ mod tests {
             Waited::TimedOut
         );
         // Another component's link is not ours.
-        std::os::unix::fs::symlink("/x", t.path().join("kube-apiserver-cp-1_kube-system_kube-apiserver-abc.log")).unwrap();
+        std::os::unix::fs::symlink(
+            "/x",
+            t.path()
+                .join("kube-apiserver-cp-1_kube-system_kube-apiserver-abc.log"),
+        )
+        .unwrap();
         assert_eq!(
             w.wait("etcd", Instant::now() + Duration::from_millis(50), &c),
             Waited::TimedOut
         );
-        std::os::unix::fs::symlink("/x", t.path().join("etcd-cp-1_kube-system_etcd-0123.log")).unwrap();
+        std::os::unix::fs::symlink("/x", t.path().join("etcd-cp-1_kube-system_etcd-0123.log"))
+            .unwrap();
         assert_eq!(
             w.wait("etcd", Instant::now() + Duration::from_secs(5), &c),
             Waited::Exited
@@ -171,7 +177,10 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(3));
         child.wait().unwrap();
 
-        let mut live = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut live = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let fd = PidFd::open(live.id()).unwrap();
         assert_eq!(
             fd.wait(Instant::now() + Duration::from_millis(150), &Cancel::new()),
@@ -179,7 +188,10 @@ mod tests {
         );
         let c = Cancel::new();
         c.cancel();
-        assert_eq!(fd.wait(Instant::now() + Duration::from_secs(5), &c), Waited::Cancelled);
+        assert_eq!(
+            fd.wait(Instant::now() + Duration::from_secs(5), &c),
+            Waited::Cancelled
+        );
         live.kill().unwrap();
         live.wait().unwrap();
         assert!(PidFd::open(0).is_none());

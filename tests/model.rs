@@ -1602,9 +1602,9 @@ impl Sut {
     /// SPEC 7 (v1.1): every manifest is in `manifests/` (a staged copy
     /// beside it is a conflict, not a pod down).
     fn fs_all_active(&self) -> bool {
-        COMPONENTS.iter().all(|c| {
-            std::fs::symlink_metadata(self.node.manifest(c)).is_ok_and(|m| m.is_file())
-        })
+        COMPONENTS
+            .iter()
+            .all(|c| std::fs::symlink_metadata(self.node.manifest(c)).is_ok_and(|m| m.is_file()))
     }
 
     fn receipt_file(&self, id: &str) -> PathBuf {

@@ -841,16 +841,29 @@ fn agent_staging_copy_with_all_four_active_exits_1() {
 /// stays under 200 lines.
 #[test]
 fn waits_cost_few_tool_calls_and_log_lines() {
-    let node = Node::new("ecdsa", json!({ "stopLatencyMs": 2000, "startLatencyMs": 5000 }));
+    let node = Node::new(
+        "ecdsa",
+        json!({ "stopLatencyMs": 2000, "startLatencyMs": 5000 }),
+    );
     let before = std::fs::read_to_string(node.sim.join("crictl.log")).unwrap_or_default();
-    let (code, v, stderr) = node.run(&["--operation-id", "op-calls", "--force", "--health-timeout", "60"]);
+    let (code, v, stderr) = node.run(&[
+        "--operation-id",
+        "op-calls",
+        "--force",
+        "--health-timeout",
+        "60",
+    ]);
     assert_eq!(code, 0, "{v:#}\n{stderr}");
     let log = std::fs::read_to_string(node.sim.join("crictl.log")).unwrap();
     let calls: Vec<&str> = log[before.len()..].lines().collect();
     let kind = |k: &str| {
         calls
             .iter()
-            .filter(|l| l.split_whitespace().find(|w| !w.starts_with('-') && !w.contains("://")) == Some(k))
+            .filter(|l| {
+                l.split_whitespace()
+                    .find(|w| !w.starts_with('-') && !w.contains("://"))
+                    == Some(k)
+            })
             .count()
     };
     let (ps, pods, exec, inspect) = (kind("ps"), kind("pods"), kind("exec"), kind("inspect"));
@@ -860,6 +873,9 @@ fn waits_cost_few_tool_calls_and_log_lines() {
     println!(
         "crictl calls at 2 s / 5 s: ps {ps}, pods {pods}, inspect {inspect}, exec {exec}; log lines {lines}"
     );
-    assert!(listing <= 150, "{listing} listing calls (ps {ps}, pods {pods}, inspect {inspect})");
+    assert!(
+        listing <= 150,
+        "{listing} listing calls (ps {ps}, pods {pods}, inspect {inspect})"
+    );
     assert!(lines <= 200, "{lines} log lines:\n{oplog}");
 }
