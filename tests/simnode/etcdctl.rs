@@ -49,6 +49,8 @@ struct Member {
     id: u64,
     learner: bool,
     healthy: bool,
+    /// Does not answer at all (sim.json `etcd.unreachable`).
+    reachable: bool,
 }
 
 impl Member {
@@ -68,7 +70,8 @@ impl Member {
 
 /// The members: this node is member 1 (first in the list); `voters` voters
 /// and `learners` learners in all (with `selfIsLearner`, member 1 is one of
-/// the learners, at least one); the last `unhealthy` members are unhealthy.
+/// the learners, at least one); the last `unhealthy` members are unhealthy,
+/// the last `unreachable` ones do not answer.
 fn members(k: &EtcdKnobs) -> Vec<Member> {
     let mut kinds: Vec<bool> = Vec::new(); // learner?
     if k.self_is_learner {
@@ -84,6 +87,7 @@ fn members(k: &EtcdKnobs) -> Vec<Member> {
     }
     let total = kinds.len();
     let unhealthy = (k.unhealthy as usize).min(total);
+    let unreachable = (k.unreachable as usize).min(total);
     kinds
         .into_iter()
         .enumerate()
@@ -92,6 +96,7 @@ fn members(k: &EtcdKnobs) -> Vec<Member> {
             id: member_id(i as u32 + 1),
             learner,
             healthy: i < total - unhealthy,
+            reachable: i < total - unreachable,
         })
         .collect()
 }
@@ -103,6 +108,7 @@ struct Flags {
     cert: Option<String>,
     key: Option<String>,
     dial_timeout: Duration,
+    command_timeout: Duration,
     write_out: String,
     cluster: bool,
     hex: bool,
@@ -143,28 +149,43 @@ fn parse_go_duration(s: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64(total))
 }
 
-/// Go's Duration.String() (roughly): `1.234567ms`, `2s`.
+/// Go's `Duration.String()`: `812ns`, `1.2µs`, `1.234567ms`,
+/// `5.000925637s`, `1m30.5s`.
 fn go_duration(d: Duration) -> String {
     let ns = d.as_nanos();
-    let trim = |v: f64, unit: &str| {
-        let s = format!("{v:.6}");
-        let s = s.trim_end_matches('0').trim_end_matches('.');
-        format!("{s}{unit}")
+    let frac = |v: u128, digits: u32| {
+        let unit = 10u128.pow(digits);
+        let f = format!("{:0w$}", v % unit, w = digits as usize);
+        let f = f.trim_end_matches('0');
+        if f.is_empty() {
+            format!("{}", v / unit)
+        } else {
+            format!("{}.{f}", v / unit)
+        }
     };
     if ns < 1_000 {
         format!("{ns}ns")
     } else if ns < 1_000_000 {
-        trim(ns as f64 / 1e3, "µs")
+        format!("{}µs", frac(ns, 3))
     } else if ns < 1_000_000_000 {
-        trim(ns as f64 / 1e6, "ms")
+        format!("{}ms", frac(ns, 6))
     } else {
-        trim(ns as f64 / 1e9, "s")
+        let secs = ns / 1_000_000_000;
+        let sub = ns % 1_000_000_000;
+        let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+        let s = frac(s * 1_000_000_000 + sub, 9);
+        match (h, m) {
+            (0, 0) => format!("{s}s"),
+            (0, m) => format!("{m}m{s}s"),
+            (h, m) => format!("{h}h{m}m{s}s"),
+        }
     }
 }
 
 fn parse_flags(args: &[String]) -> Result<Flags, String> {
     let mut f = Flags {
         dial_timeout: Duration::from_secs(2),
+        command_timeout: Duration::from_secs(5),
         write_out: "simple".to_string(),
         ..Flags::default()
     };
@@ -210,9 +231,12 @@ fn parse_flags(args: &[String]) -> Result<Flags, String> {
             }
             "--command-timeout" | "--keepalive-time" | "--keepalive-timeout" => {
                 let v = value()?;
-                parse_go_duration(&v).ok_or_else(|| {
+                let d = parse_go_duration(&v).ok_or_else(|| {
                     format!("Error: invalid argument {v:?} for \"{name}\" flag: time: invalid duration {v:?}")
                 })?;
+                if name == "--command-timeout" {
+                    f.command_timeout = d;
+                }
             }
             "-w" | "--write-out" => f.write_out = value()?,
             "--user" | "--password" | "--discovery-srv" | "--discovery-srv-name" => {
@@ -352,13 +376,109 @@ pub fn run_real(program: &str, root: &Path, ctr: &Container, args: &[String]) ->
     }
 }
 
-fn url_host(url: &str) -> String {
-    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+/// `scheme://host:port` split as etcdctl reads an endpoint (no scheme:
+/// TLS when TLS flags are given).
+fn split_endpoint(ep: &str) -> (Option<&str>, String, Option<u16>) {
+    let (scheme, rest) = match ep.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, ep),
+    };
     let hostport = rest.split('/').next().unwrap_or(rest);
-    match hostport.rsplit_once(':') {
-        Some((h, _)) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
-        None => hostport.to_string(),
+    let (host, port) = match hostport.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(':') => (h, p.parse().ok()),
+        _ => (hostport, None),
+    };
+    (
+        scheme,
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        port,
+    )
+}
+
+/// What an endpoint reaches.
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    /// The etcd stand-in of this container, really connected to (over
+    /// 127.0.0.1), verified for `host`.
+    Local { host: String },
+    /// A member of the (simulated) cluster, by its client URL.
+    Member(usize),
+    /// Nobody answers there.
+    Nowhere,
+}
+
+/// Only what the node's etcd really serves answers: its own port on
+/// loopback (`127.0.0.1`, `localhost`), or a member's client URL
+/// (`https://10.0.0.1N:2379`; member 1 is this container's etcd). A plain
+/// `http://` URL to the TLS port never gets an answer either.
+fn target(ctr: &Container, members: &[Member], ep: &str) -> Target {
+    let (scheme, host, port) = split_endpoint(ep);
+    if scheme.is_some_and(|s| s != "https") {
+        return Target::Nowhere;
     }
+    let Some(port) = port else {
+        return Target::Nowhere;
+    };
+    if let Some(i) = members.iter().position(|m| {
+        let (_, h, p) = split_endpoint(&m.client_url());
+        h == host && p == Some(port)
+    }) {
+        return if i == 0 {
+            Target::Local { host }
+        } else {
+            Target::Member(i)
+        };
+    }
+    if ["127.0.0.1", "localhost"].contains(&host.as_str()) && ctr.port == Some(port) {
+        return Target::Local { host };
+    }
+    Target::Nowhere
+}
+
+/// The zap warning etcd's client logs when a call ran into its deadline
+/// (client/v3 retry_interceptor.go), one JSON line on stderr.
+fn deadline_warning(logger: &str, ep: &str) -> String {
+    let (_, host, port) = split_endpoint(ep);
+    let port = port.unwrap_or(2379);
+    let why = if host == "127.0.0.1" || host == "localhost" {
+        "connect: connection refused"
+    } else {
+        "connect: no route to host"
+    };
+    let error = format!(
+        "rpc error: code = DeadlineExceeded desc = latest balancer error: last connection error: connection error: desc = \"transport: Error while dialing: dial tcp {host}:{port}: {why}\""
+    );
+    let now = time::OffsetDateTime::now_utc();
+    let ts = format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.microsecond()
+    );
+    let q = |v: &str| serde_json::to_string(v).expect("json string");
+    format!(
+        "{{\"level\":\"warn\",\"ts\":{},\"logger\":{},\"caller\":\"v3@v3.5.15/retry_interceptor.go:62\",\"msg\":\"retrying of unary invoker failed\",\"target\":{},\"attempt\":0,\"error\":{}}}\n",
+        q(&ts),
+        q(logger),
+        q(&format!("etcd-endpoints://0xc0001a4000/{host}:{port}")),
+        q(&error)
+    )
+}
+
+/// One endpoint's health, as etcdctl's `epHealth`.
+struct Health {
+    ep: String,
+    ok: bool,
+    took: Duration,
+    error: Option<String>,
+    /// Finished only at the command timeout (never answered).
+    slow: bool,
 }
 
 pub fn run(
@@ -392,56 +512,117 @@ pub fn run(
         Ok(files) => files,
         Err(e) => return Output::fail(e),
     };
-    match cmd.as_slice() {
-        ["endpoint", "health"] => {
-            let local_host = url_host(&endpoints[0]);
-            let p = probe(ctr, &f, &files, &local_host, tls_now);
-            let mut results: Vec<(String, bool, Duration, Option<String>)> = Vec::new();
-            if f.cluster {
-                // etcdctl lists the members first, then checks each client URL.
-                if let Err(e) = &p.ok {
-                    return Output::fail(format!("Error: {e}"));
-                }
-                for m in &members {
-                    if m.n == 1 {
-                        let err = (!m.healthy).then(|| "context deadline exceeded".to_string());
-                        results.push((m.client_url(), err.is_none(), p.took, err));
-                    } else if m.healthy {
-                        let took = Duration::from_micros(1_800 + 317 * u64::from(m.n));
-                        results.push((m.client_url(), true, took, None));
-                    } else {
-                        results.push((
-                            m.client_url(),
-                            false,
-                            f.dial_timeout.max(Duration::from_secs(5)),
-                            Some("context deadline exceeded".to_string()),
-                        ));
+    let start = Instant::now();
+    // Waits out the command timeout (from `start`), as etcdctl does when
+    // an endpoint never answers.
+    let wait_deadline = || {
+        let left = f.command_timeout.saturating_sub(start.elapsed());
+        std::thread::sleep(left);
+    };
+    // The check of one endpoint (`cli.Get(ctx, "health")`).
+    let check = |ep: &str| -> Health {
+        let t0 = Instant::now();
+        let fast = |ok: bool, took: Duration, error: Option<String>| Health {
+            ep: ep.to_string(),
+            ok,
+            took,
+            error,
+            slow: false,
+        };
+        match target(ctr, &members, ep) {
+            Target::Local { .. } if !members[0].reachable => slow(ep),
+            Target::Local { host } => {
+                let p = probe(ctr, &f, &files, &host, tls_now);
+                match p.ok {
+                    Err(e) => fast(false, p.took, Some(e)),
+                    Ok(()) if !members[0].healthy => {
+                        fast(false, p.took, Some("context deadline exceeded".into()))
                     }
-                }
-            } else {
-                let self_healthy = members.first().is_some_and(|m| m.healthy);
-                for ep in &endpoints {
-                    let err = match &p.ok {
-                        Err(e) => Some(e.clone()),
-                        Ok(()) if !self_healthy => Some("context deadline exceeded".to_string()),
-                        Ok(()) => None,
-                    };
-                    results.push((ep.clone(), err.is_none(), p.took, err));
+                    Ok(()) => fast(true, p.took, None),
                 }
             }
+            Target::Member(i) if !members[i].reachable => slow(ep),
+            Target::Member(i) if members[i].healthy => fast(
+                true,
+                Duration::from_micros(1_800 + 317 * u64::from(members[i].n)),
+                None,
+            ),
+            Target::Member(_) => fast(
+                false,
+                f.dial_timeout.max(Duration::from_secs(5)) + t0.elapsed(),
+                Some("context deadline exceeded".into()),
+            ),
+            Target::Nowhere => slow(ep),
+        }
+    };
+    // Lists the members through the given endpoints (the first that
+    // answers); Err: what etcdctl prints, after waiting when none answers.
+    let member_list = |logger: &str| -> Result<(), Output> {
+        let mut slow_eps = Vec::new();
+        for ep in &endpoints {
+            match target(ctr, &members, ep) {
+                Target::Local { .. } if !members[0].reachable => slow_eps.push(ep),
+                Target::Local { host } => {
+                    let p = probe(ctr, &f, &files, &host, tls_now);
+                    return p.ok.map_err(|e| Output::fail(format!("Error: {e}")));
+                }
+                Target::Member(i) if members[i].reachable => return Ok(()),
+                _ => slow_eps.push(ep),
+            }
+        }
+        wait_deadline();
+        Err(Output {
+            stdout: String::new(),
+            stderr: slow_eps
+                .iter()
+                .map(|ep| deadline_warning(logger, ep))
+                .collect(),
+            code: 1,
+        })
+    };
+    match cmd.as_slice() {
+        ["endpoint", "health"] => {
+            let eps: Vec<String> = if f.cluster {
+                // etcdctl lists the members first, then checks each client URL.
+                if let Err(mut out) = member_list("etcd-client") {
+                    if out.stdout.is_empty() && !out.stderr.starts_with("Error: ") {
+                        out.stderr.push_str("Error: failed to fetch endpoints from etcd cluster member list: context deadline exceeded\n");
+                    } else if let Some(e) = out.stderr.strip_prefix("Error: ") {
+                        out.stderr =
+                            format!("Error: failed to fetch endpoints from etcd cluster member list: {e}");
+                    }
+                    return out;
+                }
+                members.iter().map(Member::client_url).collect()
+            } else {
+                endpoints.clone()
+            };
+            // Concurrent checks: etcdctl waits for the slowest and prints
+            // the results as they completed.
+            let mut results: Vec<Health> = eps.iter().map(|ep| check(ep)).collect();
+            let mut stderr = String::new();
+            if results.iter().any(|h| h.slow) {
+                wait_deadline();
+                for h in results.iter_mut().filter(|h| h.slow) {
+                    h.took = start.elapsed();
+                    stderr.push_str(&deadline_warning("client", &h.ep));
+                }
+            }
+            results.sort_by_key(|h| (h.slow, h.took));
             let mut out = String::new();
             if f.write_out == "json" {
                 // etcdctl's field order: endpoint, health, took, error.
                 let q = |v: &str| serde_json::to_string(v).expect("json string");
                 let items: Vec<String> = results
                     .iter()
-                    .map(|(ep, h, took, err)| {
+                    .map(|h| {
                         let mut o = format!(
-                            "{{\"endpoint\":{},\"health\":{h},\"took\":{}",
-                            q(ep),
-                            q(&go_duration(*took))
+                            "{{\"endpoint\":{},\"health\":{},\"took\":{}",
+                            q(&h.ep),
+                            h.ok,
+                            q(&go_duration(h.took))
                         );
-                        if let Some(e) = err {
+                        if let Some(e) = &h.error {
                             let _ = write!(o, ",\"error\":{}", q(e));
                         }
                         o.push('}');
@@ -453,37 +634,42 @@ pub fn run(
                 out.push(']');
                 out.push('\n');
             } else {
-                for (ep, h, took, err) in &results {
-                    if *h {
+                // The simple printer: healthy lines on stdout, unhealthy
+                // ones on stderr.
+                for h in &results {
+                    if h.ok {
                         let _ = writeln!(
                             out,
-                            "{ep} is healthy: successfully committed proposal: took = {}",
-                            go_duration(*took)
+                            "{} is healthy: successfully committed proposal: took = {}",
+                            h.ep,
+                            go_duration(h.took)
                         );
                     } else {
                         let _ = writeln!(
-                            out,
-                            "{ep} is unhealthy: failed to commit proposal: {}",
-                            err.as_deref().unwrap_or("")
+                            stderr,
+                            "{} is unhealthy: failed to commit proposal: {}",
+                            h.ep,
+                            h.error.as_deref().unwrap_or("")
                         );
                     }
                 }
             }
-            let all_ok = results.iter().all(|r| r.1);
+            let all_ok = results.iter().all(|h| h.ok);
+            if !all_ok {
+                stderr.push_str("Error: unhealthy cluster\n");
+            }
             Output {
                 stdout: out,
-                stderr: if all_ok {
-                    String::new()
-                } else {
-                    "Error: unhealthy cluster\n".to_string()
-                },
+                stderr,
                 code: if all_ok { 0 } else { 1 },
             }
         }
         ["member", "list"] => {
-            let p = probe(ctr, &f, &files, &url_host(&endpoints[0]), tls_now);
-            if let Err(e) = &p.ok {
-                return Output::fail(format!("Error: {e}"));
+            if let Err(mut out) = member_list("etcd-client") {
+                if !out.stderr.contains("Error: ") {
+                    out.stderr.push_str("Error: context deadline exceeded\n");
+                }
+                return out;
             }
             let out = if f.write_out == "json" {
                 member_list_json(&members, f.hex)
@@ -513,6 +699,17 @@ pub fn run(
             "unsupported etcdctl command: {} (nvke-simnode emulates endpoint health [--cluster] and member list)",
             cmd.join(" ")
         )),
+    }
+}
+
+/// An endpoint that never answers: its result once the timeout is over.
+fn slow(ep: &str) -> Health {
+    Health {
+        ep: ep.to_string(),
+        ok: false,
+        took: Duration::ZERO,
+        error: Some("context deadline exceeded".to_string()),
+        slow: true,
     }
 }
 

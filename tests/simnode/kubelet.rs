@@ -22,7 +22,9 @@
 //! process goes away, or when the simulation directory is removed.
 
 use crate::sim::{self, Sim, SimConfig};
-use crate::state::{Container, ContainersFile, Mount, EXITED, RUNNING};
+use crate::state::{
+    Container, ContainersFile, Mount, Sandbox, EXITED, RUNNING, SANDBOX_NOTREADY, SANDBOX_READY,
+};
 use anyhow::{Context, Result};
 use nix::sys::signal::{self, SigHandler, Signal};
 use nix::unistd::Pid;
@@ -64,13 +66,19 @@ struct PodManifest {
 struct Meta {
     name: String,
     namespace: Option<String>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct PodSpec {
     containers: Vec<ContainerSpec>,
     #[serde(default)]
     volumes: Vec<Volume>,
+    termination_grace_period_seconds: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,6 +92,8 @@ struct ContainerSpec {
     args: Vec<String>,
     #[serde(default)]
     volume_mounts: Vec<VolumeMount>,
+    termination_message_path: Option<String>,
+    termination_message_policy: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -105,13 +115,38 @@ struct HostPath {
     path: String,
 }
 
-/// A static pod as loaded from one manifest file.
+/// Where the kubelet got a pod from: its `kubernetes.io/config.source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// A static pod: a manifest file in `manifests/`.
+    File,
+    /// A pod bound to this node by the API server (sim.json `apiPods`).
+    Api,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::File => "file",
+            Source::Api => "api",
+        }
+    }
+}
+
+/// A pod: a static pod as loaded from one manifest file, or an API pod.
 #[derive(Debug, Clone)]
 struct Pod {
     uid: String,
     name: String,
     namespace: String,
+    /// The manifest file (static pods); empty for API pods.
     manifest: String,
+    source: Source,
+    /// The pod's own `metadata.labels` / `metadata.annotations`.
+    labels: BTreeMap<String, String>,
+    annotations: BTreeMap<String, String>,
+    /// `spec.terminationGracePeriodSeconds` (API default 30).
+    grace_secs: i64,
     containers: Vec<PodContainer>,
 }
 
@@ -121,6 +156,74 @@ struct PodContainer {
     image: String,
     argv: Vec<String>,
     mounts: Vec<Mount>,
+    termination_message_path: String,
+    termination_message_policy: String,
+}
+
+impl PodContainer {
+    fn new(name: &str) -> PodContainer {
+        PodContainer {
+            name: name.to_string(),
+            image: format!("registry.k8s.io/{name}:v1.31.0"),
+            argv: Vec::new(),
+            mounts: Vec::new(),
+            termination_message_path: "/dev/termination-log".to_string(),
+            termination_message_policy: "File".to_string(),
+        }
+    }
+
+    /// `io.kubernetes.container.hash`: the kubelet's FNV-32a hash of the
+    /// container spec, in hex without leading zeros
+    /// (`strconv.FormatUint(HashContainer(c), 16)`); here over the fields
+    /// we model.
+    fn hash(&self) -> String {
+        let mut h: u32 = 0x811c_9dc5;
+        let mut eat = |s: &str| {
+            for b in s.bytes().chain(std::iter::once(0)) {
+                h ^= u32::from(b);
+                h = h.wrapping_mul(0x0100_0193);
+            }
+        };
+        eat(&self.name);
+        eat(&self.image);
+        for a in &self.argv {
+            eat(a);
+        }
+        format!("{h:x}")
+    }
+}
+
+/// An API pod's UID: a UUID made from its namespace and name, so that the
+/// same sim.json entry keeps its UID.
+fn api_pod_uid(namespace: &str, name: &str) -> String {
+    let d = Sha256::digest(format!("api-pod\0{namespace}\0{name}").as_bytes());
+    let h = sim::hex(&d[..16]);
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
+}
+
+fn api_pod(p: &sim::ApiPod) -> Pod {
+    let namespace = p.namespace.clone().unwrap_or_else(|| "default".to_string());
+    Pod {
+        uid: p
+            .uid
+            .clone()
+            .unwrap_or_else(|| api_pod_uid(&namespace, &p.name)),
+        name: p.name.clone(),
+        namespace,
+        manifest: String::new(),
+        source: Source::Api,
+        labels: p.labels.clone(),
+        annotations: p.annotations.clone(),
+        grace_secs: 30,
+        containers: p.containers.iter().map(|c| PodContainer::new(c)).collect(),
+    }
 }
 
 fn parse_pod(bytes: &[u8], uid: &str, manifest: &str) -> Result<Pod> {
@@ -145,6 +248,14 @@ fn parse_pod(bytes: &[u8], uid: &str, manifest: &str) -> Result<Pod> {
         .containers
         .iter()
         .map(|c| PodContainer {
+            termination_message_path: c
+                .termination_message_path
+                .clone()
+                .unwrap_or_else(|| "/dev/termination-log".to_string()),
+            termination_message_policy: c
+                .termination_message_policy
+                .clone()
+                .unwrap_or_else(|| "File".to_string()),
             name: c.name.clone(),
             image: c
                 .image
@@ -171,23 +282,34 @@ fn parse_pod(bytes: &[u8], uid: &str, manifest: &str) -> Result<Pod> {
             .namespace
             .unwrap_or_else(|| "default".to_string()),
         manifest: manifest.to_string(),
+        source: Source::File,
+        labels: m.metadata.labels.unwrap_or_default(),
+        annotations: m.metadata.annotations.unwrap_or_default(),
+        grace_secs: m.spec.termination_grace_period_seconds.unwrap_or(30),
         containers,
     })
 }
 
-/// The value of `--flag=V` or `--flag V` in a command line.
+/// The value of `--flag=V` or `--flag V` in a command line (`command[0]`
+/// is the program), read as the components' flag libraries do (pflag for
+/// kube-apiserver, Go's flag for etcd): the last occurrence wins, and
+/// nothing after a `--` terminator is a flag.
 fn flag_value<'a>(argv: &'a [String], flag: &str) -> Option<&'a str> {
     let prefix = format!("{flag}=");
-    let mut it = argv.iter();
+    let mut found = None;
+    let program = usize::from(argv.first().is_some_and(|a| !a.starts_with('-')));
+    let mut it = argv.iter().skip(program);
     while let Some(a) = it.next() {
-        if let Some(v) = a.strip_prefix(&prefix) {
-            return Some(v);
+        if a == "--" {
+            break;
         }
-        if a == flag {
-            return it.next().map(String::as_str);
+        if let Some(v) = a.strip_prefix(&prefix) {
+            found = Some(v);
+        } else if a == flag {
+            found = it.next().map(String::as_str);
         }
     }
-    None
+    found
 }
 
 /// kube-apiserver's `--secure-port`, default 6443.
@@ -247,15 +369,21 @@ struct Kubelet {
     containers: Vec<Live>,
     /// (uid, container name) -> when to create it.
     pending: HashMap<(String, String), Instant>,
-    /// uid -> sandbox ID.
-    sandboxes: HashMap<String, String>,
+    /// uid -> index in `sandbox_recs` of its live (READY) sandbox.
+    sandboxes: HashMap<String, usize>,
+    /// Every sandbox of this kubelet's life (and the previous ones'),
+    /// oldest first.
+    sandbox_recs: Vec<Sandbox>,
+    /// uid -> `kubernetes.io/config.seen`: when the pod was first seen
+    /// (RFC 3339 with nanoseconds), while it is wanted.
+    seen: HashMap<String, String>,
     /// (uid, container name) -> consecutive crashes.
     crashes: HashMap<(String, String), u32>,
     /// parsed manifests by UID; UIDs already reported as unparsable.
     parsed: HashMap<String, Rc<Pod>>,
     bad: HashSet<String>,
     duplicates: HashSet<String>,
-    /// Port of etcd's client URL, from the last etcd manifest seen.
+    /// Port of etcd's client URL, from the static pod named etcd (else the last etcd container seen).
     etcd_port: Option<u16>,
     dirty: bool,
     parent: Pid,
@@ -321,6 +449,8 @@ pub fn main(args: &[String]) -> Result<()> {
         containers: Vec::new(),
         pending: HashMap::new(),
         sandboxes: HashMap::new(),
+        sandbox_recs: Vec::new(),
+        seen: HashMap::new(),
         crashes: HashMap::new(),
         parsed: HashMap::new(),
         bad: HashSet::new(),
@@ -371,6 +501,10 @@ impl Kubelet {
     /// died with it.
     fn adopt_previous(&mut self) {
         if let Ok(prev) = crate::state::load(&self.sim) {
+            for mut sb in prev.sandboxes {
+                sb.state = SANDBOX_NOTREADY.to_string();
+                self.sandbox_recs.push(sb);
+            }
             let now = sim::now_nanos().to_string();
             for mut rec in prev.containers {
                 if rec.state != EXITED {
@@ -431,6 +565,7 @@ impl Kubelet {
         self.file_uids.retain(|n, _| names.contains(n));
         let mut pods = BTreeMap::new();
         let mut seen: HashSet<(String, String)> = HashSet::new();
+        let mut named_etcd = false;
         for name in names {
             let path = dir.join(&name);
             let Ok(md) = std::fs::metadata(&path) else {
@@ -491,9 +626,27 @@ impl Kubelet {
                 continue;
             }
             if let Some(c) = pod.containers.iter().find(|c| c.name == "etcd") {
-                self.etcd_port = Some(etcd_client_port(&c.argv));
+                // The static pod named etcd wins over other pods with an
+                // etcd container (etcd-copy.yaml, etcd2.yaml).
+                if pod.name == "etcd" || !named_etcd {
+                    self.etcd_port = Some(etcd_client_port(&c.argv));
+                    named_etcd |= pod.name == "etcd";
+                }
             }
             pods.insert(uid, pod);
+        }
+        // Pods from the API server (sim.json `apiPods`).
+        for p in &self.cfg.api_pods {
+            let pod = api_pod(p);
+            if !seen.insert((pod.namespace.clone(), pod.name.clone())) {
+                continue;
+            }
+            pods.insert(pod.uid.clone(), Rc::new(pod));
+        }
+        let now = sim::rfc3339_nanos(sim::now_nanos());
+        self.seen.retain(|uid, _| pods.contains_key(uid));
+        for uid in pods.keys() {
+            self.seen.entry(uid.clone()).or_insert_with(|| now.clone());
         }
         pods
     }
@@ -521,6 +674,21 @@ impl Kubelet {
             .filter(|c| !matches!(c.phase, Phase::Exited))
             .map(|c| c.rec.pod_uid.clone())
             .collect();
+        let gone: Vec<usize> = self
+            .sandboxes
+            .iter()
+            .filter(|(uid, _)| !desired.contains_key(*uid) && !live_uids.contains(*uid))
+            .map(|(_, i)| *i)
+            .collect();
+        for i in gone {
+            self.sandbox_recs[i].state = SANDBOX_NOTREADY.to_string();
+            self.dirty = true;
+            let sb = &self.sandbox_recs[i];
+            self.log(&format!(
+                "pod {}/{} ({}): sandbox {} stopped (NOTREADY)",
+                sb.namespace, sb.name, sb.uid, sb.id
+            ));
+        }
         self.sandboxes
             .retain(|uid, _| desired.contains_key(uid) || live_uids.contains(uid));
         self.crashes.retain(|(uid, _), _| desired.contains_key(uid));
@@ -697,13 +865,75 @@ impl Kubelet {
         self.log(&msg);
     }
 
+    /// The ID of the pod's live sandbox, created (READY) with its first
+    /// container: labels = the pod's own + `io.kubernetes.pod.{name,
+    /// namespace,uid}`, annotations = the pod's own + the kubelet's
+    /// `kubernetes.io/config.{hash (static pods), seen, source}`.
+    fn sandbox_for(&mut self, pod: &Pod, full: &str) -> String {
+        if let Some(&i) = self.sandboxes.get(&pod.uid) {
+            return self.sandbox_recs[i].id.clone();
+        }
+        let mut labels = pod.labels.clone();
+        labels.insert("io.kubernetes.pod.name".into(), full.to_string());
+        labels.insert("io.kubernetes.pod.namespace".into(), pod.namespace.clone());
+        labels.insert("io.kubernetes.pod.uid".into(), pod.uid.clone());
+        let mut annotations = pod.annotations.clone();
+        if pod.source == Source::File {
+            annotations.insert("kubernetes.io/config.hash".into(), pod.uid.clone());
+        }
+        let seen = self
+            .seen
+            .get(&pod.uid)
+            .cloned()
+            .unwrap_or_else(|| sim::rfc3339_nanos(sim::now_nanos()));
+        annotations.insert("kubernetes.io/config.seen".into(), seen);
+        annotations.insert(
+            "kubernetes.io/config.source".into(),
+            pod.source.as_str().into(),
+        );
+        let attempt = self
+            .sandbox_recs
+            .iter()
+            .filter(|s| s.uid == pod.uid)
+            .count() as u32;
+        let sb = Sandbox {
+            id: sim::random_hex(32),
+            name: full.to_string(),
+            uid: pod.uid.clone(),
+            namespace: pod.namespace.clone(),
+            attempt,
+            state: SANDBOX_READY.to_string(),
+            created_at: sim::now_nanos().to_string(),
+            labels,
+            annotations,
+            runtime_handler: String::new(),
+        };
+        self.log(&format!(
+            "pod {}/{full} ({}) from {}: sandbox {} ready (attempt {attempt})",
+            pod.namespace,
+            pod.uid,
+            if pod.source == Source::File {
+                pod.manifest.as_str()
+            } else {
+                "the API server"
+            },
+            sb.id
+        ));
+        let id = sb.id.clone();
+        self.sandboxes
+            .insert(pod.uid.clone(), self.sandbox_recs.len());
+        self.sandbox_recs.push(sb);
+        self.dirty = true;
+        id
+    }
+
     fn create(&mut self, pod: &Pod, c: &PodContainer) {
         let id = sim::random_hex(32);
-        let sandbox = self
-            .sandboxes
-            .entry(pod.uid.clone())
-            .or_insert_with(|| sim::random_hex(32))
-            .clone();
+        let full = match pod.source {
+            Source::File => format!("{}-{}", pod.name, self.cfg.node_name),
+            Source::Api => pod.name.clone(),
+        };
+        let sandbox = self.sandbox_for(pod, &full);
         let attempt = self
             .containers
             .iter()
@@ -713,8 +943,6 @@ impl Kubelet {
                     && x.rec.name == c.name
             })
             .count() as u32;
-        let node = &self.cfg.node_name;
-        let full = format!("{}-{node}", pod.name);
         let labels: BTreeMap<String, String> = [
             ("io.kubernetes.container.name", c.name.clone()),
             ("io.kubernetes.pod.name", full.clone()),
@@ -742,14 +970,42 @@ impl Kubelet {
             exit_code: 0,
             attempt,
             labels,
-            annotations: BTreeMap::new(),
+            annotations: [
+                ("io.kubernetes.container.hash", c.hash()),
+                ("io.kubernetes.container.restartCount", attempt.to_string()),
+                (
+                    "io.kubernetes.container.terminationMessagePath",
+                    c.termination_message_path.clone(),
+                ),
+                (
+                    "io.kubernetes.container.terminationMessagePolicy",
+                    c.termination_message_policy.clone(),
+                ),
+                (
+                    "io.kubernetes.pod.terminationGracePeriod",
+                    pod.grace_secs.to_string(),
+                ),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
             pid: None,
             port: None,
             mounts: c.mounts.clone(),
             log_path: None,
         };
+        let from = match pod.source {
+            Source::File => pod.manifest.clone(),
+            Source::Api => "the API server".to_string(),
+        };
         let root = self.root();
-        let process: Option<(&str, u16, Vec<String>)> = match c.name.as_str() {
+        // Only static pods' etcd and kube-apiserver run a process; an API
+        // pod's containers (an etcd backup job) have none.
+        let process_name = match pod.source {
+            Source::File => c.name.as_str(),
+            Source::Api => "",
+        };
+        let process: Option<(&str, u16, Vec<String>)> = match process_name {
             // sim.json `realEtcd`: the real etcd with the manifest's arguments.
             "etcd" if self.cfg.real_etcd.is_some() => Some((
                 "real-etcd",
@@ -781,7 +1037,7 @@ impl Kubelet {
                 rec.started_at = now;
                 self.log(&format!(
                     "pod {}/{} ({}) from {}: started container {} {id} (attempt {attempt})",
-                    rec.namespace, rec.pod_full_name, rec.pod_uid, rec.manifest, rec.name
+                    rec.namespace, rec.pod_full_name, rec.pod_uid, from, rec.name
                 ));
                 self.containers.push(Live {
                     rec,
@@ -800,7 +1056,7 @@ impl Kubelet {
                         rec.pid = Some(child.id());
                         self.log(&format!(
                             "pod {}/{} ({}) from {}: starting container {} {id} (attempt {attempt}): {role} on port {port}, pid {}",
-                            rec.namespace, rec.pod_full_name, rec.pod_uid, rec.manifest, rec.name, child.id()
+                            rec.namespace, rec.pod_full_name, rec.pod_uid, from, rec.name, child.id()
                         ));
                         self.containers.push(Live {
                             rec,
@@ -911,6 +1167,7 @@ impl Kubelet {
                 .filter(|c| c.visible)
                 .map(|c| c.rec.clone())
                 .collect(),
+            sandboxes: self.sandbox_recs.clone(),
         };
         let mut bytes = serde_json::to_vec_pretty(&file).expect("serialize containers");
         bytes.push(b'\n');
@@ -946,6 +1203,10 @@ impl Kubelet {
             }
             self.mark_exited(i, 0, "stopped (kubelet shutdown)");
         }
+        for sb in &mut self.sandbox_recs {
+            sb.state = SANDBOX_NOTREADY.to_string();
+        }
+        self.sandboxes.clear();
         if self.sim.dir.is_dir() {
             self.write_state();
             self.log("kubelet stopped");
@@ -981,6 +1242,16 @@ mod tests {
             7444
         );
         assert_eq!(apiserver_port(&argv(&["kube-apiserver"])), 6443);
+        // pflag: the last occurrence wins, in either form.
+        assert_eq!(
+            apiserver_port(&argv(&[
+                "kube-apiserver",
+                "--secure-port=7443",
+                "--secure-port",
+                "7445"
+            ])),
+            7445
+        );
         let etcd = argv(&[
             "etcd",
             "--listen-client-urls=https://127.0.0.1:12379,https://10.0.0.11:2379",

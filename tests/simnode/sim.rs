@@ -52,6 +52,35 @@ pub struct SimConfig {
     /// The address the kube-apiserver stand-in listens on (default
     /// `127.0.0.1`; e2e: `0.0.0.0`, like the real default `--bind-address`).
     pub apiserver_bind_address: Option<std::net::IpAddr>,
+    /// The container runtime's CRI socket: the one endpoint crictl can
+    /// connect to (default containerd's, the first of crictl's defaults).
+    pub runtime_endpoint: String,
+    /// Pods the kubelet gets from the API server (not static): run with
+    /// containers that have no process, sandbox `config.source` `api`.
+    pub api_pods: Vec<ApiPod>,
+}
+
+/// The first of real crictl's `defaultRuntimeEndpoints` (cmd/crictl/main_unix.go).
+pub const DEFAULT_RUNTIME_ENDPOINT: &str = "unix:///run/containerd/containerd.sock";
+
+/// A pod the kubelet stand-in runs as if the API server had bound it to
+/// this node (an etcd backup job, a snapshot agent): sim.json `apiPods`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiPod {
+    pub name: String,
+    /// Default `default`, as for a Pod without a namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Container names (no process; image `registry.k8s.io/<name>:v1.31.0`).
+    pub containers: Vec<String>,
+    #[serde(default)]
+    pub labels: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: std::collections::BTreeMap<String, String>,
+    /// Default: a UUID derived from namespace/name (stable across calls).
+    #[serde(default)]
+    pub uid: Option<String>,
 }
 
 impl Default for SimConfig {
@@ -69,6 +98,8 @@ impl Default for SimConfig {
             real_etcd: None,
             real_etcdctl: None,
             apiserver_bind_address: None,
+            runtime_endpoint: DEFAULT_RUNTIME_ENDPOINT.to_string(),
+            api_pods: Vec::new(),
         }
     }
 }
@@ -80,6 +111,9 @@ pub struct EtcdKnobs {
     pub learners: u32,
     /// The last `unhealthy` members of the list are unhealthy.
     pub unhealthy: u32,
+    /// The last `unreachable` members of the list do not answer at all:
+    /// etcdctl waits its whole `--command-timeout` for them.
+    pub unreachable: u32,
     pub self_is_learner: bool,
     pub exec_fails: bool,
 }
@@ -90,6 +124,7 @@ impl Default for EtcdKnobs {
             voters: 1,
             learners: 0,
             unhealthy: 0,
+            unreachable: 0,
             self_is_learner: false,
             exec_fails: false,
         }
@@ -232,6 +267,18 @@ pub fn parse_config(bytes: &[u8]) -> Result<SimConfig> {
     }
     if cfg.etcd.voters == 0 && cfg.etcd.learners == 0 && !cfg.etcd.self_is_learner {
         bail!("etcd: a cluster needs at least one member");
+    }
+    if cfg.runtime_endpoint.is_empty() {
+        bail!("runtimeEndpoint is empty");
+    }
+    for p in &cfg.api_pods {
+        if p.name.is_empty() || p.containers.is_empty() || p.containers.iter().any(String::is_empty)
+        {
+            bail!(
+                "apiPods: {:?} needs a name and at least one named container",
+                p.name
+            );
+        }
     }
     Ok(cfg)
 }
@@ -386,6 +433,26 @@ mod tests {
         assert!(c.kubeadm.allow_host_root);
         assert!(parse_config(br#"{"realEtcdctl": "etcdctl"}"#).is_err());
         assert!(parse_config(br#"{"apiserverBindAddress": "nowhere"}"#).is_err());
+    }
+
+    #[test]
+    fn issue11_knobs() {
+        let c = parse_config(b"{}").unwrap();
+        assert_eq!(c.runtime_endpoint, DEFAULT_RUNTIME_ENDPOINT);
+        assert!(c.api_pods.is_empty() && c.etcd.unreachable == 0);
+        let c = parse_config(
+            br#"{"runtimeEndpoint": "unix:///run/k3s/containerd/containerd.sock", "etcd": {"voters": 3, "unreachable": 1},
+                 "apiPods": [{"name": "etcd-backup-29123", "namespace": "kube-system", "containers": ["etcd"]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.api_pods[0].containers, vec!["etcd".to_string()]);
+        assert_eq!(c.etcd.unreachable, 1);
+        assert!(parse_config(br#"{"apiPods": [{"name": "x", "containers": []}]}"#).is_err());
+        assert!(parse_config(
+            br#"{"apiPods": [{"name": "x", "containers": ["a"], "image": "y"}]}"#
+        )
+        .is_err());
+        assert!(parse_config(br#"{"runtimeEndpoint": ""}"#).is_err());
     }
 
     #[test]

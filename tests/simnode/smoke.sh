@@ -83,6 +83,9 @@ setup() {
     sed -i "s#--listen-client-urls=https://127.0.0.1:2379#--listen-client-urls=https://127.0.0.1:$ETCD_PORT#" "$M/etcd.yaml"
     ln -s "$BIN" "$SIM/bin/crictl"
     ln -s "$BIN" "$SIM/bin/kubeadm"
+    # A configured node: crictl finds its endpoint in /etc/crictl.yaml and
+    # prints no warnings (the endpoint checks below remove it).
+    printf 'runtime-endpoint: unix:///run/containerd/containerd.sock\n' >"$ROOT/etc/crictl.yaml"
     CRICTL="$SIM/bin/crictl"
     KUBEADM="$SIM/bin/kubeadm"
     knobs ''
@@ -113,6 +116,8 @@ kadm() { env -i "$KUBEADM" "$@"; }
 running_id() { cri ps -q --label io.kubernetes.pod.namespace=kube-system --label "io.kubernetes.container.name=$1"; }
 is_running() { [ -n "$(running_id "$1")" ]; }
 not_running() { [ -z "$(running_id "$1")" ]; }
+not_running_id() { ! cri ps -q | grep -q "^$1$"; }
+one_etcd() { [ "$(running_id etcd | wc -l)" -eq 1 ]; }
 all_running() {
     local c
     for c in etcd kube-apiserver kube-controller-manager kube-scheduler; do
@@ -164,12 +169,17 @@ served_matches() {
     [ "$served" = "$(openssl x509 -in "$2" -outform DER | sha256sum)" ]
 }
 
-ETCDCTL_TLS=(--endpoints=https://127.0.0.1:2379
-    --cacert=/etc/kubernetes/pki/etcd/ca.crt
+ETCDCTL_TLS=(--cacert=/etc/kubernetes/pki/etcd/ca.crt
     --cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt
     --key=/etc/kubernetes/pki/etcd/healthcheck-client.key
     --dial-timeout=2s --command-timeout=5s)
-etcdctl() { cri exec -s --timeout 10 "$(running_id etcd)" etcdctl "${ETCDCTL_TLS[@]}" "$@"; }
+# etcdctl ARGS: as the runbook runs it (streaming `crictl exec`), at the
+# client URL the etcd manifest gives (the node's etcd answers nowhere else).
+etcdctl() { cri exec "$(running_id etcd)" etcdctl --endpoints="https://127.0.0.1:$ETCD_PORT" "${ETCDCTL_TLS[@]}" "$@"; }
+# etcdctl_at ENDPOINTS ARGS: the same at other endpoints.
+etcdctl_at() { local ep="$1"; shift; cri exec "$(running_id etcd)" etcdctl --endpoints="$ep" "${ETCDCTL_TLS[@]}" "$@"; }
+# ms: milliseconds since the epoch.
+ms() { echo $(($(date +%s%N) / 1000000)); }
 
 LEAVES=(apiserver apiserver-kubelet-client apiserver-etcd-client front-proxy-client
     etcd/server etcd/peer etcd/healthcheck-client)
@@ -204,6 +214,49 @@ cri ps | head -1 | grep -q '^CONTAINER  *IMAGE  *CREATED  *STATE  *NAME  *ATTEMP
 [ "$(cri ps -q --name '^kube-' | wc -l)" -eq 4 ] || fail "--name regex"
 ok "labels, IDs, pod UID, table, --name"
 
+# --- pod sandboxes (crictl pods) and the kubelet's annotations
+J="$(cri pods -o json --label io.kubernetes.pod.name=etcd-cp-1)"
+[ "$(grep -c '"id": "' <<<"$J")" -eq 1 ] || fail "pods --label: one etcd sandbox expected: $J"
+SB1="$(grep -o '"id": "[0-9a-f]*"' <<<"$J" | head -1 | cut -d'"' -f4)"
+[[ "$SB1" =~ ^[0-9a-f]{64}$ ]] || fail "sandbox ID is not 64 hex: $SB1"
+for want in '^{$' '^  "items": \[$' '^      "metadata": {$' '^        "name": "etcd-cp-1",$' \
+    "^        \"uid\": \"$UID_WANT\",\$" '^        "namespace": "kube-system",$' '^        "attempt": 0$' \
+    '^      "state": "SANDBOX_READY",$' '^      "createdAt": "[0-9]\{19\}",$' '^      "runtimeHandler": ""$' \
+    '"component": "etcd"' '"tier": "control-plane"' '"io.kubernetes.pod.name": "etcd-cp-1"' \
+    "\"io.kubernetes.pod.uid\": \"$UID_WANT\"" '"io.kubernetes.pod.namespace": "kube-system"' \
+    '"kubeadm.kubernetes.io/etcd.advertise-client-urls": "https://10.0.0.11:2379"' \
+    "\"kubernetes.io/config.hash\": \"$UID_WANT\"" '"kubernetes.io/config.seen": "20[0-9-]*T[0-9:.]*Z"' \
+    '"kubernetes.io/config.source": "file"'; do
+    grep -q -- "$want" <<<"$J" || fail "pods -o json lacks $want: $J"
+done
+J="$(cri ps -o json --label io.kubernetes.container.name=etcd)"
+grep -q "\"podSandboxId\": \"$SB1\"" <<<"$J" || fail "the etcd container's podSandboxId is not its sandbox: $J"
+for want in '"io.kubernetes.container.hash": "[0-9a-f]\{1,8\}"' '"io.kubernetes.container.restartCount": "0"' \
+    '"io.kubernetes.container.terminationMessagePath": "/dev/termination-log"' \
+    '"io.kubernetes.container.terminationMessagePolicy": "File"' '"io.kubernetes.pod.terminationGracePeriod": "30"' \
+    '"userSpecifiedImage": "registry.k8s.io/etcd:3.5.15-0"' '"image": "sha256:[0-9a-f]\{64\}"'; do
+    grep -q -- "$want" <<<"$J" || fail "ps -o json lacks $want: $J"
+done
+[ "$(cri pods -q | wc -l)" -eq 5 ] || fail "pods -q: 5 static pods expected"
+[ "$(cri pods -q --namespace '^kube-sys' --name '^kube-(api|sched)')" != "" ] || fail "pods --namespace/--name regex"
+[ "$(cri pods -q --name '^kube-(api|sched)' | wc -l)" -eq 2 ] || fail "pods --name regex count"
+[ "$(cri pods -q --name '(' | wc -l)" -eq 0 ] || fail "an invalid --name regex matches nothing"
+[ "$(cri pods -q --id "${SB1:0:10}")" = "$SB1" ] || fail "pods --id prefix"
+[ "$(cri pods -q -s notready | wc -l)" -eq 0 ] || fail "no NOTREADY sandbox yet"
+[ "$(cri pods -q --label component=etcd --label tier=control-plane)" = "$SB1" ] || fail "pods: labels ANDed"
+[ -z "$(cri pods -q --label component=etcd --label tier=node)" ] || fail "pods: labels ANDed (none)"
+[ "$(cri pods -q --latest | wc -l)" -eq 1 ] && [ "$(cri pods -q -n 2 | wc -l)" -eq 2 ] || fail "pods --latest/--last"
+[ "$(cri pods -q -q -o json | grep -c '"id"')" -eq 5 ] || fail "pods: -o json wins over -q"
+cri pods | head -1 | grep -q '^POD ID  *CREATED  *STATE  *NAME  *NAMESPACE  *ATTEMPT  *RUNTIME$' || fail "pods table header: $(cri pods | head -1)"
+cri pods --no-trunc | grep -q "^$SB1 .* Ready  *etcd-cp-1  *kube-system  *0  *(default)$" || fail "pods table row"
+cri pods -o yaml | grep -q '^- annotations:$' || fail "pods -o yaml"
+if cri pods -s bogus >/dev/null 2>"$NODE/err"; then fail "pods -s bogus succeeded"; fi
+grep -q -- '--state should be ready or notready' "$NODE/err" || fail "pods -s bogus message: $(cat "$NODE/err")"
+if cri pods --label a=b=c >/dev/null 2>"$NODE/err"; then fail "a label with two = accepted"; fi
+grep -q 'incorrectly specified label: a=b=c' "$NODE/err" || fail "label message: $(cat "$NODE/err")"
+cri ps | head -1 | grep -q '  *POD  *NAMESPACE$' || fail "ps table NAMESPACE column"
+ok "crictl pods: sandboxes, filters, JSON as crictl prints it; the kubelet's container annotations"
+
 [ "$(readyz)" = 200 ] || fail "readyz is not 200: $(readyz)"
 code="$(curl -s -o /dev/null -w '%{http_code}' --cacert "$P/ca.crt" "https://127.0.0.1:$API_PORT/readyz" 2>/dev/null || true)"
 [ "$code" != 200 ] || fail "readyz answered without a client certificate"
@@ -214,12 +267,12 @@ grep -q '"member_id":10276657743932975437' <<<"$out" || fail "member list: $out"
 grep -q '"name":"cp-1"' <<<"$out" || fail "member list name"
 ! grep -q isLearner <<<"$out" || fail "isLearner must be omitted for voters"
 out="$(etcdctl endpoint health -w json)"
-[ "$out" = '[{"endpoint":"https://127.0.0.1:2379","health":true,"took":"'"$(sed -E 's/.*"took":"([^"]*)".*/\1/' <<<"$out")"'"}]' ] ||
+[ "$out" = '[{"endpoint":"https://127.0.0.1:'"$ETCD_PORT"'","health":true,"took":"'"$(sed -E 's/.*"took":"([^"]*)".*/\1/' <<<"$out")"'"}]' ] ||
     fail "endpoint health: $out"
 etcdctl endpoint health --cluster -w json | grep -q '"endpoint":"https://10.0.0.11:2379","health":true' || fail "cluster health"
-# the product guide's validation command, verbatim
+# the product guide's validation command (at the port the etcd manifest gives)
 cri exec "$(cri ps --label io.kubernetes.container.name=etcd -q)" etcdctl \
-    --endpoints=https://127.0.0.1:2379 \
+    --endpoints="https://127.0.0.1:$ETCD_PORT" \
     --cacert=/etc/kubernetes/pki/etcd/ca.crt \
     --cert=/etc/kubernetes/pki/etcd/server.crt \
     --key=/etc/kubernetes/pki/etcd/server.key \
@@ -254,9 +307,50 @@ grep -q '"attempt": 1' <<<"$J" || fail "attempt of the new container"
 cri inspect "$ETCD1" | grep -q '"state": "CONTAINER_EXITED"' || fail "inspect exited"
 cri inspect "$ETCD2" | grep -q '"pid": [1-9]' || fail "inspect pid"
 if cri inspect 0000deadbeef >/dev/null 2>"$NODE/err"; then fail "inspect of an unknown ID succeeded"; fi
-grep -q 'container "0000deadbeef" not found' "$NODE/err" || fail "inspect unknown ID message: $(cat "$NODE/err")"
+grep -q 'container \\"0000deadbeef\\" not found' "$NODE/err" || fail "inspect unknown ID message: $(cat "$NODE/err")"
 wait_until 5 readyz_is 200 || fail "readyz not back to 200"
 ok "etcd restart: EXITED after latency, new ID, same UID, ps -a lists both, readyz 500 -> 200"
+J="$(cri pods -o json --label io.kubernetes.pod.name=etcd-cp-1)"
+[ "$(grep -c '"id": "' <<<"$J")" -eq 2 ] || fail "two etcd sandboxes expected after the restart: $J"
+[ "$(cri pods -q -s notready --label io.kubernetes.pod.name=etcd-cp-1)" = "$SB1" ] || fail "the old sandbox is not NOTREADY"
+SB2="$(cri pods -q -s ready --label io.kubernetes.pod.name=etcd-cp-1)"
+[ -n "$SB2" ] && [ "$SB2" != "$SB1" ] || fail "no new READY sandbox"
+[ "$(grep -o '"id": "[0-9a-f]*"' <<<"$J" | head -1 | cut -d'"' -f4)" = "$SB2" ] || fail "pods not newest first"
+grep -q '"attempt": 1' <<<"$J" || fail "the new sandbox's attempt"
+[ "$(grep -c "\"uid\": \"$UID_WANT\"" <<<"$J")" -eq 2 ] || fail "both sandboxes have the pod UID"
+cri ps -o json --label io.kubernetes.container.name=etcd | grep -q "\"podSandboxId\": \"$SB2\"" || fail "new container in the new sandbox"
+cri ps -o json --label io.kubernetes.container.name=etcd | grep -q '"io.kubernetes.container.restartCount": "1"' || fail "restartCount annotation"
+ok "sandboxes: one per pod lifetime, NOTREADY after it stopped, attempt counts"
+
+# --- other kube-system pods with a container named etcd
+knobs '"apiPods": [{"name": "etcd-backup-29123", "namespace": "kube-system", "containers": ["etcd"], "labels": {"job-name": "etcd-backup-29123"}}]'
+two_etcds() { [ "$(running_id etcd | wc -l)" -eq 2 ]; }
+wait_until 5 two_etcds || fail "the API pod's etcd container did not start"
+J="$(cri pods -o json --name '^etcd-backup')"
+grep -q '"kubernetes.io/config.source": "api"' <<<"$J" || fail "API pod sandbox source: $J"
+! grep -q 'config.hash' <<<"$J" || fail "an API pod has no config.hash"
+grep -q '"job-name": "etcd-backup-29123"' <<<"$J" || fail "API pod labels"
+grep -q '"uid": "[0-9a-f]\{8\}-[0-9a-f]\{4\}-4[0-9a-f]\{3\}-8[0-9a-f]\{3\}-[0-9a-f]\{12\}"' <<<"$J" || fail "API pod UID is not a UUID: $J"
+APISB="$(cri pods -q --name '^etcd-backup')"
+BK="$(cri ps -q --pod "$APISB")"
+[ -n "$BK" ] && [ "$BK" != "$ETCD2" ] || fail "ps --pod"
+cri inspect "$BK" | grep -q '"pid": 0' || fail "an API pod's container has no process"
+[ "$(cri ps -q --label io.kubernetes.pod.namespace=kube-system --label io.kubernetes.container.name=etcd --label io.kubernetes.pod.name=etcd-cp-1)" = "$ETCD2" ] ||
+    fail "the static etcd container by its pod-name label"
+knobs ''
+wait_until 5 not_running_id "$BK" || fail "the API pod did not stop when removed from apiPods"
+[ "$(cri pods -q -s notready --name '^etcd-backup')" = "$APISB" ] || fail "API pod sandbox not NOTREADY"
+# a second static pod with a container named etcd (on its own port)
+COPY_PORT="$(free_port)"
+sed -e 's/^  name: etcd$/  name: etcd-copy/' -e "s#https://127.0.0.1:$ETCD_PORT#https://127.0.0.1:$COPY_PORT#" "$M/etcd.yaml" >"$NODE/etcd-copy.yaml"
+mv "$NODE/etcd-copy.yaml" "$M/etcd-copy.yaml"
+wait_until 5 two_etcds || fail "the etcd-copy static pod did not start"
+[ "$(cri pods -q --label io.kubernetes.pod.name=etcd-copy-cp-1 -s ready | wc -l)" -eq 1 ] || fail "etcd-copy sandbox"
+cri pods -o json --label io.kubernetes.pod.name=etcd-copy-cp-1 | grep -q '"kubernetes.io/config.source": "file"' || fail "etcd-copy source"
+rm "$M/etcd-copy.yaml"
+wait_until 5 one_etcd || fail "etcd-copy did not stop"
+[ "$(running_id etcd)" = "$ETCD2" ] || fail "the etcd static pod was disturbed by etcd-copy"
+ok "apiPods: a kube-system API pod with an etcd container (config.source api); a second static pod etcd-copy"
 
 # --- etcd knobs
 knobs '"etcd": {"voters": 3, "learners": 1, "unhealthy": 1}'
@@ -285,6 +379,114 @@ if etcdctl member list -w json >/dev/null 2>&1; then fail "execFails"; fi
 knobs ''
 etcdctl endpoint health -w json >/dev/null || fail "healthy again"
 ok "etcd knobs: voters/learners/unhealthy/selfIsLearner/execFails"
+
+# --- etcdctl --endpoints: only what the etcd stand-in serves answers
+etcdctl_at "https://localhost:$ETCD_PORT" endpoint health -w json | grep -q '"health":true' || fail "localhost:port"
+etcdctl_at https://10.0.0.11:2379 endpoint health -w json | grep -q '"health":true' || fail "member 1's client URL"
+t0=$(ms)
+set +e
+out="$(etcdctl_at https://127.0.0.1:2379 --command-timeout=1s --dial-timeout=3s endpoint health -w json 2>"$NODE/err")"
+rc=$?
+set -e
+t=$(($(ms) - t0))
+[ $rc -eq 1 ] || fail "an endpoint nobody listens on must exit 1 (rc $rc)"
+[ $t -ge 1000 ] && [ $t -lt 2500 ] || fail "unreachable endpoint: took ${t} ms, not the 1 s --command-timeout"
+grep -q '^\[{"endpoint":"https://127.0.0.1:2379","health":false,"took":"1\.[0-9]*s","error":"context deadline exceeded"}\]$' <<<"$out" ||
+    fail "unreachable endpoint JSON: $out"
+grep -q '"msg":"retrying of unary invoker failed"' "$NODE/err" || fail "the client's retry warning"
+grep -q '^Error: unhealthy cluster$' "$NODE/err" || fail "unhealthy cluster: $(cat "$NODE/err")"
+grep -q 'command terminated with exit code 1' "$NODE/err" || fail "crictl exec's error for a non-zero exit"
+set +e
+etcdctl_at https://127.0.0.1:2379 --command-timeout=1s endpoint health >"$NODE/out" 2>"$NODE/err"
+set -e
+[ ! -s "$NODE/out" ] || fail "simple output: nothing on stdout for an unhealthy endpoint"
+grep -q '^https://127.0.0.1:2379 is unhealthy: failed to commit proposal: context deadline exceeded$' "$NODE/err" || fail "simple unhealthy line"
+t0=$(ms)
+if etcdctl_at "https://127.0.0.1:$API_PORT" --command-timeout=1s member list -w json >"$NODE/out" 2>"$NODE/err"; then
+    fail "member list at the apiserver's port"
+fi
+[ $(($(ms) - t0)) -ge 1000 ] || fail "member list: not the command timeout"
+[ ! -s "$NODE/out" ] && grep -q '^Error: context deadline exceeded$' "$NODE/err" || fail "member list unreachable: $(cat "$NODE/err")"
+if etcdctl_at http://127.0.0.1:$ETCD_PORT --command-timeout=1s endpoint health --cluster -w json >"$NODE/out" 2>"$NODE/err"; then
+    fail "plain http to the TLS port"
+fi
+grep -q '^Error: failed to fetch endpoints from etcd cluster member list: context deadline exceeded$' "$NODE/err" ||
+    fail "cluster health without a reachable endpoint: $(cat "$NODE/err")"
+ok "etcdctl --endpoints: unreachable endpoints wait --command-timeout and fail as etcdctl does"
+
+knobs '"etcd": {"voters": 3, "unreachable": 1}'
+t0=$(ms)
+set +e
+out="$(etcdctl --command-timeout=1s endpoint health --cluster -w json 2>"$NODE/err")"
+rc=$?
+set -e
+t=$(($(ms) - t0))
+[ $rc -eq 1 ] || fail "unreachable member: exit 1"
+[ $t -ge 1000 ] && [ $t -lt 2500 ] || fail "unreachable member: took ${t} ms"
+[ "$(grep -o '"health":true' <<<"$out" | wc -l)" -eq 2 ] || fail "two healthy members: $out"
+grep -q ',{"endpoint":"https://10.0.0.13:2379","health":false,"took":"1\.[0-9]*s","error":"context deadline exceeded"}\]$' <<<"$out" ||
+    fail "the unreachable member last, after the command timeout: $out"
+etcdctl member list -w json | grep -q '"name":"cp-3"' || fail "member list with an unreachable member"
+knobs ''
+ok "etcd.unreachable: endpoint health --cluster waits for the slowest member"
+
+# --- crictl's runtime endpoint (sim.json runtimeEndpoint is the one that answers)
+CONTAINERD=unix:///run/containerd/containerd.sock
+K3S=unix:///run/k3s/containerd/containerd.sock
+DEFAULTS='[unix:///run/containerd/containerd.sock unix:///run/crio/crio.sock unix:///var/run/cri-dockerd.sock]'
+mv "$ROOT/etc/crictl.yaml" "$NODE/crictl.yaml"
+cri ps -q >"$NODE/out" 2>"$NODE/err" || fail "no endpoint, containerd socket: ps failed: $(cat "$NODE/err")"
+[ "$(wc -l <"$NODE/out")" -ge 4 ] || fail "no endpoint: ps listed nothing"
+[ "$(wc -l <"$NODE/err")" -eq 3 ] || fail "no endpoint: three warnings expected: $(cat "$NODE/err")"
+grep -q "^time=\"[0-9T:-]*Z\" level=warning msg=\"Config \\\\\"/etc/crictl.yaml\\\\\" does not exist, trying next: \\\\\"$SIM/bin/crictl.yaml\\\\\"\"$" "$NODE/err" ||
+    fail "config warning: $(cat "$NODE/err")"
+grep -qF "level=warning msg=\"runtime connect using default endpoints: $DEFAULTS. As the default settings are now deprecated, you should set the endpoint instead.\"" "$NODE/err" ||
+    fail "runtime default-endpoints warning: $(cat "$NODE/err")"
+grep -qF "level=warning msg=\"Image connect using default endpoints: $DEFAULTS." "$NODE/err" || fail "image default-endpoints warning"
+knobs "\"runtimeEndpoint\": \"unix:///run/crio/crio.sock\""
+cri pods -q >/dev/null 2>"$NODE/err" || fail "no endpoint, crio socket: pods failed"
+grep -qF 'level=error msg="validate service connection: validate CRI v1 runtime API for endpoint \"unix:///run/containerd/containerd.sock\": rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory\""' "$NODE/err" ||
+    fail "the failed containerd default: $(cat "$NODE/err")"
+knobs "\"runtimeEndpoint\": \"$K3S\""
+t0=$(ms)
+if cri ps -q >"$NODE/out" 2>"$NODE/err"; then fail "no endpoint and a non-default socket: ps succeeded"; fi
+t=$(($(ms) - t0))
+[ $t -lt 1000 ] || fail "crictl with no reachable default took ${t} ms"
+[ ! -s "$NODE/out" ] || fail "nothing on stdout"
+[ "$(grep -c 'level=error' "$NODE/err")" -eq 3 ] || fail "one error per default endpoint"
+tail -1 "$NODE/err" | grep -qF 'level=fatal msg="validate service connection: validate CRI v1 runtime API for endpoint \"unix:///var/run/cri-dockerd.sock\": rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix /var/run/cri-dockerd.sock: connect: no such file or directory\""' ||
+    fail "the fatal error names cri-dockerd's socket: $(cat "$NODE/err")"
+cri -r "$K3S" ps -q >/dev/null 2>"$NODE/err" || fail "-r with the runtime's socket"
+[ "$(wc -l <"$NODE/err")" -eq 1 ] && grep -q 'Config ' "$NODE/err" || fail "-r: only the config warning expected: $(cat "$NODE/err")"
+cri --runtime-endpoint="$K3S" pods -q >/dev/null 2>&1 || fail "--runtime-endpoint="
+env -i CONTAINER_RUNTIME_ENDPOINT="$K3S" "$CRICTL" pods -q >/dev/null 2>&1 || fail "CONTAINER_RUNTIME_ENDPOINT"
+env -i CONTAINER_RUNTIME_ENDPOINT=/run/k3s/containerd/containerd.sock "$CRICTL" pods -q >/dev/null 2>&1 || fail "a bare socket path"
+t0=$(ms)
+if cri -r "$CONTAINERD" pods >/dev/null 2>"$NODE/err"; then fail "-r with a socket nobody serves"; fi
+[ $(($(ms) - t0)) -lt 1000 ] || fail "-r unreachable: not at once"
+[ "$(tail -1 "$NODE/err")" = "$(tail -1 "$NODE/err" | sed 's/ level=.*//') level=fatal msg=\"validate service connection: validate CRI v1 runtime API for endpoint \\\"$CONTAINERD\\\": rpc error: code = Unavailable desc = connection error: desc = \\\"transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory\\\"\"" ] ||
+    fail "-r unreachable message: $(tail -1 "$NODE/err")"
+! grep -q 'default endpoints' "$NODE/err" || fail "-r: no default-endpoint warning"
+if env -i CONTAINER_RUNTIME_ENDPOINT="$CONTAINERD" "$CRICTL" -r "$K3S" ps >/dev/null 2>&1; then :; else fail "-r wins over the variable"; fi
+if env -i CONTAINER_RUNTIME_ENDPOINT= "$CRICTL" ps >/dev/null 2>"$NODE/err"; then fail "an empty variable"; fi
+grep -q 'msg="--runtime-endpoint is not set"' "$NODE/err" || fail "empty endpoint message: $(cat "$NODE/err")"
+if cri -r tcp://127.0.0.1:1234 ps >/dev/null 2>"$NODE/err"; then fail "tcp endpoint"; fi
+grep -q 'msg="only support unix socket endpoint"' "$NODE/err" || fail "tcp endpoint message"
+printf 'runtime-endpoint: %s\ntimeout: 2\n' "$K3S" >"$ROOT/etc/crictl.yaml"
+cri ps -q >/dev/null 2>"$NODE/err" || fail "crictl.yaml endpoint"
+[ ! -s "$NODE/err" ] || fail "a configured crictl prints no warnings: $(cat "$NODE/err")"
+if cri -r "$CONTAINERD" ps >/dev/null 2>&1; then fail "-r wins over crictl.yaml"; fi
+printf 'runtime-endpoint: %s\nbogus: 1\n' "$K3S" >"$ROOT/etc/crictl.yaml"
+if cri ps >/dev/null 2>"$NODE/err"; then fail "an invalid default crictl.yaml is ignored (defaults tried)"; fi
+grep -q 'default endpoints' "$NODE/err" || fail "invalid crictl.yaml: defaults expected"
+if cri -c /etc/crictl.yaml ps >/dev/null 2>"$NODE/err"; then fail "-c with an invalid file"; fi
+grep -q "msg=\"load config file: Config option 'bogus' is not valid\"" "$NODE/err" || fail "-c invalid: $(cat "$NODE/err")"
+if cri -c /etc/nope.yaml ps >/dev/null 2>"$NODE/err"; then fail "-c with a missing file"; fi
+grep -qF "msg=\"load config file: stat $SIM/bin/crictl.yaml: no such file or directory\"" "$NODE/err" || fail "-c missing: $(cat "$NODE/err")"
+knobs ''
+mv "$NODE/crictl.yaml" "$ROOT/etc/crictl.yaml"
+cri ps -q >/dev/null 2>"$NODE/err" && [ ! -s "$NODE/err" ] || fail "back to the configured node"
+ok "crictl endpoints: defaults with warnings, -r, CONTAINER_RUNTIME_ENDPOINT, crictl.yaml, -c; unreachable fails at once"
 
 # --- kubelet knobs
 knobs '"neverStop": ["kube-scheduler"]'

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 pub const RUNNING: &str = "CONTAINER_RUNNING";
 pub const EXITED: &str = "CONTAINER_EXITED";
+pub const SANDBOX_READY: &str = "SANDBOX_READY";
+pub const SANDBOX_NOTREADY: &str = "SANDBOX_NOTREADY";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -19,6 +21,37 @@ pub struct ContainersFile {
     pub updated_at: String,
     /// In creation order (oldest first).
     pub containers: Vec<Container>,
+    /// Pod sandboxes, in creation order (oldest first).
+    #[serde(default)]
+    pub sandboxes: Vec<Sandbox>,
+}
+
+/// A pod sandbox as the CRI reports it (`crictl pods`): one per pod
+/// lifetime; READY while the pod runs, NOTREADY once it stopped.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sandbox {
+    /// 64 lowercase hex digits.
+    pub id: String,
+    /// The kubelet's pod name (`etcd-cp-1`; an API pod's own name).
+    pub name: String,
+    pub uid: String,
+    pub namespace: String,
+    /// Number of earlier sandboxes of the same pod UID.
+    pub attempt: u32,
+    /// SANDBOX_READY or SANDBOX_NOTREADY.
+    pub state: String,
+    /// unix nanos, as a string.
+    pub created_at: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub runtime_handler: String,
+}
+
+impl Sandbox {
+    pub fn created_nanos(&self) -> i128 {
+        self.created_at.parse().unwrap_or(0)
+    }
 }
 
 /// A volume mount of the container: `containerPath` inside the container is

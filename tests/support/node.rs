@@ -342,3 +342,242 @@ pub fn merge(a: &mut Value, b: &Value) {
         (a, b) => *a = b.clone(),
     }
 }
+
+// ------------------------------------------------------------------------
+// The node as kubelet and crictl see it (issue 11; tests/simnode/README.md):
+// the runtime endpoint, the kubelet's own configuration files, API pods,
+// second static pods, and crictl through the configured endpoint.
+
+/// crictl's first default endpoint (sim.json `runtimeEndpoint` default).
+pub const CONTAINERD_SOCKET: &str = "unix:///run/containerd/containerd.sock";
+
+impl Node {
+    /// sim.json `runtimeEndpoint`: the one CRI socket that answers.
+    pub fn runtime_endpoint(&self) -> String {
+        self.sim_json["runtimeEndpoint"]
+            .as_str()
+            .unwrap_or(CONTAINERD_SOCKET)
+            .to_string()
+    }
+
+    /// Sets sim.json `runtimeEndpoint` (read by every crictl call). The
+    /// helpers above (`crictl_json`, `running_id`, `wait_all_running`, so
+    /// `Node::new` too) call crictl without an endpoint: they only work
+    /// while this is one of crictl's defaults (containerd, CRI-O,
+    /// cri-dockerd). Call it after `Node::new`, and use `crictl`,
+    /// `containers`, `running_ids`, `pods` below, which pass it with `-r`.
+    pub fn set_runtime_endpoint(&mut self, endpoint: &str) {
+        self.set_knobs(json!({ "runtimeEndpoint": endpoint }));
+    }
+
+    /// Writes `<root>/var/lib/kubelet/config.yaml`, the KubeletConfiguration
+    /// kubeadm writes, with `containerRuntimeEndpoint: <endpoint>` (`None`:
+    /// `""`, as kubeadm writes it when the endpoint is a kubelet flag in
+    /// kubeadm-flags.env).
+    pub fn write_kubelet_config(&self, endpoint: Option<&str>) {
+        let ep = serde_json::to_string(endpoint.unwrap_or("")).unwrap();
+        let yaml = format!(
+            "apiVersion: kubelet.config.k8s.io/v1beta1\n\
+             authentication:\n  anonymous:\n    enabled: false\n  webhook:\n    cacheTTL: 0s\n    enabled: true\n  x509:\n    clientCAFile: /etc/kubernetes/pki/ca.crt\n\
+             authorization:\n  mode: Webhook\n  webhook:\n    cacheAuthorizedTTL: 0s\n    cacheUnauthorizedTTL: 0s\n\
+             cgroupDriver: systemd\n\
+             clusterDNS:\n- 10.96.0.10\n\
+             clusterDomain: cluster.local\n\
+             containerRuntimeEndpoint: {ep}\n\
+             cpuManagerReconcilePeriod: 0s\n\
+             evictionPressureTransitionPeriod: 0s\n\
+             fileCheckFrequency: 0s\n\
+             healthzBindAddress: 127.0.0.1\n\
+             healthzPort: 10248\n\
+             httpCheckFrequency: 0s\n\
+             imageMaximumGCAge: 0s\n\
+             imageMinimumGCAge: 0s\n\
+             kind: KubeletConfiguration\n\
+             logging:\n  flushFrequency: 0\n  options:\n    json:\n      infoBufferSize: \"0\"\n    text:\n      infoBufferSize: \"0\"\n  verbosity: 0\n\
+             memorySwap: {{}}\n\
+             nodeStatusReportFrequency: 0s\n\
+             nodeStatusUpdateFrequency: 0s\n\
+             rotateCertificates: true\n\
+             runtimeRequestTimeout: 0s\n\
+             shutdownGracePeriod: 0s\n\
+             shutdownGracePeriodCriticalPods: 0s\n\
+             staticPodPath: /etc/kubernetes/manifests\n\
+             streamingConnectionIdleTimeout: 0s\n\
+             syncFrequency: 0s\n\
+             volumeStatsAggPeriod: 0s\n"
+        );
+        self.write_kubelet_file("config.yaml", &yaml);
+    }
+
+    /// Writes `<root>/var/lib/kubelet/kubeadm-flags.env` as kubeadm does:
+    /// `KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=<endpoint>
+    /// --pod-infra-container-image=registry.k8s.io/pause:3.10"`.
+    pub fn write_kubeadm_flags(&self, endpoint: &str) {
+        self.write_kubelet_file(
+            "kubeadm-flags.env",
+            &format!(
+                "KUBELET_KUBEADM_ARGS=\"--container-runtime-endpoint={endpoint} --pod-infra-container-image=registry.k8s.io/pause:3.10\"\n"
+            ),
+        );
+    }
+
+    fn write_kubelet_file(&self, name: &str, content: &str) {
+        for (d, mode) in [
+            ("var", 0o755),
+            ("var/lib", 0o755),
+            ("var/lib/kubelet", 0o700),
+        ] {
+            let p = self.root.join(d);
+            if !p.is_dir() {
+                std::fs::create_dir_all(&p).unwrap();
+                chmod(&p, mode);
+            }
+        }
+        let p = self.root.join("var/lib/kubelet").join(name);
+        std::fs::write(&p, content).unwrap();
+        chmod(&p, 0o644);
+    }
+
+    /// Writes `<root>/etc/crictl.yaml` (`runtime-endpoint: <endpoint>`,
+    /// the simulated crictl's `/etc/crictl.yaml`); `None` removes it.
+    pub fn write_crictl_config(&self, endpoint: Option<&str>) {
+        let p = self.root.join("etc/crictl.yaml");
+        match endpoint {
+            Some(ep) => {
+                std::fs::write(&p, format!("runtime-endpoint: {ep}\n")).unwrap();
+                chmod(&p, 0o644);
+            }
+            None => {
+                let _ = std::fs::remove_file(&p);
+            }
+        }
+    }
+
+    /// Sets sim.json `apiPods` (the whole list), e.g.
+    /// `json!([{"name": "etcd-backup-29123", "namespace": "kube-system",
+    /// "containers": ["etcd"]}])`: pods the kubelet runs as if the API
+    /// server had bound them here (sandbox `kubernetes.io/config.source:
+    /// api`, containers without a process). `json!([])` stops them.
+    pub fn set_api_pods(&mut self, pods: Value) {
+        self.set_knobs(json!({ "apiPods": pods }));
+    }
+
+    /// A second static pod: `manifests/<file>` is a copy of
+    /// `<component>.yaml` with `metadata.name: <name>` (its container keeps
+    /// the component's name), etcd's client port and kube-apiserver's
+    /// secure port moved to free ports so its stand-in runs too. Returns
+    /// the manifest's path; remove the file to stop the pod.
+    pub fn add_static_copy(&self, component: &str, name: &str, file: &str) -> PathBuf {
+        let mut s = std::fs::read_to_string(self.manifest(component)).unwrap();
+        let from = format!("\n  name: {component}\n");
+        assert!(s.contains(&from), "{component}.yaml has no metadata.name");
+        s = s.replacen(&from, &format!("\n  name: {name}\n"), 1);
+        let port_after = |s: &str, key: &str| -> Option<String> {
+            let i = s.find(key)? + key.len();
+            Some(s[i..].chars().take_while(char::is_ascii_digit).collect())
+        };
+        match component {
+            "etcd" => {
+                if let Some(p) = port_after(&s, "--listen-client-urls=https://127.0.0.1:") {
+                    s = s.replace(
+                        &format!("127.0.0.1:{p}"),
+                        &format!("127.0.0.1:{}", free_port()),
+                    );
+                }
+            }
+            "kube-apiserver" => {
+                if let Some(p) = port_after(&s, "--secure-port=") {
+                    s = s.replace(
+                        &format!("--secure-port={p}"),
+                        &format!("--secure-port={}", free_port()),
+                    );
+                }
+            }
+            _ => {}
+        }
+        let dir = self.root.join("etc/kubernetes/manifests");
+        let tmp = dir.join(format!(".{file}.tmp"));
+        std::fs::write(&tmp, s).unwrap();
+        chmod(&tmp, 0o600);
+        let p = dir.join(file);
+        std::fs::rename(&tmp, &p).unwrap();
+        p
+    }
+
+    /// Runs the node's crictl with `-r <runtimeEndpoint>` and `args`, with
+    /// a cleared environment.
+    pub fn crictl(&self, args: &[&str]) -> std::process::Output {
+        Command::new(self.sim.join("bin/crictl"))
+            .arg("-r")
+            .arg(self.runtime_endpoint())
+            .args(args)
+            .env_clear()
+            .output()
+            .unwrap()
+    }
+
+    /// `crictl pods -o json` items (all states, newest first).
+    pub fn pods(&self) -> Vec<Value> {
+        let out = self.crictl(&["pods", "-o", "json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!({"items": []}));
+        v["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// `crictl ps -a -o json` with the exact labels
+    /// `io.kubernetes.pod.namespace=kube-system` and
+    /// `io.kubernetes.container.name=<name>` (every pod's, newest first),
+    /// through the configured endpoint.
+    pub fn containers(&self, name: &str) -> Vec<Value> {
+        let label = format!("io.kubernetes.container.name={name}");
+        let out = self.crictl(&[
+            "ps",
+            "-a",
+            "-o",
+            "json",
+            "--label",
+            "io.kubernetes.pod.namespace=kube-system",
+            "--label",
+            &label,
+        ]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!({"containers": []}));
+        v["containers"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// IDs of the running containers named `name` in kube-system (any pod).
+    pub fn running_ids(&self, name: &str) -> Vec<String> {
+        self.containers(name)
+            .into_iter()
+            .filter(|c| c["state"] == "CONTAINER_RUNNING")
+            .filter_map(|c| c["id"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// The `kubernetes.io/config.source` of a container's sandbox.
+    pub fn config_source(&self, container: &Value) -> Option<String> {
+        let sb = container["podSandboxId"].as_str()?;
+        self.pods()
+            .into_iter()
+            .find(|p| p["id"] == sb)
+            .and_then(|p| {
+                p["annotations"]["kubernetes.io/config.source"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+    }
+
+    /// Polls `f` every 20 ms until it holds; panics after `secs` with the
+    /// kubelet log.
+    pub fn wait_for(&self, what: &str, secs: u64, f: impl Fn(&Node) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if f(self) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "{what}: not within {secs} s; kubelet log:\n{}",
+            std::fs::read_to_string(self.sim.join("kubelet.log")).unwrap_or_default()
+        );
+    }
+}
