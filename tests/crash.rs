@@ -26,6 +26,10 @@
 //! their own k-th call; without it only the runbook's main thread (where
 //! every file mutation happens) is traced and counted.
 //!
+//! The recording, the sampling of points, the oracle, the recovery and the
+//! side-by-side runner are shared with the I/O-error sweep
+//! (tests/ioerrors.rs) in tests/support/sweep.rs.
+//!
 //! Needs `strace` (CI: `.ci/run` installs it). Run with
 //! `cargo test --features sim --test crash -- --nocapture`.
 //! `NVKE_CRASH_JOBS` (default 2): simulated nodes running points side by
@@ -39,201 +43,18 @@
 mod node;
 #[path = "support/strace.rs"]
 mod strace;
+#[path = "support/sweep.rs"]
+mod sweep;
 
 use node::*;
-use serde_json::{json, Value};
-use sha2::Digest;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::Mutex;
+use std::process::Command;
 use std::time::{Duration, Instant};
 use strace::Call;
-
-/// The fixture node: ECDSA keys keep the TLS probes and kubeadm's key
-/// generation cheap in a debug build (the order of writes is the same).
-const VARIANT: &str = "ecdsa";
-
-/// The node's sim knobs for these tests: short kubelet latencies.
-fn knobs() -> Value {
-    json!({ "stopLatencyMs": 20, "startLatencyMs": 20 })
-}
-
-const STATE: &str = "var/lib/nvke/k8s-cert-renewal";
-const MANIFESTS: &str = "etc/kubernetes/manifests";
-const STAGING: &str = "etc/kubernetes/nvke-cert-renewal-staging";
-/// The CA files: bytes and modes never change.
-const CA_FILES: [&str; 6] = [
-    "ca.crt",
-    "ca.key",
-    "etcd/ca.crt",
-    "etcd/ca.key",
-    "front-proxy-ca.crt",
-    "front-proxy-ca.key",
-];
-/// What the recordings trace (the mutating calls, plus wait4 to find the
-/// kubeadm wait of a fresh run).
-const RECORDED: &str = "openat,rename,renameat,renameat2,link,linkat,fsync,fdatasync,unlink,unlinkat,mkdir,mkdirat,write,flock,execve,wait4";
-/// No single runbook invocation in these tests may take longer.
-const RUN_LIMIT: Duration = Duration::from_secs(120);
-
-/// Print past the test harness's capture (the summary lines belong in CI's log).
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-}
-
-fn strace_bin() -> PathBuf {
-    for dir in ["/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin"] {
-        let p = Path::new(dir).join("strace");
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!("strace is not installed: these tests need it (CI installs it in .ci/run: apt-get install strace)");
-}
-
-fn sha(bytes: &[u8]) -> String {
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn under(path: &str, base: &str) -> bool {
-    path == base
-        || path
-            .strip_prefix(base)
-            .is_some_and(|rest| rest.starts_with('/'))
-}
-
-fn parent(path: &str) -> String {
-    match path.rsplit_once('/') {
-        Some(("", _)) => "/".to_string(),
-        Some((p, _)) => p.to_string(),
-        None => ".".to_string(),
-    }
-}
-
-fn base_name(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-// ---------------------------------------------------------------------------
-// Running things with a time limit.
-
-struct Ran {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
-
-impl Ran {
-    fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-    fn json(&self) -> Value {
-        serde_json::from_str(self.stdout.trim()).unwrap_or(Value::Null)
-    }
-    fn describe(&self) -> String {
-        let tail: String = {
-            let lines: Vec<&str> = self.stderr.lines().collect();
-            lines[lines.len().saturating_sub(6)..].join("\n    ")
-        };
-        format!(
-            "status {:?}, stdout {}\n    {tail}",
-            self.status,
-            self.stdout.trim().chars().take(1500).collect::<String>()
-        )
-    }
-}
-
-/// Run `cmd` with stdout and stderr in files under `dir`, killed after `limit`.
-fn run_timed(mut cmd: Command, dir: &Path, tag: &str, limit: Duration) -> Result<Ran, String> {
-    let out = dir.join(format!("{tag}.stdout"));
-    let err = dir.join(format!("{tag}.stderr"));
-    cmd.stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).map_err(|e| e.to_string())?)
-        .stderr(std::fs::File::create(&err).map_err(|e| e.to_string())?);
-    let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("{tag}: spawn: {e}"))?;
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{tag}: still running after {limit:?}; killed"));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Ok(Ran {
-        status,
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-        elapsed: start.elapsed(),
-    })
-}
-
-fn runbook(node: &Node, tag: &str, args: &[&str]) -> Result<Ran, String> {
-    run_timed(node.command(args), &node.sim, tag, RUN_LIMIT)
-}
-
-/// The runbook under strace with `pre` as strace's options.
-fn straced(node: &Node, pre: &[OsString], args: &[&str]) -> Command {
-    let mut c = Command::new(strace_bin());
-    c.args(pre)
-        .arg(RUNBOOK)
-        .args(node.runbook_args(args))
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin");
-    c
-}
-
-/// Tools (crictl, kubeadm) a killed runbook left running: wait for them, so
-/// the next step starts from a quiet node.
-fn wait_orphans(node: &Node) -> Result<(), String> {
-    let prefix = node.sim.join("bin").display().to_string();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let mut left = Vec::new();
-        for e in std::fs::read_dir("/proc")
-            .map_err(|e| e.to_string())?
-            .flatten()
-        {
-            let name = e.file_name();
-            let Some(pid) = name
-                .to_str()
-                .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
-            else {
-                continue;
-            };
-            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-                continue;
-            };
-            let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
-            if argv0.starts_with(prefix.as_bytes()) {
-                left.push(pid.to_string());
-            }
-        }
-        if left.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "tools the killed run started still run after 60s: pids {left:?}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use sweep::*;
 
 // ---------------------------------------------------------------------------
 // Persistence order.
@@ -602,235 +423,6 @@ fn persistence_checker_catches_bad_orders() {
 }
 
 // ---------------------------------------------------------------------------
-// The oracle.
-
-/// What must never change: the four manifests (bytes, mode) and the CA files.
-struct Base {
-    manifests: BTreeMap<&'static str, FileState>,
-    cas: Vec<(String, Vec<u8>, u32)>,
-}
-
-/// A regular file's bytes and permission bits.
-type FileState = (Vec<u8>, u32);
-
-fn file_and_mode(p: &Path) -> Option<FileState> {
-    let md = std::fs::symlink_metadata(p).ok()?;
-    if !md.file_type().is_file() {
-        return None;
-    }
-    Some((std::fs::read(p).ok()?, md.mode() & 0o7777))
-}
-
-fn base_of(node: &Node) -> Base {
-    let manifests = COMPONENTS
-        .iter()
-        .map(|c| (*c, file_and_mode(&node.manifest(c)).expect("manifest")))
-        .collect();
-    let pki = node.root.join("etc/kubernetes/pki");
-    let cas = CA_FILES
-        .iter()
-        .filter_map(|rel| file_and_mode(&pki.join(rel)).map(|(b, m)| (rel.to_string(), b, m)))
-        .collect();
-    Base { manifests, cas }
-}
-
-/// Receipts seen during one crash point, by file name: never changed.
-#[derive(Default)]
-struct Seen {
-    receipts: BTreeMap<String, String>,
-}
-
-struct Obs {
-    staged: Vec<&'static str>,
-    /// operation ID -> outcome
-    receipts: BTreeMap<String, String>,
-    intent: String,
-}
-
-/// Oracle 1, 3, 4, 5, 6 of issue 5, at any moment no runbook runs.
-fn observe(node: &Node, base: &Base, seen: &mut Seen, when: &str) -> Result<Obs, String> {
-    let mut errs = Vec::new();
-    let mut staged = Vec::new();
-    for c in COMPONENTS {
-        let (want, mode) = &base.manifests[c];
-        let a = node.manifest(c);
-        let s = node.staged(c);
-        let found: Vec<(&Path, Option<FileState>)> = [a.as_path(), s.as_path()]
-            .into_iter()
-            .filter(|p| std::fs::symlink_metadata(p).is_ok())
-            .map(|p| (p, file_and_mode(p)))
-            .collect();
-        match found.as_slice() {
-            [] => errs.push(format!(
-                "{c}: no manifest at all (neither active nor staged)"
-            )),
-            [(p, got)] => match got {
-                Some((b, m)) if b == want && m == mode => {
-                    if *p == s.as_path() {
-                        staged.push(c);
-                    }
-                }
-                Some((b, m)) => errs.push(format!(
-                    "{c}: {} changed: {} bytes mode {m:o} (was {} bytes mode {mode:o})",
-                    p.display(),
-                    b.len(),
-                    want.len()
-                )),
-                None => errs.push(format!("{c}: {} is not a regular file", p.display())),
-            },
-            _ => errs.push(format!("{c}: two copies (active and staged)")),
-        }
-    }
-    if staged.len() > 1 {
-        errs.push(format!("more than one manifest out at once: {staged:?}"));
-    }
-    let completed = node.state().join("completed");
-    let mut receipts = BTreeMap::new();
-    if let Ok(rd) = std::fs::read_dir(&completed) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            let Some(stem) = name.strip_suffix(".json") else {
-                continue;
-            };
-            if name.starts_with('.') {
-                continue;
-            }
-            let bytes = std::fs::read(e.path()).unwrap_or_default();
-            let h = sha(&bytes);
-            match seen.receipts.get(&name) {
-                Some(old) if *old != h => errs.push(format!("receipt {name} changed")),
-                Some(_) => {}
-                None => {
-                    seen.receipts.insert(name.clone(), h);
-                }
-            }
-            match serde_json::from_slice::<Value>(&bytes) {
-                Ok(v) if v["operationID"] == stem => {
-                    receipts.insert(
-                        stem.to_string(),
-                        v["outcome"].as_str().unwrap_or("?").to_string(),
-                    );
-                }
-                _ => errs.push(format!("receipt {name} is torn or names another operation")),
-            }
-        }
-    }
-    let pki = node.root.join("etc/kubernetes/pki");
-    for (rel, bytes, mode) in &base.cas {
-        match file_and_mode(&pki.join(rel)) {
-            Some((b, m)) if &b == bytes && m == *mode => {}
-            _ => errs.push(format!("CA file pki/{rel} changed (bytes or mode)")),
-        }
-    }
-    let check = runbook(node, "check", &["--check"])?;
-    let cj = check.json();
-    let status = cj["phaseFile"]["status"]
-        .as_str()
-        .unwrap_or("?")
-        .to_string();
-    if status == "malformed" || status == "?" {
-        errs.push(format!(
-            "the phase file does not parse: {} ({})",
-            cj["phaseFile"],
-            check.describe()
-        ));
-    }
-    let intent = cj["phaseFile"]["intent"]
-        .as_str()
-        .unwrap_or("?")
-        .to_string();
-    if errs.is_empty() {
-        Ok(Obs {
-            staged,
-            receipts,
-            intent,
-        })
-    } else {
-        Err(format!("{when}: {}", errs.join("; ")))
-    }
-}
-
-/// Oracle 2: recovered.
-fn recovered(
-    node: &Node,
-    base: &Base,
-    seen: &mut Seen,
-    when: &str,
-    phase_may_be_absent: bool,
-) -> Result<Obs, String> {
-    let o = observe(node, base, seen, when)?;
-    if !o.staged.is_empty() {
-        return Err(format!("{when}: still staged: {:?}", o.staged));
-    }
-    let staging = node.root.join(STAGING);
-    if let Ok(rd) = std::fs::read_dir(&staging) {
-        let left: Vec<_> = rd
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .collect();
-        if !left.is_empty() {
-            return Err(format!("{when}: staging is not empty: {left:?}"));
-        }
-    }
-    let absent_ok = phase_may_be_absent && o.intent == "absent";
-    if o.intent != "done" && o.intent != "done-by-receipt" && !absent_ok {
-        return Err(format!(
-            "{when}: phase file intent {} (want done): {}",
-            o.intent,
-            node.phase()
-        ));
-    }
-    let st = runbook(node, "status", &["--status-only"])?;
-    if st.code() != Some(0) {
-        return Err(format!(
-            "{when}: the operator view says not clean: {}",
-            st.json()["reasons"]
-        ));
-    }
-    Ok(o)
-}
-
-/// What a plain renewal will do now: (outcome, components restarted).
-fn expected_recovery(node: &Node, receipts: &BTreeMap<String, String>) -> (String, Vec<String>) {
-    let unchanged = ("unchanged".to_string(), Vec::new());
-    let phase = node.phase();
-    if phase.is_empty() {
-        return unchanged;
-    }
-    let v: Value = serde_json::from_str(&phase).unwrap_or(Value::Null);
-    let op = v["operationID"].as_str().unwrap_or_default();
-    let success = matches!(
-        receipts.get(op).map(String::as_str),
-        Some("renewed") | Some("unchanged")
-    );
-    let all = |from: usize| COMPONENTS[from..].iter().map(|c| c.to_string()).collect();
-    match v["state"].as_str() {
-        Some("done") => unchanged,
-        _ if success => unchanged,
-        Some("renewing") => ("renewed".into(), all(0)),
-        Some("restart_pending") => match v["nextComponent"].as_str() {
-            None => ("renewed".into(), Vec::new()),
-            Some(c) => (
-                "renewed".into(),
-                all(COMPONENTS.iter().position(|x| *x == c).unwrap_or(0)),
-            ),
-        },
-        _ => ("?".into(), Vec::new()),
-    }
-}
-
-fn restarted(v: &Value) -> Vec<String> {
-    v["restarts"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| r["component"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-// ---------------------------------------------------------------------------
 // Crash points.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -892,12 +484,6 @@ impl Point {
     }
 }
 
-/// The state directories `-P` selects for openat points.
-fn filter_dirs(node: &Node) -> Vec<PathBuf> {
-    let s = node.root.canonicalize().unwrap().join(STATE);
-    vec![s.clone(), s.join("completed"), s.join("log")]
-}
-
 fn inject_opts(sig: Sig, sc: &str, k: usize, filter: &[PathBuf], log: &Path) -> Vec<OsString> {
     let mut v: Vec<OsString> = vec!["-o".into(), log.into()];
     for d in filter {
@@ -955,33 +541,8 @@ fn inject(
     })
 }
 
-fn fence(node: &Node, id: &str, seen: &mut Seen, base: &Base, when: &str) -> Result<Obs, String> {
-    let f = runbook(
-        node,
-        "fence",
-        &["--status-only", "--operation-id", id, "--fence"],
-    )?;
-    if f.code() != Some(0) || f.json()["termination"] != "confirmed" {
-        return Err(format!(
-            "{when}: fencing {id} was not confirmed: {}",
-            f.describe()
-        ));
-    }
-    let o = observe(node, base, seen, when)?;
-    if !o.staged.is_empty() {
-        return Err(format!(
-            "{when}: the fencing check left {:?} staged",
-            o.staged
-        ));
-    }
-    if !o.receipts.contains_key(id) {
-        return Err(format!("{when}: {id} has no receipt after fencing"));
-    }
-    Ok(o)
-}
-
 /// A point's index, the point, what it showed or why it failed, how long it took.
-type Outcome = (usize, Point, Result<Note, String>, Duration);
+type Outcome = Done<Point, Note>;
 
 /// What one point showed (for the summary).
 #[derive(Default)]
@@ -1147,92 +708,6 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
     Ok(note)
 }
 
-/// Reset a resume node to the starting tree: the four manifests active (as
-/// the previous point's recovery left them), no staging dir, a state dir
-/// holding only op-prev's unfinished `restart_pending`/etcd phase file.
-fn reset_resume(node: &Node, base: &Base) -> Result<(), String> {
-    for c in COMPONENTS {
-        if file_and_mode(&node.manifest(c)).as_ref() != Some(&base.manifests[c]) {
-            return Err(format!("{c} manifest not active with its original bytes"));
-        }
-    }
-    let _ = std::fs::remove_dir_all(node.root.join(STAGING));
-    let _ = std::fs::remove_dir_all(node.state());
-    node.write_state(
-        "phase",
-        &node.v2_phase("op-prev", "restart_pending", Some("etcd")),
-    );
-    node.wait_all_running();
-    Ok(())
-}
-
-/// The mutating calls of one run, main thread only (strace without -f: the
-/// same thread injection reaches).
-struct Recording {
-    calls: Vec<Call>,
-    counts: BTreeMap<String, usize>,
-    /// occurrences (1-based, among openat calls `-P` selects) that create
-    creat_filtered: Vec<usize>,
-    filtered_openat: usize,
-}
-
-impl Recording {
-    fn count(&self, sc: &str) -> usize {
-        self.counts.get(sc).copied().unwrap_or(0)
-    }
-    /// occurrence number (1-based) of call index `i` among calls named like it
-    fn occurrence(&self, i: usize) -> usize {
-        let name = &self.calls[i].name;
-        self.calls[..=i].iter().filter(|c| &c.name == name).count()
-    }
-}
-
-fn record(node: &Node, args: &[&str]) -> Recording {
-    let log = node.sim.join("record.strace");
-    let pre: Vec<OsString> = vec![
-        "-y".into(),
-        "-qq".into(),
-        "-e".into(),
-        format!("trace={RECORDED}").into(),
-        "-o".into(),
-        log.clone().into(),
-    ];
-    let ran = run_timed(straced(node, &pre, args), &node.sim, "record", RUN_LIMIT).unwrap();
-    assert_eq!(
-        (ran.code(), ran.json()["outcome"].as_str()),
-        (Some(0), Some("renewed")),
-        "the recorded run: {}",
-        ran.describe()
-    );
-    let calls = strace::parse(&std::fs::read_to_string(&log).unwrap());
-    let mut counts = BTreeMap::new();
-    for c in &calls {
-        *counts.entry(c.name.clone()).or_insert(0) += 1;
-    }
-    let dirs: Vec<String> = filter_dirs(node)
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect();
-    let mut creat_filtered = Vec::new();
-    let mut filtered_openat = 0;
-    for c in calls.iter().filter(|c| c.name == "openat") {
-        let by_fd = c.fd_path(0).is_some_and(|p| dirs.contains(&p));
-        let by_path = c.str_arg(1).is_some_and(|p| dirs.contains(&p));
-        if by_fd || by_path {
-            filtered_openat += 1;
-            if c.has_flag(2, "O_CREAT") {
-                creat_filtered.push(filtered_openat);
-            }
-        }
-    }
-    Recording {
-        calls,
-        counts,
-        creat_filtered,
-        filtered_openat,
-    }
-}
-
 fn kill(scn: Scn, sc: &str, k: usize) -> Point {
     Point {
         scn,
@@ -1244,63 +719,23 @@ fn kill(scn: Scn, sc: &str, k: usize) -> Point {
     }
 }
 
-/// Small deterministic generator for the compound points.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
-    }
-}
-
-/// Every occurrence of these on the resume run.
-const EVERY: [&str; 12] = [
-    "rename",
-    "renameat",
-    "renameat2",
-    "link",
-    "linkat",
-    "fsync",
-    "fdatasync",
-    "unlink",
-    "unlinkat",
-    "mkdir",
-    "mkdirat",
-    "flock",
-];
-/// Resume points one simulated node runs before it is replaced.
-const NODE_POINTS: usize = 20;
-/// Write points tried on the resume run (every k-th write).
-const WRITE_POINTS: usize = 16;
-
 fn resume_points(rec: &Recording, rng: &mut Rng, skipped: &mut Vec<String>) -> Vec<Point> {
-    let mut v = Vec::new();
-    for sc in EVERY {
-        for k in 1..=rec.count(sc) {
-            v.push(kill(Scn::Resume, sc, k));
-        }
-    }
-    for &k in &rec.creat_filtered {
-        let mut p = kill(Scn::Resume, "openat", k);
-        p.path_filter = true;
-        v.push(p);
-    }
+    let sampled = every_site(rec);
+    let mut v: Vec<Point> = sampled
+        .sites
+        .iter()
+        .map(|st| Point {
+            path_filter: st.path_filter,
+            ..kill(Scn::Resume, &st.sc, st.k)
+        })
+        .collect();
     skipped.push(format!(
         "{} openat calls without O_CREAT (read-only: no state to interrupt; openat points count only the {} opens in the state directories, {} of them creating)",
         rec.count("openat") - rec.creat_filtered.len(),
         rec.filtered_openat,
         rec.creat_filtered.len()
     ));
-    let writes = rec.count("write");
-    let step = writes.div_ceil(WRITE_POINTS).max(1);
-    let mut tried = 0;
-    for k in (step..=writes).step_by(step) {
-        v.push(kill(Scn::Resume, "write", k));
-        tried += 1;
-    }
+    let (writes, step, tried) = (sampled.writes, sampled.write_step, sampled.writes_tried);
     skipped.push(format!(
         "{} of {writes} writes (every {step}th tried: they are log, stdout and temp-file writes; a temp file's contents are covered by the fsync points, which kill after its write and before its rename)",
         writes - tried
@@ -1343,74 +778,17 @@ fn resume_points(rec: &Recording, rng: &mut Rng, skipped: &mut Vec<String>) -> V
 }
 
 fn fresh_points(rec: &Recording, id: &str, root: &Path) -> Vec<Point> {
-    let root = root.display().to_string();
-    let state = format!("{root}/{STATE}");
-    let mut v = Vec::new();
-    let find = |pred: &dyn Fn(&Call) -> bool| rec.calls.iter().position(pred);
-    let mut push = |sig: Sig, i: Option<usize>| {
-        if let Some(i) = i {
-            v.push(Point {
-                sig,
-                ..kill(Scn::Fresh, &rec.calls[i].name, rec.occurrence(i))
-            });
-        }
-    };
-    let partial = format!("{state}/backup/{id}.partial");
-    push(
-        Sig::Kill,
-        find(&|c| c.name == "mkdirat" && c.at_path(0, 1).as_deref() == Some(partial.as_str())),
-    );
-    let staging = format!("{root}/{STAGING}");
-    push(
-        Sig::Kill,
-        find(&|c| c.name == "mkdirat" && c.at_path(0, 1).as_deref() == Some(staging.as_str())),
-    );
-    let phase = format!("{state}/phase");
-    let phase_writes: Vec<usize> = (0..rec.calls.len())
-        .filter(|&i| {
-            rec.calls[i].name == "renameat"
-                && rec.calls[i].at_path(2, 3).as_deref() == Some(phase.as_str())
-        })
+    let fresh = fresh_sites(rec, id, root);
+    let mut v: Vec<Point> = fresh
+        .sites
+        .iter()
+        .map(|st| kill(Scn::Fresh, &st.sc, st.k))
         .collect();
-    // renewing, and restart_pending/etcd after kubeadm
-    push(Sig::Kill, phase_writes.first().copied());
-    push(Sig::Kill, phase_writes.get(1).copied());
-    let r2: Vec<usize> = (0..rec.calls.len())
-        .filter(|&i| rec.calls[i].name == "renameat2")
-        .collect();
-    push(Sig::Kill, r2.first().copied());
-    let done_backup = r2.iter().copied().find(|&i| {
-        rec.calls[i].at_path(2, 3).as_deref() == Some(format!("{state}/backup/{id}").as_str())
-    });
-    push(Sig::Kill, done_backup);
-    push(
-        Sig::Kill,
-        done_backup.and_then(|b| (b + 1..rec.calls.len()).find(|&i| rec.calls[i].name == "fsync")),
-    );
-    let manifests = format!("{root}/{MANIFESTS}");
-    push(
-        Sig::Kill,
-        r2.iter().copied().find(|&i| {
-            rec.calls[i]
-                .at_path(0, 1)
-                .is_some_and(|p| parent(&p) == manifests)
-        }),
-    );
-    push(
-        Sig::Kill,
-        r2.iter().copied().find(|&i| {
-            rec.calls[i]
-                .at_path(2, 3)
-                .is_some_and(|p| parent(&p) == format!("{state}/completed"))
-        }),
-    );
-    // While kubeadm runs: the main thread polls it with wait4 between the
-    // backup and the restart_pending phase write.
-    if let (Some(b), Some(&ph)) = (done_backup, phase_writes.get(1)) {
-        let polls: Vec<usize> = (b..ph).filter(|&i| rec.calls[i].name == "wait4").collect();
-        push(Sig::Kill, polls.first().copied());
-        push(Sig::Kill, polls.get(polls.len() / 2).copied());
-        push(Sig::Term, polls.get(polls.len() / 2).copied());
+    if let Some(st) = &fresh.kubeadm_wait {
+        v.push(Point {
+            sig: Sig::Term,
+            ..kill(Scn::Fresh, &st.sc, st.k)
+        });
     }
     v
 }
@@ -1419,11 +797,7 @@ fn fresh_points(rec: &Recording, id: &str, root: &Path) -> Vec<Point> {
 fn crash_points() {
     let started = Instant::now();
     let _ = strace_bin();
-    let jobs: usize = std::env::var("NVKE_CRASH_JOBS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2)
-        .clamp(1, 8);
+    let jobs = env_jobs("NVKE_CRASH_JOBS");
     let seed: u64 = std::env::var("NVKE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -1463,88 +837,33 @@ fn crash_points() {
     ));
     let setup = started.elapsed();
 
-    let queue: Mutex<VecDeque<(usize, Point)>> =
-        Mutex::new(points.iter().cloned().enumerate().collect());
-    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-    let first_node = Mutex::new(Some(resume_node));
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| {
-                let mut used = 0usize;
-                let mut resume: Option<(Node, Base)> = first_node.lock().unwrap().take().map(|n| {
-                    let b = base_of(&n);
-                    (n, b)
-                });
-                loop {
-                    let Some((idx, p)) = queue.lock().unwrap().pop_front() else {
-                        break;
-                    };
-                    let t = Instant::now();
-                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        match p.scn {
-                            Scn::Fresh => {
-                                let node = Node::new(VARIANT, knobs());
-                                let base = base_of(&node);
-                                run_point(&node, &base, &p, idx)
-                            }
-                            Scn::Resume => {
-                                // The kubelet keeps every exited container: a node
-                                // that ran many points makes each crictl call slower.
-                                if used >= NODE_POINTS {
-                                    resume = None;
-                                }
-                                let ready = match resume.as_ref() {
-                                    Some((n, b)) => reset_resume(n, b).is_ok(),
-                                    None => false,
-                                };
-                                if !ready {
-                                    // A new node (the last point may have left this one broken).
-                                    used = 0;
-                                    let n = Node::new(VARIANT, knobs());
-                                    let b = base_of(&n);
-                                    reset_resume(&n, &b).unwrap();
-                                    resume = Some((n, b));
-                                }
-                                used += 1;
-                                let (n, b) = resume.as_ref().unwrap();
-                                run_point(n, b, &p, idx)
-                            }
-                        }
-                    }))
-                    .unwrap_or_else(|e| {
-                        Err(format!(
-                            "panicked: {}",
-                            e.downcast_ref::<String>()
-                                .cloned()
-                                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                                .unwrap_or_default()
-                        ))
-                    });
-                    if result.is_err() {
-                        resume = None;
+    let results: Vec<Outcome> = run_points(
+        &points,
+        jobs,
+        Some(resume_node),
+        |p: &Point| match p.scn {
+            Scn::Fresh => Start::New,
+            Scn::Resume => Start::Reused(reset_resume),
+        },
+        run_point,
+        |idx, p, result, t| {
+            if verbose {
+                say(&format!(
+                    "  #{idx} {} {:?}: {}",
+                    p.label(),
+                    t,
+                    match result {
+                        Ok(n) => format!(
+                            "ok (crash run {:?}, recovery {:?}, {} receipt)",
+                            n.t_crash, n.t_recover, n.crash_outcome
+                        ),
+                        Err(e) => format!("FAILED: {e}"),
                     }
-                    if verbose {
-                        say(&format!(
-                            "  #{idx} {} {:?}: {}",
-                            p.label(),
-                            t.elapsed(),
-                            match &result {
-                                Ok(n) => format!(
-                                    "ok (crash run {:?}, recovery {:?}, {} receipt)",
-                                    n.t_crash, n.t_recover, n.crash_outcome
-                                ),
-                                Err(e) => format!("FAILED: {e}"),
-                            }
-                        ));
-                    }
-                    results.lock().unwrap().push((idx, p, result, t.elapsed()));
-                }
-            });
-        }
-    });
+                ));
+            }
+        },
+    );
 
-    let mut results = results.into_inner().unwrap();
-    results.sort_by_key(|r| r.0);
     let n = results.len();
     let ok = results.iter().filter(|r| r.2.is_ok()).count();
     let mut by_kind: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
