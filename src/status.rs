@@ -478,8 +478,11 @@ fn put_back(
         return pb;
     }
     if let Err(e) = owner.before_first_change() {
-        pb.failed = Some(format!("{e}; nothing put back"));
-        return pb;
+        // The owner record is bookkeeping; the put-back is what the dead
+        // run's exit would have done, and the lock is held: do it all the
+        // same (SPEC 6, v1.1: in every outcome), and answer unconfirmed.
+        tracing::warn!("{e}; putting the staged manifests back all the same");
+        pb.failed = Some(e);
     }
     for &c in restore {
         let moved = crate::staging::Dirs::open(root, false).and_then(|d| d.unstage(c));
@@ -494,7 +497,11 @@ fn put_back(
             }
             Ok(crate::staging::Restore::Conflict(conflict)) => pb.conflicts.push(conflict),
             Err(e) => {
-                pb.failed = Some(format!("putting back {c} failed: {e}"));
+                let f = format!("putting back {c} failed: {e}");
+                pb.failed = Some(match pb.failed.take() {
+                    Some(before) => format!("{before}; {f}"),
+                    None => f,
+                });
                 break;
             }
         }
@@ -585,10 +592,14 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
         FencePlan::Abandon { restore } => {
             // The owner record is written before the first change: the first
             // move, or else the receipt.
-            if let Err(e) = owner.before_first_change() {
-                return unconfirmed(exit::FAILED, e);
-            }
+            // (A failed owner record still lets the put-back run: see
+            // `put_back`; the answer is then unconfirmed.)
+            let owner_error = owner.before_first_change().err();
             let pb = put_back(root, &m, &restore, &mut owner);
+            if let (Some(e), None) = (&owner_error, &pb.failed) {
+                let message = format!("termination unconfirmed: {e}");
+                return unconfirmed_after(exit::FAILED, message, pb);
+            }
             if let Some(f) = &pb.failed {
                 let message = format!("termination unconfirmed: {f}");
                 return unconfirmed_after(exit::FAILED, message, pb);
