@@ -999,6 +999,7 @@ impl Kubelet {
             Source::Api => "the API server".to_string(),
         };
         let root = self.root();
+        self.link_container_log(&root, &rec);
         // Only static pods' etcd and kube-apiserver run a process; an API
         // pod's containers (an etcd backup job) have none.
         let process_name = match pod.source {
@@ -1090,6 +1091,33 @@ impl Kubelet {
             }
         }
         self.dirty = true;
+    }
+
+    /// As the real kubelet does for every container it creates (after
+    /// CreateContainer, before StartContainer): the legacy link
+    /// `/var/log/containers/<pod>_<namespace>_<container>-<id>.log` ->
+    /// `/var/log/pods/<namespace>_<pod>_<uid>/<container>/<attempt>.log`.
+    /// Not under a root of `/` (the e2e lab's nodes share the host's
+    /// /var/log).
+    fn link_container_log(&self, root: &Path, rec: &Container) {
+        if root == Path::new("/") {
+            return;
+        }
+        let dir = root.join("var/log/containers");
+        if std::fs::create_dir_all(&dir).is_err() {
+            return;
+        }
+        let name = format!(
+            "{}_{}_{}-{}.log",
+            rec.pod_full_name, rec.namespace, rec.name, rec.id
+        );
+        let target = format!(
+            "/var/log/pods/{}_{}_{}/{}/{}.log",
+            rec.namespace, rec.pod_full_name, rec.pod_uid, rec.name, rec.attempt
+        );
+        if let Err(e) = std::os::unix::fs::symlink(target, dir.join(&name)) {
+            self.log(&format!("cannot link {name}: {e}"));
+        }
     }
 
     fn spawn(
