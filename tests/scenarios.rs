@@ -879,3 +879,183 @@ fn waits_cost_few_tool_calls_and_log_lines() {
     );
     assert!(lines <= 200, "{lines} log lines:\n{oplog}");
 }
+
+/// SPEC 9 (v1.1): crictl gets the kubelet's runtime endpoint. The runtime
+/// here listens on a socket that is none of crictl's defaults.
+#[test]
+fn the_runtime_endpoint_is_the_kubelets() {
+    let ep = "unix:///run/k3s/containerd/containerd.sock";
+    let mut node = Node::new("ecdsa", json!({}));
+    node.set_runtime_endpoint(ep);
+    let source = |v: &Value| v["runtimeEndpoint"]["source"].as_str().map(str::to_string);
+
+    // Nothing configured: crictl tries its defaults and fails; the gate
+    // fails at once (not at the health timeout), naming where it looked.
+    let t0 = Instant::now();
+    let (code, v, stderr) = node.run(&[
+        "--operation-id",
+        "op-ep-0",
+        "--force",
+        "--health-timeout",
+        "60",
+    ]);
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("health")),
+        "{v:#}\n{stderr}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "structural, at once"
+    );
+    let msg = v["message"].as_str().unwrap();
+    assert!(
+        msg.contains("cannot be reached") && msg.contains("crictl"),
+        "{msg}"
+    );
+    assert_eq!(source(&v).as_deref(), Some("crictl"));
+    node.assert_all_active();
+
+    // The kubelet's config.yaml.
+    node.write_kubelet_config(Some(ep));
+    let (code, v, stderr) = node.run(&["--operation-id", "op-ep-1", "--force"]);
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert_eq!(source(&v).as_deref(), Some("kubelet-config"));
+    assert_eq!(v["runtimeEndpoint"]["endpoint"], ep);
+
+    // kubeadm-flags.env (an older kubeadm's layout): the kubelet's flag,
+    // which overrides config.yaml in the kubelet too.
+    node.write_kubelet_config(Some("unix:///run/not-this-one.sock"));
+    node.write_kubeadm_flags(ep);
+    let (code, v, stderr) = node.run(&["--operation-id", "op-ep-2", "--force"]);
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert_eq!(source(&v).as_deref(), Some("kubeadm-flags"));
+
+    // --runtime-endpoint wins over both; an unreachable one fails at once,
+    // naming it.
+    let t0 = Instant::now();
+    let bad = "unix:///run/nothing-here.sock";
+    let (code, v, _) = node.run(&[
+        "--operation-id",
+        "op-ep-3",
+        "--force",
+        "--runtime-endpoint",
+        bad,
+        "--health-timeout",
+        "60",
+    ]);
+    assert_eq!((code, v["phase"].as_str()), (1, Some("health")), "{v:#}");
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert!(v["message"].as_str().unwrap().contains(bad), "{v:#}");
+    assert_eq!(source(&v).as_deref(), Some("flag"));
+    let (code, v, stderr) = node.run(&[
+        "--operation-id",
+        "op-ep-4",
+        "--force",
+        "--runtime-endpoint",
+        ep,
+    ]);
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert_eq!(source(&v).as_deref(), Some("flag"));
+    node.assert_all_active();
+}
+
+/// SPEC 4 step 7 (v1.1): another kube-system pod with a container named
+/// `etcd` (from the API server, not a static pod) is never judged, exec'd
+/// into or waited for, and the renewal completes next to it.
+#[test]
+fn an_unrelated_etcd_container_is_never_judged() {
+    let mut node = Node::new("ecdsa", json!({}));
+    node.set_api_pods(json!([{ "name": "etcd-backup-29123", "namespace": "kube-system", "containers": ["etcd"] }]));
+    node.wait_for("the backup pod", 20, |n| {
+        n.containers("etcd").iter().any(|c| {
+            c["labels"]["io.kubernetes.pod.name"] == "etcd-backup-29123"
+                && c["state"] == "CONTAINER_RUNNING"
+        })
+    });
+    let backup: Vec<String> = node
+        .containers("etcd")
+        .iter()
+        .filter(|c| c["labels"]["io.kubernetes.pod.name"] == "etcd-backup-29123")
+        .filter_map(|c| c["id"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(backup.len(), 1);
+    let before = std::fs::read_to_string(node.sim.join("crictl.log")).unwrap_or_default();
+    let (code, v, stderr) = node.run(&["--operation-id", "op-bk", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{stderr}"
+    );
+    let calls = std::fs::read_to_string(node.sim.join("crictl.log")).unwrap();
+    assert!(
+        !calls[before.len()..].contains(&backup[0]),
+        "the backup container was exec'd into or inspected"
+    );
+    assert_ne!(v["restarts"][0]["oldContainerID"], backup[0].as_str());
+    assert!(node.running_ids("etcd").contains(&backup[0]), "left alone");
+}
+
+/// SPEC 4 step 7 (v1.1): `--secure-port` as two list items, and repeated:
+/// read as pflag reads it (the last wins), so the gate probes the port
+/// kube-apiserver really serves.
+#[test]
+fn secure_port_as_two_items_and_repeated() {
+    let node = Node::new("ecdsa", json!({}));
+    let m = node.manifest("kube-apiserver");
+    let text = std::fs::read_to_string(&m).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("- --secure-port="))
+        .unwrap()
+        .to_string();
+    let port = line
+        .trim()
+        .trim_start_matches("- --secure-port=")
+        .to_string();
+    let indent = &line[..line.find('-').unwrap()];
+    let replaced = text.replace(
+        &line,
+        &format!("{indent}- --secure-port=1\n{indent}- --secure-port\n{indent}- \"{port}\""),
+    );
+    std::fs::write(&m, replaced).unwrap();
+    // The kubelet restarts kube-apiserver for the edited manifest.
+    std::thread::sleep(Duration::from_millis(300));
+    node.wait_all_running();
+    let (code, v, stderr) = node.run(&["--operation-id", "op-port", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{stderr}"
+    );
+}
+
+/// SPEC 4 step 7 (v1.1): an unreachable etcd member makes every etcdctl
+/// health call take its whole --command-timeout; the gate is still bounded
+/// by --health-timeout (overshoot at most 2 s).
+#[test]
+fn an_unreachable_etcd_member_does_not_stretch_the_gate() {
+    let node = Node::new(
+        "ecdsa",
+        json!({ "etcd": { "voters": 3, "unreachable": 1 } }),
+    );
+    let t0 = Instant::now();
+    let (code, v, stderr) = node.run(&[
+        "--operation-id",
+        "op-unr",
+        "--force",
+        "--health-timeout",
+        "10",
+    ]);
+    let took = t0.elapsed();
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("health")),
+        "{v:#}\n{stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(12),
+        "the gate ran {took:?} for --health-timeout 10"
+    );
+    node.assert_all_active();
+}
