@@ -722,6 +722,7 @@ impl Model {
             Some(Link::StateDir) | Some(Link::LockFile) | Some(Link::CompletedDir)
         ) || env.link == Some(Link::StagingDir)
             || !self.all_active(env)
+            || env.staged_differs.is_some()
             || self.intent_unclean(env);
         let fencing = id.map(|id| self.fence_forecast(id, env).1);
         Expect {
@@ -1689,9 +1690,10 @@ impl Sut {
                 if !receipt_before && is_file {
                     let rc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap())
                         .unwrap_or_else(|e| panic!("receipt of {id}: {e}{}", ctx()));
-                    let recorded_active = COMPONENTS
-                        .iter()
-                        .all(|c| rc["manifests"][c].as_str() == Some("active"));
+                    // `both` is active too (SPEC 7, v1.1).
+                    let recorded_active = COMPONENTS.iter().all(|c| {
+                        matches!(rc["manifests"][c].as_str(), Some("active") | Some("both"))
+                    });
                     assert_eq!(
                         recorded_active,
                         all_active,
@@ -1920,9 +1922,10 @@ impl Sut {
                 "receipt {id} outcome{}",
                 ctx()
             );
-            let recorded_active = COMPONENTS
-                .iter()
-                .all(|c| v["manifests"][c].as_str() == Some("active"));
+            // `both` is active too (SPEC 7, v1.1).
+            let recorded_active = COMPONENTS.iter().all(|c| {
+                matches!(v["manifests"][c].as_str(), Some("active") | Some("both"))
+            });
             assert_eq!(
                 recorded_active,
                 r.all_active,
