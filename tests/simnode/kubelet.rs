@@ -1031,7 +1031,11 @@ impl Kubelet {
                 Some(("apiserver", port, extra))
             }
             "etcd" => Some(("etcd", etcd_client_port(&c.argv), Vec::new())),
-            _ => None,
+            // Every other static pod container has a process too (as on a
+            // real node: a stop is SIGTERM to it, its exit is what the
+            // runtime reports); it serves nothing, so it is running at once.
+            "" => None,
+            _ => Some(("pause", 0, Vec::new())),
         };
         match process {
             None => {
@@ -1053,6 +1057,22 @@ impl Kubelet {
                 rec.port = Some(port);
                 rec.log_path = Some(log_path.clone());
                 match self.spawn(role, &root, port, &extra, &log_path) {
+                    Ok(child) if role == "pause" => {
+                        rec.pid = Some(child.id());
+                        rec.port = None;
+                        rec.started_at = now;
+                        self.log(&format!(
+                            "pod {}/{} ({}) from {}: started container {} {id} (attempt {attempt}), pid {}",
+                            rec.namespace, rec.pod_full_name, rec.pod_uid, from, rec.name, child.id()
+                        ));
+                        self.containers.push(Live {
+                            rec,
+                            child: Some(child),
+                            phase: Phase::Running,
+                            stop_at: None,
+                            visible: true,
+                        });
+                    }
                     Ok(child) => {
                         rec.pid = Some(child.id());
                         self.log(&format!(

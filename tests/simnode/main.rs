@@ -81,6 +81,13 @@ fn main() -> ExitCode {
         "kubelet" => result("kubelet", kubelet::main(rest)),
         "apiserver" => result("apiserver", servers::apiserver_main(rest)),
         "etcd" => result("etcd", servers::etcd_main(rest)),
+        // The process of a container that serves nothing here
+        // (kube-controller-manager, kube-scheduler): it runs until a
+        // signal, as a real container's process does (SIGTERM's default
+        // action ends it).
+        "pause" => loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        },
         "crictl" => {
             let (sim, rest) = multicall_sim(&argv0, rest);
             code(crictl::main(sim, &rest))
