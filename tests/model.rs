@@ -1923,9 +1923,9 @@ impl Sut {
                 ctx()
             );
             // `both` is active too (SPEC 7, v1.1).
-            let recorded_active = COMPONENTS.iter().all(|c| {
-                matches!(v["manifests"][c].as_str(), Some("active") | Some("both"))
-            });
+            let recorded_active = COMPONENTS
+                .iter()
+                .all(|c| matches!(v["manifests"][c].as_str(), Some("active") | Some("both")));
             assert_eq!(
                 recorded_active,
                 r.all_active,
