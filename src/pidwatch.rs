@@ -14,7 +14,7 @@
 
 use crate::signals::Cancel;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 /// A process watched through its pidfd.
@@ -49,26 +49,37 @@ impl PidFd {
     /// Wait until the process exits, `until` passes, or cancellation
     /// (checked every 100 ms: a flag, not a tool call).
     pub fn wait(&self, until: Instant, cancel: &Cancel) -> Waited {
-        loop {
-            if cancel.is_cancelled() {
-                return Waited::Cancelled;
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Waited::TimedOut;
-            }
-            let slice = left.min(Duration::from_millis(100));
-            let ms = u16::try_from(slice.as_millis().max(1)).unwrap_or(100);
-            let mut fds = [PollFd::new(
-                std::os::fd::AsFd::as_fd(&self.0),
-                PollFlags::POLLIN,
-            )];
-            match poll(&mut fds, PollTimeout::from(ms)) {
-                Ok(n) if n > 0 => return Waited::Exited,
-                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-                // Cannot wait on it: treat as "look now".
-                Err(_) => return Waited::Exited,
-            }
+        wait_on(self.0.as_fd(), until, cancel, |readable| readable)
+    }
+}
+
+/// Poll `fd` for input in slices of at most 100 ms (checking the cancel
+/// flag between them) until `seen(readable)` says the event came, `until`
+/// passes, or cancellation. A poll error counts as readable: "look now".
+fn wait_on(
+    fd: BorrowedFd<'_>,
+    until: Instant,
+    cancel: &Cancel,
+    mut seen: impl FnMut(bool) -> bool,
+) -> Waited {
+    loop {
+        if cancel.is_cancelled() {
+            return Waited::Cancelled;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Waited::TimedOut;
+        }
+        let slice = left.min(Duration::from_millis(100));
+        let ms = u16::try_from(slice.as_millis().max(1)).unwrap_or(100);
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        let readable = match poll(&mut fds, PollTimeout::from(ms)) {
+            Ok(n) => n > 0,
+            Err(nix::errno::Errno::EINTR) => false,
+            Err(_) => true,
+        };
+        if seen(readable) {
+            return Waited::Exited;
         }
     }
 }
@@ -101,33 +112,17 @@ impl NewContainers {
     /// cancellation. `Exited` means "seen".
     pub fn wait(&self, container: &str, until: Instant, cancel: &Cancel) -> Waited {
         let needle = format!("_kube-system_{container}-");
-        loop {
-            if cancel.is_cancelled() {
-                return Waited::Cancelled;
-            }
-            if let Ok(events) = self.ino.read_events() {
-                let seen = events.iter().any(|e| {
-                    e.name
-                        .as_ref()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.contains(&needle) && n.ends_with(".log"))
-                });
-                if seen {
-                    return Waited::Exited;
-                }
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Waited::TimedOut;
-            }
-            let slice = left.min(Duration::from_millis(100));
-            let ms = u16::try_from(slice.as_millis().max(1)).unwrap_or(100);
-            let mut fds = [PollFd::new(
-                std::os::fd::AsFd::as_fd(&self.ino),
-                PollFlags::POLLIN,
-            )];
-            let _ = poll(&mut fds, PollTimeout::from(ms));
-        }
+        wait_on(self.ino.as_fd(), until, cancel, |readable| {
+            readable
+                && self.ino.read_events().is_ok_and(|events| {
+                    events.iter().any(|e| {
+                        e.name
+                            .as_ref()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.contains(&needle) && n.ends_with(".log"))
+                    })
+                })
+        })
     }
 }
 
