@@ -279,6 +279,37 @@ pub enum EtcdVerdict {
     NotYet(String),
 }
 
+/// The local member's entries in `endpoint health --cluster`: those whose
+/// endpoint is one of the client URLs of the member that answered the
+/// member list (its header names it; the list was asked of the local
+/// endpoint). None found: one unhealthy entry that says why.
+pub fn local_health(cluster: &[EndpointHealth], members: &MemberList) -> Vec<EndpointHealth> {
+    let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+    let Some(me) = members
+        .members
+        .iter()
+        .find(|m| m.id == members.header.member_id)
+    else {
+        return Vec::new();
+    };
+    let mine: Vec<EndpointHealth> = cluster
+        .iter()
+        .filter(|e| me.client_urls.iter().any(|u| same(u, &e.endpoint)))
+        .cloned()
+        .collect();
+    if mine.is_empty() {
+        return vec![EndpointHealth {
+            endpoint: String::new(),
+            health: false,
+            error: Some(format!(
+                "none of this member's client URLs ({}) is in etcdctl's cluster health answer",
+                me.client_urls.join(", ")
+            )),
+        }];
+    }
+    mine
+}
+
 /// Pure: the quorum rules of SPEC step 7.
 pub fn judge_etcd(
     local: &[EndpointHealth],
@@ -407,6 +438,35 @@ mod tests {
         assert_eq!(m.header.member_id, 10276657743932975437);
         assert_eq!(m.members[1].id, u64::MAX);
         assert!(!m.members[0].is_learner && m.members[1].is_learner);
+    }
+
+    #[test]
+    fn the_local_members_health_is_its_entry_in_the_cluster_answer() {
+        let m = members(3, 0, false);
+        // Member 1 answered the list: its URL is https://10.0.0.11:2379.
+        let mut cluster = health(3, 0);
+        assert_eq!(local_health(&cluster, &m), vec![cluster[0].clone()]);
+        cluster[0].health = false;
+        cluster[0].error = Some("context deadline exceeded".into());
+        let l = local_health(&cluster, &m);
+        assert_eq!(l.len(), 1);
+        assert!(!l[0].health);
+        assert!(matches!(
+            judge_etcd(&l, &cluster, &m),
+            EtcdVerdict::NotYet(ref why) if why.contains("deadline")
+        ));
+        // Its URL missing from the answer is not health.
+        let l = local_health(&cluster[1..], &m);
+        assert!(!l[0].health);
+        assert!(l[0].error.as_deref().unwrap().contains("10.0.0.11"));
+        // A trailing slash is the same URL.
+        let mut slash = health(3, 0);
+        slash[0].endpoint.push('/');
+        assert!(local_health(&slash, &m)[0].health);
+        // The answering member not listed: nothing (judge_etcd refuses).
+        let mut stranger = m.clone();
+        stranger.header.member_id = 7;
+        assert!(local_health(&health(3, 0), &stranger).is_empty());
     }
 
     #[test]

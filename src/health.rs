@@ -3,7 +3,7 @@
 //! flag; structural refusals (two voters, a learner, not a voter) end at once.
 
 use crate::component::Component;
-use crate::cri::{self, EtcdVerdict};
+use crate::cri::{self, Container, EtcdVerdict, Listing, Sandbox};
 use crate::fsx::{Root, Trust, NODE_FILE_MAX};
 use crate::manifests;
 use crate::outcome::Phase;
@@ -12,6 +12,8 @@ use crate::pki::{self, KubeconfigCert};
 use crate::runtime::{RtError, Runtime};
 use crate::signals::Cancel;
 use crate::tlsprobe::TlsIdentity;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
@@ -23,12 +25,12 @@ pub const POLL_FIRST: Duration = Duration::from_millis(10);
 /// The longest pause between two polls of one wait.
 pub const POLL_MAX: Duration = Duration::from_millis(500);
 
-/// With an event source, pauses this long or longer wait for the event
-/// instead (the first ~200 ms after a move are polled densely either way).
-const DENSE: Duration = Duration::from_millis(100);
 /// The longest an event-driven wait goes without a listing (a missed or
 /// absent event costs at most this much latency).
 const EVENT_SAFETY: Duration = Duration::from_secs(5);
+/// After an event, polls are dense until their pause reaches this, then the
+/// wait sleeps on the event again.
+const DENSE: Duration = Duration::from_millis(100);
 
 /// The pauses of one wait: 10 ms, growing by half each time, to 500 ms.
 #[derive(Debug, Clone)]
@@ -128,6 +130,44 @@ pub struct Health<'a> {
     pub root: &'a Root,
     pub cancel: &'a Cancel,
     pub now: OffsetDateTime,
+    pub sandboxes: &'a Sandboxes,
+}
+
+/// The pod sandboxes seen so far, by ID. A sandbox's labels and annotations
+/// (its config source among them) never change, and a restarted static pod
+/// comes with a new sandbox: a listing whose components' containers all
+/// belong to known sandboxes needs no `crictl pods` call.
+#[derive(Debug, Default)]
+pub struct Sandboxes(Mutex<BTreeMap<String, Sandbox>>);
+
+impl Sandboxes {
+    fn known(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Sandbox>> {
+        // A panic while holding it cannot leave the map half-written (one
+        // assignment): the data is good even when poisoned.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether every container of a component has a sandbox seen before.
+    pub fn covers(&self, containers: &[Container]) -> bool {
+        let known = self.known();
+        containers
+            .iter()
+            .filter(|c| {
+                c.labels
+                    .get(cri::LABEL_CONTAINER)
+                    .is_some_and(|n| Component::ALL.iter().any(|x| x.name() == n))
+            })
+            .all(|c| known.contains_key(&c.pod_sandbox_id))
+    }
+
+    /// Forget what was seen and keep `fresh` (one complete listing).
+    pub fn replace(&self, fresh: Vec<Sandbox>) {
+        *self.known() = fresh.into_iter().map(|s| (s.id.clone(), s)).collect();
+    }
+
+    pub fn all(&self) -> Vec<Sandbox> {
+        self.known().values().cloned().collect()
+    }
 }
 
 fn read(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
@@ -200,37 +240,26 @@ impl Health<'_> {
             }
             Ok(out.stdout)
         };
-        // The three etcdctl calls are independent: run them side by side.
-        let (members, local, cluster) = std::thread::scope(|s| {
+        // The two etcdctl calls are independent: run them side by side. The
+        // local member's health is its own entry in the cluster's answer
+        // (the member list's header names the member that answered it).
+        let (members, cluster) = std::thread::scope(|s| {
             let m = s.spawn(|| {
                 run(&["member", "list", "-w", "json"]).and_then(|b| cri::parse_member_list(&b))
             });
-            let l = s.spawn(|| {
-                run(&["endpoint", "health", "-w", "json"])
-                    .and_then(|b| cri::parse_endpoint_health(&b))
-            });
-            let c = s.spawn(|| {
-                run(&["endpoint", "health", "--cluster", "-w", "json"])
-                    .and_then(|b| cri::parse_endpoint_health(&b))
-            });
-            (
-                m.join().unwrap_or_else(|_| Err(PANICKED.to_string())),
-                l.join().unwrap_or_else(|_| Err(PANICKED.to_string())),
-                c.join().unwrap_or_else(|_| Err(PANICKED.to_string())),
-            )
+            let c = run(&["endpoint", "health", "--cluster", "-w", "json"])
+                .and_then(|b| cri::parse_endpoint_health(&b));
+            (m.join().unwrap_or_else(|_| Err(PANICKED.to_string())), c)
         });
         let members = match members {
             Ok(m) => m,
-            Err(e) => return Attempt::NotYet(e),
-        };
-        let local = match local {
-            Ok(v) => v,
             Err(e) => return Attempt::NotYet(e),
         };
         let cluster = match cluster {
             Ok(v) => v,
             Err(e) => return Attempt::NotYet(e),
         };
+        let local = cri::local_health(&cluster, &members);
         match cri::judge_etcd(&local, &cluster, &members) {
             EtcdVerdict::Ok {
                 voters,
@@ -256,7 +285,7 @@ impl Health<'_> {
         let left = || deadline.saturating_duration_since(Instant::now());
         let (listing, readyz) = std::thread::scope(|s| {
             let probe = s.spawn(|| self.readyz(left()));
-            let listing = self.rt.list(left());
+            let listing = self.list(left());
             (
                 listing,
                 probe
@@ -289,6 +318,29 @@ impl Health<'_> {
             Ok(()) => Attempt::Pass(ok),
             Err(e) => Attempt::NotYet(e),
         }
+    }
+
+    /// One look at kube-system: `crictl ps`, then `crictl pods` only when a
+    /// component's container belongs to a sandbox not seen before (SPEC 4
+    /// "Waits": at most two listing calls per gate attempt).
+    pub fn list(&self, budget: Duration) -> Result<Listing, RtError> {
+        let t0 = Instant::now();
+        let containers = self.rt.ps(budget)?;
+        self.with_sandboxes(containers, budget.saturating_sub(t0.elapsed()))
+    }
+
+    fn with_sandboxes(
+        &self,
+        containers: Vec<Container>,
+        budget: Duration,
+    ) -> Result<Listing, RtError> {
+        if !self.sandboxes.covers(&containers) {
+            self.sandboxes.replace(self.rt.pods(budget)?);
+        }
+        Ok(Listing {
+            containers,
+            sandboxes: self.sandboxes.all(),
+        })
     }
 
     /// kube-apiserver answers `/readyz` with 200.
@@ -357,8 +409,10 @@ impl Health<'_> {
     /// Wait until no container with ID `old` is running (gone counts as
     /// stopped). The old container was the static pod's (the gate said so),
     /// so only containers are listed. Event-driven where the runtime tells
-    /// the container's PID: its pidfd wakes the wait the moment the process
-    /// exits (a poll every 5 s guards against a PID seen from another PID
+    /// the container's PID (`crictl inspect`, before the first listing: a
+    /// PID reused before the pidfd was opened is then ruled out by that
+    /// listing): the pidfd wakes the wait the moment the process exits (a
+    /// listing every 5 s guards against a PID seen from another PID
     /// namespace); otherwise, and once the process is gone, polls back off.
     pub fn wait_stopped(
         &self,
@@ -368,21 +422,34 @@ impl Health<'_> {
     ) -> Result<(), GateError> {
         let t0 = Instant::now();
         let deadline = t0 + timeout;
+        let left = || deadline.saturating_duration_since(Instant::now());
         let mut backoff = Backoff::default();
         let mut last_error = None;
-        let mut watched: Option<crate::pidwatch::PidFd> = None;
-        let mut tried_pid = false;
         tracing::info!(
             component = c.name(),
             "waiting for the old container to stop"
         );
+        backoff.polls += 1;
+        let mut watched = match self.rt.container_pid(old, left()) {
+            Ok(pid) => pid.and_then(crate::pidwatch::PidFd::open),
+            Err(RtError::Unreachable(m)) => {
+                return Err(GateError::Structural {
+                    phase: Phase::Restart(c),
+                    message: m,
+                })
+            }
+            Err(RtError::Failed(m)) => {
+                last_error = Some(m);
+                None
+            }
+        };
+        let event = watched.is_some();
         loop {
             crate::crash_point!("restart-in-wait-stop");
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }
             backoff.polls += 1;
-            let left = || deadline.saturating_duration_since(Instant::now());
             match self.rt.ps(left()) {
                 Ok(list) => {
                     if !list.iter().any(|x| x.id == old && x.is_running()) {
@@ -390,7 +457,7 @@ impl Health<'_> {
                             component = c.name(),
                             calls = backoff.polls,
                             ms = t0.elapsed().as_millis() as u64,
-                            event = watched.is_some(),
+                            event,
                             "old container stopped"
                         );
                         return Ok(());
@@ -417,25 +484,12 @@ impl Health<'_> {
                     ),
                 });
             }
-            if !tried_pid {
-                // Opened before the next listing confirms the container
-                // still runs: a PID reused in between is then ruled out.
-                tried_pid = true;
-                backoff.polls += 1;
-                watched = self
-                    .rt
-                    .container_pid(old, left())
-                    .ok()
-                    .flatten()
-                    .and_then(crate::pidwatch::PidFd::open);
-                if watched.is_some() {
-                    continue;
-                }
-            }
             match watched.take() {
                 Some(fd) => {
-                    let until = (Instant::now() + Duration::from_secs(5)).min(deadline);
+                    let until = (Instant::now() + EVENT_SAFETY).min(deadline);
                     match fd.wait(until, self.cancel) {
+                        // Gone: the runtime may take a moment to say so,
+                        // polled densely from here.
                         crate::pidwatch::Waited::Exited => {
                             backoff = Backoff {
                                 polls: backoff.polls,
@@ -453,10 +507,12 @@ impl Health<'_> {
 
     /// Wait until a container of `c`'s static pod other than `old` runs;
     /// returns its ID. Containers are polled; sandboxes are listed only when
-    /// a candidate appears (a new container comes with a new sandbox). With
-    /// the kubelet's container links watched (`created`, set up before the
-    /// manifest went back), the polls are dense for the first 200 ms, then
-    /// wait for a new link (a listing every 5 s at most), then dense again.
+    /// a candidate belongs to a sandbox not seen before (a restarted static
+    /// pod comes with a new sandbox). With the kubelet's container links
+    /// watched (`created`, set up before the manifest went back) and this
+    /// kubelet seen to make them, the wait sleeps until a new link appears
+    /// (a listing every 5 s at most), then polls densely for 100 ms; with an
+    /// untrusted watch it polls with back-off and a link ends a pause early.
     pub fn wait_new_running(
         &self,
         c: Component,
@@ -468,6 +524,7 @@ impl Health<'_> {
         let t0 = Instant::now();
         let mut backoff = Backoff::default();
         let mut last_error = None;
+        let mut after_event = false;
         tracing::info!(component = c.name(), "waiting for a new container");
         loop {
             crate::crash_point!("restart-in-wait-start");
@@ -485,11 +542,10 @@ impl Health<'_> {
                 if !candidate {
                     return Ok(None);
                 }
-                backoff.polls += 1;
-                let listing = cri::Listing {
-                    containers,
-                    sandboxes: self.rt.pods(left())?,
-                };
+                if !self.sandboxes.covers(&containers) {
+                    backoff.polls += 1;
+                }
+                let listing = self.with_sandboxes(containers, left())?;
                 Ok(Some(listing.component(c.name()).map(|v| {
                     cri::running(&v)
                         .filter(|n| n.id != old)
@@ -534,21 +590,29 @@ impl Health<'_> {
                 });
             }
             let pause = backoff.pause();
-            match created {
-                Some(w) if pause >= DENSE => {
-                    let until = (Instant::now() + EVENT_SAFETY).min(deadline);
-                    match w.wait(c.name(), until, self.cancel) {
-                        crate::pidwatch::Waited::Exited => {
-                            backoff = Backoff {
-                                polls: backoff.polls,
-                                ..Backoff::default()
-                            }
-                        }
-                        crate::pidwatch::Waited::TimedOut => {}
-                        crate::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
-                    }
+            // A trusted watch: sleep until the kubelet links a new container
+            // (polls only densely just after a link appeared, and once per
+            // EVENT_SAFETY); an untrusted one only ends a pause early.
+            let until = match created {
+                Some(w) if w.trusted() && (pause >= DENSE || !after_event) => {
+                    Some((w, Instant::now() + EVENT_SAFETY))
                 }
-                _ => sleep_until(deadline, pause, self.cancel),
+                Some(w) => Some((w, Instant::now() + pause)),
+                None => None,
+            };
+            match until {
+                Some((w, until)) => match w.wait(c.name(), until.min(deadline), self.cancel) {
+                    crate::pidwatch::Waited::Exited => {
+                        after_event = true;
+                        backoff = Backoff {
+                            polls: backoff.polls,
+                            ..Backoff::default()
+                        }
+                    }
+                    crate::pidwatch::Waited::TimedOut => {}
+                    crate::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
+                },
+                None => sleep_until(deadline, pause, self.cancel),
             }
         }
     }
@@ -709,7 +773,7 @@ mod tests {
             let out = if args.iter().any(|a| a == "member") {
                 r#"{"header":{"member_id":1},"members":[{"ID":1,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]}]}"#
             } else {
-                r#"[{"endpoint":"https://127.0.0.1:2379","health":true}]"#
+                r#"[{"endpoint":"https://10.0.0.11:2379","health":true}]"#
             };
             Ok(Output {
                 code: Some(0),
@@ -752,16 +816,39 @@ mod tests {
         let root = Root::open(t.path()).unwrap();
         let rt = Counting::default();
         let cancel = Cancel::new();
+        let sandboxes = Sandboxes::default();
         let h = Health {
             rt: &rt,
             root: &root,
             cancel: &cancel,
             now: time::macros::datetime!(2026-11-30 00:00:00 UTC),
+            sandboxes: &sandboxes,
         };
         let ok = h.wait_gate(Duration::from_secs(5)).unwrap();
         assert_eq!(rt.ps.load(Ordering::SeqCst), 1, "one container listing");
         assert_eq!(rt.pods.load(Ordering::SeqCst), 1, "one sandbox listing");
-        assert_eq!(rt.etcdctl.load(Ordering::SeqCst), 3);
+        assert_eq!(
+            rt.etcdctl.load(Ordering::SeqCst),
+            2,
+            "member list and endpoint health --cluster"
+        );
+        // The next attempt: the sandboxes are known, only containers are listed.
+        h.wait_gate(Duration::from_secs(5)).unwrap();
+        assert_eq!(rt.ps.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            rt.pods.load(Ordering::SeqCst),
+            1,
+            "sandboxes not listed again"
+        );
+        assert_eq!(rt.etcdctl.load(Ordering::SeqCst), 4);
+        // A sandbox not seen before (a restarted static pod): listed again.
+        sandboxes.replace(Vec::new());
+        h.wait_gate(Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            rt.pods.load(Ordering::SeqCst),
+            2,
+            "a new sandbox is looked up"
+        );
         assert!(
             rt.exec_into
                 .lock()
@@ -779,5 +866,171 @@ mod tests {
             sandboxes: rt.pods(Duration::ZERO).unwrap(),
         };
         assert_eq!(listing.others_named("etcd"), 1);
+    }
+
+    /// One component whose old container stops when a real child process
+    /// exits, and whose new container appears when `started` is set; counts
+    /// every call.
+    #[derive(Default)]
+    struct Waits {
+        alive: std::sync::atomic::AtomicBool,
+        started: std::sync::atomic::AtomicBool,
+        pid: u32,
+        ps: AtomicU32,
+        pods: AtomicU32,
+        inspect: AtomicU32,
+    }
+
+    impl Runtime for Waits {
+        fn ps(&self, _: Duration) -> Result<Vec<Container>, RtError> {
+            self.ps.fetch_add(1, Ordering::SeqCst);
+            let ctr = |id: &str, sb: &str, running: bool| Container {
+                id: id.into(),
+                pod_sandbox_id: sb.into(),
+                state: if running {
+                    "CONTAINER_RUNNING"
+                } else {
+                    "CONTAINER_EXITED"
+                }
+                .into(),
+                created_at: "1".into(),
+                labels: labels("kube-scheduler", "kube-scheduler-cp-1"),
+            };
+            let mut v = vec![ctr("old", "sb-old", self.alive.load(Ordering::SeqCst))];
+            if self.started.load(Ordering::SeqCst) {
+                v.insert(0, ctr("new", "sb-new", true));
+            }
+            Ok(v)
+        }
+        fn pods(&self, _: Duration) -> Result<Vec<Sandbox>, RtError> {
+            self.pods.fetch_add(1, Ordering::SeqCst);
+            Ok(["sb-old", "sb-new"]
+                .iter()
+                .map(|id| Sandbox {
+                    id: id.to_string(),
+                    state: "SANDBOX_READY".into(),
+                    labels: BTreeMap::new(),
+                    annotations: BTreeMap::from([(
+                        "kubernetes.io/config.source".into(),
+                        "file".into(),
+                    )]),
+                })
+                .collect())
+        }
+        fn container_pid(&self, _: &str, _: Duration) -> Result<Option<u32>, RtError> {
+            self.inspect.fetch_add(1, Ordering::SeqCst);
+            Ok(Some(self.pid))
+        }
+        fn etcdctl(&self, _: &str, _: &[String], _: Duration) -> Result<Output, String> {
+            unreachable!("the waits run no etcdctl")
+        }
+        fn probe(
+            &self,
+            _: u16,
+            _: &str,
+            _: &TlsIdentity,
+            _: OffsetDateTime,
+            _: Option<&str>,
+            _: Duration,
+        ) -> Result<ProbeResult, String> {
+            unreachable!("the waits probe nothing")
+        }
+        fn renew_certs(&self) -> Result<Output, String> {
+            unreachable!("the waits renew nothing")
+        }
+    }
+
+    fn waits_health<'a>(
+        rt: &'a Waits,
+        root: &'a Root,
+        cancel: &'a Cancel,
+        sandboxes: &'a Sandboxes,
+    ) -> Health<'a> {
+        Health {
+            rt,
+            root,
+            cancel,
+            now: time::macros::datetime!(2026-11-30 00:00:00 UTC),
+            sandboxes,
+        }
+    }
+
+    /// The stop wait watches the old container's process through a pidfd:
+    /// one inspect, one listing before and one after the exit, however long
+    /// the process takes (here 1.5 s, which back-off would poll 6 times).
+    #[test]
+    fn the_stop_wait_sleeps_on_the_pidfd() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("1.5")
+            .spawn()
+            .unwrap();
+        let rt = Waits {
+            pid: child.id(),
+            ..Waits::default()
+        };
+        rt.alive.store(true, Ordering::SeqCst);
+        let cancel = Cancel::new();
+        let sandboxes = Sandboxes::default();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                child.wait().unwrap();
+                rt.alive.store(false, Ordering::SeqCst);
+            });
+            waits_health(&rt, &root, &cancel, &sandboxes)
+                .wait_stopped(Component::KubeScheduler, "old", Duration::from_secs(20))
+                .unwrap();
+        });
+        assert_eq!(rt.inspect.load(Ordering::SeqCst), 1);
+        // The exit may be seen by the pidfd a moment before the double's
+        // flag flips: then the dense polls after it add one or two.
+        let ps = rt.ps.load(Ordering::SeqCst);
+        assert!((2..=4).contains(&ps), "{ps} listings");
+    }
+
+    /// The start wait, with the kubelet seen to link its containers, sleeps
+    /// until the new container's link appears: a listing right after the
+    /// move and one or two after the link, plus one sandbox listing for the
+    /// new sandbox. Untrusted, the same wait polls with back-off.
+    #[test]
+    fn the_start_wait_sleeps_until_the_kubelet_links_the_new_container() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let logs = t.path().join("links");
+        std::fs::create_dir(&logs).unwrap();
+        let cancel = Cancel::new();
+        let run = |trusted: bool| -> (u32, u32) {
+            let rt = Waits::default();
+            let sandboxes = Sandboxes::default();
+            let watch = crate::pidwatch::NewContainers::watch(&logs, trusted).unwrap();
+            let link = logs.join(format!(
+                "kube-scheduler-cp-1_kube-system_kube-scheduler{}",
+                crate::pidwatch::NewContainers::link_suffix(if trusted { "n1" } else { "n2" })
+            ));
+            let id = std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(1500));
+                    rt.started.store(true, Ordering::SeqCst);
+                    std::os::unix::fs::symlink("/x", &link).unwrap();
+                });
+                waits_health(&rt, &root, &cancel, &sandboxes)
+                    .wait_new_running(
+                        Component::KubeScheduler,
+                        "old",
+                        Instant::now() + Duration::from_secs(20),
+                        Duration::from_secs(20),
+                        Some(&watch),
+                    )
+                    .unwrap()
+            });
+            assert_eq!(id, "new");
+            (rt.ps.load(Ordering::SeqCst), rt.pods.load(Ordering::SeqCst))
+        };
+        let (ps, pods) = run(true);
+        assert!((2..=3).contains(&ps), "trusted watch: {ps} listings");
+        assert_eq!(pods, 1, "one sandbox listing, for the new sandbox");
+        let (ps, _) = run(false);
+        assert!(ps >= 6, "untrusted watch: back-off polls ({ps} listings)");
     }
 }

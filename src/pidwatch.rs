@@ -4,10 +4,12 @@
 //! - a pidfd (`pidfd_open(2)`, Linux 5.3) becomes readable the moment a
 //!   process exits: the old container's process, whose host PID `crictl
 //!   inspect` reports;
-//! - the kubelet links every container it creates into
+//! - the kubelet links every container it starts into
 //!   `/var/log/containers/<pod>_<namespace>_<container>-<id>.log` right after
-//!   creating it and before starting it: an inotify watch on that directory
-//!   sees a new container of a component the moment it is created.
+//!   `StartContainer` returns (kuberuntime_container.go, `startContainer`,
+//!   "Symlink container logs to the legacy container log location"; only
+//!   when the container's log file exists): an inotify watch on that
+//!   directory sees a new container of a component the moment it runs.
 //!
 //! Both are wake-up hints only: what the runbook reports is always what a
 //! crictl listing then shows.
@@ -88,12 +90,16 @@ fn wait_on(
 /// root): new container links.
 pub struct NewContainers {
     ino: nix::sys::inotify::Inotify,
+    trusted: bool,
 }
 
 impl NewContainers {
     /// Watch `dir` (None when it does not exist or cannot be watched: the
-    /// caller polls). A symlink is not followed.
-    pub fn watch(dir: &std::path::Path) -> Option<NewContainers> {
+    /// caller polls). A symlink is not followed. `trusted`: this kubelet is
+    /// seen to link its containers there (the old container has its link),
+    /// so a wait may sleep until the event; otherwise the watch only wakes
+    /// a poll early (kubelets built without the legacy links exist).
+    pub fn watch(dir: &std::path::Path, trusted: bool) -> Option<NewContainers> {
         use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
         let ino = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
         ino.add_watch(
@@ -104,7 +110,17 @@ impl NewContainers {
                 | AddWatchFlags::IN_DONT_FOLLOW,
         )
         .ok()?;
-        Some(NewContainers { ino })
+        Some(NewContainers { ino, trusted })
+    }
+
+    /// Whether the wait may rely on the event (see `watch`).
+    pub fn trusted(&self) -> bool {
+        self.trusted
+    }
+
+    /// The name of the kubelet's link for container `id` ends so.
+    pub fn link_suffix(id: &str) -> String {
+        format!("-{id}.log")
     }
 
     /// Wait until a link for a new container of `container` in kube-system
@@ -133,7 +149,7 @@ mod tests {
     #[test]
     fn a_new_container_link_wakes_the_watch() {
         let t = tempfile::tempdir().unwrap();
-        let w = NewContainers::watch(t.path()).unwrap();
+        let w = NewContainers::watch(t.path(), true).unwrap();
         let c = Cancel::new();
         assert_eq!(
             w.wait("etcd", Instant::now() + Duration::from_millis(50), &c),
@@ -156,7 +172,7 @@ mod tests {
             w.wait("etcd", Instant::now() + Duration::from_secs(5), &c),
             Waited::Exited
         );
-        assert!(NewContainers::watch(&t.path().join("absent")).is_none());
+        assert!(NewContainers::watch(&t.path().join("absent"), true).is_none());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::cli::Global;
 use crate::clock;
 use crate::component::Component;
 use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX, SMALL_FILE_MAX};
-use crate::health::{self, GateError, Health};
+use crate::health::{self, GateError, GateOk, Health};
 use crate::inspect::{self, ReceiptLookup};
 use crate::lock::{self, LockError};
 use crate::manifests;
@@ -152,7 +152,18 @@ struct Run<'a> {
     etcd: Option<(usize, usize)>,
     /// The phase the run is in: what a panic is reported as.
     at: Phase,
+    /// The last health gate that passed, and when; cleared by every move
+    /// and by the renewal of the certificates.
+    last_gate: Option<(Instant, GateOk)>,
+    /// Pod sandboxes seen by the waits and gates of this run.
+    sandboxes: health::Sandboxes,
 }
+
+/// A gate that passed this recently, with no manifest moved and no
+/// certificate renewed since, is the
+/// "whole health gate again" of SPEC 4 step 9 for the next component and
+/// the postflight's (it is the same check, a moment later).
+const GATE_FRESH: Duration = Duration::from_secs(1);
 
 impl Run<'_> {
     fn now(&self) -> time::OffsetDateTime {
@@ -173,7 +184,49 @@ impl Run<'_> {
             root: self.root,
             cancel: self.cancel,
             now: self.now(),
+            sandboxes: &self.sandboxes,
         }
+    }
+
+    /// Whether the kubelet's container log directory holds container `id`'s
+    /// link (names only, walked without following a symlink).
+    fn kubelet_links(&self, id: &str) -> bool {
+        if id.is_empty() {
+            return false;
+        }
+        let suffix = crate::pidwatch::NewContainers::link_suffix(id);
+        let mut found = false;
+        if let Ok(Some(d)) = self.root.open_dir(
+            crate::paths::CONTAINER_LOGS_DIR,
+            crate::fsx::Trust::TypeOnly,
+        ) {
+            let _ = d.for_each_name(|n| found |= n.ends_with(&suffix));
+        }
+        found
+    }
+
+    /// The whole health gate (SPEC 4 step 7): the one that just passed when
+    /// it is fresh, else a new wait for it.
+    fn gate(&mut self, timeout: Duration, component: Option<Component>) -> Result<GateOk, Fail> {
+        if let Some((at, ok)) = &self.last_gate {
+            let ago = at.elapsed();
+            if ago < GATE_FRESH {
+                tracing::info!(
+                    ms_ago = ago.as_millis() as u64,
+                    "health gate passed a moment ago, nothing moved since: not repeated"
+                );
+                let ok = ok.clone();
+                self.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+                return Ok(ok);
+            }
+        }
+        let ok = self
+            .health()
+            .wait_gate(timeout)
+            .map_err(|e| self.gate_fail(e, component))?;
+        self.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+        self.last_gate = Some((Instant::now(), ok.clone()));
+        Ok(ok)
     }
 
     fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
@@ -703,11 +756,7 @@ impl Run<'_> {
         self.at = Phase::Restart(c);
         let _step = Step::new(format!("restart:{c}"));
         let t_start = Instant::now();
-        let gate = self
-            .health()
-            .wait_gate(self.g.health_timeout)
-            .map_err(|e| self.gate_fail(e, Some(c)))?;
-        self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        let gate = self.gate(self.g.health_timeout, Some(c))?;
         let old = gate
             .containers
             .iter()
@@ -721,8 +770,12 @@ impl Run<'_> {
             component: Some(c),
             cancelled: false,
         })?;
+        // The kubelet's link of the old container, looked for while it runs:
+        // whether the start wait may sleep until the kubelet links the new one.
+        let linked = self.kubelet_links(&old);
         // Staged from the moment the move is tried: after any error the
         // failure path looks where the manifest is and puts it back.
+        self.last_gate = None;
         self.staged = Some(c);
         dirs.stage(c).map_err(|e| Fail {
             phase: Phase::Restart(c),
@@ -746,6 +799,7 @@ impl Run<'_> {
         // back, so that its creation cannot slip by (a wake-up hint only).
         let created = crate::pidwatch::NewContainers::watch(
             &self.root.host_path().join(crate::paths::CONTAINER_LOGS_DIR),
+            linked,
         );
         match dirs.unstage(c).map_err(|e| Fail {
             phase: Phase::Restart(c),
@@ -775,11 +829,7 @@ impl Run<'_> {
         let left = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
-        let gate = self
-            .health()
-            .wait_gate(left)
-            .map_err(|e| self.gate_fail(e, Some(c)))?;
-        self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        self.gate(left, Some(c))?;
         let healthy_ms = t1.elapsed().as_millis() as u64;
         tracing::info!(
             component = c.name(),
@@ -805,17 +855,12 @@ impl Run<'_> {
     /// Step 10.
     fn postflight(&mut self) -> Result<(), Fail> {
         let _step = Step::new("postflight");
-        let gate = self
-            .health()
-            .wait_gate(self.g.health_timeout)
-            .map_err(|e| self.gate_fail(e, None))
-            .map_err(|mut f| {
-                if !f.cancelled {
-                    f.phase = Phase::Postflight;
-                }
-                f
-            })?;
-        self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        self.gate(self.g.health_timeout, None).map_err(|mut f| {
+            if !f.cancelled {
+                f.phase = Phase::Postflight;
+            }
+            f
+        })?;
         let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.root));
         if now_ca != self.ca {
             return Err(fail(
@@ -917,16 +962,14 @@ impl Run<'_> {
         self.check_cancel(None)?;
         self.at = Phase::Health;
         let health_step = Step::new("health");
-        let gate = self
-            .health()
-            .wait_gate(self.g.health_timeout)
-            .map_err(|e| self.gate_fail(e, None))?;
-        self.etcd = Some((gate.etcd_voters, gate.etcd_healthy_voters));
+        self.gate(self.g.health_timeout, None)?;
         drop(health_step);
         self.check_cancel(None)?;
         let first = match start {
             Start::Fresh | Start::Renewing => {
                 self.at = Phase::RenewCerts;
+                // kubeadm rewrites the certificates: the gate is run again.
+                self.last_gate = None;
                 self.renew()?;
                 Some(Component::Etcd)
             }
@@ -1205,6 +1248,8 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         not_restored: None,
         etcd: None,
         at: Phase::PhaseFile,
+        last_gate: None,
+        sandboxes: health::Sandboxes::default(),
     };
     // The restore guard (SPEC 4, v1.1): a panic anywhere in the steps is a
     // failure like any other: `finish` puts a staged manifest back, writes
@@ -1610,7 +1655,7 @@ mod tests {
             let out = if args.iter().any(|a| a == "member") {
                 r#"{"header":{"member_id":10276657743932975437},"members":[{"ID":10276657743932975437,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]}]}"#
             } else {
-                r#"[{"endpoint":"https://127.0.0.1:2379","health":true}]"#
+                r#"[{"endpoint":"https://10.0.0.11:2379","health":true}]"#
             };
             Ok(Output {
                 code: Some(0),

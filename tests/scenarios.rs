@@ -867,15 +867,21 @@ fn waits_cost_few_tool_calls_and_log_lines() {
             .count()
     };
     let (ps, pods, exec, inspect) = (kind("ps"), kind("pods"), kind("exec"), kind("inspect"));
-    let listing = ps + pods + inspect;
     let oplog = std::fs::read_to_string(node.state().join("log/op-calls.log")).unwrap();
     let lines = oplog.lines().count();
     println!(
         "crictl calls at 2 s / 5 s: ps {ps}, pods {pods}, inspect {inspect}, exec {exec}; log lines {lines}"
     );
+    // The target: at most 60 crictl calls per renewal at 2 s / 5 s.
+    assert_eq!(
+        ps + pods + exec + inspect,
+        calls.len(),
+        "every call counted"
+    );
     assert!(
-        listing <= 150,
-        "{listing} listing calls (ps {ps}, pods {pods}, inspect {inspect})"
+        calls.len() <= 60,
+        "{} crictl calls (ps {ps}, pods {pods}, inspect {inspect}, exec {exec}):\n{oplog}",
+        calls.len()
     );
     assert!(lines <= 200, "{lines} log lines:\n{oplog}");
 }

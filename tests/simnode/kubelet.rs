@@ -386,6 +386,10 @@ struct Kubelet {
     /// Port of etcd's client URL, from the static pod named etcd (else the last etcd container seen).
     etcd_port: Option<u16>,
     dirty: bool,
+    /// Containers started in this tick whose legacy log link is still to
+    /// be made, once the runtime's state says they run (as the real kubelet
+    /// links only after StartContainer returned).
+    to_link: Vec<Container>,
     parent: Pid,
     /// Manifest file name -> (stamp, when read, UID).
     file_uids: HashMap<String, (Stamp, Instant, String)>,
@@ -457,6 +461,7 @@ pub fn main(args: &[String]) -> Result<()> {
         duplicates: HashSet::new(),
         etcd_port: None,
         dirty: true,
+        to_link: Vec::new(),
         parent: nix::unistd::getppid(),
         file_uids: HashMap::new(),
         cfg_stamp: None,
@@ -727,6 +732,12 @@ impl Kubelet {
 
         if self.dirty {
             self.write_state();
+        }
+        if !self.to_link.is_empty() {
+            let root = self.root();
+            for rec in std::mem::take(&mut self.to_link) {
+                self.link_container_log(&root, &rec);
+            }
         }
     }
 
@@ -999,7 +1010,7 @@ impl Kubelet {
             Source::Api => "the API server".to_string(),
         };
         let root = self.root();
-        self.link_container_log(&root, &rec);
+        self.to_link.push(rec.clone());
         // Only static pods' etcd and kube-apiserver run a process; an API
         // pod's containers (an etcd backup job) have none.
         let process_name = match pod.source {
@@ -1113,8 +1124,8 @@ impl Kubelet {
         self.dirty = true;
     }
 
-    /// As the real kubelet does for every container it creates (after
-    /// CreateContainer, before StartContainer): the legacy link
+    /// As the real kubelet does for every container it starts (right after
+    /// StartContainer returned, kuberuntime_container.go): the legacy link
     /// `/var/log/containers/<pod>_<namespace>_<container>-<id>.log` ->
     /// `/var/log/pods/<namespace>_<pod>_<uid>/<container>/<attempt>.log`.
     /// Not under a root of `/` (the e2e lab's nodes share the host's
