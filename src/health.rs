@@ -642,15 +642,14 @@ pub fn short(id: &str) -> &str {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests run real child processes and read their temp node
 mod tests {
-    //! The back-off schedule and the single-listing gate against a test
-    //! double of the runtime that counts its calls.
+    //! The back-off schedule and the single-listing gate against the test
+    //! double of the runtime ([`crate::runtime::double`]), which counts its
+    //! calls.
     use super::*;
-    use crate::cri::{Container, Listing, Sandbox};
-    use crate::proc::Output;
-    use crate::tlsprobe::ProbeResult;
-    use std::collections::BTreeMap;
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use crate::cri::Listing;
+    use crate::runtime::double::{self, container, sandbox, Double};
 
     #[test]
     fn backoff_is_dense_first_then_capped() {
@@ -702,119 +701,38 @@ mod tests {
     }
 
     /// Four static pods and an unrelated kube-system pod with an `etcd`
-    /// container; counts every call.
-    #[derive(Default)]
-    struct Counting {
-        ps: AtomicU32,
-        pods: AtomicU32,
-        etcdctl: AtomicU32,
-        /// The etcd container the gate exec'd into.
-        exec_into: std::sync::Mutex<Vec<String>>,
-    }
-
-    fn labels(c: &str, pod: &str) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("io.kubernetes.pod.namespace".into(), "kube-system".into()),
-            ("io.kubernetes.container.name".into(), c.into()),
-            ("io.kubernetes.pod.name".into(), pod.into()),
-        ])
-    }
-
-    impl Runtime for Counting {
-        fn ps(&self, _: Duration) -> Result<Vec<Container>, RtError> {
-            self.ps.fetch_add(1, Ordering::SeqCst);
-            let mut v: Vec<Container> = Component::ALL
-                .iter()
-                .map(|c| Container {
-                    id: format!("{c}-static"),
-                    pod_sandbox_id: format!("sb-{c}"),
-                    state: "CONTAINER_RUNNING".into(),
-                    created_at: "1".into(),
-                    labels: labels(c.name(), &format!("{c}-cp-1")),
-                })
-                .collect();
-            // Newer than the static etcd: a name-only match would pick it.
-            v.insert(
-                0,
-                Container {
-                    id: "etcd-backup".into(),
-                    pod_sandbox_id: "sb-backup".into(),
-                    state: "CONTAINER_RUNNING".into(),
-                    created_at: "2".into(),
-                    labels: labels("etcd", "etcd-backup-29123"),
-                },
-            );
-            Ok(v)
+    /// container, newer than the static etcd: a name-only match would pick
+    /// it.
+    fn counting() -> Double {
+        let rt = Double::new();
+        for c in Component::ALL {
+            rt.push(container(
+                c.name(),
+                &format!("{c}-cp-1"),
+                &format!("{c}-static"),
+                &format!("sb-{c}"),
+                true,
+                "1",
+            ));
+            rt.add_sandbox(sandbox(&format!("sb-{c}"), "file"));
         }
-        fn pods(&self, _: Duration) -> Result<Vec<Sandbox>, RtError> {
-            self.pods.fetch_add(1, Ordering::SeqCst);
-            let sb = |id: &str, source: &str| Sandbox {
-                id: id.into(),
-                state: "SANDBOX_READY".into(),
-                labels: BTreeMap::from([(
-                    "io.kubernetes.pod.namespace".into(),
-                    "kube-system".into(),
-                )]),
-                annotations: BTreeMap::from([(
-                    "kubernetes.io/config.source".into(),
-                    source.into(),
-                )]),
-            };
-            let mut v: Vec<Sandbox> = Component::ALL
-                .iter()
-                .map(|c| sb(&format!("sb-{c}"), "file"))
-                .collect();
-            v.push(sb("sb-backup", "api"));
-            Ok(v)
-        }
-        fn etcdctl(&self, id: &str, args: &[String], _: Duration) -> Result<Output, String> {
-            self.etcdctl.fetch_add(1, Ordering::SeqCst);
-            self.exec_into.lock().unwrap().push(id.to_string());
-            let out = if args.iter().any(|a| a == "member") {
-                r#"{"header":{"member_id":1},"members":[{"ID":1,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]}]}"#
-            } else {
-                r#"[{"endpoint":"https://10.0.0.11:2379","health":true}]"#
-            };
-            Ok(Output {
-                code: Some(0),
-                stdout: out.as_bytes().to_vec(),
-                stderr: Vec::new(),
-                stdout_truncated: false,
-                elapsed: Duration::ZERO,
-            })
-        }
-        fn probe(
-            &self,
-            _: u16,
-            _: &str,
-            _: &TlsIdentity,
-            _: OffsetDateTime,
-            _: Option<&str>,
-            _: Duration,
-        ) -> Result<ProbeResult, String> {
-            Ok(ProbeResult {
-                status: Some(200),
-                peer_cert: Vec::new(),
-            })
-        }
-        fn renew_certs(&self) -> Result<Output, String> {
-            unreachable!("the gate never renews")
-        }
+        rt.insert_newest(container(
+            "etcd",
+            "etcd-backup-29123",
+            "etcd-backup",
+            "sb-backup",
+            true,
+            "2",
+        ));
+        rt.add_sandbox(sandbox("sb-backup", "api"));
+        rt
     }
 
     #[test]
     fn one_gate_attempt_lists_once_and_judges_only_static_pods() {
-        let t = tempfile::tempdir().unwrap();
-        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes/rsa");
-        let copy = std::process::Command::new("cp")
-            .arg("-R")
-            .arg(format!("{}/.", src.display()))
-            .arg(t.path())
-            .status()
-            .unwrap();
-        assert!(copy.success());
+        let t = double::node_tree("rsa");
         let root = Root::open(t.path()).unwrap();
-        let rt = Counting::default();
+        let rt = counting();
         let cancel = Cancel::new();
         let sandboxes = Sandboxes::default();
         let h = Health {
@@ -825,36 +743,24 @@ mod tests {
             sandboxes: &sandboxes,
         };
         let ok = h.wait_gate(Duration::from_secs(5)).unwrap();
-        assert_eq!(rt.ps.load(Ordering::SeqCst), 1, "one container listing");
-        assert_eq!(rt.pods.load(Ordering::SeqCst), 1, "one sandbox listing");
+        assert_eq!(rt.calls.ps(), 1, "one container listing");
+        assert_eq!(rt.calls.pods(), 1, "one sandbox listing");
         assert_eq!(
-            rt.etcdctl.load(Ordering::SeqCst),
+            rt.calls.etcdctl(),
             2,
             "member list and endpoint health --cluster"
         );
         // The next attempt: the sandboxes are known, only containers are listed.
         h.wait_gate(Duration::from_secs(5)).unwrap();
-        assert_eq!(rt.ps.load(Ordering::SeqCst), 2);
-        assert_eq!(
-            rt.pods.load(Ordering::SeqCst),
-            1,
-            "sandboxes not listed again"
-        );
-        assert_eq!(rt.etcdctl.load(Ordering::SeqCst), 4);
+        assert_eq!(rt.calls.ps(), 2);
+        assert_eq!(rt.calls.pods(), 1, "sandboxes not listed again");
+        assert_eq!(rt.calls.etcdctl(), 4);
         // A sandbox not seen before (a restarted static pod): listed again.
         sandboxes.replace(Vec::new());
         h.wait_gate(Duration::from_secs(5)).unwrap();
-        assert_eq!(
-            rt.pods.load(Ordering::SeqCst),
-            2,
-            "a new sandbox is looked up"
-        );
+        assert_eq!(rt.calls.pods(), 2, "a new sandbox is looked up");
         assert!(
-            rt.exec_into
-                .lock()
-                .unwrap()
-                .iter()
-                .all(|id| id == "etcd-static"),
+            rt.exec_into().iter().all(|id| id == "etcd-static"),
             "etcdctl ran only in the static pod's etcd container"
         );
         assert_eq!(
@@ -866,82 +772,42 @@ mod tests {
             sandboxes: rt.pods(Duration::ZERO).unwrap(),
         };
         assert_eq!(listing.others_named("etcd"), 1);
+        assert_eq!(rt.calls.renew(), 0, "the gate never renews");
     }
 
-    /// One component whose old container stops when a real child process
-    /// exits, and whose new container appears when `started` is set; counts
-    /// every call.
-    #[derive(Default)]
-    struct Waits {
-        alive: std::sync::atomic::AtomicBool,
-        started: std::sync::atomic::AtomicBool,
-        pid: u32,
-        ps: AtomicU32,
-        pods: AtomicU32,
-        inspect: AtomicU32,
+    /// One component, kube-scheduler: its old container `old` runs (in
+    /// `sb-old`); `new` (in `sb-new`) is what a restart brings.
+    fn waits() -> Double {
+        let rt = Double::new();
+        rt.push(scheduler("old", "sb-old", true));
+        rt.add_sandbox(sandbox("sb-old", "file"));
+        rt.add_sandbox(sandbox("sb-new", "file"));
+        rt
     }
 
-    impl Runtime for Waits {
-        fn ps(&self, _: Duration) -> Result<Vec<Container>, RtError> {
-            self.ps.fetch_add(1, Ordering::SeqCst);
-            let ctr = |id: &str, sb: &str, running: bool| Container {
-                id: id.into(),
-                pod_sandbox_id: sb.into(),
-                state: if running {
-                    "CONTAINER_RUNNING"
-                } else {
-                    "CONTAINER_EXITED"
-                }
-                .into(),
-                created_at: "1".into(),
-                labels: labels("kube-scheduler", "kube-scheduler-cp-1"),
-            };
-            let mut v = vec![ctr("old", "sb-old", self.alive.load(Ordering::SeqCst))];
-            if self.started.load(Ordering::SeqCst) {
-                v.insert(0, ctr("new", "sb-new", true));
-            }
-            Ok(v)
-        }
-        fn pods(&self, _: Duration) -> Result<Vec<Sandbox>, RtError> {
-            self.pods.fetch_add(1, Ordering::SeqCst);
-            Ok(["sb-old", "sb-new"]
-                .iter()
-                .map(|id| Sandbox {
-                    id: id.to_string(),
-                    state: "SANDBOX_READY".into(),
-                    labels: BTreeMap::new(),
-                    annotations: BTreeMap::from([(
-                        "kubernetes.io/config.source".into(),
-                        "file".into(),
-                    )]),
-                })
-                .collect())
-        }
-        fn container_pid(&self, _: &str, _: Duration) -> Result<Option<u32>, RtError> {
-            self.inspect.fetch_add(1, Ordering::SeqCst);
-            Ok(Some(self.pid))
-        }
-        fn etcdctl(&self, _: &str, _: &[String], _: Duration) -> Result<Output, String> {
-            unreachable!("the waits run no etcdctl")
-        }
-        fn probe(
-            &self,
-            _: u16,
-            _: &str,
-            _: &TlsIdentity,
-            _: OffsetDateTime,
-            _: Option<&str>,
-            _: Duration,
-        ) -> Result<ProbeResult, String> {
-            unreachable!("the waits probe nothing")
-        }
-        fn renew_certs(&self) -> Result<Output, String> {
-            unreachable!("the waits renew nothing")
-        }
+    fn scheduler(id: &str, sb: &str, running: bool) -> Container {
+        container(
+            "kube-scheduler",
+            "kube-scheduler-cp-1",
+            id,
+            sb,
+            running,
+            "1",
+        )
+    }
+
+    /// The waits only list and inspect.
+    fn assert_waits_only_list(rt: &Double) {
+        let c = &rt.calls;
+        assert_eq!(
+            (c.etcdctl(), c.probe(), c.renew()),
+            (0, 0, 0),
+            "the waits run no etcdctl, probe nothing, renew nothing"
+        );
     }
 
     fn waits_health<'a>(
-        rt: &'a Waits,
+        rt: &'a Double,
         root: &'a Root,
         cancel: &'a Cancel,
         sandboxes: &'a Sandboxes,
@@ -966,27 +832,26 @@ mod tests {
             .arg("1.5")
             .spawn()
             .unwrap();
-        let rt = Waits {
-            pid: child.id(),
-            ..Waits::default()
-        };
-        rt.alive.store(true, Ordering::SeqCst);
+        let rt = waits();
+        rt.set_pid("old", child.id());
         let cancel = Cancel::new();
         let sandboxes = Sandboxes::default();
         std::thread::scope(|s| {
             s.spawn(|| {
                 child.wait().unwrap();
-                rt.alive.store(false, Ordering::SeqCst);
+                rt.set_running("old", false);
             });
             waits_health(&rt, &root, &cancel, &sandboxes)
                 .wait_stopped(Component::KubeScheduler, "old", Duration::from_secs(20))
                 .unwrap();
         });
-        assert_eq!(rt.inspect.load(Ordering::SeqCst), 1);
-        // The exit may be seen by the pidfd a moment before the double's
-        // flag flips: then the dense polls after it add one or two.
-        let ps = rt.ps.load(Ordering::SeqCst);
+        assert_eq!(rt.calls.inspect(), 1);
+        // The exit may be seen by the pidfd a moment before the double
+        // says the container exited: then the dense polls after it add one
+        // or two.
+        let ps = rt.calls.ps();
         assert!((2..=4).contains(&ps), "{ps} listings");
+        assert_waits_only_list(&rt);
     }
 
     /// The start wait, with the kubelet seen to link its containers, sleeps
@@ -1001,7 +866,7 @@ mod tests {
         std::fs::create_dir(&logs).unwrap();
         let cancel = Cancel::new();
         let run = |trusted: bool| -> (u32, u32) {
-            let rt = Waits::default();
+            let rt = waits();
             let sandboxes = Sandboxes::default();
             let watch = crate::pidwatch::NewContainers::watch(&logs, trusted).unwrap();
             let link = logs.join(format!(
@@ -1011,7 +876,7 @@ mod tests {
             let id = std::thread::scope(|s| {
                 s.spawn(|| {
                     std::thread::sleep(Duration::from_millis(1500));
-                    rt.started.store(true, Ordering::SeqCst);
+                    rt.insert_newest(scheduler("new", "sb-new", true));
                     std::os::unix::fs::symlink("/x", &link).unwrap();
                 });
                 waits_health(&rt, &root, &cancel, &sandboxes)
@@ -1025,7 +890,8 @@ mod tests {
                     .unwrap()
             });
             assert_eq!(id, "new");
-            (rt.ps.load(Ordering::SeqCst), rt.pods.load(Ordering::SeqCst))
+            assert_waits_only_list(&rt);
+            (rt.calls.ps(), rt.calls.pods())
         };
         let (ps, pods) = run(true);
         assert!((2..=3).contains(&ps), "trusted watch: {ps} listings");

@@ -1557,185 +1557,24 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::print_stderr)] // tests use their temp node directly and say when they skip
 mod tests {
-    //! The runbook's rules against a test double of the node's runtime: a
-    //! synchronous "kubelet" that derives containers from where the
-    //! manifests are, a healthy single-member etcd, and a kubeadm that
-    //! succeeds or fails as told. No processes, no root.
+    //! The runbook's rules against the test double of the node's runtime
+    //! ([`crate::runtime::double`]): a synchronous "kubelet" that derives
+    //! containers from where the manifests are, a healthy single-member
+    //! etcd, and a kubeadm that succeeds or fails as told. No processes, no
+    //! root.
     use super::*;
     use crate::cli::{Global, LogFormat, OutputFormat};
     use crate::clock::Clock;
-    use crate::cri::{self, Container};
-    use crate::proc::Output;
-    use crate::runtime::RtError;
-    use crate::tlsprobe::{ProbeResult, TlsIdentity};
-    use std::collections::HashMap;
+    use crate::runtime::double::{self, Double};
     use std::os::unix::fs::PermissionsExt;
-    use std::path::Path;
-    use std::sync::Mutex;
-
-    struct Fake {
-        root: std::path::PathBuf,
-        gens: Mutex<HashMap<Component, (u32, bool)>>,
-        kubeadm_ok: bool,
-        never_stop: Option<Component>,
-        kubeadm_runs: Mutex<u32>,
-    }
-
-    impl Fake {
-        fn active(&self, c: Component) -> bool {
-            self.root
-                .join("etc/kubernetes/manifests")
-                .join(c.manifest_file())
-                .exists()
-        }
-    }
-
-    impl Runtime for Fake {
-        fn ps(&self, _budget: Duration) -> Result<Vec<Container>, RtError> {
-            let mut g = self.gens.lock().unwrap();
-            let mut v = Vec::new();
-            for c in Component::ALL {
-                let e = g.entry(c).or_insert((0, true));
-                let active = self.active(c);
-                if !active && e.1 && self.never_stop != Some(c) {
-                    e.1 = false;
-                } else if active && !e.1 {
-                    e.0 += 1;
-                    e.1 = true;
-                }
-                let labels = BTreeMap::from([
-                    (
-                        "io.kubernetes.pod.namespace".to_string(),
-                        "kube-system".to_string(),
-                    ),
-                    (
-                        "io.kubernetes.container.name".to_string(),
-                        c.name().to_string(),
-                    ),
-                    (
-                        "io.kubernetes.pod.name".to_string(),
-                        format!("{}-cp-1", c.name()),
-                    ),
-                ]);
-                v.push(Container {
-                    id: format!("{}-{}", c.name(), e.0),
-                    pod_sandbox_id: format!("sandbox-{}-{}", c.name(), e.0),
-                    state: if e.1 {
-                        "CONTAINER_RUNNING"
-                    } else {
-                        "CONTAINER_EXITED"
-                    }
-                    .into(),
-                    created_at: e.0.to_string(),
-                    labels,
-                });
-            }
-            Ok(v)
-        }
-        fn pods(&self, _budget: Duration) -> Result<Vec<cri::Sandbox>, RtError> {
-            let g = self.gens.lock().unwrap();
-            Ok(Component::ALL
-                .iter()
-                .map(|c| cri::Sandbox {
-                    id: format!("sandbox-{}-{}", c.name(), g.get(c).map_or(0, |e| e.0)),
-                    state: "SANDBOX_READY".into(),
-                    labels: BTreeMap::from([(
-                        "io.kubernetes.pod.namespace".to_string(),
-                        "kube-system".to_string(),
-                    )]),
-                    annotations: BTreeMap::from([(
-                        "kubernetes.io/config.source".to_string(),
-                        "file".to_string(),
-                    )]),
-                })
-                .collect())
-        }
-        fn etcdctl(&self, _id: &str, args: &[String], _budget: Duration) -> Result<Output, String> {
-            let out = if args.iter().any(|a| a == "member") {
-                r#"{"header":{"member_id":10276657743932975437},"members":[{"ID":10276657743932975437,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]}]}"#
-            } else {
-                r#"[{"endpoint":"https://10.0.0.11:2379","health":true}]"#
-            };
-            Ok(Output {
-                code: Some(0),
-                stdout: out.as_bytes().to_vec(),
-                stderr: Vec::new(),
-                stdout_truncated: false,
-                elapsed: Duration::ZERO,
-            })
-        }
-        fn probe(
-            &self,
-            _port: u16,
-            name: &str,
-            _id: &TlsIdentity,
-            _now: time::OffsetDateTime,
-            path: Option<&str>,
-            _budget: Duration,
-        ) -> Result<ProbeResult, String> {
-            let disk = if name == "kubernetes" {
-                "etc/kubernetes/pki/apiserver.crt"
-            } else {
-                "etc/kubernetes/pki/etcd/server.crt"
-            };
-            let pem = std::fs::read(self.root.join(disk)).unwrap();
-            Ok(ProbeResult {
-                status: path.map(|_| 200),
-                peer_cert: pki::parse_pem_certificate(&pem).unwrap().der,
-            })
-        }
-        fn renew_certs(&self) -> Result<Output, String> {
-            *self.kubeadm_runs.lock().unwrap() += 1;
-            if self.kubeadm_ok {
-                Ok(Output {
-                    code: Some(0),
-                    stdout: vec![],
-                    stderr: vec![],
-                    stdout_truncated: false,
-                    elapsed: Duration::ZERO,
-                })
-            } else {
-                std::fs::write(
-                    self.root.join("etc/kubernetes/pki/apiserver.crt"),
-                    b"half-written",
-                )
-                .unwrap();
-                Ok(Output {
-                    code: Some(1),
-                    stdout: vec![],
-                    stderr: b"error: boom".to_vec(),
-                    stdout_truncated: false,
-                    elapsed: Duration::ZERO,
-                })
-            }
-        }
-    }
-
-    fn copy(src: &Path, dst: &Path) {
-        std::fs::create_dir_all(dst).unwrap();
-        std::fs::set_permissions(dst, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for e in std::fs::read_dir(src).unwrap() {
-            let e = e.unwrap();
-            let to = dst.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &to);
-            } else {
-                std::fs::copy(e.path(), &to).unwrap();
-                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644)).unwrap();
-            }
-        }
-    }
 
     fn setup(
         kubeadm_ok: bool,
         never_stop: Option<Component>,
-    ) -> (tempfile::TempDir, Root, Global, Fake) {
-        let t = tempfile::tempdir().unwrap();
-        copy(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes/rsa"),
-            t.path(),
-        );
+    ) -> (tempfile::TempDir, Root, Global, Double) {
+        let t = double::node_tree("rsa");
         let root = Root::open(t.path()).unwrap();
         let g = Global {
             root: t.path().to_path_buf(),
@@ -1752,13 +1591,13 @@ mod tests {
             runtime_endpoint: None,
             clock: Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
         };
-        let fake = Fake {
-            root: t.path().to_path_buf(),
-            gens: Default::default(),
-            kubeadm_ok,
-            never_stop,
-            kubeadm_runs: Mutex::new(0),
-        };
+        let mut fake = Double::kubelet(t.path());
+        if !kubeadm_ok {
+            fake = fake.kubeadm_failing();
+        }
+        if let Some(c) = never_stop {
+            fake = fake.never_stopping(c);
+        }
         (t, root, g, fake)
     }
 
@@ -1831,7 +1670,7 @@ mod tests {
         );
         assert_eq!(r.code, 0, "{:#}", r.json);
         assert_eq!(restarted(&r), ["kube-scheduler"]);
-        assert_eq!(*fake.kubeadm_runs.lock().unwrap(), 0);
+        assert_eq!(fake.calls.renew(), 0);
         let phase = std::fs::read_to_string(state.join("phase")).unwrap();
         assert!(
             phase.starts_with("STATE=done\nCOMPONENT=none\nSTARTED=1764460800\n"),

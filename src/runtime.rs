@@ -283,3 +283,369 @@ impl Runtime for NodeRuntime {
         proc::run(p, &args, self.timeout, &self.cancel).map_err(|e| e.to_string())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // a test double: reads and writes its temp node directly
+pub(crate) mod double {
+    //! The test double of [`Runtime`], beside the trait (as youki keeps
+    //! `syscall/test.rs` beside `syscall/syscall.rs`): a node's kube-system
+    //! containers and sandboxes as data, a healthy single-member etcd, TLS
+    //! probes that answer 200, and a kubeadm that succeeds or fails as told.
+    //! Every call is counted.
+    //!
+    //! Two ways to drive it:
+    //! - scripted: [`Double::new`], then [`Double::push`],
+    //!   [`Double::insert_newest`], [`Double::add_sandbox`],
+    //!   [`Double::set_running`], [`Double::set_pid`], from the test's own
+    //!   threads too (the double is `Sync`);
+    //! - a kubelet: [`Double::kubelet`] keeps one static pod per component
+    //!   whose container runs while its manifest is in `manifests/` under the
+    //!   root: moved out, it exits (unless [`Double::never_stopping`]); moved
+    //!   back, a new container (and sandbox) of the next generation
+    //!   replaces it. Probes then present the certificates on disk.
+    use super::*;
+    use crate::component::Component;
+    use crate::cri::{ANNOTATION_CONFIG_SOURCE, LABEL_CONTAINER, LABEL_POD_NAME};
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Mutex, MutexGuard};
+
+    /// A copy of a fixture node tree (`fixtures/nodes/<name>`) in a fresh
+    /// temporary directory, directories 0755 and files 0644 (the fsx layer
+    /// refuses group- or other-writable node files).
+    pub(crate) fn node_tree(name: &str) -> tempfile::TempDir {
+        fn copy(src: &Path, dst: &Path) {
+            std::fs::create_dir_all(dst).unwrap();
+            std::fs::set_permissions(dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+            for e in std::fs::read_dir(src).unwrap() {
+                let e = e.unwrap();
+                let to = dst.join(e.file_name());
+                if e.file_type().unwrap().is_dir() {
+                    copy(&e.path(), &to);
+                } else {
+                    std::fs::copy(e.path(), &to).unwrap();
+                    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o644)).unwrap();
+                }
+            }
+        }
+        let t = tempfile::tempdir().unwrap();
+        copy(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/nodes")
+                .join(name),
+            t.path(),
+        );
+        t
+    }
+
+    /// A kube-system container of `name` in pod `pod`.
+    pub(crate) fn container(
+        name: &str,
+        pod: &str,
+        id: &str,
+        sandbox: &str,
+        running: bool,
+        created_at: &str,
+    ) -> Container {
+        Container {
+            id: id.into(),
+            pod_sandbox_id: sandbox.into(),
+            state: if running {
+                "CONTAINER_RUNNING"
+            } else {
+                "CONTAINER_EXITED"
+            }
+            .into(),
+            created_at: created_at.into(),
+            labels: BTreeMap::from([
+                (LABEL_NAMESPACE.to_string(), KUBE_SYSTEM.to_string()),
+                (LABEL_CONTAINER.to_string(), name.to_string()),
+                (LABEL_POD_NAME.to_string(), pod.to_string()),
+            ]),
+        }
+    }
+
+    /// A ready kube-system sandbox whose config source is `source` (`file`
+    /// for a static pod, `api` for the API server's pods).
+    pub(crate) fn sandbox(id: &str, source: &str) -> Sandbox {
+        Sandbox {
+            id: id.into(),
+            state: "SANDBOX_READY".into(),
+            labels: BTreeMap::from([(LABEL_NAMESPACE.to_string(), KUBE_SYSTEM.to_string())]),
+            annotations: BTreeMap::from([(
+                ANNOTATION_CONFIG_SOURCE.to_string(),
+                source.to_string(),
+            )]),
+        }
+    }
+
+    /// The answers of one healthy single-member etcd (`member list -w
+    /// json`, `endpoint health --cluster -w json`).
+    pub(crate) const MEMBER_LIST: &str = r#"{"header":{"member_id":10276657743932975437},"members":[{"ID":10276657743932975437,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]}]}"#;
+    pub(crate) const ENDPOINT_HEALTH: &str =
+        r#"[{"endpoint":"https://10.0.0.11:2379","health":true}]"#;
+
+    /// A process that exited with `code`.
+    pub(crate) fn output(code: i32, stdout: &[u8], stderr: &[u8]) -> Output {
+        Output {
+            code: Some(code),
+            stdout: stdout.to_vec(),
+            stderr: stderr.to_vec(),
+            stdout_truncated: false,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// Calls made, by kind.
+    #[derive(Debug, Default)]
+    pub(crate) struct Calls {
+        ps: AtomicU32,
+        pods: AtomicU32,
+        inspect: AtomicU32,
+        etcdctl: AtomicU32,
+        probe: AtomicU32,
+        renew: AtomicU32,
+    }
+
+    impl Calls {
+        fn count(n: &AtomicU32) {
+            n.fetch_add(1, Ordering::SeqCst);
+        }
+        pub(crate) fn ps(&self) -> u32 {
+            self.ps.load(Ordering::SeqCst)
+        }
+        pub(crate) fn pods(&self) -> u32 {
+            self.pods.load(Ordering::SeqCst)
+        }
+        /// `container_pid` (`crictl inspect`).
+        pub(crate) fn inspect(&self) -> u32 {
+            self.inspect.load(Ordering::SeqCst)
+        }
+        pub(crate) fn etcdctl(&self) -> u32 {
+            self.etcdctl.load(Ordering::SeqCst)
+        }
+        pub(crate) fn probe(&self) -> u32 {
+            self.probe.load(Ordering::SeqCst)
+        }
+        /// `kubeadm certs renew all`.
+        pub(crate) fn renew(&self) -> u32 {
+            self.renew.load(Ordering::SeqCst)
+        }
+    }
+
+    #[derive(Debug, Default)]
+    struct Node {
+        /// Newest first, as `crictl ps -a` lists them.
+        containers: Vec<Container>,
+        sandboxes: Vec<Sandbox>,
+        pids: BTreeMap<String, u32>,
+        /// The kubelet's generation of each component's static pod.
+        generations: BTreeMap<Component, u32>,
+        /// The containers `etcdctl` was exec'd into, in call order.
+        exec_into: Vec<String>,
+    }
+
+    #[derive(Debug, Default)]
+    pub(crate) struct Double {
+        node: Mutex<Node>,
+        /// The node's root: set, the double is a kubelet for its manifests
+        /// and probes present the certificates on disk.
+        root: Option<PathBuf>,
+        never_stop: Option<Component>,
+        kubeadm_fails: bool,
+        pub(crate) calls: Calls,
+    }
+
+    impl Double {
+        /// An empty node: no containers, no sandboxes.
+        pub(crate) fn new() -> Double {
+            Double::default()
+        }
+
+        /// A kubelet for the manifests under `root`: each component's
+        /// static pod `<c>-cp-1` runs container `<c>-0` in sandbox
+        /// `sandbox-<c>-0`, and generation n+1 replaces generation n when
+        /// its manifest comes back.
+        pub(crate) fn kubelet(root: &Path) -> Double {
+            let d = Double {
+                root: Some(root.to_path_buf()),
+                ..Double::default()
+            };
+            {
+                let mut n = d.node();
+                for c in Component::ALL {
+                    n.generations.insert(c, 0);
+                    n.containers.push(Self::generation(c, 0));
+                    n.sandboxes.push(sandbox(&format!("sandbox-{c}-0"), "file"));
+                }
+            }
+            d
+        }
+
+        /// `c`'s old container never exits (a stop that times out).
+        pub(crate) fn never_stopping(mut self, c: Component) -> Double {
+            self.never_stop = Some(c);
+            self
+        }
+
+        /// kubeadm leaves `pki/apiserver.crt` half-written and exits 1.
+        pub(crate) fn kubeadm_failing(mut self) -> Double {
+            self.kubeadm_fails = true;
+            self
+        }
+
+        fn node(&self) -> MutexGuard<'_, Node> {
+            self.node.lock().unwrap()
+        }
+
+        fn generation(c: Component, g: u32) -> Container {
+            container(
+                c.name(),
+                &format!("{}-cp-1", c.name()),
+                &format!("{}-{g}", c.name()),
+                &format!("sandbox-{}-{g}", c.name()),
+                true,
+                &g.to_string(),
+            )
+        }
+
+        /// Append a container (the oldest so far).
+        pub(crate) fn push(&self, c: Container) {
+            self.node().containers.push(c);
+        }
+
+        /// Add a container newer than every other.
+        pub(crate) fn insert_newest(&self, c: Container) {
+            self.node().containers.insert(0, c);
+        }
+
+        pub(crate) fn add_sandbox(&self, s: Sandbox) {
+            self.node().sandboxes.push(s);
+        }
+
+        /// Mark container `id` running or exited.
+        pub(crate) fn set_running(&self, id: &str, running: bool) {
+            for c in self.node().containers.iter_mut().filter(|c| c.id == id) {
+                c.state = if running {
+                    "CONTAINER_RUNNING"
+                } else {
+                    "CONTAINER_EXITED"
+                }
+                .into();
+            }
+        }
+
+        /// The host PID `crictl inspect` tells for container `id`.
+        pub(crate) fn set_pid(&self, id: &str, pid: u32) {
+            self.node().pids.insert(id.to_string(), pid);
+        }
+
+        /// The containers `etcdctl` ran in, in call order.
+        pub(crate) fn exec_into(&self) -> Vec<String> {
+            self.node().exec_into.clone()
+        }
+
+        /// The kubelet's step: stop what left `manifests/`, start the next
+        /// generation of what came back.
+        fn sync(&self, root: &Path, n: &mut Node) {
+            for c in Component::ALL {
+                let active = root
+                    .join("etc/kubernetes/manifests")
+                    .join(c.manifest_file())
+                    .exists();
+                let g = n.generations[&c];
+                let id = format!("{}-{g}", c.name());
+                let Some(i) = n.containers.iter().position(|x| x.id == id) else {
+                    continue;
+                };
+                let running = n.containers[i].is_running();
+                if running && !active && self.never_stop != Some(c) {
+                    n.containers[i].state = "CONTAINER_EXITED".into();
+                } else if !running && active {
+                    let sb = n.containers[i].pod_sandbox_id.clone();
+                    n.containers[i] = Self::generation(c, g + 1);
+                    if let Some(s) = n.sandboxes.iter_mut().find(|s| s.id == sb) {
+                        *s = sandbox(&format!("sandbox-{c}-{}", g + 1), "file");
+                    }
+                    n.generations.insert(c, g + 1);
+                }
+            }
+        }
+    }
+
+    impl Runtime for Double {
+        fn ps(&self, _budget: Duration) -> Result<Vec<Container>, RtError> {
+            Calls::count(&self.calls.ps);
+            let mut n = self.node();
+            if let Some(root) = &self.root {
+                self.sync(root, &mut n);
+            }
+            Ok(n.containers.clone())
+        }
+
+        fn pods(&self, _budget: Duration) -> Result<Vec<Sandbox>, RtError> {
+            Calls::count(&self.calls.pods);
+            Ok(self.node().sandboxes.clone())
+        }
+
+        fn container_pid(&self, id: &str, _budget: Duration) -> Result<Option<u32>, RtError> {
+            Calls::count(&self.calls.inspect);
+            Ok(self.node().pids.get(id).copied())
+        }
+
+        fn etcdctl(&self, id: &str, args: &[String], _budget: Duration) -> Result<Output, String> {
+            Calls::count(&self.calls.etcdctl);
+            self.node().exec_into.push(id.to_string());
+            let out = if args.iter().any(|a| a == "member") {
+                MEMBER_LIST
+            } else {
+                ENDPOINT_HEALTH
+            };
+            Ok(output(0, out.as_bytes(), b""))
+        }
+
+        fn probe(
+            &self,
+            _port: u16,
+            name: &str,
+            _id: &TlsIdentity,
+            _now: time::OffsetDateTime,
+            path: Option<&str>,
+            _budget: Duration,
+        ) -> Result<ProbeResult, String> {
+            Calls::count(&self.calls.probe);
+            let peer_cert = match &self.root {
+                Some(root) => {
+                    let disk = if name == "kubernetes" {
+                        "etc/kubernetes/pki/apiserver.crt"
+                    } else {
+                        "etc/kubernetes/pki/etcd/server.crt"
+                    };
+                    let pem = std::fs::read(root.join(disk)).unwrap();
+                    crate::pki::parse_pem_certificate(&pem).unwrap().der
+                }
+                None => Vec::new(),
+            };
+            Ok(ProbeResult {
+                status: path.map(|_| 200),
+                peer_cert,
+            })
+        }
+
+        fn renew_certs(&self) -> Result<Output, String> {
+            Calls::count(&self.calls.renew);
+            if !self.kubeadm_fails {
+                return Ok(output(0, b"", b""));
+            }
+            let root = self.root.as_ref().expect("a failing kubeadm needs a node");
+            std::fs::write(
+                root.join("etc/kubernetes/pki/apiserver.crt"),
+                b"half-written",
+            )
+            .unwrap();
+            Ok(output(1, b"", b"error: boom"))
+        }
+    }
+}
