@@ -210,18 +210,10 @@ fn dispatch(inv: &Invocation) -> Report {
         Mode::Check { force, agent_state } => {
             crate::check::run(&root, &inv.global, *force, agent_state.as_deref())
         }
-        Mode::Status {
-            operation_id,
-            fence: false,
-        } => crate::status::view(&root, &inv.global, operation_id.as_ref()),
-        Mode::Status {
-            operation_id: Some(id),
-            fence: true,
-        } => crate::status::fence(&root, &inv.global, id),
-        Mode::Status {
-            operation_id: None,
-            fence: true,
-        } => unreachable!("validated: --fence needs an ID"),
+        Mode::Status { operation_id } => {
+            crate::status::view(&root, &inv.global, operation_id.as_ref())
+        }
+        Mode::Fence { operation_id } => crate::status::fence(&root, &inv.global, operation_id),
         Mode::Renew {
             operation_id,
             force,

@@ -135,9 +135,14 @@ pub enum Mode {
         /// Relative to the root; None: the default path.
         agent_state: Option<String>,
     },
+    /// `--status-only` (the operator view, or one operation's).
     Status {
         operation_id: Option<OperationId>,
-        fence: bool,
+    },
+    /// `--status-only --operation-id ID --fence`: the fencing check always
+    /// names its operation.
+    Fence {
+        operation_id: OperationId,
     },
     Version,
 }
@@ -148,7 +153,7 @@ impl Mode {
             Mode::Renew { .. } => "renew",
             Mode::LegacyV1 { .. } => "legacy-v1",
             Mode::Check { .. } => "check",
-            Mode::Status { .. } => "status",
+            Mode::Status { .. } | Mode::Fence { .. } => "status",
             Mode::Version => "version",
         }
     }
@@ -259,6 +264,7 @@ pub fn is_host_root(p: &Path) -> bool {
         return true;
     }
     use std::os::unix::fs::MetadataExt;
+    #[allow(clippy::disallowed_methods)] // stat of --root and / (both followed): is it the host root?
     match (std::fs::metadata(p), std::fs::metadata("/")) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
@@ -512,15 +518,11 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
                 .map(|p| node_path_option(m, "agent-state", p))
                 .transpose()?,
         },
-        "status" => {
-            if cli.fence && operation_id.is_none() {
-                return Err(usage(m, "--fence needs --operation-id ID"));
-            }
-            Mode::Status {
-                operation_id,
-                fence: cli.fence,
-            }
-        }
+        "status" => match (cli.fence, operation_id) {
+            (true, Some(operation_id)) => Mode::Fence { operation_id },
+            (true, None) => return Err(usage(m, "--fence needs --operation-id ID")),
+            (false, operation_id) => Mode::Status { operation_id },
+        },
         _ => unreachable!("mode names are closed"),
     };
     Ok(Invocation { mode, global })
@@ -569,7 +571,7 @@ mod tests {
             parse(&["--status-only", "--operation-id", "x", "--fence"])
                 .unwrap()
                 .mode,
-            Mode::Status { fence: true, .. }
+            Mode::Fence { .. }
         ));
     }
 
