@@ -649,3 +649,280 @@ pub(crate) mod double {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests write their fake tools and read what they were given
+mod tests {
+    //! `is_unreachable` against crictl's own error texts, and the real
+    //! runtime's command lines against fake tools (shell scripts that record
+    //! their arguments and answer as told).
+    //!
+    //! The texts are crictl 1.36's, as its source composes them
+    //! (`cri-tools-1.36.0`): `cmd/crictl/main.go` (`--runtime-endpoint is
+    //! not set`; `logrus.Fatal(err)` prints `level=fatal msg=%q`),
+    //! `vendor/k8s.io/cri-client/pkg/remote_runtime.go` (`validate service
+    //! connection: validate CRI v1 runtime API for endpoint %q: %w`), grpc
+    //! 1.80's `internal/transport/http2_client.go` (`transport: Error while
+    //! dialing: %v`), `transport.go` (`connection error: desc = %q`) and
+    //! `picker_wrapper.go` (a failed pick is `code = Unavailable`), Go's
+    //! `net.OpError` (`dial unix PATH: connect: ERRNO`), and
+    //! `cmd/crictl/container.go` (`listing containers: call list containers
+    //! RPC: %w`).
+    use super::*;
+    use crate::cli::{Global, LogFormat, OutputFormat};
+    use crate::clock::Clock;
+    use std::path::Path;
+
+    const SOCK: &str = "/run/containerd/containerd.sock";
+
+    /// crictl's last line when it cannot dial the runtime's socket (`errno`
+    /// as Go prints it).
+    fn dial_failure(errno: &str) -> String {
+        format!(
+            r#"time="2026-11-30T00:00:00Z" level=fatal msg="validate service connection: validate CRI v1 runtime API for endpoint \"unix://{SOCK}\": rpc error: code = Unavailable desc = connection error: desc = \"transport: Error while dialing: dial unix {SOCK}: connect: {errno}\"""#
+        )
+    }
+
+    #[test]
+    fn a_socket_that_cannot_be_dialled_is_unreachable() {
+        for errno in [
+            "no such file or directory",
+            "connection refused",
+            "permission denied",
+        ] {
+            assert!(is_unreachable(&dial_failure(errno)), "{errno}");
+        }
+        // crictl.yaml with `runtime-endpoint: ""` (cmd/crictl/main.go).
+        assert!(is_unreachable(
+            r#"time="2026-11-30T00:00:00Z" level=fatal msg="--runtime-endpoint is not set""#
+        ));
+    }
+
+    /// The runtime keeps only the last 300 characters of stderr: the
+    /// verdict must survive the cut, however long the socket path.
+    #[test]
+    fn the_verdict_survives_the_stderr_tail() {
+        let long = format!("/run/{}/containerd.sock", "k".repeat(400));
+        let text = dial_failure("no such file or directory").replace(SOCK, &long);
+        let out = Output {
+            code: Some(1),
+            stdout: Vec::new(),
+            stderr: format!("{text}\n").into_bytes(),
+            stdout_truncated: false,
+            elapsed: Duration::ZERO,
+        };
+        let tail = out.stderr_tail();
+        assert!(!tail.contains("validate service connection"), "{tail}");
+        assert!(is_unreachable(&tail), "{tail}");
+    }
+
+    /// A runtime that answered but failed the call may answer the next one:
+    /// the gate waits for it.
+    #[test]
+    fn a_failed_call_on_a_reachable_runtime_is_not_unreachable() {
+        for text in [
+            r#"time="2026-11-30T00:00:00Z" level=fatal msg="listing containers: call list containers RPC: rpc error: code = DeadlineExceeded desc = context deadline exceeded""#,
+            r#"time="2026-11-30T00:00:00Z" level=fatal msg="listing containers: call list containers RPC: rpc error: code = Unknown desc = failed to list containers: boom""#,
+            r#"time="2026-11-30T00:00:00Z" level=fatal msg="incorrectly specified label: a=b=c""#,
+            "",
+        ] {
+            assert!(!is_unreachable(text), "{text}");
+        }
+    }
+
+    /// A fake tool: records its arguments in `DIR/args`, prints `DIR/stdout`
+    /// and `DIR/stderr`, exits with `DIR/code`.
+    struct Tool {
+        dir: tempfile::TempDir,
+    }
+
+    impl Tool {
+        fn new(name: &str) -> Tool {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path().display();
+            let script = format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{d}/args'\ncat '{d}/stdout'\ncat '{d}/stderr' >&2\nexit \"$(cat '{d}/code')\"\n"
+            );
+            // Written by a child process: a write descriptor of ours could
+            // leak into a sibling test's fork and make exec fail (ETXTBSY).
+            let path = dir.path().join(name);
+            let ok = std::process::Command::new("/bin/sh")
+                .args(["-c", r#"printf '%s' "$2" > "$1" && chmod 0755 "$1""#, "sh"])
+                .arg(&path)
+                .arg(script)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            let t = Tool { dir };
+            t.answer(0, "", "");
+            t
+        }
+        fn path(&self, name: &str) -> PathBuf {
+            self.dir.path().join(name)
+        }
+        fn answer(&self, code: i32, stdout: &str, stderr: &str) {
+            std::fs::write(self.dir.path().join("code"), code.to_string()).unwrap();
+            std::fs::write(self.dir.path().join("stdout"), stdout).unwrap();
+            std::fs::write(self.dir.path().join("stderr"), stderr).unwrap();
+        }
+        fn args(&self) -> Vec<String> {
+            std::fs::read_to_string(self.dir.path().join("args"))
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect()
+        }
+    }
+
+    fn global(root: &Path, crictl: PathBuf, kubeadm: PathBuf, endpoint: Option<&str>) -> Global {
+        Global {
+            root: root.to_path_buf(),
+            output: OutputFormat::Json,
+            log_format: LogFormat::Text,
+            threshold_days: 30,
+            lock_timeout: Duration::from_secs(1),
+            stop_timeout: Duration::from_secs(1),
+            health_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(10),
+            kubeadm: Some(kubeadm),
+            crictl: Some(crictl),
+            kubeadm_config: None,
+            runtime_endpoint: endpoint.map(str::to_string),
+            clock: Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
+        }
+    }
+
+    /// A node root with fake crictl and kubeadm.
+    fn node(endpoint: Option<&str>) -> (tempfile::TempDir, Tool, Tool, Global) {
+        let root = tempfile::tempdir().unwrap();
+        let crictl = Tool::new("crictl");
+        let kubeadm = Tool::new("kubeadm");
+        let g = global(
+            root.path(),
+            crictl.path("crictl"),
+            kubeadm.path("kubeadm"),
+            endpoint,
+        );
+        (root, crictl, kubeadm, g)
+    }
+
+    fn runtime(g: &Global) -> NodeRuntime {
+        let root = crate::fsx::Root::open(&g.root).unwrap();
+        NodeRuntime::new(g, &root, Cancel::new())
+    }
+
+    const ENDPOINT: &str = "unix:///run/containerd/containerd.sock";
+
+    /// SPEC 1 and 9: every crictl call gets the endpoint, as a global
+    /// option before the command; listings ask for kube-system by its exact
+    /// label.
+    #[test]
+    fn every_crictl_call_gets_the_endpoint_before_the_command() {
+        let (_root, crictl, _kubeadm, g) = node(Some(ENDPOINT));
+        let rt = runtime(&g);
+        crictl.answer(0, r#"{"containers":[]}"#, "");
+        assert_eq!(rt.ps(Duration::from_secs(5)), Ok(Vec::new()));
+        let label = "io.kubernetes.pod.namespace=kube-system";
+        let e = ["--runtime-endpoint", ENDPOINT];
+        assert_eq!(
+            crictl.args(),
+            [&e[..], &["ps", "-a", "-o", "json", "--label", label]].concat()
+        );
+        crictl.answer(0, r#"{"items":[]}"#, "");
+        assert_eq!(rt.pods(Duration::from_secs(5)), Ok(Vec::new()));
+        assert_eq!(
+            crictl.args(),
+            [&e[..], &["pods", "-o", "json", "--label", label]].concat()
+        );
+        crictl.answer(0, "[]", "");
+        let args = vec!["endpoint".to_string(), "health".to_string()];
+        rt.etcdctl("etcd-1", &args, Duration::from_secs(5)).unwrap();
+        assert_eq!(
+            crictl.args(),
+            [&e[..], &["exec", "etcd-1", "etcdctl", "endpoint", "health"]].concat()
+        );
+    }
+
+    /// SPEC 9: no endpoint given or found at the kubelet's: crictl's own
+    /// configuration decides, so no `--runtime-endpoint` at all.
+    #[test]
+    fn without_an_endpoint_crictl_is_given_none() {
+        let (_root, crictl, _kubeadm, g) = node(None);
+        let rt = runtime(&g);
+        crictl.answer(0, r#"{"containers":[]}"#, "");
+        rt.ps(Duration::from_secs(5)).unwrap();
+        assert_eq!(crictl.args()[0], "ps");
+    }
+
+    /// SPEC 4 step 7 and 9: a dial failure fails the gate at once, naming
+    /// the endpoint; any other failed listing is one the gate retries.
+    #[test]
+    fn a_dial_failure_is_unreachable_and_names_the_endpoint() {
+        let (_root, crictl, _kubeadm, g) = node(Some(ENDPOINT));
+        let rt = runtime(&g);
+        crictl.answer(1, "", &dial_failure("no such file or directory"));
+        for r in [
+            rt.ps(Duration::from_secs(5)).map(|_| ()),
+            rt.pods(Duration::from_secs(5)).map(|_| ()),
+        ] {
+            match r {
+                Err(RtError::Unreachable(m)) => assert!(
+                    m.contains(&format!("{ENDPOINT} (from --runtime-endpoint)")),
+                    "{m}"
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+        crictl.answer(
+            1,
+            "",
+            r#"time="2026-11-30T00:00:00Z" level=fatal msg="listing containers: call list containers RPC: rpc error: code = DeadlineExceeded desc = context deadline exceeded""#,
+        );
+        match rt.ps(Duration::from_secs(5)) {
+            Err(RtError::Failed(m)) => assert!(m.contains("DeadlineExceeded"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// SPEC 2: under a root other than `/`, kubeadm renews that root's
+    /// certificates (`--rootfs`), never the host's; the kubeadm config is
+    /// then a node path, as kubeadm sees it after its chroot.
+    #[test]
+    fn kubeadm_under_another_root_is_given_rootfs() {
+        let (root, _crictl, kubeadm, mut g) = node(None);
+        g.kubeadm_config = Some("etc/kubernetes/kubeadm.yaml".into());
+        runtime(&g).renew_certs().unwrap();
+        let root = root.path().display().to_string();
+        assert_eq!(
+            kubeadm.args(),
+            [
+                "certs",
+                "renew",
+                "all",
+                "--config",
+                "/etc/kubernetes/kubeadm.yaml",
+                "--rootfs",
+                &root
+            ]
+        );
+    }
+
+    /// A tool that cannot be found is named (the run then fails at once),
+    /// and calling it is an error, not a panic.
+    #[test]
+    fn a_missing_tool_is_named() {
+        let (root, _crictl, kubeadm, _g) = node(None);
+        let g = global(
+            root.path(),
+            PathBuf::from("/nonexistent/crictl"),
+            kubeadm.path("kubeadm"),
+            Some(ENDPOINT),
+        );
+        let rt = runtime(&g);
+        let missing = rt.missing_tools();
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert_eq!(missing[0].0, "crictl");
+        assert!(missing[0].1.contains("/nonexistent/crictl"), "{missing:?}");
+        assert!(rt.ps(Duration::from_secs(1)).is_err());
+    }
+}
