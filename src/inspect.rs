@@ -96,22 +96,23 @@ impl RunbookIntent {
     }
 }
 
-/// Pure: judge a parsed phase file, given the receipt of the operation it names.
+/// Pure: judge a parsed phase file, given the receipt of the operation it
+/// names: the resume rule (`resume::resume`) asked by an observer.
 pub fn judge(phase: Option<&PhaseFile>, receipt_of_phase_op: &ReceiptLookup) -> RunbookIntent {
+    use crate::resume::{resume, Asker, Resume};
     let Some(p) = phase else {
         return RunbookIntent::Absent;
     };
-    if !p.is_unfinished() {
-        return RunbookIntent::Done;
-    }
-    match (p, receipt_of_phase_op) {
-        (PhaseFile::V2(p2), ReceiptLookup::Malformed(e)) => RunbookIntent::Malformed(format!(
+    match resume(Some(p), Asker::Observer, |_| receipt_of_phase_op.clone()) {
+        Resume::Fresh => RunbookIntent::Done,
+        Resume::DoneByReceipt { .. } => RunbookIntent::DoneByReceipt,
+        Resume::ReceiptMalformed(e) => RunbookIntent::Malformed(format!(
             "the receipt of its operation {} is unusable: {e}",
-            p2.operation_id
+            match p {
+                PhaseFile::V2(p2) => p2.operation_id.as_str(),
+                PhaseFile::Legacy(_) => "?",
+            }
         )),
-        (PhaseFile::V2(_), ReceiptLookup::Found(r)) if r.outcome.is_success() => {
-            RunbookIntent::DoneByReceipt
-        }
         _ => RunbookIntent::Pending,
     }
 }

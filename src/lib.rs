@@ -13,6 +13,7 @@ pub mod outcome;
 pub mod phase;
 pub mod pki;
 pub mod receipt;
+pub mod resume;
 
 // Command line and output.
 pub mod cli;

@@ -9,6 +9,7 @@ use crate::clock;
 use crate::component::Component;
 use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX, SMALL_FILE_MAX};
 use crate::health::{self, GateError, GateOk, Health};
+use crate::resume::{resume, Asker, Resume, Start};
 use crate::inspect::{self, ReceiptLookup};
 use crate::lock::{self, LockError};
 use crate::manifests;
@@ -112,14 +113,6 @@ fn cancelled(component: Option<Component>) -> Fail {
 enum Success {
     Unchanged(String),
     Renewed,
-}
-
-/// Where the work starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Start {
-    Fresh,
-    Renewing,
-    Restart(Option<Component>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,15 +397,27 @@ impl Run<'_> {
                 format!("{}: {e}", crate::paths::state(PHASE_FILE)),
             )
         })?;
-        if !file.is_unfinished() {
-            return Ok(Start::Fresh);
-        }
-        let start = match file.state() {
-            PhaseState::Renewing => Start::Renewing,
-            _ => Start::Restart(file.next_component()),
+        let me = self.req.operation_id.clone();
+        let asker = match &me {
+            Some(id) => Asker::V2(id),
+            None => Asker::Legacy,
         };
-        match file {
-            PhaseFile::Legacy(l) => {
+        let mut completed_error = None;
+        let decision = resume(Some(&file), asker, |op| {
+            match self.state.open_subdir(COMPLETED_DIR, Trust::Strict) {
+                Ok(completed) => inspect::lookup_receipt(completed.as_ref(), op),
+                Err(e) => {
+                    completed_error = Some(e.to_string());
+                    ReceiptLookup::Absent
+                }
+            }
+        });
+        if let Some(e) = completed_error {
+            return Err(fail(Phase::Receipt, e));
+        }
+        match (decision, file) {
+            (Resume::Fresh, _) => Ok(Start::Fresh),
+            (Resume::Legacy { start }, PhaseFile::Legacy(l)) => {
                 self.format = Format::Legacy;
                 self.legacy_started = l.started;
                 self.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
@@ -429,59 +434,65 @@ impl Run<'_> {
                 );
                 Ok(start)
             }
-            PhaseFile::V2(p) => {
-                let Some(my_id) = self.req.operation_id.clone() else {
-                    return Err(fail(
-                        Phase::PhaseFile,
-                        format!(
-                            "--legacy-v1 refuses to run over the unfinished V2 operation {} ({}); nothing changed",
-                            p.operation_id,
-                            p.state.as_str()
-                        ),
-                    ));
-                };
+            (
+                Resume::RefuseLegacyOverV2 {
+                    operation_id,
+                    state,
+                },
+                _,
+            ) => Err(fail(
+                Phase::PhaseFile,
+                format!(
+                    "--legacy-v1 refuses to run over the unfinished V2 operation {operation_id} ({}); nothing changed",
+                    state.as_str()
+                ),
+            )),
+            (Resume::Own { start }, PhaseFile::V2(p)) => {
                 self.ca = p.ca_sha256.clone();
-                if p.operation_id == my_id {
-                    self.started_at = p.started_at.clone();
-                    self.resumed_from = p.resumed_from.clone();
-                    tracing::info!(
-                        "resuming this operation's own unfinished work ({})",
-                        p.state.as_str()
-                    );
-                    return Ok(start);
-                }
-                let completed = self
-                    .state
-                    .open_subdir(COMPLETED_DIR, Trust::Strict)
-                    .map_err(|e| fail(Phase::Receipt, e.to_string()))?;
-                match inspect::lookup_receipt(completed.as_ref(), &p.operation_id) {
-                    ReceiptLookup::Found(r) if r.outcome.is_success() => {
-                        tracing::info!(
-                            "operation {} left its phase unfinished after its {} receipt: treated as done",
-                            p.operation_id,
-                            r.outcome
-                        );
-                        self.ca.clear();
-                        Ok(Start::Fresh)
-                    }
-                    ReceiptLookup::Malformed(e) => Err(fail(Phase::Receipt, e)),
-                    found => {
-                        if matches!(found, ReceiptLookup::Absent) {
-                            self.supersede = Some(p.operation_id.clone());
-                        }
-                        self.resumed_from = Some(ResumedFrom {
-                            operation_id: Some(p.operation_id.clone()),
-                            format: V2_FORMAT.into(),
-                        });
-                        tracing::info!(
-                            "taking over the unfinished work of operation {} ({})",
-                            p.operation_id,
-                            p.state.as_str()
-                        );
-                        Ok(start)
-                    }
-                }
+                self.started_at = p.started_at.clone();
+                self.resumed_from = p.resumed_from.clone();
+                tracing::info!(
+                    "resuming this operation's own unfinished work ({})",
+                    p.state.as_str()
+                );
+                Ok(start)
             }
+            (
+                Resume::DoneByReceipt {
+                    operation_id,
+                    outcome,
+                },
+                _,
+            ) => {
+                tracing::info!(
+                    "operation {operation_id} left its phase unfinished after its {outcome} receipt: treated as done"
+                );
+                Ok(Start::Fresh)
+            }
+            (Resume::ReceiptMalformed(e), _) => Err(fail(Phase::Receipt, e)),
+            (
+                Resume::TakeOver {
+                    from,
+                    start,
+                    supersede,
+                },
+                PhaseFile::V2(p),
+            ) => {
+                self.ca = p.ca_sha256.clone();
+                if supersede {
+                    self.supersede = Some(from.clone());
+                }
+                tracing::info!(
+                    "taking over the unfinished work of operation {from} ({})",
+                    p.state.as_str()
+                );
+                self.resumed_from = Some(ResumedFrom {
+                    operation_id: Some(from),
+                    format: V2_FORMAT.into(),
+                });
+                Ok(start)
+            }
+            (decision, _) => unreachable!("the resume rule answered {decision:?} for this file"),
         }
     }
 

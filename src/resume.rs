@@ -1,0 +1,311 @@
+//! SPEC 4 step 3, the resume rule, once: given the phase file, who asks and
+//! the receipt of the operation the phase file names, where a renewal
+//! starts. Pure. The renewal acts on the answer; `--check` and
+//! `--status-only` report it (they ask as nobody in particular).
+
+use crate::component::Component;
+use crate::inspect::ReceiptLookup;
+use crate::opid::OperationId;
+use crate::outcome::Outcome;
+use crate::phase::{PhaseFile, PhaseState};
+
+/// Where the work starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// From the beginning (expiry, gate, kubeadm, every component).
+    Fresh,
+    /// `renewing` was recorded: kubeadm again, then every component.
+    Renewing,
+    /// `restart_pending`: the restarts from this component (None: the
+    /// restarts are over, postflight remains).
+    Restart(Option<Component>),
+}
+
+/// Who asks.
+#[derive(Debug, Clone, Copy)]
+pub enum Asker<'a> {
+    /// A V2 renewal with this operation ID.
+    V2(&'a OperationId),
+    /// `--legacy-v1`.
+    Legacy,
+    /// `--check` or `--status-only`: what would a renewal do?
+    Observer,
+}
+
+/// The resume rule's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// No phase file, or `done`: start fresh.
+    Fresh,
+    /// Unfinished V2 work of another operation whose receipt is a success:
+    /// the crash fell between its receipt and its last phase write; done.
+    DoneByReceipt {
+        operation_id: OperationId,
+        outcome: Outcome,
+    },
+    /// Unfinished five-line work: resumed in the legacy format.
+    Legacy { start: Start },
+    /// This operation's own unfinished work.
+    Own { start: Start },
+    /// Another operation's unfinished V2 work, taken over; `supersede`: it
+    /// has no receipt yet and gets a `superseded` one.
+    TakeOver {
+        from: OperationId,
+        start: Start,
+        supersede: bool,
+    },
+    /// Unfinished V2 work (of an observer's unknown asker): some renewal
+    /// would resume or take it over.
+    Pending { start: Start },
+    /// `--legacy-v1` over unfinished V2 work: refused, nothing changes.
+    RefuseLegacyOverV2 {
+        operation_id: OperationId,
+        state: PhaseState,
+    },
+    /// The receipt the decision depends on is unusable.
+    ReceiptMalformed(String),
+}
+
+impl Resume {
+    /// Unfinished work that a renewal would do (or, for an observer, that
+    /// some renewal would).
+    pub fn is_pending(&self) -> bool {
+        matches!(
+            self,
+            Resume::Legacy { .. }
+                | Resume::Own { .. }
+                | Resume::TakeOver { .. }
+                | Resume::Pending { .. }
+        )
+    }
+}
+
+fn start_of(file: &PhaseFile) -> Start {
+    match file.state() {
+        PhaseState::Renewing => Start::Renewing,
+        _ => Start::Restart(file.next_component()),
+    }
+}
+
+/// The rule. `receipt_of` looks up the receipt of the operation the phase
+/// file names; it is called only when the answer depends on it (never for
+/// the asker's own operation, never for legacy work).
+pub fn resume(
+    file: Option<&PhaseFile>,
+    asker: Asker<'_>,
+    receipt_of: impl FnOnce(&OperationId) -> ReceiptLookup,
+) -> Resume {
+    let Some(file) = file.filter(|f| f.is_unfinished()) else {
+        return Resume::Fresh;
+    };
+    let start = start_of(file);
+    let p = match file {
+        PhaseFile::Legacy(_) => return Resume::Legacy { start },
+        PhaseFile::V2(p) => p,
+    };
+    match asker {
+        Asker::Legacy => {
+            return Resume::RefuseLegacyOverV2 {
+                operation_id: p.operation_id.clone(),
+                state: p.state,
+            }
+        }
+        Asker::V2(me) if *me == p.operation_id => return Resume::Own { start },
+        Asker::V2(_) | Asker::Observer => {}
+    }
+    match receipt_of(&p.operation_id) {
+        ReceiptLookup::Found(r) if r.outcome.is_success() => Resume::DoneByReceipt {
+            operation_id: p.operation_id.clone(),
+            outcome: r.outcome,
+        },
+        ReceiptLookup::Malformed(e) => Resume::ReceiptMalformed(e),
+        _ if matches!(asker, Asker::Observer) => Resume::Pending { start },
+        found => Resume::TakeOver {
+            from: p.operation_id.clone(),
+            start,
+            supersede: matches!(found, ReceiptLookup::Absent),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::outcome::{ManifestLocation, Phase};
+    use crate::phase::{LegacyPhase, PhaseV2, CA_KEYS};
+
+    fn v2(op: &str, state: PhaseState, next: Option<Component>) -> PhaseFile {
+        PhaseFile::V2(PhaseV2 {
+            operation_id: id(op),
+            state,
+            next_component: next,
+            ca_sha256: CA_KEYS
+                .iter()
+                .map(|k| (k.to_string(), "a".repeat(64)))
+                .collect(),
+            force: false,
+            threshold_days: 30,
+            started_at: "2026-11-30T00:00:00Z".into(),
+            updated_at: "2026-11-30T00:00:00Z".into(),
+            resumed_from: None,
+        })
+    }
+
+    fn legacy(state: PhaseState) -> PhaseFile {
+        PhaseFile::Legacy(LegacyPhase {
+            state,
+            component: (state == PhaseState::RestartPending).then_some(Component::Etcd),
+            started: 1_764_460_800,
+            ca_sha256: "a".repeat(64),
+            pid: 4242,
+        })
+    }
+
+    fn id(s: &str) -> OperationId {
+        OperationId::parse(s).unwrap()
+    }
+
+    fn receipt(outcome: Outcome) -> ReceiptLookup {
+        ReceiptLookup::Found(crate::receipt::Receipt {
+            operation_id: id("op-0"),
+            outcome,
+            phase: Phase::Done,
+            message: String::new(),
+            failed_component: None,
+            manifests: Component::ALL
+                .iter()
+                .map(|c| (*c, ManifestLocation::Active))
+                .collect(),
+            finished_at: "2026-11-30T00:10:00Z".into(),
+            runbook_version: "0.1.0".into(),
+            ca_sha256: Default::default(),
+        })
+    }
+
+    fn never(_: &OperationId) -> ReceiptLookup {
+        panic!("the receipt must not be looked up")
+    }
+
+    #[test]
+    fn nothing_or_done_starts_fresh_without_a_lookup() {
+        let me = id("op-1");
+        assert_eq!(resume(None, Asker::V2(&me), never), Resume::Fresh);
+        let done = v2("op-0", PhaseState::Done, None);
+        for asker in [Asker::V2(&me), Asker::Legacy, Asker::Observer] {
+            assert_eq!(resume(Some(&done), asker, never), Resume::Fresh);
+        }
+        assert_eq!(
+            resume(Some(&legacy(PhaseState::Done)), Asker::Legacy, never),
+            Resume::Fresh
+        );
+    }
+
+    #[test]
+    fn own_work_resumes_where_it_stopped() {
+        let me = id("op-1");
+        let f = v2(
+            "op-1",
+            PhaseState::RestartPending,
+            Some(Component::KubeApiserver),
+        );
+        assert_eq!(
+            resume(Some(&f), Asker::V2(&me), never),
+            Resume::Own {
+                start: Start::Restart(Some(Component::KubeApiserver))
+            }
+        );
+        let f = v2("op-1", PhaseState::Renewing, None);
+        assert_eq!(
+            resume(Some(&f), Asker::V2(&me), never),
+            Resume::Own {
+                start: Start::Renewing
+            }
+        );
+    }
+
+    #[test]
+    fn legacy_work_is_resumed_in_its_format_by_anyone() {
+        let f = legacy(PhaseState::RestartPending);
+        let me = id("op-1");
+        for asker in [Asker::V2(&me), Asker::Legacy, Asker::Observer] {
+            let r = resume(Some(&f), asker, never);
+            assert!(
+                matches!(
+                    r,
+                    Resume::Legacy {
+                        start: Start::Restart(Some(Component::Etcd))
+                    }
+                ),
+                "{r:?}"
+            );
+            assert!(r.is_pending());
+        }
+    }
+
+    #[test]
+    fn legacy_v1_refuses_unfinished_v2_work_before_any_lookup() {
+        let f = v2("op-0", PhaseState::RestartPending, Some(Component::Etcd));
+        assert_eq!(
+            resume(Some(&f), Asker::Legacy, never),
+            Resume::RefuseLegacyOverV2 {
+                operation_id: id("op-0"),
+                state: PhaseState::RestartPending
+            }
+        );
+    }
+
+    #[test]
+    fn another_operations_work_depends_on_its_receipt() {
+        let me = id("op-1");
+        let f = v2(
+            "op-0",
+            PhaseState::RestartPending,
+            Some(Component::KubeScheduler),
+        );
+        let start = Start::Restart(Some(Component::KubeScheduler));
+        // No receipt: taken over, and it will be superseded.
+        assert_eq!(
+            resume(Some(&f), Asker::V2(&me), |_| ReceiptLookup::Absent),
+            Resume::TakeOver {
+                from: id("op-0"),
+                start,
+                supersede: true
+            }
+        );
+        assert_eq!(
+            resume(Some(&f), Asker::Observer, |_| ReceiptLookup::Absent),
+            Resume::Pending { start }
+        );
+        // A success receipt: the crash fell after it; done, for anyone.
+        let r = resume(Some(&f), Asker::V2(&me), |_| receipt(Outcome::Renewed));
+        assert!(
+            matches!(r, Resume::DoneByReceipt { ref operation_id, .. } if *operation_id == id("op-0")),
+            "{r:?}"
+        );
+        assert!(!r.is_pending());
+        assert!(matches!(
+            resume(Some(&f), Asker::Observer, |_| receipt(Outcome::Renewed)),
+            Resume::DoneByReceipt { .. }
+        ));
+        // A failure receipt: taken over, nothing to supersede.
+        let r = resume(Some(&f), Asker::V2(&me), |_| receipt(Outcome::Failed));
+        assert!(
+            matches!(
+                r,
+                Resume::TakeOver {
+                    supersede: false,
+                    ..
+                }
+            ),
+            "{r:?}"
+        );
+        // An unusable receipt: refused.
+        assert_eq!(
+            resume(Some(&f), Asker::Observer, |_| ReceiptLookup::Malformed(
+                "bad".into()
+            )),
+            Resume::ReceiptMalformed("bad".into())
+        );
+    }
+}
