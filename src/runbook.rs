@@ -9,7 +9,6 @@ use crate::clock;
 use crate::component::Component;
 use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX, SMALL_FILE_MAX};
 use crate::health::{self, GateError, GateOk, Health};
-use crate::resume::{resume, Asker, Resume, Start};
 use crate::inspect::{self, ReceiptLookup};
 use crate::lock::{self, LockError};
 use crate::manifests;
@@ -27,6 +26,7 @@ use crate::phase::{
 };
 use crate::pki::{self, LeafKind};
 use crate::receipt::{self, Receipt};
+use crate::resume::{resume, Asker, Resume, Start};
 use crate::runtime::Runtime;
 use crate::signals::Cancel;
 use crate::staging::{Dirs, Restore};
