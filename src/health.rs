@@ -899,4 +899,372 @@ mod tests {
         let (ps, _) = run(false);
         assert!(ps >= 6, "untrusted watch: back-off polls ({ps} listings)");
     }
+
+    fn health<'a>(
+        rt: &'a Double,
+        root: &'a Root,
+        cancel: &'a Cancel,
+        sandboxes: &'a Sandboxes,
+    ) -> Health<'a> {
+        waits_health(rt, root, cancel, sandboxes)
+    }
+
+    /// The gate over the rsa fixture node against `rt`, with `timeout`.
+    fn gate(rt: &Double, timeout: Duration) -> (Result<GateOk, GateError>, Duration) {
+        let t = double::node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let cancel = Cancel::new();
+        let sandboxes = Sandboxes::default();
+        let t0 = Instant::now();
+        let r = health(rt, &root, &cancel, &sandboxes).wait_gate(timeout);
+        (r, t0.elapsed())
+    }
+
+    /// SPEC 4 step 7: etcdctl runs in the etcd container with the TLS flags
+    /// of the guide, naming the paths as the container sees them whatever
+    /// --root is, and the client port the manifest gives.
+    #[test]
+    fn etcdctl_gets_the_container_paths_and_the_manifests_client_port() {
+        let t = double::node_tree("rsa");
+        let etcd = t.path().join("etc/kubernetes/manifests/etcd.yaml");
+        let m = std::fs::read_to_string(&etcd).unwrap();
+        assert!(m.contains("https://127.0.0.1:2379"));
+        std::fs::write(&etcd, m.replace("127.0.0.1:2379", "127.0.0.1:12379")).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let rt = counting();
+        let (cancel, sandboxes) = (Cancel::new(), Sandboxes::default());
+        health(&rt, &root, &cancel, &sandboxes)
+            .wait_gate(Duration::from_secs(5))
+            .unwrap();
+        let calls = rt.etcdctl_args();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        for args in &calls {
+            for flag in [
+                "--endpoints=https://127.0.0.1:12379",
+                "--cacert=/etc/kubernetes/pki/etcd/ca.crt",
+                "--cert=/etc/kubernetes/pki/etcd/server.crt",
+                "--key=/etc/kubernetes/pki/etcd/server.key",
+            ] {
+                assert!(args.iter().any(|a| a == flag), "{flag} not in {args:?}");
+            }
+            let root = t.path().display().to_string();
+            assert!(!args.iter().any(|a| a.contains(&root)), "{args:?}");
+        }
+        for cmd in [
+            &["member", "list", "-w", "json"][..],
+            &["endpoint", "health", "--cluster", "-w", "json"][..],
+        ] {
+            assert!(
+                calls
+                    .iter()
+                    .any(|a| a.ends_with(&cmd.iter().map(|s| s.to_string()).collect::<Vec<_>>())),
+                "{cmd:?} not run: {calls:?}"
+            );
+        }
+    }
+
+    /// SPEC 9: a container runtime that cannot be reached fails the gate at
+    /// once; waiting does not fix it.
+    #[test]
+    fn an_unreachable_runtime_fails_the_gate_at_once() {
+        let rt = counting();
+        rt.fail_listings(Some(RtError::Unreachable("no socket".into())));
+        let (r, took) = gate(&rt, Duration::from_secs(5));
+        match r {
+            Err(GateError::Structural { phase, message }) => {
+                assert_eq!(phase, Phase::Health);
+                assert_eq!(message, "no socket");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(rt.calls.ps(), 1);
+        assert!(took < Duration::from_secs(2), "{took:?}");
+    }
+
+    /// A listing that fails on a reachable runtime is retried until the
+    /// timeout, which then says why (a poll never swallows its error).
+    #[test]
+    fn a_failing_listing_is_retried_and_named_when_the_gate_times_out() {
+        let rt = counting();
+        rt.fail_listings(Some(RtError::Failed("crictl ps failed: boom".into())));
+        let (r, _) = gate(&rt, Duration::from_millis(300));
+        match r {
+            Err(GateError::TimedOut { message }) => {
+                assert!(message.contains("crictl ps failed: boom"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(rt.calls.ps() > 1, "{} listings", rt.calls.ps());
+    }
+
+    /// SPEC 4 step 7 (v1.1): containers of more than one static pod for a
+    /// component are refused at once, naming them; neither is exec'd into.
+    #[test]
+    fn two_static_pods_for_a_component_are_refused_naming_both() {
+        let rt = counting();
+        rt.insert_newest(container(
+            "etcd",
+            "etcd-cp-2",
+            "etcd-stray",
+            "sb-stray",
+            true,
+            "3",
+        ));
+        rt.add_sandbox(sandbox("sb-stray", "file"));
+        let (r, _) = gate(&rt, Duration::from_secs(5));
+        match r {
+            Err(GateError::Structural { phase, message }) => {
+                assert_eq!(phase, Phase::Health);
+                assert!(
+                    message.contains("etcd-cp-1") && message.contains("etcd-cp-2"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(rt.calls.etcdctl(), 0);
+        assert_eq!(rt.calls.ps(), 1);
+    }
+
+    /// SPEC 4 step 7: two voters is refused at once, with its own phase.
+    #[test]
+    fn two_etcd_voters_are_refused_at_once_with_their_phase() {
+        let rt = counting();
+        rt.set_etcd(
+            r#"{"header":{"member_id":1},"members":[{"ID":1,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]},{"ID":2,"name":"cp-2","clientURLs":["https://10.0.0.12:2379"]}]}"#,
+            r#"[{"endpoint":"https://10.0.0.11:2379","health":true},{"endpoint":"https://10.0.0.12:2379","health":true}]"#,
+        );
+        let (r, _) = gate(&rt, Duration::from_secs(5));
+        match r {
+            Err(GateError::Structural { phase, .. }) => {
+                assert_eq!(phase, Phase::TwoControlPlaneVoters)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(rt.calls.ps(), 1, "refused on the first attempt");
+    }
+
+    /// SPEC 4 step 7: all four containers must run; one that does not keeps
+    /// the gate polling, and the timeout names it.
+    #[test]
+    fn a_component_without_a_running_container_keeps_the_gate_waiting() {
+        let rt = counting();
+        rt.set_running("kube-scheduler-static", false);
+        let (r, _) = gate(&rt, Duration::from_millis(300));
+        match r {
+            Err(GateError::TimedOut { message }) => assert!(
+                message.contains("kube-scheduler has no running container"),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(rt.calls.ps() > 1);
+        assert_eq!(rt.calls.etcdctl(), 0, "etcd is judged once all four run");
+    }
+
+    /// SPEC 4 step 7: kube-apiserver must answer /readyz with 200; the gate
+    /// waits for it, and overshoots its timeout by at most 2 s.
+    #[test]
+    fn readyz_other_than_200_keeps_the_gate_waiting_within_its_timeout() {
+        let rt = counting();
+        rt.set_readyz(500);
+        let (r, took) = gate(&rt, Duration::from_millis(500));
+        match r {
+            Err(GateError::TimedOut { message }) => {
+                assert!(message.contains("/readyz answered Some(500)"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(rt.calls.probe() > 1);
+        assert!(took < Duration::from_millis(2500), "{took:?}");
+    }
+
+    /// A cancelled gate makes no call at all.
+    #[test]
+    fn a_cancelled_gate_makes_no_call() {
+        let t = double::node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let rt = counting();
+        let (cancel, sandboxes) = (Cancel::new(), Sandboxes::default());
+        cancel.cancel();
+        let r = health(&rt, &root, &cancel, &sandboxes).wait_gate(Duration::from_secs(5));
+        assert!(matches!(r, Err(GateError::Cancelled)), "{r:?}");
+        assert_eq!(rt.calls.ps() + rt.calls.probe() + rt.calls.etcdctl(), 0);
+    }
+
+    /// SPEC 4 step 9: a container that is gone counts as stopped.
+    #[test]
+    fn a_container_that_is_gone_counts_as_stopped() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let rt = Double::new();
+        let (cancel, sandboxes) = (Cancel::new(), Sandboxes::default());
+        let t0 = Instant::now();
+        health(&rt, &root, &cancel, &sandboxes)
+            .wait_stopped(Component::KubeScheduler, "old", Duration::from_secs(20))
+            .unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        assert_eq!(rt.calls.ps(), 1);
+    }
+
+    /// A stop that never comes ends at the timeout, naming the container,
+    /// after polls that back off (SPEC 4 "Waits": O(log t) calls).
+    #[test]
+    fn a_stop_that_never_comes_times_out_naming_the_container() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let rt = Double::new();
+        rt.push(scheduler("0123456789abcdef-old", "sb-old", true));
+        let (cancel, sandboxes) = (Cancel::new(), Sandboxes::default());
+        let r = health(&rt, &root, &cancel, &sandboxes).wait_stopped(
+            Component::KubeScheduler,
+            "0123456789abcdef-old",
+            Duration::from_secs(2),
+        );
+        match r {
+            Err(GateError::TimedOut { message }) => assert!(
+                message.contains("kube-scheduler container 0123456789abc did not stop"),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // 2 s at 10 ms growing by half to 500 ms: about a dozen polls, not 200.
+        let ps = rt.calls.ps();
+        assert!((5..=20).contains(&ps), "{ps} listings in 2 s");
+    }
+
+    /// An unreachable runtime ends a restart's wait at once, with that
+    /// restart's phase.
+    #[test]
+    fn an_unreachable_runtime_ends_the_stop_wait_with_the_restart_phase() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let rt = waits();
+        rt.fail_listings(Some(RtError::Unreachable("no socket".into())));
+        let (cancel, sandboxes) = (Cancel::new(), Sandboxes::default());
+        let r = health(&rt, &root, &cancel, &sandboxes).wait_stopped(
+            Component::KubeScheduler,
+            "old",
+            Duration::from_secs(20),
+        );
+        match r {
+            Err(GateError::Structural { phase, .. }) => {
+                assert_eq!(phase, Phase::Restart(Component::KubeScheduler))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// SPEC 4 step 9 and "Which container": the new container is another
+    /// ID of the static pod; the old one still running, or a container of
+    /// the same name in another kube-system pod, is never taken for it.
+    #[test]
+    fn the_start_wait_takes_neither_the_old_container_nor_another_pods() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let rt = waits();
+        rt.insert_newest(container(
+            "kube-scheduler",
+            "kube-scheduler-debug",
+            "not-static",
+            "sb-api",
+            true,
+            "2",
+        ));
+        rt.add_sandbox(sandbox("sb-api", "api"));
+        let (cancel, sandboxes) = (Cancel::new(), Sandboxes::default());
+        let r = health(&rt, &root, &cancel, &sandboxes).wait_new_running(
+            Component::KubeScheduler,
+            "old",
+            Instant::now() + Duration::from_millis(300),
+            Duration::from_millis(300),
+            None,
+        );
+        match r {
+            Err(GateError::TimedOut { message }) => {
+                assert!(
+                    message.contains("no new kube-scheduler container"),
+                    "{message}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // The static pod's new container is taken as soon as it runs.
+        rt.insert_newest(scheduler("new", "sb-new", true));
+        let id = health(&rt, &root, &cancel, &sandboxes)
+            .wait_new_running(
+                Component::KubeScheduler,
+                "old",
+                Instant::now() + Duration::from_secs(5),
+                Duration::from_secs(5),
+                None,
+            )
+            .unwrap();
+        assert_eq!(id, "new");
+    }
+
+    /// Sandboxes are looked up again only for a component's container in a
+    /// sandbox not seen before; other containers never cost a listing.
+    #[test]
+    fn known_sandboxes_cover_only_the_components_containers() {
+        let known = Sandboxes::default();
+        known.replace(vec![sandbox("sb-old", "file")]);
+        let old = scheduler("old", "sb-old", true);
+        let new = scheduler("new", "sb-new", true);
+        let vip = container("kube-vip", "kube-vip-cp-1", "vip", "sb-vip", true, "1");
+        assert!(known.covers(&[old.clone(), vip]));
+        assert!(!known.covers(&[old, new]));
+    }
+
+    /// SPEC 4 step 7: kube-apiserver is probed on the --secure-port of its
+    /// manifest, trusting pki/ca.crt and presenting admin.conf's client
+    /// certificate.
+    #[test]
+    fn the_probe_identity_and_port_come_from_the_node() {
+        let t = double::node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let pki = t.path().join("etc/kubernetes/pki");
+        let id = apiserver_identity(&root).unwrap();
+        assert_eq!(id.ca_pem, std::fs::read(pki.join("ca.crt")).unwrap());
+        let client = pki::parse_pem_certificate(&id.client_cert_pem).unwrap();
+        assert!(
+            client.subject.contains("CN=kubernetes-admin"),
+            "{}",
+            client.subject
+        );
+        assert!(!id.client_key_pem.is_empty());
+        assert_eq!(apiserver_port(&root), Ok(6443));
+        let m = t
+            .path()
+            .join("etc/kubernetes/manifests/kube-apiserver.yaml");
+        let yaml = std::fs::read_to_string(&m).unwrap();
+        std::fs::write(&m, yaml.replace("--secure-port=6443", "--secure-port=7443")).unwrap();
+        assert_eq!(apiserver_port(&root), Ok(7443));
+        let etcd = etcd_identity(&root).unwrap();
+        let client = pki::parse_pem_certificate(&etcd.client_cert_pem).unwrap();
+        assert!(
+            client.subject.contains("kube-etcd-healthcheck-client"),
+            "{}",
+            client.subject
+        );
+    }
+
+    /// Every wait's sleep wakes on cancellation.
+    #[test]
+    fn a_sleep_wakes_on_cancellation() {
+        let cancel = Cancel::new();
+        let t0 = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                cancel.cancel();
+            });
+            sleep_until(
+                Instant::now() + Duration::from_secs(10),
+                Duration::from_secs(10),
+                &cancel,
+            );
+        });
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    }
 }

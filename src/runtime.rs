@@ -297,7 +297,8 @@ pub(crate) mod double {
     //! - scripted: [`Double::new`], then [`Double::push`],
     //!   [`Double::insert_newest`], [`Double::add_sandbox`],
     //!   [`Double::set_running`], [`Double::set_pid`], from the test's own
-    //!   threads too (the double is `Sync`);
+    //!   threads too (the double is `Sync`); [`Double::fail_listings`],
+    //!   [`Double::set_etcd`] and [`Double::set_readyz`] change its answers;
     //! - a kubelet: [`Double::kubelet`] keeps one static pod per component
     //!   whose container runs while its manifest is in `manifests/` under the
     //!   root: moved out, it exits (unless [`Double::never_stopping`]); moved
@@ -443,8 +444,15 @@ pub(crate) mod double {
         pids: BTreeMap<String, u32>,
         /// The kubelet's generation of each component's static pod.
         generations: BTreeMap<Component, u32>,
-        /// The containers `etcdctl` was exec'd into, in call order.
-        exec_into: Vec<String>,
+        /// Each `etcdctl` call: the container exec'd into and its arguments.
+        etcdctl: Vec<(String, Vec<String>)>,
+        /// What every listing (`ps`, `pods`) fails with, when set.
+        listing_error: Option<RtError>,
+        /// `member list` and `endpoint health --cluster` answers, when not
+        /// the healthy single member's.
+        etcd: Option<(String, String)>,
+        /// The `/readyz` status, when not 200.
+        readyz: Option<u16>,
     }
 
     #[derive(Debug, Default)]
@@ -544,7 +552,28 @@ pub(crate) mod double {
 
         /// The containers `etcdctl` ran in, in call order.
         pub(crate) fn exec_into(&self) -> Vec<String> {
-            self.node().exec_into.clone()
+            self.node().etcdctl.iter().map(|c| c.0.clone()).collect()
+        }
+
+        /// The arguments of each `etcdctl` call, in call order.
+        pub(crate) fn etcdctl_args(&self) -> Vec<Vec<String>> {
+            self.node().etcdctl.iter().map(|c| c.1.clone()).collect()
+        }
+
+        /// Every listing fails with `e` (None: listings answer again).
+        pub(crate) fn fail_listings(&self, e: Option<RtError>) {
+            self.node().listing_error = e;
+        }
+
+        /// etcd answers `member list -w json` and `endpoint health
+        /// --cluster -w json` with these.
+        pub(crate) fn set_etcd(&self, member_list: &str, endpoint_health: &str) {
+            self.node().etcd = Some((member_list.to_string(), endpoint_health.to_string()));
+        }
+
+        /// kube-apiserver answers `/readyz` with `status`.
+        pub(crate) fn set_readyz(&self, status: u16) {
+            self.node().readyz = Some(status);
         }
 
         /// The kubelet's step: stop what left `manifests/`, start the next
@@ -579,6 +608,9 @@ pub(crate) mod double {
         fn ps(&self, _budget: Duration) -> Result<Vec<Container>, RtError> {
             Calls::count(&self.calls.ps);
             let mut n = self.node();
+            if let Some(e) = &n.listing_error {
+                return Err(e.clone());
+            }
             if let Some(root) = &self.root {
                 self.sync(root, &mut n);
             }
@@ -587,7 +619,11 @@ pub(crate) mod double {
 
         fn pods(&self, _budget: Duration) -> Result<Vec<Sandbox>, RtError> {
             Calls::count(&self.calls.pods);
-            Ok(self.node().sandboxes.clone())
+            let n = self.node();
+            if let Some(e) = &n.listing_error {
+                return Err(e.clone());
+            }
+            Ok(n.sandboxes.clone())
         }
 
         fn container_pid(&self, id: &str, _budget: Duration) -> Result<Option<u32>, RtError> {
@@ -597,11 +633,16 @@ pub(crate) mod double {
 
         fn etcdctl(&self, id: &str, args: &[String], _budget: Duration) -> Result<Output, String> {
             Calls::count(&self.calls.etcdctl);
-            self.node().exec_into.push(id.to_string());
+            let mut n = self.node();
+            n.etcdctl.push((id.to_string(), args.to_vec()));
+            let (members, health) = n
+                .etcd
+                .clone()
+                .unwrap_or((MEMBER_LIST.into(), ENDPOINT_HEALTH.into()));
             let out = if args.iter().any(|a| a == "member") {
-                MEMBER_LIST
+                members
             } else {
-                ENDPOINT_HEALTH
+                health
             };
             Ok(output(0, out.as_bytes(), b""))
         }
@@ -628,8 +669,9 @@ pub(crate) mod double {
                 }
                 None => Vec::new(),
             };
+            let readyz = self.node().readyz.unwrap_or(200);
             Ok(ProbeResult {
-                status: path.map(|_| 200),
+                status: path.map(|_| readyz),
                 peer_cert,
             })
         }
