@@ -258,3 +258,169 @@ pub fn owner_for(operation_id: Option<&str>, mode: &str, now: time::OffsetDateTi
         boot_id: boot_id(),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files in their temp state directory
+mod tests {
+    //! The lock's rules (SPEC 2, 3, 4 step 1 and 5): one holder at a time,
+    //! a bounded wait that names the holder, a read-only probe that creates
+    //! nothing, and no lock file followed through a symlink or trusted when
+    //! others may write it.
+    use super::*;
+    use crate::fsx::Root;
+    use crate::paths::STATE_DIR;
+    use std::os::unix::fs::PermissionsExt;
+
+    const NOW: time::OffsetDateTime = time::macros::datetime!(2026-11-30 00:00:00 UTC);
+
+    /// A node root with its state directory (0700).
+    fn state() -> (tempfile::TempDir, Dir) {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let state = root
+            .create_dir_all(STATE_DIR, crate::paths::STATE_DIR_MODE, Trust::Strict)
+            .unwrap();
+        (t, state)
+    }
+
+    fn lock_path(t: &tempfile::TempDir) -> std::path::PathBuf {
+        t.path().join(STATE_DIR).join(LOCK_FILE)
+    }
+
+    /// SPEC 4 step 1: a held lock is waited for at most the timeout, then
+    /// refused naming the holder from `state/owner`.
+    #[test]
+    fn a_held_lock_times_out_naming_its_holder() {
+        let (_t, state) = state();
+        let held = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
+        held.write_owner(&state, &owner_for(Some("op-1"), "renew", NOW))
+            .unwrap();
+        let t0 = Instant::now();
+        match acquire(&state, Duration::from_millis(300), &|| false) {
+            Err(LockError::Timeout { holder, .. }) => assert!(
+                holder.starts_with(&format!(
+                    "pid {} (renew, operation op-1, since 2026-11-30T00:00:00Z)",
+                    std::process::id()
+                )),
+                "{holder}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let waited = t0.elapsed();
+        assert!(
+            waited >= Duration::from_millis(300) && waited < Duration::from_secs(2),
+            "{waited:?}"
+        );
+    }
+
+    /// Dropping the guard releases the lock; the lock file is never
+    /// removed (SPEC 2: never renamed or removed).
+    #[test]
+    fn a_released_lock_can_be_taken_and_its_file_stays() {
+        let (t, state) = state();
+        drop(acquire(&state, Duration::from_secs(1), &|| false).unwrap());
+        assert!(lock_path(&t).is_file());
+        let again = acquire(&state, Duration::from_millis(100), &|| false);
+        assert!(again.is_ok(), "{again:?}");
+        drop(again);
+        assert!(lock_path(&t).is_file());
+    }
+
+    /// A wait for the lock ends when the run is cancelled, long before the
+    /// timeout.
+    #[test]
+    fn a_wait_for_the_lock_ends_on_cancel() {
+        let (_t, state) = state();
+        let _held = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
+        let t0 = Instant::now();
+        let r = acquire(&state, Duration::from_secs(30), &|| true);
+        assert!(matches!(r, Err(LockError::Cancelled)), "{r:?}");
+        assert!(t0.elapsed() < Duration::from_secs(2));
+    }
+
+    /// SPEC 5: the probe opens an existing lock file without creating it,
+    /// and tells a free lock from a held one.
+    #[test]
+    fn the_probe_creates_nothing_and_tells_free_from_held() {
+        assert_eq!(probe(None).unwrap(), Probe::Absent);
+        let (t, state) = state();
+        assert_eq!(probe(Some(&state)).unwrap(), Probe::Absent);
+        assert!(!lock_path(&t).exists(), "the probe created the lock file");
+        let held = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
+        assert_eq!(probe(Some(&state)).unwrap(), Probe::Held);
+        drop(held);
+        assert_eq!(probe(Some(&state)).unwrap(), Probe::Free);
+        // The probe's shared lock is released at once.
+        assert!(acquire(&state, Duration::from_millis(100), &|| false).is_ok());
+    }
+
+    /// SPEC 3: a lock file that is a symlink is refused, never followed
+    /// (nothing is created where it points).
+    #[test]
+    fn a_symlinked_lock_file_is_refused() {
+        let (t, state) = state();
+        let target = t.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, lock_path(&t)).unwrap();
+        let r = acquire(&state, Duration::from_millis(100), &|| false);
+        assert!(
+            matches!(r, Err(LockError::Fs(FsError::Symlink { .. }))),
+            "{r:?}"
+        );
+        assert!(matches!(probe(Some(&state)), Err(FsError::Symlink { .. })));
+        assert!(!target.exists());
+    }
+
+    /// SPEC 3: a lock file writable by group or others is refused.
+    #[test]
+    fn a_lock_file_others_may_write_is_refused() {
+        let (t, state) = state();
+        std::fs::write(lock_path(&t), b"").unwrap();
+        std::fs::set_permissions(lock_path(&t), std::fs::Permissions::from_mode(0o666)).unwrap();
+        let r = acquire(&state, Duration::from_millis(100), &|| false);
+        assert!(
+            matches!(r, Err(LockError::Fs(FsError::Writable { .. }))),
+            "{r:?}"
+        );
+    }
+
+    /// `state/owner` is read leniently (the shell runbook wrote its own
+    /// shape), shown short and printable, and never through a symlink.
+    #[test]
+    fn the_owner_record_is_read_leniently_and_shown_safely() {
+        let (t, state) = state();
+        let owner = t.path().join(STATE_DIR).join(OWNER_FILE);
+        assert_eq!(read_owner(&state), OwnerInfo::Absent);
+        let me = owner_for(Some("op-1"), "renew", NOW);
+        let guard = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
+        guard.write_owner(&state, &me).unwrap();
+        assert_eq!(read_owner(&state), OwnerInfo::Known(me));
+        std::fs::write(&owner, format!("PID=4242\n\x1b[31m{}", "x".repeat(500))).unwrap();
+        match read_owner(&state) {
+            OwnerInfo::Unparsed(s) => {
+                assert!(s.starts_with("PID=4242"), "{s:?}");
+                assert!(!s.chars().any(char::is_control), "{s:?}");
+                assert!(s.chars().count() <= 120, "{} characters", s.chars().count());
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_file(&owner).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", &owner).unwrap();
+        assert!(
+            matches!(read_owner(&state), OwnerInfo::Error(_)),
+            "{:?}",
+            read_owner(&state)
+        );
+    }
+
+    /// The owner record names this process, this boot and the run's clock.
+    #[test]
+    fn the_owner_record_names_this_process_and_boot() {
+        let o = owner_for(None, "status-fence", NOW);
+        assert_eq!(o.pid, std::process::id());
+        assert_eq!(o.operation_id, None);
+        assert_eq!(o.started_at, "2026-11-30T00:00:00Z");
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+        assert_eq!(o.boot_id, boot.trim());
+        assert!(o.describe().contains("operation none"), "{}", o.describe());
+    }
+}
