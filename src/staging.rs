@@ -102,3 +102,176 @@ pub enum Restore {
     DroppedIdenticalCopy,
     Conflict(String),
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests read and plant files in their temp node
+mod tests {
+    //! SPEC 2 and 3 "Move a manifest": renameat2 RENAME_NOREPLACE between
+    //! `manifests/` and the runbook's staging directory; EEXIST is a
+    //! conflict, never an overwrite; identical bytes drop the staged copy,
+    //! different bytes keep both; nothing followed through a symlink.
+    use super::*;
+    use crate::runtime::double::node_tree;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+
+    fn paths(t: &Path, c: Component) -> (PathBuf, PathBuf) {
+        (
+            t.join(MANIFESTS_DIR).join(c.manifest_file()),
+            t.join(STAGING_DIR).join(c.manifest_file()),
+        )
+    }
+
+    #[test]
+    fn a_manifest_moves_into_staging_and_back_and_nothing_else_moves() {
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let dirs = Dirs::open(&root, true).unwrap();
+        let staging = std::fs::metadata(t.path().join(STAGING_DIR)).unwrap();
+        assert_eq!(staging.permissions().mode() & 0o7777, 0o700);
+        let (active, staged) = paths(t.path(), Component::Etcd);
+        let bytes = std::fs::read(&active).unwrap();
+        dirs.stage(Component::Etcd).unwrap();
+        assert!(!active.exists());
+        assert_eq!(std::fs::read(&staged).unwrap(), bytes);
+        assert_eq!(dirs.unstage(Component::Etcd).unwrap(), Restore::Restored);
+        assert_eq!(std::fs::read(&active).unwrap(), bytes);
+        assert!(!staged.exists());
+        let mut left: Vec<String> = std::fs::read_dir(t.path().join(MANIFESTS_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "etcd.yaml",
+                "kube-apiserver.yaml",
+                "kube-controller-manager.yaml",
+                "kube-scheduler.yaml",
+                "kube-vip.yaml"
+            ]
+        );
+    }
+
+    /// EEXIST is a conflict, never an overwrite: a copy already in staging
+    /// keeps its bytes, and the active manifest stays where it is.
+    #[test]
+    fn a_staged_copy_is_never_overwritten() {
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let dirs = Dirs::open(&root, true).unwrap();
+        let (active, staged) = paths(t.path(), Component::KubeApiserver);
+        let bytes = std::fs::read(&active).unwrap();
+        std::fs::write(&staged, b"an older copy\n").unwrap();
+        let r = dirs.stage(Component::KubeApiserver);
+        assert!(matches!(r, Err(FsError::Exists { .. })), "{r:?}");
+        assert_eq!(std::fs::read(&active).unwrap(), bytes);
+        assert_eq!(std::fs::read(&staged).unwrap(), b"an older copy\n");
+    }
+
+    /// SPEC 4 "Failure": EEXIST with identical bytes drops the staged copy.
+    #[test]
+    fn putting_back_over_an_identical_active_copy_drops_the_staged_one() {
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let dirs = Dirs::open(&root, true).unwrap();
+        let (active, staged) = paths(t.path(), Component::KubeScheduler);
+        let bytes = std::fs::read(&active).unwrap();
+        std::fs::write(&staged, &bytes).unwrap();
+        assert_eq!(
+            dirs.unstage(Component::KubeScheduler).unwrap(),
+            Restore::DroppedIdenticalCopy
+        );
+        assert!(!staged.exists());
+        assert_eq!(std::fs::read(&active).unwrap(), bytes);
+    }
+
+    /// SPEC 4 "Failure": different bytes leave both and name both paths.
+    #[test]
+    fn putting_back_over_a_different_active_copy_keeps_both_and_names_them() {
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let dirs = Dirs::open(&root, true).unwrap();
+        let (active, staged) = paths(t.path(), Component::KubeScheduler);
+        let bytes = std::fs::read(&active).unwrap();
+        std::fs::write(&staged, b"another version\n").unwrap();
+        match dirs.unstage(Component::KubeScheduler).unwrap() {
+            Restore::Conflict(m) => {
+                assert!(
+                    m.contains("/etc/kubernetes/nvke-cert-renewal-staging/kube-scheduler.yaml")
+                        && m.contains("/etc/kubernetes/manifests/kube-scheduler.yaml"),
+                    "{m}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read(&active).unwrap(), bytes);
+        assert_eq!(std::fs::read(&staged).unwrap(), b"another version\n");
+    }
+
+    /// Only a renewal creates the staging directory; the put-back of the
+    /// fencing check never does.
+    #[test]
+    fn without_create_a_missing_staging_directory_is_an_error() {
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        assert!(Dirs::open(&root, false).is_err());
+        assert!(!t.path().join(STAGING_DIR).exists());
+    }
+
+    /// SPEC 3: a staging directory that is a symlink is refused, and
+    /// nothing lands where it points.
+    #[test]
+    fn a_symlinked_staging_directory_is_refused() {
+        let t = node_tree("rsa");
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, t.path().join(STAGING_DIR)).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let r = Dirs::open(&root, true);
+        assert!(matches!(r, Err(FsError::Symlink { .. })), "{:?}", r.err());
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    }
+
+    /// SPEC 2: staging must be on the manifests' filesystem (rename(2)
+    /// cannot cross mounts); a missing staging directory is judged by its
+    /// parent. The mounted case needs root and mount(8): skipped otherwise.
+    #[test]
+    #[allow(clippy::print_stderr)] // says when it skips
+    fn staging_on_another_mount_is_found_before_anything_changes() {
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        assert_eq!(mount_mismatch(&root), None, "missing: judged by its parent");
+        let staging = t.path().join(STAGING_DIR);
+        std::fs::create_dir(&staging).unwrap();
+        std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(mount_mismatch(&root), None);
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "mode=0700,size=64k", "nvke-staging"])
+            .arg(&staging)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("skipped the mounted case: mount -t tmpfs failed (needs root)");
+            return;
+        }
+        struct Unmount(PathBuf);
+        impl Drop for Unmount {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("umount").arg(&self.0).status();
+            }
+        }
+        let _unmount = Unmount(staging.clone());
+        match mount_mismatch(&root) {
+            Some(m) => assert!(
+                m.starts_with(
+                    "/etc/kubernetes/nvke-cert-renewal-staging is not on the same filesystem"
+                ),
+                "{m}"
+            ),
+            None => panic!("a tmpfs at the staging directory was not noticed"),
+        }
+    }
+}
