@@ -20,6 +20,8 @@
 //! `embedded/schema/*.schema.json` and `embedded/manifest.json`; read the
 //! diff before committing it.
 
+mod support;
+
 use nvke_cert_runbook::schema::{self, *};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -27,18 +29,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-#[cfg(feature = "sim")]
-#[path = "support/node.rs"]
-mod node;
-// node.rs includes tree.rs itself: one copy of the module per crate.
-#[cfg(feature = "sim")]
-use node::copy_tree;
-#[cfg(not(feature = "sim"))]
-#[path = "support/tree.rs"]
-mod tree;
-#[cfg(not(feature = "sim"))]
-use tree::copy_tree;
+use support::tree::copy_tree;
 
 const RUNBOOK: &str = env!("CARGO_BIN_EXE_nvke-cert-runbook");
 const NOW: &str = "2026-11-30T00:00:00Z";
@@ -851,7 +842,7 @@ fn agent_state_file_and_restart_rows_match_the_mirror_types() {
 #[cfg(feature = "sim")]
 #[test]
 fn renewals_on_the_simulated_node_match_the_mirror_types() {
-    use node::Node;
+    use support::node::Node;
     let n = Node::new("rsa", json!({}));
     let (code, v, e) = n.run(&["--operation-id", "op-c", "--force"]);
     let v = expect("renewed", (code, v), Kind::Renew, 0);

@@ -26,9 +26,10 @@
 //! their own k-th call; without it only the runbook's main thread (where
 //! every file mutation happens) is traced and counted.
 //!
-//! The recording, the sampling of points, the oracle, the recovery and the
-//! side-by-side runner are shared with the I/O-error sweep
-//! (tests/ioerrors.rs) in tests/support/sweep.rs.
+//! The recording, the sampling of points and the side-by-side runner are
+//! shared with the I/O-error sweep (tests/ioerrors.rs) in
+//! tests/support/sweep.rs; the oracle and the recovery in
+//! tests/support/oracle.rs.
 //!
 //! Needs `strace` (CI: `.ci/run` installs it). Run with
 //! `cargo test --features sim --test crash -- --nocapture`.
@@ -39,22 +40,19 @@
 //! then off).
 #![cfg(feature = "sim")]
 
-#[path = "support/node.rs"]
-mod node;
-#[path = "support/strace.rs"]
-mod strace;
-#[path = "support/sweep.rs"]
-mod sweep;
+mod support;
 
-use node::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use strace::Call;
-use sweep::*;
+use support::node::*;
+use support::oracle::*;
+use support::say;
+use support::strace::{self, Call};
+use support::sweep::*;
 
 // ---------------------------------------------------------------------------
 // Persistence order.
@@ -675,36 +673,19 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
         }
         last = rec2_id;
     }
-    let (want_outcome, want_restarts) = expected_recovery(node, &obs.receipts);
-    let r = runbook(node, "recover", &["--operation-id", &last])?;
+    let r = new_operation(
+        node,
+        base,
+        &mut seen,
+        &obs.receipts,
+        &last,
+        After {
+            phase_may_be_absent: p.scn == Scn::Fresh,
+            taken_over: (p.scn == Scn::Resume).then_some(("op-prev", "superseded")),
+            kept: (&crash_id, &note.crash_outcome),
+        },
+    )?;
     note.t_recover = r.elapsed;
-    let rv = r.json();
-    if r.code() != Some(0) || rv["outcome"] != want_outcome.as_str() {
-        return Err(format!(
-            "the recovery {last} should be {want_outcome}: {}",
-            r.describe()
-        ));
-    }
-    if restarted(&rv) != want_restarts {
-        return Err(format!(
-            "the recovery {last} restarted {:?}, but the phase file said to resume with {:?}",
-            restarted(&rv),
-            want_restarts
-        ));
-    }
-    // A fresh run killed before its first phase write leaves no phase
-    // file, and the (unforced) recovery finds nothing due: still none.
-    let fin = recovered(node, base, &mut seen, "after recovery", p.scn == Scn::Fresh)?;
-    if p.scn == Scn::Resume && fin.receipts.get("op-prev").map(String::as_str) != Some("superseded")
-    {
-        return Err(format!(
-            "op-prev (whose work was taken over) has receipt {:?}, want superseded",
-            fin.receipts.get("op-prev")
-        ));
-    }
-    if fin.receipts.get(&crash_id) != Some(&note.crash_outcome) {
-        return Err(format!("the receipt of {crash_id} changed or vanished"));
-    }
     Ok(note)
 }
 
@@ -952,4 +933,31 @@ fn crash_points() {
         assert!(n >= 100, "only {n} crash points");
     }
     assert_eq!(ok, n, "crash points failed (listed above)");
+}
+
+/// The strace log parser (tests/support/strace.rs) the sweeps read their
+/// recordings with.
+#[test]
+fn strace_parser_parses_calls_unfinished_and_fd_paths() {
+    let log = r#"10 openat(4</r/state>, ".phase.tmp-1-0", O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600) = 6</r/state/.phase.tmp-1-0>
+11 write(2<pipe:[77]>, "a, \"b\" (c) <d>"..., 94 <unfinished ...>
+10 renameat(4</r/state>, ".phase.tmp-1-0", 4</r/state>, "phase") = 0
+11 <... write resumed>) = 94
+10 --- SIGCHLD {si_signo=SIGCHLD} ---
+12 execve("/bin/tool", ["tool"], 0x0 /* 1 var */) = 0
+10 renameat2(9</r/s>, "etcd.yaml", 8</r/m>, "etcd.yaml", RENAME_NOREPLACE) = ?
+"#;
+    let c = strace::parse(log);
+    assert_eq!(c.len(), 5);
+    assert_eq!(c[0].name, "openat");
+    assert!(c[0].has_flag(2, "O_NOFOLLOW"));
+    assert_eq!(c[0].at_path(0, 1).unwrap(), "/r/state/.phase.tmp-1-0");
+    assert_eq!(c[0].ret_path().unwrap(), "/r/state/.phase.tmp-1-0");
+    assert_eq!(c[1].name, "renameat");
+    assert_eq!(c[1].at_path(2, 3).unwrap(), "/r/state/phase");
+    assert_eq!(c[2].name, "write");
+    assert_eq!(c[2].ret, "94");
+    assert_eq!(c[2].args.len(), 3);
+    assert!(!c[4].ok());
+    assert_eq!(strace::own_calls(&c).len(), 4);
 }

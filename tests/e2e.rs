@@ -13,6 +13,8 @@
 //! which turns a missing prerequisite into a failure.
 #![cfg(feature = "sim")]
 
+mod support;
+
 #[path = "e2e/controller.rs"]
 mod controller;
 #[path = "e2e/evidence.rs"]
@@ -33,6 +35,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use support::hex::sha256_file;
+use support::node::restarted;
 use traffic::{Traffic, TrafficLog};
 
 /// Prints a line on the test process's stderr, past libtest's output
@@ -128,16 +132,13 @@ fn unix_secs() -> u64 {
 
 /// sha256 of each CA file of a node, read on the host (test oracle).
 fn host_cas(node: &Node) -> BTreeMap<String, String> {
-    use sha2::Digest;
     ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"]
         .iter()
         .map(|rel| {
-            let b = std::fs::read(node.etc().join("pki").join(rel)).unwrap();
-            let h: String = sha2::Sha256::digest(&b)
-                .iter()
-                .map(|x| format!("{x:02x}"))
-                .collect();
-            (rel.to_string(), h)
+            (
+                rel.to_string(),
+                sha256_file(&node.etc().join("pki").join(rel)),
+            )
         })
         .collect()
 }
@@ -261,16 +262,6 @@ fn print_traffic(case: &str, traffic: &Value) {
             w["maxLatencyMs"],
         ));
     }
-}
-
-fn restarted(doc: &Value) -> Vec<String> {
-    doc["restarts"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|r| r["component"].as_str().map(str::to_string))
-        .collect()
 }
 
 /// Every kube-system control-plane container created during the cycle was

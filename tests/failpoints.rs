@@ -5,51 +5,13 @@
 //! `cargo test --features sim,failpoints --test failpoints`.
 #![cfg(all(feature = "sim", feature = "failpoints"))]
 
-#[path = "support/node.rs"]
-mod node;
+mod support;
 
-use node::*;
 use serde_json::json;
-use sha2::Digest;
-use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-
-fn sha(p: &std::path::Path) -> String {
-    sha2::Sha256::digest(std::fs::read(p).unwrap())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Where the four manifests are, with their hashes.
-fn snapshot(node: &Node) -> BTreeMap<String, (Option<String>, Option<String>)> {
-    COMPONENTS
-        .iter()
-        .map(|c| {
-            let a = node.manifest(c);
-            let s = node.staged(c);
-            (
-                c.to_string(),
-                (a.exists().then(|| sha(&a)), s.exists().then(|| sha(&s))),
-            )
-        })
-        .collect()
-}
-
-/// Oracle 1: each manifest in exactly one place, never both, never zero,
-/// never torn (same bytes as before the run).
-fn assert_one_copy_each(node: &Node, original: &BTreeMap<String, String>, point: &str) {
-    for (c, (active, staged)) in snapshot(node) {
-        let copy = match (active, staged) {
-            (Some(a), None) | (None, Some(a)) => a,
-            (a, s) => panic!(
-                "{point}: {c} is in {} places",
-                a.is_some() as u8 + s.is_some() as u8
-            ),
-        };
-        assert_eq!(&copy, &original[&c], "{point}: {c} manifest bytes changed");
-    }
-}
+use support::node::*;
+use support::oracle::*;
+use support::tree::chmod;
 
 fn run_with_failpoint(node: &Node, point: &str, args: &[&str]) -> std::process::ExitStatus {
     node.command(args)
@@ -57,6 +19,11 @@ fn run_with_failpoint(node: &Node, point: &str, args: &[&str]) -> std::process::
         .output()
         .unwrap()
         .status
+}
+
+/// The oracle's verdict, or a failure naming the crash point.
+fn or_fail<T>(point: &str, r: Result<T, String>) -> T {
+    r.unwrap_or_else(|e| panic!("{point}: {e}"))
 }
 
 struct Case {
@@ -133,17 +100,11 @@ fn every_crash_point_is_recovered() {
     all.sort();
     assert_eq!(covered, all, "every failpoint must have a case");
 
-    let mut recovered = 0;
+    let mut n_recovered = 0;
     for case in &cases {
         let mut node = Node::new("rsa", json!({ "stopLatencyMs": 20, "startLatencyMs": 20 }));
-        let original: BTreeMap<String, String> = COMPONENTS
-            .iter()
-            .map(|c| (c.to_string(), sha(&node.manifest(c))))
-            .collect();
-        let cas: Vec<String> = ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"]
-            .iter()
-            .map(|c| node.ca_sha(c))
-            .collect();
+        let base = base_of(&node);
+        let mut seen = Seen::default();
         let mut args = vec!["--operation-id", "op-crash"];
         if case.fresh {
             args.push("--force");
@@ -160,37 +121,39 @@ fn every_crash_point_is_recovered() {
             "{}: the run was not killed at its crash point ({status:?})",
             case.point
         );
-        assert_one_copy_each(&node, &original, case.point);
-        let receipt_before = node.receipt("op-crash");
-
-        // Recovery as the controller does it: the fencing check, then a new operation.
-        node.set_knobs(json!({}));
-        let (code, v, e) = node.run(&["--status-only", "--operation-id", "op-crash", "--fence"]);
-        assert_eq!(
-            (code, v["termination"].as_str()),
-            (0, Some("confirmed")),
-            "{}: {v:#}\n{e}",
-            case.point
+        // Oracle 1: each manifest in exactly one place with its bytes and
+        // mode; receipts, CAs and the phase file as the oracle wants them.
+        let obs = or_fail(
+            case.point,
+            observe(&node, &base, &mut seen, "after the kill"),
         );
-        let r = node.receipt("op-crash").expect("a receipt after fencing");
-        match &receipt_before {
-            // A receipt, once written, never changes.
-            Some(before) => assert_eq!(&r, before, "{}: the receipt changed", case.point),
-            None => assert_eq!(r["outcome"], "abandoned", "{}", case.point),
+        let receipt_before = obs.receipts.get("op-crash").cloned();
+
+        // Recovery as the controller does it: the fencing check, then a new
+        // operation. A receipt, once written, never changes (`seen`).
+        node.set_knobs(json!({}));
+        let obs = or_fail(
+            case.point,
+            fence(&node, "op-crash", &mut seen, &base, "after fencing"),
+        );
+        let crash_outcome = obs.receipts["op-crash"].clone();
+        if receipt_before.is_none() {
+            assert_eq!(crash_outcome, "abandoned", "{}", case.point);
         }
-        for c in COMPONENTS {
-            assert!(
-                !node.staged(c).exists(),
-                "{}: fencing left {c} staged",
-                case.point
-            );
-        }
-        let (code, v, e) = node.run(&["--operation-id", "op-next"]);
-        assert_eq!(code, 0, "{}: {v:#}\n{e}", case.point);
-        assert!(
-            matches!(v["outcome"].as_str(), Some("renewed") | Some("unchanged")),
-            "{}: {v:#}",
-            case.point
+        or_fail(
+            case.point,
+            new_operation(
+                &node,
+                &base,
+                &mut seen,
+                &obs.receipts,
+                "op-next",
+                After {
+                    phase_may_be_absent: case.fresh,
+                    taken_over: None,
+                    kept: ("op-crash", &crash_outcome),
+                },
+            ),
         );
         // A delayed attempt of the crashed operation never acts.
         let (code, v, _) = node.run(&["--operation-id", "op-crash"]);
@@ -201,30 +164,21 @@ fn every_crash_point_is_recovered() {
         );
         assert!(code == 0 || code == 5, "{}: replay exit {code}", case.point);
 
-        // Oracle 2: everything back, original bytes, staging empty, CAs kept.
-        node.assert_all_active();
-        for c in COMPONENTS {
-            assert_eq!(sha(&node.manifest(c)), original[c], "{}: {c}", case.point);
-        }
-        let now_cas: Vec<String> = ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"]
-            .iter()
-            .map(|c| node.ca_sha(c))
-            .collect();
-        assert_eq!(now_cas, cas, "{}: a CA changed", case.point);
-        let (_, check, _) = node.run(&["--check", "--force"]);
-        assert_ne!(check["phaseFile"]["status"], "malformed", "{}", case.point);
-        assert_ne!(
-            check["phaseFile"]["intent"], "pending",
-            "{}: work left unfinished",
-            case.point
+        // Oracle 2: everything back, original bytes, staging empty, CAs
+        // kept, the phase file done, the node clean.
+        or_fail(
+            case.point,
+            recovered(&node, &base, &mut seen, "after the replay", case.fresh),
         );
-        recovered += 1;
+        n_recovered += 1;
     }
 
     // The fencing check itself crashed between putting a manifest back and
     // writing its receipt: the next fencing check confirms.
     {
         let node = Node::new("rsa", json!({ "stopLatencyMs": 20, "startLatencyMs": 20 }));
+        let base = base_of(&node);
+        let mut seen = Seen::default();
         node.write_state(
             "phase",
             &node.v2_phase("op-f", "restart_pending", Some("kube-scheduler")),
@@ -244,27 +198,34 @@ fn every_crash_point_is_recovered() {
             "the put-back happened before the crash"
         );
         assert!(node.receipt("op-f").is_none());
-        let (code, v, _) = node.run(&["--status-only", "--operation-id", "op-f", "--fence"]);
-        assert_eq!((code, v["termination"].as_str()), (0, Some("confirmed")));
-        assert_eq!(node.receipt("op-f").unwrap()["outcome"], "abandoned");
-        let (code, v, e) = node.run(&["--operation-id", "op-f2"]);
-        assert_eq!(
-            (code, v["outcome"].as_str()),
-            (0, Some("renewed")),
-            "{v:#}\n{e}"
+        let point = "fence-after-restore-before-receipt";
+        let obs = or_fail(
+            point,
+            fence(&node, "op-f", &mut seen, &base, "after fencing"),
         );
-        node.assert_all_active();
-        recovered += 1;
+        assert_eq!(obs.receipts["op-f"], "abandoned");
+        // The next operation resumes at kube-scheduler: renewed.
+        or_fail(
+            point,
+            new_operation(
+                &node,
+                &base,
+                &mut seen,
+                &obs.receipts,
+                "op-f2",
+                After {
+                    phase_may_be_absent: false,
+                    taken_over: None,
+                    kept: ("op-f", "abandoned"),
+                },
+            ),
+        );
+        n_recovered += 1;
     }
     let n = cases.len() + 1;
     // Past the harness's capture (println! is captured): CI's log shows it.
-    {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "failpoints: {recovered} recovered of {n}");
-        let _ = out.flush();
-    }
-    assert_eq!(recovered, n);
+    support::say(&format!("failpoints: {n_recovered} recovered of {n}"));
+    assert_eq!(n_recovered, n);
 }
 
 /// SPEC 4 (v1.1), the restore guard: a panic while a manifest is staged (a

@@ -16,10 +16,10 @@
 //! `SNAPSHOTS=overwrite cargo test --test golden` rewrites the expected files;
 //! read the diff before committing it.
 
+mod support;
+
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,47 +36,36 @@ fn case_dirs() -> Vec<PathBuf> {
     v
 }
 
-/// Every path under `root`: `<type> <mode> <path> [sha256 prefix | -> target]`.
+/// Every path under `root` (tests/support/tree.rs's snapshot, in path
+/// order): `<type> <mode> <path> [sha256 prefix | -> target]`; the lock
+/// owner record's hash is `[owner]` (it holds a pid and a boot ID).
 fn listing(root: &Path) -> String {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            let rel = p.strip_prefix(root).unwrap().display().to_string();
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            let mode = md.mode() & 0o7777;
-            let ft = md.file_type();
-            if ft.is_symlink() {
-                let t = std::fs::read_link(&p).unwrap();
-                let t = t
-                    .display()
-                    .to_string()
-                    .replace(&root.display().to_string(), "[ROOT]");
-                out.push(format!("l {rel} -> {t}"));
-            } else if ft.is_dir() {
-                out.push(format!("d {mode:04o} {rel}/"));
-                walk(root, &p, out);
-            } else if ft.is_fifo() {
-                out.push(format!("p {mode:04o} {rel}"));
-            } else if ft.is_file() {
-                let hash = if rel.ends_with("k8s-cert-renewal/owner") {
-                    "[owner]".to_string()
-                } else {
-                    let bytes = std::fs::read(&p).unwrap();
-                    let d = Sha256::digest(&bytes);
-                    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
-                };
-                out.push(format!("f {mode:04o} {rel} {hash}"));
-            } else {
-                out.push(format!("? {mode:04o} {rel}"));
-            }
-        }
-    }
+    let root_s = root.display().to_string();
     let mut out = Vec::new();
-    walk(root, root, &mut out);
+    for (rel, e) in support::tree::snapshot(root, false) {
+        if rel == Path::new(".") {
+            continue;
+        }
+        let rel = rel.display().to_string();
+        let mode = e.mode;
+        out.push(match e.kind {
+            'l' => {
+                let t = e.target.unwrap_or_default().display().to_string();
+                format!("l {rel} -> {}", t.replace(&root_s, "[ROOT]"))
+            }
+            'd' => format!("d {mode:04o} {rel}/"),
+            'p' => format!("p {mode:04o} {rel}"),
+            'f' => {
+                let hash = if rel.ends_with("k8s-cert-renewal/owner") {
+                    "[owner]"
+                } else {
+                    e.sha256.get(..16).unwrap_or(&e.sha256)
+                };
+                format!("f {mode:04o} {rel} {hash}")
+            }
+            _ => format!("? {mode:04o} {rel}"),
+        });
+    }
     out.join("\n") + "\n"
 }
 

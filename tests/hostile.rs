@@ -25,7 +25,8 @@
 //! - a sentinel directory outside the root (copies of a state dir, the PKI,
 //!   the manifests, a valid phase file and receipt for the case's own
 //!   operation ID, fake tools) is what every planted symlink and hard link
-//!   points at. It is snapshotted with mtimes before and after, and watched
+//!   points at. It is snapshotted with mtimes and inodes before and after
+//!   (tests/support/tree.rs), and watched
 //!   with inotify during the run: any event at all (open, read, listing,
 //!   create, write, delete, attribute change) is a failure, so "followed a
 //!   symlink to read" is caught as well as "wrote through it";
@@ -57,158 +58,44 @@
 //! in a tight loop (renameat2 RENAME_EXCHANGE, so the real directory never
 //! disappears, only changes name). The run may fail; it must never create,
 //! modify or delete anything in the sentinel (inotify for changes, plus a
-//! snapshot with mtimes), and after the flipper stops and the tree is
-//! restored, the controller's recovery (fencing check, then a new operation)
-//! must put all four manifests back with their original bytes and modes,
-//! leave no temp file and the node clean (`--status-only` exits 0). Reads
+//! snapshot with mtimes and inodes), and after the flipper stops and the
+//! tree is restored, the controller's recovery (fencing check, then a new
+//! operation; tests/support/oracle.rs) must confirm, resume as the phase file
+//! says, put all four manifests back with their original bytes and modes,
+//! keep the CAs, leave the phase done, no temp file and the node clean
+//! (`--status-only` exits 0). Reads
 //! through a swapped-in symlink are not told apart here: the stand-in kubelet
 //! and TLS servers (not the runbook) legitimately read the swapped paths.
 //! `NVKE_FLIP_ONLY=TEXT`: only the rounds whose name contains TEXT. Prints
 //! `symlink flipper: N rounds recovered of N, ...`.
 #![cfg(feature = "sim")]
 
-#[path = "support/node.rs"]
-mod node;
+mod support;
 
 use nix::libc;
-use node::*;
 use serde_json::{json, Value};
-use sha2::Digest;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::{CString, OsString};
-use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::node::*;
+use support::oracle::{base_of, fence, new_operation, After, Seen};
+use support::tree::{all_dirs, chmod, copy_exact, copy_tree, diff, snapshot};
+use support::{say, tail};
 
 /// The operation ID every renewal case runs under.
 const ID: &str = "op-hostile";
-const STATE: &str = "var/lib/nvke/k8s-cert-renewal";
-const STAGING: &str = "etc/kubernetes/nvke-cert-renewal-staging";
 const AGENT_STAGING: &str = "etc/kubernetes/nvke-cert-renewal-manifests";
-const MANIFESTS: &str = "etc/kubernetes/manifests";
-const PKI: &str = "etc/kubernetes/pki";
 const NOBODY: u32 = 65534;
 /// A "due" clock: etcd-peer (2027-03-01) is within 30 days.
 const DUE: &str = "2027-02-15T00:00:00Z";
 /// Hard bound for one runbook process; a case that needs it has hung.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
-
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-}
-
-fn sha(bytes: &[u8]) -> String {
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-// ---------------------------------------------------------------- snapshots
-
-/// One path as found (lstat): what "nothing changed" compares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Entry {
-    kind: char,
-    mode: u32,
-    uid: u32,
-    gid: u32,
-    /// sha256 of a regular file's bytes, or a symlink's target.
-    content: String,
-    /// Only for the sentinel: (mtime, mtime_nsec).
-    mtime: Option<(i64, i64)>,
-}
-
-fn entry(p: &Path, with_mtime: bool) -> Option<Entry> {
-    let md = std::fs::symlink_metadata(p).ok()?;
-    let ft = md.file_type();
-    let (kind, content) = if ft.is_symlink() {
-        let t = std::fs::read_link(p).map(|t| t.display().to_string());
-        ('l', t.unwrap_or_default())
-    } else if ft.is_dir() {
-        ('d', String::new())
-    } else if ft.is_file() {
-        ('f', std::fs::read(p).map(|b| sha(&b)).unwrap_or_default())
-    } else if ft.is_fifo() {
-        ('p', String::new())
-    } else if ft.is_socket() {
-        ('s', String::new())
-    } else {
-        ('?', String::new())
-    };
-    Some(Entry {
-        kind,
-        mode: md.mode() & 0o7777,
-        uid: md.uid(),
-        gid: md.gid(),
-        content,
-        mtime: with_mtime.then(|| (md.mtime(), md.mtime_nsec())),
-    })
-}
-
-/// Every path under `base` (and `base` itself as "."), never following a
-/// symlink, never opening a FIFO.
-fn snapshot(base: &Path, with_mtime: bool) -> BTreeMap<String, Entry> {
-    fn walk(base: &Path, dir: &Path, m: bool, out: &mut BTreeMap<String, Entry>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut names: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        names.sort();
-        for p in names {
-            let rel = p.strip_prefix(base).unwrap().display().to_string();
-            if let Some(e) = entry(&p, m) {
-                let is_dir = e.kind == 'd';
-                out.insert(rel, e);
-                if is_dir {
-                    walk(base, &p, m, out);
-                }
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    if let Some(e) = entry(base, with_mtime) {
-        out.insert(".".into(), e);
-    }
-    walk(base, base, with_mtime, &mut out);
-    out
-}
-
-/// (path, what happened) for every difference.
-fn diff(a: &BTreeMap<String, Entry>, b: &BTreeMap<String, Entry>) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for (k, v) in a {
-        match b.get(k) {
-            None => out.push((k.clone(), "removed".to_string())),
-            Some(w) if w != v => out.push((k.clone(), format!("changed {v:?} -> {w:?}"))),
-            _ => {}
-        }
-    }
-    for k in b.keys() {
-        if !a.contains_key(k) {
-            out.push((k.clone(), "added".to_string()));
-        }
-    }
-    out
-}
-
-fn all_dirs(top: &Path) -> Vec<PathBuf> {
-    let mut v = vec![top.to_path_buf()];
-    for (rel, e) in snapshot(top, false) {
-        if e.kind == 'd' && rel != "." {
-            v.push(top.join(rel));
-        }
-    }
-    v
-}
 
 // ---------------------------------------------------------------- inotify
 
@@ -337,14 +224,6 @@ fn event_names(mask: u32) -> String {
 
 // ---------------------------------------------------------------- node content
 
-fn ca_sha(root: &Path, rel: &str) -> String {
-    ca_sha_at(root, rel)
-}
-
-fn v2_phase(root: &Path, id: &str, state: &str, next: Option<&str>) -> String {
-    v2_phase_at(root, id, state, next)
-}
-
 fn receipt_json(root: &Path, id: &str, outcome: &str) -> String {
     serde_json::to_string_pretty(&json!({
         "format": "nvke-cert-runbook/receipt/v1",
@@ -362,35 +241,13 @@ fn receipt_json(root: &Path, id: &str, outcome: &str) -> String {
         "finishedAt": "2026-11-29T23:30:00Z",
         "runbookVersion": "0.1.0",
         "caSHA256": {
-            "ca.crt": ca_sha(root, "ca.crt"),
-            "etcd/ca.crt": ca_sha(root, "etcd/ca.crt"),
-            "front-proxy-ca.crt": ca_sha(root, "front-proxy-ca.crt"),
+            "ca.crt": ca_sha_at(root, "ca.crt"),
+            "etcd/ca.crt": ca_sha_at(root, "etcd/ca.crt"),
+            "front-proxy-ca.crt": ca_sha_at(root, "front-proxy-ca.crt"),
         },
     }))
     .unwrap()
         + "\n"
-}
-
-fn mode_of(p: &Path) -> u32 {
-    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
-}
-
-/// Copy a tree keeping each file's mode (tests/support's copy_tree sets
-/// kubeadm's modes instead).
-fn copy_exact(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    chmod(dst, mode_of(src));
-    for e in std::fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        let ft = e.file_type().unwrap();
-        if ft.is_dir() {
-            copy_exact(&e.path(), &to);
-        } else if ft.is_file() {
-            std::fs::copy(e.path(), &to).unwrap();
-            chmod(&to, mode_of(&e.path()));
-        }
-    }
 }
 
 fn write_mode(p: &Path, bytes: &[u8], mode: u32) {
@@ -505,7 +362,7 @@ impl Env {
         );
         write_mode(
             &o.join("phase-v2"),
-            v2_phase(&self.root, ID, "restart_pending", Some("etcd")).as_bytes(),
+            v2_phase_at(&self.root, ID, "restart_pending", Some("etcd")).as_bytes(),
             0o600,
         );
         write_mode(
@@ -1285,7 +1142,7 @@ fn cases() -> Vec<Case> {
             .setup(move |e| {
                 write_phase(
                     e,
-                    &v2_phase(&e.root, "op-old", "restart_pending", Some("etcd")),
+                    &v2_phase_at(&e.root, "op-old", "restart_pending", Some("etcd")),
                 );
                 chown_nobody(e, &phase());
             })
@@ -1297,7 +1154,7 @@ fn cases() -> Vec<Case> {
             .setup(move |e| {
                 write_phase(
                     e,
-                    &v2_phase(&e.root, "op-old", "restart_pending", Some("etcd")),
+                    &v2_phase_at(&e.root, "op-old", "restart_pending", Some("etcd")),
                 );
                 chmod_rel(e, &phase(), 0o666);
             })
@@ -1327,7 +1184,7 @@ fn cases() -> Vec<Case> {
             "V2 phase, operationID with ESC/BEL",
         )
         .setup(move |e| {
-            let p = v2_phase(&e.root, "op-old", "restart_pending", Some("etcd"))
+            let p = v2_phase_at(&e.root, "op-old", "restart_pending", Some("etcd"))
                 .replace("\"op-old\"", "\"op\\u001b]0;pwned\\u0007\"");
             write_phase(e, &p);
         })
@@ -1855,8 +1712,8 @@ fn cases() -> Vec<Case> {
             "resumed phase recorded another ca.crt",
         )
         .setup(|e| {
-            let p = v2_phase(&e.root, "op-old", "restart_pending", Some("etcd"))
-                .replace(&ca_sha(&e.root, "ca.crt"), &"ab".repeat(32));
+            let p = v2_phase_at(&e.root, "op-old", "restart_pending", Some("etcd"))
+                .replace(&ca_sha_at(&e.root, "ca.crt"), &"ab".repeat(32));
             write_phase(e, &p);
         })
         .expect(
@@ -2424,7 +2281,10 @@ fn cases() -> Vec<Case> {
         )
         .args(fence)
         .setup(|e| {
-            write_phase(e, &v2_phase(&e.root, ID, "restart_pending", Some("etcd")));
+            write_phase(
+                e,
+                &v2_phase_at(&e.root, ID, "restart_pending", Some("etcd")),
+            );
             plant_symlink(e, STAGING, &e.o("manifests"));
             clear(&e.p(&format!("{MANIFESTS}/etcd.yaml")));
         })
@@ -2723,14 +2583,6 @@ fn run_case(c: &Case) -> Outcome {
         f.push(format!("stderr tail: {}", tail(&stderr, 1500)));
     }
     o
-}
-
-fn tail(s: &str, n: usize) -> &str {
-    let mut start = s.len().saturating_sub(n);
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
 }
 
 fn clip(s: &str, n: usize) -> String {
@@ -3074,15 +2926,8 @@ fn flipper_round(i: usize, r: &Round) -> RoundResult {
             &node.v2_phase("op-before", "restart_pending", Some("etcd")),
         );
     }
-    let originals: Vec<(Vec<u8>, u32)> = COMPONENTS
-        .iter()
-        .map(|c| {
-            (
-                std::fs::read(node.manifest(c)).unwrap(),
-                mode_of(&node.manifest(c)),
-            )
-        })
-        .collect();
+    // What the recovery must give back: the manifests' bytes and modes, the CAs.
+    let base = base_of(&node);
     // The sentinel: a copy of what the symlink stands in for.
     let outside = outside_tmp.path().join(r.name);
     let target = node.root.join(r.target);
@@ -3183,43 +3028,35 @@ fn flipper_round(i: usize, r: &Round) -> RoundResult {
         res.failures
             .push(format!("{} is not a directory after the flipper", r.target));
     }
-    // Recovery as the controller does it: the fencing check, then a new operation.
-    let (fcode, fv, fe) = node.run(&["--status-only", "--operation-id", &id, "--fence"]);
-    if fcode != 0 {
-        res.failures.push(format!(
-            "fencing check exit {fcode}: {fv}\n{}",
-            tail(&fe, 800)
-        ));
-    }
-    let next = format!("op-flip-{i}-next");
-    let (ncode, nv, ne) = node.run(&["--operation-id", &next]);
-    if ncode != 0 {
-        res.failures.push(format!(
-            "recovery operation exit {ncode}: {nv}\n{}",
-            tail(&ne, 800)
-        ));
-    }
-    for (c, (bytes, mode)) in COMPONENTS.iter().zip(&originals) {
-        match std::fs::read(node.manifest(c)) {
-            Ok(b) if &b == bytes && mode_of(&node.manifest(c)) == *mode => {}
-            Ok(_) => res
-                .failures
-                .push(format!("{c} manifest bytes or mode changed")),
-            Err(err) => res.failures.push(format!("{c} manifest not active: {err}")),
+    // Recovery as the controller does it: the fencing check, then a new
+    // operation, which ends as the phase file says with the node recovered
+    // (every manifest active with its bytes and mode, staging empty, the
+    // phase done, the operator view clean).
+    let mut seen = Seen::default();
+    match fence(&node, &id, &mut seen, &base, "after the flipper") {
+        Ok(obs) => {
+            let outcome = obs.receipts[&id].clone();
+            let after = After {
+                // A run refused before its first phase write leaves none.
+                phase_may_be_absent: !r.resume,
+                taken_over: r.resume.then_some(("op-before", "superseded")),
+                kept: (&id, &outcome),
+            };
+            let next = format!("op-flip-{i}-next");
+            if let Err(e) = new_operation(&node, &base, &mut seen, &obs.receipts, &next, after) {
+                res.failures.push(e);
+            }
         }
-        if node.staged(c).exists() {
-            res.failures.push(format!("{c} manifest still staged"));
-        }
-    }
-    let (scode, sv, _) = node.run(&["--status-only"]);
-    if scode != 0 {
-        res.failures
-            .push(format!("node not clean after recovery: {sv}"));
+        Err(e) => res.failures.push(e),
     }
     for (path, e) in snapshot(&node.root, false) {
-        let name = path.rsplit('/').next().unwrap_or("");
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
         if (name.starts_with('.') && name.contains(".tmp-")) || name.contains(".flip") {
-            res.failures.push(format!("leftover {path} ({})", e.kind));
+            res.failures
+                .push(format!("leftover {} ({})", path.display(), e.kind));
         }
     }
     res

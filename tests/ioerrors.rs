@@ -58,20 +58,17 @@
 //! is then off).
 #![cfg(feature = "sim")]
 
-#[path = "support/node.rs"]
-mod node;
-#[path = "support/strace.rs"]
-mod strace;
-#[path = "support/sweep.rs"]
-mod sweep;
+mod support;
 
-use node::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
-use strace::Call;
-use sweep::*;
+use support::node::*;
+use support::oracle::*;
+use support::strace::{self, Call};
+use support::sweep::*;
+use support::{say, tree::chmod};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Scn {
@@ -248,25 +245,6 @@ fn show(c: &Call) -> String {
     format!("{}({}) = {}", c.name, c.args.join(", "), c.ret)
         .chars()
         .take(240)
-        .collect()
-}
-
-/// Where each of the four manifests is: `active`, `staged`, `both`, `missing`
-/// (the runbook's staging directory; the places of SPEC section 3).
-fn places(node: &Node) -> BTreeMap<&'static str, &'static str> {
-    COMPONENTS
-        .iter()
-        .map(|c| {
-            let a = std::fs::symlink_metadata(node.manifest(c)).is_ok();
-            let s = std::fs::symlink_metadata(node.staged(c)).is_ok();
-            let place = match (a, s) {
-                (true, false) => "active",
-                (false, true) => "staged",
-                (true, true) => "both",
-                (false, false) => "missing",
-            };
-            (*c, place)
-        })
         .collect()
 }
 
@@ -568,43 +546,24 @@ fn recover(
     wait_orphans(node)?;
     let obs = fence(node, id, seen, base, "after fencing the injected run")?;
     let id_outcome = obs.receipts[id].clone();
-    let (want_outcome, want_restarts) = expected_recovery(node, &obs.receipts);
-    let rec_id = format!("op-{idx}-rec");
-    let r = runbook(node, "recover", &["--operation-id", &rec_id])?;
-    note.t_recover = r.elapsed;
-    let rv = r.json();
-    if r.code() != Some(0) || rv["outcome"] != want_outcome.as_str() {
-        return Err(format!(
-            "the recovery {rec_id} should be {want_outcome}: {}",
-            r.describe()
-        ));
-    }
-    if restarted(&rv) != want_restarts {
-        return Err(format!(
-            "the recovery {rec_id} restarted {:?}, but the phase file said to resume with {:?}",
-            restarted(&rv),
-            want_restarts
-        ));
-    }
-    // A fresh run that failed before its first phase write leaves no phase
-    // file, and the (unforced) recovery finds nothing due: still none.
-    let fin = recovered(node, base, seen, "after recovery", p.scn == Scn::Fresh)?;
     let taken_over = match p.scn {
         Scn::Resume => Some(("op-prev", "superseded")),
         Scn::Fence => Some((DEAD, "abandoned")),
         Scn::Fresh => None,
     };
-    if let Some((op, want)) = taken_over {
-        if fin.receipts.get(op).map(String::as_str) != Some(want) {
-            return Err(format!(
-                "{op} (whose work was taken over) has receipt {:?}, want {want}",
-                fin.receipts.get(op)
-            ));
-        }
-    }
-    if fin.receipts.get(id) != Some(&id_outcome) {
-        return Err(format!("the receipt of {id} changed or vanished"));
-    }
+    let r = new_operation(
+        node,
+        base,
+        seen,
+        &obs.receipts,
+        &format!("op-{idx}-rec"),
+        After {
+            phase_may_be_absent: p.scn == Scn::Fresh,
+            taken_over,
+            kept: (id, &id_outcome),
+        },
+    )?;
+    note.t_recover = r.elapsed;
     Ok(())
 }
 

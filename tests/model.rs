@@ -127,17 +127,15 @@
 //!    and service-account keys keep their bytes and modes.
 #![cfg(all(feature = "sim", feature = "failpoints"))]
 
-#[path = "support/node.rs"]
-mod node;
+mod support;
 
-use node::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -145,6 +143,11 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::hex::sha256_hex;
+use support::node::*;
+use support::oracle::{base_of, manifests_in_place, Base};
+use support::tree::{chmod, diff, mode_of, snapshot, Snapshot};
+use support::{say, tail};
 
 const VARIANT: &str = "ecdsa";
 const FAILPOINTS: &[&str] = nvke_cert_runbook::failpoints::ALL;
@@ -1008,93 +1011,6 @@ impl ReferenceStateMachine for RefModel {
 // The system under test: the binary on a simulated node
 // ---------------------------------------------------------------------------
 
-/// One entry of a directory tree snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Entry {
-    kind: &'static str,
-    mode: u32,
-    mtime: (i64, i64),
-    ino: u64,
-    bytes: Vec<u8>,
-}
-
-fn snapshot_tree(dir: &Path) -> BTreeMap<PathBuf, Entry> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            let ft = md.file_type();
-            let (kind, bytes) = if ft.is_symlink() {
-                (
-                    "symlink",
-                    std::fs::read_link(&p)
-                        .unwrap()
-                        .into_os_string()
-                        .into_encoded_bytes(),
-                )
-            } else if ft.is_dir() {
-                ("dir", Vec::new())
-            } else {
-                ("file", std::fs::read(&p).unwrap())
-            };
-            out.insert(
-                p.strip_prefix(base).unwrap().to_path_buf(),
-                Entry {
-                    kind,
-                    mode: md.mode(),
-                    mtime: (md.mtime(), md.mtime_nsec()),
-                    ino: md.ino(),
-                    bytes,
-                },
-            );
-            if ft.is_dir() {
-                walk(base, &p, out);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    let md = std::fs::symlink_metadata(dir).unwrap();
-    out.insert(
-        PathBuf::from("."),
-        Entry {
-            kind: "dir",
-            mode: md.mode(),
-            mtime: (md.mtime(), md.mtime_nsec()),
-            ino: md.ino(),
-            bytes: Vec::new(),
-        },
-    );
-    walk(dir, dir, &mut out);
-    out
-}
-
-fn sha_hex(b: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
-
-fn mode_of(p: &Path) -> u32 {
-    std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
-}
-
-/// The CA certificates and keys, and the service-account keys: never changed.
-const PROTECTED: [&str; 8] = [
-    "ca.crt",
-    "ca.key",
-    "etcd/ca.crt",
-    "etcd/ca.key",
-    "front-proxy-ca.crt",
-    "front-proxy-ca.key",
-    "sa.key",
-    "sa.pub",
-];
-
 #[derive(Debug)]
 struct RunResult {
     code: Option<i32>,
@@ -1176,10 +1092,12 @@ struct Sut {
     node: Node,
     /// The sentinel directory outside --root that symlinks point into.
     outside: PathBuf,
-    outside_snap: BTreeMap<PathBuf, Entry>,
-    /// Original (bytes, mode) of the four manifests and kube-vip.
-    manifests: BTreeMap<String, (Vec<u8>, u32)>,
-    protected: BTreeMap<String, (Vec<u8>, u32)>,
+    outside_snap: Snapshot,
+    /// Original (bytes, mode) of the four manifests, and the CA certificates
+    /// and keys and the service-account keys: never changed.
+    base: Base,
+    /// kube-vip's manifest: it never moves.
+    vip: Vec<u8>,
     /// First-seen receipts: bytes, inode, mtime.
     receipts: BTreeMap<String, Seen>,
     /// While the phase file is corrupt: the valid bytes (None: absent) and
@@ -1210,27 +1128,16 @@ impl Sut {
             }
         }
         let outside = node.root.parent().unwrap().join("outside");
-        let mut manifests = BTreeMap::new();
-        for c in COMPONENTS.iter().chain(["kube-vip"].iter()) {
-            let p = node.manifest(c);
-            manifests.insert(c.to_string(), (std::fs::read(&p).unwrap(), mode_of(&p)));
-        }
-        let pki = node.root.join("etc/kubernetes/pki");
-        let protected = PROTECTED
-            .iter()
-            .map(|f| {
-                let p = pki.join(f);
-                (f.to_string(), (std::fs::read(&p).unwrap(), mode_of(&p)))
-            })
-            .collect();
-        let staging_now = node.root.join("etc/kubernetes/nvke-cert-renewal-staging");
+        let base = base_of(&node);
+        let vip = std::fs::read(node.manifest("kube-vip")).unwrap();
+        let staging_now = node.root.join(STAGING);
         let mut sut = Sut {
             staging_now,
             node,
             outside,
-            outside_snap: BTreeMap::new(),
-            manifests,
-            protected,
+            outside_snap: Snapshot::new(),
+            base,
+            vip,
             receipts: BTreeMap::new(),
             saved_phase: None,
             corrupt_bytes: Vec::new(),
@@ -1241,9 +1148,7 @@ impl Sut {
     }
 
     fn staging_dir(&self) -> PathBuf {
-        self.node
-            .root
-            .join("etc/kubernetes/nvke-cert-renewal-staging")
+        self.node.root.join(STAGING)
     }
 
     fn completed(&self) -> PathBuf {
@@ -1290,7 +1195,7 @@ impl Sut {
         ] {
             chmod(&o.join(d), 0o700);
         }
-        self.outside_snap = snapshot_tree(&self.outside);
+        self.outside_snap = snapshot(&self.outside, true);
     }
 
     /// A valid `renewed` receipt for `id` (the decoy a followed symlink would
@@ -1340,7 +1245,7 @@ impl Sut {
                 chmod(&f, 0o600);
             }
         }
-        self.outside_snap = snapshot_tree(&self.outside);
+        self.outside_snap = snapshot(&self.outside, true);
     }
 
     fn ensure_state_dir(&self) {
@@ -1489,7 +1394,7 @@ impl Sut {
                 if *expect_ca {
                     for f in ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"] {
                         extra.push("--expect-ca-sha256".into());
-                        extra.push(format!("{f}={}", sha_hex(&self.protected[f].0)));
+                        extra.push(format!("{f}={}", sha256_hex(&self.base.protected[f].0)));
                     }
                 }
                 // A gate that must time out does so in 1 s; two voters are
@@ -1763,7 +1668,7 @@ impl Sut {
             Transition::RepairPhaseFile => self.repair_phase(),
             Transition::PlantSymlink(link) => self.plant(*link, &env, model),
             Transition::ChangeCA { on_disk: true } => {
-                let mut b = self.protected["front-proxy-ca.crt"].0.clone();
+                let mut b = self.base.protected["front-proxy-ca.crt"].0.clone();
                 b.extend_from_slice(b"\n");
                 nvke_cert_runbook::pki::parse_pem_certificate(&b)
                     .expect("the changed CA still parses");
@@ -1783,7 +1688,7 @@ impl Sut {
                     std::fs::create_dir_all(&dir).unwrap();
                     chmod(&dir, 0o700);
                 }
-                let mut b = self.manifests[c].0.clone();
+                let mut b = self.base.manifests[c].0.clone();
                 b.extend_from_slice(b"# an operator's edited copy\n");
                 let p = self.node.staged(c);
                 std::fs::write(&p, b).unwrap();
@@ -1810,7 +1715,7 @@ impl Sut {
         match t {
             Transition::PlantSymlink(link) => self.unplant(*link, &env),
             Transition::ChangeCA { on_disk: true } => {
-                std::fs::write(&fp_ca, &self.protected["front-proxy-ca.crt"].0).unwrap()
+                std::fs::write(&fp_ca, &self.base.protected["front-proxy-ca.crt"].0).unwrap()
             }
             Transition::ChangeCA { on_disk: false } => {
                 self.set_knobs(json!({ "kubeadm": { "changeCA": false } }))
@@ -1840,40 +1745,22 @@ impl Sut {
                 self.transcript.join("\n  ")
             )
         };
-        // 1. each manifest in exactly one place, original bytes and mode.
-        for (i, c) in COMPONENTS.iter().enumerate() {
-            let a = self.node.manifest(c);
-            let s = self.node.staged(c);
-            let here: Vec<&PathBuf> = [&a, &s]
-                .into_iter()
-                .filter(|p| std::fs::symlink_metadata(p).is_ok())
-                .collect();
-            assert_eq!(here.len(), 1, "{c}: {} copies{}", here.len(), ctx());
-            let p = here[0];
-            let md = std::fs::symlink_metadata(p).unwrap();
-            assert!(md.is_file(), "{c}: not a regular file{}", ctx());
-            let (bytes, mode) = &self.manifests[*c];
-            assert!(md.len() > 0, "{c}: empty{}", ctx());
-            assert_eq!(
-                &std::fs::read(p).unwrap(),
-                bytes,
-                "{c}: bytes changed{}",
-                ctx()
-            );
-            assert_eq!(md.mode() & 0o7777, *mode, "{c}: mode changed{}", ctx());
-            let staged = *p == s;
-            assert_eq!(
-                staged,
-                model.staged == Some(i),
-                "{c}: staged {staged}, the model says {:?}{}",
-                model.staged,
-                ctx()
-            );
-        }
+        // 1. each manifest in exactly one place, original bytes and mode,
+        // where the model says; kube-vip's never moves.
+        let (staged, errs) = manifests_in_place(&self.node, &self.base);
+        assert!(errs.is_empty(), "{}{}", errs.join("; "), ctx());
+        let want: Vec<&str> = model.staged.map(|i| COMPONENTS[i]).into_iter().collect();
+        assert_eq!(
+            staged,
+            want,
+            "staged {staged:?}, the model says {:?}{}",
+            model.staged,
+            ctx()
+        );
         let vip = self.node.manifest("kube-vip");
         assert_eq!(
             std::fs::read(&vip).ok().as_ref(),
-            Some(&self.manifests["kube-vip"].0),
+            Some(&self.vip),
             "kube-vip's manifest moved or changed{}",
             ctx()
         );
@@ -2010,36 +1897,17 @@ impl Sut {
             }
         }
         // 6. nothing outside the root; CAs and keys kept.
-        let now = snapshot_tree(&self.outside);
-        if now != self.outside_snap {
-            let changed: Vec<_> = now
-                .iter()
-                .filter(|(k, v)| self.outside_snap.get(*k) != Some(v))
-                .map(|(k, _)| k.display().to_string())
-                .chain(
-                    self.outside_snap
-                        .keys()
-                        .filter(|k| !now.contains_key(*k))
-                        .map(|k| format!("{} (removed)", k.display())),
-                )
-                .collect();
+        let changed = diff(&self.outside_snap, &snapshot(&self.outside, true));
+        if !changed.is_empty() {
             panic!("something outside --root changed: {changed:?}{}", ctx());
         }
-        let pki = self.node.root.join("etc/kubernetes/pki");
-        for (f, (bytes, mode)) in &self.protected {
+        let pki = self.node.root.join(PKI);
+        for (f, (bytes, mode)) in &self.base.protected {
             let p = pki.join(f);
             assert_eq!(&std::fs::read(&p).unwrap(), bytes, "{f} changed{}", ctx());
             assert_eq!(mode_of(&p), *mode, "{f} mode changed{}", ctx());
         }
     }
-}
-
-fn tail(s: &str, n: usize) -> &str {
-    let mut i = s.len().saturating_sub(n);
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    &s[i..]
 }
 
 struct ModelTest;
@@ -2110,12 +1978,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
-}
-
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
 }
 
 #[test]

@@ -4,23 +4,14 @@
 //! `cargo test --features sim`.
 #![cfg(feature = "sim")]
 
-#[path = "support/node.rs"]
-mod node;
+mod support;
 
-use node::*;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn restarted(v: &Value) -> Vec<String> {
-    v["restarts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["component"].as_str().unwrap().to_string())
-        .collect()
-}
+use support::node::*;
+use support::tree::chmod;
 
 #[test]
 fn happy_path_renews_and_restarts_in_order() {
@@ -468,12 +459,7 @@ fn sigkill_while_staged_then_fence_then_next_operation_resumes() {
     assert!(node.staged("kube-controller-manager").exists());
     node.set_knobs(json!({ "neverStop": [] }));
     // The controller's fencing check.
-    let (code, v, _) = node.run(&["--status-only", "--operation-id", "op-k", "--fence"]);
-    assert_eq!(
-        (code, v["termination"].as_str()),
-        (0, Some("confirmed")),
-        "{v:#}"
-    );
+    node.fence("op-k");
     assert_eq!(node.receipt("op-k").unwrap()["outcome"], "abandoned");
     node.assert_all_active();
     // A delayed attempt of op-k is fenced.

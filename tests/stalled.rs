@@ -10,18 +10,17 @@
 //! `cargo test --features sim --test stalled -- --nocapture`.
 #![cfg(feature = "sim")]
 
-#[path = "support/node.rs"]
-mod node;
+mod support;
 
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use node::*;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+use support::node::*;
 
 /// The pipe's capacity, set explicitly (the default depends on the page size).
 const PIPE: usize = 65536;
@@ -225,17 +224,6 @@ fn log_file(node: &Node, id: &str) -> String {
     std::fs::read_to_string(node.state().join("log").join(format!("{id}.log"))).unwrap_or_default()
 }
 
-/// The controller's fencing check: confirmed (exit 0).
-fn fence_confirms(node: &Node, id: &str) -> Value {
-    let (code, v, e) = node.run(&["--status-only", "--operation-id", id, "--fence"]);
-    assert_eq!(
-        (code, v["termination"].as_str()),
-        (0, Some("confirmed")),
-        "{v:#}\n{e}"
-    );
-    v
-}
-
 /// Every line of a `--log-format json` log is one whole JSON object.
 fn json_lines(log: &str) -> Vec<Value> {
     assert!(log.ends_with('\n'), "the log ends mid-line");
@@ -320,7 +308,7 @@ fn stalled_stderr_sigterm_while_etcd_staged_cancels_within_30s() {
     );
     assert!(log.as_bytes().starts_with(&read_before));
     assert!(read_before.len() < log.len());
-    fence_confirms(&node, id);
+    node.fence(id);
     drop(r);
 }
 
@@ -392,7 +380,7 @@ fn stalled_stderr_the_run_finishes_and_the_log_file_has_every_line() {
         log.len(),
         got.len()
     );
-    fence_confirms(&node, id);
+    node.fence(id);
 }
 
 /// stderr stalls (the pipe full from the start), then the reader comes back
@@ -505,7 +493,7 @@ fn stalled_stdout_the_run_finishes_and_exits() {
     assert_eq!(node.receipt(id).unwrap()["outcome"], "renewed");
     let log = log_file(&node, id);
     assert!(log.contains("receipt written"), "{log}");
-    fence_confirms(&node, id);
+    node.fence(id);
     drop(r);
 }
 
@@ -542,5 +530,5 @@ fn stalled_stdout_and_stderr_sigterm_while_etcd_staged_cancels_within_30s() {
     assert_eq!(node.receipt(id).unwrap()["outcome"], "cancelled");
     let log = log_file(&node, id);
     assert!(log.contains("receipt written"), "{log}");
-    fence_confirms(&node, id);
+    node.fence(id);
 }

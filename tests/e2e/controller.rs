@@ -25,7 +25,6 @@ use crate::lab::{in_netns, Lab, Node, COMPONENTS, ETCDCTL};
 use crate::tlsclient;
 use serde::Serialize;
 use serde_json::{json, Value};
-use sha2::Digest;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::AsRawFd;
@@ -184,10 +183,7 @@ impl<'a> Controller<'a> {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(RUNBOOK));
         let bytes = std::fs::read(&runbook).expect("read the runbook binary");
-        let sha256: String = sha2::Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let sha256 = crate::support::hex::sha256_hex(&bytes);
         let p = &lab.ctl_pki;
         Controller {
             netns: File::open(lab.lab_netns_path()).expect("open the lab netns"),

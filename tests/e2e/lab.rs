@@ -273,13 +273,7 @@ impl Node {
 
     /// Every manifest active, nothing in the runbook's staging dir.
     pub fn manifests_all_active(&self) -> bool {
-        COMPONENTS.iter().all(|c| {
-            self.etc().join(format!("manifests/{c}.yaml")).is_file()
-                && !self
-                    .etc()
-                    .join(format!("nvke-cert-renewal-staging/{c}.yaml"))
-                    .exists()
-        })
+        crate::support::node::all_active_in(&self.etc()).is_ok()
     }
 
     fn start_kubelet(&mut self) -> Result<()> {

@@ -73,30 +73,6 @@ fn chmod(p: &Path, mode: u32) -> Result<()> {
         .with_context(|| format!("chmod {}", p.display()))
 }
 
-/// Copies the fixture tree with kubeadm's modes (git keeps none): keys and
-/// kubeconfigs 0600, the rest 0644, directories 0755.
-pub fn copy_tree(src: &Path, dst: &Path) -> Result<()> {
-    std::fs::create_dir_all(dst)?;
-    chmod(dst, 0o755)?;
-    for e in std::fs::read_dir(src).with_context(|| format!("read {}", src.display()))? {
-        let e = e?;
-        let to = dst.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            copy_tree(&e.path(), &to)?;
-        } else {
-            std::fs::copy(e.path(), &to).with_context(|| format!("copy {}", e.path().display()))?;
-            let name = to.file_name().unwrap_or_default().to_string_lossy();
-            let mode = if name.ends_with(".key") || name.ends_with(".conf") {
-                0o600
-            } else {
-                0o644
-            };
-            chmod(&to, mode)?;
-        }
-    }
-    Ok(())
-}
-
 pub fn run(cmd: &mut Command) -> Result<String> {
     let out = cmd
         .output()
@@ -162,7 +138,7 @@ fn sign(
             use std::io::Read;
             f.read_exact(&mut b)
         })?;
-        b.iter().map(|x| format!("{x:02x}")).collect()
+        crate::support::hex::hex(&b)
     };
     run(Command::new("openssl")
         .args(["req", "-new", "-x509", "-sha256", "-config"])
@@ -191,7 +167,7 @@ pub fn node_tree(
     days: u32,
     work: &Path,
 ) -> Result<()> {
-    copy_tree(&fixture(keys), dst)?;
+    crate::support::tree::try_copy_tree(&fixture(keys), dst)?;
     let rsa = keys == Keys::Rsa;
     let pki = dst.join("pki");
     let ca = (pki.join("ca.crt"), pki.join("ca.key"));

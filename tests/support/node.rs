@@ -1,9 +1,10 @@
-//! The simulated control-plane node shared by the scenario and crash tests
-//! (tests/simnode): a copy of a fixture node tree with free ports, a
-//! `sim.json`, and the stand-in kubelet. Included with
-//! `#[path = "support/node.rs"] mod node;`.
-#![allow(dead_code)]
+//! The simulated control-plane node shared by the scenario, crash, model
+//! and hostile tests (tests/simnode): a copy of a fixture node tree with
+//! free ports, a `sim.json`, and the stand-in kubelet; the runbook run
+//! against it.
 
+use super::hex::sha256_file;
+use super::tree::{chmod, copy_tree};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,11 @@ pub const COMPONENTS: [&str; 4] = [
     "kube-controller-manager",
     "kube-scheduler",
 ];
+/// The runbook's places under the root (SPEC section 3).
+pub const STATE: &str = "var/lib/nvke/k8s-cert-renewal";
+pub const MANIFESTS: &str = "etc/kubernetes/manifests";
+pub const STAGING: &str = "etc/kubernetes/nvke-cert-renewal-staging";
+pub const PKI: &str = "etc/kubernetes/pki";
 
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -27,12 +33,6 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
-
-// `chmod` and `copy_tree` live in tree.rs, which tests that need no
-// simulated node (tests/contract.rs) include on their own.
-#[path = "tree.rs"]
-mod tree;
-pub use tree::{chmod, copy_tree};
 
 /// One simulated control-plane node.
 pub struct Node {
@@ -58,7 +58,7 @@ impl Node {
             &root,
         );
         let (api, etcd) = (free_port(), free_port());
-        let m = root.join("etc/kubernetes/manifests");
+        let m = root.join(MANIFESTS);
         for (file, from, to) in [
             (
                 "etcd.yaml",
@@ -215,7 +215,7 @@ impl Node {
     }
 
     pub fn state(&self) -> PathBuf {
-        self.root.join("var/lib/nvke/k8s-cert-renewal")
+        self.root.join(STATE)
     }
 
     pub fn phase(&self) -> String {
@@ -256,23 +256,30 @@ impl Node {
     }
 
     pub fn manifest(&self, c: &str) -> PathBuf {
-        self.root
-            .join("etc/kubernetes/manifests")
-            .join(format!("{c}.yaml"))
+        self.root.join(MANIFESTS).join(format!("{c}.yaml"))
     }
 
     pub fn staged(&self, c: &str) -> PathBuf {
-        self.root
-            .join("etc/kubernetes/nvke-cert-renewal-staging")
-            .join(format!("{c}.yaml"))
+        self.root.join(STAGING).join(format!("{c}.yaml"))
     }
 
-    /// The oracle: each manifest active exactly once, staging empty.
+    /// Each manifest active, none staged ([`all_active_in`]).
     pub fn assert_all_active(&self) {
-        for c in COMPONENTS {
-            assert!(self.manifest(c).is_file(), "{c} manifest is not active");
-            assert!(!self.staged(c).exists(), "{c} manifest is still staged");
+        if let Err(e) = all_active_in(&self.root.join("etc/kubernetes")) {
+            panic!("{e}");
         }
+    }
+
+    /// The controller's fencing check of `id`: it must confirm (exit 0,
+    /// `termination: confirmed`). Returns its document.
+    pub fn fence(&self, id: &str) -> Value {
+        let (code, v, e) = self.run(&["--status-only", "--operation-id", id, "--fence"]);
+        assert_eq!(
+            (code, v["termination"].as_str()),
+            (0, Some("confirmed")),
+            "the fencing check of {id}: {v:#}\n{e}"
+        );
+        v
     }
 
     pub fn kubeadm_calls(&self) -> String {
@@ -300,14 +307,37 @@ impl Drop for Node {
     }
 }
 
+/// The recovered placement, for a node's `/etc/kubernetes` at `etc`: every
+/// manifest a file in `manifests/`, none in the runbook's staging dir (the
+/// first that is not).
+pub fn all_active_in(etc: &Path) -> Result<(), String> {
+    for c in COMPONENTS {
+        if !etc.join("manifests").join(format!("{c}.yaml")).is_file() {
+            return Err(format!("{c} manifest is not active"));
+        }
+        let staged = etc
+            .join("nvke-cert-renewal-staging")
+            .join(format!("{c}.yaml"));
+        if staged.exists() {
+            return Err(format!("{c} manifest is still staged"));
+        }
+    }
+    Ok(())
+}
+
+/// The components a renewal's document says it restarted, in order.
+pub fn restarted(v: &Value) -> Vec<String> {
+    v["restarts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no `restarts` array: {v}"))
+        .iter()
+        .map(|r| r["component"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// sha256 (hex) of a file under the node's `etc/kubernetes/pki`.
 pub fn ca_sha_at(root: &Path, rel: &str) -> String {
-    use sha2::Digest;
-    let b = std::fs::read(root.join("etc/kubernetes/pki").join(rel)).unwrap();
-    sha2::Sha256::digest(&b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
+    sha256_file(&root.join(PKI).join(rel))
 }
 
 /// A valid V2 phase file for the node tree at `root` (its CAs' fingerprints).
@@ -495,7 +525,7 @@ impl Node {
             }
             _ => {}
         }
-        let dir = self.root.join("etc/kubernetes/manifests");
+        let dir = self.root.join(MANIFESTS);
         let tmp = dir.join(format!(".{file}.tmp"));
         std::fs::write(&tmp, s).unwrap();
         chmod(&tmp, 0o600);

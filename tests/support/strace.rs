@@ -1,8 +1,7 @@
 //! A small parser for `strace -o LOG` output (with or without `-f`, with
 //! `-y`): one [`Call`] per completed system call, `<unfinished ...>` and
 //! `<... resumed>` halves joined per pid, signal and exit lines dropped.
-//! Included with `#[path = "support/strace.rs"] mod strace;`.
-#![allow(dead_code)]
+//! Its own test is in tests/crash.rs (`strace_parser_...`).
 
 use std::collections::HashMap;
 
@@ -267,34 +266,4 @@ pub fn own_calls(calls: &[Call]) -> Vec<Call> {
         .filter(|c| !exec.contains(&c.pid))
         .cloned()
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_calls_unfinished_and_fd_paths() {
-        let log = r#"10 openat(4</r/state>, ".phase.tmp-1-0", O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600) = 6</r/state/.phase.tmp-1-0>
-11 write(2<pipe:[77]>, "a, \"b\" (c) <d>"..., 94 <unfinished ...>
-10 renameat(4</r/state>, ".phase.tmp-1-0", 4</r/state>, "phase") = 0
-11 <... write resumed>) = 94
-10 --- SIGCHLD {si_signo=SIGCHLD} ---
-12 execve("/bin/tool", ["tool"], 0x0 /* 1 var */) = 0
-10 renameat2(9</r/s>, "etcd.yaml", 8</r/m>, "etcd.yaml", RENAME_NOREPLACE) = ?
-"#;
-        let c = parse(log);
-        assert_eq!(c.len(), 5);
-        assert_eq!(c[0].name, "openat");
-        assert!(c[0].has_flag(2, "O_NOFOLLOW"));
-        assert_eq!(c[0].at_path(0, 1).unwrap(), "/r/state/.phase.tmp-1-0");
-        assert_eq!(c[0].ret_path().unwrap(), "/r/state/.phase.tmp-1-0");
-        assert_eq!(c[1].name, "renameat");
-        assert_eq!(c[1].at_path(2, 3).unwrap(), "/r/state/phase");
-        assert_eq!(c[2].name, "write");
-        assert_eq!(c[2].ret, "94");
-        assert_eq!(c[2].args.len(), 3);
-        assert!(!c[4].ok());
-        assert_eq!(own_calls(&c).len(), 4);
-    }
 }

@@ -1,31 +1,17 @@
 //! What the crash sweep (tests/crash.rs) and the I/O-error sweep
-//! (tests/ioerrors.rs) share: running the runbook with a time limit and
-//! under strace, recording a run's mutating system calls, sampling the
-//! points to inject at, the oracle over the node's tree (manifests, receipts,
-//! CAs, phase file), the controller's recovery (fencing check, then a new
-//! operation), and running the points side by side on simulated nodes.
-//! Included after node.rs and strace.rs:
-//!
-//! ```ignore
-//! #[path = "support/node.rs"]
-//! mod node;
-//! #[path = "support/strace.rs"]
-//! mod strace;
-//! #[path = "support/sweep.rs"]
-//! mod sweep;
-//! ```
-#![allow(dead_code)]
+//! (tests/ioerrors.rs) share besides the oracle and the recovery
+//! (oracle.rs): running the runbook under strace, recording a run's mutating
+//! system calls, sampling the points to inject at, and running the points
+//! side by side on simulated nodes.
 
 use super::node::*;
+use super::oracle::*;
 use super::strace::{self, Call};
 use serde_json::{json, Value};
-use sha2::Digest;
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
-use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -38,30 +24,9 @@ pub fn knobs() -> Value {
     json!({ "stopLatencyMs": 20, "startLatencyMs": 20 })
 }
 
-pub const STATE: &str = "var/lib/nvke/k8s-cert-renewal";
-pub const MANIFESTS: &str = "etc/kubernetes/manifests";
-pub const STAGING: &str = "etc/kubernetes/nvke-cert-renewal-staging";
-/// The CA files: bytes and modes never change.
-pub const CA_FILES: [&str; 6] = [
-    "ca.crt",
-    "ca.key",
-    "etcd/ca.crt",
-    "etcd/ca.key",
-    "front-proxy-ca.crt",
-    "front-proxy-ca.key",
-];
 /// What the recordings trace (the mutating calls, plus wait4 to find the
 /// kubeadm wait of a fresh run).
 pub const RECORDED: &str = "openat,rename,renameat,renameat2,link,linkat,fsync,fdatasync,unlink,unlinkat,mkdir,mkdirat,write,flock,execve,wait4";
-/// No single runbook invocation in these tests may take longer.
-pub const RUN_LIMIT: Duration = Duration::from_secs(120);
-
-/// Print past the test harness's capture (the summary lines belong in CI's log).
-pub fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-}
 
 pub fn strace_bin() -> PathBuf {
     for dir in ["/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin"] {
@@ -71,13 +36,6 @@ pub fn strace_bin() -> PathBuf {
         }
     }
     panic!("strace is not installed: these tests need it (CI installs it in .ci/run: apt-get install strace)");
-}
-
-pub fn sha(bytes: &[u8]) -> String {
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 pub fn under(path: &str, base: &str) -> bool {
@@ -100,66 +58,7 @@ pub fn base_name(path: &str) -> &str {
 }
 
 // ---------------------------------------------------------------------------
-// Running things with a time limit.
-
-pub struct Ran {
-    pub status: ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
-}
-
-impl Ran {
-    pub fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-    pub fn json(&self) -> Value {
-        serde_json::from_str(self.stdout.trim()).unwrap_or(Value::Null)
-    }
-    pub fn describe(&self) -> String {
-        let tail: String = {
-            let lines: Vec<&str> = self.stderr.lines().collect();
-            lines[lines.len().saturating_sub(6)..].join("\n    ")
-        };
-        format!(
-            "status {:?}, stdout {}\n    {tail}",
-            self.status,
-            self.stdout.trim().chars().take(1500).collect::<String>()
-        )
-    }
-}
-
-/// Run `cmd` with stdout and stderr in files under `dir`, killed after `limit`.
-pub fn run_timed(mut cmd: Command, dir: &Path, tag: &str, limit: Duration) -> Result<Ran, String> {
-    let out = dir.join(format!("{tag}.stdout"));
-    let err = dir.join(format!("{tag}.stderr"));
-    cmd.stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).map_err(|e| e.to_string())?)
-        .stderr(std::fs::File::create(&err).map_err(|e| e.to_string())?);
-    let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("{tag}: spawn: {e}"))?;
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{tag}: still running after {limit:?}; killed"));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Ok(Ran {
-        status,
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-        elapsed: start.elapsed(),
-    })
-}
-
-pub fn runbook(node: &Node, tag: &str, args: &[&str]) -> Result<Ran, String> {
-    run_timed(node.command(args), &node.sim, tag, RUN_LIMIT)
-}
+// Running the runbook under strace.
 
 /// The runbook under strace with `pre` as strace's options.
 pub fn straced(node: &Node, pre: &[OsString], args: &[&str]) -> Command {
@@ -172,311 +71,10 @@ pub fn straced(node: &Node, pre: &[OsString], args: &[&str]) -> Command {
     c
 }
 
-/// Tools (crictl, kubeadm) a killed runbook left running: wait for them, so
-/// the next step starts from a quiet node.
-pub fn wait_orphans(node: &Node) -> Result<(), String> {
-    let prefix = node.sim.join("bin").display().to_string();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let mut left = Vec::new();
-        for e in std::fs::read_dir("/proc")
-            .map_err(|e| e.to_string())?
-            .flatten()
-        {
-            let name = e.file_name();
-            let Some(pid) = name
-                .to_str()
-                .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
-            else {
-                continue;
-            };
-            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-                continue;
-            };
-            let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
-            if argv0.starts_with(prefix.as_bytes()) {
-                left.push(pid.to_string());
-            }
-        }
-        if left.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "tools the killed run started still run after 60s: pids {left:?}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The oracle.
-
-/// What must never change: the four manifests (bytes, mode) and the CA files.
-pub struct Base {
-    pub manifests: BTreeMap<&'static str, FileState>,
-    pub cas: Vec<(String, Vec<u8>, u32)>,
-}
-
-/// A regular file's bytes and permission bits.
-pub type FileState = (Vec<u8>, u32);
-
-pub fn file_and_mode(p: &Path) -> Option<FileState> {
-    let md = std::fs::symlink_metadata(p).ok()?;
-    if !md.file_type().is_file() {
-        return None;
-    }
-    Some((std::fs::read(p).ok()?, md.mode() & 0o7777))
-}
-
-pub fn base_of(node: &Node) -> Base {
-    let manifests = COMPONENTS
-        .iter()
-        .map(|c| (*c, file_and_mode(&node.manifest(c)).expect("manifest")))
-        .collect();
-    let pki = node.root.join("etc/kubernetes/pki");
-    let cas = CA_FILES
-        .iter()
-        .filter_map(|rel| file_and_mode(&pki.join(rel)).map(|(b, m)| (rel.to_string(), b, m)))
-        .collect();
-    Base { manifests, cas }
-}
-
-/// Receipts seen during one crash point, by file name: never changed.
-#[derive(Default)]
-pub struct Seen {
-    pub receipts: BTreeMap<String, String>,
-}
-
-pub struct Obs {
-    pub staged: Vec<&'static str>,
-    /// operation ID -> outcome
-    pub receipts: BTreeMap<String, String>,
-    pub intent: String,
-}
-
-/// Oracle 1, 3, 4, 5, 6 of issue 5, at any moment no runbook runs.
-pub fn observe(node: &Node, base: &Base, seen: &mut Seen, when: &str) -> Result<Obs, String> {
-    let mut errs = Vec::new();
-    let mut staged = Vec::new();
-    for c in COMPONENTS {
-        let (want, mode) = &base.manifests[c];
-        let a = node.manifest(c);
-        let s = node.staged(c);
-        let found: Vec<(&Path, Option<FileState>)> = [a.as_path(), s.as_path()]
-            .into_iter()
-            .filter(|p| std::fs::symlink_metadata(p).is_ok())
-            .map(|p| (p, file_and_mode(p)))
-            .collect();
-        match found.as_slice() {
-            [] => errs.push(format!(
-                "{c}: no manifest at all (neither active nor staged)"
-            )),
-            [(p, got)] => match got {
-                Some((b, m)) if b == want && m == mode => {
-                    if *p == s.as_path() {
-                        staged.push(c);
-                    }
-                }
-                Some((b, m)) => errs.push(format!(
-                    "{c}: {} changed: {} bytes mode {m:o} (was {} bytes mode {mode:o})",
-                    p.display(),
-                    b.len(),
-                    want.len()
-                )),
-                None => errs.push(format!("{c}: {} is not a regular file", p.display())),
-            },
-            _ => errs.push(format!("{c}: two copies (active and staged)")),
-        }
-    }
-    if staged.len() > 1 {
-        errs.push(format!("more than one manifest out at once: {staged:?}"));
-    }
-    let completed = node.state().join("completed");
-    let mut receipts = BTreeMap::new();
-    if let Ok(rd) = std::fs::read_dir(&completed) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            let Some(stem) = name.strip_suffix(".json") else {
-                continue;
-            };
-            if name.starts_with('.') {
-                continue;
-            }
-            let bytes = std::fs::read(e.path()).unwrap_or_default();
-            let h = sha(&bytes);
-            match seen.receipts.get(&name) {
-                Some(old) if *old != h => errs.push(format!("receipt {name} changed")),
-                Some(_) => {}
-                None => {
-                    seen.receipts.insert(name.clone(), h);
-                }
-            }
-            match serde_json::from_slice::<Value>(&bytes) {
-                Ok(v) if v["operationID"] == stem => {
-                    receipts.insert(
-                        stem.to_string(),
-                        v["outcome"].as_str().unwrap_or("?").to_string(),
-                    );
-                }
-                _ => errs.push(format!("receipt {name} is torn or names another operation")),
-            }
-        }
-    }
-    let pki = node.root.join("etc/kubernetes/pki");
-    for (rel, bytes, mode) in &base.cas {
-        match file_and_mode(&pki.join(rel)) {
-            Some((b, m)) if &b == bytes && m == *mode => {}
-            _ => errs.push(format!("CA file pki/{rel} changed (bytes or mode)")),
-        }
-    }
-    let check = runbook(node, "check", &["--check"])?;
-    let cj = check.json();
-    let status = cj["phaseFile"]["status"]
-        .as_str()
-        .unwrap_or("?")
-        .to_string();
-    if status == "malformed" || status == "?" {
-        errs.push(format!(
-            "the phase file does not parse: {} ({})",
-            cj["phaseFile"],
-            check.describe()
-        ));
-    }
-    let intent = cj["phaseFile"]["intent"]
-        .as_str()
-        .unwrap_or("?")
-        .to_string();
-    if errs.is_empty() {
-        Ok(Obs {
-            staged,
-            receipts,
-            intent,
-        })
-    } else {
-        Err(format!("{when}: {}", errs.join("; ")))
-    }
-}
-
-/// Oracle 2: recovered.
-pub fn recovered(
-    node: &Node,
-    base: &Base,
-    seen: &mut Seen,
-    when: &str,
-    phase_may_be_absent: bool,
-) -> Result<Obs, String> {
-    let o = observe(node, base, seen, when)?;
-    if !o.staged.is_empty() {
-        return Err(format!("{when}: still staged: {:?}", o.staged));
-    }
-    let staging = node.root.join(STAGING);
-    if let Ok(rd) = std::fs::read_dir(&staging) {
-        let left: Vec<_> = rd
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .collect();
-        if !left.is_empty() {
-            return Err(format!("{when}: staging is not empty: {left:?}"));
-        }
-    }
-    let absent_ok = phase_may_be_absent && o.intent == "absent";
-    if o.intent != "done" && o.intent != "done-by-receipt" && !absent_ok {
-        return Err(format!(
-            "{when}: phase file intent {} (want done): {}",
-            o.intent,
-            node.phase()
-        ));
-    }
-    let st = runbook(node, "status", &["--status-only"])?;
-    if st.code() != Some(0) {
-        return Err(format!(
-            "{when}: the operator view says not clean: {}",
-            st.json()["reasons"]
-        ));
-    }
-    Ok(o)
-}
-
-/// What a plain renewal will do now: (outcome, components restarted).
-pub fn expected_recovery(
-    node: &Node,
-    receipts: &BTreeMap<String, String>,
-) -> (String, Vec<String>) {
-    let unchanged = ("unchanged".to_string(), Vec::new());
-    let phase = node.phase();
-    if phase.is_empty() {
-        return unchanged;
-    }
-    let v: Value = serde_json::from_str(&phase).unwrap_or(Value::Null);
-    let op = v["operationID"].as_str().unwrap_or_default();
-    let success = matches!(
-        receipts.get(op).map(String::as_str),
-        Some("renewed") | Some("unchanged")
-    );
-    let all = |from: usize| COMPONENTS[from..].iter().map(|c| c.to_string()).collect();
-    match v["state"].as_str() {
-        Some("done") => unchanged,
-        _ if success => unchanged,
-        Some("renewing") => ("renewed".into(), all(0)),
-        Some("restart_pending") => match v["nextComponent"].as_str() {
-            None => ("renewed".into(), Vec::new()),
-            Some(c) => (
-                "renewed".into(),
-                all(COMPONENTS.iter().position(|x| *x == c).unwrap_or(0)),
-            ),
-        },
-        _ => ("?".into(), Vec::new()),
-    }
-}
-
-pub fn restarted(v: &Value) -> Vec<String> {
-    v["restarts"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| r["component"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The state directories `-P` selects for openat points.
 pub fn filter_dirs(node: &Node) -> Vec<PathBuf> {
     let s = node.root.canonicalize().unwrap().join(STATE);
     vec![s.clone(), s.join("completed"), s.join("log")]
-}
-
-pub fn fence(
-    node: &Node,
-    id: &str,
-    seen: &mut Seen,
-    base: &Base,
-    when: &str,
-) -> Result<Obs, String> {
-    let f = runbook(
-        node,
-        "fence",
-        &["--status-only", "--operation-id", id, "--fence"],
-    )?;
-    if f.code() != Some(0) || f.json()["termination"] != "confirmed" {
-        return Err(format!(
-            "{when}: fencing {id} was not confirmed: {}",
-            f.describe()
-        ));
-    }
-    let o = observe(node, base, seen, when)?;
-    if !o.staged.is_empty() {
-        return Err(format!(
-            "{when}: the fencing check left {:?} staged",
-            o.staged
-        ));
-    }
-    if !o.receipts.contains_key(id) {
-        return Err(format!("{when}: {id} has no receipt after fencing"));
-    }
-    Ok(o)
 }
 
 /// Reset a resume node to the starting tree: the four manifests active (as

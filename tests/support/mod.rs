@@ -1,0 +1,51 @@
+//! The test-support library every harness shares (`mod support;` at the top
+//! of a tests/*.rs crate root; tests/README.md has the map of harnesses):
+//!
+//! - [`hex`]: hex and sha256 digests.
+//! - [`tree`]: fixture node trees (copies with kubeadm's modes), tree
+//!   snapshots and their differences.
+//! - [`node`] (feature `sim`): the simulated control-plane node
+//!   (tests/simnode) and the runbook run against it.
+//! - [`oracle`] (feature `sim`): what must hold of a node after any run
+//!   (each manifest in exactly one place with its bytes and mode, receipts
+//!   never changed, CAs untouched, the phase file valid), and the
+//!   controller's recovery (the fencing check, then a new operation) with
+//!   the checks after it.
+//! - [`strace`], [`sweep`] (feature `sim`): the strace log parser, and the
+//!   crash and I/O-error sweeps' recording, sampling and side-by-side
+//!   runner.
+//! - [`say`], [`tail`]: printing past the harness's capture, the end of a
+//!   long output.
+//!
+//! Each harness uses part of it: dead code here is expected.
+#![allow(dead_code)]
+
+pub mod hex;
+#[cfg(feature = "sim")]
+pub mod node;
+#[cfg(feature = "sim")]
+pub mod oracle;
+#[cfg(feature = "sim")]
+pub mod strace;
+#[cfg(feature = "sim")]
+pub mod sweep;
+pub mod tree;
+
+use std::io::Write;
+
+/// Print a line on the real stdout, past the harness's capture: summary
+/// lines (`crash points: N recovered of N`, ...) belong in CI's log.
+pub fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// The last `n` bytes of `s` (from a character boundary).
+pub fn tail(s: &str, n: usize) -> &str {
+    let mut start = s.len().saturating_sub(n);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
