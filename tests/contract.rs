@@ -20,6 +20,9 @@
 //! `embedded/schema/*.schema.json` and `embedded/manifest.json`; read the
 //! diff before committing it.
 
+// Tests and the simulated node write fixtures directly; the house rule (clippy.toml) binds src/.
+#![allow(clippy::disallowed_methods)]
+
 mod support;
 
 use nvke_cert_runbook::schema::{self, *};

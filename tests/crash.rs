@@ -39,6 +39,8 @@
 //! the points whose label contains TEXT (debugging; the N >= 100 check is
 //! then off).
 #![cfg(feature = "sim")]
+// Tests and the simulated node write fixtures directly; the house rule (clippy.toml) binds src/.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

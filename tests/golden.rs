@@ -16,6 +16,9 @@
 //! `SNAPSHOTS=overwrite cargo test --test golden` rewrites the expected files;
 //! read the diff before committing it.
 
+// Tests and the simulated node write fixtures directly; the house rule (clippy.toml) binds src/.
+#![allow(clippy::disallowed_methods)]
+
 mod support;
 
 use serde_json::Value;
