@@ -324,3 +324,250 @@ impl PkiReport {
         w
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests read and plant files in their temp node
+mod tests {
+    //! SPEC 2 (which leaves, super-admin.conf optional), 5 (expiry against
+    //! the clock and threshold, CAs warned about, never renewed) and 7
+    //! (certificates in the output) on the fixture nodes (fixed dates:
+    //! leaves 2026-06-01 to 2027-06-01, etcd/peer.crt to 2027-03-01, CAs to
+    //! 2035-01-01).
+    use super::*;
+    use crate::runtime::double::node_tree;
+    use std::path::Path;
+    use time::macros::datetime;
+
+    const NOW: OffsetDateTime = datetime!(2026-11-30 00:00:00 UTC);
+    const PKI: &str = "etc/kubernetes/pki";
+
+    fn read_node(t: &Path) -> PkiReport {
+        read(&Root::open(t).unwrap())
+    }
+
+    fn extra(name: &str) -> Vec<u8> {
+        std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/pki-extra")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    fn leaf<'a>(r: &'a PkiReport, name: &str) -> &'a LeafView {
+        r.leaves.iter().find(|l| l.spec.name == name).unwrap()
+    }
+
+    #[test]
+    fn a_whole_node_reads_clean_with_the_fingerprints_of_its_ca_files() {
+        for node in ["rsa", "ecdsa"] {
+            let t = node_tree(node);
+            let r = read_node(t.path());
+            assert_eq!(r.errors(), Vec::<String>::new(), "{node}");
+            assert_eq!(r.warnings(NOW, 30), Vec::<String>::new(), "{node}");
+            assert_eq!(r.leaves.len(), 11);
+            for l in &r.leaves {
+                assert_eq!(l.status, LeafStatus::Ok, "{node} {}", l.spec.name);
+                assert_eq!(l.chains_to_ca, Some(true), "{node} {}", l.spec.name);
+            }
+            let fingerprints = r.ca_sha256();
+            let keys: Vec<&str> = fingerprints.keys().map(String::as_str).collect();
+            assert_eq!(keys, ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"]);
+            for (key, sha) in &fingerprints {
+                let bytes = std::fs::read(t.path().join(PKI).join(key)).unwrap();
+                assert_eq!(sha, &pki::sha256_hex(&bytes), "{node} {key}");
+            }
+        }
+    }
+
+    /// SPEC 2: super-admin.conf may be missing: skipped and reported, not
+    /// an error, not a warning.
+    #[test]
+    fn a_missing_super_admin_conf_is_skipped() {
+        let t = node_tree("rsa");
+        std::fs::remove_file(t.path().join("etc/kubernetes/super-admin.conf")).unwrap();
+        let r = read_node(t.path());
+        assert_eq!(leaf(&r, "super-admin.conf").status, LeafStatus::Skipped);
+        assert_eq!(r.errors(), Vec::<String>::new());
+        assert_eq!(r.warnings(NOW, 30), Vec::<String>::new());
+        let json = serde_json::to_value(r.leaves_json(NOW, 30)).unwrap();
+        let sa = json
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "super-admin.conf")
+            .unwrap();
+        assert_eq!(sa["status"], "skipped");
+    }
+
+    /// SPEC 2: every other leaf must exist; a missing one is an error
+    /// naming it.
+    #[test]
+    fn any_other_missing_leaf_is_an_error_naming_it() {
+        let t = node_tree("rsa");
+        std::fs::remove_file(t.path().join("etc/kubernetes/scheduler.conf")).unwrap();
+        std::fs::remove_file(t.path().join(PKI).join("etcd/peer.crt")).unwrap();
+        let r = read_node(t.path());
+        assert_eq!(leaf(&r, "scheduler.conf").status, LeafStatus::Error);
+        assert_eq!(
+            r.errors(),
+            [
+                "/etc/kubernetes/pki/etcd/peer.crt does not exist",
+                "/etc/kubernetes/scheduler.conf does not exist"
+            ]
+        );
+    }
+
+    /// SPEC 2: a leaf that exists and cannot be parsed is an error naming
+    /// it; so is a kubeconfig that names a certificate file instead of
+    /// embedding it (kubeadm embeds it).
+    #[test]
+    fn an_unparsable_leaf_is_an_error_naming_it() {
+        let t = node_tree("rsa");
+        std::fs::write(t.path().join(PKI).join("apiserver.crt"), b"half-written").unwrap();
+        let admin = t.path().join("etc/kubernetes/admin.conf");
+        let yaml = std::fs::read_to_string(&admin).unwrap();
+        let data = yaml
+            .lines()
+            .find(|l| l.contains("client-certificate-data:"))
+            .unwrap();
+        std::fs::write(
+            &admin,
+            yaml.replace(
+                data,
+                "    client-certificate: /etc/kubernetes/pki/admin.crt",
+            ),
+        )
+        .unwrap();
+        let r = read_node(t.path());
+        let errors = r.errors();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].starts_with("/etc/kubernetes/pki/apiserver.crt: "),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("/etc/kubernetes/admin.conf names a client certificate file"),
+            "{errors:?}"
+        );
+    }
+
+    /// SPEC 5: a leaf that does not chain to its CA is a warning (the
+    /// renewal's own check after kubeadm is what fails a run).
+    #[test]
+    fn a_leaf_not_signed_by_its_ca_is_a_warning() {
+        let t = node_tree("rsa");
+        std::fs::write(
+            t.path().join(PKI).join("apiserver.crt"),
+            extra("apiserver-foreign.crt"),
+        )
+        .unwrap();
+        let r = read_node(t.path());
+        assert_eq!(leaf(&r, "apiserver").chains_to_ca, Some(false));
+        assert_eq!(r.errors(), Vec::<String>::new());
+        assert_eq!(
+            r.warnings(NOW, 30),
+            ["leaf apiserver (/etc/kubernetes/pki/apiserver.crt) is not signed by its CA ca"]
+        );
+    }
+
+    /// A leaf not valid yet says to check the node's clock.
+    #[test]
+    fn a_leaf_not_valid_yet_is_a_warning() {
+        let t = node_tree("rsa");
+        std::fs::write(
+            t.path().join(PKI).join("apiserver.crt"),
+            extra("apiserver-not-yet-valid.crt"),
+        )
+        .unwrap();
+        let r = read_node(t.path());
+        assert_eq!(leaf(&r, "apiserver").chains_to_ca, Some(true));
+        assert_eq!(
+            r.warnings(NOW, 30),
+            ["leaf apiserver (/etc/kubernetes/pki/apiserver.crt) is not valid until 2030-01-01T00:00:00Z: check the node's clock"]
+        );
+    }
+
+    /// A CA that cannot be read is an error; it has no fingerprint (the
+    /// map holds only what was read), and its leaves are not judged
+    /// against it.
+    #[test]
+    fn an_unreadable_ca_is_an_error_and_its_leaves_are_not_judged() {
+        let t = node_tree("rsa");
+        std::fs::remove_file(t.path().join(PKI).join("etcd/ca.crt")).unwrap();
+        let r = read_node(t.path());
+        assert_eq!(
+            r.errors(),
+            ["/etc/kubernetes/pki/etcd/ca.crt does not exist"]
+        );
+        let keys: Vec<String> = r.ca_sha256().into_keys().collect();
+        assert_eq!(keys, ["ca.crt", "front-proxy-ca.crt"]);
+        for l in &r.leaves {
+            let expected = (l.spec.ca != CaId::Etcd).then_some(true);
+            assert_eq!(l.chains_to_ca, expected, "{}", l.spec.name);
+        }
+    }
+
+    /// SPEC 1 and 4 step 6: "expires within N days" includes the day N
+    /// itself, and holds near the end of time (`--now 9999-12-31`) without
+    /// overflowing.
+    #[test]
+    fn within_the_threshold_includes_its_last_moment_and_the_end_of_time() {
+        let na = datetime!(2027-03-01 00:00:00 UTC);
+        assert!(within_threshold(datetime!(2027-01-30 00:00:00 UTC), na, 30));
+        assert!(!within_threshold(
+            datetime!(2027-01-29 23:59:59 UTC),
+            na,
+            30
+        ));
+        assert!(within_threshold(datetime!(9999-12-31 00:00:00 UTC), na, 90));
+    }
+
+    /// Which leaves are due, the soonest, and how output shows them.
+    #[test]
+    fn the_leaves_due_are_judged_at_the_clock_and_threshold() {
+        let t = node_tree("rsa");
+        let r = read_node(t.path());
+        let now = datetime!(2027-02-01 00:00:00 UTC);
+        assert_eq!(r.leaves_due(now, 30), [("etcd-peer".to_string(), 28)]);
+        assert_eq!(r.leaves_due(NOW, 90), Vec::<(String, i64)>::new());
+        // Expired counts as due: 2027-03-05 is past etcd-peer's end and
+        // within 90 days of everyone else's.
+        let later = datetime!(2027-03-05 00:00:00 UTC);
+        assert_eq!(r.leaves_due(later, 90).len(), 11);
+        assert_eq!(r.soonest_leaf(later), Some(("etcd-peer".to_string(), -4)));
+        assert_eq!(r.soonest_leaf(now), Some(("etcd-peer".to_string(), 28)));
+        let json = serde_json::to_value(r.leaves_json(now, 30)).unwrap();
+        let peer = json
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "etcd-peer")
+            .unwrap()
+            .clone();
+        assert_eq!(peer["path"], "/etc/kubernetes/pki/etcd/peer.crt");
+        assert_eq!(peer["ca"], "etcd-ca");
+        assert_eq!(peer["notAfter"], "2027-03-01T00:00:00Z");
+        assert_eq!(peer["daysLeft"], 28);
+        assert_eq!(peer["withinThreshold"], true);
+        assert_eq!(peer["chainsToCA"], true);
+    }
+
+    /// SPEC 5: a CA within the threshold is a warning, never renewed.
+    #[test]
+    fn a_ca_within_the_threshold_is_a_warning() {
+        let t = node_tree("rsa");
+        let r = read_node(t.path());
+        let now = datetime!(2034-12-15 00:00:00 UTC);
+        let w = r.warnings(now, 30);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert_eq!(
+            w[0],
+            "CA ca expires 2035-01-01T00:00:00Z (17 days left, within 30); CAs are never renewed by this runbook"
+        );
+        let cas = serde_json::to_value(r.cas_json(now, 30)).unwrap();
+        assert_eq!(cas[1]["name"], "etcd-ca");
+        assert_eq!(cas[1]["withinThreshold"], true);
+        assert_eq!(r.errors(), Vec::<String>::new());
+    }
+}
