@@ -137,8 +137,17 @@ pub struct Health<'a> {
 /// (its config source among them) never change, and a restarted static pod
 /// comes with a new sandbox: a listing whose components' containers all
 /// belong to known sandboxes needs no `crictl pods` call.
+/// It also hands the containers a wait just listed to the gate attempt
+/// right after it (`handed`), so that attempt need not list them again.
 #[derive(Debug, Default)]
-pub struct Sandboxes(Mutex<BTreeMap<String, Sandbox>>);
+pub struct Sandboxes(
+    Mutex<BTreeMap<String, Sandbox>>,
+    Mutex<Option<(Instant, Vec<Container>)>>,
+);
+
+/// A listing handed from a wait to the next gate attempt is used only this
+/// young (it is then the attempt's own listing, a moment early).
+const HANDED_FRESH: Duration = Duration::from_millis(250);
 
 impl Sandboxes {
     fn known(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Sandbox>> {
@@ -167,6 +176,17 @@ impl Sandboxes {
 
     pub fn all(&self) -> Vec<Sandbox> {
         self.known().values().cloned().collect()
+    }
+
+    /// Hand `containers`, just listed, to the next gate attempt.
+    pub fn hand(&self, containers: Vec<Container>) {
+        *self.1.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), containers));
+    }
+
+    /// The containers handed over, if still fresh (taken either way).
+    fn take_handed(&self) -> Option<Vec<Container>> {
+        let handed = self.1.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        (handed.0.elapsed() < HANDED_FRESH).then_some(handed.1)
     }
 }
 
@@ -279,13 +299,17 @@ impl Health<'_> {
     }
 
     /// One gate attempt, bounded by `deadline`: one listing of kube-system
-    /// (containers and sandboxes) side by side with the kube-apiserver
-    /// probe, then etcd (it needs the etcd container's ID).
+    /// (containers and sandboxes; the containers the start wait listed a
+    /// moment ago when it handed them over) side by side with the
+    /// kube-apiserver probe, then etcd (it needs the etcd container's ID).
     fn attempt(&self, deadline: Instant) -> Attempt {
         let left = || deadline.saturating_duration_since(Instant::now());
         let (listing, readyz) = std::thread::scope(|s| {
             let probe = s.spawn(|| self.readyz(left()));
-            let listing = self.list(left());
+            let listing = match self.sandboxes.take_handed() {
+                Some(containers) => self.with_sandboxes(containers, left()),
+                None => self.list(left()),
+            };
             (
                 listing,
                 probe
@@ -546,11 +570,16 @@ impl Health<'_> {
                     backoff.polls += 1;
                 }
                 let listing = self.with_sandboxes(containers, left())?;
-                Ok(Some(listing.component(c.name()).map(|v| {
+                let found = listing.component(c.name()).map(|v| {
                     cri::running(&v)
                         .filter(|n| n.id != old)
                         .map(|n| n.id.clone())
-                })))
+                });
+                if matches!(found, Ok(Some(_))) {
+                    // The gate that follows starts from this listing.
+                    self.sandboxes.hand(listing.containers);
+                }
+                Ok(Some(found))
             });
             match found {
                 Ok(Some(Err(ambiguous))) => {
