@@ -405,6 +405,7 @@ pub fn prune(state: &Dir, kind: &str, current: &str) -> Result<Vec<String>, FsEr
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::print_stderr)] // tests plant and read files in their temp node
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

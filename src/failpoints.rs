@@ -40,6 +40,7 @@ macro_rules! crash_point {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::print_stderr)] // tests read the failpoint definitions directly
 mod tests {
     /// Every `crash_point!("…")` in src/ is listed in `ALL`, and every listed
     /// name is used exactly once.

@@ -920,6 +920,7 @@ const fn libc_eio() -> i32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::print_stderr)] // tests plant and read files to check the layer
 mod tests {
     use super::*;
     use std::os::unix::fs::{symlink, PermissionsExt};

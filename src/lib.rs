@@ -2,6 +2,15 @@
 //! node and restarts its static pods one at a time. See SPEC and README.
 //!
 //! Pure domain modules (parse, decide, render) are apart from node I/O.
+//!
+//! House rules as lints (Cargo.toml `[lints]`, clippy.toml): `std::fs` only
+//! in the node file layer (`fsx`), `Command::new` only in `proc`, the flock
+//! only in `lock`, no `process::exit`, no printing outside `output` and
+//! `oplog`, and `unsafe_code` denied. The one documented exception to the
+//! last: three system calls that neither std nor nix offer in a safe form,
+//! each under `#[allow(unsafe_code)]` with its SAFETY comment:
+//! `pre_exec` (prctl PDEATHSIG, `proc`), `atexit` (the stderr queue's last
+//! flush, `oplog`) and `pidfd_open` (`pidwatch`).
 
 // Domain (pure): parse from bytes, decide, render.
 pub mod agent;
@@ -46,5 +55,6 @@ pub mod app;
 pub mod check;
 pub mod failpoints;
 pub mod runbook;
+#[cfg(feature = "schema")]
 pub mod schema;
 pub mod status;

@@ -194,6 +194,7 @@ fn ensure_writer() -> bool {
             .is_ok();
         if started {
             // SAFETY: registers a plain function; at_exit catches panics.
+            #[allow(unsafe_code)] // the documented exception (lib.rs): atexit(3)
             unsafe {
                 nix::libc::atexit(at_exit);
             }

@@ -39,12 +39,14 @@ impl PidFd {
         // SAFETY: pidfd_open(2) takes a pid and flags and returns a new file
         // descriptor or -1; it touches no memory of ours. The descriptor is
         // owned by the OwnedFd alone from here on.
+        #[allow(unsafe_code)] // the documented exception (lib.rs): pidfd_open(2)
         let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
         if fd < 0 {
             return None;
         }
         let fd = i32::try_from(fd).ok()?;
         // SAFETY: `fd` was just returned by the kernel and is ours alone.
+        #[allow(unsafe_code)] // the documented exception (lib.rs): adopting its fd
         Some(PidFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
@@ -143,6 +145,7 @@ impl NewContainers {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::print_stderr)] // tests run real child processes and plant links
 mod tests {
     use super::*;
 

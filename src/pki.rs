@@ -747,6 +747,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, clippy::print_stderr)] // tests read fixture files directly
 mod tests {
     use super::*;
     use base64::engine::general_purpose::STANDARD as B64;

@@ -46,6 +46,7 @@ pub fn resolve_tool(name: &str, given: Option<&Path>) -> Result<PathBuf, String>
 /// the static binary must not pull in glibc's NSS.
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
+    #[allow(clippy::disallowed_methods)] // a tool path, not a node file: links followed on purpose
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
@@ -184,6 +185,7 @@ fn run_logged(
     } else {
         tracing::debug!(command = %cmd, "running");
     }
+    #[allow(clippy::disallowed_methods)] // the subprocess module: this is the one place
     let mut c = Command::new(program);
     c.args(args)
         .env_clear()
@@ -199,6 +201,7 @@ fn run_logged(
     // next operation proceed. The kernel kills it when this thread dies.
     // SAFETY: prctl(2) is async-signal-safe; nothing else runs in the child.
     let parent = nix::unistd::Pid::this();
+    #[allow(unsafe_code)] // the documented exception (lib.rs): pre_exec has no safe form
     unsafe {
         c.pre_exec(move || {
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)

@@ -71,6 +71,9 @@
 #![cfg(feature = "sim")]
 // Tests and the simulated node write fixtures directly; the house rule (clippy.toml) binds src/.
 #![allow(clippy::disallowed_methods)]
+// They also make the system calls the runbook makes, to plant and provoke
+// (signals, pre_exec, raw fds): unsafe as the tests need it.
+#![allow(unsafe_code)]
 
 mod support;
 
