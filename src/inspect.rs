@@ -444,3 +444,367 @@ pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) 
         .collect();
     (total, list)
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // test support: writes a temp node's state directory
+pub(crate) mod state_files {
+    //! The state directory's files as a renewal leaves them (phase file,
+    //! receipts), for the tests of the modes that read them.
+    use super::*;
+    use crate::outcome::{ManifestLocation, Outcome, Phase};
+    use crate::phase::{LegacyPhase, PhaseState, PhaseV2, CA_KEYS};
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+
+    pub(crate) fn id(s: &str) -> OperationId {
+        OperationId::parse(s).unwrap()
+    }
+
+    pub(crate) fn v2(op: &str, state: PhaseState, next: Option<Component>) -> PhaseFile {
+        PhaseFile::V2(PhaseV2 {
+            operation_id: id(op),
+            state,
+            next_component: next,
+            ca_sha256: CA_KEYS
+                .iter()
+                .map(|k| (k.to_string(), "a".repeat(64)))
+                .collect(),
+            force: false,
+            threshold_days: 30,
+            started_at: "2026-11-30T00:00:00Z".into(),
+            updated_at: "2026-11-30T00:00:00Z".into(),
+            resumed_from: None,
+        })
+    }
+
+    pub(crate) fn legacy(state: PhaseState, component: Option<Component>) -> PhaseFile {
+        PhaseFile::Legacy(LegacyPhase {
+            state,
+            component,
+            started: 1_764_460_800,
+            ca_sha256: "a".repeat(64),
+            pid: 4242,
+        })
+    }
+
+    pub(crate) fn receipt(op: &str, outcome: Outcome) -> Receipt {
+        Receipt {
+            operation_id: id(op),
+            outcome,
+            phase: if outcome.is_success() {
+                Phase::Done
+            } else {
+                Phase::Health
+            },
+            message: format!("{outcome}"),
+            failed_component: None,
+            manifests: Component::ALL
+                .iter()
+                .map(|c| (*c, ManifestLocation::Active))
+                .collect(),
+            finished_at: "2026-11-30T00:10:00Z".into(),
+            runbook_version: "0.1.0".into(),
+            ca_sha256: Default::default(),
+        }
+    }
+
+    /// `<root>/var/lib/nvke/k8s-cert-renewal` and its `completed/`, 0700.
+    pub(crate) fn state_dir(root: &Path) -> PathBuf {
+        let state = root.join(STATE_DIR);
+        std::fs::create_dir_all(state.join(COMPLETED_DIR)).unwrap();
+        for d in [state.clone(), state.join(COMPLETED_DIR)] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        state
+    }
+
+    fn write(path: &Path, bytes: &[u8]) {
+        std::fs::write(path, bytes).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    pub(crate) fn write_phase(root: &Path, p: &PhaseFile) {
+        let bytes = match p {
+            PhaseFile::V2(p) => phase::render_v2(p),
+            PhaseFile::Legacy(l) => phase::render_legacy(l),
+        };
+        write(&state_dir(root).join(PHASE_FILE), &bytes);
+    }
+
+    /// `completed/<file_id>.json` holding `r` (another ID: a malformed one).
+    pub(crate) fn write_receipt(root: &Path, file_id: &str, r: &Receipt) -> PathBuf {
+        let p = state_dir(root)
+            .join(COMPLETED_DIR)
+            .join(format!("{file_id}.json"));
+        write(&p, &receipt::render_receipt(r));
+        p
+    }
+
+    pub(crate) fn write_raw(path: &Path, bytes: &[u8]) {
+        write(path, bytes)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files in their temp state directory
+mod tests {
+    //! SPEC 5 and 6: what the read-only modes report of the state
+    //! directory: the phase file judged as a renewal would judge it, the
+    //! receipts (looked up by file name, the newest twenty), the lock and
+    //! its owner, the agent's intent; and none of it creates anything.
+    use super::state_files::*;
+    use super::*;
+    use crate::outcome::Outcome;
+    use crate::phase::PhaseState;
+    use std::path::Path;
+
+    fn root(t: &Path) -> Root {
+        Root::open(t).unwrap()
+    }
+
+    fn lookup(found: Option<Outcome>) -> ReceiptLookup {
+        match found {
+            Some(o) => ReceiptLookup::Found(receipt("op-1", o)),
+            None => ReceiptLookup::Absent,
+        }
+    }
+
+    /// SPEC 4 step 3, asked by an observer.
+    #[test]
+    fn the_phase_file_is_judged_as_a_renewal_would() {
+        let unfinished = v2("op-1", PhaseState::RestartPending, Some(Component::Etcd));
+        let judged = |p: Option<&PhaseFile>, r: &ReceiptLookup| judge(p, r).as_str();
+        assert_eq!(judged(None, &lookup(None)), "absent");
+        assert_eq!(
+            judged(Some(&v2("op-1", PhaseState::Done, None)), &lookup(None)),
+            "done"
+        );
+        assert_eq!(
+            judged(Some(&legacy(PhaseState::Done, None)), &lookup(None)),
+            "done"
+        );
+        assert_eq!(judged(Some(&unfinished), &lookup(None)), "pending");
+        // Its success receipt exists: the crash fell between the receipt
+        // and the last phase write.
+        for o in [Outcome::Renewed, Outcome::Unchanged] {
+            assert_eq!(
+                judged(Some(&unfinished), &lookup(Some(o))),
+                "done-by-receipt"
+            );
+        }
+        // A failure leaves its work for the next operation.
+        for o in [Outcome::Failed, Outcome::Cancelled, Outcome::Abandoned] {
+            assert_eq!(judged(Some(&unfinished), &lookup(Some(o))), "pending");
+        }
+        match judge(Some(&unfinished), &ReceiptLookup::Malformed("bad".into())) {
+            RunbookIntent::Malformed(e) => assert!(e.contains("op-1"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        // Legacy work carries no ID: no receipt makes it done.
+        let legacy_unfinished = legacy(PhaseState::RestartPending, Some(Component::Etcd));
+        assert_eq!(
+            judged(Some(&legacy_unfinished), &lookup(Some(Outcome::Renewed))),
+            "pending"
+        );
+    }
+
+    /// The phase file on disk, with the receipt of the operation it names.
+    #[test]
+    fn the_phase_file_on_disk_is_read_with_its_operations_receipt() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(read_phase(None).intent.as_str(), "absent");
+        write_phase(
+            t.path(),
+            &v2(
+                "op-1",
+                PhaseState::RestartPending,
+                Some(Component::KubeApiserver),
+            ),
+        );
+        let state = open_state(&root(t.path())).unwrap();
+        let p = read_phase(state.as_ref());
+        assert_eq!(p.intent.as_str(), "pending");
+        let j = p.to_json();
+        assert_eq!(j["nextComponent"], "kube-apiserver");
+        assert_eq!(j["operationID"], "op-1");
+        assert_eq!(j["pending"], true);
+        write_receipt(t.path(), "op-1", &receipt("op-1", Outcome::Renewed));
+        let p = read_phase(state.as_ref());
+        assert_eq!(p.intent.as_str(), "done-by-receipt");
+        assert_eq!(p.to_json()["receipt"]["outcome"], "renewed");
+        write_raw(&t.path().join(STATE_DIR).join(PHASE_FILE), b"STATE=done\n");
+        let p = read_phase(state.as_ref());
+        match &p.intent {
+            RunbookIntent::Malformed(e) => assert!(
+                e.starts_with("/var/lib/nvke/k8s-cert-renewal/phase: "),
+                "{e}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(p.to_json()["status"], "malformed");
+    }
+
+    /// SPEC 3: a receipt whose operationID is not its file name is
+    /// malformed.
+    #[test]
+    fn a_receipt_is_found_by_its_file_name_and_must_name_itself() {
+        let t = tempfile::tempdir().unwrap();
+        write_receipt(t.path(), "op-1", &receipt("op-1", Outcome::Failed));
+        write_receipt(t.path(), "op-2", &receipt("op-3", Outcome::Renewed));
+        let state = open_state(&root(t.path())).unwrap().unwrap();
+        let completed = open_completed(&state).unwrap();
+        let c = completed.as_ref();
+        assert!(matches!(
+            lookup_receipt(c, &id("op-1")),
+            ReceiptLookup::Found(r) if r.outcome == Outcome::Failed
+        ));
+        match lookup_receipt(c, &id("op-2")) {
+            ReceiptLookup::Malformed(e) => assert!(
+                e.starts_with("/var/lib/nvke/k8s-cert-renewal/completed/op-2.json: "),
+                "{e}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            lookup_receipt(c, &id("op-3")),
+            ReceiptLookup::Absent
+        ));
+        assert!(matches!(
+            lookup_receipt(None, &id("op-1")),
+            ReceiptLookup::Absent
+        ));
+    }
+
+    /// SPEC 6: at most the 20 most recent receipts, newest first, with how
+    /// many there are; a file that is not a receipt's name is shown as such;
+    /// dot-files (temp names) are not receipts.
+    #[test]
+    fn the_recent_receipts_are_the_newest_twenty() {
+        let t = tempfile::tempdir().unwrap();
+        let base =
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_764_460_800);
+        let set_mtime = |p: &Path, secs: u64| {
+            let f = std::fs::File::options().write(true).open(p).unwrap();
+            f.set_modified(base + std::time::Duration::from_secs(secs))
+                .unwrap();
+        };
+        for i in 0..25u64 {
+            let name = format!("op-{i:02}");
+            let p = write_receipt(t.path(), &name, &receipt(&name, Outcome::Renewed));
+            set_mtime(&p, i * 10);
+        }
+        let completed = t.path().join(STATE_DIR).join(COMPLETED_DIR);
+        // The receipt of operation `x.json` is `x.json.json` (SPEC 2).
+        let p = write_receipt(t.path(), "x.json", &receipt("x.json", Outcome::Failed));
+        set_mtime(&p, 1000);
+        write_raw(&completed.join("not an id!.json"), b"{}");
+        set_mtime(&completed.join("not an id!.json"), 999);
+        write_raw(&completed.join(".op-99.json.tmp.json"), b"");
+        write_raw(&completed.join("notes.txt"), b"");
+        let state = open_state(&root(t.path())).unwrap().unwrap();
+        let (total, list) = recent_receipts(open_completed(&state).unwrap().as_ref());
+        assert_eq!(total, 27);
+        assert_eq!(list.len(), RECENT_RECEIPTS);
+        assert_eq!(list[0].operation_id, "x.json");
+        assert_eq!(list[0].outcome.as_deref(), Some("failed"));
+        assert_eq!(list[1].operation_id, "not an id!");
+        assert!(list[1]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("file name is not an operation ID")));
+        let rest: Vec<&str> = list[2..].iter().map(|r| r.operation_id.as_str()).collect();
+        let expected: Vec<String> = (7..25).rev().map(|i| format!("op-{i:02}")).collect();
+        assert_eq!(rest, expected);
+    }
+
+    /// SPEC 6: the lock's holder is named only while it holds the lock;
+    /// otherwise the owner file names the last one.
+    #[test]
+    fn the_lock_names_its_holder_only_while_held() {
+        let t = tempfile::tempdir().unwrap();
+        let none = read_lock(None);
+        assert_eq!(none.describe(), "free (no lock file yet)");
+        state_dir(t.path());
+        let state = open_state(&root(t.path())).unwrap().unwrap();
+        let guard = lock::acquire(&state, std::time::Duration::from_secs(1), &|| false).unwrap();
+        let me = lock::owner_for(
+            Some("op-1"),
+            "renew",
+            time::macros::datetime!(2026-11-30 00:00:00 UTC),
+        );
+        guard.write_owner(&state, &me).unwrap();
+        let held = read_lock(Some(&state));
+        assert!(held.is_held());
+        let j = held.to_json();
+        assert_eq!(j["state"], "held");
+        assert_eq!(j["holder"]["operationID"], "op-1");
+        assert_eq!(j["lastOwner"], Value::Null);
+        assert!(
+            held.describe().starts_with("held by pid "),
+            "{}",
+            held.describe()
+        );
+        drop(guard);
+        let free = read_lock(Some(&state));
+        let j = free.to_json();
+        assert_eq!(
+            (j["state"].as_str(), j["held"].as_bool()),
+            (Some("free"), Some(false))
+        );
+        assert_eq!(j["holder"], Value::Null);
+        assert_eq!(j["lastOwner"]["operationID"], "op-1");
+    }
+
+    /// SPEC 5: the default agent path without a file is `absent`; a path
+    /// named with --agent-state that does not exist, or an unparsable
+    /// file, is `unknown`, naming the path.
+    #[test]
+    fn the_agents_intent_is_absent_only_at_the_default_path() {
+        let t = tempfile::tempdir().unwrap();
+        let r = root(t.path());
+        assert_eq!(read_agent(&r, None).1, AgentIntent::Absent);
+        match read_agent(&r, Some("var/lib/agent.json")).1 {
+            AgentIntent::Unknown { reason } => {
+                assert_eq!(reason, "/var/lib/agent.json does not exist")
+            }
+            other => panic!("{other:?}"),
+        }
+        let file = t.path().join(AGENT_STATE_FILE);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, b"not json").unwrap();
+        match read_agent(&r, None).1 {
+            AgentIntent::Unknown { reason } => assert!(
+                reason.starts_with("/var/lib/nvke/node-agent/k8s-cert-renewal-state.json: "),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(
+            &file,
+            br#"{"k8sCertRenewalState": {"phase": "restart_pending", "operationID": "op-9"}}"#,
+        )
+        .unwrap();
+        let (path, a) = read_agent(&r, None);
+        assert_eq!(
+            a,
+            AgentIntent::Pending {
+                phase: "restart_pending".into(),
+                operation_id: Some("op-9".into())
+            }
+        );
+        assert_eq!(agent_json(&path, &a)["operationID"], "op-9");
+    }
+
+    /// SPEC 3 and 5: the read-only modes never create the state directory.
+    #[test]
+    fn reading_an_empty_node_creates_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let r = root(t.path());
+        assert!(open_state(&r).unwrap().is_none());
+        let state = open_state(&r).unwrap();
+        assert_eq!(read_phase(state.as_ref()).intent.as_str(), "absent");
+        assert_eq!(read_lock(state.as_ref()).to_json()["state"], "absent");
+        assert_eq!(read_agent(&r, None).1, AgentIntent::Absent);
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+    }
+}
