@@ -755,3 +755,320 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
         text,
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage manifests and read their temp node directly
+mod tests {
+    //! SPEC 6: the operator view (read-only, creates nothing; clean or not,
+    //! and why) and the fencing check (confirm from a receipt, abandon
+    //! without one, never abandon unfinished legacy work, unconfirmed over
+    //! malformed records or a held lock; in every outcome the manifests a
+    //! dead run left staged go back first), on the rsa fixture node.
+    use super::*;
+    use crate::cli::{LogFormat, OutputFormat};
+    use crate::clock::Clock;
+    use crate::inspect::state_files::*;
+    use crate::phase::PhaseState;
+    use crate::runtime::double::node_tree;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    fn global(root: &Path) -> Global {
+        Global {
+            root: root.to_path_buf(),
+            output: OutputFormat::Json,
+            log_format: LogFormat::Text,
+            threshold_days: 30,
+            lock_timeout: Duration::from_millis(300),
+            stop_timeout: Duration::from_secs(1),
+            health_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(1),
+            kubeadm: None,
+            crictl: None,
+            kubeadm_config: None,
+            runtime_endpoint: None,
+            clock: Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
+        }
+    }
+
+    /// Move `c`'s manifest into the runbook's staging directory, as a run
+    /// killed mid-restart leaves it.
+    fn leave_staged(t: &Path, c: Component) {
+        let staging = t.join(STAGING_DIR);
+        std::fs::create_dir_all(&staging).unwrap();
+        std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::rename(
+            t.join(MANIFESTS_DIR).join(c.manifest_file()),
+            staging.join(c.manifest_file()),
+        )
+        .unwrap();
+    }
+
+    fn active(t: &Path, c: Component) -> bool {
+        t.join(MANIFESTS_DIR).join(c.manifest_file()).is_file()
+    }
+
+    fn receipt_path(t: &Path, op: &str) -> PathBuf {
+        t.join(STATE_DIR)
+            .join(COMPLETED_DIR)
+            .join(format!("{op}.json"))
+    }
+
+    /// Every path under `t` with its mode and contents.
+    fn snapshot(t: &Path) -> Vec<(PathBuf, u32, Vec<u8>)> {
+        fn walk(dir: &Path, out: &mut Vec<(PathBuf, u32, Vec<u8>)>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                if m.is_dir() {
+                    out.push((p.clone(), m.permissions().mode(), Vec::new()));
+                    walk(&p, out);
+                } else {
+                    out.push((
+                        p.clone(),
+                        m.permissions().mode(),
+                        std::fs::read(&p).unwrap(),
+                    ));
+                }
+            }
+        }
+        let mut v = Vec::new();
+        walk(t, &mut v);
+        v.sort();
+        v
+    }
+
+    fn phase_report(file: Option<PhaseFile>, intent: RunbookIntent) -> PhaseReport {
+        PhaseReport {
+            file,
+            receipt_of_phase_op: ReceiptLookup::Absent,
+            intent,
+        }
+    }
+
+    fn action(p: &FencePlan) -> &'static str {
+        match p {
+            FencePlan::Confirm { .. } => "confirm",
+            FencePlan::Abandon { .. } => "abandon",
+            FencePlan::Refuse { .. } => "refuse",
+        }
+    }
+
+    /// SPEC 6, "Fencing check", as a decision, with etcd left staged.
+    #[test]
+    fn the_fencing_plan_follows_the_contract() {
+        let t = node_tree("rsa");
+        leave_staged(t.path(), Component::Etcd);
+        let m = manifests::inspect(&Root::open(t.path()).unwrap());
+        let found = ReceiptLookup::Found(receipt("op-1", crate::outcome::Outcome::Failed));
+        let absent = ReceiptLookup::Absent;
+        let malformed = ReceiptLookup::Malformed("bad json".into());
+        let no_phase = phase_report(None, RunbookIntent::Absent);
+        let unfinished_v2 = phase_report(
+            Some(v2(
+                "op-0",
+                PhaseState::RestartPending,
+                Some(Component::Etcd),
+            )),
+            RunbookIntent::Pending,
+        );
+        let done_v2 = phase_report(
+            Some(v2("op-0", PhaseState::Done, None)),
+            RunbookIntent::Done,
+        );
+        let unfinished_legacy = phase_report(
+            Some(legacy(PhaseState::RestartPending, Some(Component::Etcd))),
+            RunbookIntent::Pending,
+        );
+        let done_legacy = phase_report(Some(legacy(PhaseState::Done, None)), RunbookIntent::Done);
+        let bad_phase = phase_report(None, RunbookIntent::Malformed("line 1".into()));
+        for (receipt, phase, expected) in [
+            (&found, &unfinished_legacy, "confirm"),
+            (&found, &bad_phase, "confirm"),
+            (&malformed, &no_phase, "refuse"),
+            (&absent, &no_phase, "abandon"),
+            (&absent, &unfinished_v2, "abandon"),
+            (&absent, &done_v2, "abandon"),
+            (&absent, &done_legacy, "abandon"),
+            (&absent, &unfinished_legacy, "refuse"),
+            (&absent, &bad_phase, "refuse"),
+        ] {
+            let plan = fence_plan(receipt, phase, &m);
+            assert_eq!(action(&plan), expected, "{receipt:?} {phase:?}");
+            // In every outcome, what the dead run left staged goes back.
+            assert_eq!(plan.restore(), [Component::Etcd], "{plan:?}");
+        }
+        match fence_plan(&absent, &unfinished_legacy, &m) {
+            FencePlan::Refuse { why, .. } => assert!(why.contains("legacy"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// SPEC 6: only a manifest staged and not active is put back; one both
+    /// staged and active is never moved.
+    #[test]
+    fn a_manifest_both_staged_and_active_is_never_put_back() {
+        let t = node_tree("rsa");
+        leave_staged(t.path(), Component::KubeScheduler);
+        std::fs::copy(
+            t.path()
+                .join(STAGING_DIR)
+                .join(Component::KubeScheduler.manifest_file()),
+            t.path()
+                .join(MANIFESTS_DIR)
+                .join(Component::KubeScheduler.manifest_file()),
+        )
+        .unwrap();
+        leave_staged(t.path(), Component::Etcd);
+        let m = manifests::inspect(&Root::open(t.path()).unwrap());
+        assert_eq!(staged_not_active(&m), [Component::Etcd]);
+    }
+
+    /// SPEC 6: the operator view of a clean node is clean (exit 0) and
+    /// creates nothing, not even the state directory; with an ID it says
+    /// what a fencing check would do.
+    #[test]
+    fn the_view_of_a_clean_node_is_clean_and_creates_nothing() {
+        let t = node_tree("rsa");
+        let before = snapshot(t.path());
+        let root = Root::open(t.path()).unwrap();
+        let r = view(&root, &global(t.path()), Some(&id("op-1")));
+        assert_eq!(r.code, exit::OK, "{:#}", r.json);
+        assert_eq!(r.json["clean"], true);
+        assert_eq!(r.json["fencing"]["action"], "abandon");
+        assert!(r.text.starts_with("NODE: CLEAN\n"), "{}", r.text);
+        assert_eq!(snapshot(t.path()), before, "the view changed the node");
+    }
+
+    /// SPEC 6: a manifest left staged, or a held lock, makes the node not
+    /// clean, naming why; the view still changes nothing.
+    #[test]
+    fn a_staged_manifest_or_a_held_lock_makes_the_node_not_clean() {
+        let t = node_tree("rsa");
+        leave_staged(t.path(), Component::Etcd);
+        let root = Root::open(t.path()).unwrap();
+        let g = global(t.path());
+        let before = snapshot(t.path());
+        let r = view(&root, &g, Some(&id("op-1")));
+        assert_ne!(r.code, exit::OK);
+        assert_eq!(r.json["clean"], false);
+        let reasons = r.json["reasons"].to_string();
+        assert!(reasons.contains("etcd"), "{reasons}");
+        assert_eq!(r.json["fencing"]["restore"], serde_json::json!(["etcd"]));
+        assert_eq!(snapshot(t.path()), before, "the view changed the node");
+        // Put it back; hold the lock instead.
+        std::fs::rename(
+            t.path().join(STAGING_DIR).join("etcd.yaml"),
+            t.path().join(MANIFESTS_DIR).join("etcd.yaml"),
+        )
+        .unwrap();
+        state_dir(t.path());
+        let state = inspect::open_state(&root).unwrap().unwrap();
+        let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
+        let r = view(&root, &g, None);
+        assert_ne!(r.code, exit::OK);
+        assert!(
+            r.json["reasons"][0]
+                .as_str()
+                .is_some_and(|s| s.starts_with("the renewal lock is held by ")),
+            "{:#}",
+            r.json["reasons"]
+        );
+    }
+
+    /// SPEC 6: no receipt and V2 work: record `abandoned` (where the
+    /// operation stood), put back what the dead run left staged,
+    /// `confirmed`; the unfinished phase file stays for the next operation.
+    /// A second check finds that receipt and leaves it as it is.
+    #[test]
+    fn fencing_without_a_receipt_abandons_and_puts_back() {
+        let t = node_tree("rsa");
+        let c = Component::KubeApiserver;
+        write_phase(t.path(), &v2("op-1", PhaseState::RestartPending, Some(c)));
+        leave_staged(t.path(), c);
+        let phase_file = t.path().join(STATE_DIR).join(crate::paths::PHASE_FILE);
+        let phase_before = std::fs::read(&phase_file).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let g = global(t.path());
+        let r = fence(&root, &g, &id("op-1"));
+        assert_eq!(r.code, exit::OK, "{:#}", r.json);
+        assert_eq!(r.json["termination"], "confirmed");
+        assert_eq!(r.json["action"], "abandoned");
+        assert_eq!(r.json["restored"], serde_json::json!(["kube-apiserver"]));
+        assert!(active(t.path(), c));
+        assert!(!t.path().join(STAGING_DIR).join(c.manifest_file()).exists());
+        let receipt = std::fs::read(receipt_path(t.path(), "op-1")).unwrap();
+        let parsed = crate::receipt::parse_receipt(&receipt, &id("op-1")).unwrap();
+        assert_eq!(parsed.outcome, crate::outcome::Outcome::Abandoned);
+        assert_eq!(parsed.phase, Phase::Restart(c));
+        assert_eq!(parsed.failed_component, Some(c));
+        assert!(parsed
+            .manifests
+            .values()
+            .all(|l| *l == ManifestLocation::Active));
+        assert_eq!(std::fs::read(&phase_file).unwrap(), phase_before);
+        let owner = std::fs::read_to_string(t.path().join(STATE_DIR).join("owner")).unwrap();
+        assert!(owner.contains("\"mode\":\"status-fence\""), "{owner}");
+        let again = fence(&root, &g, &id("op-1"));
+        assert_eq!(again.code, exit::OK, "{:#}", again.json);
+        assert_eq!(again.json["action"], "existing-receipt");
+        assert_eq!(again.json["outcome"], "abandoned");
+        assert_eq!(
+            std::fs::read(receipt_path(t.path(), "op-1")).unwrap(),
+            receipt
+        );
+    }
+
+    /// SPEC 6: unfinished legacy work carries no operation ID and is never
+    /// abandoned: unconfirmed, no receipt; still (v1.1) the staged manifest
+    /// goes back.
+    #[test]
+    fn unfinished_legacy_work_is_never_abandoned_but_its_manifest_goes_back() {
+        let t = node_tree("rsa");
+        let c = Component::Etcd;
+        write_phase(t.path(), &legacy(PhaseState::RestartPending, Some(c)));
+        leave_staged(t.path(), c);
+        let root = Root::open(t.path()).unwrap();
+        let r = fence(&root, &global(t.path()), &id("op-1"));
+        assert_eq!(r.code, exit::FAILED, "{:#}", r.json);
+        assert_eq!(r.json["termination"], "unconfirmed");
+        assert_eq!(r.json["restored"], serde_json::json!(["etcd"]));
+        assert!(active(t.path(), c));
+        assert!(!receipt_path(t.path(), "op-1").exists());
+    }
+
+    /// SPEC 6: a malformed receipt is unconfirmed and nothing is written
+    /// (the receipt stays as it is, no owner record: a check that changes
+    /// nothing writes nothing).
+    #[test]
+    fn a_malformed_receipt_is_unconfirmed_and_nothing_is_written() {
+        let t = node_tree("rsa");
+        state_dir(t.path());
+        write_raw(&receipt_path(t.path(), "op-1"), b"{\"format\": 1}");
+        let root = Root::open(t.path()).unwrap();
+        let r = fence(&root, &global(t.path()), &id("op-1"));
+        assert_eq!(r.code, exit::FAILED, "{:#}", r.json);
+        assert_eq!(r.json["termination"], "unconfirmed");
+        assert_eq!(
+            std::fs::read(receipt_path(t.path(), "op-1")).unwrap(),
+            b"{\"format\": 1}"
+        );
+        assert!(!t.path().join(STATE_DIR).join("owner").exists());
+        assert!(!t.path().join(STATE_DIR).join("phase").exists());
+    }
+
+    /// SPEC 6: the lock stays held: exit 3, unconfirmed, no receipt.
+    #[test]
+    fn a_lock_that_stays_held_is_unconfirmed_with_exit_3() {
+        let t = node_tree("rsa");
+        state_dir(t.path());
+        let root = Root::open(t.path()).unwrap();
+        let state = inspect::open_state(&root).unwrap().unwrap();
+        let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
+        let r = fence(&root, &global(t.path()), &id("op-1"));
+        assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json);
+        assert_eq!(r.json["termination"], "unconfirmed");
+        assert!(!receipt_path(t.path(), "op-1").exists());
+    }
+}
