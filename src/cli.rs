@@ -264,7 +264,8 @@ pub fn is_host_root(p: &Path) -> bool {
         return true;
     }
     use std::os::unix::fs::MetadataExt;
-    #[allow(clippy::disallowed_methods)] // stat of --root and / (both followed): is it the host root?
+    #[allow(clippy::disallowed_methods)]
+    // stat of --root and / (both followed): is it the host root?
     match (std::fs::metadata(p), std::fs::metadata("/")) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
