@@ -154,15 +154,6 @@ pub struct Controller<'a> {
     pushed: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
-fn tail(s: &str, n: usize) -> String {
-    let start = s.len().saturating_sub(n);
-    let mut i = start;
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    s[i..].to_string()
-}
-
 /// The runbook's contract: exactly one JSON object on one stdout line.
 fn one_doc(stdout: &str) -> Option<Value> {
     let mut lines = stdout.lines().filter(|l| !l.trim().is_empty());
@@ -256,7 +247,8 @@ impl<'a> Controller<'a> {
             exit_code: out.status.code(),
             ssh_signal: out.status.signal(),
             doc: one_doc(&stdout),
-            stderr_tail: tail(&String::from_utf8_lossy(&out.stderr), 2000),
+            stderr_tail: crate::support::tail(&String::from_utf8_lossy(&out.stderr), 2000)
+                .to_string(),
             started_ms,
             ms: self.ms() - started_ms,
         }
