@@ -302,12 +302,29 @@ pub fn local_health(cluster: &[EndpointHealth], members: &MemberList) -> Vec<End
             endpoint: String::new(),
             health: false,
             error: Some(format!(
-                "none of this member's client URLs ({}) is in etcdctl's cluster health answer",
-                me.client_urls.join(", ")
+                "none of this member's client URLs ({}) is in etcdctl's cluster health answer{}",
+                me.client_urls.join(", "),
+                answered(cluster)
             )),
         }];
     }
     mine
+}
+
+/// What the cluster's health answer said, for a message: ` (url: error, ...)`.
+fn answered(cluster: &[EndpointHealth]) -> String {
+    if cluster.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = cluster
+        .iter()
+        .map(|e| match (&e.error, e.health) {
+            (Some(err), _) => format!("{}: {err}", e.endpoint),
+            (None, true) => format!("{}: healthy", e.endpoint),
+            (None, false) => format!("{}: unhealthy", e.endpoint),
+        })
+        .collect();
+    format!(" ({})", each.join("; "))
 }
 
 /// Pure: the quorum rules of SPEC step 7.

@@ -389,6 +389,7 @@ impl Health<'_> {
         let t0 = Instant::now();
         let deadline = t0 + timeout;
         let mut last = String::new();
+        let mut cut = None;
         let mut backoff = Backoff::default();
         loop {
             if self.cancel.is_cancelled() {
@@ -411,7 +412,13 @@ impl Health<'_> {
                     return Err(GateError::Structural { phase, message })
                 }
                 Attempt::NotYet(m) => {
-                    if m != last {
+                    if Instant::now() >= deadline && !last.is_empty() {
+                        // Cut short by the deadline: the reason the gate
+                        // did not pass is the one before.
+                        if m != last {
+                            cut = Some(m);
+                        }
+                    } else if m != last {
                         tracing::info!("health gate not yet passing: {m}");
                         last = m;
                     }
@@ -420,9 +427,11 @@ impl Health<'_> {
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
                     message: format!(
-                        "local health gate did not pass within {}s ({} attempts): {last}",
+                        "local health gate did not pass within {}s ({} attempts): {last}{}",
                         timeout.as_secs(),
-                        backoff.polls
+                        backoff.polls,
+                        cut.map(|m| format!(" (the last attempt, cut short at the deadline: {m})"))
+                            .unwrap_or_default()
                     ),
                 });
             }
