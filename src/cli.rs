@@ -119,6 +119,29 @@ pub struct Global {
     pub clock: Clock,
 }
 
+#[cfg(test)]
+impl Global {
+    /// The unit tests' options: a root, JSON output, 1 s timeouts, the
+    /// fixtures' clock (2026-11-30), no tool or endpoint named.
+    pub(crate) fn for_tests(root: &std::path::Path) -> Global {
+        Global {
+            root: root.to_path_buf(),
+            output: OutputFormat::Json,
+            log_format: LogFormat::Text,
+            threshold_days: 30,
+            lock_timeout: Duration::from_secs(1),
+            stop_timeout: Duration::from_secs(1),
+            health_timeout: Duration::from_secs(1),
+            command_timeout: Duration::from_secs(1),
+            kubeadm: None,
+            crictl: None,
+            kubeadm_config: None,
+            runtime_endpoint: None,
+            clock: crate::clock::Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum Mode {
     Renew {

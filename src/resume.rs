@@ -132,55 +132,15 @@ pub fn resume(
 mod tests {
     use super::*;
 
-    use crate::outcome::{ManifestLocation, Phase};
-    use crate::phase::{LegacyPhase, PhaseV2, CA_KEYS};
-
-    fn v2(op: &str, state: PhaseState, next: Option<Component>) -> PhaseFile {
-        PhaseFile::V2(PhaseV2 {
-            operation_id: id(op),
-            state,
-            next_component: next,
-            ca_sha256: CA_KEYS
-                .iter()
-                .map(|k| (k.to_string(), "a".repeat(64)))
-                .collect(),
-            force: false,
-            threshold_days: 30,
-            started_at: "2026-11-30T00:00:00Z".into(),
-            updated_at: "2026-11-30T00:00:00Z".into(),
-            resumed_from: None,
-        })
-    }
+    use crate::inspect::state_files::{id, v2};
 
     fn legacy(state: PhaseState) -> PhaseFile {
-        PhaseFile::Legacy(LegacyPhase {
-            state,
-            component: (state == PhaseState::RestartPending).then_some(Component::Etcd),
-            started: 1_764_460_800,
-            ca_sha256: "a".repeat(64),
-            pid: 4242,
-        })
-    }
-
-    fn id(s: &str) -> OperationId {
-        OperationId::parse(s).unwrap()
+        let component = (state == PhaseState::RestartPending).then_some(Component::Etcd);
+        crate::inspect::state_files::legacy(state, component)
     }
 
     fn receipt(outcome: Outcome) -> ReceiptLookup {
-        ReceiptLookup::Found(crate::receipt::Receipt {
-            operation_id: id("op-0"),
-            outcome,
-            phase: Phase::Done,
-            message: String::new(),
-            failed_component: None,
-            manifests: Component::ALL
-                .iter()
-                .map(|c| (*c, ManifestLocation::Active))
-                .collect(),
-            finished_at: "2026-11-30T00:10:00Z".into(),
-            runbook_version: "0.1.0".into(),
-            ca_sha256: Default::default(),
-        })
+        ReceiptLookup::Found(crate::inspect::state_files::receipt("op-0", outcome))
     }
 
     fn never(_: &OperationId) -> ReceiptLookup {

@@ -1576,8 +1576,7 @@ mod tests {
     //! etcd, and a kubeadm that succeeds or fails as told. No processes, no
     //! root.
     use super::*;
-    use crate::cli::{Global, LogFormat, OutputFormat};
-    use crate::clock::Clock;
+    use crate::cli::Global;
     use crate::runtime::double::{self, Double};
     use std::os::unix::fs::PermissionsExt;
 
@@ -1587,21 +1586,7 @@ mod tests {
     ) -> (tempfile::TempDir, Root, Global, Double) {
         let t = double::node_tree("rsa");
         let root = Root::open(t.path()).unwrap();
-        let g = Global {
-            root: t.path().to_path_buf(),
-            output: OutputFormat::Json,
-            log_format: LogFormat::Text,
-            threshold_days: 30,
-            lock_timeout: Duration::from_secs(1),
-            stop_timeout: Duration::from_secs(1),
-            health_timeout: Duration::from_secs(1),
-            command_timeout: Duration::from_secs(1),
-            kubeadm: None,
-            crictl: None,
-            kubeadm_config: None,
-            runtime_endpoint: None,
-            clock: Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
-        };
+        let g = Global::for_tests(t.path());
         let mut fake = Double::kubelet(t.path());
         if !kubeadm_ok {
             fake = fake.kubeadm_failing();

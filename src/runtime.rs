@@ -711,8 +711,7 @@ mod tests {
     //! `cmd/crictl/container.go` (`listing containers: call list containers
     //! RPC: %w`).
     use super::*;
-    use crate::cli::{Global, LogFormat, OutputFormat};
-    use crate::clock::Clock;
+    use crate::cli::Global;
     use std::path::Path;
 
     const SOCK: &str = "/run/containerd/containerd.sock";
@@ -818,19 +817,11 @@ mod tests {
 
     fn global(root: &Path, crictl: PathBuf, kubeadm: PathBuf, endpoint: Option<&str>) -> Global {
         Global {
-            root: root.to_path_buf(),
-            output: OutputFormat::Json,
-            log_format: LogFormat::Text,
-            threshold_days: 30,
-            lock_timeout: Duration::from_secs(1),
-            stop_timeout: Duration::from_secs(1),
-            health_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_secs(10),
             kubeadm: Some(kubeadm),
             crictl: Some(crictl),
-            kubeadm_config: None,
             runtime_endpoint: endpoint.map(str::to_string),
-            clock: Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
+            ..Global::for_tests(root)
         }
     }
 

@@ -765,8 +765,6 @@ mod tests {
     //! malformed records or a held lock; in every outcome the manifests a
     //! dead run left staged go back first), on the rsa fixture node.
     use super::*;
-    use crate::cli::{LogFormat, OutputFormat};
-    use crate::clock::Clock;
     use crate::inspect::state_files::*;
     use crate::phase::PhaseState;
     use crate::runtime::double::node_tree;
@@ -776,19 +774,8 @@ mod tests {
 
     fn global(root: &Path) -> Global {
         Global {
-            root: root.to_path_buf(),
-            output: OutputFormat::Json,
-            log_format: LogFormat::Text,
-            threshold_days: 30,
             lock_timeout: Duration::from_millis(300),
-            stop_timeout: Duration::from_secs(1),
-            health_timeout: Duration::from_secs(1),
-            command_timeout: Duration::from_secs(1),
-            kubeadm: None,
-            crictl: None,
-            kubeadm_config: None,
-            runtime_endpoint: None,
-            clock: Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
+            ..Global::for_tests(root)
         }
     }
 
