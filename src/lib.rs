@@ -12,6 +12,9 @@
 //! `pre_exec` (prctl PDEATHSIG, `proc`), `atexit` (the stderr queue's last
 //! flush, `oplog`) and `pidfd_open` (`pidwatch`).
 
+// The contract: the types of every JSON document and file.
+pub mod contract;
+
 // Domain (pure): parse from bytes, decide, render.
 pub mod agent;
 pub mod clock;
@@ -55,6 +58,4 @@ pub mod app;
 pub mod check;
 pub mod failpoints;
 pub mod runbook;
-#[cfg(feature = "schema")]
-pub mod schema;
 pub mod status;

@@ -27,7 +27,7 @@
 
 mod support;
 
-use nvke_cert_runbook::schema::{self, *};
+use nvke_cert_runbook::contract::{self, schema, *};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -800,7 +800,7 @@ fn phase_files_and_receipts_round_trip_through_the_mirror_types() {
     }
     // Every phase name of the closed list has its mirror.
     for p in nvke_cert_runbook::outcome::Phase::all() {
-        serde_json::from_value::<schema::Phase>(json!(p.as_string())).unwrap();
+        serde_json::from_value::<contract::Phase>(json!(p.as_string())).unwrap();
     }
 }
 
@@ -838,7 +838,8 @@ fn agent_state_file_and_restart_rows_match_the_mirror_types() {
         healthy_ms: 340,
         total_ms: 700,
     };
-    conforms::<schema::Restart>("runbook::Restart", &serde_json::to_value(&row).unwrap()).unwrap();
+    conforms::<contract::Restart>("runbook::Restart", &serde_json::to_value(&row).unwrap())
+        .unwrap();
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,68 @@
+//! What a refused command line, `--version` and `--help` print.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+/// `usage_error` (exit 2, nothing written) or `failed` (exit 1: `--root`
+/// could not be opened).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ArgumentsOutcome {
+    UsageError,
+    Failed,
+}
+
+/// Always `arguments`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ArgumentsPhase {
+    Arguments,
+}
+
+/// What any mode prints with `--output json` when its arguments are refused
+/// (`usage_error`, exit 2) or `--root` cannot be opened (`failed`, exit 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", schemars(title = "nvke-cert-runbook usage error"))]
+pub struct UsageErrorDocument {
+    /// The mode the caller seemed to ask for; null when that was unclear.
+    pub mode: Option<ModeName>,
+    pub runbook_version: String,
+    #[serde(rename = "operationID")]
+    pub operation_id: Null,
+    pub outcome: ArgumentsOutcome,
+    pub phase: ArgumentsPhase,
+    pub message: Message,
+    pub replayed: ConstBool<false>,
+    pub duration_ms: u64,
+}
+
+/// What `--version --output json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", schemars(title = "nvke-cert-runbook --version"))]
+pub struct VersionDocument {
+    pub mode: VersionMode,
+    pub runbook_version: String,
+    /// The git commit built from, or `unknown`.
+    pub git_commit: String,
+    /// The version of this contract (CLI, files, exit codes).
+    pub contract_version: String,
+    pub duration_ms: u64,
+}
+
+/// What `--help --output json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", schemars(title = "nvke-cert-runbook --help"))]
+pub struct HelpDocument {
+    pub mode: HelpMode,
+    pub runbook_version: String,
+    /// The usage text.
+    pub help: String,
+}

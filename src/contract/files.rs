@@ -1,0 +1,163 @@
+//! The JSON state files: the receipt, the V2 phase file, the lock owner, and
+//! the node agent's state file (read only).
+
+use super::*;
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Always `nvke-cert-runbook/receipt/v1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum ReceiptFormat {
+    #[serde(rename = "nvke-cert-runbook/receipt/v1")]
+    V1,
+}
+
+/// A receipt, `state/completed/<ID>.json` (create once, never modified or
+/// removed). Also embedded in status and renew output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "nvke-cert-runbook receipt (state/completed/<ID>.json)")
+)]
+pub struct Receipt {
+    pub format: ReceiptFormat,
+    /// Equal to the file name's ID; otherwise the receipt is malformed.
+    #[serde(rename = "operationID")]
+    pub operation_id: OperationId,
+    pub outcome: Outcome,
+    pub phase: Phase,
+    pub message: Message,
+    pub failed_component: Option<Component>,
+    pub manifests: ManifestLocations,
+    pub finished_at: Timestamp,
+    /// 1 to 100 characters, no control characters.
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 100)))]
+    pub runbook_version: String,
+    #[serde(rename = "caSHA256")]
+    pub ca_sha256: CaSha256,
+}
+
+/// Always `nvke-cert-runbook/phase/v2`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum PhaseV2Format {
+    #[serde(rename = "nvke-cert-runbook/phase/v2")]
+    V2,
+}
+
+/// The V2 phase file, `state/phase` (replaced atomically). Valid pairs:
+/// `renewing`/null, `restart_pending`/a component or null, `done`/null.
+/// (The legacy five-line format is not JSON: see SPEC section 3.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", schemars(
+    title = "nvke-cert-runbook phase file, V2 (state/phase)",
+    extend("allOf" = [{
+        "if": { "properties": { "state": { "not": { "const": "restart_pending" } } } },
+        "then": { "properties": { "nextComponent": { "type": "null" } } }
+    }])
+))]
+pub struct PhaseV2File {
+    pub format: PhaseV2Format,
+    /// The operation whose receipt this work leads to.
+    #[serde(rename = "operationID")]
+    pub operation_id: OperationId,
+    pub state: PhaseState,
+    /// Only with `restart_pending`; null there means postflight only.
+    pub next_component: Option<Component>,
+    #[serde(rename = "caSHA256")]
+    pub ca_sha256: CaSha256All,
+    pub force: bool,
+    #[cfg_attr(feature = "schema", schemars(range(min = 7, max = 90)))]
+    pub threshold_days: u32,
+    pub started_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub resumed_from: Option<ResumedFrom>,
+}
+
+/// The mode of the process that holds (or last held) the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum OwnerMode {
+    #[serde(rename = "renew")]
+    Renew,
+    #[serde(rename = "legacy-v1")]
+    LegacyV1,
+    #[serde(rename = "status-fence")]
+    StatusFence,
+}
+
+/// `state/owner`: who holds (or last held) the renewal lock, as written by
+/// this binary (one line of JSON, replaced atomically). Readers are lenient:
+/// any other content is shown raw (`{"raw": ...}` in the lock view).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "nvke-cert-runbook lock owner (state/owner)")
+)]
+pub struct LockOwnerFile {
+    pub pid: u32,
+    /// Null for `--legacy-v1`.
+    #[serde(rename = "operationID")]
+    pub operation_id: Option<OperationId>,
+    pub mode: OwnerMode,
+    pub started_at: Timestamp,
+    /// `/proc/sys/kernel/random/boot_id`, or `unknown`.
+    #[serde(rename = "bootID")]
+    pub boot_id: String,
+}
+
+/// The node agent's renewal phase as the runbook understands it: `renewing`
+/// and `restart_pending` are pending; `idle`, `done`, `completed` and
+/// `failed` are not. Any other value makes the agent state `unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AgentPhase {
+    Renewing,
+    RestartPending,
+    Idle,
+    Done,
+    Completed,
+    Failed,
+}
+
+/// `k8sCertRenewalState` of the agent state file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentRenewalState {
+    pub phase: AgentPhase,
+    /// A string when present (null is refused).
+    #[serde(
+        rename = "operationID",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "de_string_not_null"
+    )]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub operation_id: Option<String>,
+}
+
+fn de_string_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d).map(Some)
+}
+
+/// The node agent's state file (read, never written; default
+/// `/var/lib/nvke/node-agent/k8s-cert-renewal-state.json`, `--agent-state`).
+/// Other keys, at the top and inside, are ignored. At most 1 MiB; duplicate
+/// keys make it unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "node agent state file (read only)")
+)]
+pub struct AgentStateFile {
+    #[serde(rename = "k8sCertRenewalState")]
+    pub k8s_cert_renewal_state: AgentRenewalState,
+}

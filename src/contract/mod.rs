@@ -1,0 +1,28 @@
+//! The contract: one Rust type per JSON document the binary prints and per
+//! JSON file it reads or writes (SPEC sections 3 to 9). The modes build
+//! these values and print them; the JSON Schemas under `embedded/schema/`
+//! are generated from the same types (feature `schema`, `tests/contract.rs`).
+//! A field is `required` in a schema exactly when the binary always prints it.
+//!
+//! Our own files and documents refuse unknown fields (`deny_unknown_fields`);
+//! a field that is present but null is an `Option` without `default`, so a
+//! missing key is still refused.
+
+mod args;
+mod check;
+mod files;
+mod renew;
+mod status;
+mod values;
+mod views;
+
+pub use args::*;
+pub use check::*;
+pub use files::*;
+pub use renew::*;
+pub use status::*;
+pub use values::*;
+pub use views::*;
+
+#[cfg(feature = "schema")]
+pub mod schema;

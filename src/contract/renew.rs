@@ -1,0 +1,196 @@
+//! What a renewal (`--operation-id ID`, `--legacy-v1`) prints.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+/// One leaf's expiry before and after the run (null when not read).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CertificateChange {
+    pub name: LeafName,
+    /// Node path.
+    pub path: String,
+    pub not_after_before: Option<Timestamp>,
+    /// Only after a `renewed` outcome.
+    pub not_after_after: Option<Timestamp>,
+    pub days_left_before: Option<i64>,
+    pub days_left_after: Option<i64>,
+}
+
+/// One component's restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Restart {
+    pub component: Component,
+    #[serde(rename = "oldContainerID")]
+    pub old_container_id: String,
+    #[serde(rename = "newContainerID")]
+    pub new_container_id: String,
+    /// Milliseconds from staging the manifest to the old container gone.
+    pub stop_ms: u64,
+    /// Milliseconds from putting it back to the new container healthy.
+    pub healthy_ms: u64,
+    /// The whole step, health gate before and phase write after included.
+    pub total_ms: u64,
+}
+
+/// etcd membership seen by the health gate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EtcdVoters {
+    pub voters: u64,
+    pub healthy_voters: u64,
+}
+
+/// A renewal that ran past its own-receipt check (any outcome).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RenewResult {
+    pub mode: RenewMode,
+    pub runbook_version: String,
+    /// Null for `legacy-v1`.
+    #[serde(rename = "operationID")]
+    pub operation_id: Option<OperationId>,
+    pub outcome: Outcome,
+    pub phase: Phase,
+    pub message: Message,
+    pub failed_component: Option<Component>,
+    pub replayed: ConstBool<false>,
+    /// Whether this run wrote its receipt (`completed/<ID>.json`); always
+    /// false for `legacy-v1`, which writes none. A success is never reported
+    /// without it (SPEC 3, v1.1).
+    pub receipt_written: bool,
+    /// The container runtime endpoint every crictl call was given (v1.1);
+    /// null only where no container runtime is used.
+    pub runtime_endpoint: Option<RuntimeEndpointUsed>,
+    pub resumed_from: Option<ResumedFrom>,
+    /// Every leaf, in SPEC order.
+    pub certificates: Vec<CertificateChange>,
+    #[serde(rename = "caSHA256")]
+    pub ca_sha256: CaSha256,
+    /// Where each manifest ended (the runbook's own staging counts as staged).
+    pub manifests: ManifestLocations,
+    pub restarts: Vec<Restart>,
+    /// Null when the health gate never read the member list.
+    pub etcd: Option<EtcdVoters>,
+    pub duration_ms: u64,
+}
+
+/// Where crictl's `--runtime-endpoint` came from (SPEC 9, v1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum EndpointSource {
+    /// The caller's `--runtime-endpoint`.
+    Flag,
+    /// `--container-runtime-endpoint` in `/var/lib/kubelet/kubeadm-flags.env`.
+    KubeadmFlags,
+    /// `containerRuntimeEndpoint` in `/var/lib/kubelet/config.yaml`.
+    KubeletConfig,
+    /// Neither: crictl's own configuration (`/etc/crictl.yaml`) or defaults.
+    Crictl,
+}
+
+/// The container runtime endpoint a renewal used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeEndpointUsed {
+    /// Null: crictl was given none (source `crictl`).
+    pub endpoint: Option<String>,
+    pub source: EndpointSource,
+    /// A kubelet file that could not be read or parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// A V2 renewal whose operation already had a receipt: nothing was done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RenewReplay {
+    pub mode: RenewOnly,
+    pub runbook_version: String,
+    #[serde(rename = "operationID")]
+    pub operation_id: OperationId,
+    pub outcome: Outcome,
+    pub phase: Phase,
+    pub message: Message,
+    pub failed_component: Option<Component>,
+    pub replayed: ConstBool<true>,
+    /// This run wrote nothing: the receipt is the original one.
+    pub receipt_written: ConstBool<false>,
+    pub resumed_from: Null,
+    pub certificates: EmptyArray,
+    #[serde(rename = "caSHA256")]
+    pub ca_sha256: CaSha256,
+    pub manifests: ManifestLocations,
+    pub restarts: EmptyArray,
+    pub receipt: Receipt,
+    pub duration_ms: u64,
+}
+
+/// `failed` or `cancelled` (while waiting for the lock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EarlyOutcome {
+    Failed,
+    Cancelled,
+}
+
+/// `lock`, `receipt`, or `phase-file` (`--legacy-v1` over an unfinished V2
+/// phase file, refused before anything is written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum EarlyPhase {
+    Lock,
+    Receipt,
+    PhaseFile,
+}
+
+/// A renewal that stopped before it could look at the node: the state
+/// directory or lock was unusable, the lock stayed held (exit 3), the wait
+/// was cancelled, or this operation's receipt is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RenewEarlyFailure {
+    pub mode: RenewMode,
+    pub runbook_version: String,
+    #[serde(rename = "operationID")]
+    pub operation_id: Option<OperationId>,
+    pub outcome: EarlyOutcome,
+    pub phase: EarlyPhase,
+    pub message: Message,
+    pub replayed: ConstBool<false>,
+    /// Nothing was written.
+    pub receipt_written: ConstBool<false>,
+    pub resumed_from: Null,
+    pub certificates: EmptyArray,
+    #[serde(rename = "caSHA256")]
+    pub ca_sha256: EmptyObject,
+    pub manifests: EmptyObject,
+    pub restarts: EmptyArray,
+    pub duration_ms: u64,
+}
+
+/// What `--operation-id ID` and `--legacy-v1` print with `--output json`
+/// (a usage error or an unusable `--root` prints `usage-error` instead).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "nvke-cert-runbook renew / legacy-v1 result")
+)]
+pub enum RenewDocument {
+    Replay(RenewReplay),
+    Result(RenewResult),
+    EarlyFailure(RenewEarlyFailure),
+}

@@ -1,0 +1,178 @@
+//! What `--status-only` prints: the operator view and the fencing check.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+/// `clean` or `not_clean`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Cleanliness {
+    Clean,
+    NotClean,
+}
+
+/// Always `confirmed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Confirmed {
+    Confirmed,
+}
+
+/// Always `unconfirmed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Unconfirmed {
+    Unconfirmed,
+}
+
+/// What a fencing check would do now (operator view with an ID).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FencingPlan {
+    /// A receipt exists (staged manifests are still put back, v1.1).
+    Confirm {
+        termination: Confirmed,
+        restore: Vec<Component>,
+    },
+    /// No receipt: put back these staged manifests, record `abandoned`.
+    Abandon {
+        termination: Confirmed,
+        restore: Vec<Component>,
+    },
+    /// Never abandon (legacy unfinished, malformed phase file or receipt);
+    /// staged manifests are still put back once the lock is held (v1.1).
+    Refuse {
+        termination: Unconfirmed,
+        reason: String,
+        restore: Vec<Component>,
+    },
+}
+
+/// A recent receipt (by modification time, newest first). The fields other
+/// than `operationID` are null when it could not be read (see `error`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReceiptSummary {
+    /// The file name's stem (not necessarily a valid ID: see `error`).
+    #[serde(rename = "operationID")]
+    pub operation_id: String,
+    pub outcome: Option<Outcome>,
+    pub phase: Option<Phase>,
+    pub finished_at: Option<Timestamp>,
+    pub message: Option<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// What `--status-only [--operation-id ID]` prints with `--output json`
+/// (read-only; exit 0: clean node, 1: not clean).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "nvke-cert-runbook --status-only operator view")
+)]
+pub struct StatusDocument {
+    pub mode: StatusMode,
+    pub runbook_version: String,
+    /// The operation asked about, if any.
+    #[serde(rename = "operationID")]
+    pub operation_id: Option<OperationId>,
+    pub fence: ConstBool<false>,
+    pub outcome: Cleanliness,
+    pub clean: bool,
+    /// Why the node is not clean (empty: clean).
+    pub reasons: Vec<String>,
+    pub message: Message,
+    pub now: Timestamp,
+    #[cfg_attr(feature = "schema", schemars(range(min = 7, max = 90)))]
+    pub threshold_days: u32,
+    pub lock: LockView,
+    pub phase_file: PhaseFileView,
+    pub agent_state: AgentStateView,
+    /// How many receipts `completed/` holds.
+    pub receipt_count: u64,
+    /// The most recent receipts, at most 20.
+    #[cfg_attr(feature = "schema", schemars(length(max = 20)))]
+    pub receipts: Vec<ReceiptSummary>,
+    /// The receipt of the operation asked about (null: none, or no ID asked).
+    pub receipt: Option<ReceiptLookup>,
+    /// With an ID: what a fencing check would do (null without an ID).
+    pub fencing: Option<FencingPlan>,
+    pub manifests: ManifestViews,
+    pub staging: StagingViews,
+    pub stray_manifests: Vec<Stray>,
+    #[serde(rename = "caSHA256")]
+    pub ca_sha256: CaSha256,
+    pub certificates: Vec<CertificateView>,
+    pub certificate_authorities: Vec<CaView>,
+    /// The state directory could not be used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub state_error: Option<String>,
+    pub duration_ms: u64,
+}
+
+/// `confirmed` or `unconfirmed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Termination {
+    Confirmed,
+    Unconfirmed,
+}
+
+/// What the fencing check did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum FenceAction {
+    /// Unconfirmed: no receipt written (a dead run's staged manifest may
+    /// still have been put back, v1.1).
+    #[serde(rename = "none")]
+    None,
+    /// A receipt for the ID was already there.
+    #[serde(rename = "existing-receipt")]
+    ExistingReceipt,
+    /// Recorded an `abandoned` receipt (after putting back staged manifests).
+    #[serde(rename = "abandoned")]
+    Abandoned,
+}
+
+/// What `--status-only --operation-id ID --fence` prints with `--output json`
+/// (exit 0: confirmed, 1: unconfirmed, 3: the lock stayed held).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "nvke-cert-runbook fencing check result")
+)]
+pub struct FenceDocument {
+    pub mode: StatusMode,
+    pub runbook_version: String,
+    #[serde(rename = "operationID")]
+    pub operation_id: OperationId,
+    pub fence: ConstBool<true>,
+    pub termination: Termination,
+    pub confirmed: bool,
+    pub action: FenceAction,
+    /// The receipt's outcome (null when unconfirmed).
+    pub outcome: Option<Outcome>,
+    /// The receipt's phase (null when unconfirmed).
+    pub phase: Option<Phase>,
+    pub message: Message,
+    pub receipt: Option<Receipt>,
+    /// Staged manifests put back.
+    pub restored: Vec<Component>,
+    /// Manifests left alone, both copies present: an operator must act.
+    pub conflicts: Vec<String>,
+    pub manifests: ManifestViews,
+    pub duration_ms: u64,
+}

@@ -1,0 +1,506 @@
+//! The building blocks of the documents (constants, checked strings), the
+//! closed vocabularies and the objects several documents share.
+
+#[cfg(feature = "schema")]
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+#[cfg(feature = "schema")]
+use std::borrow::Cow;
+
+// ---------------------------------------------------------------------------
+// Building blocks
+
+/// A JSON value that is always `true` (`ConstBool<true>`) or always `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConstBool<const V: bool>;
+
+impl<const V: bool> Serialize for ConstBool<V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(V)
+    }
+}
+
+impl<'de, const V: bool> Deserialize<'de> for ConstBool<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if bool::deserialize(d)? == V {
+            Ok(ConstBool)
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "expected the constant {V}"
+            )))
+        }
+    }
+}
+
+#[cfg(feature = "schema")]
+impl<const V: bool> JsonSchema for ConstBool<V> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        if V {
+            "True".into()
+        } else {
+            "False".into()
+        }
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({ "type": "boolean", "const": V })
+    }
+}
+
+/// A JSON value that is always `null`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Null;
+
+impl Serialize for Null {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_none()
+    }
+}
+
+impl<'de> Deserialize<'de> for Null {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <()>::deserialize(d).map(|()| Null)
+    }
+}
+
+#[cfg(feature = "schema")]
+impl JsonSchema for Null {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Null".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({ "type": "null" })
+    }
+}
+
+/// No value at all: `Vec<Nothing>` is an array that is always empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nothing {}
+
+impl Serialize for Nothing {
+    fn serialize<S: Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        match *self {}
+    }
+}
+
+impl<'de> Deserialize<'de> for Nothing {
+    fn deserialize<D: Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom("no value is allowed here"))
+    }
+}
+
+#[cfg(feature = "schema")]
+impl JsonSchema for Nothing {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Nothing".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        Schema::from(false)
+    }
+}
+
+/// An array that is always empty (`[]`).
+pub type EmptyArray = Vec<Nothing>;
+
+/// An object that is always empty (`{}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EmptyObject {}
+
+/// A string newtype checked on deserialization, with a hand-written schema.
+macro_rules! checked_string {
+    ($(#[$m:meta])* $name:ident, $check:expr, $schema:tt) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                let check: fn(&str) -> Result<(), String> = $check;
+                check(&s).map_err(serde::de::Error::custom)?;
+                Ok($name(s))
+            }
+        }
+
+        #[cfg(feature = "schema")]
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                schemars::json_schema!($schema)
+            }
+        }
+    };
+}
+
+checked_string!(
+    /// An operation ID (SPEC section 1).
+    OperationId,
+    |s| crate::opid::OperationId::parse(s).map(drop),
+    {
+        "description": "An operation ID: 1 to 200 characters of A-Z a-z 0-9 . _ : @ -, not starting with '.' or '-', never containing '..'.",
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": "^[A-Za-z0-9_:@]([A-Za-z0-9_:@-]|\\.[A-Za-z0-9_:@-])*\\.?$"
+    }
+);
+
+checked_string!(
+    /// 64 lowercase hex digits.
+    Sha256Hex,
+    |s| {
+        if crate::phase::is_sha256_hex(s) {
+            Ok(())
+        } else {
+            Err(format!("{s:?} is not 64 lowercase hex digits"))
+        }
+    },
+    {
+        "description": "A SHA-256 digest: 64 lowercase hex digits.",
+        "type": "string",
+        "pattern": "^[0-9a-f]{64}$"
+    }
+);
+
+checked_string!(
+    /// An RFC 3339 UTC timestamp ending in `Z`.
+    Timestamp,
+    |s| crate::clock::parse_rfc3339(s, true).map(drop),
+    {
+        "description": "An RFC 3339 timestamp in UTC, ending in Z (2026-11-30T00:00:00Z).",
+        "type": "string",
+        "format": "date-time",
+        "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?Z$"
+    }
+);
+
+checked_string!(
+    /// A human message: at most 512 bytes, no control characters, never key material.
+    Message,
+    |s| {
+        if s.len() > crate::receipt::MAX_MESSAGE_BYTES {
+            Err(format!("message is {} bytes (at most 512)", s.len()))
+        } else if s.chars().any(char::is_control) {
+            Err("message contains a control character".to_string())
+        } else {
+            Ok(())
+        }
+    },
+    {
+        "description": "For people: at most 512 bytes of UTF-8 (so at most 512 characters), no control characters, never key material.",
+        "type": "string",
+        "maxLength": 512,
+        "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    }
+);
+
+/// Serialize the inner value of a present `Option<Option<T>>` field (used
+/// with `skip_serializing_if = "Option::is_none"`: absent, null, or a value).
+pub(super) fn ser_present<S: Serializer, T: Serialize>(
+    v: &Option<Option<T>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(inner) => inner.serialize(s),
+        None => s.serialize_none(),
+    }
+}
+
+/// A present field (null or a value) of an `Option<Option<T>>`.
+pub(super) fn de_present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+// ---------------------------------------------------------------------------
+// Closed vocabularies
+
+/// One of the four control-plane static pods, in restart order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum Component {
+    #[serde(rename = "etcd")]
+    Etcd,
+    #[serde(rename = "kube-apiserver")]
+    KubeApiserver,
+    #[serde(rename = "kube-controller-manager")]
+    KubeControllerManager,
+    #[serde(rename = "kube-scheduler")]
+    KubeScheduler,
+}
+
+/// How an operation ended. `renewed` and `unchanged` are successes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Renewed,
+    Unchanged,
+    Failed,
+    FailedNotRestored,
+    Cancelled,
+    Abandoned,
+    Superseded,
+}
+
+/// The closed list of phases (SPEC section 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum Phase {
+    #[serde(rename = "arguments")]
+    Arguments,
+    #[serde(rename = "lock")]
+    Lock,
+    #[serde(rename = "receipt")]
+    Receipt,
+    #[serde(rename = "phase-file")]
+    PhaseFile,
+    #[serde(rename = "topology")]
+    Topology,
+    #[serde(rename = "staging-conflict")]
+    StagingConflict,
+    #[serde(rename = "ca-check")]
+    CaCheck,
+    #[serde(rename = "expiry")]
+    Expiry,
+    #[serde(rename = "health")]
+    Health,
+    #[serde(rename = "two-control-plane-voters")]
+    TwoControlPlaneVoters,
+    #[serde(rename = "backup")]
+    Backup,
+    #[serde(rename = "renew-certs")]
+    RenewCerts,
+    #[serde(rename = "restart:etcd")]
+    RestartEtcd,
+    #[serde(rename = "restart:kube-apiserver")]
+    RestartKubeApiserver,
+    #[serde(rename = "restart:kube-controller-manager")]
+    RestartKubeControllerManager,
+    #[serde(rename = "restart:kube-scheduler")]
+    RestartKubeScheduler,
+    #[serde(rename = "postflight")]
+    Postflight,
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    #[serde(rename = "done")]
+    Done,
+}
+
+/// Where one of the four manifests is: `active` (manifests directory only),
+/// `staged` (staging only), `both`, or `missing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ManifestLocation {
+    Active,
+    Staged,
+    Both,
+    Missing,
+}
+
+/// `state` of a phase file (either format).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseState {
+    Renewing,
+    RestartPending,
+    Done,
+}
+
+/// The phase file format: V2 JSON, or the shell runbook's five lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum PhaseFormat {
+    #[serde(rename = "nvke-cert-runbook/phase/v2")]
+    V2,
+    #[serde(rename = "legacy-five-line")]
+    LegacyFiveLine,
+}
+
+/// kubeadm's name of a leaf certificate (SPEC section 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum LeafName {
+    #[serde(rename = "apiserver")]
+    Apiserver,
+    #[serde(rename = "apiserver-kubelet-client")]
+    ApiserverKubeletClient,
+    #[serde(rename = "apiserver-etcd-client")]
+    ApiserverEtcdClient,
+    #[serde(rename = "front-proxy-client")]
+    FrontProxyClient,
+    #[serde(rename = "etcd-server")]
+    EtcdServer,
+    #[serde(rename = "etcd-peer")]
+    EtcdPeer,
+    #[serde(rename = "etcd-healthcheck-client")]
+    EtcdHealthcheckClient,
+    #[serde(rename = "admin.conf")]
+    AdminConf,
+    #[serde(rename = "super-admin.conf")]
+    SuperAdminConf,
+    #[serde(rename = "controller-manager.conf")]
+    ControllerManagerConf,
+    #[serde(rename = "scheduler.conf")]
+    SchedulerConf,
+}
+
+/// kubeadm's name of a CA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum CaName {
+    #[serde(rename = "ca")]
+    Ca,
+    #[serde(rename = "etcd-ca")]
+    EtcdCa,
+    #[serde(rename = "front-proxy-ca")]
+    FrontProxyCa,
+}
+
+/// The mode a document comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum ModeName {
+    #[serde(rename = "renew")]
+    Renew,
+    #[serde(rename = "legacy-v1")]
+    LegacyV1,
+    #[serde(rename = "check")]
+    Check,
+    #[serde(rename = "status")]
+    Status,
+    #[serde(rename = "version")]
+    Version,
+}
+
+/// `renew` (V2, `--operation-id`) or `legacy-v1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum RenewMode {
+    #[serde(rename = "renew")]
+    Renew,
+    #[serde(rename = "legacy-v1")]
+    LegacyV1,
+}
+
+/// Always `renew`: only a V2 renewal has receipts to replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum RenewOnly {
+    #[serde(rename = "renew")]
+    Renew,
+}
+
+/// Always `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum CheckMode {
+    #[serde(rename = "check")]
+    Check,
+}
+
+/// Always `status` (operator view and fencing check alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum StatusMode {
+    #[serde(rename = "status")]
+    Status,
+}
+
+/// Always `version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum VersionMode {
+    #[serde(rename = "version")]
+    Version,
+}
+
+/// Always `help`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum HelpMode {
+    #[serde(rename = "help")]
+    Help,
+}
+
+// ---------------------------------------------------------------------------
+// Shared objects
+
+/// Where each of the four manifests was (receipts and renew results).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ManifestLocations {
+    pub etcd: ManifestLocation,
+    #[serde(rename = "kube-apiserver")]
+    pub kube_apiserver: ManifestLocation,
+    #[serde(rename = "kube-controller-manager")]
+    pub kube_controller_manager: ManifestLocation,
+    #[serde(rename = "kube-scheduler")]
+    pub kube_scheduler: ManifestLocation,
+}
+
+/// CA fingerprints keyed by path relative to `pki/`; a CA that could not be
+/// read is left out.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CaSha256 {
+    #[serde(rename = "ca.crt", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Sha256Hex"))]
+    pub ca: Option<Sha256Hex>,
+    #[serde(
+        rename = "etcd/ca.crt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "schema", schemars(with = "Sha256Hex"))]
+    pub etcd_ca: Option<Sha256Hex>,
+    #[serde(
+        rename = "front-proxy-ca.crt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "schema", schemars(with = "Sha256Hex"))]
+    pub front_proxy_ca: Option<Sha256Hex>,
+}
+
+/// All three CA fingerprints, keyed by path relative to `pki/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CaSha256All {
+    #[serde(rename = "ca.crt")]
+    pub ca: Sha256Hex,
+    #[serde(rename = "etcd/ca.crt")]
+    pub etcd_ca: Sha256Hex,
+    #[serde(rename = "front-proxy-ca.crt")]
+    pub front_proxy_ca: Sha256Hex,
+}
+
+/// The operation (or legacy work) a renewal took over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ResumedFrom {
+    /// Null when the work taken over was legacy five-line (it has no ID).
+    #[serde(rename = "operationID")]
+    pub operation_id: Option<OperationId>,
+    pub format: PhaseFormat,
+}

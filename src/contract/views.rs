@@ -1,0 +1,343 @@
+//! The read-only views of the node that check and status share.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+
+/// A manifest as found in the manifests directory and both staging directories.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ManifestView {
+    /// `staged`: in either staging directory.
+    pub location: ManifestLocation,
+    pub active: bool,
+    pub runbook_staged: bool,
+    pub agent_staged: bool,
+    /// A refusal (symlink, wrong type, owner, mode) naming the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// The four manifests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ManifestViews {
+    pub etcd: ManifestView,
+    #[serde(rename = "kube-apiserver")]
+    pub kube_apiserver: ManifestView,
+    #[serde(rename = "kube-controller-manager")]
+    pub kube_controller_manager: ManifestView,
+    #[serde(rename = "kube-scheduler")]
+    pub kube_scheduler: ManifestView,
+}
+
+/// A staging directory's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StagingView {
+    /// Node path.
+    pub path: String,
+    pub exists: bool,
+    /// Every entry, sorted.
+    pub entries: Vec<String>,
+    /// Entries that are not one of the four `<component>.yaml`.
+    pub unexpected: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// Both staging directories.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StagingViews {
+    pub runbook: StagingView,
+    pub agent: StagingView,
+}
+
+/// A file in the manifests directory that kubelet would run as an extra pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Stray {
+    pub path: String,
+    pub reason: String,
+}
+
+/// `ok`, `skipped` (optional and absent: super-admin.conf), `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum LeafStatus {
+    Ok,
+    Skipped,
+    Error,
+}
+
+/// A leaf certificate as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CertificateView {
+    pub name: LeafName,
+    /// Node path (a kubeconfig for the `.conf` leaves).
+    pub path: String,
+    pub status: LeafStatus,
+    /// The CA it must chain to.
+    pub ca: CaName,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub subject: Option<String>,
+    /// `rsa`, `ecdsa`, `rsa-pss`, `ed25519`, `ed448`, `dsa`, or an OID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub key_algorithm: Option<String>,
+    pub not_after: Option<Timestamp>,
+    pub days_left: Option<i64>,
+    pub within_threshold: Option<bool>,
+    /// Null when the CA could not be read.
+    #[serde(rename = "chainsToCA")]
+    pub chains_to_ca: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// A CA as read (never renewed here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CaView {
+    pub name: CaName,
+    pub path: String,
+    pub sha256: Option<Sha256Hex>,
+    pub not_after: Option<Timestamp>,
+    pub days_left: Option<i64>,
+    pub within_threshold: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// The lock owner as parsed from `state/owner` (leniently: `mode` and
+/// `startedAt` are shown as found).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockOwner {
+    pub pid: u32,
+    #[serde(rename = "operationID")]
+    pub operation_id: Option<String>,
+    pub mode: String,
+    pub started_at: String,
+    #[serde(rename = "bootID")]
+    pub boot_id: String,
+}
+
+/// An owner file that is not this binary's JSON: printable text, at most 120 characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct OwnerRaw {
+    pub raw: String,
+}
+
+/// An owner file that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct OwnerError {
+    pub error: String,
+}
+
+/// What `state/owner` says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum OwnerView {
+    Known(LockOwner),
+    Raw(OwnerRaw),
+    Error(OwnerError),
+}
+
+/// The result of the non-blocking lock probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum LockState {
+    /// No lock file (or no state directory).
+    Absent,
+    Free,
+    Held,
+    /// The lock file could not be used: see `error`.
+    Error,
+}
+
+/// The renewal lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockView {
+    pub path: String,
+    pub state: LockState,
+    pub held: bool,
+    /// The owner when held, else null.
+    pub holder: Option<OwnerView>,
+    /// The owner file when the lock is not held (null without one).
+    pub last_owner: Option<OwnerView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// A receipt that exists but cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MalformedReceipt {
+    pub malformed: ConstBool<true>,
+    pub error: String,
+}
+
+/// A receipt looked up by ID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ReceiptLookup {
+    Found(Receipt),
+    Malformed(MalformedReceipt),
+}
+
+/// `present`, `absent`, or `malformed` (unreadable, or the receipt it depends on is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseFileStatus {
+    Absent,
+    Present,
+    Malformed,
+}
+
+/// The phase file judged as a renewal would judge it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum RunbookIntent {
+    #[serde(rename = "absent")]
+    Absent,
+    #[serde(rename = "done")]
+    Done,
+    /// Unfinished V2 whose operation has a success receipt: treated as done.
+    #[serde(rename = "done-by-receipt")]
+    DoneByReceipt,
+    /// Unfinished work the next renewal resumes.
+    #[serde(rename = "pending")]
+    Pending,
+    #[serde(rename = "malformed")]
+    Malformed,
+}
+
+/// The phase file. The V2-only and legacy-only fields are absent for the
+/// other format and when there is no (parsable) file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PhaseFileView {
+    pub path: String,
+    pub status: PhaseFileStatus,
+    pub intent: RunbookIntent,
+    pub pending: bool,
+    pub format: Option<PhaseFormat>,
+    pub state: Option<PhaseState>,
+    pub next_component: Option<Component>,
+    /// V2 only (null otherwise).
+    #[serde(rename = "operationID")]
+    pub operation_id: Option<OperationId>,
+    /// V2 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Timestamp"))]
+    pub started_at: Option<Timestamp>,
+    /// V2 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "Timestamp"))]
+    pub updated_at: Option<Timestamp>,
+    /// V2 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "bool"))]
+    pub force: Option<bool>,
+    /// V2 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "u32"))]
+    pub threshold_days: Option<u32>,
+    /// V2: all three; legacy: only `ca.crt`.
+    #[serde(rename = "caSHA256", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "CaSha256"))]
+    pub ca_sha256: Option<CaSha256>,
+    /// V2 only: the receipt of the operation it names when unfinished (null: none).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_present",
+        deserialize_with = "de_present"
+    )]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<ReceiptLookup>"))]
+    pub receipt: Option<Option<ReceiptLookup>>,
+    /// Legacy only: STARTED, unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
+    pub started: Option<u64>,
+    /// Legacy only: PID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "u32"))]
+    pub pid: Option<u32>,
+    /// Why it is malformed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// The node agent's idle (not pending) phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AgentIdlePhase {
+    Idle,
+    Done,
+    Completed,
+    Failed,
+}
+
+/// The node agent's pending phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum AgentPendingPhase {
+    Renewing,
+    RestartPending,
+}
+
+/// The node agent's intent, from its state file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AgentStateView {
+    /// The default path has no file: no typed intent.
+    Absent { path: String },
+    Idle {
+        path: String,
+        phase: AgentIdlePhase,
+        #[serde(rename = "operationID")]
+        operation_id: Option<String>,
+    },
+    Pending {
+        path: String,
+        phase: AgentPendingPhase,
+        #[serde(rename = "operationID")]
+        operation_id: Option<String>,
+    },
+    /// Unreadable, unparsable, an unknown phase, or a named path that does not exist.
+    Unknown { path: String, reason: String },
+}
