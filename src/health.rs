@@ -249,7 +249,10 @@ impl Health<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             let mut args = etcdctl_flags(port, left.saturating_sub(Duration::from_millis(200)));
             args.extend(cmd.iter().map(|s| s.to_string()));
-            let out = self.rt.etcdctl(etcd_id, &args, left)?;
+            let out = self
+                .rt
+                .etcdctl(etcd_id, &args, left)
+                .map_err(|e| e.to_string())?;
             if out.stdout.is_empty() {
                 return Err(format!(
                     "etcdctl {} failed ({}): {}",
@@ -320,7 +323,7 @@ impl Health<'_> {
         let listing = match listing {
             Ok(l) => l,
             Err(RtError::Unreachable(m)) => return Attempt::Structural(Phase::Health, m),
-            Err(RtError::Failed(m)) => return Attempt::NotYet(m),
+            Err(e) => return Attempt::NotYet(e.to_string()),
         };
         let mut running = Vec::new();
         for c in Component::ALL {
@@ -471,8 +474,8 @@ impl Health<'_> {
                     message: m,
                 })
             }
-            Err(RtError::Failed(m)) => {
-                last_error = Some(m);
+            Err(e) => {
+                last_error = Some(e.to_string());
                 None
             }
         };
@@ -502,7 +505,7 @@ impl Health<'_> {
                         message: m,
                     })
                 }
-                Err(RtError::Failed(m)) => last_error = Some(m),
+                Err(e) => last_error = Some(e.to_string()),
             }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
@@ -613,7 +616,7 @@ impl Health<'_> {
                         message: m,
                     })
                 }
-                Err(RtError::Failed(m)) => last_error = Some(m),
+                Err(e) => last_error = Some(e.to_string()),
             }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {

@@ -23,21 +23,37 @@ const PASS_ENV: [&str; 3] = [
     "CRI_CONFIG_FILE",
 ];
 
+/// A tool that is not where it must be: not something waiting fixes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolNotFound {
+    /// The absolute path given (`--crictl`, `--kubeadm`) is not a file.
+    #[error("{name} not found at {}", path.display())]
+    At { name: String, path: PathBuf },
+    /// No executable of that name on [`FIXED_PATH`].
+    #[error("{name} not found on the fixed PATH {FIXED_PATH}")]
+    OnFixedPath { name: String },
+}
+
 /// Find a tool: the path given (absolute), or `name` on the fixed PATH.
-pub fn resolve_tool(name: &str, given: Option<&Path>) -> Result<PathBuf, String> {
+pub fn resolve_tool(name: &str, given: Option<&Path>) -> Result<PathBuf, ToolNotFound> {
     match given {
         Some(p) => {
             if p.is_file() {
                 Ok(p.to_path_buf())
             } else {
-                Err(format!("{name} not found at {}", p.display()))
+                Err(ToolNotFound::At {
+                    name: name.to_string(),
+                    path: p.to_path_buf(),
+                })
             }
         }
         None => FIXED_PATH
             .split(':')
             .map(|dir| Path::new(dir).join(name))
             .find(|p| is_executable(p))
-            .ok_or_else(|| format!("{name} not found on the fixed PATH {FIXED_PATH}")),
+            .ok_or_else(|| ToolNotFound::OnFixedPath {
+                name: name.to_string(),
+            }),
     }
 }
 
@@ -82,7 +98,8 @@ impl Output {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+/// A subprocess that did not run to its end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProcError {
     #[error("failed to start {cmd}: {err}")]
     Spawn { cmd: String, err: String },

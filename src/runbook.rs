@@ -742,7 +742,7 @@ impl Run<'_> {
                 crate::proc::describe_exit(out.code),
                 out.stderr_tail()
             )),
-            Err(e) => Err(e),
+            Err(e) => Err(e.to_string()),
         };
         if let Err(why) = result {
             let restored = backup::restore(self.root, &self.state, kind, &name);

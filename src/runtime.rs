@@ -7,25 +7,28 @@ use crate::cri::{self, Container, Listing, Sandbox, KUBE_SYSTEM, LABEL_NAMESPACE
 use crate::endpoint::RuntimeEndpoint;
 use crate::proc::{self, Output};
 use crate::signals::Cancel;
-use crate::tlsprobe::{self, ProbeResult, TlsIdentity};
+use crate::tlsprobe::{self, ProbeError, ProbeResult, TlsIdentity};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// A failure of the container runtime's tool.
+/// A failure of a node tool (crictl, etcdctl through crictl, kubeadm). The
+/// text of each is the message printed; the kind decides what a wait does.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RtError {
     /// crictl could not reach the runtime at all (no such socket, connection
     /// refused): waiting does not fix that, the gate fails at once.
     #[error("{0}")]
     Unreachable(String),
+    /// The tool ran and failed, or answered something that cannot be read.
     #[error("{0}")]
     Failed(String),
-}
-
-impl From<String> for RtError {
-    fn from(s: String) -> RtError {
-        RtError::Failed(s)
-    }
+    /// The tool is not there.
+    #[error(transparent)]
+    Missing(#[from] proc::ToolNotFound),
+    /// The tool did not run to its end: timed out, cancelled, could not be
+    /// started, or printed too much.
+    #[error(transparent)]
+    Run(#[from] proc::ProcError),
 }
 
 /// `Sync`: the health gate queries independent things side by side. Every
@@ -58,7 +61,7 @@ pub trait Runtime: Sync {
         etcd_container: &str,
         args: &[String],
         budget: Duration,
-    ) -> Result<Output, String>;
+    ) -> Result<Output, RtError>;
     /// A TLS probe of 127.0.0.1:port.
     fn probe(
         &self,
@@ -68,9 +71,9 @@ pub trait Runtime: Sync {
         now: time::OffsetDateTime,
         path: Option<&str>,
         budget: Duration,
-    ) -> Result<ProbeResult, String>;
+    ) -> Result<ProbeResult, ProbeError>;
     /// `kubeadm certs renew all`.
-    fn renew_certs(&self) -> Result<Output, String>;
+    fn renew_certs(&self) -> Result<Output, RtError>;
     /// Tools that cannot be found: (phase-worthy name, reason). A missing
     /// tool is not something waiting fixes, so the run fails at once.
     fn missing_tools(&self) -> Vec<(&'static str, String)> {
@@ -101,9 +104,9 @@ pub fn is_unreachable(stderr: &str) -> bool {
 /// The real node: crictl and kubeadm as subprocesses.
 pub struct NodeRuntime {
     crictl: Option<PathBuf>,
-    crictl_error: Option<String>,
+    crictl_error: Option<proc::ToolNotFound>,
     kubeadm: Option<PathBuf>,
-    kubeadm_error: Option<String>,
+    kubeadm_error: Option<proc::ToolNotFound>,
     /// `--rootfs` for kubeadm when the root is not `/`.
     rootfs: Option<String>,
     kubeadm_config: Option<String>,
@@ -151,9 +154,9 @@ impl NodeRuntime {
 
     /// Run crictl with the endpoint (before the command, as a global
     /// option), bounded by `budget` and `--command-timeout`.
-    fn crictl(&self, args: Vec<String>, budget: Duration) -> Result<Output, String> {
+    fn crictl(&self, args: Vec<String>, budget: Duration) -> Result<Output, RtError> {
         let Some(p) = &self.crictl else {
-            return Err(self.crictl_error.clone().unwrap_or_default());
+            return Err(self.missing("crictl", &self.crictl_error));
         };
         let mut v = Vec::with_capacity(args.len() + 2);
         if let Some(e) = &self.endpoint.endpoint {
@@ -164,7 +167,14 @@ impl NodeRuntime {
         let timeout = self.timeout.min(budget).max(Duration::from_millis(1));
         // Every crictl call is part of a gate attempt or a wait, which log
         // themselves (SPEC 8, v1.1).
-        proc::run_in_poll(p, &v, timeout, &self.cancel).map_err(|e| e.to_string())
+        Ok(proc::run_in_poll(p, &v, timeout, &self.cancel)?)
+    }
+
+    /// The tool is not there: why, as found when resolving it.
+    fn missing(&self, name: &str, why: &Option<proc::ToolNotFound>) -> RtError {
+        RtError::Missing(why.clone().unwrap_or(proc::ToolNotFound::OnFixedPath {
+            name: name.to_string(),
+        }))
     }
 
     /// A crictl listing call (`ps` or `pods`) for kube-system, as JSON.
@@ -203,22 +213,22 @@ impl Runtime for NodeRuntime {
     fn missing_tools(&self) -> Vec<(&'static str, String)> {
         let mut v = Vec::new();
         if let Some(e) = &self.crictl_error {
-            v.push(("crictl", e.clone()));
+            v.push(("crictl", e.to_string()));
         }
         if let Some(e) = &self.kubeadm_error {
-            v.push(("kubeadm", e.clone()));
+            v.push(("kubeadm", e.to_string()));
         }
         v
     }
 
     fn ps(&self, budget: Duration) -> Result<Vec<Container>, RtError> {
         let out = self.listing("ps", budget)?;
-        Ok(cri::parse_ps_kube_system(&out)?)
+        cri::parse_ps_kube_system(&out).map_err(RtError::Failed)
     }
 
     fn pods(&self, budget: Duration) -> Result<Vec<Sandbox>, RtError> {
         let out = self.listing("pods", budget)?;
-        Ok(cri::parse_pods(&out)?)
+        cri::parse_pods(&out).map_err(RtError::Failed)
     }
 
     fn endpoint(&self) -> Option<&RuntimeEndpoint> {
@@ -237,7 +247,7 @@ impl Runtime for NodeRuntime {
                 out.stderr_tail()
             )));
         }
-        Ok(cri::parse_inspect_pid(&out.stdout)?)
+        cri::parse_inspect_pid(&out.stdout).map_err(RtError::Failed)
     }
 
     fn etcdctl(
@@ -245,7 +255,7 @@ impl Runtime for NodeRuntime {
         etcd_container: &str,
         args: &[String],
         budget: Duration,
-    ) -> Result<Output, String> {
+    ) -> Result<Output, RtError> {
         let mut v = vec![
             "exec".to_string(),
             etcd_container.to_string(),
@@ -263,13 +273,13 @@ impl Runtime for NodeRuntime {
         now: time::OffsetDateTime,
         path: Option<&str>,
         budget: Duration,
-    ) -> Result<ProbeResult, String> {
+    ) -> Result<ProbeResult, ProbeError> {
         tlsprobe::probe(port, name, id, now, path, budget)
     }
 
-    fn renew_certs(&self) -> Result<Output, String> {
+    fn renew_certs(&self) -> Result<Output, RtError> {
         let Some(p) = &self.kubeadm else {
-            return Err(self.kubeadm_error.clone().unwrap_or_default());
+            return Err(self.missing("kubeadm", &self.kubeadm_error));
         };
         let mut args: Vec<String> = vec!["certs".into(), "renew".into(), "all".into()];
         if let Some(c) = &self.kubeadm_config {
@@ -280,7 +290,7 @@ impl Runtime for NodeRuntime {
             args.push("--rootfs".into());
             args.push(r.clone());
         }
-        proc::run(p, &args, self.timeout, &self.cancel).map_err(|e| e.to_string())
+        Ok(proc::run(p, &args, self.timeout, &self.cancel)?)
     }
 }
 
@@ -631,7 +641,7 @@ pub(crate) mod double {
             Ok(self.node().pids.get(id).copied())
         }
 
-        fn etcdctl(&self, id: &str, args: &[String], _budget: Duration) -> Result<Output, String> {
+        fn etcdctl(&self, id: &str, args: &[String], _budget: Duration) -> Result<Output, RtError> {
             Calls::count(&self.calls.etcdctl);
             let mut n = self.node();
             n.etcdctl.push((id.to_string(), args.to_vec()));
@@ -655,7 +665,7 @@ pub(crate) mod double {
             _now: time::OffsetDateTime,
             path: Option<&str>,
             _budget: Duration,
-        ) -> Result<ProbeResult, String> {
+        ) -> Result<ProbeResult, ProbeError> {
             Calls::count(&self.calls.probe);
             let peer_cert = match &self.root {
                 Some(root) => {
@@ -676,7 +686,7 @@ pub(crate) mod double {
             })
         }
 
-        fn renew_certs(&self) -> Result<Output, String> {
+        fn renew_certs(&self) -> Result<Output, RtError> {
             Calls::count(&self.calls.renew);
             if !self.kubeadm_fails {
                 return Ok(output(0, b"", b""));
@@ -956,6 +966,33 @@ mod tests {
         assert_eq!(missing.len(), 1, "{missing:?}");
         assert_eq!(missing[0].0, "crictl");
         assert!(missing[0].1.contains("/nonexistent/crictl"), "{missing:?}");
-        assert!(rt.ps(Duration::from_secs(1)).is_err());
+        // Every call names why, as a typed error: not something waiting fixes.
+        let want = RtError::Missing(proc::ToolNotFound::At {
+            name: "crictl".into(),
+            path: PathBuf::from("/nonexistent/crictl"),
+        });
+        assert_eq!(rt.ps(Duration::from_secs(1)).unwrap_err(), want);
+        let args = ["version".to_string()];
+        assert_eq!(
+            rt.etcdctl("etcd-1", &args, Duration::from_secs(1))
+                .unwrap_err(),
+            want
+        );
+        assert_eq!(want.to_string(), "crictl not found at /nonexistent/crictl");
+    }
+
+    /// A tool that outlives its budget is a typed timeout, not a string.
+    #[test]
+    fn a_tool_past_its_timeout_is_a_typed_run_error() {
+        let (_root, crictl, _kubeadm, mut g) = node(Some(ENDPOINT));
+        // Its answer is a FIFO nobody writes: the tool hangs reading it.
+        let answer = crictl.path("stdout");
+        std::fs::remove_file(&answer).unwrap();
+        nix::unistd::mkfifo(&answer, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        g.command_timeout = Duration::from_millis(200);
+        match runtime(&g).ps(Duration::from_secs(5)) {
+            Err(RtError::Run(proc::ProcError::Timeout { .. })) => {}
+            other => panic!("{other:?}"),
+        }
     }
 }

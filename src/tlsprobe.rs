@@ -39,22 +39,42 @@ pub struct ProbeResult {
     pub peer_cert: Vec<u8>,
 }
 
+/// Why a TLS probe gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// The node's CA, client certificate or key cannot make a TLS client:
+    /// waiting does not fix that.
+    #[error("{0}")]
+    Identity(String),
+    /// No connection, or the TLS exchange failed: the server may not be up yet.
+    #[error("{0}")]
+    Exchange(String),
+}
+
+fn identity(m: String) -> ProbeError {
+    ProbeError::Identity(m)
+}
+
+fn exchange(m: String) -> ProbeError {
+    ProbeError::Exchange(m)
+}
+
 fn config(
     id: &TlsIdentity,
     now: time::OffsetDateTime,
-) -> Result<Arc<rustls::ClientConfig>, String> {
+) -> Result<Arc<rustls::ClientConfig>, ProbeError> {
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_slice_iter(&id.ca_pem) {
-        let c = c.map_err(|_| "the CA file is not PEM".to_string())?;
+        let c = c.map_err(|_| identity("the CA file is not PEM".to_string()))?;
         roots
             .add(c)
-            .map_err(|e| format!("the CA certificate is not usable: {e}"))?;
+            .map_err(|e| identity(format!("the CA certificate is not usable: {e}")))?;
     }
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&id.client_cert_pem)
         .collect::<Result<_, _>>()
-        .map_err(|_| "the client certificate is not PEM".to_string())?;
+        .map_err(|_| identity("the client certificate is not PEM".to_string()))?;
     let key = PrivateKeyDer::from_pem_slice(&id.client_key_pem)
-        .map_err(|_| "the client key is not usable PEM".to_string())?;
+        .map_err(|_| identity("the client key is not usable PEM".to_string()))?;
     let secs = now.unix_timestamp().max(0) as u64;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = rustls::ClientConfig::builder_with_details(
@@ -64,10 +84,14 @@ fn config(
         )))),
     )
     .with_safe_default_protocol_versions()
-    .map_err(|e| e.to_string())?
+    .map_err(|e| identity(e.to_string()))?
     .with_root_certificates(roots)
     .with_client_auth_cert(chain, key)
-    .map_err(|e| format!("the client certificate and key do not go together: {e}"))?;
+    .map_err(|e| {
+        identity(format!(
+            "the client certificate and key do not go together: {e}"
+        ))
+    })?;
     Ok(Arc::new(cfg))
 }
 
@@ -80,16 +104,17 @@ pub fn probe(
     now: time::OffsetDateTime,
     path: Option<&str>,
     budget: Duration,
-) -> Result<ProbeResult, String> {
+) -> Result<ProbeResult, ProbeError> {
     // Never past the time the caller has left (SPEC 4 step 7, v1.1).
     let budget = budget.max(Duration::from_millis(1));
     let cfg = config(id, now)?;
-    let server_name =
-        ServerName::try_from(name.to_string()).map_err(|_| format!("bad server name {name}"))?;
-    let mut conn = rustls::ClientConnection::new(cfg, server_name).map_err(|e| e.to_string())?;
+    let server_name = ServerName::try_from(name.to_string())
+        .map_err(|_| identity(format!("bad server name {name}")))?;
+    let mut conn =
+        rustls::ClientConnection::new(cfg, server_name).map_err(|e| exchange(e.to_string()))?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget))
-        .map_err(|e| format!("connect {addr}: {e}"))?;
+        .map_err(|e| exchange(format!("connect {addr}: {e}")))?;
     sock.set_read_timeout(Some(IO_TIMEOUT.min(budget))).ok();
     sock.set_write_timeout(Some(IO_TIMEOUT.min(budget))).ok();
     let mut tls = rustls::Stream::new(&mut conn, &mut sock);
@@ -102,18 +127,18 @@ pub fn probe(
         while tls.conn.is_handshaking() {
             tls.conn
                 .complete_io(tls.sock)
-                .map_err(|e| format!("TLS handshake with {addr}: {e}"))?;
+                .map_err(|e| exchange(format!("TLS handshake with {addr}: {e}")))?;
         }
     } else {
         tls.write_all(request.as_bytes())
-            .map_err(|e| format!("TLS to {addr}: {e}"))?;
+            .map_err(|e| exchange(format!("TLS to {addr}: {e}")))?;
     }
     let peer_cert = tls
         .conn
         .peer_certificates()
         .and_then(|c| c.first())
         .map(|c| c.as_ref().to_vec())
-        .ok_or_else(|| format!("{addr} presented no certificate"))?;
+        .ok_or_else(|| exchange(format!("{addr} presented no certificate")))?;
     let status = if request.is_empty() {
         None
     } else {
@@ -130,7 +155,7 @@ pub fn probe(
                 }
                 // A server that closes without close_notify still answered.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !buf.is_empty() => break,
-                Err(e) => return Err(format!("reading from {addr}: {e}")),
+                Err(e) => return Err(exchange(format!("reading from {addr}: {e}"))),
             }
         }
         let line = String::from_utf8_lossy(&buf);
@@ -139,7 +164,7 @@ pub fn probe(
             .next()
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|s| s.parse::<u16>().ok())
-            .ok_or_else(|| format!("{addr} did not answer HTTP"))?;
+            .ok_or_else(|| exchange(format!("{addr} did not answer HTTP")))?;
         Some(status)
     };
     Ok(ProbeResult { status, peer_cert })
@@ -326,7 +351,8 @@ mod tests {
             Duration::from_secs(5),
         );
         assert!(
-            r.as_ref().is_err_and(|e| e.contains("not valid for name")),
+            r.as_ref()
+                .is_err_and(|e| e.to_string().contains("not valid for name")),
             "{r:?}"
         );
         server.join().unwrap();
@@ -351,7 +377,7 @@ mod tests {
         );
         assert!(
             r.as_ref()
-                .is_err_and(|e| e.contains("invalid peer certificate")),
+                .is_err_and(|e| e.to_string().contains("invalid peer certificate")),
             "{r:?}"
         );
         server.join().unwrap();
@@ -372,7 +398,8 @@ mod tests {
             Duration::from_secs(5),
         );
         assert!(
-            r.as_ref().is_err_and(|e| e.contains("certificate expired")),
+            r.as_ref()
+                .is_err_and(|e| e.to_string().contains("certificate expired")),
             "{r:?}"
         );
         server.join().unwrap();
@@ -390,7 +417,8 @@ mod tests {
             Duration::from_secs(5),
         );
         assert!(
-            r.as_ref().is_err_and(|e| e.contains("did not answer HTTP")),
+            r.as_ref()
+                .is_err_and(|e| e.to_string().contains("did not answer HTTP")),
             "{r:?}"
         );
         server.join().unwrap();
@@ -418,7 +446,7 @@ mod tests {
         );
         assert!(
             r.as_ref()
-                .is_err_and(|e| e.starts_with(&format!("TLS to 127.0.0.1:{port}"))),
+                .is_err_and(|e| matches!(e, ProbeError::Exchange(m) if m.starts_with(&format!("TLS to 127.0.0.1:{port}")))),
             "{r:?}"
         );
         assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
@@ -442,7 +470,7 @@ mod tests {
         );
         assert!(
             r.as_ref()
-                .is_err_and(|e| e.starts_with(&format!("connect 127.0.0.1:{port}"))),
+                .is_err_and(|e| matches!(e, ProbeError::Exchange(m) if m.starts_with(&format!("connect 127.0.0.1:{port}")))),
             "{r:?}"
         );
     }
@@ -468,7 +496,12 @@ mod tests {
             None,
             Duration::from_secs(5),
         );
-        assert!(r.as_ref().is_err_and(|e| e.contains("client key")), "{r:?}");
+        // The identity's kind: waiting for the server does not fix it.
+        assert!(
+            r.as_ref()
+                .is_err_and(|e| matches!(e, ProbeError::Identity(m) if m.contains("client key"))),
+            "{r:?}"
+        );
         let wrong_key = TlsIdentity {
             client_key_pem: pki("apiserver.key"),
             ..identity()
@@ -482,7 +515,9 @@ mod tests {
             Duration::from_secs(5),
         );
         assert!(
-            r.as_ref().is_err_and(|e| e.contains("do not go together")),
+            r.as_ref().is_err_and(
+                |e| matches!(e, ProbeError::Identity(m) if m.contains("do not go together"))
+            ),
             "{r:?}"
         );
     }
