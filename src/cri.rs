@@ -45,23 +45,6 @@ struct PsOutput {
     containers: Vec<Container>,
 }
 
-/// Parse `crictl ps -a -o json`, keeping only containers whose labels match
-/// exactly (crictl filtered already; we do not trust a tool blindly).
-pub fn parse_ps(bytes: &[u8], component: &str) -> Result<Vec<Container>, String> {
-    let ps: PsOutput = serde_json::from_slice(bytes)
-        .map_err(|e| format!("crictl ps output is not the expected JSON: {e}"))?;
-    let mut v: Vec<Container> = ps
-        .containers
-        .into_iter()
-        .filter(|c| {
-            c.labels.get(LABEL_NAMESPACE).map(String::as_str) == Some(KUBE_SYSTEM)
-                && c.labels.get(LABEL_CONTAINER).map(String::as_str) == Some(component)
-        })
-        .collect();
-    v.sort_by_key(|c| std::cmp::Reverse(c.created_nanos()));
-    Ok(v)
-}
-
 /// A pod sandbox as `crictl pods -o json` shows it.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct Sandbox {
@@ -162,21 +145,6 @@ impl Listing {
             ));
         }
         Ok(mine)
-    }
-
-    /// Whether any kube-system container named `component` runs outside a
-    /// static pod (for messages: it is never judged).
-    pub fn others_named(&self, component: &str) -> usize {
-        self.containers
-            .iter()
-            .filter(|c| c.labels.get(LABEL_CONTAINER).map(String::as_str) == Some(component))
-            .filter(|c| {
-                !self
-                    .sandboxes
-                    .iter()
-                    .any(|s| s.id == c.pod_sandbox_id && s.is_static())
-            })
-            .count()
     }
 }
 
@@ -548,17 +516,27 @@ mod tests {
     #[test]
     fn ps_filters_exact_labels_newest_first() {
         let j = br#"{"containers":[
-          {"id":"old","state":"CONTAINER_EXITED","createdAt":"100","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd"}},
-          {"id":"new","state":"CONTAINER_RUNNING","createdAt":"200","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd"}},
-          {"id":"other","state":"CONTAINER_RUNNING","createdAt":"300","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd-backup"}},
-          {"id":"ns","state":"CONTAINER_RUNNING","createdAt":"300","labels":{"io.kubernetes.pod.namespace":"default","io.kubernetes.container.name":"etcd"}}]}"#;
-        let v = parse_ps(j, "etcd").unwrap();
+          {"id":"old","podSandboxId":"sb","state":"CONTAINER_EXITED","createdAt":"100","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd"}},
+          {"id":"new","podSandboxId":"sb","state":"CONTAINER_RUNNING","createdAt":"200","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd"}},
+          {"id":"other","podSandboxId":"sb","state":"CONTAINER_RUNNING","createdAt":"300","labels":{"io.kubernetes.pod.namespace":"kube-system","io.kubernetes.container.name":"etcd-backup"}},
+          {"id":"ns","podSandboxId":"sb","state":"CONTAINER_RUNNING","createdAt":"300","labels":{"io.kubernetes.pod.namespace":"default","io.kubernetes.container.name":"etcd"}}]}"#;
+        let containers = parse_ps_kube_system(j).unwrap();
+        assert_eq!(
+            containers.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["other", "new", "old"]
+        );
+        let pods = br#"{"items":[{"id":"sb","labels":{"io.kubernetes.pod.namespace":"kube-system"},"annotations":{"kubernetes.io/config.source":"file"}}]}"#;
+        let listing = Listing {
+            containers,
+            sandboxes: parse_pods(pods).unwrap(),
+        };
+        let v = listing.component("etcd").unwrap();
         assert_eq!(
             v.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
             ["new", "old"]
         );
         assert_eq!(running(&v).unwrap().id, "new");
-        assert!(parse_ps(b"garbage", "etcd").is_err());
+        assert!(parse_ps_kube_system(b"garbage").is_err());
     }
 
     #[test]

@@ -812,7 +812,14 @@ mod tests {
             containers: rt.ps(Duration::ZERO).unwrap(),
             sandboxes: rt.pods(Duration::ZERO).unwrap(),
         };
-        assert_eq!(listing.others_named("etcd"), 1);
+        // Two containers named etcd are listed; one is the static pod's.
+        let named_etcd = listing
+            .containers
+            .iter()
+            .filter(|c| c.labels.get(cri::LABEL_CONTAINER).map(String::as_str) == Some("etcd"))
+            .count();
+        assert_eq!(named_etcd, 2);
+        assert_eq!(listing.component("etcd").unwrap().len(), 1);
         assert_eq!(rt.calls.renew(), 0, "the gate never renews");
     }
 

@@ -3,13 +3,13 @@
 //! the runbook's rules can run against a test double.
 
 use crate::cli::Global;
-use crate::cri::{self, Container, Listing, Sandbox, KUBE_SYSTEM, LABEL_NAMESPACE};
+use crate::cri::{self, Container, Sandbox, KUBE_SYSTEM, LABEL_NAMESPACE};
 use crate::endpoint::RuntimeEndpoint;
 use crate::proc::{self, Output};
 use crate::signals::Cancel;
 use crate::tlsprobe::{self, ProbeError, ProbeResult, TlsIdentity};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A failure of a node tool (crictl, etcdctl through crictl, kubeadm). The
 /// text of each is the message printed; the kind decides what a wait does.
@@ -39,17 +39,6 @@ pub trait Runtime: Sync {
     fn ps(&self, budget: Duration) -> Result<Vec<Container>, RtError>;
     /// kube-system's pod sandboxes (one `crictl pods` call).
     fn pods(&self, budget: Duration) -> Result<Vec<Sandbox>, RtError>;
-    /// One look at kube-system: containers, then sandboxes (SPEC 4: at most
-    /// two listing calls per gate attempt).
-    fn list(&self, budget: Duration) -> Result<Listing, RtError> {
-        let t0 = Instant::now();
-        let containers = self.ps(budget)?;
-        let sandboxes = self.pods(budget.saturating_sub(t0.elapsed()))?;
-        Ok(Listing {
-            containers,
-            sandboxes,
-        })
-    }
     /// The host PID of a container's process, when the runtime tells it
     /// (`crictl inspect`): the stop wait then watches it with a pidfd.
     fn container_pid(&self, _id: &str, _budget: Duration) -> Result<Option<u32>, RtError> {

@@ -386,8 +386,8 @@ fn is_valid_id_by_hand(s: &str) -> bool {
 mod tools_and_pki {
     use base64::Engine;
     use nvke_cert_runbook::cri::{
-        judge_etcd, parse_endpoint_health, parse_member_list, parse_ps, running, EndpointHealth,
-        EtcdVerdict, Member, MemberHeader, MemberList,
+        judge_etcd, parse_endpoint_health, parse_member_list, parse_pods, parse_ps_kube_system,
+        running, EndpointHealth, EtcdVerdict, Listing, Member, MemberHeader, MemberList,
     };
     use nvke_cert_runbook::pki::{
         key_matches_cert, kubeconfig_client_cert, kubeconfig_client_key, parse_pem_certificate,
@@ -464,6 +464,18 @@ mod tools_and_pki {
             })
             .collect();
         serde_json::to_vec(&json!({ "containers": v })).unwrap()
+    }
+
+    /// `crictl pods -o json` with the one static pod sandbox (`f00d`) that
+    /// every container of [`ps_json`] belongs to.
+    fn static_sandbox() -> Vec<u8> {
+        serde_json::to_vec(&json!({ "items": [{
+            "id": "f00d",
+            "state": "SANDBOX_READY",
+            "labels": { "io.kubernetes.pod.namespace": "kube-system" },
+            "annotations": { "kubernetes.io/config.source": "file" },
+        }]}))
+        .unwrap()
     }
 
     /// A member list and its health, generated from counts: `voters` voting
@@ -606,24 +618,32 @@ mod tools_and_pki {
 
         #[test]
         fn tool_parsers_never_panic(b in vec(any::<u8>(), 0..4096), name in "[a-z-]{0,20}") {
-            let _ = parse_ps(&b, &name);
+            if let (Ok(containers), Ok(sandboxes)) = (parse_ps_kube_system(&b), parse_pods(&b)) {
+                let _ = Listing { containers, sandboxes }.component(&name);
+            }
             let _ = parse_member_list(&b);
             let _ = parse_endpoint_health(&b);
         }
 
         #[test]
         fn tool_parsers_never_panic_on_jsonish_text(s in super::arb_jsonish()) {
-            let _ = parse_ps(s.as_bytes(), "etcd");
+            let _ = parse_ps_kube_system(s.as_bytes());
+            let _ = parse_pods(s.as_bytes());
             let _ = parse_member_list(s.as_bytes());
             let _ = parse_endpoint_health(s.as_bytes());
         }
 
-        /// parse_ps keeps exactly the kube-system containers of that name
-        /// (labels compared exactly, not by prefix or case), newest first, and
-        /// `running` picks the newest running one.
+        /// A listing (`crictl ps -a` then `crictl pods`, as the runbook reads
+        /// kube-system) gives exactly the kube-system containers of that name
+        /// in its static pod (labels compared exactly, not by prefix or
+        /// case), newest first, and `running` picks the newest running one.
         #[test]
         fn crictl_ps_keeps_exact_labels_newest_first(ctrs in vec(arb_ctr(), 0..12), which in prop::sample::select(vec!["etcd", "kube-apiserver"])) {
-            let got = parse_ps(&ps_json(&ctrs), which).unwrap();
+            let listing = Listing {
+                containers: parse_ps_kube_system(&ps_json(&ctrs)).unwrap(),
+                sandboxes: parse_pods(&static_sandbox()).unwrap(),
+            };
+            let got = listing.component(which).unwrap();
             let mut want: Vec<&Ctr> = ctrs.iter().filter(|c| c.namespace == "kube-system" && c.name == which).collect();
             prop_assert_eq!(got.len(), want.len());
             for g in &got {

@@ -2,10 +2,18 @@
 //! whatever parses never panics either.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use nvke_cert_runbook::cri::{judge_etcd, parse_endpoint_health, parse_member_list, parse_ps};
+use nvke_cert_runbook::cri::{
+    judge_etcd, parse_endpoint_health, parse_member_list, parse_pods, parse_ps_kube_system, Listing,
+};
 
 fuzz_target!(|data: &[u8]| {
-    let _ = parse_ps(data, "etcd");
+    if let (Ok(containers), Ok(sandboxes)) = (parse_ps_kube_system(data), parse_pods(data)) {
+        let _ = Listing {
+            containers,
+            sandboxes,
+        }
+        .component("etcd");
+    }
     let health = parse_endpoint_health(data);
     if let (Ok(members), Ok(h)) = (parse_member_list(data), health) {
         let _ = judge_etcd(&h, &h, &members);
