@@ -287,7 +287,14 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         &s.manifests,
     );
     text.push('\n');
-    output::text_cert_tables(&mut text, &s.pki, now, threshold);
+    let certificates = s.pki.certificates(now, threshold);
+    let certificate_authorities = s.pki.authorities(now, threshold);
+    output::text_cert_tables(
+        &mut text,
+        &certificates,
+        &certificate_authorities,
+        threshold,
+    );
 
     let document = doc::CheckDocument {
         mode: doc::CheckMode::Check,
@@ -310,8 +317,8 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         manifests: s.manifests.views(),
         staging: s.manifests.staging(),
         stray_manifests: s.manifests.strays.clone(),
-        certificates: s.pki.certificates(now, threshold),
-        certificate_authorities: s.pki.authorities(now, threshold),
+        certificates,
+        certificate_authorities,
         ca_sha256: s.pki.ca_sha256_view(),
         duration_ms: 0,
     };

@@ -252,7 +252,14 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
         );
         text.push('\n');
     }
-    output::text_cert_tables(&mut text, &s.pki, now, threshold);
+    let certificates = s.pki.certificates(now, threshold);
+    let certificate_authorities = s.pki.authorities(now, threshold);
+    output::text_cert_tables(
+        &mut text,
+        &certificates,
+        &certificate_authorities,
+        threshold,
+    );
     text.push('\n');
     let mut rows = vec![vec![
         "RECENT RECEIPT".to_string(),
@@ -316,8 +323,8 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
         staging: m.staging(),
         stray_manifests: m.strays.clone(),
         ca_sha256: s.pki.ca_sha256_view(),
-        certificates: s.pki.certificates(now, threshold),
-        certificate_authorities: s.pki.authorities(now, threshold),
+        certificates,
+        certificate_authorities,
         state_error: s.state_error.clone(),
         duration_ms: 0,
     };
