@@ -15,7 +15,7 @@ use crate::node_pki::{self, PkiReport};
 use crate::opid::OperationId;
 
 /// What `completed/` holds, as the operator view shows it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Receipts {
     /// `completed/` could not be used (it then hides every receipt).
     pub error: Option<String>,

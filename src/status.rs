@@ -18,7 +18,7 @@ use crate::paths::{
 };
 use crate::phase::{PhaseFile, PhaseState};
 use crate::receipt::{self, Receipt};
-use crate::snapshot::NodeSnapshot;
+use crate::snapshot::{NodeSnapshot, Receipts};
 
 /// What a fencing check would do (pure). Every outcome reached with the
 /// lock held puts back `restore` first: the manifests a dead run left staged
@@ -175,14 +175,14 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
     let now = g.clock.now();
     let threshold = g.threshold_days;
     let s = NodeSnapshot::for_status(root, id);
-    let (receipt_count, recent, completed_error, asked) = match &s.receipts {
-        Some(r) => (r.count, &r.recent[..], r.error.as_ref(), r.asked.as_ref()),
-        None => (0, &[][..], None, None),
-    };
+    let none = Receipts::default();
+    let receipts = s.receipts.as_ref().unwrap_or(&none);
+    let (receipt_count, recent, asked) =
+        (receipts.count, &receipts.recent, receipts.asked.as_ref());
     let m = &s.manifests;
 
     let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, m);
-    if let Some(e) = completed_error {
+    if let Some(e) = &receipts.error {
         reasons.push(format!("receipts directory: {e}"));
     }
     let clean = reasons.is_empty();
