@@ -3,32 +3,14 @@
 
 use crate::agent::AgentIntent;
 use crate::cli::Global;
+use crate::contract::{self as doc, CheckFailure, Decision, Executor};
 use crate::fsx::Root;
-use crate::inspect::{self, RunbookIntent};
-use crate::manifests::{self, ManifestsReport};
-use crate::node_pki;
+use crate::inspect::RunbookIntent;
+use crate::manifests::ManifestsReport;
 use crate::outcome::exit;
 use crate::output::{self, Report};
-use serde::Serialize;
-use serde_json::json;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Renew,
-    Unchanged,
-    Failed,
-}
-
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Renew => "renew",
-            Decision::Unchanged => "unchanged",
-            Decision::Failed => "failed",
-        }
-    }
-}
+use crate::snapshot::NodeSnapshot;
+use time::OffsetDateTime;
 
 /// The facts the decision rests on (pure input).
 #[derive(Debug, Clone, Default)]
@@ -55,40 +37,39 @@ pub struct Facts {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     pub decision: Decision,
-    /// Executors the controller must run, in order: `legacy`, `typed`.
-    pub executors: Vec<&'static str>,
+    /// Executors the controller must run, in order.
+    pub executors: Vec<Executor>,
     /// Whether the controller may fall back to this runbook when the typed
     /// executor is unimplemented (only with no pending intent at all).
     pub legacy_fallback: bool,
-    /// The first failure's code: busy, state, phase-file, manifests,
-    /// agent-state, pki.
-    pub failure: Option<&'static str>,
+    /// The first failure's kind.
+    pub failure: Option<CheckFailure>,
     pub reasons: Vec<String>,
     pub warnings: Vec<String>,
 }
 
 /// Pure: decide per SPEC section 5 and the product guide.
 pub fn decide(f: &Facts) -> Verdict {
-    let mut failures: Vec<(&'static str, String)> = Vec::new();
+    let mut failures: Vec<(CheckFailure, String)> = Vec::new();
     let mut warnings = f.warnings.clone();
     if let Some(holder) = &f.lock_held_by {
         failures.push((
-            "busy",
+            CheckFailure::Busy,
             format!("busy: the renewal lock is held by {holder}"),
         ));
     }
     for e in &f.state_errors {
-        failures.push(("state", format!("state: {e}")));
+        failures.push((CheckFailure::State, format!("state: {e}")));
     }
     let runbook = f.runbook.clone().unwrap_or(RunbookIntent::Absent);
     if let RunbookIntent::Malformed(e) = &runbook {
-        failures.push(("phase-file", format!("phase file: {e}")));
+        failures.push((CheckFailure::PhaseFile, format!("phase file: {e}")));
     }
     for p in &f.manifest_problems {
-        failures.push(("manifests", format!("manifests: {p}")));
+        failures.push((CheckFailure::Manifests, format!("manifests: {p}")));
     }
     for e in &f.pki_errors {
-        failures.push(("pki", format!("pki: {e}")));
+        failures.push((CheckFailure::Pki, format!("pki: {e}")));
     }
     let legacy_pending = runbook.is_pending();
     let agent = f.agent.clone().unwrap_or(AgentIntent::Absent);
@@ -99,7 +80,10 @@ pub fn decide(f: &Facts) -> Verdict {
                 "agent state unknown ({reason}); legacy intent is pending, so only the legacy executor is selected"
             ));
         } else {
-            failures.push(("agent-state", format!("agent state unknown: {reason}")));
+            failures.push((
+                CheckFailure::AgentState,
+                format!("agent state unknown: {reason}"),
+            ));
         }
     }
 
@@ -132,12 +116,16 @@ pub fn decide(f: &Facts) -> Verdict {
         }
     }
     let (decision, executors, legacy_fallback) = match (legacy_pending, typed_pending) {
-        (true, true) => (Decision::Renew, vec!["legacy", "typed"], false),
-        (true, false) => (Decision::Renew, vec!["legacy"], false),
-        (false, true) => (Decision::Renew, vec!["typed"], false),
+        (true, true) => (
+            Decision::Renew,
+            vec![Executor::Legacy, Executor::Typed],
+            false,
+        ),
+        (true, false) => (Decision::Renew, vec![Executor::Legacy], false),
+        (false, true) => (Decision::Renew, vec![Executor::Typed], false),
         (false, false) if f.force => {
             reasons.push("forced: expiry is not checked".to_string());
-            (Decision::Renew, vec!["typed"], true)
+            (Decision::Renew, vec![Executor::Typed], true)
         }
         (false, false) if !f.leaves_due.is_empty() => {
             for (name, days) in &f.leaves_due {
@@ -153,7 +141,7 @@ pub fn decide(f: &Facts) -> Verdict {
                     )
                 });
             }
-            (Decision::Renew, vec!["typed"], true)
+            (Decision::Renew, vec![Executor::Typed], true)
         }
         (false, false) => {
             reasons.push(match &f.soonest_leaf {
@@ -233,89 +221,59 @@ pub fn stray_warnings(m: &ManifestsReport) -> Vec<String> {
         .collect()
 }
 
-/// Run the check: gather, decide, report. Writes nothing to the node.
-pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> Report {
-    let now = g.clock.now();
-    let threshold = g.threshold_days;
+/// The facts of a snapshot, at the clock and threshold (pure).
+pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32) -> Facts {
     let mut facts = Facts {
         force,
         threshold_days: threshold,
         ..Default::default()
     };
-
-    let state = match inspect::open_state(root) {
-        Ok(s) => s,
-        Err(e) => {
-            facts.state_errors.push(e.to_string());
-            None
-        }
-    };
-    let lock = inspect::read_lock(state.as_ref());
-    if lock.is_held() {
-        facts.lock_held_by = Some(lock.owner.describe());
+    facts.state_errors.extend(s.state_error.clone());
+    if s.lock.is_held() {
+        facts.lock_held_by = Some(s.lock.owner.describe());
     }
-    if let Err(e) = &lock.probe {
+    if let Err(e) = &s.lock.probe {
         facts.state_errors.push(e.clone());
     }
-    let phase = inspect::read_phase(state.as_ref());
-    facts.runbook = Some(phase.intent.clone());
-    let (agent_path, agent) = inspect::read_agent(root, agent_state);
-    facts.agent = Some(agent.clone());
-    let manifests = manifests::inspect(root);
-    facts.manifest_problems = manifest_problems(&manifests);
-    let pki = node_pki::read(root);
-    facts.pki_errors = pki.errors();
-    facts.leaves_due = pki.leaves_due(now, threshold);
-    facts.soonest_leaf = pki.soonest_leaf(now);
-    facts.warnings = pki.warnings(now, threshold);
-    facts.warnings.extend(stray_warnings(&manifests));
+    facts.runbook = Some(s.phase.intent.clone());
+    facts.agent = Some(s.agent.clone());
+    facts.manifest_problems = manifest_problems(&s.manifests);
+    facts.pki_errors = s.pki.errors();
+    facts.leaves_due = s.pki.leaves_due(now, threshold);
+    facts.soonest_leaf = s.pki.soonest_leaf(now);
+    facts.warnings = s.pki.warnings(now, threshold);
+    facts.warnings.extend(stray_warnings(&s.manifests));
+    facts
+}
 
-    let verdict = decide(&facts);
+/// Run the check: read the node once, decide, report. Writes nothing to
+/// the node.
+pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> Report {
+    let now = g.clock.now();
+    let threshold = g.threshold_days;
+    let s = NodeSnapshot::for_check(root, agent_state);
+    let verdict = decide(&facts(&s, force, now, threshold));
     let code = match verdict.decision {
         Decision::Failed => exit::FAILED,
         _ => exit::OK,
     };
+    let executors: Vec<String> = verdict.executors.iter().map(output::word).collect();
     let message = match verdict.decision {
         Decision::Failed => format!(
             "check failed: {}",
             verdict.reasons.first().cloned().unwrap_or_default()
         ),
         Decision::Unchanged => verdict.reasons.first().cloned().unwrap_or_default(),
-        Decision::Renew => format!("renew with executors [{}]", verdict.executors.join(", ")),
+        Decision::Renew => format!("renew with executors [{}]", executors.join(", ")),
     };
-    let json = json!({
-        "mode": "check",
-        "runbookVersion": crate::version::RUNBOOK_VERSION,
-        "operationID": null,
-        "outcome": verdict.decision.as_str(),
-        "decision": verdict.decision.as_str(),
-        "executors": verdict.executors,
-        "legacyFallback": verdict.legacy_fallback,
-        "failure": verdict.failure,
-        "reasons": verdict.reasons,
-        "warnings": verdict.warnings,
-        "message": crate::receipt::bounded_message(&message),
-        "force": force,
-        "thresholdDays": threshold,
-        "now": crate::clock::rfc3339(now),
-        "agentState": inspect::agent_json(&agent_path, &agent),
-        "phaseFile": phase.to_json(),
-        "lock": lock.to_json(),
-        "manifests": manifests.manifests,
-        "staging": { "runbook": manifests.runbook_staging, "agent": manifests.agent_staging },
-        "strayManifests": manifests.strays,
-        "certificates": pki.leaves_json(now, threshold),
-        "certificateAuthorities": pki.cas_json(now, threshold),
-        "caSHA256": pki.ca_sha256(),
-    });
 
     let mut text = String::new();
     text.push_str(&format!(
         "CHECK: {}",
-        verdict.decision.as_str().to_uppercase()
+        output::word(&verdict.decision).to_uppercase()
     ));
-    if !verdict.executors.is_empty() {
-        text.push_str(&format!("  executors: {}", verdict.executors.join(", ")));
+    if !executors.is_empty() {
+        text.push_str(&format!("  executors: {}", executors.join(", ")));
     }
     text.push('\n');
     output::text_list(&mut text, "reasons", &verdict.reasons);
@@ -323,14 +281,52 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     text.push('\n');
     output::text_node_summary(
         &mut text,
-        &lock.describe(),
-        &phase.describe(),
-        &agent_summary(&agent),
-        &manifests,
+        &s.lock.describe(),
+        &s.phase.describe(),
+        &agent_summary(&s.agent),
+        &s.manifests,
     );
     text.push('\n');
-    output::text_cert_tables(&mut text, &pki, now, threshold);
-    Report { code, json, text }
+    let certificates = s.pki.certificates(now, threshold);
+    let certificate_authorities = s.pki.authorities(now, threshold);
+    output::text_cert_tables(
+        &mut text,
+        &certificates,
+        &certificate_authorities,
+        threshold,
+    );
+
+    let document = doc::CheckDocument {
+        mode: doc::CheckMode::Check,
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: doc::Null,
+        outcome: verdict.decision,
+        decision: verdict.decision,
+        executors: verdict.executors,
+        legacy_fallback: verdict.legacy_fallback,
+        failure: verdict.failure,
+        reasons: verdict.reasons,
+        warnings: verdict.warnings,
+        message: doc::Message(crate::receipt::bounded_message(&message)),
+        force,
+        threshold_days: threshold,
+        now: doc::Timestamp(crate::clock::rfc3339(now)),
+        agent_state: s.agent_view(),
+        phase_file: s.phase.view(),
+        lock: s.lock.view(),
+        manifests: s.manifests.views(),
+        staging: s.manifests.staging(),
+        stray_manifests: s.manifests.strays.clone(),
+        certificates,
+        certificate_authorities,
+        ca_sha256: s.pki.ca_sha256_view(),
+        duration_ms: 0,
+    };
+    Report {
+        code,
+        json: output::document(&document),
+        text,
+    }
 }
 
 pub fn agent_summary(a: &AgentIntent) -> String {
@@ -384,7 +380,7 @@ mod tests {
         let v = decide(&f);
         assert_eq!(
             (v.decision, v.executors.clone(), v.legacy_fallback),
-            (Decision::Renew, vec!["typed"], true)
+            (Decision::Renew, vec![Executor::Typed], true)
         );
         let mut f = base();
         f.force = true;
@@ -397,20 +393,20 @@ mod tests {
         f.runbook = Some(RunbookIntent::Pending);
         f.agent = pending_agent();
         let v = decide(&f);
-        assert_eq!(v.executors, vec!["legacy", "typed"]);
+        assert_eq!(v.executors, vec![Executor::Legacy, Executor::Typed]);
         assert!(!v.legacy_fallback);
         f.runbook = Some(RunbookIntent::Absent);
-        assert_eq!(decide(&f).executors, vec!["typed"]);
+        assert_eq!(decide(&f).executors, vec![Executor::Typed]);
         assert!(!decide(&f).legacy_fallback);
         f.runbook = Some(RunbookIntent::Pending);
         f.agent = Some(AgentIntent::Idle {
             phase: "done".into(),
             operation_id: None,
         });
-        assert_eq!(decide(&f).executors, vec!["legacy"]);
+        assert_eq!(decide(&f).executors, vec![Executor::Legacy]);
         // forced does not bypass pending intent
         f.force = true;
-        assert_eq!(decide(&f).executors, vec!["legacy"]);
+        assert_eq!(decide(&f).executors, vec![Executor::Legacy]);
         // done-by-receipt is not pending
         f.force = false;
         f.runbook = Some(RunbookIntent::DoneByReceipt);
@@ -426,12 +422,12 @@ mod tests {
         let v = decide(&f);
         assert_eq!(
             (v.decision, v.failure),
-            (Decision::Failed, Some("agent-state"))
+            (Decision::Failed, Some(CheckFailure::AgentState))
         );
         f.runbook = Some(RunbookIntent::Pending);
         let v = decide(&f);
         assert_eq!(v.decision, Decision::Renew);
-        assert_eq!(v.executors, vec!["legacy"]);
+        assert_eq!(v.executors, vec![Executor::Legacy]);
         assert!(v.warnings.iter().any(|w| w.contains("agent state unknown")));
     }
 
@@ -443,11 +439,11 @@ mod tests {
         f.manifest_problems = vec!["etcd manifest is missing".into()];
         let v = decide(&f);
         assert_eq!(v.decision, Decision::Failed);
-        assert_eq!(v.failure, Some("busy"));
+        assert_eq!(v.failure, Some(CheckFailure::Busy));
         assert_eq!(v.reasons.len(), 3);
         assert!(v.executors.is_empty());
         let mut f = base();
         f.pki_errors = vec!["apiserver.crt does not parse".into()];
-        assert_eq!(decide(&f).failure, Some("pki"));
+        assert_eq!(decide(&f).failure, Some(CheckFailure::Pki));
     }
 }

@@ -3,15 +3,14 @@
 //! and the node agent's state file. Creates nothing.
 
 use crate::agent::{self, AgentIntent};
-use crate::component::Component;
+use crate::contract as doc;
 use crate::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
 use crate::lock::{self, OwnerInfo, Probe};
 use crate::opid::OperationId;
 use crate::paths::{AGENT_STATE_FILE, COMPLETED_DIR, PHASE_FILE, STATE_DIR};
 use crate::phase::{self, PhaseFile};
 use crate::receipt::{self, Receipt};
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// How many recent receipts the operator view lists.
 pub const RECENT_RECEIPTS: usize = 20;
@@ -35,17 +34,29 @@ pub enum ReceiptLookup {
 }
 
 impl ReceiptLookup {
-    pub fn to_json(&self) -> Value {
+    /// As the read-only modes print it (None: absent).
+    pub fn view(&self) -> Option<doc::ReceiptLookup> {
         match self {
-            ReceiptLookup::Absent => Value::Null,
-            ReceiptLookup::Found(r) => receipt_json(r),
-            ReceiptLookup::Malformed(e) => json!({ "malformed": true, "error": e }),
+            ReceiptLookup::Absent => None,
+            ReceiptLookup::Found(r) => receipt_doc(r).map(doc::ReceiptLookup::Found),
+            ReceiptLookup::Malformed(e) => {
+                Some(doc::ReceiptLookup::Malformed(doc::MalformedReceipt {
+                    malformed: doc::ConstBool,
+                    error: e.clone(),
+                }))
+            }
         }
     }
 }
 
 pub fn receipt_json(r: &Receipt) -> Value {
     serde_json::from_slice(&receipt::render_receipt(r)).unwrap_or(Value::Null)
+}
+
+/// A receipt as the documents embed it: what `completed/<ID>.json` holds
+/// (None: it would not render as one, never the case for a validated receipt).
+pub fn receipt_doc(r: &Receipt) -> Option<doc::Receipt> {
+    serde_json::from_slice(&receipt::render_receipt(r)).ok()
 }
 
 /// Look up `completed/<ID>.json` (never creating anything).
@@ -126,44 +137,64 @@ pub struct PhaseReport {
 }
 
 impl PhaseReport {
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "path": crate::paths::state(PHASE_FILE),
-            "status": match (&self.file, &self.intent) {
-                (_, RunbookIntent::Malformed(_)) => "malformed",
-                (None, _) => "absent",
-                (Some(_), _) => "present",
+    /// As the read-only modes print it.
+    pub fn view(&self) -> doc::PhaseFileView {
+        let mut v = doc::PhaseFileView {
+            path: crate::paths::state(PHASE_FILE),
+            status: match (&self.file, &self.intent) {
+                (_, RunbookIntent::Malformed(_)) => doc::PhaseFileStatus::Malformed,
+                (None, _) => doc::PhaseFileStatus::Absent,
+                (Some(_), _) => doc::PhaseFileStatus::Present,
             },
-            "intent": self.intent.as_str(),
-            "pending": self.intent.is_pending(),
-            "format": Value::Null,
-            "state": Value::Null,
-            "nextComponent": Value::Null,
-            "operationID": Value::Null,
-        });
+            intent: match self.intent {
+                RunbookIntent::Absent => doc::RunbookIntent::Absent,
+                RunbookIntent::Done => doc::RunbookIntent::Done,
+                RunbookIntent::DoneByReceipt => doc::RunbookIntent::DoneByReceipt,
+                RunbookIntent::Pending => doc::RunbookIntent::Pending,
+                RunbookIntent::Malformed(_) => doc::RunbookIntent::Malformed,
+            },
+            pending: self.intent.is_pending(),
+            format: None,
+            state: None,
+            next_component: None,
+            operation_id: None,
+            started_at: None,
+            updated_at: None,
+            force: None,
+            threshold_days: None,
+            ca_sha256: None,
+            receipt: None,
+            started: None,
+            pid: None,
+            error: match &self.intent {
+                RunbookIntent::Malformed(e) => Some(e.clone()),
+                _ => None,
+            },
+        };
         if let Some(p) = &self.file {
-            v["format"] = json!(p.format_name());
-            v["state"] = json!(p.state().as_str());
-            v["nextComponent"] = json!(p.next_component().map(Component::name));
+            v.state = doc::by_name(p.state().as_str());
+            v.next_component = p.next_component().and_then(|c| doc::by_name(c.name()));
             match p {
                 PhaseFile::V2(p2) => {
-                    v["operationID"] = json!(p2.operation_id.as_str());
-                    v["startedAt"] = json!(p2.started_at);
-                    v["updatedAt"] = json!(p2.updated_at);
-                    v["force"] = json!(p2.force);
-                    v["thresholdDays"] = json!(p2.threshold_days);
-                    v["caSHA256"] = json!(p2.ca_sha256);
-                    v["receipt"] = self.receipt_of_phase_op.to_json();
+                    v.format = Some(doc::PhaseFormat::V2);
+                    v.operation_id = Some(doc::OperationId(p2.operation_id.as_str().to_string()));
+                    v.started_at = Some(doc::Timestamp(p2.started_at.clone()));
+                    v.updated_at = Some(doc::Timestamp(p2.updated_at.clone()));
+                    v.force = Some(p2.force);
+                    v.threshold_days = Some(p2.threshold_days);
+                    v.ca_sha256 = Some(doc::ca_sha256_of(&p2.ca_sha256));
+                    v.receipt = Some(self.receipt_of_phase_op.view());
                 }
                 PhaseFile::Legacy(l) => {
-                    v["started"] = json!(l.started);
-                    v["pid"] = json!(l.pid);
-                    v["caSHA256"] = json!({ "ca.crt": l.ca_sha256 });
+                    v.format = Some(doc::PhaseFormat::LegacyFiveLine);
+                    v.started = Some(l.started);
+                    v.pid = Some(l.pid);
+                    v.ca_sha256 = Some(doc::CaSha256 {
+                        ca: Some(doc::Sha256Hex(l.ca_sha256.clone())),
+                        ..Default::default()
+                    });
                 }
             }
-        }
-        if let RunbookIntent::Malformed(e) = &self.intent {
-            v["error"] = json!(e);
         }
         v
     }
@@ -260,28 +291,37 @@ impl LockReport {
     pub fn is_held(&self) -> bool {
         matches!(self.probe, Ok(Probe::Held))
     }
-    pub fn to_json(&self) -> Value {
+    /// As the read-only modes print it.
+    pub fn view(&self) -> doc::LockView {
         let owner = match &self.owner {
-            OwnerInfo::Absent => Value::Null,
-            OwnerInfo::Known(o) => serde_json::to_value(o).unwrap_or(Value::Null),
-            OwnerInfo::Unparsed(s) => json!({ "raw": s }),
-            OwnerInfo::Error(e) => json!({ "error": e }),
+            OwnerInfo::Absent => None,
+            OwnerInfo::Known(o) => Some(doc::OwnerView::Known(doc::LockOwner {
+                pid: o.pid,
+                operation_id: o.operation_id.clone(),
+                mode: o.mode.clone(),
+                started_at: o.started_at.clone(),
+                boot_id: o.boot_id.clone(),
+            })),
+            OwnerInfo::Unparsed(s) => Some(doc::OwnerView::Raw(doc::OwnerRaw { raw: s.clone() })),
+            OwnerInfo::Error(e) => {
+                Some(doc::OwnerView::Error(doc::OwnerError { error: e.clone() }))
+            }
         };
         let (state, error) = match &self.probe {
-            Ok(p) => (p.as_str(), None),
-            Err(e) => ("error", Some(e.clone())),
+            Ok(Probe::Absent) => (doc::LockState::Absent, None),
+            Ok(Probe::Free) => (doc::LockState::Free, None),
+            Ok(Probe::Held) => (doc::LockState::Held, None),
+            Err(e) => (doc::LockState::Error, Some(e.clone())),
         };
-        let mut v = json!({
-            "path": crate::paths::state(crate::paths::LOCK_FILE),
-            "state": state,
-            "held": self.is_held(),
-            "holder": if self.is_held() { owner.clone() } else { Value::Null },
-            "lastOwner": if self.is_held() { Value::Null } else { owner },
-        });
-        if let Some(e) = error {
-            v["error"] = json!(e);
+        let held = self.is_held();
+        doc::LockView {
+            path: crate::paths::state(crate::paths::LOCK_FILE),
+            state,
+            held,
+            holder: if held { owner.clone() } else { None },
+            last_owner: if held { None } else { owner },
+            error,
         }
-        v
     }
     pub fn describe(&self) -> String {
         match &self.probe {
@@ -325,39 +365,47 @@ pub fn read_agent(root: &Root, named: Option<&str>) -> (String, AgentIntent) {
     (path, intent)
 }
 
-pub fn agent_json(path: &str, a: &AgentIntent) -> Value {
-    let mut v = json!({ "path": path, "state": a.as_str() });
+/// The agent's intent as the read-only modes print it.
+pub fn agent_view(path: &str, a: &AgentIntent) -> doc::AgentStateView {
+    let path = path.to_string();
+    // A phase the parser accepted is one of the contract's.
+    let unknown_phase = |path: String, phase: &str| doc::AgentStateView::Unknown {
+        reason: format!("{path}: unknown phase {phase:?}"),
+        path,
+    };
     match a {
+        AgentIntent::Absent => doc::AgentStateView::Absent { path },
         AgentIntent::Idle {
             phase,
             operation_id,
-        }
-        | AgentIntent::Pending {
+        } => match doc::by_name(phase) {
+            Some(phase) => doc::AgentStateView::Idle {
+                path,
+                phase,
+                operation_id: operation_id.clone(),
+            },
+            None => unknown_phase(path, phase),
+        },
+        AgentIntent::Pending {
             phase,
             operation_id,
-        } => {
-            v["phase"] = json!(phase);
-            v["operationID"] = json!(operation_id);
-        }
-        AgentIntent::Unknown { reason } => v["reason"] = json!(reason),
-        AgentIntent::Absent => {}
+        } => match doc::by_name(phase) {
+            Some(phase) => doc::AgentStateView::Pending {
+                path,
+                phase,
+                operation_id: operation_id.clone(),
+            },
+            None => unknown_phase(path, phase),
+        },
+        AgentIntent::Unknown { reason } => doc::AgentStateView::Unknown {
+            path,
+            reason: reason.clone(),
+        },
     }
-    v
 }
 
 /// A receipt summary for the operator view.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReceiptSummary {
-    #[serde(rename = "operationID")]
-    pub operation_id: String,
-    pub outcome: Option<String>,
-    pub phase: Option<String>,
-    pub finished_at: Option<String>,
-    pub message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+pub use doc::ReceiptSummary;
 
 /// The most recent receipts (by modification time, newest first), at most
 /// `RECENT_RECEIPTS`, plus how many receipts there are. Lists the directory
@@ -414,13 +462,23 @@ pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) 
                     error: Some(format!("file name is not an operation ID: {e}")),
                 },
                 Ok(id) => match lookup_receipt(Some(dir), &id) {
-                    ReceiptLookup::Found(r) => ReceiptSummary {
-                        operation_id: stem,
-                        outcome: Some(r.outcome.as_str().to_string()),
-                        phase: Some(r.phase.as_string()),
-                        finished_at: Some(r.finished_at.clone()),
-                        message: Some(r.message.clone()),
-                        error: None,
+                    ReceiptLookup::Found(r) => match receipt_doc(&r) {
+                        Some(d) => ReceiptSummary {
+                            operation_id: stem,
+                            outcome: Some(d.outcome),
+                            phase: Some(d.phase),
+                            finished_at: Some(d.finished_at),
+                            message: Some(d.message),
+                            error: None,
+                        },
+                        None => ReceiptSummary {
+                            operation_id: stem,
+                            outcome: None,
+                            phase: None,
+                            finished_at: None,
+                            message: None,
+                            error: Some("the receipt does not render as one".into()),
+                        },
                     },
                     ReceiptLookup::Malformed(e) => ReceiptSummary {
                         operation_id: stem,
@@ -451,6 +509,7 @@ pub(crate) mod state_files {
     //! The state directory's files as a renewal leaves them (phase file,
     //! receipts), for the tests of the modes that read them.
     use super::*;
+    use crate::component::Component;
     use crate::outcome::{ManifestLocation, Outcome, Phase};
     use crate::phase::{LegacyPhase, PhaseState, PhaseV2, CA_KEYS};
     use std::os::unix::fs::PermissionsExt;
@@ -554,6 +613,7 @@ mod tests {
     //! its owner, the agent's intent; and none of it creates anything.
     use super::state_files::*;
     use super::*;
+    use crate::component::Component;
     use crate::outcome::Outcome;
     use crate::phase::PhaseState;
     use std::path::Path;
@@ -624,14 +684,17 @@ mod tests {
         let state = open_state(&root(t.path())).unwrap();
         let p = read_phase(state.as_ref());
         assert_eq!(p.intent.as_str(), "pending");
-        let j = p.to_json();
+        let j = serde_json::to_value(p.view()).unwrap();
         assert_eq!(j["nextComponent"], "kube-apiserver");
         assert_eq!(j["operationID"], "op-1");
         assert_eq!(j["pending"], true);
         write_receipt(t.path(), "op-1", &receipt("op-1", Outcome::Renewed));
         let p = read_phase(state.as_ref());
         assert_eq!(p.intent.as_str(), "done-by-receipt");
-        assert_eq!(p.to_json()["receipt"]["outcome"], "renewed");
+        assert_eq!(
+            serde_json::to_value(p.view()).unwrap()["receipt"]["outcome"],
+            "renewed"
+        );
         write_raw(&t.path().join(STATE_DIR).join(PHASE_FILE), b"STATE=done\n");
         let p = read_phase(state.as_ref());
         match &p.intent {
@@ -641,7 +704,10 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
-        assert_eq!(p.to_json()["status"], "malformed");
+        assert_eq!(
+            serde_json::to_value(p.view()).unwrap()["status"],
+            "malformed"
+        );
     }
 
     /// SPEC 3: a receipt whose operationID is not its file name is
@@ -706,7 +772,7 @@ mod tests {
         assert_eq!(total, 27);
         assert_eq!(list.len(), RECENT_RECEIPTS);
         assert_eq!(list[0].operation_id, "x.json");
-        assert_eq!(list[0].outcome.as_deref(), Some("failed"));
+        assert_eq!(list[0].outcome, Some(doc::Outcome::Failed));
         assert_eq!(list[1].operation_id, "not an id!");
         assert!(list[1]
             .error
@@ -735,7 +801,7 @@ mod tests {
         guard.write_owner(&state, &me).unwrap();
         let held = read_lock(Some(&state));
         assert!(held.is_held());
-        let j = held.to_json();
+        let j = serde_json::to_value(held.view()).unwrap();
         assert_eq!(j["state"], "held");
         assert_eq!(j["holder"]["operationID"], "op-1");
         assert_eq!(j["lastOwner"], Value::Null);
@@ -746,7 +812,7 @@ mod tests {
         );
         drop(guard);
         let free = read_lock(Some(&state));
-        let j = free.to_json();
+        let j = serde_json::to_value(free.view()).unwrap();
         assert_eq!(
             (j["state"].as_str(), j["held"].as_bool()),
             (Some("free"), Some(false))
@@ -792,7 +858,10 @@ mod tests {
                 operation_id: Some("op-9".into())
             }
         );
-        assert_eq!(agent_json(&path, &a)["operationID"], "op-9");
+        assert_eq!(
+            serde_json::to_value(agent_view(&path, &a)).unwrap()["operationID"],
+            "op-9"
+        );
     }
 
     /// SPEC 3 and 5: the read-only modes never create the state directory.
@@ -803,7 +872,10 @@ mod tests {
         assert!(open_state(&r).unwrap().is_none());
         let state = open_state(&r).unwrap();
         assert_eq!(read_phase(state.as_ref()).intent.as_str(), "absent");
-        assert_eq!(read_lock(state.as_ref()).to_json()["state"], "absent");
+        assert_eq!(
+            serde_json::to_value(read_lock(state.as_ref()).view()).unwrap()["state"],
+            "absent"
+        );
         assert_eq!(read_agent(&r, None).1, AgentIntent::Absent);
         assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
     }

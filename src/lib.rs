@@ -41,6 +41,7 @@ pub mod manifests;
 pub mod node_pki;
 pub mod oplog;
 pub mod paths;
+pub mod snapshot;
 pub mod staging;
 
 // The runtime side: subprocesses, crictl/etcdctl, TLS probes, health gate.

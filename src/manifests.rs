@@ -3,32 +3,14 @@
 //! the manifests directory that kubelet would load as extra pods.
 
 use crate::component::Component;
+use crate::contract;
 use crate::fsx::{vet_stat, Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
 use crate::outcome::ManifestLocation;
 use crate::paths::{AGENT_STAGING_DIR, MANIFESTS_DIR, STAGING_DIR};
-use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// One component's manifest, as found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ManifestView {
-    /// active / staged / both / missing (staged: in either staging directory).
-    pub location: ManifestLocation,
-    pub active: bool,
-    pub runbook_staged: bool,
-    pub agent_staged: bool,
-    /// A refusal (symlink, wrong type, owner, mode) naming the path.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-impl ManifestView {
-    /// The location a receipt records: only the runbook's own staging counts.
-    pub fn receipt_location(&self) -> ManifestLocation {
-        location(self.active, self.runbook_staged)
-    }
-}
+/// One component's manifest, a staging directory, a stray: the contract's views.
+pub use crate::contract::{ManifestView, StagingView, Stray};
 
 pub fn location(active: bool, staged: bool) -> ManifestLocation {
     match (active, staged) {
@@ -39,38 +21,23 @@ pub fn location(active: bool, staged: bool) -> ManifestLocation {
     }
 }
 
-/// A staging directory's content.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StagingView {
-    pub path: String,
-    pub exists: bool,
-    /// Every entry, sorted.
-    pub entries: Vec<String>,
-    /// Entries that are not one of the four `<component>.yaml`.
-    pub unexpected: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+/// The location a view shows: staged in either staging directory counts.
+fn view_location(active: bool, staged: bool) -> contract::ManifestLocation {
+    match (active, staged) {
+        (true, false) => contract::ManifestLocation::Active,
+        (false, true) => contract::ManifestLocation::Staged,
+        (true, true) => contract::ManifestLocation::Both,
+        (false, false) => contract::ManifestLocation::Missing,
+    }
 }
 
-/// A file kubelet would load as an extra pod that duplicates a component.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Stray {
-    pub path: String,
-    /// Why it is considered a stray.
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestsReport {
     pub manifests: BTreeMap<Component, ManifestView>,
     pub runbook_staging: StagingView,
     pub agent_staging: StagingView,
     pub strays: Vec<Stray>,
     /// The manifests directory itself could not be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub manifests_dir_error: Option<String>,
 }
 
@@ -86,8 +53,36 @@ impl ManifestsReport {
     pub fn receipt_locations(&self) -> BTreeMap<Component, ManifestLocation> {
         self.manifests
             .iter()
-            .map(|(c, m)| (*c, m.receipt_location()))
+            // A receipt records only the runbook's own staging.
+            .map(|(c, m)| (*c, location(m.active, m.runbook_staged)))
             .collect()
+    }
+
+    /// The four manifests as the read-only modes print them.
+    pub fn views(&self) -> contract::ManifestViews {
+        let view = |c: Component| {
+            self.manifests.get(&c).cloned().unwrap_or(ManifestView {
+                location: contract::ManifestLocation::Missing,
+                active: false,
+                runbook_staged: false,
+                agent_staged: false,
+                error: None,
+            })
+        };
+        contract::ManifestViews {
+            etcd: view(Component::Etcd),
+            kube_apiserver: view(Component::KubeApiserver),
+            kube_controller_manager: view(Component::KubeControllerManager),
+            kube_scheduler: view(Component::KubeScheduler),
+        }
+    }
+
+    /// Both staging directories as the read-only modes print them.
+    pub fn staging(&self) -> contract::StagingViews {
+        contract::StagingViews {
+            runbook: self.runbook_staging.clone(),
+            agent: self.agent_staging.clone(),
+        }
     }
 }
 
@@ -105,7 +100,10 @@ pub fn manifest_present(dir: &Dir, name: &str) -> Result<bool, FsError> {
 fn staging_view(root: &Root, rel: &str) -> (Option<Dir>, StagingView) {
     let mut view = StagingView {
         path: crate::paths::node(rel),
-        ..Default::default()
+        exists: false,
+        entries: Vec::new(),
+        unexpected: Vec::new(),
+        error: None,
     };
     match root.open_dir(rel, Trust::Strict) {
         Ok(None) => (None, view),
@@ -170,7 +168,7 @@ pub fn inspect(root: &Root) -> ManifestsReport {
         manifests.insert(
             c,
             ManifestView {
-                location: location(active, runbook_staged || agent_staged),
+                location: view_location(active, runbook_staged || agent_staged),
                 active,
                 runbook_staged,
                 agent_staged,

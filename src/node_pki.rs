@@ -2,9 +2,9 @@
 //! SPEC section 2, with expiry relative to a clock and a threshold.
 
 use crate::clock;
+use crate::contract;
 use crate::fsx::{Root, Trust, NODE_FILE_MAX};
 use crate::pki::{self, CaId, KubeconfigCert, LeafKind, LeafSpec, ParsedCert};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use time::{Duration, OffsetDateTime};
 
@@ -16,14 +16,9 @@ pub struct CaView {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LeafStatus {
-    Ok,
-    /// Optional and missing (super-admin.conf before Kubernetes 1.29).
-    Skipped,
-    Error,
-}
+/// `ok`, `skipped` (optional and missing: super-admin.conf before
+/// Kubernetes 1.29), `error`.
+pub use crate::contract::LeafStatus;
 
 #[derive(Debug, Clone)]
 pub struct LeafView {
@@ -178,70 +173,66 @@ pub fn within_threshold(
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CertJson {
-    pub name: String,
-    pub path: String,
-    pub status: LeafStatus,
-    pub ca: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subject: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key_algorithm: Option<String>,
-    pub not_after: Option<String>,
-    pub days_left: Option<i64>,
-    pub within_threshold: Option<bool>,
-    #[serde(rename = "chainsToCA")]
-    pub chains_to_ca: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+/// kubeadm's name of a CA, as the contract spells it.
+fn ca_name(id: CaId) -> contract::CaName {
+    match id {
+        CaId::Kubernetes => contract::CaName::Ca,
+        CaId::Etcd => contract::CaName::EtcdCa,
+        CaId::FrontProxy => contract::CaName::FrontProxyCa,
+    }
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CaJson {
-    pub name: String,
-    pub path: String,
-    pub sha256: Option<String>,
-    pub not_after: Option<String>,
-    pub days_left: Option<i64>,
-    pub within_threshold: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+/// kubeadm's name of a leaf, as the contract spells it (every name of
+/// `pki::LEAVES` is one: see the tests).
+fn leaf_name(spec: &LeafSpec) -> Option<contract::LeafName> {
+    contract::by_name(spec.name)
 }
 
 impl PkiReport {
-    pub fn leaves_json(&self, now: OffsetDateTime, threshold: u32) -> Vec<CertJson> {
+    /// The leaves as the read-only modes print them.
+    pub fn certificates(
+        &self,
+        now: OffsetDateTime,
+        threshold: u32,
+    ) -> Vec<contract::CertificateView> {
         self.leaves
             .iter()
-            .map(|l| CertJson {
-                name: l.spec.name.to_string(),
-                path: crate::paths::node(l.spec.path),
-                status: l.status,
-                ca: l.spec.ca.name().to_string(),
-                subject: l.cert.as_ref().map(|c| c.subject.clone()),
-                key_algorithm: l.cert.as_ref().map(|c| c.key_algorithm.clone()),
-                not_after: l.cert.as_ref().map(|c| clock::rfc3339(c.not_after)),
-                days_left: l.cert.as_ref().map(|c| clock::days_until(now, c.not_after)),
-                within_threshold: l
-                    .cert
-                    .as_ref()
-                    .map(|c| within_threshold(now, c.not_after, threshold)),
-                chains_to_ca: l.chains_to_ca,
-                error: l.error.clone(),
+            .filter_map(|l| {
+                Some(contract::CertificateView {
+                    name: leaf_name(&l.spec)?,
+                    path: crate::paths::node(l.spec.path),
+                    status: l.status,
+                    ca: ca_name(l.spec.ca),
+                    subject: l.cert.as_ref().map(|c| c.subject.clone()),
+                    key_algorithm: l.cert.as_ref().map(|c| c.key_algorithm.clone()),
+                    not_after: l
+                        .cert
+                        .as_ref()
+                        .map(|c| contract::Timestamp(clock::rfc3339(c.not_after))),
+                    days_left: l.cert.as_ref().map(|c| clock::days_until(now, c.not_after)),
+                    within_threshold: l
+                        .cert
+                        .as_ref()
+                        .map(|c| within_threshold(now, c.not_after, threshold)),
+                    chains_to_ca: l.chains_to_ca,
+                    error: l.error.clone(),
+                })
             })
             .collect()
     }
 
-    pub fn cas_json(&self, now: OffsetDateTime, threshold: u32) -> Vec<CaJson> {
+    /// The CAs as the read-only modes print them.
+    pub fn authorities(&self, now: OffsetDateTime, threshold: u32) -> Vec<contract::CaView> {
         self.cas
             .iter()
-            .map(|c| CaJson {
-                name: c.id.name().to_string(),
+            .map(|c| contract::CaView {
+                name: ca_name(c.id),
                 path: crate::paths::node(&c.id.cert_path()),
-                sha256: c.sha256.clone(),
-                not_after: c.cert.as_ref().map(|x| clock::rfc3339(x.not_after)),
+                sha256: c.sha256.clone().map(contract::Sha256Hex),
+                not_after: c
+                    .cert
+                    .as_ref()
+                    .map(|x| contract::Timestamp(clock::rfc3339(x.not_after))),
                 days_left: c.cert.as_ref().map(|x| clock::days_until(now, x.not_after)),
                 within_threshold: c
                     .cert
@@ -250,6 +241,11 @@ impl PkiReport {
                 error: c.error.clone(),
             })
             .collect()
+    }
+
+    /// The `caSHA256` object (only the CAs that could be read).
+    pub fn ca_sha256_view(&self) -> contract::CaSha256 {
+        contract::ca_sha256_of(&self.ca_sha256())
     }
 
     pub fn ca_sha256(&self) -> BTreeMap<String, String> {
@@ -358,6 +354,14 @@ mod tests {
         r.leaves.iter().find(|l| l.spec.name == name).unwrap()
     }
 
+    /// Every leaf of SPEC 2 is printed: its name is one of the contract's.
+    #[test]
+    fn every_leaf_name_is_one_of_the_contracts() {
+        for spec in pki::LEAVES.iter() {
+            assert!(leaf_name(spec).is_some(), "{}", spec.name);
+        }
+    }
+
     #[test]
     fn a_whole_node_reads_clean_with_the_fingerprints_of_its_ca_files() {
         for node in ["rsa", "ecdsa"] {
@@ -390,7 +394,7 @@ mod tests {
         assert_eq!(leaf(&r, "super-admin.conf").status, LeafStatus::Skipped);
         assert_eq!(r.errors(), Vec::<String>::new());
         assert_eq!(r.warnings(NOW, 30), Vec::<String>::new());
-        let json = serde_json::to_value(r.leaves_json(NOW, 30)).unwrap();
+        let json = serde_json::to_value(r.certificates(NOW, 30)).unwrap();
         let sa = json
             .as_array()
             .unwrap()
@@ -537,7 +541,7 @@ mod tests {
         assert_eq!(r.leaves_due(later, 90).len(), 11);
         assert_eq!(r.soonest_leaf(later), Some(("etcd-peer".to_string(), -4)));
         assert_eq!(r.soonest_leaf(now), Some(("etcd-peer".to_string(), 28)));
-        let json = serde_json::to_value(r.leaves_json(now, 30)).unwrap();
+        let json = serde_json::to_value(r.certificates(now, 30)).unwrap();
         let peer = json
             .as_array()
             .unwrap()
@@ -565,7 +569,7 @@ mod tests {
             w[0],
             "CA ca expires 2035-01-01T00:00:00Z (17 days left, within 30); CAs are never renewed by this runbook"
         );
-        let cas = serde_json::to_value(r.cas_json(now, 30)).unwrap();
+        let cas = serde_json::to_value(r.authorities(now, 30)).unwrap();
         assert_eq!(cas[1]["name"], "etcd-ca");
         assert_eq!(cas[1]["withinThreshold"], true);
         assert_eq!(r.errors(), Vec::<String>::new());

@@ -5,15 +5,13 @@
 //! exits (SPEC 8, v1.1). Before the result, the logs get a bounded moment to
 //! reach stderr ([`crate::oplog::settle`]).
 
-use crate::clock;
 use crate::component::Component;
+use crate::contract::{self, LeafStatus};
 use crate::manifests::ManifestsReport;
-use crate::node_pki::{LeafStatus, PkiReport};
 use serde_json::Value;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
-use time::OffsetDateTime;
 
 /// How long the result may take to reach stdout before it is given up.
 pub const STDOUT_BUDGET: Duration = Duration::from_secs(10);
@@ -147,6 +145,19 @@ pub fn escape(s: &str) -> String {
     out
 }
 
+/// A document of the contract as the JSON object a report prints.
+pub fn document<T: serde::Serialize>(d: &T) -> Value {
+    serde_json::to_value(d).unwrap_or(Value::Null)
+}
+
+/// The JSON string a closed vocabulary's value prints as (`renew`, `etcd`).
+pub fn word<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
 pub fn text_list(out: &mut String, title: &str, items: &[String]) {
     if items.is_empty() {
         return;
@@ -268,8 +279,14 @@ fn residual(days: i64) -> String {
     }
 }
 
-/// Two tables like `kubeadm certs check-expiration`.
-pub fn text_cert_tables(out: &mut String, pki: &PkiReport, now: OffsetDateTime, threshold: u32) {
+/// Two tables like `kubeadm certs check-expiration`, of the certificates
+/// and CAs the document prints.
+pub fn text_cert_tables(
+    out: &mut String,
+    leaves: &[contract::CertificateView],
+    cas: &[contract::CaView],
+    threshold: u32,
+) {
     let mut rows = vec![vec![
         "CERTIFICATE".to_string(),
         "EXPIRES".to_string(),
@@ -277,21 +294,20 @@ pub fn text_cert_tables(out: &mut String, pki: &PkiReport, now: OffsetDateTime, 
         "CA".to_string(),
         "NOTE".to_string(),
     ]];
-    for l in &pki.leaves {
-        let (exp, res, mut note) = match (&l.cert, l.status) {
-            (Some(c), _) => {
-                let days = clock::days_until(now, c.not_after);
-                let note = if crate::node_pki::within_threshold(now, c.not_after, threshold) {
+    for l in leaves {
+        let (exp, res, mut note) = match (&l.not_after, l.days_left, l.status) {
+            (Some(not_after), Some(days), _) => {
+                let note = if l.within_threshold == Some(true) {
                     format!("within {threshold}d")
                 } else {
                     String::new()
                 };
-                (clock::rfc3339(c.not_after), residual(days), note)
+                (not_after.0.clone(), residual(days), note)
             }
-            (None, LeafStatus::Skipped) => {
+            (_, _, LeafStatus::Skipped) => {
                 ("-".into(), "-".into(), "skipped (optional, absent)".into())
             }
-            (None, _) => (
+            _ => (
                 "-".into(),
                 "-".into(),
                 format!("ERROR: {}", l.error.clone().unwrap_or_default()),
@@ -300,13 +316,7 @@ pub fn text_cert_tables(out: &mut String, pki: &PkiReport, now: OffsetDateTime, 
         if l.chains_to_ca == Some(false) {
             note = format!("{note} NOT SIGNED BY CA").trim().to_string();
         }
-        rows.push(vec![
-            l.spec.name.to_string(),
-            exp,
-            res,
-            l.spec.ca.name().to_string(),
-            note,
-        ]);
+        rows.push(vec![word(&l.name), exp, res, word(&l.ca), note]);
     }
     table(out, &rows);
     out.push('\n');
@@ -316,22 +326,22 @@ pub fn text_cert_tables(out: &mut String, pki: &PkiReport, now: OffsetDateTime, 
         "RESIDUAL".to_string(),
         "SHA256".to_string(),
     ]];
-    for c in &pki.cas {
-        let (exp, res) = match &c.cert {
-            Some(x) => (
-                clock::rfc3339(x.not_after),
-                residual(clock::days_until(now, x.not_after)),
-            ),
-            None => (
+    for c in cas {
+        let (exp, res) = match (&c.not_after, c.days_left) {
+            (Some(not_after), Some(days)) => (not_after.0.clone(), residual(days)),
+            _ => (
                 "-".into(),
                 format!("ERROR: {}", c.error.clone().unwrap_or_default()),
             ),
         };
         rows.push(vec![
-            c.id.name().to_string(),
+            word(&c.name),
             exp,
             res,
-            c.sha256.clone().unwrap_or_else(|| "-".into()),
+            c.sha256
+                .as_ref()
+                .map(|h| h.0.clone())
+                .unwrap_or_else(|| "-".into()),
         ]);
     }
     table(out, &rows);

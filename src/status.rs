@@ -4,20 +4,21 @@
 use crate::check::agent_summary;
 use crate::cli::Global;
 use crate::component::Component;
+use crate::contract as doc;
 use crate::fsx::{Dir, FsError, Root, Trust};
 use crate::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
 use crate::lock::{self, LockError};
 use crate::manifests::{self, ManifestsReport};
 use crate::node_pki;
 use crate::opid::OperationId;
-use crate::outcome::{exit, ManifestLocation, Outcome, Phase};
+use crate::outcome::{exit, Outcome, Phase};
 use crate::output::{self, Report};
 use crate::paths::{
     COMPLETED_DIR, MANIFESTS_DIR, STAGING_DIR, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
 };
 use crate::phase::{PhaseFile, PhaseState};
 use crate::receipt::{self, Receipt};
-use serde_json::{json, Value};
+use crate::snapshot::{NodeSnapshot, Receipts};
 
 /// What a fencing check would do (pure). Every outcome reached with the
 /// lock held puts back `restore` first: the manifests a dead run left staged
@@ -90,25 +91,32 @@ pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsRep
     FencePlan::Abandon { restore }
 }
 
-fn plan_json(p: &FencePlan) -> Value {
-    // `restore`: what the check would put back, in every plan (SPEC 6, v1.1).
-    let restore: Vec<&str> = p.restore().iter().map(|c| c.name()).collect();
-    match p {
-        FencePlan::Confirm { .. } => {
-            json!({ "action": "confirm", "termination": "confirmed", "restore": restore })
+impl FencePlan {
+    /// As the operator view prints it: `restore`, what the check would put
+    /// back, in every plan (SPEC 6, v1.1).
+    pub fn view(&self) -> doc::FencingPlan {
+        let restore = components(self.restore());
+        match self {
+            FencePlan::Confirm { .. } => doc::FencingPlan::Confirm {
+                termination: doc::Confirmed::Confirmed,
+                restore,
+            },
+            FencePlan::Abandon { .. } => doc::FencingPlan::Abandon {
+                termination: doc::Confirmed::Confirmed,
+                restore,
+            },
+            FencePlan::Refuse { why, .. } => doc::FencingPlan::Refuse {
+                termination: doc::Unconfirmed::Unconfirmed,
+                reason: why.clone(),
+                restore,
+            },
         }
-        FencePlan::Abandon { .. } => json!({
-            "action": "abandon",
-            "termination": "confirmed",
-            "restore": restore,
-        }),
-        FencePlan::Refuse { why, .. } => json!({
-            "action": "refuse",
-            "termination": "unconfirmed",
-            "reason": why,
-            "restore": restore,
-        }),
     }
+}
+
+/// The components as the documents name them.
+fn components(cs: &[Component]) -> Vec<doc::Component> {
+    cs.iter().filter_map(|c| doc::by_name(c.name())).collect()
 }
 
 /// Reasons the node is not clean (empty: clean).
@@ -162,40 +170,25 @@ pub fn not_clean_reasons(
     v
 }
 
-/// The read-only operator view.
+/// The read-only operator view: the node read once, judged.
 pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
     let now = g.clock.now();
     let threshold = g.threshold_days;
-    let (state, state_error) = match inspect::open_state(root) {
-        Ok(s) => (s, None),
-        Err(e) => (None, Some(e.to_string())),
-    };
-    let lock = inspect::read_lock(state.as_ref());
-    let phase = inspect::read_phase(state.as_ref());
-    let (completed, completed_error) = match state.as_ref().map(inspect::open_completed) {
-        Some(Ok(c)) => (c, None),
-        Some(Err(e)) => (None, Some(e.to_string())),
-        None => (None, None),
-    };
-    let (receipt_count, recent) = inspect::recent_receipts(completed.as_ref());
-    // A refused receipts directory hides every receipt: the asked one is
-    // unreadable (a fencing check would be unconfirmed), not absent.
-    let asked = id.map(|id| match &completed_error {
-        Some(e) => ReceiptLookup::Malformed(e.clone()),
-        None => inspect::lookup_receipt(completed.as_ref(), id),
-    });
-    let m = manifests::inspect(root);
-    let pki = node_pki::read(root);
-    let (agent_path, agent) = inspect::read_agent(root, None);
+    let s = NodeSnapshot::for_status(root, id);
+    let none = Receipts::default();
+    let receipts = s.receipts.as_ref().unwrap_or(&none);
+    let (receipt_count, recent, asked) =
+        (receipts.count, &receipts.recent, receipts.asked.as_ref());
+    let m = &s.manifests;
 
-    let mut reasons = not_clean_reasons(state_error.as_deref(), &lock, &phase, &m);
-    if let Some(e) = &completed_error {
+    let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, m);
+    if let Some(e) = &receipts.error {
         reasons.push(format!("receipts directory: {e}"));
     }
     let clean = reasons.is_empty();
     // What a fencing check would do: it needs the state dir and the lock
     // first, and is unconfirmed when either is refused.
-    let plan = asked.as_ref().map(|r| match (&state_error, &lock.probe) {
+    let plan = asked.map(|r| match (&s.state_error, &s.lock.probe) {
         (Some(e), _) => FencePlan::Refuse {
             why: format!("state directory: {e}"),
             restore: Vec::new(),
@@ -204,41 +197,8 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
             why: format!("lock: {e}"),
             restore: Vec::new(),
         },
-        _ => fence_plan(r, &phase, &m),
+        _ => fence_plan(r, &s.phase, m),
     });
-
-    let mut json = json!({
-        "mode": "status",
-        "runbookVersion": crate::version::RUNBOOK_VERSION,
-        "operationID": id.map(|i| i.as_str()),
-        "fence": false,
-        "outcome": if clean { "clean" } else { "not_clean" },
-        "clean": clean,
-        "reasons": reasons,
-        "message": receipt::bounded_message(&if clean {
-            "node is clean".to_string()
-        } else {
-            format!("node is not clean: {}", reasons.join("; "))
-        }),
-        "now": crate::clock::rfc3339(now),
-        "thresholdDays": threshold,
-        "lock": lock.to_json(),
-        "phaseFile": phase.to_json(),
-        "agentState": inspect::agent_json(&agent_path, &agent),
-        "receiptCount": receipt_count,
-        "receipts": recent,
-        "receipt": asked.as_ref().map(|r| r.to_json()).unwrap_or(Value::Null),
-        "fencing": plan.as_ref().map(plan_json).unwrap_or(Value::Null),
-        "manifests": m.manifests,
-        "staging": { "runbook": m.runbook_staging, "agent": m.agent_staging },
-        "strayManifests": m.strays,
-        "caSHA256": pki.ca_sha256(),
-        "certificates": pki.leaves_json(now, threshold),
-        "certificateAuthorities": pki.cas_json(now, threshold),
-    });
-    if let Some(e) = &state_error {
-        json["stateError"] = json!(e);
-    }
 
     let mut text = String::new();
     text.push_str(&format!(
@@ -249,13 +209,13 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
     text.push('\n');
     output::text_node_summary(
         &mut text,
-        &lock.describe(),
-        &phase.describe(),
-        &agent_summary(&agent),
-        &m,
+        &s.lock.describe(),
+        &s.phase.describe(),
+        &agent_summary(&s.agent),
+        m,
     );
     text.push('\n');
-    if let (Some(id), Some(asked), Some(plan)) = (id, &asked, &plan) {
+    if let (Some(id), Some(asked), Some(plan)) = (id, asked, &plan) {
         let r = match asked {
             ReceiptLookup::Absent => "no receipt".to_string(),
             ReceiptLookup::Found(r) => format!(
@@ -292,7 +252,14 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
         );
         text.push('\n');
     }
-    output::text_cert_tables(&mut text, &pki, now, threshold);
+    let certificates = s.pki.certificates(now, threshold);
+    let certificate_authorities = s.pki.authorities(now, threshold);
+    output::text_cert_tables(
+        &mut text,
+        &certificates,
+        &certificate_authorities,
+        threshold,
+    );
     text.push('\n');
     let mut rows = vec![vec![
         "RECENT RECEIPT".to_string(),
@@ -300,14 +267,18 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
         "PHASE".to_string(),
         "FINISHED".to_string(),
     ]];
-    for r in &recent {
+    for r in recent {
         rows.push(vec![
             r.operation_id.clone(),
             r.outcome
-                .clone()
+                .as_ref()
+                .map(output::word)
                 .unwrap_or_else(|| format!("MALFORMED: {}", r.error.clone().unwrap_or_default())),
-            r.phase.clone().unwrap_or_default(),
-            r.finished_at.clone().unwrap_or_default(),
+            r.phase.as_ref().map(output::word).unwrap_or_default(),
+            r.finished_at
+                .as_ref()
+                .map(|t| t.0.clone())
+                .unwrap_or_default(),
         ]);
     }
     if recent.is_empty() {
@@ -321,9 +292,45 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
             ));
         }
     }
+
+    let document = doc::StatusDocument {
+        mode: doc::StatusMode::Status,
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: id.map(|i| doc::OperationId(i.as_str().to_string())),
+        fence: doc::ConstBool,
+        outcome: if clean {
+            doc::Cleanliness::Clean
+        } else {
+            doc::Cleanliness::NotClean
+        },
+        clean,
+        message: doc::Message(receipt::bounded_message(&if clean {
+            "node is clean".to_string()
+        } else {
+            format!("node is not clean: {}", reasons.join("; "))
+        })),
+        reasons,
+        now: doc::Timestamp(crate::clock::rfc3339(now)),
+        threshold_days: threshold,
+        lock: s.lock.view(),
+        phase_file: s.phase.view(),
+        agent_state: s.agent_view(),
+        receipt_count: receipt_count as u64,
+        receipts: recent.to_vec(),
+        receipt: asked.and_then(ReceiptLookup::view),
+        fencing: plan.as_ref().map(FencePlan::view),
+        manifests: m.views(),
+        staging: m.staging(),
+        stray_manifests: m.strays.clone(),
+        ca_sha256: s.pki.ca_sha256_view(),
+        certificates,
+        certificate_authorities,
+        state_error: s.state_error.clone(),
+        duration_ms: 0,
+    };
     Report {
         code: if clean { exit::OK } else { exit::FAILED },
-        json,
+        json: output::document(&document),
         text,
     }
 }
@@ -612,7 +619,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
             crate::crash_point!("fence-after-restore-before-receipt");
             let after = manifests::inspect(root);
             for (c, v) in &after.manifests {
-                if v.location == ManifestLocation::Missing && v.error.is_none() {
+                if v.location == doc::ManifestLocation::Missing && v.error.is_none() {
                     conflicts.push(format!(
                         "the {c} manifest is missing: neither active nor staged"
                     ));
@@ -718,22 +725,33 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
 pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
     let o = fence_inner(root, g, id);
     let m = manifests::inspect(root);
-    let json = json!({
-        "mode": "status",
-        "runbookVersion": crate::version::RUNBOOK_VERSION,
-        "operationID": id.as_str(),
-        "fence": true,
-        "termination": o.termination,
-        "confirmed": o.termination == "confirmed",
-        "action": o.action,
-        "outcome": o.receipt.as_ref().map(|r| r.outcome.as_str()),
-        "phase": o.receipt.as_ref().map(|r| r.phase.as_string()),
-        "message": receipt::bounded_message(&o.message),
-        "receipt": o.receipt.as_ref().map(inspect::receipt_json).unwrap_or(Value::Null),
-        "restored": o.restored.iter().map(|c| c.name()).collect::<Vec<_>>(),
-        "conflicts": o.conflicts,
-        "manifests": m.manifests,
-    });
+    let receipt = o.receipt.as_ref().and_then(inspect::receipt_doc);
+    let document = doc::FenceDocument {
+        mode: doc::StatusMode::Status,
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: doc::OperationId(id.as_str().to_string()),
+        fence: doc::ConstBool,
+        termination: if o.termination == "confirmed" {
+            doc::Termination::Confirmed
+        } else {
+            doc::Termination::Unconfirmed
+        },
+        confirmed: o.termination == "confirmed",
+        action: match o.action {
+            "existing-receipt" => doc::FenceAction::ExistingReceipt,
+            "abandoned" => doc::FenceAction::Abandoned,
+            _ => doc::FenceAction::None,
+        },
+        outcome: receipt.as_ref().map(|r| r.outcome),
+        phase: receipt.as_ref().map(|r| r.phase),
+        message: doc::Message(receipt::bounded_message(&o.message)),
+        receipt,
+        restored: components(&o.restored),
+        conflicts: o.conflicts.clone(),
+        manifests: m.views(),
+        duration_ms: 0,
+    };
+    let json = output::document(&document);
     let mut text = format!("FENCE {id}: {}\n", o.termination.to_uppercase());
     output::table(
         &mut text,
@@ -766,6 +784,7 @@ mod tests {
     //! dead run left staged go back first), on the rsa fixture node.
     use super::*;
     use crate::inspect::state_files::*;
+    use crate::outcome::ManifestLocation;
     use crate::phase::PhaseState;
     use crate::runtime::double::node_tree;
     use std::os::unix::fs::PermissionsExt;

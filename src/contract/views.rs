@@ -341,3 +341,21 @@ pub enum AgentStateView {
     /// Unreadable, unparsable, an unknown phase, or a named path that does not exist.
     Unknown { path: String, reason: String },
 }
+
+/// The value of a closed vocabulary named by its JSON string (`etcd`,
+/// `restart:etcd`, `renewed`); None when it names none of them.
+pub fn by_name<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
+    use serde::de::IntoDeserializer;
+    T::deserialize(IntoDeserializer::<serde::de::value::Error>::into_deserializer(name)).ok()
+}
+
+/// The `caSHA256` object of a map keyed by path relative to `pki/` (a key
+/// that is not one of the three CA files is left out).
+pub fn ca_sha256_of(map: &std::collections::BTreeMap<String, String>) -> CaSha256 {
+    let hex = |key: &str| map.get(key).cloned().map(Sha256Hex);
+    CaSha256 {
+        ca: hex("ca.crt"),
+        etcd_ca: hex("etcd/ca.crt"),
+        front_proxy_ca: hex("front-proxy-ca.crt"),
+    }
+}

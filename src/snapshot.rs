@@ -1,0 +1,109 @@
+//! One read of the node that the read-only modes share (`--check` and the
+//! operator view of `--status-only`): the state directory, the lock and
+//! its owner, the phase file judged as a renewal would judge it, the
+//! receipts (for the operator view), the node agent's intent, the manifests
+//! and both staging directories, and the PKI, read once and in that order.
+//! Creates nothing. The check decides from it, the operator view judges
+//! from it, and both print the same views of it.
+
+use crate::agent::AgentIntent;
+use crate::contract as doc;
+use crate::fsx::Root;
+use crate::inspect::{self, LockReport, PhaseReport, ReceiptLookup, ReceiptSummary};
+use crate::manifests::{self, ManifestsReport};
+use crate::node_pki::{self, PkiReport};
+use crate::opid::OperationId;
+
+/// What `completed/` holds, as the operator view shows it.
+#[derive(Debug, Clone, Default)]
+pub struct Receipts {
+    /// `completed/` could not be used (it then hides every receipt).
+    pub error: Option<String>,
+    /// How many receipts there are.
+    pub count: usize,
+    /// The most recent, at most [`inspect::RECENT_RECEIPTS`].
+    pub recent: Vec<ReceiptSummary>,
+    /// The receipt of the operation asked about (None: no ID asked). A
+    /// refused `completed/` makes it unreadable (a fencing check would be
+    /// unconfirmed), not absent.
+    pub asked: Option<ReceiptLookup>,
+}
+
+/// The node as the read-only modes see it.
+#[derive(Debug, Clone)]
+pub struct NodeSnapshot {
+    /// The state directory could not be used.
+    pub state_error: Option<String>,
+    pub lock: LockReport,
+    pub phase: PhaseReport,
+    /// Only when asked for (the operator view).
+    pub receipts: Option<Receipts>,
+    /// The agent state file's node path, and what it says.
+    pub agent_path: String,
+    pub agent: AgentIntent,
+    pub manifests: ManifestsReport,
+    pub pki: PkiReport,
+}
+
+impl NodeSnapshot {
+    /// What `--check` reads: no receipts beyond the one the phase file's
+    /// operation may have; the agent state at `agent_state` (`--agent-state`).
+    pub fn for_check(root: &Root, agent_state: Option<&str>) -> NodeSnapshot {
+        NodeSnapshot::read(root, agent_state, None)
+    }
+
+    /// What the operator view reads: the receipts too, and the one of the
+    /// operation asked about.
+    pub fn for_status(root: &Root, asked: Option<&OperationId>) -> NodeSnapshot {
+        NodeSnapshot::read(root, None, Some(asked))
+    }
+
+    fn read(
+        root: &Root,
+        agent_state: Option<&str>,
+        receipts: Option<Option<&OperationId>>,
+    ) -> NodeSnapshot {
+        let (state, state_error) = match inspect::open_state(root) {
+            Ok(s) => (s, None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let lock = inspect::read_lock(state.as_ref());
+        let phase = inspect::read_phase(state.as_ref());
+        let receipts = receipts.map(|asked| {
+            let (completed, error) = match state.as_ref().map(inspect::open_completed) {
+                Some(Ok(c)) => (c, None),
+                Some(Err(e)) => (None, Some(e.to_string())),
+                None => (None, None),
+            };
+            let (count, recent) = inspect::recent_receipts(completed.as_ref());
+            let asked = asked.map(|id| match &error {
+                Some(e) => ReceiptLookup::Malformed(e.clone()),
+                None => inspect::lookup_receipt(completed.as_ref(), id),
+            });
+            Receipts {
+                error,
+                count,
+                recent,
+                asked,
+            }
+        });
+        let (agent_path, agent) = inspect::read_agent(root, agent_state);
+        let manifests = manifests::inspect(root);
+        let pki = node_pki::read(root);
+        NodeSnapshot {
+            state_error,
+            lock,
+            phase,
+            receipts,
+            agent_path,
+            agent,
+            manifests,
+            pki,
+        }
+    }
+
+    /// The agent's intent as the read-only modes print it.
+    pub fn agent_view(&self) -> doc::AgentStateView {
+        inspect::agent_view(&self.agent_path, &self.agent)
+    }
+}
