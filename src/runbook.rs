@@ -1163,7 +1163,15 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     }
     if let Err(e) = guard.write_owner(
         &state,
-        &lock::owner_for(id.map(|i| i.as_str()), mode, start_clock),
+        &lock::owner_for(
+            id.map(|i| i.as_str()),
+            if id.is_some() {
+                crate::contract::OwnerMode::Renew
+            } else {
+                crate::contract::OwnerMode::LegacyV1
+            },
+            start_clock,
+        ),
     ) {
         return lock_fail_report(
             mode,

@@ -393,7 +393,11 @@ impl OwnerRecord<'_> {
             self.guard
                 .write_owner(
                     self.state,
-                    &lock::owner_for(Some(self.id.as_str()), "status-fence", self.now),
+                    &lock::owner_for(
+                        Some(self.id.as_str()),
+                        crate::contract::OwnerMode::StatusFence,
+                        self.now,
+                    ),
                 )
                 .map_err(|e| format!("cannot record the lock owner: {e}"))?;
             self.written = true;
