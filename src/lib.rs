@@ -42,6 +42,7 @@ pub mod node_pki;
 pub mod oplog;
 pub mod paths;
 pub mod staging;
+pub mod statedir;
 
 // The runtime side: subprocesses, crictl/etcdctl, TLS probes, health gate.
 pub mod cri;

@@ -12,11 +12,10 @@ use crate::node_pki;
 use crate::opid::OperationId;
 use crate::outcome::{exit, ManifestLocation, Outcome, Phase};
 use crate::output::{self, Report};
-use crate::paths::{
-    COMPLETED_DIR, MANIFESTS_DIR, STAGING_DIR, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
-};
+use crate::paths::{MANIFESTS_DIR, STAGING_DIR, STATE_DIR, STATE_DIR_MODE};
 use crate::phase::{PhaseFile, PhaseState};
 use crate::receipt::{self, Receipt};
+use crate::statedir::{CheckedReceipt, StateDir};
 use serde_json::{json, Value};
 
 /// What a fencing check would do (pure). Every outcome reached with the
@@ -656,9 +655,16 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 conflicts,
                 failed: None,
             };
+            let checked = match CheckedReceipt::check(&r) {
+                Ok(c) => c,
+                Err(e) => {
+                    let message = format!("{e}{}", pb.describe());
+                    return unconfirmed_after(exit::FAILED, message, pb);
+                }
+            };
             let completed = match completed {
                 Some(c) => c,
-                None => match state.mkdir(COMPLETED_DIR, STATE_DIR_MODE) {
+                None => match StateDir::new(&state).create_completed() {
                     Ok(c) => c,
                     Err(e) => {
                         let message = format!("receipts directory: {e}{}", pb.describe());
@@ -666,11 +672,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                     }
                 },
             };
-            match completed.create_once(
-                &id.receipt_file(),
-                &receipt::render_receipt(&r),
-                STATE_FILE_MODE,
-            ) {
+            match StateDir::write_once(&completed, checked) {
                 Ok(()) => {
                     tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
                     FenceOutcome {
@@ -770,6 +772,7 @@ mod tests {
     //! dead run left staged go back first), on the rsa fixture node.
     use super::*;
     use crate::inspect::state_files::*;
+    use crate::paths::COMPLETED_DIR;
     use crate::phase::PhaseState;
     use crate::runtime::double::node_tree;
     use std::os::unix::fs::PermissionsExt;
