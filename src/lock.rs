@@ -33,7 +33,8 @@ pub struct Owner {
     pub boot_id: String,
 }
 
-/// What a written record reads back as.
+/// What a written record reads back as (the tests compare the two).
+#[cfg(test)]
 impl From<LockOwnerFile> for Owner {
     fn from(o: LockOwnerFile) -> Self {
         let mode = match o.mode {
