@@ -1,8 +1,11 @@
-//! The node agent's persisted renewal intent (SPEC section 5). Pure.
+//! The node agent's persisted renewal intent (SPEC section 5), read through
+//! `contract::AgentStateFile`. Pure.
 //! File: `{"k8sCertRenewalState": {"phase": "...", "operationID": "..."}}`.
 
+use crate::contract::{AgentPhase, AgentStateFile};
 use crate::opid::excerpt;
 use crate::phase::parse_json_strict;
+use serde::Deserialize;
 use serde_json::Value;
 
 /// What the check makes of the agent state file.
@@ -53,11 +56,6 @@ pub const MAX_AGENT_STATE_BYTES: usize = 1024 * 1024;
 /// The top-level key holding the renewal state.
 const STATE_KEY: &str = "k8sCertRenewalState";
 
-/// Phases that mean work is pending.
-pub const PENDING_PHASES: [&str; 2] = ["renewing", "restart_pending"];
-/// Phases that mean nothing is pending (idle or finished).
-pub const IDLE_PHASES: [&str; 4] = ["idle", "done", "completed", "failed"];
-
 fn parse(bytes: &[u8]) -> Result<AgentIntent, String> {
     if bytes.len() > MAX_AGENT_STATE_BYTES {
         return Err(format!(
@@ -65,6 +63,8 @@ fn parse(bytes: &[u8]) -> Result<AgentIntent, String> {
             bytes.len()
         ));
     }
+    // Duplicate keys anywhere (even in the keys the file type ignores) make
+    // it unknown; the shape is checked first so each reason names its key.
     let value = parse_json_strict(bytes)?;
     let top = value
         .as_object()
@@ -79,28 +79,26 @@ fn parse(bytes: &[u8]) -> Result<AgentIntent, String> {
         Some(Value::String(p)) => p,
         Some(_) => return Err(format!("{STATE_KEY}.phase is not a string")),
     };
-    let operation_id = match state.get("operationID") {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(format!("{STATE_KEY}.operationID is not a string")),
-    };
-    let phase_s = phase.as_str();
-    if PENDING_PHASES.contains(&phase_s) {
-        Ok(AgentIntent::Pending {
-            phase: phase.clone(),
-            operation_id,
-        })
-    } else if IDLE_PHASES.contains(&phase_s) {
-        Ok(AgentIntent::Idle {
-            phase: phase.clone(),
-            operation_id,
-        })
-    } else {
-        Err(format!(
-            "{STATE_KEY}.phase {} is not a known phase",
-            excerpt(phase)
-        ))
+    if !matches!(state.get("operationID"), None | Some(Value::String(_))) {
+        return Err(format!("{STATE_KEY}.operationID is not a string"));
     }
+    // The shape is right: only a phase outside the closed list is left.
+    let file = AgentStateFile::deserialize(&value)
+        .map_err(|_| format!("{STATE_KEY}.phase {} is not a known phase", excerpt(phase)))?;
+    let s = file.k8s_cert_renewal_state;
+    let (phase, operation_id) = (phase.clone(), s.operation_id);
+    Ok(match s.phase {
+        AgentPhase::Renewing | AgentPhase::RestartPending => AgentIntent::Pending {
+            phase,
+            operation_id,
+        },
+        AgentPhase::Idle | AgentPhase::Done | AgentPhase::Completed | AgentPhase::Failed => {
+            AgentIntent::Idle {
+                phase,
+                operation_id,
+            }
+        }
+    })
 }
 
 #[cfg(test)]

@@ -3,9 +3,11 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// One of the four static pods the runbook restarts. The declaration order is
-/// the restart order of SPEC section 2 (etcd first).
+// The declaration order is the restart order of SPEC section 2 (etcd first).
+// The doc comment is the contract's description (the schema's text).
+/// One of the four control-plane static pods, in restart order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Component {
     #[serde(rename = "etcd")]
     Etcd,

@@ -795,7 +795,7 @@ mod tests {
         let guard = lock::acquire(&state, std::time::Duration::from_secs(1), &|| false).unwrap();
         let me = lock::owner_for(
             Some("op-1"),
-            "renew",
+            crate::contract::OwnerMode::Renew,
             time::macros::datetime!(2026-11-30 00:00:00 UTC),
         );
         guard.write_owner(&state, &me).unwrap();

@@ -43,6 +43,7 @@ pub mod oplog;
 pub mod paths;
 pub mod snapshot;
 pub mod staging;
+pub mod statedir;
 
 // The runtime side: subprocesses, crictl/etcdctl, TLS probes, health gate.
 pub mod cri;

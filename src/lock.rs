@@ -5,6 +5,7 @@
 //! held by ..." once on stderr, poll to a deadline, then a typed timeout.
 
 use crate::clock;
+use crate::contract::{LockOwnerFile, OperationId, OwnerMode, Timestamp};
 use crate::fsx::{Dir, FsError, Trust, SMALL_FILE_MAX};
 use crate::paths::{LOCK_FILE, OWNER_FILE, STATE_FILE_MODE};
 use nix::errno::Errno;
@@ -17,7 +18,9 @@ use std::time::{Duration, Instant};
 /// Poll interval while waiting for the lock.
 const POLL: Duration = Duration::from_millis(25);
 
-/// Who holds (or last held) the lock, from `state/owner`.
+/// Who holds (or last held) the lock, as read from `state/owner`: a lenient
+/// view of `contract::LockOwnerFile` (what this binary writes), taking any
+/// mode string and ignoring unknown keys.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Owner {
@@ -28,6 +31,25 @@ pub struct Owner {
     pub started_at: String,
     #[serde(rename = "bootID")]
     pub boot_id: String,
+}
+
+/// What a written record reads back as (the tests compare the two).
+#[cfg(test)]
+impl From<LockOwnerFile> for Owner {
+    fn from(o: LockOwnerFile) -> Self {
+        let mode = match o.mode {
+            OwnerMode::Renew => "renew",
+            OwnerMode::LegacyV1 => "legacy-v1",
+            OwnerMode::StatusFence => "status-fence",
+        };
+        Owner {
+            pid: o.pid,
+            operation_id: o.operation_id.map(|i| i.0),
+            mode: mode.to_string(),
+            started_at: o.started_at.0,
+            boot_id: o.boot_id,
+        }
+    }
 }
 
 impl Owner {
@@ -109,7 +131,7 @@ pub struct LockGuard {
 
 impl LockGuard {
     /// Record the holder in `state/owner` (replace discipline).
-    pub fn write_owner(&self, state: &Dir, owner: &Owner) -> Result<(), FsError> {
+    pub fn write_owner(&self, state: &Dir, owner: &LockOwnerFile) -> Result<(), FsError> {
         let mut bytes = serde_json::to_vec(owner).unwrap_or_default();
         bytes.push(b'\n');
         state.replace(OWNER_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
@@ -251,12 +273,16 @@ pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
 }
 
 /// The owner record for this process.
-pub fn owner_for(operation_id: Option<&str>, mode: &str, now: time::OffsetDateTime) -> Owner {
-    Owner {
+pub fn owner_for(
+    operation_id: Option<&str>,
+    mode: OwnerMode,
+    now: time::OffsetDateTime,
+) -> LockOwnerFile {
+    LockOwnerFile {
         pid: std::process::id(),
-        operation_id: operation_id.map(str::to_string),
-        mode: mode.to_string(),
-        started_at: clock::rfc3339(now),
+        operation_id: operation_id.map(|i| OperationId(i.to_string())),
+        mode,
+        started_at: Timestamp(clock::rfc3339(now)),
         boot_id: boot_id(),
     }
 }
@@ -295,7 +321,7 @@ mod tests {
     fn a_held_lock_times_out_naming_its_holder() {
         let (_t, state) = state();
         let held = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
-        held.write_owner(&state, &owner_for(Some("op-1"), "renew", NOW))
+        held.write_owner(&state, &owner_for(Some("op-1"), OwnerMode::Renew, NOW))
             .unwrap();
         let t0 = Instant::now();
         match acquire(&state, Duration::from_millis(300), &|| false) {
@@ -392,10 +418,10 @@ mod tests {
         let (t, state) = state();
         let owner = t.path().join(STATE_DIR).join(OWNER_FILE);
         assert_eq!(read_owner(&state), OwnerInfo::Absent);
-        let me = owner_for(Some("op-1"), "renew", NOW);
+        let me = owner_for(Some("op-1"), OwnerMode::Renew, NOW);
         let guard = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
         guard.write_owner(&state, &me).unwrap();
-        assert_eq!(read_owner(&state), OwnerInfo::Known(me));
+        assert_eq!(read_owner(&state), OwnerInfo::Known(me.into()));
         std::fs::write(&owner, format!("PID=4242\n\x1b[31m{}", "x".repeat(500))).unwrap();
         match read_owner(&state) {
             OwnerInfo::Unparsed(s) => {
@@ -417,7 +443,7 @@ mod tests {
     /// The owner record names this process, this boot and the run's clock.
     #[test]
     fn the_owner_record_names_this_process_and_boot() {
-        let o = owner_for(None, "status-fence", NOW);
+        let o = Owner::from(owner_for(None, OwnerMode::StatusFence, NOW));
         assert_eq!(o.pid, std::process::id());
         assert_eq!(o.operation_id, None);
         assert_eq!(o.started_at, "2026-11-30T00:00:00Z");

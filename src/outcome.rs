@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// How an operation ended (receipt `outcome`).
+// Receipt `outcome`. The doc comment is the contract's description.
+/// How an operation ended. `renewed` and `unchanged` are successes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Renewed,
@@ -20,8 +22,11 @@ pub enum Outcome {
     Superseded,
 }
 
-/// Where one of the four manifests was (receipt `manifests`).
+// Receipt `manifests`. The doc comment is the contract's description.
+/// Where one of the four manifests is: `active` (manifests directory only),
+/// `staged` (staging only), `both`, or `missing`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ManifestLocation {
     Active,
@@ -237,6 +242,34 @@ impl<'de> Deserialize<'de> for Phase {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Phase, D::Error> {
         let s = String::deserialize(d)?;
         s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The contract's flat list of the same phases.
+impl From<Phase> for crate::contract::Phase {
+    fn from(p: Phase) -> Self {
+        use crate::contract::Phase as C;
+        match p {
+            Phase::Arguments => C::Arguments,
+            Phase::Lock => C::Lock,
+            Phase::Receipt => C::Receipt,
+            Phase::PhaseFile => C::PhaseFile,
+            Phase::Topology => C::Topology,
+            Phase::StagingConflict => C::StagingConflict,
+            Phase::CaCheck => C::CaCheck,
+            Phase::Expiry => C::Expiry,
+            Phase::Health => C::Health,
+            Phase::TwoControlPlaneVoters => C::TwoControlPlaneVoters,
+            Phase::Backup => C::Backup,
+            Phase::RenewCerts => C::RenewCerts,
+            Phase::Restart(Component::Etcd) => C::RestartEtcd,
+            Phase::Restart(Component::KubeApiserver) => C::RestartKubeApiserver,
+            Phase::Restart(Component::KubeControllerManager) => C::RestartKubeControllerManager,
+            Phase::Restart(Component::KubeScheduler) => C::RestartKubeScheduler,
+            Phase::Postflight => C::Postflight,
+            Phase::Cancelled => C::Cancelled,
+            Phase::Done => C::Done,
+        }
     }
 }
 

@@ -2,8 +2,9 @@
 //! Pure: parse from bytes, render to bytes. One writer each.
 
 use crate::component::Component;
+use crate::contract;
 use crate::opid::{excerpt, excerpt_bytes, OperationId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -19,8 +20,11 @@ pub const MAX_THRESHOLD_DAYS: u32 = 90;
 /// Readers should not read more than this plus one byte.
 pub const MAX_PHASE_FILE_BYTES: usize = 64 * 1024;
 
-/// `state` of either format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+// The doc comment is the contract's description (the schema's text).
+/// `state` of a phase file (either format).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum PhaseState {
     Renewing,
     RestartPending,
@@ -159,47 +163,45 @@ pub fn parse_phase_file(bytes: &[u8]) -> Result<PhaseFile, String> {
     }
 }
 
-/// Render a V2 phase file (pretty JSON, trailing newline). Must round-trip
-/// through `parse_phase_file`.
+/// Render a V2 phase file (pretty JSON, trailing newline) through its
+/// contract type. Must round-trip through `parse_phase_file`.
 pub fn render_v2(p: &PhaseV2) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct ResumedOut<'a> {
-        #[serde(rename = "operationID")]
-        operation_id: Option<&'a str>,
-        format: &'a str,
+    pretty_json_line(&contract::PhaseV2File::from(p))
+}
+
+/// The one conversion from the domain value to the file's contract type. A
+/// CA key that is missing renders as an empty string (which `validate_v2`
+/// refuses first); keys other than `CA_KEYS` are not written.
+impl From<&PhaseV2> for contract::PhaseV2File {
+    fn from(p: &PhaseV2) -> Self {
+        let ca = |k: &str| contract::Sha256Hex(p.ca_sha256.get(k).cloned().unwrap_or_default());
+        contract::PhaseV2File {
+            format: contract::PhaseV2Format::V2,
+            operation_id: contract::OperationId(p.operation_id.as_str().to_string()),
+            state: p.state,
+            next_component: p.next_component,
+            ca_sha256: contract::CaSha256All {
+                ca: ca(CA_KEYS[0]),
+                etcd_ca: ca(CA_KEYS[1]),
+                front_proxy_ca: ca(CA_KEYS[2]),
+            },
+            force: p.force,
+            threshold_days: p.threshold_days,
+            started_at: contract::Timestamp(p.started_at.clone()),
+            updated_at: contract::Timestamp(p.updated_at.clone()),
+            resumed_from: p.resumed_from.as_ref().map(|r| contract::ResumedFrom {
+                operation_id: r
+                    .operation_id
+                    .as_ref()
+                    .map(|i| contract::OperationId(i.as_str().to_string())),
+                format: if r.format == LEGACY_FORMAT {
+                    contract::PhaseFormat::LegacyFiveLine
+                } else {
+                    contract::PhaseFormat::V2
+                },
+            }),
+        }
     }
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Out<'a> {
-        format: &'a str,
-        #[serde(rename = "operationID")]
-        operation_id: &'a str,
-        state: &'a str,
-        next_component: Option<&'a str>,
-        #[serde(rename = "caSHA256")]
-        ca_sha256: &'a BTreeMap<String, String>,
-        force: bool,
-        threshold_days: u32,
-        started_at: &'a str,
-        updated_at: &'a str,
-        resumed_from: Option<ResumedOut<'a>>,
-    }
-    let out = Out {
-        format: V2_FORMAT,
-        operation_id: p.operation_id.as_str(),
-        state: p.state.as_str(),
-        next_component: p.next_component.map(Component::name),
-        ca_sha256: &p.ca_sha256,
-        force: p.force,
-        threshold_days: p.threshold_days,
-        started_at: &p.started_at,
-        updated_at: &p.updated_at,
-        resumed_from: p.resumed_from.as_ref().map(|r| ResumedOut {
-            operation_id: r.operation_id.as_ref().map(OperationId::as_str),
-            format: &r.format,
-        }),
-    };
-    pretty_json_line(&out)
 }
 
 /// Render the legacy five lines. Must round-trip through `parse_phase_file`.
@@ -215,13 +217,23 @@ pub fn render_legacy(p: &LegacyPhase) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Check that a V2 value would be written as a valid phase file (what the
-/// parser accepts). Writers call this before they persist.
+/// Check that a V2 value would be written as a valid phase file: the checks
+/// the parser makes on the fields, in its order and with its messages.
+/// Writers call this before they persist.
 pub fn validate_v2(p: &PhaseV2) -> Result<(), String> {
-    match parse_phase_file(&render_v2(p))? {
-        PhaseFile::V2(q) if &q == p => Ok(()),
-        _ => Err("V2 phase file does not round-trip".to_string()),
+    check_v2(p).map_err(|e| format!("V2 phase file: {e}"))
+}
+
+fn check_v2(p: &PhaseV2) -> Result<(), String> {
+    check_pair(p.state, p.next_component)?;
+    check_ca_map(&p.ca_sha256, "caSHA256", true)?;
+    check_threshold(p.threshold_days.into())?;
+    check_time("startedAt", &p.started_at)?;
+    check_time("updatedAt", &p.updated_at)?;
+    if let Some(r) = &p.resumed_from {
+        check_resumed_format(&r.format)?;
     }
+    Ok(())
 }
 
 /// Check that a legacy value would be written as a valid phase file.
@@ -272,24 +284,16 @@ fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
         )
     })?;
     let next_component = get_opt_component(obj, "nextComponent")?;
-    if !state.allows_component(next_component) {
-        return Err(format!(
-            "state {} with nextComponent {} is not a valid pair",
-            state.as_str(),
-            next_component.map_or("null", Component::name)
-        ));
-    }
+    check_pair(state, next_component)?;
     let ca_sha256 = get_ca_map(obj, "caSHA256", true)?;
     let force = match &obj["force"] {
         Value::Bool(b) => *b,
         _ => return Err("force is not a boolean".to_string()),
     };
     let threshold_days = match obj["thresholdDays"].as_u64() {
-        Some(n) if (MIN_THRESHOLD_DAYS as u64..=MAX_THRESHOLD_DAYS as u64).contains(&n) => n as u32,
         Some(n) => {
-            return Err(format!(
-                "thresholdDays {n} is outside {MIN_THRESHOLD_DAYS}..={MAX_THRESHOLD_DAYS}"
-            ))
+            check_threshold(n)?;
+            n as u32
         }
         None => {
             return Err(format!(
@@ -311,12 +315,9 @@ fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
                 _ => return Err("resumedFrom.operationID is not a string or null".to_string()),
             };
             let format = match &r["format"] {
-                Value::String(f) if f == V2_FORMAT || f == LEGACY_FORMAT => f.clone(),
                 Value::String(f) => {
-                    return Err(format!(
-                        "resumedFrom.format is {}, expected {V2_FORMAT:?} or {LEGACY_FORMAT:?}",
-                        excerpt(f)
-                    ))
+                    check_resumed_format(f)?;
+                    f.clone()
                 }
                 _ => return Err("resumedFrom.format is not a string".to_string()),
             };
@@ -338,6 +339,40 @@ fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
         updated_at,
         resumed_from,
     })
+}
+
+/// Only `restart_pending` may name a next component.
+fn check_pair(state: PhaseState, next: Option<Component>) -> Result<(), String> {
+    if state.allows_component(next) {
+        Ok(())
+    } else {
+        Err(format!(
+            "state {} with nextComponent {} is not a valid pair",
+            state.as_str(),
+            next.map_or("null", Component::name)
+        ))
+    }
+}
+
+fn check_threshold(n: u64) -> Result<(), String> {
+    if (u64::from(MIN_THRESHOLD_DAYS)..=u64::from(MAX_THRESHOLD_DAYS)).contains(&n) {
+        Ok(())
+    } else {
+        Err(format!(
+            "thresholdDays {n} is outside {MIN_THRESHOLD_DAYS}..={MAX_THRESHOLD_DAYS}"
+        ))
+    }
+}
+
+fn check_resumed_format(f: &str) -> Result<(), String> {
+    if f == V2_FORMAT || f == LEGACY_FORMAT {
+        Ok(())
+    } else {
+        Err(format!(
+            "resumedFrom.format is {}, expected {V2_FORMAT:?} or {LEGACY_FORMAT:?}",
+            excerpt(f)
+        ))
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -591,13 +626,19 @@ fn is_utc_timestamp_shape(s: &str) -> bool {
 /// An RFC 3339 UTC (`...Z`) timestamp string, kept as written.
 pub(crate) fn get_time(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
     let s = get_str(obj, key)?;
+    check_time(key, s)?;
+    Ok(s.to_string())
+}
+
+/// `s` (the value of `key`) is an RFC 3339 UTC (`...Z`) timestamp.
+pub(crate) fn check_time(key: &str, s: &str) -> Result<(), String> {
     if !is_utc_timestamp_shape(s) || crate::clock::parse_rfc3339(s, true).is_err() {
         return Err(format!(
             "{key} {} is not an RFC 3339 UTC timestamp (ending in Z)",
             excerpt(s)
         ));
     }
-    Ok(s.to_string())
+    Ok(())
 }
 
 /// A `caSHA256` object: keys among `CA_KEYS` (all three when `all_three`),
@@ -611,21 +652,49 @@ pub(crate) fn get_ca_map(
         .get(key)
         .and_then(Value::as_object)
         .ok_or_else(|| format!("{key} is not an object"))?;
-    if all_three {
-        check_keys(m, &CA_KEYS, &format!("{key}."))?;
-    } else if let Some(k) = m.keys().find(|k| !CA_KEYS.contains(&k.as_str())) {
-        return Err(format!("unknown key {key}.{}", excerpt(k)));
-    }
     let mut out = BTreeMap::new();
     for (k, v) in m {
-        match v.as_str() {
-            Some(h) if is_sha256_hex(h) => {
-                out.insert(k.clone(), h.to_string());
+        // A non-string value is refused below with the hex message (after
+        // the key checks, as before).
+        out.insert(k.clone(), v.as_str().map(str::to_string));
+    }
+    check_ca_keys(&out, key, all_three)?;
+    let mut hex = BTreeMap::new();
+    for (k, v) in out {
+        match v {
+            Some(h) if is_sha256_hex(&h) => {
+                hex.insert(k, h);
             }
             _ => return Err(format!("{key}.{k} is not 64 lowercase hex digits")),
         }
     }
-    Ok(out)
+    Ok(hex)
+}
+
+/// The checks `get_ca_map` makes, on a map about to be written.
+pub(crate) fn check_ca_map(
+    m: &BTreeMap<String, String>,
+    key: &str,
+    all_three: bool,
+) -> Result<(), String> {
+    check_ca_keys(m, key, all_three)?;
+    match m.iter().find(|(_, h)| !is_sha256_hex(h)) {
+        Some((k, _)) => Err(format!("{key}.{k} is not 64 lowercase hex digits")),
+        None => Ok(()),
+    }
+}
+
+/// Keys among `CA_KEYS` (unknown ones first), all three when `all_three`.
+fn check_ca_keys<V>(m: &BTreeMap<String, V>, key: &str, all_three: bool) -> Result<(), String> {
+    if let Some(k) = m.keys().find(|k| !CA_KEYS.contains(&k.as_str())) {
+        return Err(format!("unknown key {key}.{}", excerpt(k)));
+    }
+    if all_three {
+        if let Some(k) = CA_KEYS.iter().find(|k| !m.contains_key(**k)) {
+            return Err(format!("missing key {key}.{k}"));
+        }
+    }
+    Ok(())
 }
 
 /// Pretty JSON with a trailing newline.

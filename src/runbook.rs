@@ -30,6 +30,7 @@ use crate::resume::{resume, Asker, Resume, Start};
 use crate::runtime::Runtime;
 use crate::signals::Cancel;
 use crate::staging::{Dirs, Restore};
+use crate::statedir::{CheckedReceipt, StateDir};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -311,22 +312,13 @@ impl Run<'_> {
     }
 
     fn completed_dir(&self) -> Result<Dir, FsError> {
-        match self.state.open_subdir(COMPLETED_DIR, Trust::Strict)? {
-            Some(d) => Ok(d),
-            None => self.state.mkdir(COMPLETED_DIR, STATE_DIR_MODE),
-        }
+        StateDir::new(&self.state).completed_or_create()
     }
 
     fn write_receipt(&self, r: &Receipt) -> Result<(), String> {
-        receipt::validate_receipt(r)
-            .map_err(|e| format!("refusing to write an invalid receipt: {e}"))?;
+        let checked = CheckedReceipt::check(r)?;
         let dir = self.completed_dir().map_err(|e| e.to_string())?;
-        dir.create_once(
-            &r.operation_id.receipt_file(),
-            &receipt::render_receipt(r),
-            STATE_FILE_MODE,
-        )
-        .map_err(|e| e.to_string())?;
+        StateDir::write_once(&dir, checked).map_err(|e| e.to_string())?;
         tracing::info!(
             operation = r.operation_id.as_str(),
             outcome = r.outcome.as_str(),
@@ -1163,7 +1155,15 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     }
     if let Err(e) = guard.write_owner(
         &state,
-        &lock::owner_for(id.map(|i| i.as_str()), mode, start_clock),
+        &lock::owner_for(
+            id.map(|i| i.as_str()),
+            if id.is_some() {
+                crate::contract::OwnerMode::Renew
+            } else {
+                crate::contract::OwnerMode::LegacyV1
+            },
+            start_clock,
+        ),
     ) {
         return lock_fail_report(
             mode,

@@ -13,12 +13,11 @@ use crate::node_pki;
 use crate::opid::OperationId;
 use crate::outcome::{exit, Outcome, Phase};
 use crate::output::{self, Report};
-use crate::paths::{
-    COMPLETED_DIR, MANIFESTS_DIR, STAGING_DIR, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
-};
+use crate::paths::{MANIFESTS_DIR, STAGING_DIR, STATE_DIR, STATE_DIR_MODE};
 use crate::phase::{PhaseFile, PhaseState};
 use crate::receipt::{self, Receipt};
 use crate::snapshot::{NodeSnapshot, Receipts};
+use crate::statedir::{CheckedReceipt, StateDir};
 
 /// What a fencing check would do (pure). Every outcome reached with the
 /// lock held puts back `restore` first: the manifests a dead run left staged
@@ -400,7 +399,11 @@ impl OwnerRecord<'_> {
             self.guard
                 .write_owner(
                     self.state,
-                    &lock::owner_for(Some(self.id.as_str()), "status-fence", self.now),
+                    &lock::owner_for(
+                        Some(self.id.as_str()),
+                        crate::contract::OwnerMode::StatusFence,
+                        self.now,
+                    ),
                 )
                 .map_err(|e| format!("cannot record the lock owner: {e}"))?;
             self.written = true;
@@ -659,9 +662,16 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 conflicts,
                 failed: None,
             };
+            let checked = match CheckedReceipt::check(&r) {
+                Ok(c) => c,
+                Err(e) => {
+                    let message = format!("{e}{}", pb.describe());
+                    return unconfirmed_after(exit::FAILED, message, pb);
+                }
+            };
             let completed = match completed {
                 Some(c) => c,
-                None => match state.mkdir(COMPLETED_DIR, STATE_DIR_MODE) {
+                None => match StateDir::new(&state).create_completed() {
                     Ok(c) => c,
                     Err(e) => {
                         let message = format!("receipts directory: {e}{}", pb.describe());
@@ -669,11 +679,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                     }
                 },
             };
-            match completed.create_once(
-                &id.receipt_file(),
-                &receipt::render_receipt(&r),
-                STATE_FILE_MODE,
-            ) {
+            match StateDir::write_once(&completed, checked) {
                 Ok(()) => {
                     tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
                     FenceOutcome {
@@ -785,6 +791,7 @@ mod tests {
     use super::*;
     use crate::inspect::state_files::*;
     use crate::outcome::ManifestLocation;
+    use crate::paths::COMPLETED_DIR;
     use crate::phase::PhaseState;
     use crate::runtime::double::node_tree;
     use std::os::unix::fs::PermissionsExt;

@@ -818,10 +818,15 @@ fn agent_state_file_and_restart_rows_match_the_mirror_types() {
         parse_agent_state(&bytes),
         AgentIntent::Pending { .. }
     ));
-    for p in nvke_cert_runbook::agent::PENDING_PHASES
-        .iter()
-        .chain(&nvke_cert_runbook::agent::IDLE_PHASES)
-    {
+    // The agent reads its phases through AgentPhase itself (src/agent.rs).
+    for p in [
+        "renewing",
+        "restart_pending",
+        "idle",
+        "done",
+        "completed",
+        "failed",
+    ] {
         let f = json!({ "k8sCertRenewalState": { "phase": p } });
         conforms_file::<AgentStateFile>("agent-state", "agent state", &f);
     }

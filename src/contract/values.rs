@@ -229,33 +229,11 @@ pub(super) fn de_present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 // ---------------------------------------------------------------------------
 // Closed vocabularies
 
-/// One of the four control-plane static pods, in restart order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub enum Component {
-    #[serde(rename = "etcd")]
-    Etcd,
-    #[serde(rename = "kube-apiserver")]
-    KubeApiserver,
-    #[serde(rename = "kube-controller-manager")]
-    KubeControllerManager,
-    #[serde(rename = "kube-scheduler")]
-    KubeScheduler,
-}
-
-/// How an operation ended. `renewed` and `unchanged` are successes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Renewed,
-    Unchanged,
-    Failed,
-    FailedNotRestored,
-    Cancelled,
-    Abandoned,
-    Superseded,
-}
+/// The domain's own enums are the contract's (one type per vocabulary; their
+/// doc comments are the schema's descriptions).
+pub use crate::component::Component;
+pub use crate::outcome::{ManifestLocation, Outcome};
+pub use crate::phase::PhaseState;
 
 /// The closed list of phases (SPEC section 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -298,28 +276,6 @@ pub enum Phase {
     #[serde(rename = "cancelled")]
     Cancelled,
     #[serde(rename = "done")]
-    Done,
-}
-
-/// Where one of the four manifests is: `active` (manifests directory only),
-/// `staged` (staging only), `both`, or `missing`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum ManifestLocation {
-    Active,
-    Staged,
-    Both,
-    Missing,
-}
-
-/// `state` of a phase file (either format).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum PhaseState {
-    Renewing,
-    RestartPending,
     Done,
 }
 

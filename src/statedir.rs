@@ -1,0 +1,128 @@
+//! The runbook's state directory (SPEC section 2, `paths::STATE_DIR`) and
+//! the files it holds: the lock and its owner, the phase file, receipts
+//! (`completed/<ID>.json`), backups and logs.
+//!
+//! Shape of cargo's `util/flock.rs` `Filesystem`: a thin owner that knows the
+//! names and the write discipline of each file and leaves the syscalls to
+//! `fsx` (and the flock to `lock`). Borrowing the open directory keeps the
+//! callers' `Dir` and the order of their syscalls as they are.
+
+use crate::fsx::{Dir, FsResult, Trust};
+use crate::paths::{COMPLETED_DIR, STATE_DIR_MODE, STATE_FILE_MODE};
+use crate::receipt::{self, Receipt};
+
+/// The open state directory.
+#[derive(Debug, Clone, Copy)]
+pub struct StateDir<'a> {
+    dir: &'a Dir,
+}
+
+/// A receipt that passed `receipt::validate_receipt`: the only thing
+/// `StateDir::write_once` writes, so no writer can skip the check.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckedReceipt<'a>(&'a Receipt);
+
+impl<'a> CheckedReceipt<'a> {
+    /// Check `r` before anything is touched on disk (a receipt is written
+    /// once and never repaired).
+    pub fn check(r: &'a Receipt) -> Result<Self, String> {
+        receipt::validate_receipt(r)
+            .map(|()| CheckedReceipt(r))
+            .map_err(|e| format!("refusing to write an invalid receipt: {e}"))
+    }
+}
+
+impl<'a> StateDir<'a> {
+    pub fn new(dir: &'a Dir) -> Self {
+        StateDir { dir }
+    }
+
+    /// `completed/`, if it exists and is acceptable (never creating it).
+    pub fn completed(&self) -> FsResult<Option<Dir>> {
+        self.dir.open_subdir(COMPLETED_DIR, Trust::Strict)
+    }
+
+    /// Create `completed/` (0700, `Dir::mkdir`: an existing one is opened
+    /// and its mode set again).
+    pub fn create_completed(&self) -> FsResult<Dir> {
+        self.dir.mkdir(COMPLETED_DIR, STATE_DIR_MODE)
+    }
+
+    /// `completed/`, created when missing.
+    pub fn completed_or_create(&self) -> FsResult<Dir> {
+        match self.completed()? {
+            Some(d) => Ok(d),
+            None => self.create_completed(),
+        }
+    }
+
+    /// Write `completed/<ID>.json` once, never replacing it
+    /// (`FsError::Exists` when it is there). `completed` is this state
+    /// directory's `completed/`, as opened by the caller.
+    pub fn write_once(completed: &Dir, r: CheckedReceipt<'_>) -> FsResult<()> {
+        let r = r.0;
+        completed.create_once(
+            &r.operation_id.receipt_file(),
+            &receipt::render_receipt(r),
+            STATE_FILE_MODE,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::Component;
+    use crate::fsx::{FsError, Root};
+    use crate::opid::OperationId;
+    use crate::outcome::{ManifestLocation, Outcome, Phase};
+    use crate::paths::STATE_DIR;
+
+    fn receipt() -> Receipt {
+        Receipt {
+            operation_id: OperationId::parse("op-1").unwrap(),
+            outcome: Outcome::Abandoned,
+            phase: Phase::Restart(Component::Etcd),
+            message: "abandoned".to_string(),
+            failed_component: Some(Component::Etcd),
+            manifests: Component::ALL
+                .into_iter()
+                .map(|c| (c, ManifestLocation::Active))
+                .collect(),
+            finished_at: "2026-11-30T00:00:00Z".to_string(),
+            runbook_version: "0.1.0".to_string(),
+            ca_sha256: Default::default(),
+        }
+    }
+
+    /// SPEC 3: a receipt is checked before anything is written, created
+    /// once, and never replaced.
+    #[test]
+    fn receipts_are_checked_then_written_once() {
+        let mut bad = receipt();
+        bad.manifests.remove(&Component::Etcd);
+        let e = CheckedReceipt::check(&bad).unwrap_err();
+        assert_eq!(
+            e,
+            "refusing to write an invalid receipt: missing key manifests.etcd"
+        );
+
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let dir = root
+            .create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict)
+            .unwrap();
+        let state = StateDir::new(&dir);
+        assert!(state.completed().unwrap().is_none());
+        let completed = state.completed_or_create().unwrap();
+        let r = receipt();
+        StateDir::write_once(&completed, CheckedReceipt::check(&r).unwrap()).unwrap();
+        let again = StateDir::write_once(&completed, CheckedReceipt::check(&r).unwrap());
+        assert!(matches!(again, Err(FsError::Exists { .. })), "{again:?}");
+        let bytes = completed
+            .read_file("op-1.json", crate::fsx::SMALL_FILE_MAX, Trust::Strict)
+            .unwrap()
+            .unwrap();
+        assert_eq!(bytes, receipt::render_receipt(&r));
+    }
+}
