@@ -1,12 +1,13 @@
 //! The embedded contract (`embedded/`): the committed JSON Schemas and
-//! manifest template are what `src/schema.rs` generates, and the mirror types
-//! there still describe what the binary really prints and writes.
+//! manifest template are what `src/contract/` generates, and what the binary
+//! prints and writes (built from those types) reads back into them.
 //!
-//! Drift detection: every JSON document below is deserialized into its mirror
-//! type (`deny_unknown_fields` everywhere the document is closed) and
-//! serialized back, and the result must equal the input. A field added to
-//! the output fails the first step, a field removed or renamed fails one of
-//! the two, a changed type or value vocabulary fails the first. Sources:
+//! Every JSON document below is deserialized into its type
+//! (`deny_unknown_fields` everywhere the document is closed) and serialized
+//! back, and the result must equal the input: the serde attributes read what
+//! they write (null versus absent, renames, constants), and a document built
+//! another way (the fencing check's receipt, a file an older binary wrote)
+//! still fits. Sources:
 //! - every JSON `stdout` of `tests/golden/` (check, status, fence, usage
 //!   errors);
 //! - the binary run on a copy of `fixtures/nodes/rsa` (version, help, check,
@@ -77,7 +78,7 @@ fn diff(a: &Value, b: &Value) -> String {
                     walk(&format!("{path}[{i}]"), Some(p), Some(q), out);
                 }
             }
-            (x, y) if x != y => out.push(format!("  {path}: output {x:?}, mirror {y:?}")),
+            (x, y) if x != y => out.push(format!("  {path}: output {x:?}, type {y:?}")),
             _ => {}
         }
     }
@@ -115,9 +116,9 @@ fn classify(v: &Value) -> Result<Kind, String> {
     }
 }
 
-/// Check a printed document against its mirror type and its committed schema.
+/// Check a printed document against its contract type and its committed schema.
 fn check_document(what: &str, v: &Value) -> Result<Kind, String> {
-    let kind = mirror_check(what, v)?;
+    let kind = type_check(what, v)?;
     let errs = schema_errors(schema_name(kind), v);
     if !errs.is_empty() {
         return Err(format!(
@@ -128,8 +129,8 @@ fn check_document(what: &str, v: &Value) -> Result<Kind, String> {
     Ok(kind)
 }
 
-/// Check a printed document against its mirror type.
-fn mirror_check(what: &str, v: &Value) -> Result<Kind, String> {
+/// Check a printed document against its contract type.
+fn type_check(what: &str, v: &Value) -> Result<Kind, String> {
     let kind = classify(v).map_err(|e| format!("{what}: {e}"))?;
     match kind {
         Kind::Renew => {
@@ -158,10 +159,10 @@ fn mirror_check(what: &str, v: &Value) -> Result<Kind, String> {
 }
 
 // ---------------------------------------------------------------------------
-// The committed schemas accept what the mirror types accept
+// The committed schemas accept what the contract types accept
 //
 // A small validator for the JSON Schema subset schemars emits here. It does
-// not evaluate `pattern` or `format` (the mirror types' own checks cover
+// not evaluate `pattern` or `format` (the contract types' own checks cover
 // those: operation IDs, hex digests, timestamps, messages); any other
 // keyword it does not know is an error, so nothing is skipped silently.
 
@@ -321,7 +322,7 @@ fn validate(root: &Value, s: &Value, v: &Value, at: &str, errs: &mut Vec<String>
                     }
                 }
             }
-            // Annotations, and what the mirror types check instead.
+            // Annotations, and what the contract types check instead.
             "then" | "else" | "$defs" | "$schema" | "$id" | "title" | "description"
             | "x-contractVersion" | "format" | "pattern" => {}
             other => panic!("the contract test's validator does not know the keyword {other:?}"),
@@ -342,7 +343,7 @@ fn schema_name(kind: Kind) -> &'static str {
     }
 }
 
-/// A file's JSON against its mirror type and its committed schema.
+/// A file's JSON against its contract type and its committed schema.
 fn conforms_file<T: DeserializeOwned + Serialize>(name: &str, what: &str, v: &Value) -> T {
     let t = conforms::<T>(what, v).unwrap_or_else(|e| panic!("{e}"));
     let errs = schema_errors(name, v);
@@ -397,7 +398,7 @@ fn committed_schemas_and_manifest_are_generated_from_the_types() {
     );
     assert!(
         stale.is_empty(),
-        "committed contract files differ from what src/schema.rs generates: {stale:?}\n\
+        "committed contract files differ from what src/contract/ generates: {stale:?}\n\
          run `SNAPSHOTS=overwrite cargo test --test contract` and review the diff"
     );
 }
@@ -449,7 +450,7 @@ fn unmask(v: &mut Value) {
 }
 
 #[test]
-fn golden_outputs_match_the_mirror_types() {
+fn golden_outputs_match_the_contract_types() {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/golden"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -557,7 +558,7 @@ fn expect(what: &str, (code, v): (i32, Value), kind: Kind, want_code: i32) -> Va
 }
 
 #[test]
-fn binary_outputs_on_a_fixture_node_match_the_mirror_types() {
+fn binary_outputs_on_a_fixture_node_match_the_contract_types() {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let v = expect(
         "--version",
@@ -717,7 +718,7 @@ fn hex(c: char) -> String {
 }
 
 #[test]
-fn phase_files_and_receipts_round_trip_through_the_mirror_types() {
+fn phase_files_and_receipts_round_trip_through_the_contract_types() {
     use nvke_cert_runbook::component::Component as C;
     use nvke_cert_runbook::opid::OperationId as Id;
     use nvke_cert_runbook::outcome::{ManifestLocation as L, Outcome as O, Phase as P};
@@ -766,7 +767,7 @@ fn phase_files_and_receipts_round_trip_through_the_mirror_types() {
         let bytes = phase::render_v2(p);
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         let m: PhaseV2File = conforms_file("phase-v2", "render_v2", &v);
-        // And what the mirror writes, the runbook reads back as the same file.
+        // And what the type writes, the runbook reads back as the same file.
         let again = serde_json::to_vec_pretty(&m).unwrap();
         assert_eq!(
             phase::parse_phase_file(&again).unwrap(),
@@ -798,14 +799,14 @@ fn phase_files_and_receipts_round_trip_through_the_mirror_types() {
         let again = serde_json::to_vec_pretty(&m).unwrap();
         receipt::parse_receipt(&again, &r.operation_id).unwrap();
     }
-    // Every phase name of the closed list has its mirror.
+    // Every phase name of the closed list has its contract value.
     for p in nvke_cert_runbook::outcome::Phase::all() {
         serde_json::from_value::<contract::Phase>(json!(p.as_string())).unwrap();
     }
 }
 
 #[test]
-fn agent_state_file_and_restart_rows_match_the_mirror_types() {
+fn agent_state_file_and_restart_rows_match_the_contract_types() {
     use nvke_cert_runbook::agent::{parse_agent_state, AgentIntent};
     let file = json!({
         "version": 3,
@@ -852,7 +853,7 @@ fn agent_state_file_and_restart_rows_match_the_mirror_types() {
 
 #[cfg(feature = "sim")]
 #[test]
-fn renewals_on_the_simulated_node_match_the_mirror_types() {
+fn renewals_on_the_simulated_node_match_the_contract_types() {
     use support::node::Node;
     let n = Node::new("rsa", json!({}));
     let (code, v, e) = n.run(&["--operation-id", "op-c", "--force"]);
@@ -899,8 +900,8 @@ fn renewals_on_the_simulated_node_match_the_mirror_types() {
 // ---------------------------------------------------------------------------
 // The drift check itself
 
-/// Apply `f` to a copy of `v` and require the mirror types to refuse it;
-/// and the committed schema too, unless the change is one only the mirror
+/// Apply `f` to a copy of `v` and require the contract types to refuse it;
+/// and the committed schema too, unless the change is one only the contract
 /// types check (a `pattern`).
 fn refused(what: &str, v: &Value, f: impl FnOnce(&mut Value)) {
     refused_by(what, v, f, true)
@@ -911,8 +912,8 @@ fn refused_by(what: &str, v: &Value, f: impl FnOnce(&mut Value), by_schema: bool
     let mut m = v.clone();
     f(&mut m);
     assert!(
-        mirror_check(what, &m).is_err(),
-        "drift not detected by the mirror types: {what}\n{m:#}"
+        type_check(what, &m).is_err(),
+        "drift not detected by the contract types: {what}\n{m:#}"
     );
     if by_schema {
         assert!(
