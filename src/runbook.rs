@@ -7,6 +7,11 @@ use crate::backup;
 use crate::cli::Global;
 use crate::clock;
 use crate::component::Component;
+use crate::contract::{
+    self, CaSha256, CertificateChange, ConstBool, EarlyOutcome, EarlyPhase, EmptyObject,
+    EtcdVoters, LeafName, ManifestLocations, Message, Null, RenewEarlyFailure, RenewMode,
+    RenewOnly, RenewReplay, RenewResult, Restart, Timestamp,
+};
 use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX, SMALL_FILE_MAX};
 use crate::health::{self, GateError, GateOk, Health};
 use crate::inspect::{self, ReceiptLookup};
@@ -30,8 +35,6 @@ use crate::resume::{resume, Asker, Resume, Start};
 use crate::runtime::Runtime;
 use crate::signals::Cancel;
 use crate::staging::{Dirs, Restore};
-use serde::Serialize;
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -42,22 +45,6 @@ pub struct Request {
     pub operation_id: Option<OperationId>,
     pub force: bool,
     pub expect_ca_sha256: BTreeMap<String, String>,
-}
-
-/// One component's restart.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Restart {
-    pub component: Component,
-    #[serde(rename = "oldContainerID")]
-    pub old_container_id: String,
-    #[serde(rename = "newContainerID")]
-    pub new_container_id: String,
-    pub stop_ms: u64,
-    pub healthy_ms: u64,
-    /// The whole step for this component: the gate before staging, both
-    /// moves, both waits, and the phase write after it.
-    pub total_ms: u64,
 }
 
 /// Logs a step's start, and its end with the duration (SPEC section 8).
@@ -1001,32 +988,37 @@ impl Run<'_> {
 }
 
 fn lock_fail_report(
-    mode: &str,
+    mode: RenewMode,
     id: Option<&OperationId>,
     code: u8,
-    outcome: &str,
-    phase: Phase,
+    outcome: EarlyOutcome,
+    phase: EarlyPhase,
     message: String,
 ) -> Report {
-    let message = receipt::bounded_message(&message);
+    let doc = RenewEarlyFailure {
+        mode,
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: id.map(contract::OperationId::from),
+        outcome,
+        phase,
+        message: Message::bounded(&message),
+        replayed: ConstBool,
+        receipt_written: ConstBool,
+        resumed_from: Null,
+        certificates: Vec::new(),
+        ca_sha256: EmptyObject {},
+        manifests: EmptyObject {},
+        restarts: Vec::new(),
+        duration_ms: 0,
+    };
+    let outcome = match outcome {
+        EarlyOutcome::Failed => Outcome::Failed,
+        EarlyOutcome::Cancelled => Outcome::Cancelled,
+    };
     Report {
         code,
-        json: json!({
-            "mode": mode,
-            "runbookVersion": crate::version::RUNBOOK_VERSION,
-            "operationID": id.map(|i| i.as_str()),
-            "outcome": outcome,
-            "phase": phase.as_string(),
-            "message": message,
-            "replayed": false,
-            "receiptWritten": false,
-            "resumedFrom": null,
-            "certificates": [],
-            "caSHA256": {},
-            "manifests": {},
-            "restarts": [],
-        }),
-        text: format!("{}: {message}", outcome.to_uppercase()),
+        text: format!("{}: {}", outcome.as_str().to_uppercase(), doc.message.0),
+        json: contract::to_json(&doc),
     }
 }
 
@@ -1036,27 +1028,30 @@ fn all_active(m: &BTreeMap<Component, ManifestLocation>) -> bool {
         .all(|l| matches!(l, ManifestLocation::Active | ManifestLocation::Both))
 }
 
-fn replay_report(mode: &str, r: &Receipt) -> Report {
+fn replay_report(r: &Receipt) -> Report {
     let code = exit_code_for(r.outcome, all_active(&r.manifests));
+    let receipt = contract::Receipt::from(r);
+    let doc = RenewReplay {
+        mode: RenewOnly::Renew,
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: receipt.operation_id.clone(),
+        outcome: receipt.outcome,
+        phase: receipt.phase,
+        message: Message(r.message.clone()),
+        failed_component: receipt.failed_component,
+        replayed: ConstBool,
+        receipt_written: ConstBool,
+        resumed_from: Null,
+        certificates: Vec::new(),
+        ca_sha256: receipt.ca_sha256.clone(),
+        manifests: receipt.manifests.clone(),
+        restarts: Vec::new(),
+        receipt,
+        duration_ms: 0,
+    };
     Report {
         code,
-        json: json!({
-            "mode": mode,
-            "runbookVersion": crate::version::RUNBOOK_VERSION,
-            "operationID": r.operation_id.as_str(),
-            "outcome": r.outcome.as_str(),
-            "phase": r.phase.as_string(),
-            "message": r.message,
-            "failedComponent": r.failed_component.map(|c| c.name()),
-            "replayed": true,
-            "receiptWritten": false,
-            "resumedFrom": null,
-            "certificates": [],
-            "caSHA256": r.ca_sha256,
-            "manifests": r.manifests,
-            "restarts": [],
-            "receipt": inspect::receipt_json(r),
-        }),
+        json: contract::to_json(&doc),
         text: format!(
             "{} (replayed receipt of operation {}, finished {}): {}",
             r.outcome.as_str().to_uppercase(),
@@ -1071,10 +1066,11 @@ fn cert_rows(
     before: Option<&PkiReport>,
     after: Option<&PkiReport>,
     now: time::OffsetDateTime,
-) -> Vec<Value> {
+) -> Vec<CertificateChange> {
     crate::pki::LEAVES
         .iter()
-        .map(|spec| {
+        .zip(LeafName::SPEC_ORDER)
+        .map(|(spec, name)| {
             let find = |p: Option<&PkiReport>| {
                 p.and_then(|p| p.leaves.iter().find(|l| l.spec.name == spec.name))
                     .and_then(|l| l.cert.as_ref())
@@ -1082,14 +1078,14 @@ fn cert_rows(
             };
             let b = find(before);
             let a = find(after);
-            json!({
-                "name": spec.name,
-                "path": crate::paths::node(spec.path),
-                "notAfterBefore": b.map(clock::rfc3339),
-                "notAfterAfter": a.map(clock::rfc3339),
-                "daysLeftBefore": b.map(|t| clock::days_until(now, t)),
-                "daysLeftAfter": a.map(|t| clock::days_until(now, t)),
-            })
+            CertificateChange {
+                name,
+                path: crate::paths::node(spec.path),
+                not_after_before: b.map(|t| Timestamp(clock::rfc3339(t))),
+                not_after_after: a.map(|t| Timestamp(clock::rfc3339(t))),
+                days_left_before: b.map(|t| clock::days_until(now, t)),
+                days_left_after: a.map(|t| clock::days_until(now, t)),
+            }
         })
         .collect()
 }
@@ -1097,9 +1093,13 @@ fn cert_rows(
 /// Run a renewal (V2 when the request has an operation ID, else legacy).
 pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
     let mode = if req.operation_id.is_some() {
-        "renew"
+        RenewMode::Renew
     } else {
-        "legacy-v1"
+        RenewMode::LegacyV1
+    };
+    let mode_name = match mode {
+        RenewMode::Renew => "renew",
+        RenewMode::LegacyV1 => "legacy-v1",
     };
     let id = req.operation_id.as_ref();
     let start_clock = g.clock.now();
@@ -1115,8 +1115,8 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                 mode,
                 id,
                 refused(),
-                "failed",
-                Phase::Lock,
+                EarlyOutcome::Failed,
+                EarlyPhase::Lock,
                 format!("state directory: {e}"),
             )
         }
@@ -1132,8 +1132,8 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                 mode,
                 id,
                 exit::LOCK_TIMEOUT,
-                "failed",
-                Phase::Lock,
+                EarlyOutcome::Failed,
+                EarlyPhase::Lock,
                 format!(
                 "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
             ),
@@ -1144,13 +1144,20 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                 mode,
                 id,
                 refused(),
-                "cancelled",
-                Phase::Lock,
+                EarlyOutcome::Cancelled,
+                EarlyPhase::Lock,
                 "cancelled while waiting for the renewal lock; nothing was done".into(),
             )
         }
         Err(e) => {
-            return lock_fail_report(mode, id, refused(), "failed", Phase::Lock, e.to_string())
+            return lock_fail_report(
+                mode,
+                id,
+                refused(),
+                EarlyOutcome::Failed,
+                EarlyPhase::Lock,
+                e.to_string(),
+            )
         }
     };
     // `--legacy-v1` over an unfinished V2 phase file is refused before
@@ -1158,19 +1165,26 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     if id.is_none() {
         if let Some(msg) = legacy_refusal(&state) {
             tracing::warn!("{msg}");
-            return lock_fail_report(mode, None, refused(), "failed", Phase::PhaseFile, msg);
+            return lock_fail_report(
+                mode,
+                None,
+                refused(),
+                EarlyOutcome::Failed,
+                EarlyPhase::PhaseFile,
+                msg,
+            );
         }
     }
     if let Err(e) = guard.write_owner(
         &state,
-        &lock::owner_for(id.map(|i| i.as_str()), mode, start_clock),
+        &lock::owner_for(id.map(|i| i.as_str()), mode_name, start_clock),
     ) {
         return lock_fail_report(
             mode,
             id,
             refused(),
-            "failed",
-            Phase::Lock,
+            EarlyOutcome::Failed,
+            EarlyPhase::Lock,
             format!("cannot record the lock owner: {e}"),
         );
     }
@@ -1191,7 +1205,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     }
     tracing::info!(
         operation = id.map(|i| i.as_str()),
-        mode,
+        mode = mode_name,
         "renewal starting (lock held)"
     );
     crate::crash_point!("renew-after-lock");
@@ -1205,8 +1219,8 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                     mode,
                     Some(id),
                     refused(),
-                    "failed",
-                    Phase::Receipt,
+                    EarlyOutcome::Failed,
+                    EarlyPhase::Receipt,
                     e.to_string(),
                 )
             }
@@ -1217,7 +1231,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                     outcome = r.outcome.as_str(),
                     "receipt exists: replaying it, doing nothing else"
                 );
-                return replay_report(mode, &r);
+                return replay_report(&r);
             }
             ReceiptLookup::Malformed(e) => {
                 let m = manifests::inspect(root);
@@ -1226,8 +1240,8 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                     mode,
                     Some(id),
                     code,
-                    "failed",
-                    Phase::Receipt,
+                    EarlyOutcome::Failed,
+                    EarlyPhase::Receipt,
                     format!("this operation's receipt is malformed; not trusting it, doing nothing: {e}"),
                 );
             }
@@ -1319,7 +1333,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// `finish` panicked: put back every manifest staged and not active, write a
 /// `failed` receipt if this operation has none, and report once, with as
 /// little machinery as possible.
-fn last_resort(run: &Run<'_>, mode: &str, why: &str) -> Report {
+fn last_resort(run: &Run<'_>, mode: RenewMode, why: &str) -> Report {
     tracing::error!("internal error (a panic) while finishing: {why}");
     let mut notes = Vec::new();
     for c in Component::ALL {
@@ -1347,17 +1361,38 @@ fn last_resort(run: &Run<'_>, mode: &str, why: &str) -> Report {
             written = run.write_receipt(&r).is_ok();
         }
     }
-    let mut report = lock_fail_report(
+    let message = receipt::bounded_message(&message);
+    let doc = RenewResult {
         mode,
-        run.req.operation_id.as_ref(),
-        exit_code_for(outcome, m.all_active()),
-        outcome.as_str(),
-        run.at,
-        message,
-    );
-    report.json["receiptWritten"] = json!(written);
-    report.json["manifests"] = json!(m.receipt_locations());
-    report
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: run
+            .req
+            .operation_id
+            .as_ref()
+            .map(contract::OperationId::from),
+        outcome: outcome.into(),
+        phase: run.at.into(),
+        message: Message(message.clone()),
+        failed_component: None,
+        replayed: ConstBool,
+        receipt_written: written,
+        runtime_endpoint: run.rt.endpoint().map(contract::RuntimeEndpointUsed::from),
+        resumed_from: run.resumed_from.as_ref().map(contract::ResumedFrom::from),
+        certificates: cert_rows(run.before.as_ref(), None, run.now()),
+        ca_sha256: CaSha256::from(&node_pki::ca_fingerprints(&node_pki::read_cas(run.root))),
+        manifests: ManifestLocations::from(&m.receipt_locations()),
+        restarts: run.restarts.clone(),
+        etcd: run.etcd.map(|(v, h)| EtcdVoters {
+            voters: v as u64,
+            healthy_voters: h as u64,
+        }),
+        duration_ms: 0,
+    };
+    Report {
+        code: exit_code_for(outcome, m.all_active()),
+        json: contract::to_json(&doc),
+        text: format!("{}: {message}", outcome.as_str().to_uppercase()),
+    }
 }
 
 /// Put `c`'s manifest back if the run left it staged, looking before and
@@ -1411,7 +1446,7 @@ fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
     }
 }
 
-fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Report {
+fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> Report {
     let id = run.req.operation_id.clone();
     let (outcome, phase, mut message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
@@ -1507,27 +1542,28 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
         None
     };
     let message = receipt::bounded_message(&message);
-    let json = json!({
-        "mode": mode,
-        "runbookVersion": crate::version::RUNBOOK_VERSION,
-        "operationID": id.as_ref().map(|i| i.as_str()),
-        "outcome": outcome.as_str(),
-        "phase": phase.as_string(),
-        "message": message,
-        "failedComponent": failed_component.map(|c| c.name()),
-        "replayed": false,
-        "receiptWritten": receipt_written,
-        "runtimeEndpoint": run.rt.endpoint(),
-        "resumedFrom": run.resumed_from.as_ref().map(|r| json!({
-            "operationID": r.operation_id.as_ref().map(|i| i.as_str()),
-            "format": r.format,
-        })),
-        "certificates": cert_rows(run.before.as_ref(), after.as_ref(), now),
-        "caSHA256": node_pki::ca_fingerprints(&node_pki::read_cas(run.root)),
-        "manifests": locations,
-        "restarts": run.restarts,
-        "etcd": run.etcd.map(|(v, h)| json!({ "voters": v, "healthyVoters": h })),
-    });
+    let doc = RenewResult {
+        mode,
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: id.as_ref().map(contract::OperationId::from),
+        outcome: outcome.into(),
+        phase: phase.into(),
+        message: Message(message.clone()),
+        failed_component: failed_component.map(contract::Component::from),
+        replayed: ConstBool,
+        receipt_written,
+        runtime_endpoint: run.rt.endpoint().map(contract::RuntimeEndpointUsed::from),
+        resumed_from: run.resumed_from.as_ref().map(contract::ResumedFrom::from),
+        certificates: cert_rows(run.before.as_ref(), after.as_ref(), now),
+        ca_sha256: CaSha256::from(&node_pki::ca_fingerprints(&node_pki::read_cas(run.root))),
+        manifests: ManifestLocations::from(&locations),
+        restarts: run.restarts.clone(),
+        etcd: run.etcd.map(|(v, h)| EtcdVoters {
+            voters: v as u64,
+            healthy_voters: h as u64,
+        }),
+        duration_ms: 0,
+    };
     let mut text = format!(
         "{}  phase {}\n{message}\n",
         outcome.as_str().to_uppercase(),
@@ -1564,7 +1600,11 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
         }
         crate::output::table(&mut text, &rows);
     }
-    Report { code, json, text }
+    Report {
+        code,
+        json: contract::to_json(&doc),
+        text,
+    }
 }
 
 #[cfg(test)]

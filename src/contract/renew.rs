@@ -2,6 +2,7 @@
 
 use super::*;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One leaf's expiry before and after the run (null when not read).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,7 +24,8 @@ pub struct CertificateChange {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Restart {
-    pub component: Component,
+    #[cfg_attr(feature = "schema", schemars(with = "Component"))]
+    pub component: crate::component::Component,
     #[serde(rename = "oldContainerID")]
     pub old_container_id: String,
     #[serde(rename = "newContainerID")]
@@ -193,4 +195,204 @@ pub enum RenewDocument {
     Replay(RenewReplay),
     Result(RenewResult),
     EarlyFailure(RenewEarlyFailure),
+}
+
+// ---------------------------------------------------------------------------
+// From the renewal's own values to the contract's vocabulary.
+
+impl From<crate::component::Component> for Component {
+    fn from(c: crate::component::Component) -> Self {
+        use crate::component::Component as C;
+        match c {
+            C::Etcd => Component::Etcd,
+            C::KubeApiserver => Component::KubeApiserver,
+            C::KubeControllerManager => Component::KubeControllerManager,
+            C::KubeScheduler => Component::KubeScheduler,
+        }
+    }
+}
+
+impl From<crate::outcome::Outcome> for Outcome {
+    fn from(o: crate::outcome::Outcome) -> Self {
+        use crate::outcome::Outcome as O;
+        match o {
+            O::Renewed => Outcome::Renewed,
+            O::Unchanged => Outcome::Unchanged,
+            O::Failed => Outcome::Failed,
+            O::FailedNotRestored => Outcome::FailedNotRestored,
+            O::Cancelled => Outcome::Cancelled,
+            O::Abandoned => Outcome::Abandoned,
+            O::Superseded => Outcome::Superseded,
+        }
+    }
+}
+
+impl From<crate::outcome::Phase> for Phase {
+    fn from(p: crate::outcome::Phase) -> Self {
+        use crate::component::Component as C;
+        use crate::outcome::Phase as P;
+        match p {
+            P::Arguments => Phase::Arguments,
+            P::Lock => Phase::Lock,
+            P::Receipt => Phase::Receipt,
+            P::PhaseFile => Phase::PhaseFile,
+            P::Topology => Phase::Topology,
+            P::StagingConflict => Phase::StagingConflict,
+            P::CaCheck => Phase::CaCheck,
+            P::Expiry => Phase::Expiry,
+            P::Health => Phase::Health,
+            P::TwoControlPlaneVoters => Phase::TwoControlPlaneVoters,
+            P::Backup => Phase::Backup,
+            P::RenewCerts => Phase::RenewCerts,
+            P::Restart(C::Etcd) => Phase::RestartEtcd,
+            P::Restart(C::KubeApiserver) => Phase::RestartKubeApiserver,
+            P::Restart(C::KubeControllerManager) => Phase::RestartKubeControllerManager,
+            P::Restart(C::KubeScheduler) => Phase::RestartKubeScheduler,
+            P::Postflight => Phase::Postflight,
+            P::Cancelled => Phase::Cancelled,
+            P::Done => Phase::Done,
+        }
+    }
+}
+
+impl From<crate::outcome::ManifestLocation> for ManifestLocation {
+    fn from(l: crate::outcome::ManifestLocation) -> Self {
+        use crate::outcome::ManifestLocation as L;
+        match l {
+            L::Active => ManifestLocation::Active,
+            L::Staged => ManifestLocation::Staged,
+            L::Both => ManifestLocation::Both,
+            L::Missing => ManifestLocation::Missing,
+        }
+    }
+}
+
+/// Where each manifest is, one entry per component (a component the map
+/// lacks is `missing`).
+impl From<&BTreeMap<crate::component::Component, crate::outcome::ManifestLocation>>
+    for ManifestLocations
+{
+    fn from(m: &BTreeMap<crate::component::Component, crate::outcome::ManifestLocation>) -> Self {
+        use crate::component::Component as C;
+        let at = |c: C| {
+            m.get(&c)
+                .map_or(ManifestLocation::Missing, |l| ManifestLocation::from(*l))
+        };
+        ManifestLocations {
+            etcd: at(C::Etcd),
+            kube_apiserver: at(C::KubeApiserver),
+            kube_controller_manager: at(C::KubeControllerManager),
+            kube_scheduler: at(C::KubeScheduler),
+        }
+    }
+}
+
+/// CA fingerprints keyed as `phase::CA_KEYS` (other keys are not CAs).
+impl From<&BTreeMap<String, String>> for CaSha256 {
+    fn from(m: &BTreeMap<String, String>) -> Self {
+        let at = |k: &str| m.get(k).cloned().map(Sha256Hex);
+        CaSha256 {
+            ca: at("ca.crt"),
+            etcd_ca: at("etcd/ca.crt"),
+            front_proxy_ca: at("front-proxy-ca.crt"),
+        }
+    }
+}
+
+impl From<&crate::opid::OperationId> for OperationId {
+    fn from(id: &crate::opid::OperationId) -> Self {
+        OperationId(id.as_str().to_string())
+    }
+}
+
+impl From<&crate::phase::ResumedFrom> for ResumedFrom {
+    fn from(r: &crate::phase::ResumedFrom) -> Self {
+        ResumedFrom {
+            operation_id: r.operation_id.as_ref().map(OperationId::from),
+            format: if r.format == crate::phase::LEGACY_FORMAT {
+                PhaseFormat::LegacyFiveLine
+            } else {
+                PhaseFormat::V2
+            },
+        }
+    }
+}
+
+impl From<&crate::endpoint::RuntimeEndpoint> for RuntimeEndpointUsed {
+    fn from(e: &crate::endpoint::RuntimeEndpoint) -> Self {
+        use crate::endpoint::Source as S;
+        RuntimeEndpointUsed {
+            endpoint: e.endpoint.clone(),
+            source: match e.source {
+                S::Flag => EndpointSource::Flag,
+                S::KubeadmFlags => EndpointSource::KubeadmFlags,
+                S::KubeletConfig => EndpointSource::KubeletConfig,
+                S::Crictl => EndpointSource::Crictl,
+            },
+            warning: e.warning.clone(),
+        }
+    }
+}
+
+/// A receipt as embedded in a replay (the message bounded as on disk).
+impl From<&crate::receipt::Receipt> for Receipt {
+    fn from(r: &crate::receipt::Receipt) -> Self {
+        Receipt {
+            format: ReceiptFormat::V1,
+            operation_id: OperationId::from(&r.operation_id),
+            outcome: r.outcome.into(),
+            phase: r.phase.into(),
+            message: Message::bounded(&r.message),
+            failed_component: r.failed_component.map(Component::from),
+            manifests: ManifestLocations::from(&r.manifests),
+            finished_at: Timestamp(r.finished_at.clone()),
+            runbook_version: r.runbook_version.clone(),
+            ca_sha256: CaSha256::from(&r.ca_sha256),
+        }
+    }
+}
+
+impl Message {
+    /// At most 512 bytes, control characters replaced (`receipt::bounded_message`).
+    pub fn bounded(s: &str) -> Message {
+        Message(crate::receipt::bounded_message(s))
+    }
+}
+
+impl LeafName {
+    /// Every leaf, in SPEC order (the order of `pki::LEAVES`).
+    pub const SPEC_ORDER: [LeafName; 11] = [
+        LeafName::Apiserver,
+        LeafName::ApiserverKubeletClient,
+        LeafName::ApiserverEtcdClient,
+        LeafName::FrontProxyClient,
+        LeafName::EtcdServer,
+        LeafName::EtcdPeer,
+        LeafName::EtcdHealthcheckClient,
+        LeafName::AdminConf,
+        LeafName::SuperAdminConf,
+        LeafName::ControllerManagerConf,
+        LeafName::SchedulerConf,
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaf_names_follow_the_leaves_of_pki() {
+        let names: Vec<String> = LeafName::SPEC_ORDER
+            .iter()
+            .map(|n| {
+                serde_json::to_value(n)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        let leaves: Vec<&str> = crate::pki::LEAVES.iter().map(|l| l.name).collect();
+        assert_eq!(names, leaves);
+    }
 }
