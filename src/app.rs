@@ -216,20 +216,16 @@ fn dispatch(inv: &Invocation) -> Report {
         } => renew(
             &root,
             inv,
-            crate::runbook::Request {
-                operation_id: Some(operation_id.clone()),
+            crate::runbook::Request::V2 {
+                id: operation_id.clone(),
                 force: *force,
-                expect_ca_sha256: expect_ca_sha256.clone(),
+                expect_ca: expect_ca_sha256.clone(),
             },
         ),
         Mode::LegacyV1 { force } => renew(
             &root,
             inv,
-            crate::runbook::Request {
-                operation_id: None,
-                force: *force,
-                expect_ca_sha256: Default::default(),
-            },
+            crate::runbook::Request::Legacy { force: *force },
         ),
         Mode::Version => unreachable!("handled above"),
     }

@@ -40,11 +40,47 @@ use std::time::{Duration, Instant};
 
 /// What was asked.
 #[derive(Debug, Clone)]
-pub struct Request {
-    /// None: `--legacy-v1`.
-    pub operation_id: Option<OperationId>,
-    pub force: bool,
-    pub expect_ca_sha256: BTreeMap<String, String>,
+pub enum Request {
+    /// `--operation-id ID`: a receipt for every outcome.
+    V2 {
+        id: OperationId,
+        force: bool,
+        /// CA key (`ca.crt`, ...) to the lowercase hex it must have.
+        expect_ca: BTreeMap<String, String>,
+    },
+    /// `--legacy-v1`: no receipts.
+    Legacy { force: bool },
+}
+
+impl Request {
+    /// The operation ID of a V2 renewal.
+    pub fn id(&self) -> Option<&OperationId> {
+        match self {
+            Request::V2 { id, .. } => Some(id),
+            Request::Legacy { .. } => None,
+        }
+    }
+
+    fn force(&self) -> bool {
+        match self {
+            Request::V2 { force, .. } | Request::Legacy { force } => *force,
+        }
+    }
+
+    fn mode(&self) -> RenewMode {
+        match self {
+            Request::V2 { .. } => RenewMode::Renew,
+            Request::Legacy { .. } => RenewMode::LegacyV1,
+        }
+    }
+
+    /// How the lock owner, the log and the output name the mode.
+    fn mode_name(&self) -> &'static str {
+        match self {
+            Request::V2 { .. } => "renew",
+            Request::Legacy { .. } => "legacy-v1",
+        }
+    }
 }
 
 /// Logs a step's start, and its end with the duration (SPEC section 8).
@@ -102,9 +138,12 @@ enum Success {
     Renewed,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The phase file format the run writes: V2 (always with the run's
+/// operation ID), or the five lines of legacy work (a `--legacy-v1` run, or
+/// a V2 run that resumed legacy work, keeping its format).
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Format {
-    V2,
+    V2(OperationId),
     Legacy,
 }
 
@@ -228,9 +267,9 @@ impl Run<'_> {
     }
 
     fn backup_kind_name(&self) -> (&'static str, String) {
-        match (&self.req.operation_id, self.format) {
-            (Some(id), _) => (BACKUP_DIR, id.as_str().to_string()),
-            (None, _) => (BACKUP_V1_DIR, self.legacy_started.to_string()),
+        match self.req {
+            Request::V2 { id, .. } => (BACKUP_DIR, id.as_str().to_string()),
+            Request::Legacy { .. } => (BACKUP_V1_DIR, self.legacy_started.to_string()),
         }
     }
 
@@ -242,19 +281,14 @@ impl Run<'_> {
                 self.write_supersede(&other)?;
             }
         }
-        let bytes = match self.format {
-            Format::V2 => {
-                let id = self
-                    .req
-                    .operation_id
-                    .clone()
-                    .expect("V2 format implies an operation ID");
+        let bytes = match &self.format {
+            Format::V2(id) => {
                 let p = PhaseV2 {
-                    operation_id: id,
+                    operation_id: id.clone(),
                     state,
                     next_component: next,
                     ca_sha256: self.ca.clone(),
-                    force: self.req.force,
+                    force: self.req.force(),
                     threshold_days: self.g.threshold_days,
                     started_at: self.started_at.clone(),
                     updated_at: clock::rfc3339(self.now()),
@@ -349,12 +383,10 @@ impl Run<'_> {
             .completed_dir()
             .map_err(|e| fail(Phase::Receipt, e.to_string()))?;
         if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
-            let me = self
-                .req
-                .operation_id
-                .as_ref()
-                .map(|i| i.as_str())
-                .unwrap_or("a legacy run");
+            let me = match self.req {
+                Request::V2 { id, .. } => id.as_str(),
+                Request::Legacy { .. } => "a legacy run",
+            };
             let r = self.make_receipt(
                 other,
                 Outcome::Superseded,
@@ -384,10 +416,9 @@ impl Run<'_> {
                 format!("{}: {e}", crate::paths::state(PHASE_FILE)),
             )
         })?;
-        let me = self.req.operation_id.clone();
-        let asker = match &me {
-            Some(id) => Asker::V2(id),
-            None => Asker::Legacy,
+        let asker = match self.req {
+            Request::V2 { id, .. } => Asker::V2(id),
+            Request::Legacy { .. } => Asker::Legacy,
         };
         let mut completed_error = None;
         let decision = resume(Some(&file), asker, |op| {
@@ -604,7 +635,11 @@ impl Run<'_> {
             }
         }
         let now = node_pki::ca_fingerprints(&cas);
-        for (name, want) in &self.req.expect_ca_sha256 {
+        let expected = match self.req {
+            Request::V2 { expect_ca, .. } => expect_ca.iter().collect(),
+            Request::Legacy { .. } => Vec::new(),
+        };
+        for (name, want) in expected {
             if now.get(name) != Some(want) {
                 return Err(fail(
                     Phase::CaCheck,
@@ -927,7 +962,7 @@ impl Run<'_> {
         let expiry_step = Step::new("expiry");
         let pki = node_pki::read(self.root);
         let now = self.now();
-        if start == Start::Fresh && !self.req.force {
+        if start == Start::Fresh && !self.req.force() {
             let errors = pki.errors();
             if !errors.is_empty() {
                 return Err(fail(Phase::Expiry, errors.join("; ")));
@@ -1092,16 +1127,9 @@ fn cert_rows(
 
 /// Run a renewal (V2 when the request has an operation ID, else legacy).
 pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
-    let mode = if req.operation_id.is_some() {
-        RenewMode::Renew
-    } else {
-        RenewMode::LegacyV1
-    };
-    let mode_name = match mode {
-        RenewMode::Renew => "renew",
-        RenewMode::LegacyV1 => "legacy-v1",
-    };
-    let id = req.operation_id.as_ref();
+    let mode = req.mode();
+    let mode_name = req.mode_name();
+    let id = req.id();
     let start_clock = g.clock.now();
     // SPEC section 7: a run refused here exits 4, not 1, when a manifest is
     // not active (an interrupted run left it staged): an operator must act.
@@ -1162,7 +1190,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     };
     // `--legacy-v1` over an unfinished V2 phase file is refused before
     // anything is written: no owner record, no log file (SPEC 4, v1.1).
-    if id.is_none() {
+    if let Request::Legacy { .. } = req {
         if let Some(msg) = legacy_refusal(&state) {
             tracing::warn!("{msg}");
             return lock_fail_report(
@@ -1256,10 +1284,9 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         cancel,
         req,
         state,
-        format: if id.is_some() {
-            Format::V2
-        } else {
-            Format::Legacy
+        format: match req {
+            Request::V2 { id, .. } => Format::V2(id.clone()),
+            Request::Legacy { .. } => Format::Legacy,
         },
         resumed_from: None,
         supersede: None,
@@ -1351,7 +1378,7 @@ fn last_resort(run: &Run<'_>, mode: RenewMode, why: &str) -> Report {
         Outcome::FailedNotRestored
     };
     let mut written = false;
-    if let Some(id) = &run.req.operation_id {
+    if let Some(id) = run.req.id() {
         let completed = run.completed_dir().ok();
         if let Some(ReceiptLookup::Absent) = completed
             .as_ref()
@@ -1365,11 +1392,7 @@ fn last_resort(run: &Run<'_>, mode: RenewMode, why: &str) -> Report {
     let doc = RenewResult {
         mode,
         runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
-        operation_id: run
-            .req
-            .operation_id
-            .as_ref()
-            .map(contract::OperationId::from),
+        operation_id: run.req.id().map(contract::OperationId::from),
         outcome: outcome.into(),
         phase: run.at.into(),
         message: Message(message.clone()),
@@ -1447,7 +1470,7 @@ fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
 }
 
 fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> Report {
-    let id = run.req.operation_id.clone();
+    let id = run.req.id().cloned();
     let (outcome, phase, mut message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
         Ok(Success::Renewed) => (
@@ -1638,10 +1661,10 @@ mod tests {
     }
 
     fn req(id: &str, force: bool) -> Request {
-        Request {
-            operation_id: Some(OperationId::parse(id).unwrap()),
+        Request::V2 {
+            id: OperationId::parse(id).unwrap(),
             force,
-            expect_ca_sha256: BTreeMap::new(),
+            expect_ca: BTreeMap::new(),
         }
     }
 
@@ -1696,11 +1719,7 @@ mod tests {
         let r = run(
             &root,
             &g,
-            &Request {
-                operation_id: None,
-                force: false,
-                expect_ca_sha256: BTreeMap::new(),
-            },
+            &Request::Legacy { force: false },
             &fake,
             &Cancel::new(),
         );
