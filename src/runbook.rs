@@ -138,6 +138,59 @@ enum Success {
     Renewed,
 }
 
+/// Where a renewal that got past its checks is (SPEC 4 steps 8 to 10), as
+/// the phase file records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    /// kubeadm renews the certificates (`renewing`).
+    Renewing,
+    /// The restarts, from this component (`restart_pending`; None: the
+    /// restarts are over, postflight remains).
+    Restart(Option<Component>),
+    /// Postflight passed; recorded after the receipt (`done`).
+    Done,
+}
+
+impl Progress {
+    /// Where the work goes once this step succeeded.
+    fn on_success(self) -> Progress {
+        match self {
+            Progress::Renewing => Progress::Restart(Some(Component::Etcd)),
+            Progress::Restart(Some(c)) => Progress::Restart(c.next()),
+            Progress::Restart(None) | Progress::Done => Progress::Done,
+        }
+    }
+
+    /// The phase a failure of this step (or a panic in it) is reported at.
+    fn failure_phase(self) -> Phase {
+        match self {
+            Progress::Renewing => Phase::RenewCerts,
+            Progress::Restart(Some(c)) => Phase::Restart(c),
+            Progress::Restart(None) => Phase::Postflight,
+            Progress::Done => Phase::Done,
+        }
+    }
+
+    /// The phase file's `state` and next component.
+    fn phase_state(self) -> (PhaseState, Option<Component>) {
+        match self {
+            Progress::Renewing => (PhaseState::Renewing, None),
+            Progress::Restart(next) => (PhaseState::RestartPending, next),
+            Progress::Done => (PhaseState::Done, None),
+        }
+    }
+}
+
+impl From<Start> for Progress {
+    /// Fresh work and recorded `renewing` both begin with kubeadm.
+    fn from(start: Start) -> Progress {
+        match start {
+            Start::Fresh | Start::Renewing => Progress::Renewing,
+            Start::Restart(next) => Progress::Restart(next),
+        }
+    }
+}
+
 /// The phase file format the run writes: V2 (always with the run's
 /// operation ID), or the five lines of legacy work (a `--legacy-v1` run, or
 /// a V2 run that resumed legacy work, keeping its format).
@@ -275,7 +328,8 @@ impl Run<'_> {
 
     /// Persist the phase (replace discipline). The first write of a run that
     /// took over another operation records that one's `superseded` receipt.
-    fn record(&mut self, state: PhaseState, next: Option<Component>) -> Result<(), Fail> {
+    fn record(&mut self, progress: Progress) -> Result<(), Fail> {
+        let (state, next) = progress.phase_state();
         if !self.phase_written {
             if let Some(other) = self.supersede.take() {
                 self.write_supersede(&other)?;
@@ -742,7 +796,7 @@ impl Run<'_> {
     /// Step 8: record, back up, kubeadm, verify; roll back on any failure.
     fn renew(&mut self) -> Result<(), Fail> {
         let _step = Step::new("renew-certs");
-        self.record(PhaseState::Renewing, None)?;
+        self.record(Progress::Renewing)?;
         crate::crash_point!("renew-after-phase-renewing");
         let (kind, name) = self.backup_kind_name();
         let n = backup::create(self.root, &self.state, kind, &name)
@@ -784,9 +838,8 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Step 9 for one component.
-    fn restart(&mut self, c: Component) -> Result<(), Fail> {
-        self.at = Phase::Restart(c);
+    /// Step 9 for one component; `next` is recorded once it is healthy.
+    fn restart(&mut self, c: Component, next: Progress) -> Result<(), Fail> {
         let _step = Step::new(format!("restart:{c}"));
         let t_start = Instant::now();
         let gate = self.gate(self.g.health_timeout, Some(c))?;
@@ -873,7 +926,7 @@ impl Run<'_> {
             "restarted"
         );
         crate::crash_point!("restart-before-record");
-        self.record(PhaseState::RestartPending, c.next())?;
+        self.record(next)?;
         self.restarts.push(Restart {
             component: c,
             old_container_id: old,
@@ -998,27 +1051,34 @@ impl Run<'_> {
         self.gate(self.g.health_timeout, None)?;
         drop(health_step);
         self.check_cancel(None)?;
-        let first = match start {
-            Start::Fresh | Start::Renewing => {
-                self.at = Phase::RenewCerts;
-                // kubeadm rewrites the certificates: the gate is run again.
-                self.last_gate = None;
-                self.renew()?;
-                Some(Component::Etcd)
-            }
-            Start::Restart(next) => next,
-        };
-        self.record(PhaseState::RestartPending, first)?;
-        let mut next = first;
-        while let Some(c) = next {
-            self.check_cancel(Some(c))?;
-            self.restart(c)?;
-            next = c.next();
+        let mut progress = Progress::from(start);
+        if let Progress::Restart(_) = progress {
+            // Resumed between restarts: recorded again (the first write of
+            // a run that took over another operation supersedes it).
+            self.record(progress)?;
         }
-        self.check_cancel(None)?;
-        self.at = Phase::Postflight;
-        self.postflight()?;
-        Ok(Success::Renewed)
+        loop {
+            self.at = progress.failure_phase();
+            let next = progress.on_success();
+            match progress {
+                Progress::Renewing => {
+                    // kubeadm rewrites the certificates: the gate is run again.
+                    self.last_gate = None;
+                    self.renew()?;
+                    self.record(next)?;
+                }
+                Progress::Restart(Some(c)) => {
+                    self.check_cancel(Some(c))?;
+                    self.restart(c, next)?;
+                }
+                Progress::Restart(None) => {
+                    self.check_cancel(None)?;
+                    self.postflight()?;
+                }
+                Progress::Done => return Ok(Success::Renewed),
+            }
+            progress = next;
+        }
     }
 }
 
@@ -1547,7 +1607,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> 
     }
     if outcome == Outcome::Renewed {
         crate::crash_point!("renew-after-receipt-before-done");
-        if let Err(f) = run.record(PhaseState::Done, None) {
+        if let Err(f) = run.record(Progress::Done) {
             message.push_str(&format!("; {}", f.message));
         }
         let (kind, name) = run.backup_kind_name();
