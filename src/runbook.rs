@@ -200,44 +200,18 @@ enum Format {
     Legacy,
 }
 
-struct Run<'a> {
+/// What a run works with: the node, the flags, the tools, the signal flag
+/// and the request.
+#[derive(Clone, Copy)]
+struct Env<'a> {
     root: &'a Root,
     g: &'a Global,
     rt: &'a dyn Runtime,
     cancel: &'a Cancel,
     req: &'a Request,
-    state: Dir,
-    format: Format,
-    resumed_from: Option<ResumedFrom>,
-    /// Another operation whose unfinished work we took over: it gets a
-    /// `superseded` receipt with our first phase write.
-    supersede: Option<OperationId>,
-    phase_written: bool,
-    started_at: String,
-    legacy_started: u64,
-    /// CA fingerprints the run holds the node to.
-    ca: BTreeMap<String, String>,
-    staged: Option<Component>,
-    restarts: Vec<Restart>,
-    before: Option<PkiReport>,
-    not_restored: Option<String>,
-    etcd: Option<(usize, usize)>,
-    /// The phase the run is in: what a panic is reported as.
-    at: Phase,
-    /// The last health gate that passed, and when; cleared by every move
-    /// and by the renewal of the certificates.
-    last_gate: Option<(Instant, GateOk)>,
-    /// Pod sandboxes seen by the waits and gates of this run.
-    sandboxes: health::Sandboxes,
 }
 
-/// A gate that passed this recently, with no manifest moved and no
-/// certificate renewed since, is the
-/// "whole health gate again" of SPEC 4 step 9 for the next component and
-/// the postflight's (it is the same check, a moment later).
-const GATE_FRESH: Duration = Duration::from_secs(1);
-
-impl Run<'_> {
+impl Env<'_> {
     fn now(&self) -> time::OffsetDateTime {
         self.g.clock.now()
     }
@@ -247,16 +221,6 @@ impl Run<'_> {
             Err(cancelled(component))
         } else {
             Ok(())
-        }
-    }
-
-    fn health(&self) -> Health<'_> {
-        Health {
-            rt: self.rt,
-            root: self.root,
-            cancel: self.cancel,
-            now: self.now(),
-            sandboxes: &self.sandboxes,
         }
     }
 
@@ -277,50 +241,49 @@ impl Run<'_> {
         found
     }
 
-    /// The whole health gate (SPEC 4 step 7): the one that just passed when
-    /// it is fresh, else a new wait for it.
-    fn gate(&mut self, timeout: Duration, component: Option<Component>) -> Result<GateOk, Fail> {
-        if let Some((at, ok)) = &self.last_gate {
-            let ago = at.elapsed();
-            if ago < GATE_FRESH {
-                tracing::info!(
-                    ms_ago = ago.as_millis() as u64,
-                    "health gate passed a moment ago, nothing moved since: not repeated"
-                );
-                let ok = ok.clone();
-                self.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
-                return Ok(ok);
-            }
-        }
-        let ok = self
-            .health()
-            .wait_gate(timeout)
-            .map_err(|e| self.gate_fail(e, component))?;
-        self.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
-        self.last_gate = Some((Instant::now(), ok.clone()));
-        Ok(ok)
-    }
-
-    fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
-        match e {
-            GateError::Cancelled => cancelled(component),
-            GateError::Structural { phase, message } => Fail {
-                phase,
-                message,
-                component,
-                cancelled: false,
-            },
-            GateError::TimedOut { message } => Fail {
-                phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
-                message,
-                component,
-                cancelled: false,
-            },
+    fn make_receipt(
+        &self,
+        id: &OperationId,
+        outcome: Outcome,
+        phase: Phase,
+        message: &str,
+        failed: Option<Component>,
+    ) -> Receipt {
+        let m = manifests::inspect(self.root);
+        Receipt {
+            operation_id: id.clone(),
+            outcome,
+            phase,
+            message: receipt::bounded_message(message),
+            failed_component: failed,
+            manifests: m.receipt_locations(),
+            finished_at: clock::rfc3339(self.now()),
+            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            ca_sha256: node_pki::ca_fingerprints(&node_pki::read_cas(self.root)),
         }
     }
+}
 
-    fn backup_kind_name(&self) -> (&'static str, String) {
-        match self.req {
+/// The state directory's phase file and what it records: the format kept
+/// for resumed work, the CA fingerprints the run holds the node to, and the
+/// receipts written along the way.
+struct PhaseWriter {
+    state: Dir,
+    format: Format,
+    resumed_from: Option<ResumedFrom>,
+    /// Another operation whose unfinished work we took over: it gets a
+    /// `superseded` receipt with our first phase write.
+    supersede: Option<OperationId>,
+    phase_written: bool,
+    started_at: String,
+    legacy_started: u64,
+    /// CA fingerprints the run holds the node to.
+    ca: BTreeMap<String, String>,
+}
+
+impl PhaseWriter {
+    fn backup_kind_name(&self, req: &Request) -> (&'static str, String) {
+        match req {
             Request::V2 { id, .. } => (BACKUP_DIR, id.as_str().to_string()),
             Request::Legacy { .. } => (BACKUP_V1_DIR, self.legacy_started.to_string()),
         }
@@ -328,11 +291,11 @@ impl Run<'_> {
 
     /// Persist the phase (replace discipline). The first write of a run that
     /// took over another operation records that one's `superseded` receipt.
-    fn record(&mut self, progress: Progress) -> Result<(), Fail> {
+    fn record(&mut self, env: &Env<'_>, progress: Progress) -> Result<(), Fail> {
         let (state, next) = progress.phase_state();
         if !self.phase_written {
             if let Some(other) = self.supersede.take() {
-                self.write_supersede(&other)?;
+                self.write_supersede(env, &other)?;
             }
         }
         let bytes = match &self.format {
@@ -342,10 +305,10 @@ impl Run<'_> {
                     state,
                     next_component: next,
                     ca_sha256: self.ca.clone(),
-                    force: self.req.force(),
-                    threshold_days: self.g.threshold_days,
+                    force: env.req.force(),
+                    threshold_days: env.g.threshold_days,
                     started_at: self.started_at.clone(),
-                    updated_at: clock::rfc3339(self.now()),
+                    updated_at: clock::rfc3339(env.now()),
                     resumed_from: self.resumed_from.clone(),
                 };
                 phase::validate_v2(&p).map_err(|e| {
@@ -410,38 +373,16 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn make_receipt(
-        &self,
-        id: &OperationId,
-        outcome: Outcome,
-        phase: Phase,
-        message: &str,
-        failed: Option<Component>,
-    ) -> Receipt {
-        let m = manifests::inspect(self.root);
-        Receipt {
-            operation_id: id.clone(),
-            outcome,
-            phase,
-            message: receipt::bounded_message(message),
-            failed_component: failed,
-            manifests: m.receipt_locations(),
-            finished_at: clock::rfc3339(self.now()),
-            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
-            ca_sha256: node_pki::ca_fingerprints(&node_pki::read_cas(self.root)),
-        }
-    }
-
-    fn write_supersede(&self, other: &OperationId) -> Result<(), Fail> {
+    fn write_supersede(&self, env: &Env<'_>, other: &OperationId) -> Result<(), Fail> {
         let completed = self
             .completed_dir()
             .map_err(|e| fail(Phase::Receipt, e.to_string()))?;
         if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
-            let me = match self.req {
+            let me = match env.req {
                 Request::V2 { id, .. } => id.as_str(),
                 Request::Legacy { .. } => "a legacy run",
             };
-            let r = self.make_receipt(
+            let r = env.make_receipt(
                 other,
                 Outcome::Superseded,
                 Phase::Cancelled,
@@ -453,11 +394,159 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// What the failure path must put back.
+#[derive(Default)]
+struct RestoreState {
+    /// The manifest staged (from the moment its move is tried).
+    staged: Option<Component>,
+    /// A manifest that could not be put back, and why.
+    not_restored: Option<String>,
+}
+
+/// What the steps found that the result prints.
+#[derive(Default)]
+struct RunReport {
+    restarts: Vec<Restart>,
+    /// The certificates before the run touched them.
+    before: Option<PkiReport>,
+    /// The last gate's etcd voters and healthy voters.
+    etcd: Option<(usize, usize)>,
+}
+
+struct Run<'a> {
+    env: Env<'a>,
+    phase: PhaseWriter,
+    restore: RestoreState,
+    report: RunReport,
+    /// The phase the run is in: what a panic is reported as.
+    at: Phase,
+    /// The last health gate that passed, and when; cleared by every move
+    /// and by the renewal of the certificates.
+    last_gate: Option<(Instant, GateOk)>,
+    /// Pod sandboxes seen by the waits and gates of this run.
+    sandboxes: health::Sandboxes,
+}
+
+/// How a run ended, as its result reports it.
+struct Ending {
+    outcome: Outcome,
+    phase: Phase,
+    /// Bounded (`receipt::bounded_message`).
+    message: String,
+    failed_component: Option<Component>,
+    receipt_written: bool,
+    /// Where the manifests are now.
+    manifests: BTreeMap<Component, ManifestLocation>,
+}
+
+/// A gate that passed this recently, with no manifest moved and no
+/// certificate renewed since, is the
+/// "whole health gate again" of SPEC 4 step 9 for the next component and
+/// the postflight's (it is the same check, a moment later).
+const GATE_FRESH: Duration = Duration::from_secs(1);
+
+impl Run<'_> {
+    /// The result document; `after`: the certificates read again after a
+    /// renewal.
+    fn result(
+        &self,
+        end: &Ending,
+        after: Option<&PkiReport>,
+        now: time::OffsetDateTime,
+    ) -> RenewResult {
+        RenewResult {
+            mode: self.env.req.mode(),
+            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            operation_id: self.env.req.id().map(contract::OperationId::from),
+            outcome: end.outcome.into(),
+            phase: end.phase.into(),
+            message: Message(end.message.clone()),
+            failed_component: end.failed_component.map(contract::Component::from),
+            replayed: ConstBool,
+            receipt_written: end.receipt_written,
+            runtime_endpoint: self
+                .env
+                .rt
+                .endpoint()
+                .map(contract::RuntimeEndpointUsed::from),
+            resumed_from: self
+                .phase
+                .resumed_from
+                .as_ref()
+                .map(contract::ResumedFrom::from),
+            certificates: cert_rows(self.report.before.as_ref(), after, now),
+            ca_sha256: CaSha256::from(&node_pki::ca_fingerprints(&node_pki::read_cas(
+                self.env.root,
+            ))),
+            manifests: ManifestLocations::from(&end.manifests),
+            restarts: self.report.restarts.clone(),
+            etcd: self.report.etcd.map(|(v, h)| EtcdVoters {
+                voters: v as u64,
+                healthy_voters: h as u64,
+            }),
+            duration_ms: 0,
+        }
+    }
+
+    fn health(&self) -> Health<'_> {
+        Health {
+            rt: self.env.rt,
+            root: self.env.root,
+            cancel: self.env.cancel,
+            now: self.env.now(),
+            sandboxes: &self.sandboxes,
+        }
+    }
+
+    /// The whole health gate (SPEC 4 step 7): the one that just passed when
+    /// it is fresh, else a new wait for it.
+    fn gate(&mut self, timeout: Duration, component: Option<Component>) -> Result<GateOk, Fail> {
+        if let Some((at, ok)) = &self.last_gate {
+            let ago = at.elapsed();
+            if ago < GATE_FRESH {
+                tracing::info!(
+                    ms_ago = ago.as_millis() as u64,
+                    "health gate passed a moment ago, nothing moved since: not repeated"
+                );
+                let ok = ok.clone();
+                self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+                return Ok(ok);
+            }
+        }
+        let ok = self
+            .health()
+            .wait_gate(timeout)
+            .map_err(|e| self.gate_fail(e, component))?;
+        self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+        self.last_gate = Some((Instant::now(), ok.clone()));
+        Ok(ok)
+    }
+
+    fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
+        match e {
+            GateError::Cancelled => cancelled(component),
+            GateError::Structural { phase, message } => Fail {
+                phase,
+                message,
+                component,
+                cancelled: false,
+            },
+            GateError::TimedOut { message } => Fail {
+                phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
+                message,
+                component,
+                cancelled: false,
+            },
+        }
+    }
 
     /// Step 3: read the phase file and decide where to start.
     fn read_phase(&mut self) -> Result<Start, Fail> {
         let _step = Step::new("phase-file");
         let bytes = self
+            .phase
             .state
             .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
             .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
@@ -470,13 +559,13 @@ impl Run<'_> {
                 format!("{}: {e}", crate::paths::state(PHASE_FILE)),
             )
         })?;
-        let asker = match self.req {
+        let asker = match self.env.req {
             Request::V2 { id, .. } => Asker::V2(id),
             Request::Legacy { .. } => Asker::Legacy,
         };
         let mut completed_error = None;
         let decision = resume(Some(&file), asker, |op| {
-            match self.state.open_subdir(COMPLETED_DIR, Trust::Strict) {
+            match self.phase.state.open_subdir(COMPLETED_DIR, Trust::Strict) {
                 Ok(completed) => inspect::lookup_receipt(completed.as_ref(), op),
                 Err(e) => {
                     completed_error = Some(e.to_string());
@@ -490,13 +579,13 @@ impl Run<'_> {
         match (decision, file) {
             (Resume::Fresh, _) => Ok(Start::Fresh),
             (Resume::Legacy { start }, PhaseFile::Legacy(l)) => {
-                self.format = Format::Legacy;
-                self.legacy_started = l.started;
-                self.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
+                self.phase.format = Format::Legacy;
+                self.phase.legacy_started = l.started;
+                self.phase.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
                     .map(clock::rfc3339)
-                    .unwrap_or_else(|_| clock::rfc3339(self.now()));
-                self.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
-                self.resumed_from = Some(ResumedFrom {
+                    .unwrap_or_else(|_| clock::rfc3339(self.env.now()));
+                self.phase.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
+                self.phase.resumed_from = Some(ResumedFrom {
                     operation_id: None,
                     format: LEGACY_FORMAT.into(),
                 });
@@ -520,9 +609,9 @@ impl Run<'_> {
                 ),
             )),
             (Resume::Own { start }, PhaseFile::V2(p)) => {
-                self.ca = p.ca_sha256.clone();
-                self.started_at = p.started_at.clone();
-                self.resumed_from = p.resumed_from.clone();
+                self.phase.ca = p.ca_sha256.clone();
+                self.phase.started_at = p.started_at.clone();
+                self.phase.resumed_from = p.resumed_from.clone();
                 tracing::info!(
                     "resuming this operation's own unfinished work ({})",
                     p.state.as_str()
@@ -550,15 +639,15 @@ impl Run<'_> {
                 },
                 PhaseFile::V2(p),
             ) => {
-                self.ca = p.ca_sha256.clone();
+                self.phase.ca = p.ca_sha256.clone();
                 if supersede {
-                    self.supersede = Some(from.clone());
+                    self.phase.supersede = Some(from.clone());
                 }
                 tracing::info!(
                     "taking over the unfinished work of operation {from} ({})",
                     p.state.as_str()
                 );
-                self.resumed_from = Some(ResumedFrom {
+                self.phase.resumed_from = Some(ResumedFrom {
                     operation_id: Some(from),
                     format: V2_FORMAT.into(),
                 });
@@ -571,7 +660,7 @@ impl Run<'_> {
     /// Topology and step 4 (staging preflight).
     fn preflight(&mut self) -> Result<(), Fail> {
         let _step = Step::new("staging-preflight");
-        let m = manifests::inspect(self.root);
+        let m = manifests::inspect(self.env.root);
         if let Some(e) = &m.manifests_dir_error {
             return Err(fail(Phase::Topology, e.clone()));
         }
@@ -612,7 +701,7 @@ impl Run<'_> {
                 m.runbook_staging.path
             ));
         }
-        if let Some(e) = crate::staging::mount_mismatch(self.root) {
+        if let Some(e) = crate::staging::mount_mismatch(self.env.root) {
             conflicts.push(e);
         }
         if !conflicts.is_empty() {
@@ -620,7 +709,7 @@ impl Run<'_> {
         }
         for (c, v) in &m.manifests {
             if v.runbook_staged && !v.active {
-                let dirs = Dirs::open(self.root, false)
+                let dirs = Dirs::open(self.env.root, false)
                     .map_err(|e| fail(Phase::StagingConflict, e.to_string()))?;
                 match dirs
                     .unstage(*c)
@@ -640,7 +729,7 @@ impl Run<'_> {
     /// Step 5: the CA fingerprints.
     fn ca_check(&mut self) -> Result<(), Fail> {
         let _step = Step::new("ca-check");
-        let cas = node_pki::read_cas(self.root);
+        let cas = node_pki::read_cas(self.env.root);
         if let Some(e) = cas.iter().find_map(|c| c.error.clone()) {
             return Err(fail(Phase::CaCheck, e));
         }
@@ -653,7 +742,7 @@ impl Run<'_> {
             let cert = ca.id.cert_path();
             let key = cert.replace(".crt", ".key");
             for rel in [cert, key] {
-                if let Err(e) = self.root.read_file(&rel, NODE_FILE_MAX, Trust::Strict) {
+                if let Err(e) = self.env.root.read_file(&rel, NODE_FILE_MAX, Trust::Strict) {
                     return Err(fail(
                         Phase::CaCheck,
                         format!("CA {}: {e}; refusing to renew leaves under it", ca.id.key()),
@@ -663,7 +752,7 @@ impl Run<'_> {
         }
         // CAs are never rotated here: leaves renewed under a CA that is not
         // valid now could never be trusted.
-        let clock_now = self.now();
+        let clock_now = self.env.now();
         for ca in &cas {
             let Some(cert) = &ca.cert else { continue };
             let path = crate::paths::node(&ca.id.cert_path());
@@ -689,7 +778,7 @@ impl Run<'_> {
             }
         }
         let now = node_pki::ca_fingerprints(&cas);
-        let expected = match self.req {
+        let expected = match self.env.req {
             Request::V2 { expect_ca, .. } => expect_ca.iter().collect(),
             Request::Legacy { .. } => Vec::new(),
         };
@@ -704,7 +793,7 @@ impl Run<'_> {
                 ));
             }
         }
-        for (name, want) in &self.ca {
+        for (name, want) in &self.phase.ca {
             if now.get(name) != Some(want) {
                 return Err(fail(
                     Phase::CaCheck,
@@ -715,7 +804,7 @@ impl Run<'_> {
                 ));
             }
         }
-        self.ca = CA_KEYS
+        self.phase.ca = CA_KEYS
             .iter()
             .filter_map(|k| now.get(*k).map(|v| (k.to_string(), v.clone())))
             .collect();
@@ -724,8 +813,8 @@ impl Run<'_> {
 
     /// Step 8's checks after kubeadm ran.
     fn verify_renewed(&self) -> Result<(), String> {
-        let now = self.now();
-        let pki = node_pki::read(self.root);
+        let now = self.env.now();
+        let pki = node_pki::read(self.env.root);
         let errors = pki.errors();
         if !errors.is_empty() {
             return Err(errors.join("; "));
@@ -741,12 +830,12 @@ impl Run<'_> {
                     clock::rfc3339(cert.not_before)
                 ));
             }
-            if node_pki::within_threshold(now, cert.not_after, self.g.threshold_days) {
+            if node_pki::within_threshold(now, cert.not_after, self.env.g.threshold_days) {
                 return Err(format!(
                     "{} still expires {} (within {} days) after kubeadm",
                     l.spec.name,
                     clock::rfc3339(cert.not_after),
-                    self.g.threshold_days
+                    self.env.g.threshold_days
                 ));
             }
             if l.chains_to_ca != Some(true) {
@@ -758,6 +847,7 @@ impl Run<'_> {
             }
             let key = match l.spec.kind {
                 LeafKind::Pem => self
+                    .env
                     .root
                     .read_file(l.spec.key_path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                     .map_err(|e| e.to_string())?
@@ -766,6 +856,7 @@ impl Run<'_> {
                     })?,
                 LeafKind::Kubeconfig => {
                     let conf = self
+                        .env
                         .root
                         .read_file(l.spec.path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                         .map_err(|e| e.to_string())?
@@ -787,7 +878,7 @@ impl Run<'_> {
             }
         }
         let now_ca = pki.ca_sha256();
-        if now_ca != self.ca {
+        if now_ca != self.phase.ca {
             return Err("a CA changed while renewing: CAs are never rotated here".into());
         }
         Ok(())
@@ -796,19 +887,19 @@ impl Run<'_> {
     /// Step 8: record, back up, kubeadm, verify; roll back on any failure.
     fn renew(&mut self) -> Result<(), Fail> {
         let _step = Step::new("renew-certs");
-        self.record(Progress::Renewing)?;
+        self.phase.record(&self.env, Progress::Renewing)?;
         crate::crash_point!("renew-after-phase-renewing");
-        let (kind, name) = self.backup_kind_name();
-        let n = backup::create(self.root, &self.state, kind, &name)
+        let (kind, name) = self.phase.backup_kind_name(self.env.req);
+        let n = backup::create(self.env.root, &self.phase.state, kind, &name)
             .map_err(|e| fail(Phase::Backup, e.to_string()))?;
         tracing::info!(
             files = n,
             "backed up pki/ and the kubeconfigs to {}/{name}",
             kind
         );
-        self.check_cancel(None)?;
+        self.env.check_cancel(None)?;
         crate::crash_point!("renew-after-backup");
-        let result = match self.rt.renew_certs() {
+        let result = match self.env.rt.renew_certs() {
             Ok(out) if out.success() => {
                 crate::crash_point!("renew-after-kubeadm");
                 self.verify_renewed()
@@ -821,12 +912,12 @@ impl Run<'_> {
             Err(e) => Err(e),
         };
         if let Err(why) = result {
-            let restored = backup::restore(self.root, &self.state, kind, &name);
+            let restored = backup::restore(self.env.root, &self.phase.state, kind, &name);
             let tail = match restored {
                 Ok(n) => format!("; the backup was put back ({n} files rewritten)"),
                 Err(e) => format!("; PUTTING THE BACKUP BACK FAILED: {e}"),
             };
-            if self.cancel.is_cancelled() {
+            if self.env.cancel.is_cancelled() {
                 let mut f = cancelled(None);
                 f.message.push_str(&tail);
                 return Err(f);
@@ -842,15 +933,15 @@ impl Run<'_> {
     fn restart(&mut self, c: Component, next: Progress) -> Result<(), Fail> {
         let _step = Step::new(format!("restart:{c}"));
         let t_start = Instant::now();
-        let gate = self.gate(self.g.health_timeout, Some(c))?;
+        let gate = self.gate(self.env.g.health_timeout, Some(c))?;
         let old = gate
             .containers
             .iter()
             .find(|(x, _)| *x == c)
             .map(|(_, id)| id.clone())
             .unwrap_or_default();
-        self.check_cancel(Some(c))?;
-        let dirs = Dirs::open(self.root, true).map_err(|e| Fail {
+        self.env.check_cancel(Some(c))?;
+        let dirs = Dirs::open(self.env.root, true).map_err(|e| Fail {
             phase: Phase::Restart(c),
             message: e.to_string(),
             component: Some(c),
@@ -858,11 +949,11 @@ impl Run<'_> {
         })?;
         // The kubelet's link of the old container, looked for while it runs:
         // whether the start wait may sleep until the kubelet links the new one.
-        let linked = self.kubelet_links(&old);
+        let linked = self.env.kubelet_links(&old);
         // Staged from the moment the move is tried: after any error the
         // failure path looks where the manifest is and puts it back.
         self.last_gate = None;
-        self.staged = Some(c);
+        self.restore.staged = Some(c);
         dirs.stage(c).map_err(|e| Fail {
             phase: Phase::Restart(c),
             message: e.to_string(),
@@ -877,14 +968,18 @@ impl Run<'_> {
         );
         let t0 = Instant::now();
         self.health()
-            .wait_stopped(c, &old, self.g.stop_timeout)
+            .wait_stopped(c, &old, self.env.g.stop_timeout)
             .map_err(|e| self.gate_fail(e, Some(c)))?;
         let stop_ms = t0.elapsed().as_millis() as u64;
         crate::crash_point!("restart-after-stop");
         // Watch for the kubelet's new container before the manifest goes
         // back, so that its creation cannot slip by (a wake-up hint only).
         let created = crate::pidwatch::NewContainers::watch(
-            &self.root.host_path().join(crate::paths::CONTAINER_LOGS_DIR),
+            &self
+                .env
+                .root
+                .host_path()
+                .join(crate::paths::CONTAINER_LOGS_DIR),
             linked,
         );
         match dirs.unstage(c).map_err(|e| Fail {
@@ -894,8 +989,8 @@ impl Run<'_> {
             cancelled: false,
         })? {
             Restore::Conflict(msg) => {
-                self.not_restored = Some(msg.clone());
-                self.staged = None;
+                self.restore.not_restored = Some(msg.clone());
+                self.restore.staged = None;
                 return Err(Fail {
                     phase: Phase::Restart(c),
                     message: msg,
@@ -903,14 +998,20 @@ impl Run<'_> {
                     cancelled: false,
                 });
             }
-            _ => self.staged = None,
+            _ => self.restore.staged = None,
         }
         crate::crash_point!("restart-after-unstage");
         let t1 = Instant::now();
-        let deadline = t1 + self.g.health_timeout;
+        let deadline = t1 + self.env.g.health_timeout;
         let new = self
             .health()
-            .wait_new_running(c, &old, deadline, self.g.health_timeout, created.as_ref())
+            .wait_new_running(
+                c,
+                &old,
+                deadline,
+                self.env.g.health_timeout,
+                created.as_ref(),
+            )
             .map_err(|e| self.gate_fail(e, Some(c)))?;
         let left = deadline
             .saturating_duration_since(Instant::now())
@@ -926,8 +1027,8 @@ impl Run<'_> {
             "restarted"
         );
         crate::crash_point!("restart-before-record");
-        self.record(next)?;
-        self.restarts.push(Restart {
+        self.phase.record(&self.env, next)?;
+        self.report.restarts.push(Restart {
             component: c,
             old_container_id: old,
             new_container_id: new,
@@ -941,14 +1042,15 @@ impl Run<'_> {
     /// Step 10.
     fn postflight(&mut self) -> Result<(), Fail> {
         let _step = Step::new("postflight");
-        self.gate(self.g.health_timeout, None).map_err(|mut f| {
-            if !f.cancelled {
-                f.phase = Phase::Postflight;
-            }
-            f
-        })?;
-        let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.root));
-        if now_ca != self.ca {
+        self.gate(self.env.g.health_timeout, None)
+            .map_err(|mut f| {
+                if !f.cancelled {
+                    f.phase = Phase::Postflight;
+                }
+                f
+            })?;
+        let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
+        if now_ca != self.phase.ca {
             return Err(fail(
                 Phase::Postflight,
                 "a CA fingerprint changed during the renewal",
@@ -963,10 +1065,19 @@ impl Run<'_> {
             let port = port.map_err(|e| fail(Phase::Postflight, e))?;
             let id = id.map_err(|e| fail(Phase::Postflight, e))?;
             let r = self
+                .env
                 .rt
-                .probe(port, name, &id, self.now(), None, self.g.health_timeout)
+                .probe(
+                    port,
+                    name,
+                    &id,
+                    self.env.now(),
+                    None,
+                    self.env.g.health_timeout,
+                )
                 .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
             let disk_pem = self
+                .env
                 .root
                 .read_file(disk, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                 .map_err(|e| fail(Phase::Postflight, e.to_string()))?
@@ -987,16 +1098,16 @@ impl Run<'_> {
         };
         served(
             "kube-apiserver",
-            health::apiserver_port(self.root),
+            health::apiserver_port(self.env.root),
             "kubernetes",
-            health::apiserver_identity(self.root),
+            health::apiserver_identity(self.env.root),
             "etc/kubernetes/pki/apiserver.crt",
         )?;
         served(
             "etcd",
-            health::etcd_port(self.root),
+            health::etcd_port(self.env.root),
             "127.0.0.1",
-            health::etcd_identity(self.root),
+            health::etcd_identity(self.env.root),
             "etc/kubernetes/pki/etcd/server.crt",
         )?;
         Ok(())
@@ -1005,37 +1116,37 @@ impl Run<'_> {
     fn steps(&mut self) -> Result<Success, Fail> {
         self.at = Phase::PhaseFile;
         let start = self.read_phase()?;
-        self.check_cancel(None)?;
+        self.env.check_cancel(None)?;
         self.at = Phase::StagingConflict;
         self.preflight()?;
-        self.check_cancel(None)?;
+        self.env.check_cancel(None)?;
         self.at = Phase::CaCheck;
         self.ca_check()?;
         self.at = Phase::Expiry;
         let expiry_step = Step::new("expiry");
-        let pki = node_pki::read(self.root);
-        let now = self.now();
-        if start == Start::Fresh && !self.req.force() {
+        let pki = node_pki::read(self.env.root);
+        let now = self.env.now();
+        if start == Start::Fresh && !self.env.req.force() {
             let errors = pki.errors();
             if !errors.is_empty() {
                 return Err(fail(Phase::Expiry, errors.join("; ")));
             }
-            let due = pki.leaves_due(now, self.g.threshold_days);
+            let due = pki.leaves_due(now, self.env.g.threshold_days);
             if due.is_empty() {
-                self.before = Some(pki.clone());
+                self.report.before = Some(pki.clone());
                 let soonest = pki
                     .soonest_leaf(now)
                     .map(|(n, d)| format!(" (soonest: {n} in {d} days)"))
                     .unwrap_or_default();
                 return Ok(Success::Unchanged(format!(
                     "no leaf expires within {} days{soonest}; nothing renewed, nothing restarted",
-                    self.g.threshold_days
+                    self.env.g.threshold_days
                 )));
             }
         }
-        self.before = Some(pki);
+        self.report.before = Some(pki);
         drop(expiry_step);
-        for (tool, why) in self.rt.missing_tools() {
+        for (tool, why) in self.env.rt.missing_tools() {
             let phase = if tool == "kubeadm" && matches!(start, Start::Fresh | Start::Renewing) {
                 Phase::RenewCerts
             } else if tool == "kubeadm" {
@@ -1045,17 +1156,17 @@ impl Run<'_> {
             };
             return Err(fail(phase, format!("{why}; nothing was changed")));
         }
-        self.check_cancel(None)?;
+        self.env.check_cancel(None)?;
         self.at = Phase::Health;
         let health_step = Step::new("health");
-        self.gate(self.g.health_timeout, None)?;
+        self.gate(self.env.g.health_timeout, None)?;
         drop(health_step);
-        self.check_cancel(None)?;
+        self.env.check_cancel(None)?;
         let mut progress = Progress::from(start);
         if let Progress::Restart(_) = progress {
             // Resumed between restarts: recorded again (the first write of
             // a run that took over another operation supersedes it).
-            self.record(progress)?;
+            self.phase.record(&self.env, progress)?;
         }
         loop {
             self.at = progress.failure_phase();
@@ -1065,14 +1176,14 @@ impl Run<'_> {
                     // kubeadm rewrites the certificates: the gate is run again.
                     self.last_gate = None;
                     self.renew()?;
-                    self.record(next)?;
+                    self.phase.record(&self.env, next)?;
                 }
                 Progress::Restart(Some(c)) => {
-                    self.check_cancel(Some(c))?;
+                    self.env.check_cancel(Some(c))?;
                     self.restart(c, next)?;
                 }
                 Progress::Restart(None) => {
-                    self.check_cancel(None)?;
+                    self.env.check_cancel(None)?;
                     self.postflight()?;
                 }
                 Progress::Done => return Ok(Success::Renewed),
@@ -1338,27 +1449,28 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     }
 
     let mut run = Run {
-        root,
-        g,
-        rt,
-        cancel,
-        req,
-        state,
-        format: match req {
-            Request::V2 { id, .. } => Format::V2(id.clone()),
-            Request::Legacy { .. } => Format::Legacy,
+        env: Env {
+            root,
+            g,
+            rt,
+            cancel,
+            req,
         },
-        resumed_from: None,
-        supersede: None,
-        phase_written: false,
-        started_at: clock::rfc3339(start_clock),
-        legacy_started: start_clock.unix_timestamp().max(0) as u64,
-        ca: BTreeMap::new(),
-        staged: None,
-        restarts: Vec::new(),
-        before: None,
-        not_restored: None,
-        etcd: None,
+        phase: PhaseWriter {
+            state,
+            format: match req {
+                Request::V2 { id, .. } => Format::V2(id.clone()),
+                Request::Legacy { .. } => Format::Legacy,
+            },
+            resumed_from: None,
+            supersede: None,
+            phase_written: false,
+            started_at: clock::rfc3339(start_clock),
+            legacy_started: start_clock.unix_timestamp().max(0) as u64,
+            ca: BTreeMap::new(),
+        },
+        restore: RestoreState::default(),
+        report: RunReport::default(),
         at: Phase::PhaseFile,
         last_gate: None,
         sandboxes: health::Sandboxes::default(),
@@ -1375,17 +1487,16 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             Err(Fail {
                 phase: run.at,
                 message: format!("internal error (a panic) at phase {}: {why}", run.at),
-                component: run.staged.or(match run.at {
+                component: run.restore.staged.or(match run.at {
                     Phase::Restart(c) => Some(c),
                     _ => None,
                 }),
                 cancelled: false,
             })
         });
-    let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        finish(&mut run, result, mode)
-    }))
-    .unwrap_or_else(|payload| last_resort(&run, mode, &panic_message(payload.as_ref())));
+    let report =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish(&mut run, result)))
+            .unwrap_or_else(|payload| last_resort(&run, &panic_message(payload.as_ref())));
     drop(guard);
     report
 }
@@ -1420,14 +1531,14 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// `finish` panicked: put back every manifest staged and not active, write a
 /// `failed` receipt if this operation has none, and report once, with as
 /// little machinery as possible.
-fn last_resort(run: &Run<'_>, mode: RenewMode, why: &str) -> Report {
+fn last_resort(run: &Run<'_>, why: &str) -> Report {
     tracing::error!("internal error (a panic) while finishing: {why}");
     let mut notes = Vec::new();
     for c in Component::ALL {
-        let (_, note) = put_back(run.root, c);
+        let (_, note) = put_back(run.env.root, c);
         notes.extend(note);
     }
-    let m = manifests::inspect(run.root);
+    let m = manifests::inspect(run.env.root);
     let mut message = format!("internal error (a panic) while finishing the run: {why}");
     for n in notes {
         message.push_str(&format!("; {n}"));
@@ -1438,39 +1549,29 @@ fn last_resort(run: &Run<'_>, mode: RenewMode, why: &str) -> Report {
         Outcome::FailedNotRestored
     };
     let mut written = false;
-    if let Some(id) = run.req.id() {
-        let completed = run.completed_dir().ok();
+    if let Some(id) = run.env.req.id() {
+        let completed = run.phase.completed_dir().ok();
         if let Some(ReceiptLookup::Absent) = completed
             .as_ref()
             .map(|d| inspect::lookup_receipt(Some(d), id))
         {
-            let r = run.make_receipt(id, outcome, run.at, &message, None);
-            written = run.write_receipt(&r).is_ok();
+            let r = run.env.make_receipt(id, outcome, run.at, &message, None);
+            written = run.phase.write_receipt(&r).is_ok();
         }
     }
     let message = receipt::bounded_message(&message);
-    let doc = RenewResult {
-        mode,
-        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
-        operation_id: run.req.id().map(contract::OperationId::from),
-        outcome: outcome.into(),
-        phase: run.at.into(),
-        message: Message(message.clone()),
-        failed_component: None,
-        replayed: ConstBool,
-        receipt_written: written,
-        runtime_endpoint: run.rt.endpoint().map(contract::RuntimeEndpointUsed::from),
-        resumed_from: run.resumed_from.as_ref().map(contract::ResumedFrom::from),
-        certificates: cert_rows(run.before.as_ref(), None, run.now()),
-        ca_sha256: CaSha256::from(&node_pki::ca_fingerprints(&node_pki::read_cas(run.root))),
-        manifests: ManifestLocations::from(&m.receipt_locations()),
-        restarts: run.restarts.clone(),
-        etcd: run.etcd.map(|(v, h)| EtcdVoters {
-            voters: v as u64,
-            healthy_voters: h as u64,
-        }),
-        duration_ms: 0,
-    };
+    let doc = run.result(
+        &Ending {
+            outcome,
+            phase: run.at,
+            message: message.clone(),
+            failed_component: None,
+            receipt_written: written,
+            manifests: m.receipt_locations(),
+        },
+        None,
+        run.env.now(),
+    );
     Report {
         code: exit_code_for(outcome, m.all_active()),
         json: contract::to_json(&doc),
@@ -1529,8 +1630,8 @@ fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
     }
 }
 
-fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> Report {
-    let id = run.req.id().cloned();
+fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
+    let id = run.env.req.id().cloned();
     let (outcome, phase, mut message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
         Ok(Success::Renewed) => (
@@ -1538,7 +1639,8 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> 
             Phase::Done,
             format!(
                 "renewed; restarted {} one at a time",
-                run.restarts
+                run.report
+                    .restarts
                     .iter()
                     .map(|r| r.component.name())
                     .collect::<Vec<_>>()
@@ -1555,8 +1657,8 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> 
             };
             let mut message = f.message.clone();
             // Restore a staged manifest before anything else (lock held).
-            if let Some(c) = run.staged.take() {
-                let (restored, note) = put_back(run.root, c);
+            if let Some(c) = run.restore.staged.take() {
+                let (restored, note) = put_back(run.env.root, c);
                 if !restored {
                     outcome = Outcome::FailedNotRestored;
                 }
@@ -1564,7 +1666,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> 
                     message.push_str(&format!("; {note}"));
                 }
             }
-            if let Some(msg) = &run.not_restored {
+            if let Some(msg) = &run.restore.not_restored {
                 outcome = Outcome::FailedNotRestored;
                 if !message.contains(msg.as_str()) {
                     message.push_str(&format!("; {msg}"));
@@ -1585,8 +1687,10 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> 
     let mut phase = phase;
     let mut receipt_written = false;
     if let Some(id) = &id {
-        let r = run.make_receipt(id, outcome, phase, &message, failed_component);
-        match run.write_receipt(&r) {
+        let r = run
+            .env
+            .make_receipt(id, outcome, phase, &message, failed_component);
+        match run.phase.write_receipt(&r) {
             Ok(()) => receipt_written = true,
             Err(e) => {
                 tracing::error!("writing the {outcome} receipt failed: {e}");
@@ -1607,52 +1711,42 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> 
     }
     if outcome == Outcome::Renewed {
         crate::crash_point!("renew-after-receipt-before-done");
-        if let Err(f) = run.record(Progress::Done) {
+        if let Err(f) = run.phase.record(&run.env, Progress::Done) {
             message.push_str(&format!("; {}", f.message));
         }
-        let (kind, name) = run.backup_kind_name();
-        if let Err(e) = backup::prune(&run.state, kind, &name) {
+        let (kind, name) = run.phase.backup_kind_name(run.env.req);
+        if let Err(e) = backup::prune(&run.phase.state, kind, &name) {
             tracing::warn!("pruning old backups failed: {e}");
         }
     }
-    let m = manifests::inspect(run.root);
+    let m = manifests::inspect(run.env.root);
     let locations = m.receipt_locations();
     let code = exit_code_for(outcome, m.all_active());
-    let now = run.now();
+    let now = run.env.now();
     let after = if outcome == Outcome::Renewed {
-        Some(node_pki::read(run.root))
+        Some(node_pki::read(run.env.root))
     } else {
         None
     };
     let message = receipt::bounded_message(&message);
-    let doc = RenewResult {
-        mode,
-        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
-        operation_id: id.as_ref().map(contract::OperationId::from),
-        outcome: outcome.into(),
-        phase: phase.into(),
-        message: Message(message.clone()),
-        failed_component: failed_component.map(contract::Component::from),
-        replayed: ConstBool,
-        receipt_written,
-        runtime_endpoint: run.rt.endpoint().map(contract::RuntimeEndpointUsed::from),
-        resumed_from: run.resumed_from.as_ref().map(contract::ResumedFrom::from),
-        certificates: cert_rows(run.before.as_ref(), after.as_ref(), now),
-        ca_sha256: CaSha256::from(&node_pki::ca_fingerprints(&node_pki::read_cas(run.root))),
-        manifests: ManifestLocations::from(&locations),
-        restarts: run.restarts.clone(),
-        etcd: run.etcd.map(|(v, h)| EtcdVoters {
-            voters: v as u64,
-            healthy_voters: h as u64,
-        }),
-        duration_ms: 0,
-    };
+    let doc = run.result(
+        &Ending {
+            outcome,
+            phase,
+            message: message.clone(),
+            failed_component,
+            receipt_written,
+            manifests: locations,
+        },
+        after.as_ref(),
+        now,
+    );
     let mut text = format!(
         "{}  phase {}\n{message}\n",
         outcome.as_str().to_uppercase(),
         phase
     );
-    if let Some(r) = &run.resumed_from {
+    if let Some(r) = &run.phase.resumed_from {
         text.push_str(&format!(
             "resumed from: {} ({})\n",
             r.operation_id
@@ -1662,7 +1756,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> 
             r.format
         ));
     }
-    if !run.restarts.is_empty() {
+    if !run.report.restarts.is_empty() {
         let mut rows = vec![vec![
             "RESTARTED".to_string(),
             "OLD CONTAINER".to_string(),
@@ -1671,7 +1765,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: RenewMode) -> 
             "HEALTHY".to_string(),
             "TOTAL".to_string(),
         ]];
-        for r in &run.restarts {
+        for r in &run.report.restarts {
             rows.push(vec![
                 r.component.name().to_string(),
                 health::short(&r.old_container_id).to_string(),
