@@ -282,6 +282,120 @@ struct PhaseWriter {
 }
 
 impl PhaseWriter {
+    /// Step 3: read the phase file and decide where to start.
+    fn read_phase(&mut self, env: &Env<'_>) -> Result<Start, Fail> {
+        let _step = Step::new("phase-file");
+        let bytes = self
+            .state
+            .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
+            .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
+        let Some(bytes) = bytes else {
+            return Ok(Start::Fresh);
+        };
+        let file = phase::parse_phase_file(&bytes).map_err(|e| {
+            fail(
+                Phase::PhaseFile,
+                format!("{}: {e}", crate::paths::state(PHASE_FILE)),
+            )
+        })?;
+        let asker = match env.req {
+            Request::V2 { id, .. } => Asker::V2(id),
+            Request::Legacy { .. } => Asker::Legacy,
+        };
+        let mut completed_error = None;
+        let decision = resume(Some(&file), asker, |op| {
+            match self.state.open_subdir(COMPLETED_DIR, Trust::Strict) {
+                Ok(completed) => inspect::lookup_receipt(completed.as_ref(), op),
+                Err(e) => {
+                    completed_error = Some(e.to_string());
+                    ReceiptLookup::Absent
+                }
+            }
+        });
+        if let Some(e) = completed_error {
+            return Err(fail(Phase::Receipt, e));
+        }
+        match (decision, file) {
+            (Resume::Fresh, _) => Ok(Start::Fresh),
+            (Resume::Legacy { start }, PhaseFile::Legacy(l)) => {
+                self.format = Format::Legacy;
+                self.legacy_started = l.started;
+                self.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
+                    .map(clock::rfc3339)
+                    .unwrap_or_else(|_| clock::rfc3339(env.now()));
+                self.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
+                self.resumed_from = Some(ResumedFrom {
+                    operation_id: None,
+                    format: LEGACY_FORMAT.into(),
+                });
+                tracing::info!(
+                    "resuming unfinished legacy five-line work ({}), keeping its format",
+                    l.state.as_str()
+                );
+                Ok(start)
+            }
+            (
+                Resume::RefuseLegacyOverV2 {
+                    operation_id,
+                    state,
+                },
+                _,
+            ) => Err(fail(
+                Phase::PhaseFile,
+                format!(
+                    "--legacy-v1 refuses to run over the unfinished V2 operation {operation_id} ({}); nothing changed",
+                    state.as_str()
+                ),
+            )),
+            (Resume::Own { start }, PhaseFile::V2(p)) => {
+                self.ca = p.ca_sha256.clone();
+                self.started_at = p.started_at.clone();
+                self.resumed_from = p.resumed_from.clone();
+                tracing::info!(
+                    "resuming this operation's own unfinished work ({})",
+                    p.state.as_str()
+                );
+                Ok(start)
+            }
+            (
+                Resume::DoneByReceipt {
+                    operation_id,
+                    outcome,
+                },
+                _,
+            ) => {
+                tracing::info!(
+                    "operation {operation_id} left its phase unfinished after its {outcome} receipt: treated as done"
+                );
+                Ok(Start::Fresh)
+            }
+            (Resume::ReceiptMalformed(e), _) => Err(fail(Phase::Receipt, e)),
+            (
+                Resume::TakeOver {
+                    from,
+                    start,
+                    supersede,
+                },
+                PhaseFile::V2(p),
+            ) => {
+                self.ca = p.ca_sha256.clone();
+                if supersede {
+                    self.supersede = Some(from.clone());
+                }
+                tracing::info!(
+                    "taking over the unfinished work of operation {from} ({})",
+                    p.state.as_str()
+                );
+                self.resumed_from = Some(ResumedFrom {
+                    operation_id: Some(from),
+                    format: V2_FORMAT.into(),
+                });
+                Ok(start)
+            }
+            (decision, _) => unreachable!("the resume rule answered {decision:?} for this file"),
+        }
+    }
+
     fn backup_kind_name(&self, req: &Request) -> (&'static str, String) {
         match req {
             Request::V2 { id, .. } => (BACKUP_DIR, id.as_str().to_string()),
@@ -539,121 +653,6 @@ impl Run<'_> {
                 component,
                 cancelled: false,
             },
-        }
-    }
-
-    /// Step 3: read the phase file and decide where to start.
-    fn read_phase(&mut self) -> Result<Start, Fail> {
-        let _step = Step::new("phase-file");
-        let bytes = self
-            .phase
-            .state
-            .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
-            .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
-        let Some(bytes) = bytes else {
-            return Ok(Start::Fresh);
-        };
-        let file = phase::parse_phase_file(&bytes).map_err(|e| {
-            fail(
-                Phase::PhaseFile,
-                format!("{}: {e}", crate::paths::state(PHASE_FILE)),
-            )
-        })?;
-        let asker = match self.env.req {
-            Request::V2 { id, .. } => Asker::V2(id),
-            Request::Legacy { .. } => Asker::Legacy,
-        };
-        let mut completed_error = None;
-        let decision = resume(Some(&file), asker, |op| {
-            match self.phase.state.open_subdir(COMPLETED_DIR, Trust::Strict) {
-                Ok(completed) => inspect::lookup_receipt(completed.as_ref(), op),
-                Err(e) => {
-                    completed_error = Some(e.to_string());
-                    ReceiptLookup::Absent
-                }
-            }
-        });
-        if let Some(e) = completed_error {
-            return Err(fail(Phase::Receipt, e));
-        }
-        match (decision, file) {
-            (Resume::Fresh, _) => Ok(Start::Fresh),
-            (Resume::Legacy { start }, PhaseFile::Legacy(l)) => {
-                self.phase.format = Format::Legacy;
-                self.phase.legacy_started = l.started;
-                self.phase.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
-                    .map(clock::rfc3339)
-                    .unwrap_or_else(|_| clock::rfc3339(self.env.now()));
-                self.phase.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
-                self.phase.resumed_from = Some(ResumedFrom {
-                    operation_id: None,
-                    format: LEGACY_FORMAT.into(),
-                });
-                tracing::info!(
-                    "resuming unfinished legacy five-line work ({}), keeping its format",
-                    l.state.as_str()
-                );
-                Ok(start)
-            }
-            (
-                Resume::RefuseLegacyOverV2 {
-                    operation_id,
-                    state,
-                },
-                _,
-            ) => Err(fail(
-                Phase::PhaseFile,
-                format!(
-                    "--legacy-v1 refuses to run over the unfinished V2 operation {operation_id} ({}); nothing changed",
-                    state.as_str()
-                ),
-            )),
-            (Resume::Own { start }, PhaseFile::V2(p)) => {
-                self.phase.ca = p.ca_sha256.clone();
-                self.phase.started_at = p.started_at.clone();
-                self.phase.resumed_from = p.resumed_from.clone();
-                tracing::info!(
-                    "resuming this operation's own unfinished work ({})",
-                    p.state.as_str()
-                );
-                Ok(start)
-            }
-            (
-                Resume::DoneByReceipt {
-                    operation_id,
-                    outcome,
-                },
-                _,
-            ) => {
-                tracing::info!(
-                    "operation {operation_id} left its phase unfinished after its {outcome} receipt: treated as done"
-                );
-                Ok(Start::Fresh)
-            }
-            (Resume::ReceiptMalformed(e), _) => Err(fail(Phase::Receipt, e)),
-            (
-                Resume::TakeOver {
-                    from,
-                    start,
-                    supersede,
-                },
-                PhaseFile::V2(p),
-            ) => {
-                self.phase.ca = p.ca_sha256.clone();
-                if supersede {
-                    self.phase.supersede = Some(from.clone());
-                }
-                tracing::info!(
-                    "taking over the unfinished work of operation {from} ({})",
-                    p.state.as_str()
-                );
-                self.phase.resumed_from = Some(ResumedFrom {
-                    operation_id: Some(from),
-                    format: V2_FORMAT.into(),
-                });
-                Ok(start)
-            }
-            (decision, _) => unreachable!("the resume rule answered {decision:?} for this file"),
         }
     }
 
@@ -1115,7 +1114,7 @@ impl Run<'_> {
 
     fn steps(&mut self) -> Result<Success, Fail> {
         self.at = Phase::PhaseFile;
-        let start = self.read_phase()?;
+        let start = self.phase.read_phase(&self.env)?;
         self.env.check_cancel(None)?;
         self.at = Phase::StagingConflict;
         self.preflight()?;
@@ -1296,28 +1295,33 @@ fn cert_rows(
         .collect()
 }
 
-/// Run a renewal (V2 when the request has an operation ID, else legacy).
-pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
+/// Step 1: the state directory, the lock, the owner record and the log
+/// file; a report when the run cannot go on.
+fn lock_and_log(
+    root: &Root,
+    g: &Global,
+    req: &Request,
+    cancel: &Cancel,
+    start_clock: time::OffsetDateTime,
+) -> Result<(Dir, lock::LockGuard), Report> {
     let mode = req.mode();
     let mode_name = req.mode_name();
     let id = req.id();
-    let start_clock = g.clock.now();
     // SPEC section 7: a run refused here exits 4, not 1, when a manifest is
     // not active (an interrupted run left it staged): an operator must act.
     let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
 
-    // Step 1: state dir, lock, owner, log file.
     let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
         Ok(s) => s,
         Err(e) => {
-            return lock_fail_report(
+            return Err(lock_fail_report(
                 mode,
                 id,
                 refused(),
                 EarlyOutcome::Failed,
                 EarlyPhase::Lock,
                 format!("state directory: {e}"),
-            )
+            ))
         }
     };
     let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
@@ -1327,7 +1331,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             waited_secs,
             holder,
         }) => {
-            return lock_fail_report(
+            return Err(lock_fail_report(
                 mode,
                 id,
                 exit::LOCK_TIMEOUT,
@@ -1336,27 +1340,27 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                 format!(
                 "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
             ),
-            )
+            ))
         }
         Err(LockError::Cancelled) => {
-            return lock_fail_report(
+            return Err(lock_fail_report(
                 mode,
                 id,
                 refused(),
                 EarlyOutcome::Cancelled,
                 EarlyPhase::Lock,
                 "cancelled while waiting for the renewal lock; nothing was done".into(),
-            )
+            ))
         }
         Err(e) => {
-            return lock_fail_report(
+            return Err(lock_fail_report(
                 mode,
                 id,
                 refused(),
                 EarlyOutcome::Failed,
                 EarlyPhase::Lock,
                 e.to_string(),
-            )
+            ))
         }
     };
     // `--legacy-v1` over an unfinished V2 phase file is refused before
@@ -1364,28 +1368,28 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     if let Request::Legacy { .. } = req {
         if let Some(msg) = legacy_refusal(&state) {
             tracing::warn!("{msg}");
-            return lock_fail_report(
+            return Err(lock_fail_report(
                 mode,
                 None,
                 refused(),
                 EarlyOutcome::Failed,
                 EarlyPhase::PhaseFile,
                 msg,
-            );
+            ));
         }
     }
     if let Err(e) = guard.write_owner(
         &state,
         &lock::owner_for(id.map(|i| i.as_str()), mode_name, start_clock),
     ) {
-        return lock_fail_report(
+        return Err(lock_fail_report(
             mode,
             id,
             refused(),
             EarlyOutcome::Failed,
             EarlyPhase::Lock,
             format!("cannot record the lock owner: {e}"),
-        );
+        ));
     }
     let log_name = match id {
         Some(i) => format!("{i}.log"),
@@ -1409,43 +1413,64 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     );
     crate::crash_point!("renew-after-lock");
 
-    // Step 2: own receipt first.
-    if let Some(id) = id {
-        let completed = match state.open_subdir(COMPLETED_DIR, Trust::Strict) {
-            Ok(c) => c,
-            Err(e) => {
-                return lock_fail_report(
-                    mode,
-                    Some(id),
-                    refused(),
-                    EarlyOutcome::Failed,
-                    EarlyPhase::Receipt,
-                    e.to_string(),
-                )
-            }
-        };
-        match inspect::lookup_receipt(completed.as_ref(), id) {
-            ReceiptLookup::Found(r) => {
-                tracing::info!(
-                    outcome = r.outcome.as_str(),
-                    "receipt exists: replaying it, doing nothing else"
-                );
-                return replay_report(&r);
-            }
-            ReceiptLookup::Malformed(e) => {
-                let m = manifests::inspect(root);
-                let code = exit_code_for(Outcome::Failed, m.all_active());
-                return lock_fail_report(
-                    mode,
-                    Some(id),
-                    code,
-                    EarlyOutcome::Failed,
-                    EarlyPhase::Receipt,
-                    format!("this operation's receipt is malformed; not trusting it, doing nothing: {e}"),
-                );
-            }
-            ReceiptLookup::Absent => {}
+    Ok((state, guard))
+}
+
+/// Step 2: this operation's own receipt first: replayed when it exists.
+fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
+    let Request::V2 { id, .. } = req else {
+        return None;
+    };
+    let mode = req.mode();
+    let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
+    let completed = match state.open_subdir(COMPLETED_DIR, Trust::Strict) {
+        Ok(c) => c,
+        Err(e) => {
+            return Some(lock_fail_report(
+                mode,
+                Some(id),
+                refused(),
+                EarlyOutcome::Failed,
+                EarlyPhase::Receipt,
+                e.to_string(),
+            ))
         }
+    };
+    match inspect::lookup_receipt(completed.as_ref(), id) {
+        ReceiptLookup::Found(r) => {
+            tracing::info!(
+                outcome = r.outcome.as_str(),
+                "receipt exists: replaying it, doing nothing else"
+            );
+            Some(replay_report(&r))
+        }
+        ReceiptLookup::Malformed(e) => {
+            let m = manifests::inspect(root);
+            let code = exit_code_for(Outcome::Failed, m.all_active());
+            Some(lock_fail_report(
+                mode,
+                Some(id),
+                code,
+                EarlyOutcome::Failed,
+                EarlyPhase::Receipt,
+                format!(
+                    "this operation's receipt is malformed; not trusting it, doing nothing: {e}"
+                ),
+            ))
+        }
+        ReceiptLookup::Absent => None,
+    }
+}
+
+/// Run a renewal (V2 when the request has an operation ID, else legacy).
+pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
+    let start_clock = g.clock.now();
+    let (state, guard) = match lock_and_log(root, g, req, cancel, start_clock) {
+        Ok(held) => held,
+        Err(report) => return report,
+    };
+    if let Some(report) = own_receipt(root, req, &state) {
+        return report;
     }
 
     let mut run = Run {
@@ -1631,8 +1656,44 @@ fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
 }
 
 fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
-    let id = run.env.req.id().cloned();
-    let (outcome, phase, mut message, failed_component) = match result {
+    let mut end = stop(run, result);
+    // The receipt is the commit point; then `done`.
+    if end.outcome == Outcome::Renewed {
+        crate::crash_point!("renew-before-receipt");
+    }
+    commit(run, &mut end);
+    if end.outcome == Outcome::Renewed {
+        crate::crash_point!("renew-after-receipt-before-done");
+        if let Err(f) = run.phase.record(&run.env, Progress::Done) {
+            end.message.push_str(&format!("; {}", f.message));
+        }
+        let (kind, name) = run.phase.backup_kind_name(run.env.req);
+        if let Err(e) = backup::prune(&run.phase.state, kind, &name) {
+            tracing::warn!("pruning old backups failed: {e}");
+        }
+    }
+    let m = manifests::inspect(run.env.root);
+    end.manifests = m.receipt_locations();
+    let code = exit_code_for(end.outcome, m.all_active());
+    let now = run.env.now();
+    let after = if end.outcome == Outcome::Renewed {
+        Some(node_pki::read(run.env.root))
+    } else {
+        None
+    };
+    end.message = receipt::bounded_message(&end.message);
+    let doc = run.result(&end, after.as_ref(), now);
+    Report {
+        code,
+        json: contract::to_json(&doc),
+        text: result_text(run, &end),
+    }
+}
+
+/// How the steps' result ends the run; on a failure, a staged manifest is
+/// put back first (lock held).
+fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
+    let (outcome, phase, message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
         Ok(Success::Renewed) => (
             Outcome::Renewed,
@@ -1675,76 +1736,60 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
             (outcome, f.phase, message, f.component)
         }
     };
-
-    // The receipt is the commit point; then `done`. No success without its
-    // receipt (SPEC 3, v1.1): when it cannot be written the run is `failed`
-    // (phase `receipt`), the phase file stays unfinished, and a retry with
-    // the same ID resumes and commits.
-    if outcome == Outcome::Renewed {
-        crate::crash_point!("renew-before-receipt");
+    Ending {
+        outcome,
+        phase,
+        message,
+        failed_component,
+        receipt_written: false,
+        manifests: BTreeMap::new(),
     }
-    let mut outcome = outcome;
-    let mut phase = phase;
-    let mut receipt_written = false;
-    if let Some(id) = &id {
-        let r = run
-            .env
-            .make_receipt(id, outcome, phase, &message, failed_component);
-        match run.phase.write_receipt(&r) {
-            Ok(()) => receipt_written = true,
-            Err(e) => {
-                tracing::error!("writing the {outcome} receipt failed: {e}");
-                if outcome.is_success() {
-                    message = format!(
-                        "NOT {}: the receipt could not be written ({e}); the phase file is left unfinished, so a retry with this operation ID resumes and commits; the run had: {message}",
-                        outcome.as_str().to_uppercase()
-                    );
-                    outcome = Outcome::Failed;
-                    phase = Phase::Receipt;
-                } else {
-                    message = format!(
-                        "NO RECEIPT: writing the {outcome} receipt failed ({e}); {message}"
-                    );
-                }
+}
+
+/// Write this operation's receipt. No success without its receipt (SPEC 3,
+/// v1.1): when it cannot be written the run is `failed` (phase `receipt`),
+/// the phase file stays unfinished, and a retry with the same ID resumes
+/// and commits.
+fn commit(run: &Run<'_>, end: &mut Ending) {
+    let Some(id) = run.env.req.id() else {
+        return;
+    };
+    let r = run.env.make_receipt(
+        id,
+        end.outcome,
+        end.phase,
+        &end.message,
+        end.failed_component,
+    );
+    match run.phase.write_receipt(&r) {
+        Ok(()) => end.receipt_written = true,
+        Err(e) => {
+            let outcome = end.outcome;
+            let message = &end.message;
+            tracing::error!("writing the {outcome} receipt failed: {e}");
+            if outcome.is_success() {
+                end.message = format!(
+                    "NOT {}: the receipt could not be written ({e}); the phase file is left unfinished, so a retry with this operation ID resumes and commits; the run had: {message}",
+                    outcome.as_str().to_uppercase()
+                );
+                end.outcome = Outcome::Failed;
+                end.phase = Phase::Receipt;
+            } else {
+                end.message =
+                    format!("NO RECEIPT: writing the {outcome} receipt failed ({e}); {message}");
             }
         }
     }
-    if outcome == Outcome::Renewed {
-        crate::crash_point!("renew-after-receipt-before-done");
-        if let Err(f) = run.phase.record(&run.env, Progress::Done) {
-            message.push_str(&format!("; {}", f.message));
-        }
-        let (kind, name) = run.phase.backup_kind_name(run.env.req);
-        if let Err(e) = backup::prune(&run.phase.state, kind, &name) {
-            tracing::warn!("pruning old backups failed: {e}");
-        }
-    }
-    let m = manifests::inspect(run.env.root);
-    let locations = m.receipt_locations();
-    let code = exit_code_for(outcome, m.all_active());
-    let now = run.env.now();
-    let after = if outcome == Outcome::Renewed {
-        Some(node_pki::read(run.env.root))
-    } else {
-        None
-    };
-    let message = receipt::bounded_message(&message);
-    let doc = run.result(
-        &Ending {
-            outcome,
-            phase,
-            message: message.clone(),
-            failed_component,
-            receipt_written,
-            manifests: locations,
-        },
-        after.as_ref(),
-        now,
-    );
+}
+
+/// The result as text: outcome, phase, message, what was resumed, the
+/// restarts.
+fn result_text(run: &Run<'_>, end: &Ending) -> String {
     let mut text = format!(
-        "{}  phase {}\n{message}\n",
-        outcome.as_str().to_uppercase(),
-        phase
+        "{}  phase {}\n{}\n",
+        end.outcome.as_str().to_uppercase(),
+        end.phase,
+        end.message
     );
     if let Some(r) = &run.phase.resumed_from {
         text.push_str(&format!(
@@ -1777,11 +1822,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
         }
         crate::output::table(&mut text, &rows);
     }
-    Report {
-        code,
-        json: contract::to_json(&doc),
-        text,
-    }
+    text
 }
 
 #[cfg(test)]
