@@ -124,6 +124,16 @@ fn fail(phase: Phase, message: impl Into<String>) -> Fail {
     }
 }
 
+/// The restart of `c` failed.
+fn restart_failed(c: Component, message: impl Into<String>) -> Fail {
+    Fail {
+        phase: Phase::Restart(c),
+        message: message.into(),
+        component: Some(c),
+        cancelled: false,
+    }
+}
+
 fn cancelled(component: Option<Component>) -> Fail {
     Fail {
         phase: Phase::Cancelled,
@@ -940,12 +950,7 @@ impl Run<'_> {
             .map(|(_, id)| id.clone())
             .unwrap_or_default();
         self.env.check_cancel(Some(c))?;
-        let dirs = Dirs::open(self.env.root, true).map_err(|e| Fail {
-            phase: Phase::Restart(c),
-            message: e.to_string(),
-            component: Some(c),
-            cancelled: false,
-        })?;
+        let dirs = Dirs::open(self.env.root, true).map_err(|e| restart_failed(c, e.to_string()))?;
         // The kubelet's link of the old container, looked for while it runs:
         // whether the start wait may sleep until the kubelet links the new one.
         let linked = self.env.kubelet_links(&old);
@@ -953,12 +958,9 @@ impl Run<'_> {
         // failure path looks where the manifest is and puts it back.
         self.last_gate = None;
         self.restore.staged = Some(c);
-        dirs.stage(c).map_err(|e| Fail {
-            phase: Phase::Restart(c),
-            message: e.to_string(),
-            component: Some(c),
-            cancelled: false,
-        })?;
+        let staged = dirs
+            .stage(c)
+            .map_err(|e| restart_failed(c, e.to_string()))?;
         crate::crash_point!("restart-after-stage");
         tracing::info!(
             component = c.name(),
@@ -981,21 +983,14 @@ impl Run<'_> {
                 .join(crate::paths::CONTAINER_LOGS_DIR),
             linked,
         );
-        match dirs.unstage(c).map_err(|e| Fail {
-            phase: Phase::Restart(c),
-            message: format!("putting the manifest back failed: {e}"),
-            component: Some(c),
-            cancelled: false,
-        })? {
+        match staged
+            .unstage(&dirs)
+            .map_err(|e| restart_failed(c, format!("putting the manifest back failed: {e}")))?
+        {
             Restore::Conflict(msg) => {
                 self.restore.not_restored = Some(msg.clone());
                 self.restore.staged = None;
-                return Err(Fail {
-                    phase: Phase::Restart(c),
-                    message: msg,
-                    component: Some(c),
-                    cancelled: false,
-                });
+                return Err(restart_failed(c, msg));
             }
             _ => self.restore.staged = None,
         }
