@@ -1187,18 +1187,18 @@ impl Run<'_> {
     }
 }
 
-fn lock_fail_report(
-    mode: RenewMode,
-    id: Option<&OperationId>,
+/// A run that stopped before it could look at the node.
+fn early_failure(
+    req: &Request,
     code: u8,
     outcome: EarlyOutcome,
     phase: EarlyPhase,
     message: String,
 ) -> Report {
     let doc = RenewEarlyFailure {
-        mode,
+        mode: req.mode(),
         runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
-        operation_id: id.map(contract::OperationId::from),
+        operation_id: req.id().map(contract::OperationId::from),
         outcome,
         phase,
         message: Message::bounded(&message),
@@ -1299,73 +1299,52 @@ fn lock_and_log(
     cancel: &Cancel,
     start_clock: time::OffsetDateTime,
 ) -> Result<(Dir, lock::LockGuard), Report> {
-    let mode = req.mode();
     let mode_name = req.mode_name();
     let id = req.id();
     // SPEC section 7: a run refused here exits 4, not 1, when a manifest is
     // not active (an interrupted run left it staged): an operator must act.
     let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
 
-    let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(lock_fail_report(
-                mode,
-                id,
+    let state = root
+        .create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict)
+        .map_err(|e| {
+            early_failure(
+                req,
                 refused(),
                 EarlyOutcome::Failed,
                 EarlyPhase::Lock,
                 format!("state directory: {e}"),
-            ))
-        }
-    };
-    let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
-        Ok(guard) => guard,
-        Err(LockError::Timeout {
-            path,
-            waited_secs,
-            holder,
-        }) => {
-            return Err(lock_fail_report(
-                mode,
-                id,
+            )
+        })?;
+    let guard = lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()).map_err(|e| {
+        let (code, outcome, message) = match e {
+            LockError::Timeout {
+                path,
+                waited_secs,
+                holder,
+            } => (
                 exit::LOCK_TIMEOUT,
                 EarlyOutcome::Failed,
-                EarlyPhase::Lock,
                 format!(
-                "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
+                    "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
+                ),
             ),
-            ))
-        }
-        Err(LockError::Cancelled) => {
-            return Err(lock_fail_report(
-                mode,
-                id,
+            LockError::Cancelled => (
                 refused(),
                 EarlyOutcome::Cancelled,
-                EarlyPhase::Lock,
                 "cancelled while waiting for the renewal lock; nothing was done".into(),
-            ))
-        }
-        Err(e) => {
-            return Err(lock_fail_report(
-                mode,
-                id,
-                refused(),
-                EarlyOutcome::Failed,
-                EarlyPhase::Lock,
-                e.to_string(),
-            ))
-        }
-    };
+            ),
+            e => (refused(), EarlyOutcome::Failed, e.to_string()),
+        };
+        early_failure(req, code, outcome, EarlyPhase::Lock, message)
+    })?;
     // `--legacy-v1` over an unfinished V2 phase file is refused before
     // anything is written: no owner record, no log file (SPEC 4, v1.1).
     if let Request::Legacy { .. } = req {
         if let Some(msg) = legacy_refusal(&state) {
             tracing::warn!("{msg}");
-            return Err(lock_fail_report(
-                mode,
-                None,
+            return Err(early_failure(
+                req,
                 refused(),
                 EarlyOutcome::Failed,
                 EarlyPhase::PhaseFile,
@@ -1377,9 +1356,8 @@ fn lock_and_log(
         &state,
         &lock::owner_for(id.map(|i| i.as_str()), mode_name, start_clock),
     ) {
-        return Err(lock_fail_report(
-            mode,
-            id,
+        return Err(early_failure(
+            req,
             refused(),
             EarlyOutcome::Failed,
             EarlyPhase::Lock,
@@ -1416,14 +1394,12 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
     let Request::V2 { id, .. } = req else {
         return None;
     };
-    let mode = req.mode();
     let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
     let completed = match state.open_subdir(COMPLETED_DIR, Trust::Strict) {
         Ok(c) => c,
         Err(e) => {
-            return Some(lock_fail_report(
-                mode,
-                Some(id),
+            return Some(early_failure(
+                req,
                 refused(),
                 EarlyOutcome::Failed,
                 EarlyPhase::Receipt,
@@ -1442,9 +1418,8 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
         ReceiptLookup::Malformed(e) => {
             let m = manifests::inspect(root);
             let code = exit_code_for(Outcome::Failed, m.all_active());
-            Some(lock_fail_report(
-                mode,
-                Some(id),
+            Some(early_failure(
+                req,
                 code,
                 EarlyOutcome::Failed,
                 EarlyPhase::Receipt,
