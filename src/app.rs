@@ -2,29 +2,37 @@
 //! calls [`run`].
 
 use crate::cli::{self, Cli, Invocation, Mode, OutputFormat, UsageError};
+use crate::contract::{self, ArgumentsOutcome, HelpDocument, ModeName, UsageErrorDocument};
 use crate::fsx::Root;
 use crate::outcome::exit;
 use crate::output::{self, Report};
 use clap::Parser;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::ffi::OsString;
 
 fn usage_report(e: &UsageError) -> Report {
-    let message = crate::receipt::bounded_message(&e.message);
+    let doc = UsageErrorDocument::new(
+        e.mode.and_then(ModeName::from_name),
+        ArgumentsOutcome::UsageError,
+        &e.message,
+    );
     Report {
         code: exit::USAGE,
-        json: json!({
-            "mode": e.mode,
-            "runbookVersion": crate::version::RUNBOOK_VERSION,
-            "operationID": null,
-            "outcome": "usage_error",
-            "phase": "arguments",
-            "message": message,
-            "replayed": false,
-            "durationMs": 0,
-        }),
-        text: format!("error: {message}\n(see nvke-cert-runbook --help)"),
+        text: format!("error: {}\n(see nvke-cert-runbook --help)", doc.message.0),
+        json: contract::to_json(&doc),
     }
+}
+
+/// `failed`, phase `arguments`: the mode could not start (`--root` cannot
+/// be opened) or panicked.
+fn arguments_failed(inv: &Invocation, code: u8, message: &str) -> (u8, Value, String) {
+    let doc = UsageErrorDocument::new(
+        ModeName::from_name(inv.mode.name()),
+        ArgumentsOutcome::Failed,
+        message,
+    );
+    let message = doc.message.0.clone();
+    (code, contract::to_json(&doc), message)
 }
 
 fn init_logging(format: cli::LogFormat) {
@@ -50,11 +58,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
             if e.kind() == ErrorKind::DisplayHelp {
                 let help = e.to_string();
                 if json_out {
-                    output::emit_json(&json!({
-                        "mode": "help",
-                        "runbookVersion": crate::version::RUNBOOK_VERSION,
-                        "help": help,
-                    }));
+                    output::emit_json(&contract::to_json(&HelpDocument::new(help)));
                 } else {
                     output::emit_text(&help);
                 }
@@ -132,18 +136,14 @@ fn panic_report(inv: &Invocation, why: &str) -> Report {
     let all_active = Root::open(&inv.global.root)
         .map(|r| crate::manifests::inspect(&r).all_active())
         .unwrap_or(false);
-    let message = crate::receipt::bounded_message(&format!("internal error (a panic): {why}"));
+    let (code, json, message) = arguments_failed(
+        inv,
+        crate::outcome::exit_code_for(crate::outcome::Outcome::Failed, all_active),
+        &format!("internal error (a panic): {why}"),
+    );
     Report {
-        code: crate::outcome::exit_code_for(crate::outcome::Outcome::Failed, all_active),
-        json: json!({
-            "mode": inv.mode.name(),
-            "runbookVersion": crate::version::RUNBOOK_VERSION,
-            "operationID": null,
-            "outcome": "failed",
-            "phase": "arguments",
-            "message": message,
-            "replayed": false,
-        }),
+        code,
+        json,
         text: format!("FAILED: {message}"),
     }
 }
@@ -179,18 +179,13 @@ fn finish(report: Report, json_out: bool) -> u8 {
 }
 
 fn open_root(inv: &Invocation) -> Result<Root, Report> {
-    Root::open(&inv.global.root).map_err(|e| Report {
-        code: exit::FAILED,
-        json: json!({
-            "mode": inv.mode.name(),
-            "runbookVersion": crate::version::RUNBOOK_VERSION,
-            "operationID": null,
-            "outcome": "failed",
-            "phase": "arguments",
-            "message": crate::receipt::bounded_message(&e.to_string()),
-            "replayed": false,
-        }),
-        text: format!("error: {e}"),
+    Root::open(&inv.global.root).map_err(|e| {
+        let (code, json, _) = arguments_failed(inv, exit::FAILED, &e.to_string());
+        Report {
+            code,
+            json,
+            text: format!("error: {e}"),
+        }
     })
 }
 
@@ -221,20 +216,16 @@ fn dispatch(inv: &Invocation) -> Report {
         } => renew(
             &root,
             inv,
-            crate::runbook::Request {
-                operation_id: Some(operation_id.clone()),
+            crate::runbook::Request::V2 {
+                id: operation_id.clone(),
                 force: *force,
-                expect_ca_sha256: expect_ca_sha256.clone(),
+                expect_ca: expect_ca_sha256.clone(),
             },
         ),
         Mode::LegacyV1 { force } => renew(
             &root,
             inv,
-            crate::runbook::Request {
-                operation_id: None,
-                force: *force,
-                expect_ca_sha256: Default::default(),
-            },
+            crate::runbook::Request::Legacy { force: *force },
         ),
         Mode::Version => unreachable!("handled above"),
     }

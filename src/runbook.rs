@@ -7,6 +7,11 @@ use crate::backup;
 use crate::cli::Global;
 use crate::clock;
 use crate::component::Component;
+use crate::contract::{
+    self, CaSha256, CertificateChange, ConstBool, EarlyOutcome, EarlyPhase, EmptyObject,
+    EtcdVoters, LeafName, ManifestLocations, Message, Null, RenewEarlyFailure, RenewMode,
+    RenewOnly, RenewReplay, RenewResult, Restart, Timestamp,
+};
 use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX, SMALL_FILE_MAX};
 use crate::health::{self, GateError, GateOk, Health};
 use crate::inspect::{self, ReceiptLookup};
@@ -31,34 +36,60 @@ use crate::runtime::Runtime;
 use crate::signals::Cancel;
 use crate::staging::{Dirs, Restore};
 use crate::statedir::{CheckedReceipt, StateDir};
-use serde::Serialize;
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// What was asked.
 #[derive(Debug, Clone)]
-pub struct Request {
-    /// None: `--legacy-v1`.
-    pub operation_id: Option<OperationId>,
-    pub force: bool,
-    pub expect_ca_sha256: BTreeMap<String, String>,
+pub enum Request {
+    /// `--operation-id ID`: a receipt for every outcome.
+    V2 {
+        id: OperationId,
+        force: bool,
+        /// CA key (`ca.crt`, ...) to the lowercase hex it must have.
+        expect_ca: BTreeMap<String, String>,
+    },
+    /// `--legacy-v1`: no receipts.
+    Legacy { force: bool },
 }
 
-/// One component's restart.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Restart {
-    pub component: Component,
-    #[serde(rename = "oldContainerID")]
-    pub old_container_id: String,
-    #[serde(rename = "newContainerID")]
-    pub new_container_id: String,
-    pub stop_ms: u64,
-    pub healthy_ms: u64,
-    /// The whole step for this component: the gate before staging, both
-    /// moves, both waits, and the phase write after it.
-    pub total_ms: u64,
+impl Request {
+    /// The operation ID of a V2 renewal.
+    pub fn id(&self) -> Option<&OperationId> {
+        match self {
+            Request::V2 { id, .. } => Some(id),
+            Request::Legacy { .. } => None,
+        }
+    }
+
+    fn force(&self) -> bool {
+        match self {
+            Request::V2 { force, .. } | Request::Legacy { force } => *force,
+        }
+    }
+
+    fn mode(&self) -> RenewMode {
+        match self {
+            Request::V2 { .. } => RenewMode::Renew,
+            Request::Legacy { .. } => RenewMode::LegacyV1,
+        }
+    }
+
+    /// The mode the lock owner file records.
+    fn owner_mode(&self) -> crate::contract::OwnerMode {
+        match self {
+            Request::V2 { .. } => crate::contract::OwnerMode::Renew,
+            Request::Legacy { .. } => crate::contract::OwnerMode::LegacyV1,
+        }
+    }
+
+    /// How the log and the output name the mode.
+    fn mode_name(&self) -> &'static str {
+        match self {
+            Request::V2 { .. } => "renew",
+            Request::Legacy { .. } => "legacy-v1",
+        }
+    }
 }
 
 /// Logs a step's start, and its end with the duration (SPEC section 8).
@@ -102,6 +133,16 @@ fn fail(phase: Phase, message: impl Into<String>) -> Fail {
     }
 }
 
+/// The restart of `c` failed.
+fn restart_failed(c: Component, message: impl Into<String>) -> Fail {
+    Fail {
+        phase: Phase::Restart(c),
+        message: message.into(),
+        component: Some(c),
+        cancelled: false,
+    }
+}
+
 fn cancelled(component: Option<Component>) -> Fail {
     Fail {
         phase: Phase::Cancelled,
@@ -116,50 +157,80 @@ enum Success {
     Renewed,
 }
 
+/// Where a renewal that got past its checks is (SPEC 4 steps 8 to 10), as
+/// the phase file records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    /// kubeadm renews the certificates (`renewing`).
+    Renewing,
+    /// The restarts, from this component (`restart_pending`; None: the
+    /// restarts are over, postflight remains).
+    Restart(Option<Component>),
+    /// Postflight passed; recorded after the receipt (`done`).
+    Done,
+}
+
+impl Progress {
+    /// Where the work goes once this step succeeded.
+    fn on_success(self) -> Progress {
+        match self {
+            Progress::Renewing => Progress::Restart(Some(Component::Etcd)),
+            Progress::Restart(Some(c)) => Progress::Restart(c.next()),
+            Progress::Restart(None) | Progress::Done => Progress::Done,
+        }
+    }
+
+    /// The phase a failure of this step (or a panic in it) is reported at.
+    fn failure_phase(self) -> Phase {
+        match self {
+            Progress::Renewing => Phase::RenewCerts,
+            Progress::Restart(Some(c)) => Phase::Restart(c),
+            Progress::Restart(None) => Phase::Postflight,
+            Progress::Done => Phase::Done,
+        }
+    }
+
+    /// The phase file's `state` and next component.
+    fn phase_state(self) -> (PhaseState, Option<Component>) {
+        match self {
+            Progress::Renewing => (PhaseState::Renewing, None),
+            Progress::Restart(next) => (PhaseState::RestartPending, next),
+            Progress::Done => (PhaseState::Done, None),
+        }
+    }
+}
+
+impl From<Start> for Progress {
+    /// Fresh work and recorded `renewing` both begin with kubeadm.
+    fn from(start: Start) -> Progress {
+        match start {
+            Start::Fresh | Start::Renewing => Progress::Renewing,
+            Start::Restart(next) => Progress::Restart(next),
+        }
+    }
+}
+
+/// The phase file format the run writes: V2 (always with the run's
+/// operation ID), or the five lines of legacy work (a `--legacy-v1` run, or
+/// a V2 run that resumed legacy work, keeping its format).
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Format {
-    V2,
+    V2(OperationId),
     Legacy,
 }
 
-struct Run<'a> {
+/// What a run works with: the node, the flags, the tools, the signal flag
+/// and the request.
+#[derive(Clone, Copy)]
+struct Env<'a> {
     root: &'a Root,
     g: &'a Global,
     rt: &'a dyn Runtime,
     cancel: &'a Cancel,
     req: &'a Request,
-    state: Dir,
-    format: Format,
-    resumed_from: Option<ResumedFrom>,
-    /// Another operation whose unfinished work we took over: it gets a
-    /// `superseded` receipt with our first phase write.
-    supersede: Option<OperationId>,
-    phase_written: bool,
-    started_at: String,
-    legacy_started: u64,
-    /// CA fingerprints the run holds the node to.
-    ca: BTreeMap<String, String>,
-    staged: Option<Component>,
-    restarts: Vec<Restart>,
-    before: Option<PkiReport>,
-    not_restored: Option<String>,
-    etcd: Option<(usize, usize)>,
-    /// The phase the run is in: what a panic is reported as.
-    at: Phase,
-    /// The last health gate that passed, and when; cleared by every move
-    /// and by the renewal of the certificates.
-    last_gate: Option<(Instant, GateOk)>,
-    /// Pod sandboxes seen by the waits and gates of this run.
-    sandboxes: health::Sandboxes,
 }
 
-/// A gate that passed this recently, with no manifest moved and no
-/// certificate renewed since, is the
-/// "whole health gate again" of SPEC 4 step 9 for the next component and
-/// the postflight's (it is the same check, a moment later).
-const GATE_FRESH: Duration = Duration::from_secs(1);
-
-impl Run<'_> {
+impl Env<'_> {
     fn now(&self) -> time::OffsetDateTime {
         self.g.clock.now()
     }
@@ -169,16 +240,6 @@ impl Run<'_> {
             Err(cancelled(component))
         } else {
             Ok(())
-        }
-    }
-
-    fn health(&self) -> Health<'_> {
-        Health {
-            rt: self.rt,
-            root: self.root,
-            cancel: self.cancel,
-            now: self.now(),
-            sandboxes: &self.sandboxes,
         }
     }
 
@@ -197,134 +258,6 @@ impl Run<'_> {
             let _ = d.for_each_name(|n| found |= n.ends_with(&suffix));
         }
         found
-    }
-
-    /// The whole health gate (SPEC 4 step 7): the one that just passed when
-    /// it is fresh, else a new wait for it.
-    fn gate(&mut self, timeout: Duration, component: Option<Component>) -> Result<GateOk, Fail> {
-        if let Some((at, ok)) = &self.last_gate {
-            let ago = at.elapsed();
-            if ago < GATE_FRESH {
-                tracing::info!(
-                    ms_ago = ago.as_millis() as u64,
-                    "health gate passed a moment ago, nothing moved since: not repeated"
-                );
-                let ok = ok.clone();
-                self.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
-                return Ok(ok);
-            }
-        }
-        let ok = self
-            .health()
-            .wait_gate(timeout)
-            .map_err(|e| self.gate_fail(e, component))?;
-        self.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
-        self.last_gate = Some((Instant::now(), ok.clone()));
-        Ok(ok)
-    }
-
-    fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
-        match e {
-            GateError::Cancelled => cancelled(component),
-            GateError::Structural { phase, message } => Fail {
-                phase,
-                message,
-                component,
-                cancelled: false,
-            },
-            GateError::TimedOut { message } => Fail {
-                phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
-                message,
-                component,
-                cancelled: false,
-            },
-        }
-    }
-
-    fn backup_kind_name(&self) -> (&'static str, String) {
-        match (&self.req.operation_id, self.format) {
-            (Some(id), _) => (BACKUP_DIR, id.as_str().to_string()),
-            (None, _) => (BACKUP_V1_DIR, self.legacy_started.to_string()),
-        }
-    }
-
-    /// Persist the phase (replace discipline). The first write of a run that
-    /// took over another operation records that one's `superseded` receipt.
-    fn record(&mut self, state: PhaseState, next: Option<Component>) -> Result<(), Fail> {
-        if !self.phase_written {
-            if let Some(other) = self.supersede.take() {
-                self.write_supersede(&other)?;
-            }
-        }
-        let bytes = match self.format {
-            Format::V2 => {
-                let id = self
-                    .req
-                    .operation_id
-                    .clone()
-                    .expect("V2 format implies an operation ID");
-                let p = PhaseV2 {
-                    operation_id: id,
-                    state,
-                    next_component: next,
-                    ca_sha256: self.ca.clone(),
-                    force: self.req.force,
-                    threshold_days: self.g.threshold_days,
-                    started_at: self.started_at.clone(),
-                    updated_at: clock::rfc3339(self.now()),
-                    resumed_from: self.resumed_from.clone(),
-                };
-                phase::validate_v2(&p).map_err(|e| {
-                    fail(
-                        Phase::PhaseFile,
-                        format!("refusing to write the phase file: {e}"),
-                    )
-                })?;
-                phase::render_v2(&p)
-            }
-            Format::Legacy => {
-                let p = LegacyPhase {
-                    state,
-                    component: next,
-                    started: self.legacy_started,
-                    ca_sha256: self.ca.get("ca.crt").cloned().unwrap_or_default(),
-                    pid: std::process::id(),
-                };
-                phase::validate_legacy(&p).map_err(|e| {
-                    fail(
-                        Phase::PhaseFile,
-                        format!("refusing to write the phase file: {e}"),
-                    )
-                })?;
-                phase::render_legacy(&p)
-            }
-        };
-        self.state
-            .replace(PHASE_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
-            .map_err(|e| fail(Phase::PhaseFile, format!("cannot record the phase: {e}")))?;
-        self.phase_written = true;
-        tracing::info!(
-            state = state.as_str(),
-            next = next.map(|c| c.name()),
-            "phase recorded"
-        );
-        Ok(())
-    }
-
-    fn completed_dir(&self) -> Result<Dir, FsError> {
-        StateDir::new(&self.state).completed_or_create()
-    }
-
-    fn write_receipt(&self, r: &Receipt) -> Result<(), String> {
-        let checked = CheckedReceipt::check(r)?;
-        let dir = self.completed_dir().map_err(|e| e.to_string())?;
-        StateDir::write_once(&dir, checked).map_err(|e| e.to_string())?;
-        tracing::info!(
-            operation = r.operation_id.as_str(),
-            outcome = r.outcome.as_str(),
-            "receipt written"
-        );
-        Ok(())
     }
 
     fn make_receipt(
@@ -348,33 +281,28 @@ impl Run<'_> {
             ca_sha256: node_pki::ca_fingerprints(&node_pki::read_cas(self.root)),
         }
     }
+}
 
-    fn write_supersede(&self, other: &OperationId) -> Result<(), Fail> {
-        let completed = self
-            .completed_dir()
-            .map_err(|e| fail(Phase::Receipt, e.to_string()))?;
-        if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
-            let me = self
-                .req
-                .operation_id
-                .as_ref()
-                .map(|i| i.as_str())
-                .unwrap_or("a legacy run");
-            let r = self.make_receipt(
-                other,
-                Outcome::Superseded,
-                Phase::Cancelled,
-                &format!("superseded: operation {me} took over its unfinished work"),
-                None,
-            );
-            self.write_receipt(&r)
-                .map_err(|e| fail(Phase::Receipt, e))?;
-        }
-        Ok(())
-    }
+/// The state directory's phase file and what it records: the format kept
+/// for resumed work, the CA fingerprints the run holds the node to, and the
+/// receipts written along the way.
+struct PhaseWriter {
+    state: Dir,
+    format: Format,
+    resumed_from: Option<ResumedFrom>,
+    /// Another operation whose unfinished work we took over: it gets a
+    /// `superseded` receipt with our first phase write.
+    supersede: Option<OperationId>,
+    phase_written: bool,
+    started_at: String,
+    legacy_started: u64,
+    /// CA fingerprints the run holds the node to.
+    ca: BTreeMap<String, String>,
+}
 
+impl PhaseWriter {
     /// Step 3: read the phase file and decide where to start.
-    fn read_phase(&mut self) -> Result<Start, Fail> {
+    fn read_phase(&mut self, env: &Env<'_>) -> Result<Start, Fail> {
         let _step = Step::new("phase-file");
         let bytes = self
             .state
@@ -389,10 +317,9 @@ impl Run<'_> {
                 format!("{}: {e}", crate::paths::state(PHASE_FILE)),
             )
         })?;
-        let me = self.req.operation_id.clone();
-        let asker = match &me {
-            Some(id) => Asker::V2(id),
-            None => Asker::Legacy,
+        let asker = match env.req {
+            Request::V2 { id, .. } => Asker::V2(id),
+            Request::Legacy { .. } => Asker::Legacy,
         };
         let mut completed_error = None;
         let decision = resume(Some(&file), asker, |op| {
@@ -414,7 +341,7 @@ impl Run<'_> {
                 self.legacy_started = l.started;
                 self.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
                     .map(clock::rfc3339)
-                    .unwrap_or_else(|_| clock::rfc3339(self.now()));
+                    .unwrap_or_else(|_| clock::rfc3339(env.now()));
                 self.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
                 self.resumed_from = Some(ResumedFrom {
                     operation_id: None,
@@ -488,10 +415,261 @@ impl Run<'_> {
         }
     }
 
+    fn backup_kind_name(&self, req: &Request) -> (&'static str, String) {
+        match req {
+            Request::V2 { id, .. } => (BACKUP_DIR, id.as_str().to_string()),
+            Request::Legacy { .. } => (BACKUP_V1_DIR, self.legacy_started.to_string()),
+        }
+    }
+
+    /// Persist the phase (replace discipline). The first write of a run that
+    /// took over another operation records that one's `superseded` receipt.
+    fn record(&mut self, env: &Env<'_>, progress: Progress) -> Result<(), Fail> {
+        let (state, next) = progress.phase_state();
+        if !self.phase_written {
+            if let Some(other) = self.supersede.take() {
+                self.write_supersede(env, &other)?;
+            }
+        }
+        let bytes = match &self.format {
+            Format::V2(id) => {
+                let p = PhaseV2 {
+                    operation_id: id.clone(),
+                    state,
+                    next_component: next,
+                    ca_sha256: self.ca.clone(),
+                    force: env.req.force(),
+                    threshold_days: env.g.threshold_days,
+                    started_at: self.started_at.clone(),
+                    updated_at: clock::rfc3339(env.now()),
+                    resumed_from: self.resumed_from.clone(),
+                };
+                phase::validate_v2(&p).map_err(|e| {
+                    fail(
+                        Phase::PhaseFile,
+                        format!("refusing to write the phase file: {e}"),
+                    )
+                })?;
+                phase::render_v2(&p)
+            }
+            Format::Legacy => {
+                let p = LegacyPhase {
+                    state,
+                    component: next,
+                    started: self.legacy_started,
+                    ca_sha256: self.ca.get("ca.crt").cloned().unwrap_or_default(),
+                    pid: std::process::id(),
+                };
+                phase::validate_legacy(&p).map_err(|e| {
+                    fail(
+                        Phase::PhaseFile,
+                        format!("refusing to write the phase file: {e}"),
+                    )
+                })?;
+                phase::render_legacy(&p)
+            }
+        };
+        self.state
+            .replace(PHASE_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
+            .map_err(|e| fail(Phase::PhaseFile, format!("cannot record the phase: {e}")))?;
+        self.phase_written = true;
+        tracing::info!(
+            state = state.as_str(),
+            next = next.map(|c| c.name()),
+            "phase recorded"
+        );
+        Ok(())
+    }
+
+    fn completed_dir(&self) -> Result<Dir, FsError> {
+        StateDir::new(&self.state).completed_or_create()
+    }
+
+    fn write_receipt(&self, r: &Receipt) -> Result<(), String> {
+        let checked = CheckedReceipt::check(r)?;
+        let dir = self.completed_dir().map_err(|e| e.to_string())?;
+        StateDir::write_once(&dir, checked).map_err(|e| e.to_string())?;
+        tracing::info!(
+            operation = r.operation_id.as_str(),
+            outcome = r.outcome.as_str(),
+            "receipt written"
+        );
+        Ok(())
+    }
+
+    fn write_supersede(&self, env: &Env<'_>, other: &OperationId) -> Result<(), Fail> {
+        let completed = self
+            .completed_dir()
+            .map_err(|e| fail(Phase::Receipt, e.to_string()))?;
+        if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
+            let me = match env.req {
+                Request::V2 { id, .. } => id.as_str(),
+                Request::Legacy { .. } => "a legacy run",
+            };
+            let r = env.make_receipt(
+                other,
+                Outcome::Superseded,
+                Phase::Cancelled,
+                &format!("superseded: operation {me} took over its unfinished work"),
+                None,
+            );
+            self.write_receipt(&r)
+                .map_err(|e| fail(Phase::Receipt, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// What the failure path must put back.
+#[derive(Default)]
+struct RestoreState {
+    /// The manifest staged (from the moment its move is tried).
+    staged: Option<Component>,
+    /// A manifest that could not be put back, and why.
+    not_restored: Option<String>,
+}
+
+/// What the steps found that the result prints.
+#[derive(Default)]
+struct RunReport {
+    restarts: Vec<Restart>,
+    /// The certificates before the run touched them.
+    before: Option<PkiReport>,
+    /// The last gate's etcd voters and healthy voters.
+    etcd: Option<(usize, usize)>,
+}
+
+struct Run<'a> {
+    env: Env<'a>,
+    phase: PhaseWriter,
+    restore: RestoreState,
+    report: RunReport,
+    /// The phase the run is in: what a panic is reported as.
+    at: Phase,
+    /// The last health gate that passed, and when; cleared by every move
+    /// and by the renewal of the certificates.
+    last_gate: Option<(Instant, GateOk)>,
+    /// Pod sandboxes seen by the waits and gates of this run.
+    sandboxes: health::Sandboxes,
+}
+
+/// How a run ended, as its result reports it.
+struct Ending {
+    outcome: Outcome,
+    phase: Phase,
+    /// Bounded (`receipt::bounded_message`).
+    message: String,
+    failed_component: Option<Component>,
+    receipt_written: bool,
+    /// Where the manifests are now.
+    manifests: BTreeMap<Component, ManifestLocation>,
+}
+
+/// A gate that passed this recently, with no manifest moved and no
+/// certificate renewed since, is the
+/// "whole health gate again" of SPEC 4 step 9 for the next component and
+/// the postflight's (it is the same check, a moment later).
+const GATE_FRESH: Duration = Duration::from_secs(1);
+
+impl Run<'_> {
+    /// The result document; `after`: the certificates read again after a
+    /// renewal.
+    fn result(
+        &self,
+        end: &Ending,
+        after: Option<&PkiReport>,
+        now: time::OffsetDateTime,
+    ) -> RenewResult {
+        RenewResult {
+            mode: self.env.req.mode(),
+            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            operation_id: self.env.req.id().map(contract::OperationId::from),
+            outcome: end.outcome,
+            phase: end.phase.into(),
+            message: Message(end.message.clone()),
+            failed_component: end.failed_component,
+            replayed: ConstBool,
+            receipt_written: end.receipt_written,
+            runtime_endpoint: self
+                .env
+                .rt
+                .endpoint()
+                .map(contract::RuntimeEndpointUsed::from),
+            resumed_from: self
+                .phase
+                .resumed_from
+                .as_ref()
+                .map(contract::ResumedFrom::from),
+            certificates: cert_rows(self.report.before.as_ref(), after, now),
+            ca_sha256: CaSha256::from(&node_pki::ca_fingerprints(&node_pki::read_cas(
+                self.env.root,
+            ))),
+            manifests: ManifestLocations::from(&end.manifests),
+            restarts: self.report.restarts.clone(),
+            etcd: self.report.etcd.map(|(v, h)| EtcdVoters {
+                voters: v as u64,
+                healthy_voters: h as u64,
+            }),
+            duration_ms: 0,
+        }
+    }
+
+    fn health(&self) -> Health<'_> {
+        Health {
+            rt: self.env.rt,
+            root: self.env.root,
+            cancel: self.env.cancel,
+            now: self.env.now(),
+            sandboxes: &self.sandboxes,
+        }
+    }
+
+    /// The whole health gate (SPEC 4 step 7): the one that just passed when
+    /// it is fresh, else a new wait for it.
+    fn gate(&mut self, timeout: Duration, component: Option<Component>) -> Result<GateOk, Fail> {
+        if let Some((at, ok)) = &self.last_gate {
+            let ago = at.elapsed();
+            if ago < GATE_FRESH {
+                tracing::info!(
+                    ms_ago = ago.as_millis() as u64,
+                    "health gate passed a moment ago, nothing moved since: not repeated"
+                );
+                let ok = ok.clone();
+                self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+                return Ok(ok);
+            }
+        }
+        let ok = self
+            .health()
+            .wait_gate(timeout)
+            .map_err(|e| self.gate_fail(e, component))?;
+        self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+        self.last_gate = Some((Instant::now(), ok.clone()));
+        Ok(ok)
+    }
+
+    fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
+        match e {
+            GateError::Cancelled => cancelled(component),
+            GateError::Structural { phase, message } => Fail {
+                phase,
+                message,
+                component,
+                cancelled: false,
+            },
+            GateError::TimedOut { message } => Fail {
+                phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
+                message,
+                component,
+                cancelled: false,
+            },
+        }
+    }
+
     /// Topology and step 4 (staging preflight).
     fn preflight(&mut self) -> Result<(), Fail> {
         let _step = Step::new("staging-preflight");
-        let m = manifests::inspect(self.root);
+        let m = manifests::inspect(self.env.root);
         if let Some(e) = &m.manifests_dir_error {
             return Err(fail(Phase::Topology, e.clone()));
         }
@@ -532,7 +710,7 @@ impl Run<'_> {
                 m.runbook_staging.path
             ));
         }
-        if let Some(e) = crate::staging::mount_mismatch(self.root) {
+        if let Some(e) = crate::staging::mount_mismatch(self.env.root) {
             conflicts.push(e);
         }
         if !conflicts.is_empty() {
@@ -540,7 +718,7 @@ impl Run<'_> {
         }
         for (c, v) in &m.manifests {
             if v.runbook_staged && !v.active {
-                let dirs = Dirs::open(self.root, false)
+                let dirs = Dirs::open(self.env.root, false)
                     .map_err(|e| fail(Phase::StagingConflict, e.to_string()))?;
                 match dirs
                     .unstage(*c)
@@ -560,7 +738,7 @@ impl Run<'_> {
     /// Step 5: the CA fingerprints.
     fn ca_check(&mut self) -> Result<(), Fail> {
         let _step = Step::new("ca-check");
-        let cas = node_pki::read_cas(self.root);
+        let cas = node_pki::read_cas(self.env.root);
         if let Some(e) = cas.iter().find_map(|c| c.error.clone()) {
             return Err(fail(Phase::CaCheck, e));
         }
@@ -573,7 +751,7 @@ impl Run<'_> {
             let cert = ca.id.cert_path();
             let key = cert.replace(".crt", ".key");
             for rel in [cert, key] {
-                if let Err(e) = self.root.read_file(&rel, NODE_FILE_MAX, Trust::Strict) {
+                if let Err(e) = self.env.root.read_file(&rel, NODE_FILE_MAX, Trust::Strict) {
                     return Err(fail(
                         Phase::CaCheck,
                         format!("CA {}: {e}; refusing to renew leaves under it", ca.id.key()),
@@ -583,7 +761,7 @@ impl Run<'_> {
         }
         // CAs are never rotated here: leaves renewed under a CA that is not
         // valid now could never be trusted.
-        let clock_now = self.now();
+        let clock_now = self.env.now();
         for ca in &cas {
             let Some(cert) = &ca.cert else { continue };
             let path = crate::paths::node(&ca.id.cert_path());
@@ -609,7 +787,11 @@ impl Run<'_> {
             }
         }
         let now = node_pki::ca_fingerprints(&cas);
-        for (name, want) in &self.req.expect_ca_sha256 {
+        let expected = match self.env.req {
+            Request::V2 { expect_ca, .. } => expect_ca.iter().collect(),
+            Request::Legacy { .. } => Vec::new(),
+        };
+        for (name, want) in expected {
             if now.get(name) != Some(want) {
                 return Err(fail(
                     Phase::CaCheck,
@@ -620,7 +802,7 @@ impl Run<'_> {
                 ));
             }
         }
-        for (name, want) in &self.ca {
+        for (name, want) in &self.phase.ca {
             if now.get(name) != Some(want) {
                 return Err(fail(
                     Phase::CaCheck,
@@ -631,7 +813,7 @@ impl Run<'_> {
                 ));
             }
         }
-        self.ca = CA_KEYS
+        self.phase.ca = CA_KEYS
             .iter()
             .filter_map(|k| now.get(*k).map(|v| (k.to_string(), v.clone())))
             .collect();
@@ -640,8 +822,8 @@ impl Run<'_> {
 
     /// Step 8's checks after kubeadm ran.
     fn verify_renewed(&self) -> Result<(), String> {
-        let now = self.now();
-        let pki = node_pki::read(self.root);
+        let now = self.env.now();
+        let pki = node_pki::read(self.env.root);
         let errors = pki.errors();
         if !errors.is_empty() {
             return Err(errors.join("; "));
@@ -657,12 +839,12 @@ impl Run<'_> {
                     clock::rfc3339(cert.not_before)
                 ));
             }
-            if node_pki::within_threshold(now, cert.not_after, self.g.threshold_days) {
+            if node_pki::within_threshold(now, cert.not_after, self.env.g.threshold_days) {
                 return Err(format!(
                     "{} still expires {} (within {} days) after kubeadm",
                     l.spec.name,
                     clock::rfc3339(cert.not_after),
-                    self.g.threshold_days
+                    self.env.g.threshold_days
                 ));
             }
             if l.chains_to_ca != Some(true) {
@@ -674,6 +856,7 @@ impl Run<'_> {
             }
             let key = match l.spec.kind {
                 LeafKind::Pem => self
+                    .env
                     .root
                     .read_file(l.spec.key_path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                     .map_err(|e| e.to_string())?
@@ -682,6 +865,7 @@ impl Run<'_> {
                     })?,
                 LeafKind::Kubeconfig => {
                     let conf = self
+                        .env
                         .root
                         .read_file(l.spec.path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                         .map_err(|e| e.to_string())?
@@ -703,7 +887,7 @@ impl Run<'_> {
             }
         }
         let now_ca = pki.ca_sha256();
-        if now_ca != self.ca {
+        if now_ca != self.phase.ca {
             return Err("a CA changed while renewing: CAs are never rotated here".into());
         }
         Ok(())
@@ -712,19 +896,19 @@ impl Run<'_> {
     /// Step 8: record, back up, kubeadm, verify; roll back on any failure.
     fn renew(&mut self) -> Result<(), Fail> {
         let _step = Step::new("renew-certs");
-        self.record(PhaseState::Renewing, None)?;
+        self.phase.record(&self.env, Progress::Renewing)?;
         crate::crash_point!("renew-after-phase-renewing");
-        let (kind, name) = self.backup_kind_name();
-        let n = backup::create(self.root, &self.state, kind, &name)
+        let (kind, name) = self.phase.backup_kind_name(self.env.req);
+        let n = backup::create(self.env.root, &self.phase.state, kind, &name)
             .map_err(|e| fail(Phase::Backup, e.to_string()))?;
         tracing::info!(
             files = n,
             "backed up pki/ and the kubeconfigs to {}/{name}",
             kind
         );
-        self.check_cancel(None)?;
+        self.env.check_cancel(None)?;
         crate::crash_point!("renew-after-backup");
-        let result = match self.rt.renew_certs() {
+        let result = match self.env.rt.renew_certs() {
             Ok(out) if out.success() => {
                 crate::crash_point!("renew-after-kubeadm");
                 self.verify_renewed()
@@ -737,12 +921,12 @@ impl Run<'_> {
             Err(e) => Err(e.to_string()),
         };
         if let Err(why) = result {
-            let restored = backup::restore(self.root, &self.state, kind, &name);
+            let restored = backup::restore(self.env.root, &self.phase.state, kind, &name);
             let tail = match restored {
                 Ok(n) => format!("; the backup was put back ({n} files rewritten)"),
                 Err(e) => format!("; PUTTING THE BACKUP BACK FAILED: {e}"),
             };
-            if self.cancel.is_cancelled() {
+            if self.env.cancel.is_cancelled() {
                 let mut f = cancelled(None);
                 f.message.push_str(&tail);
                 return Err(f);
@@ -754,38 +938,29 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Step 9 for one component.
-    fn restart(&mut self, c: Component) -> Result<(), Fail> {
-        self.at = Phase::Restart(c);
+    /// Step 9 for one component; `next` is recorded once it is healthy.
+    fn restart(&mut self, c: Component, next: Progress) -> Result<(), Fail> {
         let _step = Step::new(format!("restart:{c}"));
         let t_start = Instant::now();
-        let gate = self.gate(self.g.health_timeout, Some(c))?;
+        let gate = self.gate(self.env.g.health_timeout, Some(c))?;
         let old = gate
             .containers
             .iter()
             .find(|(x, _)| *x == c)
             .map(|(_, id)| id.clone())
             .unwrap_or_default();
-        self.check_cancel(Some(c))?;
-        let dirs = Dirs::open(self.root, true).map_err(|e| Fail {
-            phase: Phase::Restart(c),
-            message: e.to_string(),
-            component: Some(c),
-            cancelled: false,
-        })?;
+        self.env.check_cancel(Some(c))?;
+        let dirs = Dirs::open(self.env.root, true).map_err(|e| restart_failed(c, e.to_string()))?;
         // The kubelet's link of the old container, looked for while it runs:
         // whether the start wait may sleep until the kubelet links the new one.
-        let linked = self.kubelet_links(&old);
+        let linked = self.env.kubelet_links(&old);
         // Staged from the moment the move is tried: after any error the
         // failure path looks where the manifest is and puts it back.
         self.last_gate = None;
-        self.staged = Some(c);
-        dirs.stage(c).map_err(|e| Fail {
-            phase: Phase::Restart(c),
-            message: e.to_string(),
-            component: Some(c),
-            cancelled: false,
-        })?;
+        self.restore.staged = Some(c);
+        let staged = dirs
+            .stage(c)
+            .map_err(|e| restart_failed(c, e.to_string()))?;
         crate::crash_point!("restart-after-stage");
         tracing::info!(
             component = c.name(),
@@ -794,40 +969,43 @@ impl Run<'_> {
         );
         let t0 = Instant::now();
         self.health()
-            .wait_stopped(c, &old, self.g.stop_timeout)
+            .wait_stopped(c, &old, self.env.g.stop_timeout)
             .map_err(|e| self.gate_fail(e, Some(c)))?;
         let stop_ms = t0.elapsed().as_millis() as u64;
         crate::crash_point!("restart-after-stop");
         // Watch for the kubelet's new container before the manifest goes
         // back, so that its creation cannot slip by (a wake-up hint only).
         let created = crate::pidwatch::NewContainers::watch(
-            &self.root.host_path().join(crate::paths::CONTAINER_LOGS_DIR),
+            &self
+                .env
+                .root
+                .host_path()
+                .join(crate::paths::CONTAINER_LOGS_DIR),
             linked,
         );
-        match dirs.unstage(c).map_err(|e| Fail {
-            phase: Phase::Restart(c),
-            message: format!("putting the manifest back failed: {e}"),
-            component: Some(c),
-            cancelled: false,
-        })? {
+        match staged
+            .unstage(&dirs)
+            .map_err(|e| restart_failed(c, format!("putting the manifest back failed: {e}")))?
+        {
             Restore::Conflict(msg) => {
-                self.not_restored = Some(msg.clone());
-                self.staged = None;
-                return Err(Fail {
-                    phase: Phase::Restart(c),
-                    message: msg,
-                    component: Some(c),
-                    cancelled: false,
-                });
+                self.restore.not_restored = Some(msg.clone());
+                self.restore.staged = None;
+                return Err(restart_failed(c, msg));
             }
-            _ => self.staged = None,
+            _ => self.restore.staged = None,
         }
         crate::crash_point!("restart-after-unstage");
         let t1 = Instant::now();
-        let deadline = t1 + self.g.health_timeout;
+        let deadline = t1 + self.env.g.health_timeout;
         let new = self
             .health()
-            .wait_new_running(c, &old, deadline, self.g.health_timeout, created.as_ref())
+            .wait_new_running(
+                c,
+                &old,
+                deadline,
+                self.env.g.health_timeout,
+                created.as_ref(),
+            )
             .map_err(|e| self.gate_fail(e, Some(c)))?;
         let left = deadline
             .saturating_duration_since(Instant::now())
@@ -843,8 +1021,8 @@ impl Run<'_> {
             "restarted"
         );
         crate::crash_point!("restart-before-record");
-        self.record(PhaseState::RestartPending, c.next())?;
-        self.restarts.push(Restart {
+        self.phase.record(&self.env, next)?;
+        self.report.restarts.push(Restart {
             component: c,
             old_container_id: old,
             new_container_id: new,
@@ -858,14 +1036,15 @@ impl Run<'_> {
     /// Step 10.
     fn postflight(&mut self) -> Result<(), Fail> {
         let _step = Step::new("postflight");
-        self.gate(self.g.health_timeout, None).map_err(|mut f| {
-            if !f.cancelled {
-                f.phase = Phase::Postflight;
-            }
-            f
-        })?;
-        let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.root));
-        if now_ca != self.ca {
+        self.gate(self.env.g.health_timeout, None)
+            .map_err(|mut f| {
+                if !f.cancelled {
+                    f.phase = Phase::Postflight;
+                }
+                f
+            })?;
+        let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
+        if now_ca != self.phase.ca {
             return Err(fail(
                 Phase::Postflight,
                 "a CA fingerprint changed during the renewal",
@@ -880,10 +1059,19 @@ impl Run<'_> {
             let port = port.map_err(|e| fail(Phase::Postflight, e))?;
             let id = id.map_err(|e| fail(Phase::Postflight, e))?;
             let r = self
+                .env
                 .rt
-                .probe(port, name, &id, self.now(), None, self.g.health_timeout)
+                .probe(
+                    port,
+                    name,
+                    &id,
+                    self.env.now(),
+                    None,
+                    self.env.g.health_timeout,
+                )
                 .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
             let disk_pem = self
+                .env
                 .root
                 .read_file(disk, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                 .map_err(|e| fail(Phase::Postflight, e.to_string()))?
@@ -904,16 +1092,16 @@ impl Run<'_> {
         };
         served(
             "kube-apiserver",
-            health::apiserver_port(self.root),
+            health::apiserver_port(self.env.root),
             "kubernetes",
-            health::apiserver_identity(self.root),
+            health::apiserver_identity(self.env.root),
             "etc/kubernetes/pki/apiserver.crt",
         )?;
         served(
             "etcd",
-            health::etcd_port(self.root),
+            health::etcd_port(self.env.root),
             "127.0.0.1",
-            health::etcd_identity(self.root),
+            health::etcd_identity(self.env.root),
             "etc/kubernetes/pki/etcd/server.crt",
         )?;
         Ok(())
@@ -921,38 +1109,38 @@ impl Run<'_> {
 
     fn steps(&mut self) -> Result<Success, Fail> {
         self.at = Phase::PhaseFile;
-        let start = self.read_phase()?;
-        self.check_cancel(None)?;
+        let start = self.phase.read_phase(&self.env)?;
+        self.env.check_cancel(None)?;
         self.at = Phase::StagingConflict;
         self.preflight()?;
-        self.check_cancel(None)?;
+        self.env.check_cancel(None)?;
         self.at = Phase::CaCheck;
         self.ca_check()?;
         self.at = Phase::Expiry;
         let expiry_step = Step::new("expiry");
-        let pki = node_pki::read(self.root);
-        let now = self.now();
-        if start == Start::Fresh && !self.req.force {
+        let pki = node_pki::read(self.env.root);
+        let now = self.env.now();
+        if start == Start::Fresh && !self.env.req.force() {
             let errors = pki.errors();
             if !errors.is_empty() {
                 return Err(fail(Phase::Expiry, errors.join("; ")));
             }
-            let due = pki.leaves_due(now, self.g.threshold_days);
+            let due = pki.leaves_due(now, self.env.g.threshold_days);
             if due.is_empty() {
-                self.before = Some(pki.clone());
+                self.report.before = Some(pki.clone());
                 let soonest = pki
                     .soonest_leaf(now)
                     .map(|(n, d)| format!(" (soonest: {n} in {d} days)"))
                     .unwrap_or_default();
                 return Ok(Success::Unchanged(format!(
                     "no leaf expires within {} days{soonest}; nothing renewed, nothing restarted",
-                    self.g.threshold_days
+                    self.env.g.threshold_days
                 )));
             }
         }
-        self.before = Some(pki);
+        self.report.before = Some(pki);
         drop(expiry_step);
-        for (tool, why) in self.rt.missing_tools() {
+        for (tool, why) in self.env.rt.missing_tools() {
             let phase = if tool == "kubeadm" && matches!(start, Start::Fresh | Start::Renewing) {
                 Phase::RenewCerts
             } else if tool == "kubeadm" {
@@ -962,63 +1150,75 @@ impl Run<'_> {
             };
             return Err(fail(phase, format!("{why}; nothing was changed")));
         }
-        self.check_cancel(None)?;
+        self.env.check_cancel(None)?;
         self.at = Phase::Health;
         let health_step = Step::new("health");
-        self.gate(self.g.health_timeout, None)?;
+        self.gate(self.env.g.health_timeout, None)?;
         drop(health_step);
-        self.check_cancel(None)?;
-        let first = match start {
-            Start::Fresh | Start::Renewing => {
-                self.at = Phase::RenewCerts;
-                // kubeadm rewrites the certificates: the gate is run again.
-                self.last_gate = None;
-                self.renew()?;
-                Some(Component::Etcd)
-            }
-            Start::Restart(next) => next,
-        };
-        self.record(PhaseState::RestartPending, first)?;
-        let mut next = first;
-        while let Some(c) = next {
-            self.check_cancel(Some(c))?;
-            self.restart(c)?;
-            next = c.next();
+        self.env.check_cancel(None)?;
+        let mut progress = Progress::from(start);
+        if let Progress::Restart(_) = progress {
+            // Resumed between restarts: recorded again (the first write of
+            // a run that took over another operation supersedes it).
+            self.phase.record(&self.env, progress)?;
         }
-        self.check_cancel(None)?;
-        self.at = Phase::Postflight;
-        self.postflight()?;
-        Ok(Success::Renewed)
+        loop {
+            self.at = progress.failure_phase();
+            let next = progress.on_success();
+            match progress {
+                Progress::Renewing => {
+                    // kubeadm rewrites the certificates: the gate is run again.
+                    self.last_gate = None;
+                    self.renew()?;
+                    self.phase.record(&self.env, next)?;
+                }
+                Progress::Restart(Some(c)) => {
+                    self.env.check_cancel(Some(c))?;
+                    self.restart(c, next)?;
+                }
+                Progress::Restart(None) => {
+                    self.env.check_cancel(None)?;
+                    self.postflight()?;
+                }
+                Progress::Done => return Ok(Success::Renewed),
+            }
+            progress = next;
+        }
     }
 }
 
-fn lock_fail_report(
-    mode: &str,
-    id: Option<&OperationId>,
+/// A run that stopped before it could look at the node.
+fn early_failure(
+    req: &Request,
     code: u8,
-    outcome: &str,
-    phase: Phase,
+    outcome: EarlyOutcome,
+    phase: EarlyPhase,
     message: String,
 ) -> Report {
-    let message = receipt::bounded_message(&message);
+    let doc = RenewEarlyFailure {
+        mode: req.mode(),
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: req.id().map(contract::OperationId::from),
+        outcome,
+        phase,
+        message: Message::bounded(&message),
+        replayed: ConstBool,
+        receipt_written: ConstBool,
+        resumed_from: Null,
+        certificates: Vec::new(),
+        ca_sha256: EmptyObject {},
+        manifests: EmptyObject {},
+        restarts: Vec::new(),
+        duration_ms: 0,
+    };
+    let outcome = match outcome {
+        EarlyOutcome::Failed => Outcome::Failed,
+        EarlyOutcome::Cancelled => Outcome::Cancelled,
+    };
     Report {
         code,
-        json: json!({
-            "mode": mode,
-            "runbookVersion": crate::version::RUNBOOK_VERSION,
-            "operationID": id.map(|i| i.as_str()),
-            "outcome": outcome,
-            "phase": phase.as_string(),
-            "message": message,
-            "replayed": false,
-            "receiptWritten": false,
-            "resumedFrom": null,
-            "certificates": [],
-            "caSHA256": {},
-            "manifests": {},
-            "restarts": [],
-        }),
-        text: format!("{}: {message}", outcome.to_uppercase()),
+        text: format!("{}: {}", outcome.as_str().to_uppercase(), doc.message.0),
+        json: contract::to_json(&doc),
     }
 }
 
@@ -1028,27 +1228,30 @@ fn all_active(m: &BTreeMap<Component, ManifestLocation>) -> bool {
         .all(|l| matches!(l, ManifestLocation::Active | ManifestLocation::Both))
 }
 
-fn replay_report(mode: &str, r: &Receipt) -> Report {
+fn replay_report(r: &Receipt) -> Report {
     let code = exit_code_for(r.outcome, all_active(&r.manifests));
+    let receipt = contract::Receipt::from(r);
+    let doc = RenewReplay {
+        mode: RenewOnly::Renew,
+        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        operation_id: receipt.operation_id.clone(),
+        outcome: receipt.outcome,
+        phase: receipt.phase,
+        message: Message(r.message.clone()),
+        failed_component: receipt.failed_component,
+        replayed: ConstBool,
+        receipt_written: ConstBool,
+        resumed_from: Null,
+        certificates: Vec::new(),
+        ca_sha256: receipt.ca_sha256.clone(),
+        manifests: receipt.manifests.clone(),
+        restarts: Vec::new(),
+        receipt,
+        duration_ms: 0,
+    };
     Report {
         code,
-        json: json!({
-            "mode": mode,
-            "runbookVersion": crate::version::RUNBOOK_VERSION,
-            "operationID": r.operation_id.as_str(),
-            "outcome": r.outcome.as_str(),
-            "phase": r.phase.as_string(),
-            "message": r.message,
-            "failedComponent": r.failed_component.map(|c| c.name()),
-            "replayed": true,
-            "receiptWritten": false,
-            "resumedFrom": null,
-            "certificates": [],
-            "caSHA256": r.ca_sha256,
-            "manifests": r.manifests,
-            "restarts": [],
-            "receipt": inspect::receipt_json(r),
-        }),
+        json: contract::to_json(&doc),
         text: format!(
             "{} (replayed receipt of operation {}, finished {}): {}",
             r.outcome.as_str().to_uppercase(),
@@ -1063,10 +1266,11 @@ fn cert_rows(
     before: Option<&PkiReport>,
     after: Option<&PkiReport>,
     now: time::OffsetDateTime,
-) -> Vec<Value> {
+) -> Vec<CertificateChange> {
     crate::pki::LEAVES
         .iter()
-        .map(|spec| {
+        .zip(LeafName::SPEC_ORDER)
+        .map(|(spec, name)| {
             let find = |p: Option<&PkiReport>| {
                 p.and_then(|p| p.leaves.iter().find(|l| l.spec.name == spec.name))
                     .and_then(|l| l.cert.as_ref())
@@ -1074,105 +1278,91 @@ fn cert_rows(
             };
             let b = find(before);
             let a = find(after);
-            json!({
-                "name": spec.name,
-                "path": crate::paths::node(spec.path),
-                "notAfterBefore": b.map(clock::rfc3339),
-                "notAfterAfter": a.map(clock::rfc3339),
-                "daysLeftBefore": b.map(|t| clock::days_until(now, t)),
-                "daysLeftAfter": a.map(|t| clock::days_until(now, t)),
-            })
+            CertificateChange {
+                name,
+                path: crate::paths::node(spec.path),
+                not_after_before: b.map(|t| Timestamp(clock::rfc3339(t))),
+                not_after_after: a.map(|t| Timestamp(clock::rfc3339(t))),
+                days_left_before: b.map(|t| clock::days_until(now, t)),
+                days_left_after: a.map(|t| clock::days_until(now, t)),
+            }
         })
         .collect()
 }
 
-/// Run a renewal (V2 when the request has an operation ID, else legacy).
-pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
-    let mode = if req.operation_id.is_some() {
-        "renew"
-    } else {
-        "legacy-v1"
-    };
-    let id = req.operation_id.as_ref();
-    let start_clock = g.clock.now();
+/// Step 1: the state directory, the lock, the owner record and the log
+/// file; a report when the run cannot go on.
+fn lock_and_log(
+    root: &Root,
+    g: &Global,
+    req: &Request,
+    cancel: &Cancel,
+    start_clock: time::OffsetDateTime,
+) -> Result<(Dir, lock::LockGuard), Report> {
+    let mode_name = req.mode_name();
+    let id = req.id();
     // SPEC section 7: a run refused here exits 4, not 1, when a manifest is
     // not active (an interrupted run left it staged): an operator must act.
     let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
 
-    // Step 1: state dir, lock, owner, log file.
-    let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
-        Ok(s) => s,
-        Err(e) => {
-            return lock_fail_report(
-                mode,
-                id,
+    let state = root
+        .create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict)
+        .map_err(|e| {
+            early_failure(
+                req,
                 refused(),
-                "failed",
-                Phase::Lock,
+                EarlyOutcome::Failed,
+                EarlyPhase::Lock,
                 format!("state directory: {e}"),
             )
-        }
-    };
-    let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
-        Ok(guard) => guard,
-        Err(LockError::Timeout {
-            path,
-            waited_secs,
-            holder,
-        }) => {
-            return lock_fail_report(
-                mode,
-                id,
+        })?;
+    let guard = lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()).map_err(|e| {
+        let (code, outcome, message) = match e {
+            LockError::Timeout {
+                path,
+                waited_secs,
+                holder,
+            } => (
                 exit::LOCK_TIMEOUT,
-                "failed",
-                Phase::Lock,
+                EarlyOutcome::Failed,
                 format!(
-                "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
+                    "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
+                ),
             ),
-            )
-        }
-        Err(LockError::Cancelled) => {
-            return lock_fail_report(
-                mode,
-                id,
+            LockError::Cancelled => (
                 refused(),
-                "cancelled",
-                Phase::Lock,
+                EarlyOutcome::Cancelled,
                 "cancelled while waiting for the renewal lock; nothing was done".into(),
-            )
-        }
-        Err(e) => {
-            return lock_fail_report(mode, id, refused(), "failed", Phase::Lock, e.to_string())
-        }
-    };
+            ),
+            e => (refused(), EarlyOutcome::Failed, e.to_string()),
+        };
+        early_failure(req, code, outcome, EarlyPhase::Lock, message)
+    })?;
     // `--legacy-v1` over an unfinished V2 phase file is refused before
     // anything is written: no owner record, no log file (SPEC 4, v1.1).
-    if id.is_none() {
+    if let Request::Legacy { .. } = req {
         if let Some(msg) = legacy_refusal(&state) {
             tracing::warn!("{msg}");
-            return lock_fail_report(mode, None, refused(), "failed", Phase::PhaseFile, msg);
+            return Err(early_failure(
+                req,
+                refused(),
+                EarlyOutcome::Failed,
+                EarlyPhase::PhaseFile,
+                msg,
+            ));
         }
     }
     if let Err(e) = guard.write_owner(
         &state,
-        &lock::owner_for(
-            id.map(|i| i.as_str()),
-            if id.is_some() {
-                crate::contract::OwnerMode::Renew
-            } else {
-                crate::contract::OwnerMode::LegacyV1
-            },
-            start_clock,
-        ),
+        &lock::owner_for(id.map(|i| i.as_str()), req.owner_mode(), start_clock),
     ) {
-        return lock_fail_report(
-            mode,
-            id,
+        return Err(early_failure(
+            req,
             refused(),
-            "failed",
-            Phase::Lock,
+            EarlyOutcome::Failed,
+            EarlyPhase::Lock,
             format!("cannot record the lock owner: {e}"),
-        );
+        ));
     }
     let log_name = match id {
         Some(i) => format!("{i}.log"),
@@ -1191,73 +1381,91 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     }
     tracing::info!(
         operation = id.map(|i| i.as_str()),
-        mode,
+        mode = mode_name,
         "renewal starting (lock held)"
     );
     crate::crash_point!("renew-after-lock");
 
-    // Step 2: own receipt first.
-    if let Some(id) = id {
-        let completed = match state.open_subdir(COMPLETED_DIR, Trust::Strict) {
-            Ok(c) => c,
-            Err(e) => {
-                return lock_fail_report(
-                    mode,
-                    Some(id),
-                    refused(),
-                    "failed",
-                    Phase::Receipt,
-                    e.to_string(),
-                )
-            }
-        };
-        match inspect::lookup_receipt(completed.as_ref(), id) {
-            ReceiptLookup::Found(r) => {
-                tracing::info!(
-                    outcome = r.outcome.as_str(),
-                    "receipt exists: replaying it, doing nothing else"
-                );
-                return replay_report(mode, &r);
-            }
-            ReceiptLookup::Malformed(e) => {
-                let m = manifests::inspect(root);
-                let code = exit_code_for(Outcome::Failed, m.all_active());
-                return lock_fail_report(
-                    mode,
-                    Some(id),
-                    code,
-                    "failed",
-                    Phase::Receipt,
-                    format!("this operation's receipt is malformed; not trusting it, doing nothing: {e}"),
-                );
-            }
-            ReceiptLookup::Absent => {}
+    Ok((state, guard))
+}
+
+/// Step 2: this operation's own receipt first: replayed when it exists.
+fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
+    let Request::V2 { id, .. } = req else {
+        return None;
+    };
+    let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
+    let completed = match state.open_subdir(COMPLETED_DIR, Trust::Strict) {
+        Ok(c) => c,
+        Err(e) => {
+            return Some(early_failure(
+                req,
+                refused(),
+                EarlyOutcome::Failed,
+                EarlyPhase::Receipt,
+                e.to_string(),
+            ))
         }
+    };
+    match inspect::lookup_receipt(completed.as_ref(), id) {
+        ReceiptLookup::Found(r) => {
+            tracing::info!(
+                outcome = r.outcome.as_str(),
+                "receipt exists: replaying it, doing nothing else"
+            );
+            Some(replay_report(&r))
+        }
+        ReceiptLookup::Malformed(e) => {
+            let m = manifests::inspect(root);
+            let code = exit_code_for(Outcome::Failed, m.all_active());
+            Some(early_failure(
+                req,
+                code,
+                EarlyOutcome::Failed,
+                EarlyPhase::Receipt,
+                format!(
+                    "this operation's receipt is malformed; not trusting it, doing nothing: {e}"
+                ),
+            ))
+        }
+        ReceiptLookup::Absent => None,
+    }
+}
+
+/// Run a renewal (V2 when the request has an operation ID, else legacy).
+pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
+    let start_clock = g.clock.now();
+    let (state, guard) = match lock_and_log(root, g, req, cancel, start_clock) {
+        Ok(held) => held,
+        Err(report) => return report,
+    };
+    if let Some(report) = own_receipt(root, req, &state) {
+        return report;
     }
 
     let mut run = Run {
-        root,
-        g,
-        rt,
-        cancel,
-        req,
-        state,
-        format: if id.is_some() {
-            Format::V2
-        } else {
-            Format::Legacy
+        env: Env {
+            root,
+            g,
+            rt,
+            cancel,
+            req,
         },
-        resumed_from: None,
-        supersede: None,
-        phase_written: false,
-        started_at: clock::rfc3339(start_clock),
-        legacy_started: start_clock.unix_timestamp().max(0) as u64,
-        ca: BTreeMap::new(),
-        staged: None,
-        restarts: Vec::new(),
-        before: None,
-        not_restored: None,
-        etcd: None,
+        phase: PhaseWriter {
+            state,
+            format: match req {
+                Request::V2 { id, .. } => Format::V2(id.clone()),
+                Request::Legacy { .. } => Format::Legacy,
+            },
+            resumed_from: None,
+            supersede: None,
+            phase_written: false,
+            started_at: clock::rfc3339(start_clock),
+            legacy_started: start_clock.unix_timestamp().max(0) as u64,
+            ca: BTreeMap::new(),
+        },
+        restore: RestoreState::default(),
+        report: RunReport::default(),
         at: Phase::PhaseFile,
         last_gate: None,
         sandboxes: health::Sandboxes::default(),
@@ -1274,17 +1482,16 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             Err(Fail {
                 phase: run.at,
                 message: format!("internal error (a panic) at phase {}: {why}", run.at),
-                component: run.staged.or(match run.at {
+                component: run.restore.staged.or(match run.at {
                     Phase::Restart(c) => Some(c),
                     _ => None,
                 }),
                 cancelled: false,
             })
         });
-    let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        finish(&mut run, result, mode)
-    }))
-    .unwrap_or_else(|payload| last_resort(&run, mode, &panic_message(payload.as_ref())));
+    let report =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish(&mut run, result)))
+            .unwrap_or_else(|payload| last_resort(&run, &panic_message(payload.as_ref())));
     drop(guard);
     report
 }
@@ -1319,14 +1526,14 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// `finish` panicked: put back every manifest staged and not active, write a
 /// `failed` receipt if this operation has none, and report once, with as
 /// little machinery as possible.
-fn last_resort(run: &Run<'_>, mode: &str, why: &str) -> Report {
+fn last_resort(run: &Run<'_>, why: &str) -> Report {
     tracing::error!("internal error (a panic) while finishing: {why}");
     let mut notes = Vec::new();
     for c in Component::ALL {
-        let (_, note) = put_back(run.root, c);
+        let (_, note) = put_back(run.env.root, c);
         notes.extend(note);
     }
-    let m = manifests::inspect(run.root);
+    let m = manifests::inspect(run.env.root);
     let mut message = format!("internal error (a panic) while finishing the run: {why}");
     for n in notes {
         message.push_str(&format!("; {n}"));
@@ -1337,27 +1544,34 @@ fn last_resort(run: &Run<'_>, mode: &str, why: &str) -> Report {
         Outcome::FailedNotRestored
     };
     let mut written = false;
-    if let Some(id) = &run.req.operation_id {
-        let completed = run.completed_dir().ok();
+    if let Some(id) = run.env.req.id() {
+        let completed = run.phase.completed_dir().ok();
         if let Some(ReceiptLookup::Absent) = completed
             .as_ref()
             .map(|d| inspect::lookup_receipt(Some(d), id))
         {
-            let r = run.make_receipt(id, outcome, run.at, &message, None);
-            written = run.write_receipt(&r).is_ok();
+            let r = run.env.make_receipt(id, outcome, run.at, &message, None);
+            written = run.phase.write_receipt(&r).is_ok();
         }
     }
-    let mut report = lock_fail_report(
-        mode,
-        run.req.operation_id.as_ref(),
-        exit_code_for(outcome, m.all_active()),
-        outcome.as_str(),
-        run.at,
-        message,
+    let message = receipt::bounded_message(&message);
+    let doc = run.result(
+        &Ending {
+            outcome,
+            phase: run.at,
+            message: message.clone(),
+            failed_component: None,
+            receipt_written: written,
+            manifests: m.receipt_locations(),
+        },
+        None,
+        run.env.now(),
     );
-    report.json["receiptWritten"] = json!(written);
-    report.json["manifests"] = json!(m.receipt_locations());
-    report
+    Report {
+        code: exit_code_for(outcome, m.all_active()),
+        json: contract::to_json(&doc),
+        text: format!("{}: {message}", outcome.as_str().to_uppercase()),
+    }
 }
 
 /// Put `c`'s manifest back if the run left it staged, looking before and
@@ -1411,16 +1625,53 @@ fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
     }
 }
 
-fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Report {
-    let id = run.req.operation_id.clone();
-    let (outcome, phase, mut message, failed_component) = match result {
+fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
+    let mut end = stop(run, result);
+    // The receipt is the commit point; then `done`.
+    if end.outcome == Outcome::Renewed {
+        crate::crash_point!("renew-before-receipt");
+    }
+    commit(run, &mut end);
+    if end.outcome == Outcome::Renewed {
+        crate::crash_point!("renew-after-receipt-before-done");
+        if let Err(f) = run.phase.record(&run.env, Progress::Done) {
+            end.message.push_str(&format!("; {}", f.message));
+        }
+        let (kind, name) = run.phase.backup_kind_name(run.env.req);
+        if let Err(e) = backup::prune(&run.phase.state, kind, &name) {
+            tracing::warn!("pruning old backups failed: {e}");
+        }
+    }
+    let m = manifests::inspect(run.env.root);
+    end.manifests = m.receipt_locations();
+    let code = exit_code_for(end.outcome, m.all_active());
+    let now = run.env.now();
+    let after = if end.outcome == Outcome::Renewed {
+        Some(node_pki::read(run.env.root))
+    } else {
+        None
+    };
+    end.message = receipt::bounded_message(&end.message);
+    let doc = run.result(&end, after.as_ref(), now);
+    Report {
+        code,
+        json: contract::to_json(&doc),
+        text: result_text(run, &end),
+    }
+}
+
+/// How the steps' result ends the run; on a failure, a staged manifest is
+/// put back first (lock held).
+fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
+    let (outcome, phase, message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
         Ok(Success::Renewed) => (
             Outcome::Renewed,
             Phase::Done,
             format!(
                 "renewed; restarted {} one at a time",
-                run.restarts
+                run.report
+                    .restarts
                     .iter()
                     .map(|r| r.component.name())
                     .collect::<Vec<_>>()
@@ -1437,8 +1688,8 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
             };
             let mut message = f.message.clone();
             // Restore a staged manifest before anything else (lock held).
-            if let Some(c) = run.staged.take() {
-                let (restored, note) = put_back(run.root, c);
+            if let Some(c) = run.restore.staged.take() {
+                let (restored, note) = put_back(run.env.root, c);
                 if !restored {
                     outcome = Outcome::FailedNotRestored;
                 }
@@ -1446,7 +1697,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
                     message.push_str(&format!("; {note}"));
                 }
             }
-            if let Some(msg) = &run.not_restored {
+            if let Some(msg) = &run.restore.not_restored {
                 outcome = Outcome::FailedNotRestored;
                 if !message.contains(msg.as_str()) {
                     message.push_str(&format!("; {msg}"));
@@ -1455,85 +1706,62 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
             (outcome, f.phase, message, f.component)
         }
     };
-
-    // The receipt is the commit point; then `done`. No success without its
-    // receipt (SPEC 3, v1.1): when it cannot be written the run is `failed`
-    // (phase `receipt`), the phase file stays unfinished, and a retry with
-    // the same ID resumes and commits.
-    if outcome == Outcome::Renewed {
-        crate::crash_point!("renew-before-receipt");
+    Ending {
+        outcome,
+        phase,
+        message,
+        failed_component,
+        receipt_written: false,
+        manifests: BTreeMap::new(),
     }
-    let mut outcome = outcome;
-    let mut phase = phase;
-    let mut receipt_written = false;
-    if let Some(id) = &id {
-        let r = run.make_receipt(id, outcome, phase, &message, failed_component);
-        match run.write_receipt(&r) {
-            Ok(()) => receipt_written = true,
-            Err(e) => {
-                tracing::error!("writing the {outcome} receipt failed: {e}");
-                if outcome.is_success() {
-                    message = format!(
-                        "NOT {}: the receipt could not be written ({e}); the phase file is left unfinished, so a retry with this operation ID resumes and commits; the run had: {message}",
-                        outcome.as_str().to_uppercase()
-                    );
-                    outcome = Outcome::Failed;
-                    phase = Phase::Receipt;
-                } else {
-                    message = format!(
-                        "NO RECEIPT: writing the {outcome} receipt failed ({e}); {message}"
-                    );
-                }
+}
+
+/// Write this operation's receipt. No success without its receipt (SPEC 3,
+/// v1.1): when it cannot be written the run is `failed` (phase `receipt`),
+/// the phase file stays unfinished, and a retry with the same ID resumes
+/// and commits.
+fn commit(run: &Run<'_>, end: &mut Ending) {
+    let Some(id) = run.env.req.id() else {
+        return;
+    };
+    let r = run.env.make_receipt(
+        id,
+        end.outcome,
+        end.phase,
+        &end.message,
+        end.failed_component,
+    );
+    match run.phase.write_receipt(&r) {
+        Ok(()) => end.receipt_written = true,
+        Err(e) => {
+            let outcome = end.outcome;
+            let message = &end.message;
+            tracing::error!("writing the {outcome} receipt failed: {e}");
+            if outcome.is_success() {
+                end.message = format!(
+                    "NOT {}: the receipt could not be written ({e}); the phase file is left unfinished, so a retry with this operation ID resumes and commits; the run had: {message}",
+                    outcome.as_str().to_uppercase()
+                );
+                end.outcome = Outcome::Failed;
+                end.phase = Phase::Receipt;
+            } else {
+                end.message =
+                    format!("NO RECEIPT: writing the {outcome} receipt failed ({e}); {message}");
             }
         }
     }
-    if outcome == Outcome::Renewed {
-        crate::crash_point!("renew-after-receipt-before-done");
-        if let Err(f) = run.record(PhaseState::Done, None) {
-            message.push_str(&format!("; {}", f.message));
-        }
-        let (kind, name) = run.backup_kind_name();
-        if let Err(e) = backup::prune(&run.state, kind, &name) {
-            tracing::warn!("pruning old backups failed: {e}");
-        }
-    }
-    let m = manifests::inspect(run.root);
-    let locations = m.receipt_locations();
-    let code = exit_code_for(outcome, m.all_active());
-    let now = run.now();
-    let after = if outcome == Outcome::Renewed {
-        Some(node_pki::read(run.root))
-    } else {
-        None
-    };
-    let message = receipt::bounded_message(&message);
-    let json = json!({
-        "mode": mode,
-        "runbookVersion": crate::version::RUNBOOK_VERSION,
-        "operationID": id.as_ref().map(|i| i.as_str()),
-        "outcome": outcome.as_str(),
-        "phase": phase.as_string(),
-        "message": message,
-        "failedComponent": failed_component.map(|c| c.name()),
-        "replayed": false,
-        "receiptWritten": receipt_written,
-        "runtimeEndpoint": run.rt.endpoint(),
-        "resumedFrom": run.resumed_from.as_ref().map(|r| json!({
-            "operationID": r.operation_id.as_ref().map(|i| i.as_str()),
-            "format": r.format,
-        })),
-        "certificates": cert_rows(run.before.as_ref(), after.as_ref(), now),
-        "caSHA256": node_pki::ca_fingerprints(&node_pki::read_cas(run.root)),
-        "manifests": locations,
-        "restarts": run.restarts,
-        "etcd": run.etcd.map(|(v, h)| json!({ "voters": v, "healthyVoters": h })),
-    });
+}
+
+/// The result as text: outcome, phase, message, what was resumed, the
+/// restarts.
+fn result_text(run: &Run<'_>, end: &Ending) -> String {
     let mut text = format!(
-        "{}  phase {}\n{message}\n",
-        outcome.as_str().to_uppercase(),
-        phase
+        "{}  phase {}\n{}\n",
+        end.outcome.as_str().to_uppercase(),
+        end.phase,
+        end.message
     );
-    if let Some(r) = &run.resumed_from {
+    if let Some(r) = &run.phase.resumed_from {
         text.push_str(&format!(
             "resumed from: {} ({})\n",
             r.operation_id
@@ -1543,7 +1771,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
             r.format
         ));
     }
-    if !run.restarts.is_empty() {
+    if !run.report.restarts.is_empty() {
         let mut rows = vec![vec![
             "RESTARTED".to_string(),
             "OLD CONTAINER".to_string(),
@@ -1552,7 +1780,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
             "HEALTHY".to_string(),
             "TOTAL".to_string(),
         ]];
-        for r in &run.restarts {
+        for r in &run.report.restarts {
             rows.push(vec![
                 r.component.name().to_string(),
                 health::short(&r.old_container_id).to_string(),
@@ -1564,7 +1792,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>, mode: &str) -> Repor
         }
         crate::output::table(&mut text, &rows);
     }
-    Report { code, json, text }
+    text
 }
 
 #[cfg(test)]
@@ -1598,10 +1826,10 @@ mod tests {
     }
 
     fn req(id: &str, force: bool) -> Request {
-        Request {
-            operation_id: Some(OperationId::parse(id).unwrap()),
+        Request::V2 {
+            id: OperationId::parse(id).unwrap(),
             force,
-            expect_ca_sha256: BTreeMap::new(),
+            expect_ca: BTreeMap::new(),
         }
     }
 
@@ -1656,11 +1884,7 @@ mod tests {
         let r = run(
             &root,
             &g,
-            &Request {
-                operation_id: None,
-                force: false,
-                expect_ca_sha256: BTreeMap::new(),
-            },
+            &Request::Legacy { force: false },
             &fake,
             &Cancel::new(),
         );

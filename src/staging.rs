@@ -38,11 +38,13 @@ impl Dirs {
     }
 
     /// Move `c`'s manifest out of the manifests directory into staging.
-    pub fn stage(&self, c: Component) -> Result<(), FsError> {
-        fsx::move_noreplace(&self.manifests, &self.staging, &c.manifest_file())
+    pub fn stage(&self, c: Component) -> Result<Staged, FsError> {
+        fsx::move_noreplace(&self.manifests, &self.staging, &c.manifest_file())?;
+        Ok(Staged { component: c })
     }
 
-    /// Put `c`'s staged manifest back. An active copy that appeared
+    /// Put `c`'s staged manifest back (a manifest found staged: left by an
+    /// interrupted run, or put back by a run's restore guard). An active copy that appeared
     /// meanwhile: identical bytes drop the staged copy; different bytes leave
     /// both and return `Restore::Conflict` naming both paths.
     pub fn unstage(&self, c: Component) -> Result<Restore, FsError> {
@@ -96,6 +98,24 @@ pub fn mount_mismatch(root: &Root) -> Option<String> {
     })
 }
 
+/// A manifest this run moved into the staging directory: [`Staged::unstage`]
+/// is its way back. Should the run stop before that, the run's restore guard
+/// looks where the manifest is and puts it back ([`Dirs::unstage`]); there is
+/// no `Drop`, which would move it back at an unreported moment, outside the
+/// guard's order.
+#[must_use = "a staged manifest goes back with unstage()"]
+#[derive(Debug)]
+pub struct Staged {
+    component: Component,
+}
+
+impl Staged {
+    /// Put the manifest back, as [`Dirs::unstage`] does.
+    pub fn unstage(self, dirs: &Dirs) -> Result<Restore, FsError> {
+        dirs.unstage(self.component)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restore {
     Restored,
@@ -131,10 +151,10 @@ mod tests {
         assert_eq!(staging.permissions().mode() & 0o7777, 0o700);
         let (active, staged) = paths(t.path(), Component::Etcd);
         let bytes = std::fs::read(&active).unwrap();
-        dirs.stage(Component::Etcd).unwrap();
+        let etcd = dirs.stage(Component::Etcd).unwrap();
         assert!(!active.exists());
         assert_eq!(std::fs::read(&staged).unwrap(), bytes);
-        assert_eq!(dirs.unstage(Component::Etcd).unwrap(), Restore::Restored);
+        assert_eq!(etcd.unstage(&dirs).unwrap(), Restore::Restored);
         assert_eq!(std::fs::read(&active).unwrap(), bytes);
         assert!(!staged.exists());
         let mut left: Vec<String> = std::fs::read_dir(t.path().join(MANIFESTS_DIR))

@@ -8,12 +8,7 @@ pub const GIT_COMMIT: &str = env!("NVKE_GIT_COMMIT");
 pub const CONTRACT_VERSION: &str = "nvke-cert-runbook/contract/v1";
 
 pub fn json() -> serde_json::Value {
-    serde_json::json!({
-        "mode": "version",
-        "runbookVersion": RUNBOOK_VERSION,
-        "gitCommit": GIT_COMMIT,
-        "contractVersion": CONTRACT_VERSION,
-    })
+    crate::contract::to_json(&crate::contract::VersionDocument::current())
 }
 
 pub fn text() -> String {

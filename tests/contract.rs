@@ -836,7 +836,7 @@ fn agent_state_file_and_restart_rows_match_the_contract_types() {
     )
     .is_err());
 
-    let row = nvke_cert_runbook::runbook::Restart {
+    let row = contract::Restart {
         component: nvke_cert_runbook::component::Component::KubeApiserver,
         old_container_id: "a1".into(),
         new_container_id: "b2".into(),

@@ -66,3 +66,75 @@ pub struct HelpDocument {
     /// The usage text.
     pub help: String,
 }
+
+impl ModeName {
+    /// The mode as the command line names it (`renew`, `legacy-v1`, `check`,
+    /// `status`, `version`).
+    pub fn from_name(name: &str) -> Option<ModeName> {
+        [
+            ModeName::Renew,
+            ModeName::LegacyV1,
+            ModeName::Check,
+            ModeName::Status,
+            ModeName::Version,
+        ]
+        .into_iter()
+        .find(|m| m.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModeName::Renew => "renew",
+            ModeName::LegacyV1 => "legacy-v1",
+            ModeName::Check => "check",
+            ModeName::Status => "status",
+            ModeName::Version => "version",
+        }
+    }
+}
+
+impl UsageErrorDocument {
+    /// A refused command line (`usage_error`) or an unusable `--root`
+    /// (`failed`); the message is bounded here.
+    pub fn new(mode: Option<ModeName>, outcome: ArgumentsOutcome, message: &str) -> Self {
+        UsageErrorDocument {
+            mode,
+            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            operation_id: Null,
+            outcome,
+            phase: ArgumentsPhase::Arguments,
+            message: Message::bounded(message),
+            replayed: ConstBool,
+            duration_ms: 0,
+        }
+    }
+}
+
+impl VersionDocument {
+    /// This binary's version document.
+    pub fn current() -> Self {
+        VersionDocument {
+            mode: VersionMode::Version,
+            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            git_commit: crate::version::GIT_COMMIT.to_string(),
+            contract_version: crate::version::CONTRACT_VERSION.to_string(),
+            duration_ms: 0,
+        }
+    }
+}
+
+impl HelpDocument {
+    pub fn new(help: String) -> Self {
+        HelpDocument {
+            mode: HelpMode::Help,
+            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            help,
+        }
+    }
+}
+
+/// A document as the JSON value that is printed (keys sorted). Serializing
+/// these types cannot fail: every map key is a string.
+pub fn to_json(doc: &impl Serialize) -> serde_json::Value {
+    serde_json::to_value(doc).unwrap_or_default()
+}

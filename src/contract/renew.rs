@@ -2,6 +2,7 @@
 
 use super::*;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One leaf's expiry before and after the run (null when not read).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,7 +24,8 @@ pub struct CertificateChange {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Restart {
-    pub component: Component,
+    #[cfg_attr(feature = "schema", schemars(with = "Component"))]
+    pub component: crate::component::Component,
     #[serde(rename = "oldContainerID")]
     pub old_container_id: String,
     #[serde(rename = "newContainerID")]
@@ -193,4 +195,116 @@ pub enum RenewDocument {
     Replay(RenewReplay),
     Result(RenewResult),
     EarlyFailure(RenewEarlyFailure),
+}
+
+// ---------------------------------------------------------------------------
+// From the renewal's own values to the contract's vocabulary.
+
+/// Where each manifest is, one entry per component (a component the map
+/// lacks is `missing`).
+impl From<&BTreeMap<crate::component::Component, crate::outcome::ManifestLocation>>
+    for ManifestLocations
+{
+    fn from(m: &BTreeMap<crate::component::Component, crate::outcome::ManifestLocation>) -> Self {
+        use crate::component::Component as C;
+        let at = |c: C| m.get(&c).map_or(ManifestLocation::Missing, |l| *l);
+        ManifestLocations {
+            etcd: at(C::Etcd),
+            kube_apiserver: at(C::KubeApiserver),
+            kube_controller_manager: at(C::KubeControllerManager),
+            kube_scheduler: at(C::KubeScheduler),
+        }
+    }
+}
+
+/// CA fingerprints keyed as `phase::CA_KEYS` (other keys are not CAs).
+impl From<&BTreeMap<String, String>> for CaSha256 {
+    fn from(m: &BTreeMap<String, String>) -> Self {
+        let at = |k: &str| m.get(k).cloned().map(Sha256Hex);
+        CaSha256 {
+            ca: at("ca.crt"),
+            etcd_ca: at("etcd/ca.crt"),
+            front_proxy_ca: at("front-proxy-ca.crt"),
+        }
+    }
+}
+
+impl From<&crate::opid::OperationId> for OperationId {
+    fn from(id: &crate::opid::OperationId) -> Self {
+        OperationId(id.as_str().to_string())
+    }
+}
+
+impl From<&crate::phase::ResumedFrom> for ResumedFrom {
+    fn from(r: &crate::phase::ResumedFrom) -> Self {
+        ResumedFrom {
+            operation_id: r.operation_id.as_ref().map(OperationId::from),
+            format: if r.format == crate::phase::LEGACY_FORMAT {
+                PhaseFormat::LegacyFiveLine
+            } else {
+                PhaseFormat::V2
+            },
+        }
+    }
+}
+
+impl From<&crate::endpoint::RuntimeEndpoint> for RuntimeEndpointUsed {
+    fn from(e: &crate::endpoint::RuntimeEndpoint) -> Self {
+        use crate::endpoint::Source as S;
+        RuntimeEndpointUsed {
+            endpoint: e.endpoint.clone(),
+            source: match e.source {
+                S::Flag => EndpointSource::Flag,
+                S::KubeadmFlags => EndpointSource::KubeadmFlags,
+                S::KubeletConfig => EndpointSource::KubeletConfig,
+                S::Crictl => EndpointSource::Crictl,
+            },
+            warning: e.warning.clone(),
+        }
+    }
+}
+
+impl Message {
+    /// At most 512 bytes, control characters replaced (`receipt::bounded_message`).
+    pub fn bounded(s: &str) -> Message {
+        Message(crate::receipt::bounded_message(s))
+    }
+}
+
+impl LeafName {
+    /// Every leaf, in SPEC order (the order of `pki::LEAVES`).
+    pub const SPEC_ORDER: [LeafName; 11] = [
+        LeafName::Apiserver,
+        LeafName::ApiserverKubeletClient,
+        LeafName::ApiserverEtcdClient,
+        LeafName::FrontProxyClient,
+        LeafName::EtcdServer,
+        LeafName::EtcdPeer,
+        LeafName::EtcdHealthcheckClient,
+        LeafName::AdminConf,
+        LeafName::SuperAdminConf,
+        LeafName::ControllerManagerConf,
+        LeafName::SchedulerConf,
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaf_names_follow_the_leaves_of_pki() {
+        let names: Vec<String> = LeafName::SPEC_ORDER
+            .iter()
+            .map(|n| {
+                serde_json::to_value(n)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        let leaves: Vec<&str> = crate::pki::LEAVES.iter().map(|l| l.name).collect();
+        assert_eq!(names, leaves);
+    }
 }
