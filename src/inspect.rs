@@ -7,9 +7,10 @@ use crate::contract as doc;
 use crate::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
 use crate::lock::{self, OwnerInfo, Probe};
 use crate::opid::OperationId;
-use crate::paths::{AGENT_STATE_FILE, COMPLETED_DIR, PHASE_FILE, STATE_DIR};
+use crate::paths::{AGENT_STATE_FILE, PHASE_FILE};
 use crate::phase::{self, PhaseFile};
 use crate::receipt::{self, Receipt};
+use crate::statedir::StateDir;
 use serde_json::Value;
 
 /// How many recent receipts the operator view lists.
@@ -17,12 +18,12 @@ pub const RECENT_RECEIPTS: usize = 20;
 
 /// The state directory, if it exists and is acceptable.
 pub fn open_state(root: &Root) -> Result<Option<Dir>, FsError> {
-    root.open_dir(STATE_DIR, Trust::Strict)
+    StateDir::open(root)
 }
 
 /// The `completed/` directory, if it exists and is acceptable.
 pub fn open_completed(state: &Dir) -> Result<Option<Dir>, FsError> {
-    state.open_subdir(COMPLETED_DIR, Trust::Strict)
+    StateDir::new(state).completed()
 }
 
 /// A receipt looked up by ID.
@@ -235,7 +236,7 @@ impl PhaseReport {
 
 /// Read and judge the phase file (state dir may be absent).
 pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
-    let bytes = match state.map(|s| s.read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)) {
+    let bytes = match state.map(|s| StateDir::new(s).read_phase()) {
         None | Some(Ok(None)) => {
             return PhaseReport {
                 file: None,
@@ -511,6 +512,7 @@ pub(crate) mod state_files {
     use super::*;
     use crate::component::Component;
     use crate::outcome::{ManifestLocation, Outcome, Phase};
+    use crate::paths::{COMPLETED_DIR, STATE_DIR};
     use crate::phase::{LegacyPhase, PhaseState, PhaseV2, CA_KEYS};
     use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};
@@ -615,6 +617,7 @@ mod tests {
     use super::*;
     use crate::component::Component;
     use crate::outcome::Outcome;
+    use crate::paths::{COMPLETED_DIR, STATE_DIR};
     use crate::phase::PhaseState;
     use std::path::Path;
 

@@ -6,8 +6,9 @@
 
 use crate::clock;
 use crate::contract::{LockOwnerFile, OperationId, OwnerMode, Timestamp};
-use crate::fsx::{Dir, FsError, Trust, SMALL_FILE_MAX};
-use crate::paths::{LOCK_FILE, OWNER_FILE, STATE_FILE_MODE};
+use crate::fsx::{Dir, FsError, Trust};
+use crate::paths::{LOCK_FILE, STATE_FILE_MODE};
+use crate::statedir::StateDir;
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode};
@@ -84,7 +85,7 @@ impl OwnerInfo {
 }
 
 pub fn read_owner(state: &Dir) -> OwnerInfo {
-    match state.read_file(OWNER_FILE, SMALL_FILE_MAX, Trust::Strict) {
+    match StateDir::new(state).read_owner() {
         Ok(None) => OwnerInfo::Absent,
         Ok(Some(bytes)) => match serde_json::from_slice::<Owner>(&bytes) {
             Ok(o) => OwnerInfo::Known(o),
@@ -134,7 +135,7 @@ impl LockGuard {
     pub fn write_owner(&self, state: &Dir, owner: &LockOwnerFile) -> Result<(), FsError> {
         let mut bytes = serde_json::to_vec(owner).unwrap_or_default();
         bytes.push(b'\n');
-        state.replace(OWNER_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
+        StateDir::new(state).replace_owner(&bytes)
     }
 }
 
@@ -296,7 +297,7 @@ mod tests {
     //! others may write it.
     use super::*;
     use crate::fsx::Root;
-    use crate::paths::STATE_DIR;
+    use crate::paths::{OWNER_FILE, STATE_DIR};
     use std::os::unix::fs::PermissionsExt;
 
     const NOW: time::OffsetDateTime = time::macros::datetime!(2026-11-30 00:00:00 UTC);

@@ -12,7 +12,7 @@ use crate::contract::{
     EtcdVoters, LeafName, ManifestLocations, Message, Null, RenewEarlyFailure, RenewMode,
     RenewOnly, RenewReplay, RenewResult, Restart, Timestamp,
 };
-use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX, SMALL_FILE_MAX};
+use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX};
 use crate::health::{self, GateError, GateOk, Health};
 use crate::inspect::{self, ReceiptLookup};
 use crate::lock::{self, LockError};
@@ -21,10 +21,7 @@ use crate::node_pki::{self, PkiReport};
 use crate::opid::OperationId;
 use crate::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
 use crate::output::Report;
-use crate::paths::{
-    BACKUP_DIR, BACKUP_V1_DIR, COMPLETED_DIR, LOG_DIR, PHASE_FILE, STATE_DIR, STATE_DIR_MODE,
-    STATE_FILE_MODE,
-};
+use crate::paths::{BACKUP_DIR, BACKUP_V1_DIR, PHASE_FILE, STATE_FILE_MODE};
 use crate::phase::{
     self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS, LEGACY_FORMAT,
     V2_FORMAT,
@@ -304,9 +301,8 @@ impl PhaseWriter {
     /// Step 3: read the phase file and decide where to start.
     fn read_phase(&mut self, env: &Env<'_>) -> Result<Start, Fail> {
         let _step = Step::new("phase-file");
-        let bytes = self
-            .state
-            .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
+        let bytes = StateDir::new(&self.state)
+            .read_phase()
             .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
         let Some(bytes) = bytes else {
             return Ok(Start::Fresh);
@@ -323,7 +319,7 @@ impl PhaseWriter {
         };
         let mut completed_error = None;
         let decision = resume(Some(&file), asker, |op| {
-            match self.state.open_subdir(COMPLETED_DIR, Trust::Strict) {
+            match StateDir::new(&self.state).completed() {
                 Ok(completed) => inspect::lookup_receipt(completed.as_ref(), op),
                 Err(e) => {
                     completed_error = Some(e.to_string());
@@ -469,8 +465,8 @@ impl PhaseWriter {
                 phase::render_legacy(&p)
             }
         };
-        self.state
-            .replace(PHASE_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
+        StateDir::new(&self.state)
+            .replace_phase(&bytes)
             .map_err(|e| fail(Phase::PhaseFile, format!("cannot record the phase: {e}")))?;
         self.phase_written = true;
         tracing::info!(
@@ -1305,17 +1301,15 @@ fn lock_and_log(
     // not active (an interrupted run left it staged): an operator must act.
     let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
 
-    let state = root
-        .create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict)
-        .map_err(|e| {
-            early_failure(
-                req,
-                refused(),
-                EarlyOutcome::Failed,
-                EarlyPhase::Lock,
-                format!("state directory: {e}"),
-            )
-        })?;
+    let state = StateDir::create(root).map_err(|e| {
+        early_failure(
+            req,
+            refused(),
+            EarlyOutcome::Failed,
+            EarlyPhase::Lock,
+            format!("state directory: {e}"),
+        )
+    })?;
     let guard = lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()).map_err(|e| {
         let (code, outcome, message) = match e {
             LockError::Timeout {
@@ -1368,12 +1362,8 @@ fn lock_and_log(
         Some(i) => format!("{i}.log"),
         None => "legacy-v1.log".to_string(),
     };
-    match state
-        .open_subdir(LOG_DIR, Trust::Strict)
-        .and_then(|d| match d {
-            Some(d) => Ok(d),
-            None => state.mkdir(LOG_DIR, STATE_DIR_MODE),
-        })
+    match StateDir::new(&state)
+        .logs_or_create()
         .and_then(|d| d.open_append(&log_name, STATE_FILE_MODE))
     {
         Ok(f) => crate::oplog::set_file(f),
@@ -1395,7 +1385,7 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
         return None;
     };
     let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
-    let completed = match state.open_subdir(COMPLETED_DIR, Trust::Strict) {
+    let completed = match StateDir::new(state).completed() {
         Ok(c) => c,
         Err(e) => {
             return Some(early_failure(
@@ -1501,9 +1491,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
 /// under the lock; an unreadable or malformed file is left to the phase-file
 /// step, which reports it.
 fn legacy_refusal(state: &Dir) -> Option<String> {
-    let bytes = state
-        .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
-        .ok()??;
+    let bytes = StateDir::new(state).read_phase().ok()??;
     match phase::parse_phase_file(&bytes).ok()? {
         PhaseFile::V2(p) if p.state != PhaseState::Done => Some(format!(
             "--legacy-v1 refuses to run over the unfinished V2 operation {} ({}); nothing changed",

@@ -7,8 +7,10 @@
 //! `fsx` (and the flock to `lock`). Borrowing the open directory keeps the
 //! callers' `Dir` and the order of their syscalls as they are.
 
-use crate::fsx::{Dir, FsResult, Trust};
-use crate::paths::{COMPLETED_DIR, STATE_DIR_MODE, STATE_FILE_MODE};
+use crate::fsx::{Dir, FsResult, Root, Trust, SMALL_FILE_MAX};
+use crate::paths::{
+    COMPLETED_DIR, LOG_DIR, OWNER_FILE, PHASE_FILE, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
+};
 use crate::receipt::{self, Receipt};
 
 /// The open state directory.
@@ -35,6 +37,50 @@ impl<'a> CheckedReceipt<'a> {
 impl<'a> StateDir<'a> {
     pub fn new(dir: &'a Dir) -> Self {
         StateDir { dir }
+    }
+
+    /// The state directory, if it exists and is acceptable (the read-only
+    /// modes never create it).
+    pub fn open(root: &Root) -> FsResult<Option<Dir>> {
+        root.open_dir(STATE_DIR, Trust::Strict)
+    }
+
+    /// The state directory, created (0700, with its parents) when missing:
+    /// a renewal and the fencing check, which take the lock in it.
+    pub fn create(root: &Root) -> FsResult<Dir> {
+        root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict)
+    }
+
+    /// The phase file's bytes (`None`: there is none).
+    pub fn read_phase(&self) -> FsResult<Option<Vec<u8>>> {
+        self.dir
+            .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
+    }
+
+    /// Replace the phase file atomically (replace discipline).
+    pub fn replace_phase(&self, bytes: &[u8]) -> FsResult<()> {
+        self.dir
+            .replace(PHASE_FILE, bytes, STATE_FILE_MODE, Trust::Strict)
+    }
+
+    /// The lock owner file's bytes (`None`: there is none).
+    pub fn read_owner(&self) -> FsResult<Option<Vec<u8>>> {
+        self.dir
+            .read_file(OWNER_FILE, SMALL_FILE_MAX, Trust::Strict)
+    }
+
+    /// Replace the lock owner file atomically (replace discipline).
+    pub fn replace_owner(&self, bytes: &[u8]) -> FsResult<()> {
+        self.dir
+            .replace(OWNER_FILE, bytes, STATE_FILE_MODE, Trust::Strict)
+    }
+
+    /// `logs/`, created when missing: each operation's log is appended there.
+    pub fn logs_or_create(&self) -> FsResult<Dir> {
+        match self.dir.open_subdir(LOG_DIR, Trust::Strict)? {
+            Some(d) => Ok(d),
+            None => self.dir.mkdir(LOG_DIR, STATE_DIR_MODE),
+        }
     }
 
     /// `completed/`, if it exists and is acceptable (never creating it).
@@ -70,6 +116,7 @@ impl<'a> StateDir<'a> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests look at their temp state directory directly
 mod tests {
     use super::*;
     use crate::component::Component;
@@ -124,5 +171,43 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(bytes, receipt::render_receipt(&r));
+    }
+
+    /// SPEC 2: the files have one home each, 0600 in a 0700 directory; the
+    /// read-only modes find none of it until a renewal or a fence creates
+    /// it, and a symlink in a file's place is refused, never followed.
+    #[test]
+    fn the_state_files_have_one_home_each() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::open(t.path()).unwrap();
+        assert!(StateDir::open(&root).unwrap().is_none());
+        assert!(!t.path().join(STATE_DIR).exists(), "open creates nothing");
+        let dir = StateDir::create(&root).unwrap();
+        let state = StateDir::new(&dir);
+        assert!(StateDir::open(&root).unwrap().is_some());
+        assert_eq!(state.read_phase().unwrap(), None);
+        assert_eq!(state.read_owner().unwrap(), None);
+        state.replace_phase(b"{\"a\":1}\n").unwrap();
+        state.replace_owner(b"{\"pid\":1}\n").unwrap();
+        assert_eq!(state.read_phase().unwrap().unwrap(), b"{\"a\":1}\n");
+        assert_eq!(state.read_owner().unwrap().unwrap(), b"{\"pid\":1}\n");
+        let host = t.path().join(STATE_DIR);
+        for (name, mode) in [("phase", 0o600), ("owner", 0o600), ("", 0o700)] {
+            let m = std::fs::metadata(host.join(name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(m & 0o777, mode, "{name}");
+        }
+        state.logs_or_create().unwrap();
+        state.logs_or_create().unwrap();
+        assert!(host.join(LOG_DIR).is_dir());
+        std::fs::remove_file(host.join("phase")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", host.join("phase")).unwrap();
+        assert!(
+            state.read_phase().is_err(),
+            "a symlinked phase file is refused"
+        );
     }
 }

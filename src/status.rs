@@ -5,7 +5,7 @@ use crate::check::agent_summary;
 use crate::cli::Global;
 use crate::component::Component;
 use crate::contract as doc;
-use crate::fsx::{Dir, FsError, Root, Trust};
+use crate::fsx::{Dir, FsError, Root};
 use crate::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
 use crate::lock::{self, LockError};
 use crate::manifests::{self, ManifestsReport};
@@ -13,7 +13,7 @@ use crate::node_pki;
 use crate::opid::OperationId;
 use crate::outcome::{exit, Outcome, Phase};
 use crate::output::{self, Report};
-use crate::paths::{MANIFESTS_DIR, STAGING_DIR, STATE_DIR, STATE_DIR_MODE};
+use crate::paths::{MANIFESTS_DIR, STAGING_DIR};
 use crate::phase::{PhaseFile, PhaseState};
 use crate::receipt::{self, Receipt};
 use crate::snapshot::{NodeSnapshot, Receipts};
@@ -521,7 +521,7 @@ fn put_back(
 
 fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
     let now = g.clock.now();
-    let state = match root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict) {
+    let state = match StateDir::create(root) {
         Ok(s) => s,
         Err(e) => return unconfirmed(exit::FAILED, format!("state directory: {e}")),
     };
@@ -791,7 +791,7 @@ mod tests {
     use super::*;
     use crate::inspect::state_files::*;
     use crate::outcome::ManifestLocation;
-    use crate::paths::COMPLETED_DIR;
+    use crate::paths::{COMPLETED_DIR, STATE_DIR};
     use crate::phase::PhaseState;
     use crate::runtime::double::node_tree;
     use std::os::unix::fs::PermissionsExt;
