@@ -233,6 +233,6 @@ fn dispatch(inv: &Invocation) -> Report {
 
 fn renew(root: &Root, inv: &Invocation, req: crate::runbook::Request) -> Report {
     let cancel = crate::signals::install();
-    let rt = crate::runtime::NodeRuntime::new(&inv.global, root, cancel.clone());
+    let rt = crate::runtime::NodeRuntime::new(&inv.global.tools(), root, cancel.clone());
     crate::runbook::run(root, &inv.global, &req, &rt, &cancel)
 }

@@ -275,6 +275,21 @@ fn timeout(
     Ok(Duration::from_secs(secs))
 }
 
+impl Global {
+    /// What the node's tools are given.
+    pub fn tools(&self) -> crate::runtime::ToolOptions<'_> {
+        crate::runtime::ToolOptions {
+            root: &self.root,
+            host_root: is_host_root(&self.root),
+            crictl: self.crictl.as_deref(),
+            kubeadm: self.kubeadm.as_deref(),
+            kubeadm_config: self.kubeadm_config.as_deref(),
+            runtime_endpoint: self.runtime_endpoint.as_deref(),
+            command_timeout: self.command_timeout,
+        }
+    }
+}
+
 /// True when `p` names the filesystem root (`/`, `//`, `/.`, ...).
 /// Whether `p` is the host's root directory however it is spelled (`/`,
 /// `//`, `/..`, `/etc/..`, a symlink to `/`): the directory is compared

@@ -2,13 +2,12 @@
 //! etcd (etcdctl inside its container), TLS probes, and kubeadm. A trait, so
 //! the runbook's rules can run against a test double.
 
-use crate::cli::Global;
 use crate::cri::{self, Container, Sandbox, KUBE_SYSTEM, LABEL_NAMESPACE};
 use crate::endpoint::RuntimeEndpoint;
 use crate::proc::{self, Output};
 use crate::signals::Cancel;
 use crate::tlsprobe::{self, ProbeError, ProbeResult, TlsIdentity};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A failure of a node tool (crictl, etcdctl through crictl, kubeadm). The
@@ -104,28 +103,44 @@ pub struct NodeRuntime {
     cancel: Cancel,
 }
 
+/// What the command line says about the node's tools (SPEC 1: `--root`,
+/// `--crictl`, `--kubeadm`, `--kubeadm-config`, `--runtime-endpoint`,
+/// `--command-timeout`).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolOptions<'a> {
+    /// `--root`, and whether it is the host's `/` (kubeadm gets no `--rootfs`).
+    pub root: &'a Path,
+    pub host_root: bool,
+    pub crictl: Option<&'a Path>,
+    pub kubeadm: Option<&'a Path>,
+    /// Relative to the root.
+    pub kubeadm_config: Option<&'a str>,
+    pub runtime_endpoint: Option<&'a str>,
+    pub command_timeout: Duration,
+}
+
 impl NodeRuntime {
-    pub fn new(g: &Global, root: &crate::fsx::Root, cancel: Cancel) -> NodeRuntime {
-        let endpoint = crate::endpoint::resolve(root, g.runtime_endpoint.as_deref());
-        let (crictl, crictl_error) = match proc::resolve_tool("crictl", g.crictl.as_deref()) {
+    pub fn new(o: &ToolOptions<'_>, root: &crate::fsx::Root, cancel: Cancel) -> NodeRuntime {
+        let endpoint = crate::endpoint::resolve(root, o.runtime_endpoint);
+        let (crictl, crictl_error) = match proc::resolve_tool("crictl", o.crictl) {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e)),
         };
-        let (kubeadm, kubeadm_error) = match proc::resolve_tool("kubeadm", g.kubeadm.as_deref()) {
+        let (kubeadm, kubeadm_error) = match proc::resolve_tool("kubeadm", o.kubeadm) {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e)),
         };
-        let rootfs = if crate::cli::is_host_root(&g.root) {
+        let rootfs = if o.host_root {
             None
         } else {
-            Some(g.root.display().to_string())
+            Some(o.root.display().to_string())
         };
         // With --rootfs, kubeadm chroots: the config path is a node path.
-        let kubeadm_config = g.kubeadm_config.as_ref().map(|rel| {
+        let kubeadm_config = o.kubeadm_config.map(|rel| {
             if rootfs.is_some() {
                 format!("/{rel}")
             } else {
-                g.root.join(rel).display().to_string()
+                o.root.join(rel).display().to_string()
             }
         });
         NodeRuntime {
@@ -136,7 +151,7 @@ impl NodeRuntime {
             rootfs,
             kubeadm_config,
             endpoint,
-            timeout: g.command_timeout,
+            timeout: o.command_timeout,
             cancel,
         }
     }
@@ -711,7 +726,6 @@ mod tests {
     //! RPC: %w`).
     use super::*;
     use crate::cli::Global;
-    use std::path::Path;
 
     const SOCK: &str = "/run/containerd/containerd.sock";
 
@@ -840,7 +854,7 @@ mod tests {
 
     fn runtime(g: &Global) -> NodeRuntime {
         let root = crate::fsx::Root::open(&g.root).unwrap();
-        NodeRuntime::new(g, &root, Cancel::new())
+        NodeRuntime::new(&g.tools(), &root, Cancel::new())
     }
 
     const ENDPOINT: &str = "unix:///run/containerd/containerd.sock";
