@@ -9,9 +9,8 @@ use crate::lock::{self, OwnerInfo, Probe};
 use crate::opid::OperationId;
 use crate::paths::{AGENT_STATE_FILE, PHASE_FILE};
 use crate::phase::{self, PhaseFile};
-use crate::receipt::{self, Receipt};
+use crate::receipt;
 use crate::statedir::StateDir;
-use serde_json::Value;
 
 /// How many recent receipts the operator view lists.
 pub const RECENT_RECEIPTS: usize = 20;
@@ -26,20 +25,14 @@ pub fn open_completed(state: &Dir) -> Result<Option<Dir>, FsError> {
     StateDir::new(state).completed()
 }
 
-/// A receipt looked up by ID.
-#[derive(Debug, Clone)]
-pub enum ReceiptLookup {
-    Absent,
-    Found(Receipt),
-    Malformed(String),
-}
+pub use crate::resume::ReceiptLookup;
 
 impl ReceiptLookup {
     /// As the read-only modes print it (None: absent).
     pub fn view(&self) -> Option<doc::ReceiptLookup> {
         match self {
             ReceiptLookup::Absent => None,
-            ReceiptLookup::Found(r) => receipt_doc(r).map(doc::ReceiptLookup::Found),
+            ReceiptLookup::Found(r) => Some(doc::ReceiptLookup::Found(r.into())),
             ReceiptLookup::Malformed(e) => {
                 Some(doc::ReceiptLookup::Malformed(doc::MalformedReceipt {
                     malformed: doc::ConstBool,
@@ -48,16 +41,6 @@ impl ReceiptLookup {
             }
         }
     }
-}
-
-pub fn receipt_json(r: &Receipt) -> Value {
-    serde_json::from_slice(&receipt::render_receipt(r)).unwrap_or(Value::Null)
-}
-
-/// A receipt as the documents embed it: what `completed/<ID>.json` holds
-/// (None: it would not render as one, never the case for a validated receipt).
-pub fn receipt_doc(r: &Receipt) -> Option<doc::Receipt> {
-    serde_json::from_slice(&receipt::render_receipt(r)).ok()
 }
 
 /// Look up `completed/<ID>.json` (never creating anything).
@@ -463,24 +446,17 @@ pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) 
                     error: Some(format!("file name is not an operation ID: {e}")),
                 },
                 Ok(id) => match lookup_receipt(Some(dir), &id) {
-                    ReceiptLookup::Found(r) => match receipt_doc(&r) {
-                        Some(d) => ReceiptSummary {
+                    ReceiptLookup::Found(r) => {
+                        let d = doc::Receipt::from(&r);
+                        ReceiptSummary {
                             operation_id: stem,
                             outcome: Some(d.outcome),
                             phase: Some(d.phase),
                             finished_at: Some(d.finished_at),
                             message: Some(d.message),
                             error: None,
-                        },
-                        None => ReceiptSummary {
-                            operation_id: stem,
-                            outcome: None,
-                            phase: None,
-                            finished_at: None,
-                            message: None,
-                            error: Some("the receipt does not render as one".into()),
-                        },
-                    },
+                        }
+                    }
                     ReceiptLookup::Malformed(e) => ReceiptSummary {
                         operation_id: stem,
                         outcome: None,
@@ -514,6 +490,7 @@ pub(crate) mod state_files {
     use crate::outcome::{ManifestLocation, Outcome, Phase};
     use crate::paths::{COMPLETED_DIR, STATE_DIR};
     use crate::phase::{LegacyPhase, PhaseState, PhaseV2, CA_KEYS};
+    use crate::receipt::Receipt;
     use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};
 
@@ -619,6 +596,7 @@ mod tests {
     use crate::outcome::Outcome;
     use crate::paths::{COMPLETED_DIR, STATE_DIR};
     use crate::phase::PhaseState;
+    use serde_json::Value;
     use std::path::Path;
 
     fn root(t: &Path) -> Root {

@@ -4,10 +4,19 @@
 //! `--status-only` report it (they ask as nobody in particular).
 
 use crate::component::Component;
-use crate::inspect::ReceiptLookup;
 use crate::opid::OperationId;
 use crate::outcome::Outcome;
 use crate::phase::{PhaseFile, PhaseState};
+use crate::receipt::Receipt;
+
+/// A receipt looked up by ID (`completed/<ID>.json`).
+#[derive(Debug, Clone)]
+pub enum ReceiptLookup {
+    Absent,
+    Found(Receipt),
+    /// There, but not to be trusted: why.
+    Malformed(String),
+}
 
 /// Where the work starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

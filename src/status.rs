@@ -731,7 +731,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
 pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
     let o = fence_inner(root, g, id);
     let m = manifests::inspect(root);
-    let receipt = o.receipt.as_ref().and_then(inspect::receipt_doc);
+    let receipt = o.receipt.as_ref().map(doc::Receipt::from);
     let document = doc::FenceDocument {
         mode: doc::StatusMode::Status,
         runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
