@@ -46,14 +46,23 @@ mod tests {
     /// name is used exactly once.
     #[test]
     fn the_list_and_the_source_agree() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut used: Vec<String> = Vec::new();
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().and_then(|x| x.to_str()) != Some("rs") || p.ends_with("failpoints.rs")
-            {
-                continue;
+        let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+        let mut files = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().and_then(|x| x.to_str()) == Some("rs")
+                    && !p.ends_with("failpoints.rs")
+                {
+                    files.push(p);
+                }
             }
+        }
+        assert!(files.len() > 30, "{files:?}");
+        let mut used: Vec<String> = Vec::new();
+        for p in files {
             let text = std::fs::read_to_string(&p).unwrap();
             let mut rest = text.as_str();
             let needle = "crash_point!(\"";

@@ -1,7 +1,34 @@
 //! nvke-cert-runbook: renews kubeadm leaf certificates on one control-plane
 //! node and restarts its static pods one at a time. See SPEC and README.
 //!
-//! Pure domain modules (parse, decide, render) are apart from node I/O.
+//! # The map
+//!
+//! One folder per layer; each imports only from the layers above it in this
+//! list (tests aside: their doubles and fixtures sit where they are used).
+//!
+//! - [`contract`]: one type per JSON document printed and per JSON file read
+//!   or written (`contract::RenewResult`, `CheckDocument`, `StatusDocument`,
+//!   `FenceDocument`, `Receipt`, `PhaseV2File`, `LockOwnerFile`, ...), from
+//!   which `embedded/schema/` is generated (feature `schema`), and the
+//!   versions. It and [`rules`] are the pure core: the contract's checked
+//!   strings use the rules' validators, the rules read and write the
+//!   contract's types.
+//! - [`rules`]: pure decisions on values, parsed from bytes: operation IDs,
+//!   components, outcomes and phases, the phase file, receipts, the resume
+//!   rule (`rules::resume::resume`), PKI, what crictl and etcdctl print and
+//!   the etcd quorum judgement.
+//! - [`node`]: the files under `--root`: the no-follow walk and the durable
+//!   writes (`node::fsx`), the lock, the state directory
+//!   (`node::statedir::StateDir`), manifests and staging (`Staged`), the
+//!   node PKI, backups, the operation log, and the one read of the node that
+//!   check and status share (`node::snapshot::NodeSnapshot`).
+//! - [`tools`]: subprocesses (`tools::proc`), crictl, etcdctl and kubeadm
+//!   behind `tools::runtime::Runtime` (real node and test double side by
+//!   side), TLS probes, the health gate and the waits, signals.
+//! - [`modes`]: the command line (`modes::cli`), the entry point
+//!   (`modes::app::run`), and the thin drivers: the renewal
+//!   (`modes::runbook::run`), `--check` (`modes::check`), `--status-only`
+//!   and the fencing check (`modes::status`); the output (`modes::output`).
 //!
 //! House rules as lints (Cargo.toml `[lints]`, clippy.toml): `std::fs` only
 //! in the node file layer (`fsx`), `Command::new` only in `proc`, the flock
@@ -12,52 +39,13 @@
 //! `pre_exec` (prctl PDEATHSIG, `proc`), `atexit` (the stderr queue's last
 //! flush, `oplog`) and `pidfd_open` (`pidwatch`).
 
-// The contract: the types of every JSON document and file.
+// The layers, each importing only from the ones above it in this list
+// (tests aside).
 pub mod contract;
+pub mod modes;
+pub mod node;
+pub mod rules;
+pub mod tools;
 
-// Domain (pure): parse from bytes, decide, render.
-pub mod agent;
-pub mod clock;
-pub mod component;
-pub mod flags;
-pub mod opid;
-pub mod outcome;
-pub mod phase;
-pub mod pki;
-pub mod receipt;
-pub mod resume;
-
-// Command line and output.
-pub mod cli;
-pub mod output;
-pub mod version;
-
-// Node I/O: paths under --root, safe reads and durable writes, the lock.
-pub mod backup;
-pub mod fsx;
-pub mod inspect;
-pub mod lock;
-pub mod manifests;
-pub mod node_pki;
-pub mod oplog;
-pub mod paths;
-pub mod snapshot;
-pub mod staging;
-pub mod statedir;
-
-// The runtime side: subprocesses, crictl/etcdctl, TLS probes, health gate.
-pub mod cri;
-pub mod endpoint;
-pub mod health;
-pub mod pidwatch;
-pub mod proc;
-pub mod runtime;
-pub mod signals;
-pub mod tlsprobe;
-
-// Modes.
-pub mod app;
-pub mod check;
+/// Named crash points for the reliability tests (feature `failpoints`).
 pub mod failpoints;
-pub mod runbook;
-pub mod status;

@@ -4,5 +4,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
-    ExitCode::from(nvke_cert_runbook::app::run(std::env::args_os().collect()))
+    ExitCode::from(nvke_cert_runbook::modes::app::run(
+        std::env::args_os().collect(),
+    ))
 }

@@ -13,7 +13,7 @@
 //! - the binary run on a copy of `fixtures/nodes/rsa` (version, help, check,
 //!   status, usage errors, unchanged/failed/replayed/lock-timeout renewals,
 //!   legacy-v1, fences) and the receipts and owner file those runs wrote;
-//! - phase files and receipts rendered by `src/phase.rs` / `src/receipt.rs`;
+//! - phase files and receipts rendered by `src/rules/phase.rs` / `src/rules/receipt.rs`;
 //! - with `--features sim`: a real renewal, a resumed one and a refused one on
 //!   the simulated node, and the phase file they leave.
 //!
@@ -423,7 +423,7 @@ fn manifest_template_names_every_schema_and_mode() {
     assert_eq!(codes, [0, 1, 2, 3, 4, 5]);
     assert_eq!(
         m["contractVersion"],
-        nvke_cert_runbook::version::CONTRACT_VERSION
+        nvke_cert_runbook::contract::version::CONTRACT_VERSION
     );
     assert_eq!(m["binary"]["sha256"], Value::Null);
 }
@@ -569,11 +569,11 @@ fn binary_outputs_on_a_fixture_node_match_the_contract_types() {
     let version: VersionDocument = serde_json::from_value(v).unwrap();
     assert_eq!(
         version.contract_version,
-        nvke_cert_runbook::version::CONTRACT_VERSION
+        nvke_cert_runbook::contract::version::CONTRACT_VERSION
     );
     assert_eq!(
         version.runbook_version,
-        nvke_cert_runbook::version::RUNBOOK_VERSION
+        nvke_cert_runbook::contract::version::RUNBOOK_VERSION
     );
     expect(
         "--help",
@@ -719,11 +719,11 @@ fn hex(c: char) -> String {
 
 #[test]
 fn phase_files_and_receipts_round_trip_through_the_contract_types() {
-    use nvke_cert_runbook::component::Component as C;
-    use nvke_cert_runbook::opid::OperationId as Id;
-    use nvke_cert_runbook::outcome::{ManifestLocation as L, Outcome as O, Phase as P};
-    use nvke_cert_runbook::phase::{self, PhaseFile, PhaseState as S, PhaseV2, ResumedFrom};
-    use nvke_cert_runbook::receipt::{self, Receipt as R};
+    use nvke_cert_runbook::rules::component::Component as C;
+    use nvke_cert_runbook::rules::opid::OperationId as Id;
+    use nvke_cert_runbook::rules::outcome::{ManifestLocation as L, Outcome as O, Phase as P};
+    use nvke_cert_runbook::rules::phase::{self, PhaseFile, PhaseState as S, PhaseV2, ResumedFrom};
+    use nvke_cert_runbook::rules::receipt::{self, Receipt as R};
 
     let cas: BTreeMap<String, String> = phase::CA_KEYS
         .iter()
@@ -800,14 +800,14 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
         receipt::parse_receipt(&again, &r.operation_id).unwrap();
     }
     // Every phase name of the closed list has its contract value.
-    for p in nvke_cert_runbook::outcome::Phase::all() {
+    for p in nvke_cert_runbook::rules::outcome::Phase::all() {
         serde_json::from_value::<contract::Phase>(json!(p.as_string())).unwrap();
     }
 }
 
 #[test]
 fn agent_state_file_and_restart_rows_match_the_contract_types() {
-    use nvke_cert_runbook::agent::{parse_agent_state, AgentIntent};
+    use nvke_cert_runbook::rules::agent::{parse_agent_state, AgentIntent};
     let file = json!({
         "version": 3,
         "k8sCertRenewalState": { "phase": "restart_pending", "operationID": "abc", "extra": 1 }
@@ -819,7 +819,7 @@ fn agent_state_file_and_restart_rows_match_the_contract_types() {
         parse_agent_state(&bytes),
         AgentIntent::Pending { .. }
     ));
-    // The agent reads its phases through AgentPhase itself (src/agent.rs).
+    // The agent reads its phases through AgentPhase itself (src/rules/agent.rs).
     for p in [
         "renewing",
         "restart_pending",
@@ -837,7 +837,7 @@ fn agent_state_file_and_restart_rows_match_the_contract_types() {
     .is_err());
 
     let row = contract::Restart {
-        component: nvke_cert_runbook::component::Component::KubeApiserver,
+        component: nvke_cert_runbook::rules::component::Component::KubeApiserver,
         old_container_id: "a1".into(),
         new_container_id: "b2".into(),
         stop_ms: 12,

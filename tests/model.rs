@@ -1225,8 +1225,8 @@ impl Sut {
             },
         });
         let bytes = (serde_json::to_string_pretty(&r).unwrap() + "\n").into_bytes();
-        let oid = nvke_cert_runbook::opid::OperationId::parse(id).unwrap();
-        nvke_cert_runbook::receipt::parse_receipt(&bytes, &oid)
+        let oid = nvke_cert_runbook::rules::opid::OperationId::parse(id).unwrap();
+        nvke_cert_runbook::rules::receipt::parse_receipt(&bytes, &oid)
             .unwrap_or_else(|e| panic!("the decoy receipt must be valid: {e}"));
         bytes
     }
@@ -1672,7 +1672,7 @@ impl Sut {
             Transition::ChangeCA { on_disk: true } => {
                 let mut b = self.base.protected["front-proxy-ca.crt"].0.clone();
                 b.extend_from_slice(b"\n");
-                nvke_cert_runbook::pki::parse_pem_certificate(&b)
+                nvke_cert_runbook::rules::pki::parse_pem_certificate(&b)
                     .expect("the changed CA still parses");
                 std::fs::write(&fp_ca, b).unwrap();
             }
@@ -1854,7 +1854,7 @@ impl Sut {
                     .unwrap_or_else(|_| panic!("no phase file{}", ctx()));
                 assert!(md.is_file(), "{}", ctx());
                 let bytes = std::fs::read(&pf).unwrap();
-                nvke_cert_runbook::phase::parse_phase_file(&bytes)
+                nvke_cert_runbook::rules::phase::parse_phase_file(&bytes)
                     .unwrap_or_else(|e| panic!("the phase file is invalid: {e}{}", ctx()));
                 let text = String::from_utf8(bytes).unwrap();
                 let (state, next) = st.names();
@@ -1876,7 +1876,7 @@ impl Sut {
                 assert!(md.is_file(), "{}", ctx());
                 assert_eq!(md.mode() & 0o077, 0, "phase file mode{}", ctx());
                 let bytes = std::fs::read(&pf).unwrap();
-                nvke_cert_runbook::phase::parse_phase_file(&bytes)
+                nvke_cert_runbook::rules::phase::parse_phase_file(&bytes)
                     .unwrap_or_else(|e| panic!("the phase file is invalid: {e}{}", ctx()));
                 let v: Value = serde_json::from_slice(&bytes).unwrap();
                 let (state, next) = st.names();

@@ -4,15 +4,15 @@
 // Tests and the simulated node write fixtures directly; the house rule (clippy.toml) binds src/.
 #![allow(clippy::disallowed_methods)]
 
-use nvke_cert_runbook::agent::parse_agent_state;
-use nvke_cert_runbook::component::Component;
-use nvke_cert_runbook::opid::OperationId;
-use nvke_cert_runbook::outcome::{ManifestLocation, Outcome, Phase};
-use nvke_cert_runbook::phase::{
+use nvke_cert_runbook::rules::agent::parse_agent_state;
+use nvke_cert_runbook::rules::component::Component;
+use nvke_cert_runbook::rules::opid::OperationId;
+use nvke_cert_runbook::rules::outcome::{ManifestLocation, Outcome, Phase};
+use nvke_cert_runbook::rules::phase::{
     parse_phase_file, render_legacy, render_v2, LegacyPhase, PhaseFile, PhaseState, PhaseV2,
     ResumedFrom, CA_KEYS, LEGACY_FORMAT, V2_FORMAT,
 };
-use nvke_cert_runbook::receipt::{bounded_message, parse_receipt, render_receipt, Receipt};
+use nvke_cert_runbook::rules::receipt::{bounded_message, parse_receipt, render_receipt, Receipt};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::subsequence;
@@ -385,11 +385,11 @@ fn is_valid_id_by_hand(s: &str) -> bool {
 
 mod tools_and_pki {
     use base64::Engine;
-    use nvke_cert_runbook::cri::{
+    use nvke_cert_runbook::rules::cri::{
         judge_etcd, parse_endpoint_health, parse_member_list, parse_pods, parse_ps_kube_system,
         running, EndpointHealth, EtcdVerdict, Listing, Member, MemberHeader, MemberList,
     };
-    use nvke_cert_runbook::pki::{
+    use nvke_cert_runbook::rules::pki::{
         key_matches_cert, kubeconfig_client_cert, kubeconfig_client_key, parse_pem_certificate,
         verify_signed_by, KubeconfigCert,
     };

@@ -1,7 +1,7 @@
 package certrunbook
 
 // Typed mirrors of the JSON documents (embedded/schema/*.schema.json; the
-// Rust mirrors in src/schema.rs are the source of those schemas). Nullable
+// Rust types in src/contract/ are the source of those schemas). Nullable
 // values are pointers; fields that only some shapes carry are pointers or
 // slices as well. Decoders refuse unknown fields, so a document from a newer
 // binary with fields this package does not know fails loudly.

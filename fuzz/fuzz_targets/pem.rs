@@ -2,7 +2,7 @@
 //! its first NUL: before it a certificate file, after it a key file.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use nvke_cert_runbook::pki::{key_matches_cert, parse_pem_certificate, verify_signed_by};
+use nvke_cert_runbook::rules::pki::{key_matches_cert, parse_pem_certificate, verify_signed_by};
 
 fuzz_target!(|data: &[u8]| {
     let (cert, key) = match data.iter().position(|&b| b == 0) {

@@ -2,7 +2,7 @@
 //! that parse to the same value.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use nvke_cert_runbook::phase::{parse_phase_file, render_legacy, render_v2, PhaseFile};
+use nvke_cert_runbook::rules::phase::{parse_phase_file, render_legacy, render_v2, PhaseFile};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(p) = parse_phase_file(data) {

@@ -2,7 +2,7 @@
 //! whatever parses never panics either.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use nvke_cert_runbook::cri::{
+use nvke_cert_runbook::rules::cri::{
     judge_etcd, parse_endpoint_health, parse_member_list, parse_pods, parse_ps_kube_system, Listing,
 };
 

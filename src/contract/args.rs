@@ -99,7 +99,7 @@ impl UsageErrorDocument {
     pub fn new(mode: Option<ModeName>, outcome: ArgumentsOutcome, message: &str) -> Self {
         UsageErrorDocument {
             mode,
-            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
             operation_id: Null,
             outcome,
             phase: ArgumentsPhase::Arguments,
@@ -115,9 +115,9 @@ impl VersionDocument {
     pub fn current() -> Self {
         VersionDocument {
             mode: VersionMode::Version,
-            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
-            git_commit: crate::version::GIT_COMMIT.to_string(),
-            contract_version: crate::version::CONTRACT_VERSION.to_string(),
+            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
+            git_commit: crate::contract::version::GIT_COMMIT.to_string(),
+            contract_version: crate::contract::version::CONTRACT_VERSION.to_string(),
             duration_ms: 0,
         }
     }
@@ -127,7 +127,7 @@ impl HelpDocument {
     pub fn new(help: String) -> Self {
         HelpDocument {
             mode: HelpMode::Help,
-            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
             help,
         }
     }

@@ -26,3 +26,5 @@ pub use views::*;
 
 #[cfg(feature = "schema")]
 pub mod schema;
+/// The runbook and contract versions.
+pub mod version;

@@ -25,7 +25,7 @@ pub struct CertificateChange {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Restart {
     #[cfg_attr(feature = "schema", schemars(with = "Component"))]
-    pub component: crate::component::Component,
+    pub component: crate::rules::component::Component,
     #[serde(rename = "oldContainerID")]
     pub old_container_id: String,
     #[serde(rename = "newContainerID")]
@@ -202,11 +202,13 @@ pub enum RenewDocument {
 
 /// Where each manifest is, one entry per component (a component the map
 /// lacks is `missing`).
-impl From<&BTreeMap<crate::component::Component, crate::outcome::ManifestLocation>>
+impl From<&BTreeMap<crate::rules::component::Component, crate::rules::outcome::ManifestLocation>>
     for ManifestLocations
 {
-    fn from(m: &BTreeMap<crate::component::Component, crate::outcome::ManifestLocation>) -> Self {
-        use crate::component::Component as C;
+    fn from(
+        m: &BTreeMap<crate::rules::component::Component, crate::rules::outcome::ManifestLocation>,
+    ) -> Self {
+        use crate::rules::component::Component as C;
         let at = |c: C| m.get(&c).map_or(ManifestLocation::Missing, |l| *l);
         ManifestLocations {
             etcd: at(C::Etcd),
@@ -229,17 +231,17 @@ impl From<&BTreeMap<String, String>> for CaSha256 {
     }
 }
 
-impl From<&crate::opid::OperationId> for OperationId {
-    fn from(id: &crate::opid::OperationId) -> Self {
+impl From<&crate::rules::opid::OperationId> for OperationId {
+    fn from(id: &crate::rules::opid::OperationId) -> Self {
         OperationId(id.as_str().to_string())
     }
 }
 
-impl From<&crate::phase::ResumedFrom> for ResumedFrom {
-    fn from(r: &crate::phase::ResumedFrom) -> Self {
+impl From<&crate::rules::phase::ResumedFrom> for ResumedFrom {
+    fn from(r: &crate::rules::phase::ResumedFrom) -> Self {
         ResumedFrom {
             operation_id: r.operation_id.as_ref().map(OperationId::from),
-            format: if r.format == crate::phase::LEGACY_FORMAT {
+            format: if r.format == crate::rules::phase::LEGACY_FORMAT {
                 PhaseFormat::LegacyFiveLine
             } else {
                 PhaseFormat::V2
@@ -248,26 +250,10 @@ impl From<&crate::phase::ResumedFrom> for ResumedFrom {
     }
 }
 
-impl From<&crate::endpoint::RuntimeEndpoint> for RuntimeEndpointUsed {
-    fn from(e: &crate::endpoint::RuntimeEndpoint) -> Self {
-        use crate::endpoint::Source as S;
-        RuntimeEndpointUsed {
-            endpoint: e.endpoint.clone(),
-            source: match e.source {
-                S::Flag => EndpointSource::Flag,
-                S::KubeadmFlags => EndpointSource::KubeadmFlags,
-                S::KubeletConfig => EndpointSource::KubeletConfig,
-                S::Crictl => EndpointSource::Crictl,
-            },
-            warning: e.warning.clone(),
-        }
-    }
-}
-
 impl Message {
     /// At most 512 bytes, control characters replaced (`receipt::bounded_message`).
     pub fn bounded(s: &str) -> Message {
-        Message(crate::receipt::bounded_message(s))
+        Message(crate::rules::receipt::bounded_message(s))
     }
 }
 
@@ -304,7 +290,7 @@ mod tests {
                     .to_string()
             })
             .collect();
-        let leaves: Vec<&str> = crate::pki::LEAVES.iter().map(|l| l.name).collect();
+        let leaves: Vec<&str> = crate::rules::pki::LEAVES.iter().map(|l| l.name).collect();
         assert_eq!(names, leaves);
     }
 }

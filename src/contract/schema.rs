@@ -17,7 +17,7 @@ pub fn schema_for<T: JsonSchema>(name: &str) -> Schema {
     );
     schema.insert(
         "x-contractVersion".into(),
-        crate::version::CONTRACT_VERSION.into(),
+        crate::contract::version::CONTRACT_VERSION.into(),
     );
     schema
 }
@@ -59,7 +59,7 @@ pub fn render(schema: &Schema) -> String {
 /// sha256, size and git commit, which `embedded/gen-manifest` fills in next to
 /// a built binary.
 pub fn manifest_template() -> serde_json::Value {
-    use crate::outcome::exit;
+    use crate::rules::outcome::exit;
     let schemas: serde_json::Map<String, serde_json::Value> = all()
         .iter()
         .map(|(n, _)| (n.to_string(), file_name(n).into()))
@@ -73,9 +73,9 @@ pub fn manifest_template() -> serde_json::Value {
             "sha256": null,
             "size": null,
         },
-        "runbookVersion": crate::version::RUNBOOK_VERSION,
+        "runbookVersion": crate::contract::version::RUNBOOK_VERSION,
         "gitCommit": null,
-        "contractVersion": crate::version::CONTRACT_VERSION,
+        "contractVersion": crate::contract::version::CONTRACT_VERSION,
         "globalOptions": [
             "--root DIR", "--output text|json", "--log-format text|json",
             "--threshold-days N", "--lock-timeout SECS", "--stop-timeout SECS",

@@ -148,7 +148,7 @@ macro_rules! checked_string {
 checked_string!(
     /// An operation ID (SPEC section 1).
     OperationId,
-    |s| crate::opid::OperationId::parse(s).map(drop),
+    |s| crate::rules::opid::OperationId::parse(s).map(drop),
     {
         "description": "An operation ID: 1 to 200 characters of A-Z a-z 0-9 . _ : @ -, not starting with '.' or '-', never containing '..'.",
         "type": "string",
@@ -162,7 +162,7 @@ checked_string!(
     /// 64 lowercase hex digits.
     Sha256Hex,
     |s| {
-        if crate::phase::is_sha256_hex(s) {
+        if crate::rules::phase::is_sha256_hex(s) {
             Ok(())
         } else {
             Err(format!("{s:?} is not 64 lowercase hex digits"))
@@ -178,7 +178,7 @@ checked_string!(
 checked_string!(
     /// An RFC 3339 UTC timestamp ending in `Z`.
     Timestamp,
-    |s| crate::clock::parse_rfc3339(s, true).map(drop),
+    |s| crate::rules::clock::parse_rfc3339(s, true).map(drop),
     {
         "description": "An RFC 3339 timestamp in UTC, ending in Z (2026-11-30T00:00:00Z).",
         "type": "string",
@@ -191,7 +191,7 @@ checked_string!(
     /// A human message: at most 512 bytes, no control characters, never key material.
     Message,
     |s| {
-        if s.len() > crate::receipt::MAX_MESSAGE_BYTES {
+        if s.len() > crate::rules::receipt::MAX_MESSAGE_BYTES {
             Err(format!("message is {} bytes (at most 512)", s.len()))
         } else if s.chars().any(char::is_control) {
             Err("message contains a control character".to_string())
@@ -231,9 +231,9 @@ pub(super) fn de_present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 
 /// The domain's own enums are the contract's (one type per vocabulary; their
 /// doc comments are the schema's descriptions).
-pub use crate::component::Component;
-pub use crate::outcome::{ManifestLocation, Outcome};
-pub use crate::phase::PhaseState;
+pub use crate::rules::component::Component;
+pub use crate::rules::outcome::{ManifestLocation, Outcome};
+pub use crate::rules::phase::PhaseState;
 
 /// The closed list of phases (SPEC section 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

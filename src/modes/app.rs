@@ -1,11 +1,11 @@
 //! Dispatch: from raw arguments to a report and an exit code. `main` only
 //! calls [`run`].
 
-use crate::cli::{self, Cli, Invocation, Mode, OutputFormat, UsageError};
 use crate::contract::{self, ArgumentsOutcome, HelpDocument, ModeName, UsageErrorDocument};
-use crate::fsx::Root;
-use crate::outcome::exit;
-use crate::output::{self, Report};
+use crate::modes::cli::{self, Cli, Invocation, Mode, OutputFormat, UsageError};
+use crate::modes::output::{self, Report};
+use crate::node::fsx::Root;
+use crate::rules::outcome::exit;
 use clap::Parser;
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -37,7 +37,7 @@ fn arguments_failed(inv: &Invocation, code: u8, message: &str) -> (u8, Value, St
 
 fn init_logging(format: cli::LogFormat) {
     let builder = tracing_subscriber::fmt()
-        .with_writer(crate::oplog::make_writer)
+        .with_writer(crate::node::oplog::make_writer)
         .log_internal_errors(false)
         .with_target(false)
         .with_max_level(tracing::Level::INFO);
@@ -94,7 +94,10 @@ pub fn run(args: Vec<OsString>) -> u8 {
     // the renewal has its own guard that restores and writes the receipt;
     // this one covers every mode).
     let mut report = std::panic::catch_unwind(|| dispatch(&inv)).unwrap_or_else(|payload| {
-        panic_report(&inv, &crate::runbook::panic_message(payload.as_ref()))
+        panic_report(
+            &inv,
+            &crate::modes::runbook::panic_message(payload.as_ref()),
+        )
     });
     if let Some(obj) = report.json.as_object_mut() {
         if inv.global.clock.is_fixed() {
@@ -122,10 +125,10 @@ fn install_panic_hook() {
         // Never through the default hook (a blocking write to fd 2) nor
         // the log machinery (the panic may be inside it): oplog's
         // emergency line never blocks.
-        crate::oplog::emergency(&format!(
+        crate::node::oplog::emergency(&format!(
             "{} ERROR internal error (a panic){at}: {}",
-            crate::clock::rfc3339(time::OffsetDateTime::now_utc()),
-            crate::runbook::panic_message(info.payload())
+            crate::rules::clock::rfc3339(time::OffsetDateTime::now_utc()),
+            crate::modes::runbook::panic_message(info.payload())
         ));
     }));
 }
@@ -134,11 +137,11 @@ fn install_panic_hook() {
 /// manifests is not active (an operator must act), else 1.
 fn panic_report(inv: &Invocation, why: &str) -> Report {
     let all_active = Root::open(&inv.global.root)
-        .map(|r| crate::manifests::inspect(&r).all_active())
+        .map(|r| crate::node::manifests::inspect(&r).all_active())
         .unwrap_or(false);
     let (code, json, message) = arguments_failed(
         inv,
-        crate::outcome::exit_code_for(crate::outcome::Outcome::Failed, all_active),
+        crate::rules::outcome::exit_code_for(crate::rules::outcome::Outcome::Failed, all_active),
         &format!("internal error (a panic): {why}"),
     );
     Report {
@@ -193,8 +196,8 @@ fn dispatch(inv: &Invocation) -> Report {
     if let Mode::Version = inv.mode {
         return Report {
             code: exit::OK,
-            json: crate::version::json(),
-            text: crate::version::text(),
+            json: crate::contract::version::json(),
+            text: crate::contract::version::text(),
         };
     }
     let root = match open_root(inv) {
@@ -203,12 +206,14 @@ fn dispatch(inv: &Invocation) -> Report {
     };
     match &inv.mode {
         Mode::Check { force, agent_state } => {
-            crate::check::run(&root, &inv.global, *force, agent_state.as_deref())
+            crate::modes::check::run(&root, &inv.global, *force, agent_state.as_deref())
         }
         Mode::Status { operation_id } => {
-            crate::status::view(&root, &inv.global, operation_id.as_ref())
+            crate::modes::status::view(&root, &inv.global, operation_id.as_ref())
         }
-        Mode::Fence { operation_id } => crate::status::fence(&root, &inv.global, operation_id),
+        Mode::Fence { operation_id } => {
+            crate::modes::status::fence(&root, &inv.global, operation_id)
+        }
         Mode::Renew {
             operation_id,
             force,
@@ -216,7 +221,7 @@ fn dispatch(inv: &Invocation) -> Report {
         } => renew(
             &root,
             inv,
-            crate::runbook::Request::V2 {
+            crate::modes::runbook::Request::V2 {
                 id: operation_id.clone(),
                 force: *force,
                 expect_ca: expect_ca_sha256.clone(),
@@ -225,14 +230,14 @@ fn dispatch(inv: &Invocation) -> Report {
         Mode::LegacyV1 { force } => renew(
             &root,
             inv,
-            crate::runbook::Request::Legacy { force: *force },
+            crate::modes::runbook::Request::Legacy { force: *force },
         ),
         Mode::Version => unreachable!("handled above"),
     }
 }
 
-fn renew(root: &Root, inv: &Invocation, req: crate::runbook::Request) -> Report {
-    let cancel = crate::signals::install();
-    let rt = crate::runtime::NodeRuntime::new(&inv.global.tools(), root, cancel.clone());
-    crate::runbook::run(root, &inv.global, &req, &rt, &cancel)
+fn renew(root: &Root, inv: &Invocation, req: crate::modes::runbook::Request) -> Report {
+    let cancel = crate::tools::signals::install();
+    let rt = crate::tools::runtime::NodeRuntime::new(&inv.global.tools(), root, cancel.clone());
+    crate::modes::runbook::run(root, &inv.global, &req, &rt, &cancel)
 }

@@ -3,11 +3,11 @@
 //! never a reason to stop or panic; a stdout nobody reads (a pipe that stays
 //! full) is given [`STDOUT_BUDGET`] and then abandoned, so the process still
 //! exits (SPEC 8, v1.1). Before the result, the logs get a bounded moment to
-//! reach stderr ([`crate::oplog::settle`]).
+//! reach stderr ([`crate::node::oplog::settle`]).
 
-use crate::component::Component;
 use crate::contract::{self, LeafStatus};
-use crate::manifests::ManifestsReport;
+use crate::node::manifests::ManifestsReport;
+use crate::rules::component::Component;
 use serde_json::Value;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -52,7 +52,7 @@ pub fn emit_text(s: &str) {
 /// writer racing for the pipe) cannot hold the process: it exits and the
 /// helper goes with it.
 fn emit_stdout(bytes: Vec<u8>) {
-    crate::oplog::settle(LOGS_FIRST);
+    crate::node::oplog::settle(LOGS_FIRST);
     let deadline = Instant::now() + STDOUT_BUDGET;
     let bytes = std::sync::Arc::new(bytes);
     let (tx, rx) = std::sync::mpsc::channel();

@@ -2,7 +2,7 @@
 //! what the tool needs, its own process group, a timeout, capped output, and
 //! cancellation polled while it runs. The caller's PATH is never trusted.
 
-use crate::signals::Cancel;
+use crate::tools::signals::Cancel;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

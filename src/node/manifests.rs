@@ -2,11 +2,11 @@
 //! staging), what else sits in the staging directories, and stray files in
 //! the manifests directory that kubelet would load as extra pods.
 
-use crate::component::Component;
 use crate::contract;
-use crate::fsx::{vet_stat, Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
-use crate::outcome::ManifestLocation;
-use crate::paths::{AGENT_STAGING_DIR, MANIFESTS_DIR, STAGING_DIR};
+use crate::node::fsx::{vet_stat, Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
+use crate::node::paths::{AGENT_STAGING_DIR, MANIFESTS_DIR, STAGING_DIR};
+use crate::rules::component::Component;
+use crate::rules::outcome::ManifestLocation;
 use std::collections::BTreeMap;
 
 /// One component's manifest, a staging directory, a stray: the contract's views.
@@ -99,7 +99,7 @@ pub fn manifest_present(dir: &Dir, name: &str) -> Result<bool, FsError> {
 
 fn staging_view(root: &Root, rel: &str) -> (Option<Dir>, StagingView) {
     let mut view = StagingView {
-        path: crate::paths::node(rel),
+        path: crate::node::paths::node(rel),
         exists: false,
         entries: Vec::new(),
         unexpected: Vec::new(),
@@ -138,7 +138,7 @@ pub fn inspect(root: &Root) -> ManifestsReport {
             None,
             Some(format!(
                 "{} does not exist",
-                crate::paths::node(MANIFESTS_DIR)
+                crate::node::paths::node(MANIFESTS_DIR)
             )),
         ),
         Err(e) => (None, Some(e.to_string())),
@@ -263,13 +263,13 @@ pub fn pod_component(bytes: &[u8]) -> Option<Component> {
 /// The value of `--<flag>` in the component's container of a static pod
 /// manifest (the container named `what`, else the first), read from its
 /// `command` and `args` as the component's flag library reads them
-/// ([`crate::flags`]: both forms, the last occurrence wins). The first
+/// ([`crate::rules::flags`]: both forms, the last occurrence wins). The first
 /// `command` item is the program itself.
 pub fn container_flag(
     bytes: &[u8],
     what: &str,
     flag: &str,
-    syntax: crate::flags::Syntax,
+    syntax: crate::rules::flags::Syntax,
 ) -> Result<Option<String>, String> {
     let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
         .map_err(|e| format!("{what} manifest does not parse: {e}"))?;
@@ -303,7 +303,7 @@ pub fn container_flag(
     // image's entrypoint is, and every item is an argument.
     let skip = usize::from(c.get("command").is_some() && !argv.is_empty());
     let name = flag.trim_start_matches('-');
-    let found = crate::flags::parse(&argv[skip..], syntax, &[name])
+    let found = crate::rules::flags::parse(&argv[skip..], syntax, &[name])
         .map_err(|e| format!("{what} manifest: {e}"))?;
     Ok(found.get(&name.replace('_', "-")).cloned())
 }
@@ -315,10 +315,10 @@ pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, String> {
         bytes,
         "kube-apiserver",
         "--secure-port",
-        crate::flags::Syntax::Pflag,
+        crate::rules::flags::Syntax::Pflag,
     )? {
         None => Ok(6443),
-        Some(v) => crate::flags::parse_int(&v)
+        Some(v) => crate::rules::flags::parse_int(&v)
             .and_then(|n| u16::try_from(n).ok())
             .filter(|n| *n > 0)
             .ok_or_else(|| format!("--secure-port={v} is not a port")),
@@ -332,7 +332,7 @@ pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
         bytes,
         "etcd",
         "--listen-client-urls",
-        crate::flags::Syntax::GoFlag,
+        crate::rules::flags::Syntax::GoFlag,
     )?
     else {
         return Ok(2379);

@@ -26,8 +26,8 @@
 //! parse refuses the rollback, naming it: an owner is never guessed from a
 //! damaged record.
 
-use crate::fsx::{Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
-use crate::paths::{PKI_DIR, STATE_DIR_MODE};
+use crate::node::fsx::{Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
+use crate::node::paths::{PKI_DIR, STATE_DIR_MODE};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -229,7 +229,10 @@ pub fn create(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize,
     parent.remove_tree(&partial)?;
     let dst = parent.mkdir(&partial, STATE_DIR_MODE)?;
     let pki = root.open_dir(PKI_DIR, Trust::TypeOnly)?.ok_or_else(|| {
-        BackupError::Refused(format!("{} does not exist", crate::paths::node(PKI_DIR)))
+        BackupError::Refused(format!(
+            "{} does not exist",
+            crate::node::paths::node(PKI_DIR)
+        ))
     })?;
     let mut count = 0;
     let mut record = Record::default();
@@ -358,7 +361,10 @@ pub fn restore(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize
         .open_subdir("pki", Trust::Strict)?
         .ok_or_else(|| BackupError::Refused("backup has no pki/".into()))?;
     let pki = root.open_dir(PKI_DIR, Trust::TypeOnly)?.ok_or_else(|| {
-        BackupError::Refused(format!("{} does not exist", crate::paths::node(PKI_DIR)))
+        BackupError::Refused(format!(
+            "{} does not exist",
+            crate::node::paths::node(PKI_DIR)
+        ))
     })?;
     restore_tree(&pki_src, &pki, "pki", record.as_ref(), &mut count)?;
     let kube = root

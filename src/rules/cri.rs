@@ -1,6 +1,6 @@
 //! The container runtime as crictl shows it, and etcd as etcdctl (run with
 //! `crictl exec` inside the etcd container) shows it. Parsing and the quorum
-//! rules are pure; running the tools is in [`crate::runtime`].
+//! rules are pure; running the tools is in [`crate::tools::runtime`].
 
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -1,10 +1,10 @@
 //! Reading the node's PKI: the three CAs (fingerprinted) and every leaf of
 //! SPEC section 2, with expiry relative to a clock and a threshold.
 
-use crate::clock;
 use crate::contract;
-use crate::fsx::{Root, Trust, NODE_FILE_MAX};
-use crate::pki::{self, CaId, KubeconfigCert, LeafKind, LeafSpec, ParsedCert};
+use crate::node::fsx::{Root, Trust, NODE_FILE_MAX};
+use crate::rules::clock;
+use crate::rules::pki::{self, CaId, KubeconfigCert, LeafKind, LeafSpec, ParsedCert};
 use std::collections::BTreeMap;
 use time::{Duration, OffsetDateTime};
 
@@ -57,7 +57,7 @@ pub fn read_cas(root: &Root) -> Vec<CaView> {
                             id,
                             sha256: Some(sha),
                             cert: None,
-                            error: Some(format!("{}: {e}", crate::paths::node(&path))),
+                            error: Some(format!("{}: {e}", crate::node::paths::node(&path))),
                         },
                     }
                 }
@@ -65,7 +65,10 @@ pub fn read_cas(root: &Root) -> Vec<CaView> {
                     id,
                     sha256: None,
                     cert: None,
-                    error: Some(format!("{} does not exist", crate::paths::node(&path))),
+                    error: Some(format!(
+                        "{} does not exist",
+                        crate::node::paths::node(&path)
+                    )),
                 },
                 Err(e) => CaView {
                     id,
@@ -86,7 +89,7 @@ pub fn ca_fingerprints(cas: &[CaView]) -> BTreeMap<String, String> {
 }
 
 fn read_leaf_cert(root: &Root, spec: &LeafSpec) -> Result<Option<ParsedCert>, String> {
-    let node = crate::paths::node(spec.path);
+    let node = crate::node::paths::node(spec.path);
     let bytes = match root.read_file(spec.path, NODE_FILE_MAX, Trust::TypeOnly) {
         Ok(Some(b)) => b,
         Ok(None) => return Ok(None),
@@ -140,7 +143,10 @@ pub fn read_leaves(root: &Root, cas: &[CaView]) -> Vec<LeafView> {
                 status: LeafStatus::Error,
                 cert: None,
                 chains_to_ca: None,
-                error: Some(format!("{} does not exist", crate::paths::node(spec.path))),
+                error: Some(format!(
+                    "{} does not exist",
+                    crate::node::paths::node(spec.path)
+                )),
             },
             Err(e) => LeafView {
                 spec: *spec,
@@ -200,7 +206,7 @@ impl PkiReport {
             .filter_map(|l| {
                 Some(contract::CertificateView {
                     name: leaf_name(&l.spec)?,
-                    path: crate::paths::node(l.spec.path),
+                    path: crate::node::paths::node(l.spec.path),
                     status: l.status,
                     ca: ca_name(l.spec.ca),
                     subject: l.cert.as_ref().map(|c| c.subject.clone()),
@@ -227,7 +233,7 @@ impl PkiReport {
             .iter()
             .map(|c| contract::CaView {
                 name: ca_name(c.id),
-                path: crate::paths::node(&c.id.cert_path()),
+                path: crate::node::paths::node(&c.id.cert_path()),
                 sha256: c.sha256.clone().map(contract::Sha256Hex),
                 not_after: c
                     .cert
@@ -303,7 +309,7 @@ impl PkiReport {
                     w.push(format!(
                         "leaf {} ({}) is not valid until {}: check the node's clock",
                         l.spec.name,
-                        crate::paths::node(l.spec.path),
+                        crate::node::paths::node(l.spec.path),
                         clock::rfc3339(cert.not_before)
                     ));
                 }
@@ -312,7 +318,7 @@ impl PkiReport {
                 w.push(format!(
                     "leaf {} ({}) is not signed by its CA {}",
                     l.spec.name,
-                    crate::paths::node(l.spec.path),
+                    crate::node::paths::node(l.spec.path),
                     l.spec.ca.name()
                 ));
             }
@@ -330,7 +336,7 @@ mod tests {
     //! leaves 2026-06-01 to 2027-06-01, etcd/peer.crt to 2027-03-01, CAs to
     //! 2035-01-01).
     use super::*;
-    use crate::runtime::double::node_tree;
+    use crate::tools::runtime::double::node_tree;
     use std::path::Path;
     use time::macros::datetime;
 

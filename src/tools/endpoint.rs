@@ -9,37 +9,14 @@
 //! `kubeletConfigFlagPrecedence`). So do we: the flags file first, then the
 //! configuration file (README, "Decisions").
 
-use crate::fsx::{Root, Trust, SMALL_FILE_MAX};
-use serde::Serialize;
+use crate::node::fsx::{Root, Trust, SMALL_FILE_MAX};
 
 pub const KUBELET_CONFIG: &str = "var/lib/kubelet/config.yaml";
 pub const KUBEADM_FLAGS: &str = "var/lib/kubelet/kubeadm-flags.env";
 
-/// Where the endpoint came from (reported in the renewal's output).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Source {
-    /// `--runtime-endpoint`.
-    Flag,
-    /// `--container-runtime-endpoint` in the kubelet's kubeadm-flags.env.
-    KubeadmFlags,
-    /// `containerRuntimeEndpoint` in the kubelet's config.yaml.
-    KubeletConfig,
-    /// None found: crictl's own configuration or defaults.
-    Crictl,
-}
-
-/// The endpoint crictl is run with, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RuntimeEndpoint {
-    /// None: crictl is given no `--runtime-endpoint`.
-    pub endpoint: Option<String>,
-    pub source: Source,
-    /// A kubelet file that could not be read or parsed (reported, not fatal:
-    /// the gate then fails naming the endpoint it tried).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
-}
+/// The endpoint crictl is run with, and why: the renewal prints it as is
+/// (`runtimeEndpoint`, SPEC 9).
+pub use crate::contract::{EndpointSource as Source, RuntimeEndpointUsed as RuntimeEndpoint};
 
 impl RuntimeEndpoint {
     /// How output names it: `unix:///run/containerd/containerd.sock (kubelet-config)`.
@@ -103,9 +80,9 @@ pub fn parse_kubeadm_flags(bytes: &[u8]) -> Result<Option<String>, String> {
             .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
             .unwrap_or(value);
         let argv: Vec<&str> = value.split_whitespace().collect();
-        let flags = crate::flags::parse(
+        let flags = crate::rules::flags::parse(
             &argv,
-            crate::flags::Syntax::Pflag,
+            crate::rules::flags::Syntax::Pflag,
             &["container-runtime-endpoint"],
         )?;
         if let Some(e) = flags.get("container-runtime-endpoint") {
@@ -149,7 +126,7 @@ pub fn resolve(root: &Root, flag: Option<&str>) -> RuntimeEndpoint {
                     }
                 }
                 Ok(None) => {}
-                Err(e) => warnings.push(format!("{}: {e}", crate::paths::node(rel))),
+                Err(e) => warnings.push(format!("{}: {e}", crate::node::paths::node(rel))),
             },
             Err(e) => warnings.push(e.to_string()),
         }

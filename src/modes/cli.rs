@@ -1,9 +1,9 @@
 //! The command line of SPEC section 1: clap derive types, and the pure
 //! validation that turns them into an [`Invocation`] (or a usage error).
 
-use crate::clock::{self, Clock};
-use crate::opid::OperationId;
-use crate::phase::CA_KEYS;
+use crate::rules::clock::{self, Clock};
+use crate::rules::opid::OperationId;
+use crate::rules::phase::CA_KEYS;
 use clap::{Parser, ValueEnum};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -137,7 +137,9 @@ impl Global {
             crictl: None,
             kubeadm_config: None,
             runtime_endpoint: None,
-            clock: crate::clock::Clock::fixed(time::macros::datetime!(2026-11-30 00:00:00 UTC)),
+            clock: crate::rules::clock::Clock::fixed(
+                time::macros::datetime!(2026-11-30 00:00:00 UTC),
+            ),
         }
     }
 }
@@ -277,8 +279,8 @@ fn timeout(
 
 impl Global {
     /// What the node's tools are given.
-    pub fn tools(&self) -> crate::runtime::ToolOptions<'_> {
-        crate::runtime::ToolOptions {
+    pub fn tools(&self) -> crate::tools::runtime::ToolOptions<'_> {
+        crate::tools::runtime::ToolOptions {
             root: &self.root,
             host_root: is_host_root(&self.root),
             crictl: self.crictl.as_deref(),
@@ -487,7 +489,7 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             .transpose()?,
         runtime_endpoint: match &cli.runtime_endpoint {
             None => None,
-            Some(e) if crate::endpoint::valid(e) => Some(e.clone()),
+            Some(e) if crate::tools::endpoint::valid(e) => Some(e.clone()),
             Some(e) => {
                 return Err(usage(
                     m,

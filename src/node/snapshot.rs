@@ -6,13 +6,13 @@
 //! Creates nothing. The check decides from it, the operator view judges
 //! from it, and both print the same views of it.
 
-use crate::agent::AgentIntent;
 use crate::contract as doc;
-use crate::fsx::Root;
-use crate::inspect::{self, LockReport, PhaseReport, ReceiptLookup, ReceiptSummary};
-use crate::manifests::{self, ManifestsReport};
-use crate::node_pki::{self, PkiReport};
-use crate::opid::OperationId;
+use crate::node::fsx::Root;
+use crate::node::inspect::{self, LockReport, PhaseReport, ReceiptLookup, ReceiptSummary};
+use crate::node::manifests::{self, ManifestsReport};
+use crate::node::node_pki::{self, PkiReport};
+use crate::rules::agent::AgentIntent;
+use crate::rules::opid::OperationId;
 
 /// What `completed/` holds, as the operator view shows it.
 #[derive(Debug, Clone, Default)]

@@ -2,15 +2,15 @@
 //! owner, the phase file (judged as a renewal would judge it), receipts,
 //! and the node agent's state file. Creates nothing.
 
-use crate::agent::{self, AgentIntent};
 use crate::contract as doc;
-use crate::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
-use crate::lock::{self, OwnerInfo, Probe};
-use crate::opid::OperationId;
-use crate::paths::{AGENT_STATE_FILE, PHASE_FILE};
-use crate::phase::{self, PhaseFile};
-use crate::receipt;
-use crate::statedir::StateDir;
+use crate::node::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
+use crate::node::lock::{self, OwnerInfo, Probe};
+use crate::node::paths::{AGENT_STATE_FILE, PHASE_FILE};
+use crate::node::statedir::StateDir;
+use crate::rules::agent::{self, AgentIntent};
+use crate::rules::opid::OperationId;
+use crate::rules::phase::{self, PhaseFile};
+use crate::rules::receipt;
 
 /// How many recent receipts the operator view lists.
 pub const RECENT_RECEIPTS: usize = 20;
@@ -25,7 +25,7 @@ pub fn open_completed(state: &Dir) -> Result<Option<Dir>, FsError> {
     StateDir::new(state).completed()
 }
 
-pub use crate::resume::ReceiptLookup;
+pub use crate::rules::resume::ReceiptLookup;
 
 impl ReceiptLookup {
     /// As the read-only modes print it (None: absent).
@@ -94,7 +94,7 @@ impl RunbookIntent {
 /// Pure: judge a parsed phase file, given the receipt of the operation it
 /// names: the resume rule (`resume::resume`) asked by an observer.
 pub fn judge(phase: Option<&PhaseFile>, receipt_of_phase_op: &ReceiptLookup) -> RunbookIntent {
-    use crate::resume::{resume, Asker, Resume};
+    use crate::rules::resume::{resume, Asker, Resume};
     let Some(p) = phase else {
         return RunbookIntent::Absent;
     };
@@ -124,7 +124,7 @@ impl PhaseReport {
     /// As the read-only modes print it.
     pub fn view(&self) -> doc::PhaseFileView {
         let mut v = doc::PhaseFileView {
-            path: crate::paths::state(PHASE_FILE),
+            path: crate::node::paths::state(PHASE_FILE),
             status: match (&self.file, &self.intent) {
                 (_, RunbookIntent::Malformed(_)) => doc::PhaseFileStatus::Malformed,
                 (None, _) => doc::PhaseFileStatus::Absent,
@@ -195,7 +195,7 @@ impl PhaseReport {
                         let started = i64::try_from(l.started)
                             .ok()
                             .and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok())
-                            .map(crate::clock::rfc3339)
+                            .map(crate::rules::clock::rfc3339)
                             .unwrap_or_else(|| format!("unix {}", l.started));
                         format!("legacy five-line (pid {}, started {started})", l.pid)
                     }
@@ -244,7 +244,7 @@ pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
                 receipt_of_phase_op: ReceiptLookup::Absent,
                 intent: RunbookIntent::Malformed(format!(
                     "{}: {e}",
-                    crate::paths::state(PHASE_FILE)
+                    crate::node::paths::state(PHASE_FILE)
                 )),
             }
         }
@@ -299,7 +299,7 @@ impl LockReport {
         };
         let held = self.is_held();
         doc::LockView {
-            path: crate::paths::state(crate::paths::LOCK_FILE),
+            path: crate::node::paths::state(crate::node::paths::LOCK_FILE),
             state,
             held,
             holder: if held { owner.clone() } else { None },
@@ -330,7 +330,7 @@ pub fn read_lock(state: Option<&Dir>) -> LockReport {
 /// (relative to the root); a named path that does not exist is unknown.
 pub fn read_agent(root: &Root, named: Option<&str>) -> (String, AgentIntent) {
     let rel = named.unwrap_or(AGENT_STATE_FILE);
-    let path = crate::paths::node(rel);
+    let path = crate::node::paths::node(rel);
     let intent = match root.read_file(rel, SMALL_FILE_MAX, Trust::TypeOnly) {
         Ok(None) if named.is_some() => AgentIntent::Unknown {
             reason: format!("{path} does not exist"),
@@ -486,11 +486,11 @@ pub(crate) mod state_files {
     //! The state directory's files as a renewal leaves them (phase file,
     //! receipts), for the tests of the modes that read them.
     use super::*;
-    use crate::component::Component;
-    use crate::outcome::{ManifestLocation, Outcome, Phase};
-    use crate::paths::{COMPLETED_DIR, STATE_DIR};
-    use crate::phase::{LegacyPhase, PhaseState, PhaseV2, CA_KEYS};
-    use crate::receipt::Receipt;
+    use crate::node::paths::{COMPLETED_DIR, STATE_DIR};
+    use crate::rules::component::Component;
+    use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
+    use crate::rules::phase::{LegacyPhase, PhaseState, PhaseV2, CA_KEYS};
+    use crate::rules::receipt::Receipt;
     use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};
 
@@ -592,10 +592,10 @@ mod tests {
     //! its owner, the agent's intent; and none of it creates anything.
     use super::state_files::*;
     use super::*;
-    use crate::component::Component;
-    use crate::outcome::Outcome;
-    use crate::paths::{COMPLETED_DIR, STATE_DIR};
-    use crate::phase::PhaseState;
+    use crate::node::paths::{COMPLETED_DIR, STATE_DIR};
+    use crate::rules::component::Component;
+    use crate::rules::outcome::Outcome;
+    use crate::rules::phase::PhaseState;
     use serde_json::Value;
     use std::path::Path;
 

@@ -2,16 +2,16 @@
 //! Every wait polls at a short interval to a deadline and checks the cancel
 //! flag; structural refusals (two voters, a learner, not a voter) end at once.
 
-use crate::component::Component;
-use crate::cri::{self, Container, EtcdVerdict, Listing, Sandbox};
-use crate::fsx::{Root, Trust, NODE_FILE_MAX};
-use crate::manifests;
-use crate::outcome::Phase;
-use crate::paths::MANIFESTS_DIR;
-use crate::pki::{self, KubeconfigCert};
-use crate::runtime::{RtError, Runtime};
-use crate::signals::Cancel;
-use crate::tlsprobe::TlsIdentity;
+use crate::node::fsx::{Root, Trust, NODE_FILE_MAX};
+use crate::node::manifests;
+use crate::node::paths::MANIFESTS_DIR;
+use crate::rules::component::Component;
+use crate::rules::cri::{self, Container, EtcdVerdict, Listing, Sandbox};
+use crate::rules::outcome::Phase;
+use crate::rules::pki::{self, KubeconfigCert};
+use crate::tools::runtime::{RtError, Runtime};
+use crate::tools::signals::Cancel;
+use crate::tools::tlsprobe::TlsIdentity;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -193,7 +193,7 @@ impl Sandboxes {
 fn read(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
     root.read_file(rel, NODE_FILE_MAX, Trust::TypeOnly)
         .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("{} does not exist", crate::paths::node(rel)))
+        .ok_or_else(|| format!("{} does not exist", crate::node::paths::node(rel)))
 }
 
 /// The identity to probe kube-apiserver with: pki/ca.crt and admin.conf's
@@ -257,7 +257,7 @@ impl Health<'_> {
                 return Err(format!(
                     "etcdctl {} failed ({}): {}",
                     cmd.join(" "),
-                    crate::proc::describe_exit(out.code),
+                    crate::tools::proc::describe_exit(out.code),
                     out.stderr_tail()
                 ));
             }
@@ -467,7 +467,7 @@ impl Health<'_> {
         );
         backoff.polls += 1;
         let mut watched = match self.rt.container_pid(old, left()) {
-            Ok(pid) => pid.and_then(crate::pidwatch::PidFd::open),
+            Ok(pid) => pid.and_then(crate::tools::pidwatch::PidFd::open),
             Err(RtError::Unreachable(m)) => {
                 return Err(GateError::Structural {
                     phase: Phase::Restart(c),
@@ -526,14 +526,16 @@ impl Health<'_> {
                     match fd.wait(until, self.cancel) {
                         // Gone: the runtime may take a moment to say so,
                         // polled densely from here.
-                        crate::pidwatch::Waited::Exited => {
+                        crate::tools::pidwatch::Waited::Exited => {
                             backoff = Backoff {
                                 polls: backoff.polls,
                                 ..Backoff::default()
                             }
                         }
-                        crate::pidwatch::Waited::TimedOut => watched = Some(fd),
-                        crate::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
+                        crate::tools::pidwatch::Waited::TimedOut => watched = Some(fd),
+                        crate::tools::pidwatch::Waited::Cancelled => {
+                            return Err(GateError::Cancelled)
+                        }
                     }
                 }
                 None => sleep_until(deadline, backoff.pause(), self.cancel),
@@ -555,7 +557,7 @@ impl Health<'_> {
         old: &str,
         deadline: Instant,
         timeout: Duration,
-        created: Option<&crate::pidwatch::NewContainers>,
+        created: Option<&crate::tools::pidwatch::NewContainers>,
     ) -> Result<String, GateError> {
         let t0 = Instant::now();
         let mut backoff = Backoff::default();
@@ -643,15 +645,15 @@ impl Health<'_> {
             };
             match until {
                 Some((w, until)) => match w.wait(c.name(), until.min(deadline), self.cancel) {
-                    crate::pidwatch::Waited::Exited => {
+                    crate::tools::pidwatch::Waited::Exited => {
                         after_event = true;
                         backoff = Backoff {
                             polls: backoff.polls,
                             ..Backoff::default()
                         }
                     }
-                    crate::pidwatch::Waited::TimedOut => {}
-                    crate::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
+                    crate::tools::pidwatch::Waited::TimedOut => {}
+                    crate::tools::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
                 },
                 None => sleep_until(deadline, pause, self.cancel),
             }
@@ -686,11 +688,11 @@ pub fn short(id: &str) -> &str {
 #[allow(clippy::disallowed_methods)] // tests run real child processes and read their temp node
 mod tests {
     //! The back-off schedule and the single-listing gate against the test
-    //! double of the runtime ([`crate::runtime::double`]), which counts its
+    //! double of the runtime ([`crate::tools::runtime::double`]), which counts its
     //! calls.
     use super::*;
-    use crate::cri::Listing;
-    use crate::runtime::double::{self, container, sandbox, Double};
+    use crate::rules::cri::Listing;
+    use crate::tools::runtime::double::{self, container, sandbox, Double};
 
     #[test]
     fn backoff_is_dense_first_then_capped() {
@@ -917,10 +919,14 @@ mod tests {
         let run = |trusted: bool| -> (u32, u32) {
             let rt = waits();
             let sandboxes = Sandboxes::default();
-            let watch = crate::pidwatch::NewContainers::watch(&logs, trusted).unwrap();
+            let watch = crate::tools::pidwatch::NewContainers::watch(&logs, trusted).unwrap();
             let link = logs.join(format!(
                 "kube-scheduler-cp-1_kube-system_kube-scheduler{}",
-                crate::pidwatch::NewContainers::link_suffix(if trusted { "n1" } else { "n2" })
+                crate::tools::pidwatch::NewContainers::link_suffix(if trusted {
+                    "n1"
+                } else {
+                    "n2"
+                })
             ));
             let id = std::thread::scope(|s| {
                 s.spawn(|| {

@@ -1,15 +1,15 @@
 //! `--check`: the read-only preflight of SPEC section 5. Gathers facts
 //! (never writing or creating anything), then decides with a pure function.
 
-use crate::agent::AgentIntent;
-use crate::cli::Global;
 use crate::contract::{self as doc, CheckFailure, Decision, Executor};
-use crate::fsx::Root;
-use crate::inspect::RunbookIntent;
-use crate::manifests::ManifestsReport;
-use crate::outcome::exit;
-use crate::output::{self, Report};
-use crate::snapshot::NodeSnapshot;
+use crate::modes::cli::Global;
+use crate::modes::output::{self, Report};
+use crate::node::fsx::Root;
+use crate::node::inspect::RunbookIntent;
+use crate::node::manifests::ManifestsReport;
+use crate::node::snapshot::NodeSnapshot;
+use crate::rules::agent::AgentIntent;
+use crate::rules::outcome::exit;
 use time::OffsetDateTime;
 
 /// The facts the decision rests on (pure input).
@@ -298,7 +298,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
 
     let document = doc::CheckDocument {
         mode: doc::CheckMode::Check,
-        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: doc::Null,
         outcome: verdict.decision,
         decision: verdict.decision,
@@ -307,10 +307,10 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         failure: verdict.failure,
         reasons: verdict.reasons,
         warnings: verdict.warnings,
-        message: doc::Message(crate::receipt::bounded_message(&message)),
+        message: doc::Message(crate::rules::receipt::bounded_message(&message)),
         force,
         threshold_days: threshold,
-        now: doc::Timestamp(crate::clock::rfc3339(now)),
+        now: doc::Timestamp(crate::rules::clock::rfc3339(now)),
         agent_state: s.agent_view(),
         phase_file: s.phase.view(),
         lock: s.lock.view(),

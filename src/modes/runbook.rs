@@ -3,36 +3,36 @@
 //! manifest on every failure path, and exactly one receipt per V2 operation
 //! that got past its own-receipt check.
 
-use crate::backup;
-use crate::cli::Global;
-use crate::clock;
-use crate::component::Component;
 use crate::contract::{
     self, CaSha256, CertificateChange, ConstBool, EarlyOutcome, EarlyPhase, EmptyObject,
     EtcdVoters, LeafName, ManifestLocations, Message, Null, RenewEarlyFailure, RenewMode,
     RenewOnly, RenewReplay, RenewResult, Restart, Timestamp,
 };
-use crate::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX};
-use crate::health::{self, GateError, GateOk, Health};
-use crate::inspect::{self, ReceiptLookup};
-use crate::lock::{self, LockError};
-use crate::manifests;
-use crate::node_pki::{self, PkiReport};
-use crate::opid::OperationId;
-use crate::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
-use crate::output::Report;
-use crate::paths::{BACKUP_DIR, BACKUP_V1_DIR, PHASE_FILE, STATE_FILE_MODE};
-use crate::phase::{
+use crate::modes::cli::Global;
+use crate::modes::output::Report;
+use crate::node::backup;
+use crate::node::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX};
+use crate::node::inspect::{self, ReceiptLookup};
+use crate::node::lock::{self, LockError};
+use crate::node::manifests;
+use crate::node::node_pki::{self, PkiReport};
+use crate::node::paths::{BACKUP_DIR, BACKUP_V1_DIR, PHASE_FILE, STATE_FILE_MODE};
+use crate::node::staging::{Dirs, Restore};
+use crate::node::statedir::{CheckedReceipt, StateDir};
+use crate::rules::clock;
+use crate::rules::component::Component;
+use crate::rules::opid::OperationId;
+use crate::rules::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
+use crate::rules::phase::{
     self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS, LEGACY_FORMAT,
     V2_FORMAT,
 };
-use crate::pki::{self, LeafKind};
-use crate::receipt::{self, Receipt};
-use crate::resume::{resume, Asker, Resume, Start};
-use crate::runtime::Runtime;
-use crate::signals::Cancel;
-use crate::staging::{Dirs, Restore};
-use crate::statedir::{CheckedReceipt, StateDir};
+use crate::rules::pki::{self, LeafKind};
+use crate::rules::receipt::{self, Receipt};
+use crate::rules::resume::{resume, Asker, Resume, Start};
+use crate::tools::health::{self, GateError, GateOk, Health};
+use crate::tools::runtime::Runtime;
+use crate::tools::signals::Cancel;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -246,11 +246,11 @@ impl Env<'_> {
         if id.is_empty() {
             return false;
         }
-        let suffix = crate::pidwatch::NewContainers::link_suffix(id);
+        let suffix = crate::tools::pidwatch::NewContainers::link_suffix(id);
         let mut found = false;
         if let Ok(Some(d)) = self.root.open_dir(
-            crate::paths::CONTAINER_LOGS_DIR,
-            crate::fsx::Trust::TypeOnly,
+            crate::node::paths::CONTAINER_LOGS_DIR,
+            crate::node::fsx::Trust::TypeOnly,
         ) {
             let _ = d.for_each_name(|n| found |= n.ends_with(&suffix));
         }
@@ -274,7 +274,7 @@ impl Env<'_> {
             failed_component: failed,
             manifests: m.receipt_locations(),
             finished_at: clock::rfc3339(self.now()),
-            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
             ca_sha256: node_pki::ca_fingerprints(&node_pki::read_cas(self.root)),
         }
     }
@@ -310,7 +310,7 @@ impl PhaseWriter {
         let file = phase::parse_phase_file(&bytes).map_err(|e| {
             fail(
                 Phase::PhaseFile,
-                format!("{}: {e}", crate::paths::state(PHASE_FILE)),
+                format!("{}: {e}", crate::node::paths::state(PHASE_FILE)),
             )
         })?;
         let asker = match env.req {
@@ -578,7 +578,7 @@ impl Run<'_> {
     ) -> RenewResult {
         RenewResult {
             mode: self.env.req.mode(),
-            runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
             operation_id: self.env.req.id().map(contract::OperationId::from),
             outcome: end.outcome,
             phase: end.phase.into(),
@@ -586,11 +586,7 @@ impl Run<'_> {
             failed_component: end.failed_component,
             replayed: ConstBool,
             receipt_written: end.receipt_written,
-            runtime_endpoint: self
-                .env
-                .rt
-                .endpoint()
-                .map(contract::RuntimeEndpointUsed::from),
+            runtime_endpoint: self.env.rt.endpoint().cloned(),
             resumed_from: self
                 .phase
                 .resumed_from
@@ -706,7 +702,7 @@ impl Run<'_> {
                 m.runbook_staging.path
             ));
         }
-        if let Some(e) = crate::staging::mount_mismatch(self.env.root) {
+        if let Some(e) = crate::node::staging::mount_mismatch(self.env.root) {
             conflicts.push(e);
         }
         if !conflicts.is_empty() {
@@ -760,7 +756,7 @@ impl Run<'_> {
         let clock_now = self.env.now();
         for ca in &cas {
             let Some(cert) = &ca.cert else { continue };
-            let path = crate::paths::node(&ca.id.cert_path());
+            let path = crate::node::paths::node(&ca.id.cert_path());
             if cert.not_after <= clock_now {
                 return Err(fail(
                     Phase::CaCheck,
@@ -854,16 +850,27 @@ impl Run<'_> {
                 LeafKind::Pem => self
                     .env
                     .root
-                    .read_file(l.spec.key_path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                    .read_file(
+                        l.spec.key_path,
+                        crate::node::fsx::NODE_FILE_MAX,
+                        Trust::TypeOnly,
+                    )
                     .map_err(|e| e.to_string())?
                     .ok_or_else(|| {
-                        format!("{} does not exist", crate::paths::node(l.spec.key_path))
+                        format!(
+                            "{} does not exist",
+                            crate::node::paths::node(l.spec.key_path)
+                        )
                     })?,
                 LeafKind::Kubeconfig => {
                     let conf = self
                         .env
                         .root
-                        .read_file(l.spec.path, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                        .read_file(
+                            l.spec.path,
+                            crate::node::fsx::NODE_FILE_MAX,
+                            Trust::TypeOnly,
+                        )
                         .map_err(|e| e.to_string())?
                         .unwrap_or_default();
                     pki::kubeconfig_client_key(&conf)
@@ -911,7 +918,7 @@ impl Run<'_> {
             }
             Ok(out) => Err(format!(
                 "kubeadm certs renew all failed ({}): {}",
-                crate::proc::describe_exit(out.code),
+                crate::tools::proc::describe_exit(out.code),
                 out.stderr_tail()
             )),
             Err(e) => Err(e.to_string()),
@@ -971,12 +978,12 @@ impl Run<'_> {
         crate::crash_point!("restart-after-stop");
         // Watch for the kubelet's new container before the manifest goes
         // back, so that its creation cannot slip by (a wake-up hint only).
-        let created = crate::pidwatch::NewContainers::watch(
+        let created = crate::tools::pidwatch::NewContainers::watch(
             &self
                 .env
                 .root
                 .host_path()
-                .join(crate::paths::CONTAINER_LOGS_DIR),
+                .join(crate::node::paths::CONTAINER_LOGS_DIR),
             linked,
         );
         match staged
@@ -1049,7 +1056,7 @@ impl Run<'_> {
         let served = |what: &str,
                       port: Result<u16, String>,
                       name: &str,
-                      id: Result<crate::tlsprobe::TlsIdentity, String>,
+                      id: Result<crate::tools::tlsprobe::TlsIdentity, String>,
                       disk: &str|
          -> Result<(), Fail> {
             let port = port.map_err(|e| fail(Phase::Postflight, e))?;
@@ -1069,7 +1076,7 @@ impl Run<'_> {
             let disk_pem = self
                 .env
                 .root
-                .read_file(disk, crate::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                .read_file(disk, crate::node::fsx::NODE_FILE_MAX, Trust::TypeOnly)
                 .map_err(|e| fail(Phase::Postflight, e.to_string()))?
                 .unwrap_or_default();
             let disk_der = pki::parse_pem_certificate(&disk_pem)
@@ -1080,7 +1087,7 @@ impl Run<'_> {
                     Phase::Postflight,
                     format!(
                         "{what} does not serve the renewed certificate {}",
-                        crate::paths::node(disk)
+                        crate::node::paths::node(disk)
                     ),
                 ));
             }
@@ -1193,7 +1200,7 @@ fn early_failure(
 ) -> Report {
     let doc = RenewEarlyFailure {
         mode: req.mode(),
-        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: req.id().map(contract::OperationId::from),
         outcome,
         phase,
@@ -1229,7 +1236,7 @@ fn replay_report(r: &Receipt) -> Report {
     let receipt = contract::Receipt::from(r);
     let doc = RenewReplay {
         mode: RenewOnly::Renew,
-        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: receipt.operation_id.clone(),
         outcome: receipt.outcome,
         phase: receipt.phase,
@@ -1263,7 +1270,7 @@ fn cert_rows(
     after: Option<&PkiReport>,
     now: time::OffsetDateTime,
 ) -> Vec<CertificateChange> {
-    crate::pki::LEAVES
+    crate::rules::pki::LEAVES
         .iter()
         .zip(LeafName::SPEC_ORDER)
         .map(|(spec, name)| {
@@ -1276,7 +1283,7 @@ fn cert_rows(
             let a = find(after);
             CertificateChange {
                 name,
-                path: crate::paths::node(spec.path),
+                path: crate::node::paths::node(spec.path),
                 not_after_before: b.map(|t| Timestamp(clock::rfc3339(t))),
                 not_after_after: a.map(|t| Timestamp(clock::rfc3339(t))),
                 days_left_before: b.map(|t| clock::days_until(now, t)),
@@ -1366,7 +1373,7 @@ fn lock_and_log(
         .logs_or_create()
         .and_then(|d| d.open_append(&log_name, STATE_FILE_MODE))
     {
-        Ok(f) => crate::oplog::set_file(f),
+        Ok(f) => crate::node::oplog::set_file(f),
         Err(e) => tracing::warn!("cannot open the operation log: {e}"),
     }
     tracing::info!(
@@ -1588,8 +1595,8 @@ fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
                 false,
                 Some(format!(
                     "{c} manifest is neither in {} nor in {}",
-                    crate::paths::node(crate::paths::MANIFESTS_DIR),
-                    crate::paths::node(crate::paths::STAGING_DIR)
+                    crate::node::paths::node(crate::node::paths::MANIFESTS_DIR),
+                    crate::node::paths::node(crate::node::paths::STAGING_DIR)
                 )),
             )
         }
@@ -1778,7 +1785,7 @@ fn result_text(run: &Run<'_>, end: &Ending) -> String {
                 format!("{}ms", r.total_ms),
             ]);
         }
-        crate::output::table(&mut text, &rows);
+        crate::modes::output::table(&mut text, &rows);
     }
     text
 }
@@ -1787,13 +1794,13 @@ fn result_text(run: &Run<'_>, end: &Ending) -> String {
 #[allow(clippy::disallowed_methods, clippy::print_stderr)] // tests use their temp node directly and say when they skip
 mod tests {
     //! The runbook's rules against the test double of the node's runtime
-    //! ([`crate::runtime::double`]): a synchronous "kubelet" that derives
+    //! ([`crate::tools::runtime::double`]): a synchronous "kubelet" that derives
     //! containers from where the manifests are, a healthy single-member
     //! etcd, and a kubeadm that succeeds or fails as told. No processes, no
     //! root.
     use super::*;
-    use crate::cli::Global;
-    use crate::runtime::double::{self, Double};
+    use crate::modes::cli::Global;
+    use crate::tools::runtime::double::{self, Double};
     use std::os::unix::fs::PermissionsExt;
 
     fn setup(

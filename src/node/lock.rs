@@ -4,11 +4,11 @@
 //! Shape of cargo's `util/flock.rs`: try once; if held, say "waiting for lock
 //! held by ..." once on stderr, poll to a deadline, then a typed timeout.
 
-use crate::clock;
 use crate::contract::{LockOwnerFile, OperationId, OwnerMode, Timestamp};
-use crate::fsx::{Dir, FsError, Trust};
-use crate::paths::{LOCK_FILE, STATE_FILE_MODE};
-use crate::statedir::StateDir;
+use crate::node::fsx::{Dir, FsError, Trust};
+use crate::node::paths::{LOCK_FILE, STATE_FILE_MODE};
+use crate::node::statedir::StateDir;
+use crate::rules::clock;
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode};
@@ -176,7 +176,7 @@ fn open_lock(state: &Dir, create: bool) -> Result<Option<File>, FsError> {
         errno: e,
     })?;
     // Reuse the shared vetting through a fake read: type, owner and mode.
-    crate::fsx::vet_stat(&path, &st, crate::fsx::Kind::File, Trust::Strict)?;
+    crate::node::fsx::vet_stat(&path, &st, crate::node::fsx::Kind::File, Trust::Strict)?;
     if create {
         state.sync()?;
     }
@@ -296,8 +296,8 @@ mod tests {
     //! nothing, and no lock file followed through a symlink or trusted when
     //! others may write it.
     use super::*;
-    use crate::fsx::Root;
-    use crate::paths::{OWNER_FILE, STATE_DIR};
+    use crate::node::fsx::Root;
+    use crate::node::paths::{OWNER_FILE, STATE_DIR};
     use std::os::unix::fs::PermissionsExt;
 
     const NOW: time::OffsetDateTime = time::macros::datetime!(2026-11-30 00:00:00 UTC);
@@ -307,7 +307,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = Root::open(t.path()).unwrap();
         let state = root
-            .create_dir_all(STATE_DIR, crate::paths::STATE_DIR_MODE, Trust::Strict)
+            .create_dir_all(STATE_DIR, crate::node::paths::STATE_DIR_MODE, Trust::Strict)
             .unwrap();
         (t, state)
     }

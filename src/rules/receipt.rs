@@ -1,10 +1,10 @@
 //! Receipts (SPEC section 3): `state/completed/<ID>.json`. Pure.
 
-use crate::component::Component;
 use crate::contract;
-use crate::opid::{excerpt, OperationId};
-use crate::outcome::{ManifestLocation, Outcome, Phase};
-use crate::phase::{
+use crate::rules::component::Component;
+use crate::rules::opid::{excerpt, OperationId};
+use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
+use crate::rules::phase::{
     check_ca_map, check_keys, check_time, get_ca_map, get_id, get_opt_component, get_str, get_time,
     parse_json_strict, pretty_json_line, CA_KEYS,
 };
@@ -239,7 +239,7 @@ pub fn bounded_message(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::phase::CA_KEYS;
+    use crate::rules::phase::CA_KEYS;
 
     const H1: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 

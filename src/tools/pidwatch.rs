@@ -14,7 +14,7 @@
 //! Both are wake-up hints only: what the runbook reports is always what a
 //! crictl listing then shows.
 
-use crate::signals::Cancel;
+use crate::tools::signals::Cancel;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};

@@ -7,11 +7,11 @@
 //! `fsx` (and the flock to `lock`). Borrowing the open directory keeps the
 //! callers' `Dir` and the order of their syscalls as they are.
 
-use crate::fsx::{Dir, FsResult, Root, Trust, SMALL_FILE_MAX};
-use crate::paths::{
+use crate::node::fsx::{Dir, FsResult, Root, Trust, SMALL_FILE_MAX};
+use crate::node::paths::{
     COMPLETED_DIR, LOG_DIR, OWNER_FILE, PHASE_FILE, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
 };
-use crate::receipt::{self, Receipt};
+use crate::rules::receipt::{self, Receipt};
 
 /// The open state directory.
 #[derive(Debug, Clone, Copy)]
@@ -119,11 +119,11 @@ impl<'a> StateDir<'a> {
 #[allow(clippy::disallowed_methods)] // tests look at their temp state directory directly
 mod tests {
     use super::*;
-    use crate::component::Component;
-    use crate::fsx::{FsError, Root};
-    use crate::opid::OperationId;
-    use crate::outcome::{ManifestLocation, Outcome, Phase};
-    use crate::paths::STATE_DIR;
+    use crate::node::fsx::{FsError, Root};
+    use crate::node::paths::STATE_DIR;
+    use crate::rules::component::Component;
+    use crate::rules::opid::OperationId;
+    use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 
     fn receipt() -> Receipt {
         Receipt {
@@ -167,7 +167,7 @@ mod tests {
         let again = StateDir::write_once(&completed, CheckedReceipt::check(&r).unwrap());
         assert!(matches!(again, Err(FsError::Exists { .. })), "{again:?}");
         let bytes = completed
-            .read_file("op-1.json", crate::fsx::SMALL_FILE_MAX, Trust::Strict)
+            .read_file("op-1.json", crate::node::fsx::SMALL_FILE_MAX, Trust::Strict)
             .unwrap()
             .unwrap();
         assert_eq!(bytes, receipt::render_receipt(&r));

@@ -1,8 +1,8 @@
 //! Outcomes, phases (the closed list of SPEC section 3), manifest locations,
 //! and the exit codes of SPEC section 7. Pure.
 
-use crate::component::Component;
-use crate::opid::excerpt;
+use crate::rules::component::Component;
+use crate::rules::opid::excerpt;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;

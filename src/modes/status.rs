@@ -1,23 +1,23 @@
 //! `--status-only` (SPEC section 6): the operator view (read-only) and the
 //! controller's fencing check (`--operation-id ID --fence`).
 
-use crate::check::agent_summary;
-use crate::cli::Global;
-use crate::component::Component;
 use crate::contract as doc;
-use crate::fsx::{Dir, FsError, Root};
-use crate::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
-use crate::lock::{self, LockError};
-use crate::manifests::{self, ManifestsReport};
-use crate::node_pki;
-use crate::opid::OperationId;
-use crate::outcome::{exit, Outcome, Phase};
-use crate::output::{self, Report};
-use crate::paths::{MANIFESTS_DIR, STAGING_DIR};
-use crate::phase::{PhaseFile, PhaseState};
-use crate::receipt::{self, Receipt};
-use crate::snapshot::{NodeSnapshot, Receipts};
-use crate::statedir::{CheckedReceipt, StateDir};
+use crate::modes::check::agent_summary;
+use crate::modes::cli::Global;
+use crate::modes::output::{self, Report};
+use crate::node::fsx::{Dir, FsError, Root};
+use crate::node::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
+use crate::node::lock::{self, LockError};
+use crate::node::manifests::{self, ManifestsReport};
+use crate::node::node_pki;
+use crate::node::paths::{MANIFESTS_DIR, STAGING_DIR};
+use crate::node::snapshot::{NodeSnapshot, Receipts};
+use crate::node::statedir::{CheckedReceipt, StateDir};
+use crate::rules::component::Component;
+use crate::rules::opid::OperationId;
+use crate::rules::outcome::{exit, Outcome, Phase};
+use crate::rules::phase::{PhaseFile, PhaseState};
+use crate::rules::receipt::{self, Receipt};
 
 /// What a fencing check would do (pure). Every outcome reached with the
 /// lock held puts back `restore` first: the manifests a dead run left staged
@@ -143,7 +143,7 @@ pub fn not_clean_reasons(
         RunbookIntent::Malformed(e) => v.push(format!("phase file: {e}")),
         _ => {}
     }
-    v.extend(crate::check::manifest_problems(m));
+    v.extend(crate::modes::check::manifest_problems(m));
     for (view, who) in [
         (&m.runbook_staging, "runbook"),
         (&m.agent_staging, "node agent"),
@@ -294,7 +294,7 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
 
     let document = doc::StatusDocument {
         mode: doc::StatusMode::Status,
-        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: id.map(|i| doc::OperationId(i.as_str().to_string())),
         fence: doc::ConstBool,
         outcome: if clean {
@@ -309,7 +309,7 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
             format!("node is not clean: {}", reasons.join("; "))
         })),
         reasons,
-        now: doc::Timestamp(crate::clock::rfc3339(now)),
+        now: doc::Timestamp(crate::rules::clock::rfc3339(now)),
         threshold_days: threshold,
         lock: s.lock.view(),
         phase_file: s.phase.view(),
@@ -464,9 +464,9 @@ fn put_back(
         .map(|(c, _)| {
             format!(
                 "{}/{} is staged while {}/{} is active; both left alone, an operator must keep exactly one",
-                crate::paths::node(STAGING_DIR),
+                crate::node::paths::node(STAGING_DIR),
                 c.manifest_file(),
-                crate::paths::node(MANIFESTS_DIR),
+                crate::node::paths::node(MANIFESTS_DIR),
                 c.manifest_file()
             )
         })
@@ -495,17 +495,17 @@ fn put_back(
         pb.failed = Some(e);
     }
     for &c in restore {
-        let moved = crate::staging::Dirs::open(root, false).and_then(|d| d.unstage(c));
+        let moved = crate::node::staging::Dirs::open(root, false).and_then(|d| d.unstage(c));
         match moved {
-            Ok(crate::staging::Restore::Restored)
-            | Ok(crate::staging::Restore::DroppedIdenticalCopy) => {
+            Ok(crate::node::staging::Restore::Restored)
+            | Ok(crate::node::staging::Restore::DroppedIdenticalCopy) => {
                 tracing::info!(
                     component = c.name(),
                     "put back the staged manifest a dead run left"
                 );
                 pb.restored.push(c);
             }
-            Ok(crate::staging::Restore::Conflict(conflict)) => pb.conflicts.push(conflict),
+            Ok(crate::node::staging::Restore::Conflict(conflict)) => pb.conflicts.push(conflict),
             Err(e) => {
                 let f = format!("putting back {c} failed: {e}");
                 pb.failed = Some(match pb.failed.take() {
@@ -653,8 +653,8 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 message: receipt::bounded_message(&message),
                 failed_component,
                 manifests: after.receipt_locations(),
-                finished_at: crate::clock::rfc3339(now),
-                runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+                finished_at: crate::rules::clock::rfc3339(now),
+                runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
                 ca_sha256: node_pki::ca_fingerprints(&cas),
             };
             let pb = PutBack {
@@ -734,7 +734,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
     let receipt = o.receipt.as_ref().map(doc::Receipt::from);
     let document = doc::FenceDocument {
         mode: doc::StatusMode::Status,
-        runbook_version: crate::version::RUNBOOK_VERSION.to_string(),
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: doc::OperationId(id.as_str().to_string()),
         fence: doc::ConstBool,
         termination: if o.termination == "confirmed" {
@@ -789,11 +789,11 @@ mod tests {
     //! malformed records or a held lock; in every outcome the manifests a
     //! dead run left staged go back first), on the rsa fixture node.
     use super::*;
-    use crate::inspect::state_files::*;
-    use crate::outcome::ManifestLocation;
-    use crate::paths::{COMPLETED_DIR, STATE_DIR};
-    use crate::phase::PhaseState;
-    use crate::runtime::double::node_tree;
+    use crate::node::inspect::state_files::*;
+    use crate::node::paths::{COMPLETED_DIR, STATE_DIR};
+    use crate::rules::outcome::ManifestLocation;
+    use crate::rules::phase::PhaseState;
+    use crate::tools::runtime::double::node_tree;
     use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};
     use std::time::Duration;
@@ -874,7 +874,7 @@ mod tests {
         let t = node_tree("rsa");
         leave_staged(t.path(), Component::Etcd);
         let m = manifests::inspect(&Root::open(t.path()).unwrap());
-        let found = ReceiptLookup::Found(receipt("op-1", crate::outcome::Outcome::Failed));
+        let found = ReceiptLookup::Found(receipt("op-1", crate::rules::outcome::Outcome::Failed));
         let absent = ReceiptLookup::Absent;
         let malformed = ReceiptLookup::Malformed("bad json".into());
         let no_phase = phase_report(None, RunbookIntent::Absent);
@@ -1000,7 +1000,10 @@ mod tests {
         let c = Component::KubeApiserver;
         write_phase(t.path(), &v2("op-1", PhaseState::RestartPending, Some(c)));
         leave_staged(t.path(), c);
-        let phase_file = t.path().join(STATE_DIR).join(crate::paths::PHASE_FILE);
+        let phase_file = t
+            .path()
+            .join(STATE_DIR)
+            .join(crate::node::paths::PHASE_FILE);
         let phase_before = std::fs::read(&phase_file).unwrap();
         let root = Root::open(t.path()).unwrap();
         let g = global(t.path());
@@ -1012,8 +1015,8 @@ mod tests {
         assert!(active(t.path(), c));
         assert!(!t.path().join(STAGING_DIR).join(c.manifest_file()).exists());
         let receipt = std::fs::read(receipt_path(t.path(), "op-1")).unwrap();
-        let parsed = crate::receipt::parse_receipt(&receipt, &id("op-1")).unwrap();
-        assert_eq!(parsed.outcome, crate::outcome::Outcome::Abandoned);
+        let parsed = crate::rules::receipt::parse_receipt(&receipt, &id("op-1")).unwrap();
+        assert_eq!(parsed.outcome, crate::rules::outcome::Outcome::Abandoned);
         assert_eq!(parsed.phase, Phase::Restart(c));
         assert_eq!(parsed.failed_component, Some(c));
         assert!(parsed

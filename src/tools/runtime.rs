@@ -2,11 +2,11 @@
 //! etcd (etcdctl inside its container), TLS probes, and kubeadm. A trait, so
 //! the runbook's rules can run against a test double.
 
-use crate::cri::{self, Container, Sandbox, KUBE_SYSTEM, LABEL_NAMESPACE};
-use crate::endpoint::RuntimeEndpoint;
-use crate::proc::{self, Output};
-use crate::signals::Cancel;
-use crate::tlsprobe::{self, ProbeError, ProbeResult, TlsIdentity};
+use crate::rules::cri::{self, Container, Sandbox, KUBE_SYSTEM, LABEL_NAMESPACE};
+use crate::tools::endpoint::RuntimeEndpoint;
+use crate::tools::proc::{self, Output};
+use crate::tools::signals::Cancel;
+use crate::tools::tlsprobe::{self, ProbeError, ProbeResult, TlsIdentity};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -120,8 +120,8 @@ pub struct ToolOptions<'a> {
 }
 
 impl NodeRuntime {
-    pub fn new(o: &ToolOptions<'_>, root: &crate::fsx::Root, cancel: Cancel) -> NodeRuntime {
-        let endpoint = crate::endpoint::resolve(root, o.runtime_endpoint);
+    pub fn new(o: &ToolOptions<'_>, root: &crate::node::fsx::Root, cancel: Cancel) -> NodeRuntime {
+        let endpoint = crate::tools::endpoint::resolve(root, o.runtime_endpoint);
         let (crictl, crictl_error) = match proc::resolve_tool("crictl", o.crictl) {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e)),
@@ -319,8 +319,8 @@ pub(crate) mod double {
     //!   back, a new container (and sandbox) of the next generation
     //!   replaces it. Probes then present the certificates on disk.
     use super::*;
-    use crate::component::Component;
-    use crate::cri::{ANNOTATION_CONFIG_SOURCE, LABEL_CONTAINER, LABEL_POD_NAME};
+    use crate::rules::component::Component;
+    use crate::rules::cri::{ANNOTATION_CONFIG_SOURCE, LABEL_CONTAINER, LABEL_POD_NAME};
     use std::collections::BTreeMap;
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
@@ -679,7 +679,7 @@ pub(crate) mod double {
                         "etc/kubernetes/pki/etcd/server.crt"
                     };
                     let pem = std::fs::read(root.join(disk)).unwrap();
-                    crate::pki::parse_pem_certificate(&pem).unwrap().der
+                    crate::rules::pki::parse_pem_certificate(&pem).unwrap().der
                 }
                 None => Vec::new(),
             };
@@ -725,7 +725,7 @@ mod tests {
     //! `cmd/crictl/container.go` (`listing containers: call list containers
     //! RPC: %w`).
     use super::*;
-    use crate::cli::Global;
+    use crate::modes::cli::Global;
 
     const SOCK: &str = "/run/containerd/containerd.sock";
 
@@ -853,7 +853,7 @@ mod tests {
     }
 
     fn runtime(g: &Global) -> NodeRuntime {
-        let root = crate::fsx::Root::open(&g.root).unwrap();
+        let root = crate::node::fsx::Root::open(&g.root).unwrap();
         NodeRuntime::new(&g.tools(), &root, Cancel::new())
     }
 

@@ -3,11 +3,11 @@
 //! starts. Pure. The renewal acts on the answer; `--check` and
 //! `--status-only` report it (they ask as nobody in particular).
 
-use crate::component::Component;
-use crate::opid::OperationId;
-use crate::outcome::Outcome;
-use crate::phase::{PhaseFile, PhaseState};
-use crate::receipt::Receipt;
+use crate::rules::component::Component;
+use crate::rules::opid::OperationId;
+use crate::rules::outcome::Outcome;
+use crate::rules::phase::{PhaseFile, PhaseState};
+use crate::rules::receipt::Receipt;
 
 /// A receipt looked up by ID (`completed/<ID>.json`).
 #[derive(Debug, Clone)]
@@ -141,15 +141,15 @@ pub fn resume(
 mod tests {
     use super::*;
 
-    use crate::inspect::state_files::{id, v2};
+    use crate::node::inspect::state_files::{id, v2};
 
     fn legacy(state: PhaseState) -> PhaseFile {
         let component = (state == PhaseState::RestartPending).then_some(Component::Etcd);
-        crate::inspect::state_files::legacy(state, component)
+        crate::node::inspect::state_files::legacy(state, component)
     }
 
     fn receipt(outcome: Outcome) -> ReceiptLookup {
-        ReceiptLookup::Found(crate::inspect::state_files::receipt("op-0", outcome))
+        ReceiptLookup::Found(crate::node::inspect::state_files::receipt("op-0", outcome))
     }
 
     fn never(_: &OperationId) -> ReceiptLookup {

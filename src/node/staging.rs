@@ -2,9 +2,9 @@
 //! (RENAME_NOREPLACE, both directories fsynced; EEXIST is a conflict, never
 //! an overwrite).
 
-use crate::component::Component;
-use crate::fsx::{self, Dir, FsError, Root, Trust, NODE_FILE_MAX};
-use crate::paths::{MANIFESTS_DIR, STAGING_DIR};
+use crate::node::fsx::{self, Dir, FsError, Root, Trust, NODE_FILE_MAX};
+use crate::node::paths::{MANIFESTS_DIR, STAGING_DIR};
+use crate::rules::component::Component;
 
 /// The manifests directory and the runbook's staging directory, opened
 /// without following symlinks and vetted (root-owned, not group/other
@@ -19,7 +19,7 @@ impl Dirs {
         let manifests = root
             .open_dir(MANIFESTS_DIR, Trust::Strict)?
             .ok_or_else(|| FsError::Io {
-                path: crate::paths::node(MANIFESTS_DIR),
+                path: crate::node::paths::node(MANIFESTS_DIR),
                 op: "open",
                 errno: nix::errno::Errno::ENOENT,
             })?;
@@ -28,7 +28,7 @@ impl Dirs {
             None if create_staging => root.create_dir_all(STAGING_DIR, 0o700, Trust::Strict)?,
             None => {
                 return Err(FsError::Io {
-                    path: crate::paths::node(STAGING_DIR),
+                    path: crate::node::paths::node(STAGING_DIR),
                     op: "open",
                     errno: nix::errno::Errno::ENOENT,
                 })
@@ -92,8 +92,8 @@ pub fn mount_mismatch(root: &Root) -> Option<String> {
     (!fsx::same_mount(&manifests, &dir)).then(|| {
         format!(
             "{} is not on the same filesystem (mount) as {}: manifests move by rename(2), which cannot cross mounts; nothing was changed",
-            crate::paths::node(rel),
-            crate::paths::node(MANIFESTS_DIR)
+            crate::node::paths::node(rel),
+            crate::node::paths::node(MANIFESTS_DIR)
         )
     })
 }
@@ -131,7 +131,7 @@ mod tests {
     //! conflict, never an overwrite; identical bytes drop the staged copy,
     //! different bytes keep both; nothing followed through a symlink.
     use super::*;
-    use crate::runtime::double::node_tree;
+    use crate::tools::runtime::double::node_tree;
     use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};
 

@@ -3,8 +3,8 @@
 //! File: `{"k8sCertRenewalState": {"phase": "...", "operationID": "..."}}`.
 
 use crate::contract::{AgentPhase, AgentStateFile};
-use crate::opid::excerpt;
-use crate::phase::parse_json_strict;
+use crate::rules::opid::excerpt;
+use crate::rules::phase::parse_json_strict;
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -1,9 +1,9 @@
 //! The phase file (SPEC section 3): V2 JSON and the legacy five-line format.
 //! Pure: parse from bytes, render to bytes. One writer each.
 
-use crate::component::Component;
 use crate::contract;
-use crate::opid::{excerpt, excerpt_bytes, OperationId};
+use crate::rules::component::Component;
+use crate::rules::opid::{excerpt, excerpt_bytes, OperationId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -632,7 +632,7 @@ pub(crate) fn get_time(obj: &Map<String, Value>, key: &str) -> Result<String, St
 
 /// `s` (the value of `key`) is an RFC 3339 UTC (`...Z`) timestamp.
 pub(crate) fn check_time(key: &str, s: &str) -> Result<(), String> {
-    if !is_utc_timestamp_shape(s) || crate::clock::parse_rfc3339(s, true).is_err() {
+    if !is_utc_timestamp_shape(s) || crate::rules::clock::parse_rfc3339(s, true).is_err() {
         return Err(format!(
             "{key} {} is not an RFC 3339 UTC timestamp (ending in Z)",
             excerpt(s)

@@ -1,0 +1,14 @@
+//! The modes: thin drivers over the layers below.
+
+/// The entry point: parse, dispatch, exit code.
+pub mod app;
+/// --check: facts, decide, verdict.
+pub mod check;
+/// The command line (SPEC 1).
+pub mod cli;
+/// Writing the result once, bounded (SPEC 8).
+pub mod output;
+/// The renewal (SPEC 4) and --legacy-v1.
+pub mod runbook;
+/// --status-only: the operator view and the fencing check (SPEC 6).
+pub mod status;
