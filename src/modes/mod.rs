@@ -3,12 +3,12 @@
 /// The entry point: parse, dispatch, exit code.
 pub mod app;
 /// --check: facts, decide, verdict.
-pub mod check;
+pub(crate) mod check;
 /// The command line (SPEC 1).
-pub mod cli;
+pub(crate) mod cli;
 /// Writing the result once, bounded (SPEC 8).
-pub mod output;
+pub(crate) mod output;
 /// The renewal (SPEC 4) and --legacy-v1.
-pub mod runbook;
+pub(crate) mod runbook;
 /// --status-only: the operator view and the fencing check (SPEC 6).
-pub mod status;
+pub(crate) mod status;

@@ -148,20 +148,7 @@ impl fmt::Display for FsError {
 
 impl std::error::Error for FsError {}
 
-impl FsError {
-    pub fn path(&self) -> &str {
-        match self {
-            FsError::Symlink { path }
-            | FsError::WrongType { path, .. }
-            | FsError::NotRootOwned { path, .. }
-            | FsError::Writable { path, .. }
-            | FsError::TooLarge { path, .. }
-            | FsError::HardLinked { path, .. }
-            | FsError::Exists { path }
-            | FsError::Io { path, .. } => path,
-        }
-    }
-}
+impl FsError {}
 
 pub type FsResult<T> = Result<T, FsError>;
 
@@ -313,14 +300,6 @@ impl Root {
     pub fn read_file(&self, rel: &str, max: u64, trust: Trust) -> FsResult<Option<Vec<u8>>> {
         match self.open_parent(rel)? {
             Some((dir, name)) => dir.read_file(name, max, trust),
-            None => Ok(None),
-        }
-    }
-
-    /// lstat-like: what is at `rel`, without following anything.
-    pub fn kind_of(&self, rel: &str) -> FsResult<Option<Kind>> {
-        match self.open_parent(rel)? {
-            Some((dir, name)) => dir.kind_of(name),
             None => Ok(None),
         }
     }

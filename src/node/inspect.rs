@@ -77,6 +77,8 @@ pub enum RunbookIntent {
 }
 
 impl RunbookIntent {
+    /// The JSON name (the view prints the contract's enum), for tests.
+    #[cfg(test)]
     pub fn as_str(&self) -> &'static str {
         match self {
             RunbookIntent::Absent => "absent",

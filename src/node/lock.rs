@@ -240,16 +240,6 @@ pub enum Probe {
     Held,
 }
 
-impl Probe {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Probe::Absent => "absent",
-            Probe::Free => "free",
-            Probe::Held => "held",
-        }
-    }
-}
-
 /// Non-blocking probe: opens an existing lock file (never creates it) and
 /// tries a shared flock, released at once.
 pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {

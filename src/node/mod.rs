@@ -1,24 +1,24 @@
 //! The node under --root: files read and written without following symlinks, the lock, the state directory.
 
 /// Backups of pki/ and the kubeconfigs, and putting them back.
-pub mod backup;
+pub(crate) mod backup;
 /// The no-follow descriptor walk and the three durable write disciplines.
-pub mod fsx;
+pub(crate) mod fsx;
 /// Read-only views of the state directory (phase file, lock, receipts).
-pub mod inspect;
+pub(crate) mod inspect;
 /// The renewal flock and its owner file.
-pub mod lock;
+pub(crate) mod lock;
 /// The four manifests, the staging directories, strays.
-pub mod manifests;
+pub(crate) mod manifests;
 /// The node PKI as read (leaves and CAs).
-pub mod node_pki;
+pub(crate) mod node_pki;
 /// The operation log and the bounded stderr queue.
-pub mod oplog;
+pub(crate) mod oplog;
 /// Fixed node paths under --root.
-pub mod paths;
+pub(crate) mod paths;
 /// One read of the node that check and status share.
-pub mod snapshot;
+pub(crate) mod snapshot;
 /// Moving a manifest out and back (kubelet stops and starts the pod).
-pub mod staging;
+pub(crate) mod staging;
 /// The state directory: one owner of its files.
-pub mod statedir;
+pub(crate) mod statedir;

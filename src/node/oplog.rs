@@ -139,11 +139,6 @@ pub fn flush(timeout: Duration) -> bool {
     STDERR.flush(timeout)
 }
 
-/// Lines dropped from stderr so far (never from the log file).
-pub fn dropped() -> u64 {
-    STDERR.lock().dropped_total
-}
-
 /// Before the result is printed: give stderr up to `timeout` (within the
 /// process's [`END_BUDGET`]) to catch up, so the logs come before the
 /// result when both go to one terminal or pipe. If it does not, log once

@@ -3,13 +3,13 @@
 /// The node agent state file: parse, and what its intent is.
 pub mod agent;
 /// RFC 3339 UTC timestamps and day arithmetic.
-pub mod clock;
+pub(crate) mod clock;
 /// The four static pods, in restart order.
 pub mod component;
 /// What crictl and etcdctl print, and the etcd quorum judgement.
 pub mod cri;
 /// Pflag-style flag lists in static pod manifests.
-pub mod flags;
+pub(crate) mod flags;
 /// Operation IDs (SPEC 1) and bounded excerpts.
 pub mod opid;
 /// Outcomes, phases, manifest locations, exit codes (SPEC 3, 7).
@@ -21,4 +21,4 @@ pub mod pki;
 /// Receipts (SPEC 3): parse, render, bounded messages.
 pub mod receipt;
 /// The resume rule (SPEC 4 step 3), one for renew, check and status.
-pub mod resume;
+pub(crate) mod resume;

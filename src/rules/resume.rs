@@ -78,6 +78,7 @@ pub enum Resume {
 impl Resume {
     /// Unfinished work that a renewal would do (or, for an observer, that
     /// some renewal would).
+    #[cfg(test)]
     pub fn is_pending(&self) -> bool {
         matches!(
             self,

@@ -100,17 +100,6 @@ pub enum GateError {
     Cancelled,
 }
 
-impl GateError {
-    pub fn message(&self) -> String {
-        match self {
-            GateError::Structural { message, .. } | GateError::TimedOut { message } => {
-                message.clone()
-            }
-            GateError::Cancelled => "cancelled".into(),
-        }
-    }
-}
-
 /// What a passing gate saw.
 #[derive(Debug, Clone)]
 pub struct GateOk {

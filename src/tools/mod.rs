@@ -1,16 +1,16 @@
 //! Subprocesses and the network: crictl, etcdctl and kubeadm behind the Runtime trait, TLS probes, signals.
 
 /// The container runtime endpoint crictl is given, as kubelet is.
-pub mod endpoint;
+pub(crate) mod endpoint;
 /// The health gate and the stop and start waits (SPEC 4).
-pub mod health;
+pub(crate) mod health;
 /// Waiting on a process exit with a pidfd.
-pub mod pidwatch;
+pub(crate) mod pidwatch;
 /// Subprocesses: absolute path, cleared env, timeout, capped output.
-pub mod proc;
+pub(crate) mod proc;
 /// The Runtime trait, the real node, and the test double.
-pub mod runtime;
+pub(crate) mod runtime;
 /// SIGTERM and SIGINT cancel, SIGHUP ignored.
-pub mod signals;
+pub(crate) mod signals;
 /// TLS probes of the local kube-apiserver and etcd.
-pub mod tlsprobe;
+pub(crate) mod tlsprobe;

@@ -73,8 +73,6 @@ pub struct Output {
     pub stdout: Vec<u8>,
     /// The last `STDERR_CAP` bytes.
     pub stderr: Vec<u8>,
-    pub stdout_truncated: bool,
-    pub elapsed: Duration,
 }
 
 impl Output {
@@ -332,8 +330,6 @@ fn run_logged(
         code,
         stdout,
         stderr,
-        stdout_truncated,
-        elapsed,
     })
 }
 

@@ -408,8 +408,6 @@ pub(crate) mod double {
             code: Some(code),
             stdout: stdout.to_vec(),
             stderr: stderr.to_vec(),
-            stdout_truncated: false,
-            elapsed: Duration::ZERO,
         }
     }
 
@@ -762,8 +760,6 @@ mod tests {
             code: Some(1),
             stdout: Vec::new(),
             stderr: format!("{text}\n").into_bytes(),
-            stdout_truncated: false,
-            elapsed: Duration::ZERO,
         };
         let tail = out.stderr_tail();
         assert!(!tail.contains("validate service connection"), "{tail}");

@@ -16,6 +16,8 @@ impl Cancel {
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
+    /// What SIGTERM does (the handler sets the same flag), for tests.
+    #[cfg(test)]
     pub fn cancel(&self) {
         self.0.store(true, Ordering::SeqCst)
     }
