@@ -28,7 +28,7 @@ use crate::rules::phase::{
     V2_FORMAT,
 };
 use crate::rules::pki::{self, LeafKind};
-use crate::rules::receipt::{self, Receipt};
+use crate::rules::receipt::{self, with_tail, Receipt};
 use crate::rules::resume::{resume, Asker, Resume, Start};
 use crate::tools::health::{self, GateError, GateOk, Health};
 use crate::tools::runtime::Runtime;
@@ -926,15 +926,16 @@ impl Run<'_> {
         if let Err(why) = result {
             let restored = backup::restore(self.env.root, &self.phase.state, kind, &name);
             let tail = match restored {
-                Ok(n) => format!("; the backup was put back ({n} files rewritten)"),
-                Err(e) => format!("; PUTTING THE BACKUP BACK FAILED: {e}"),
+                Ok(n) => format!("the backup was put back ({n} files rewritten)"),
+                Err(e) => format!("PUTTING THE BACKUP BACK FAILED: {e}"),
             };
+            // The backup's fate survives the 512-byte cut of kubeadm's words.
             if self.env.cancel.is_cancelled() {
                 let mut f = cancelled(None);
-                f.message.push_str(&tail);
+                f.message = with_tail(&f.message, "; ", &tail);
                 return Err(f);
             }
-            return Err(fail(Phase::RenewCerts, format!("{why}{tail}")));
+            return Err(fail(Phase::RenewCerts, with_tail(&why, "; ", &tail)));
         }
         tracing::info!("certificates renewed and verified");
         crate::crash_point!("renew-after-verify");
@@ -1531,7 +1532,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     let m = manifests::inspect(run.env.root);
     let mut message = format!("internal error (a panic) while finishing the run: {why}");
     for n in notes {
-        message.push_str(&format!("; {n}"));
+        message = with_tail(&message, "; ", &n);
     }
     let outcome = if m.all_active() {
         Outcome::Failed
@@ -1688,14 +1689,15 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
                 if !restored {
                     outcome = Outcome::FailedNotRestored;
                 }
+                // What was (not) put back survives the 512-byte cut.
                 if let Some(note) = note {
-                    message.push_str(&format!("; {note}"));
+                    message = with_tail(&message, "; ", &note);
                 }
             }
             if let Some(msg) = &run.restore.not_restored {
                 outcome = Outcome::FailedNotRestored;
                 if !message.contains(msg.as_str()) {
-                    message.push_str(&format!("; {msg}"));
+                    message = with_tail(&message, "; ", msg);
                 }
             }
             (outcome, f.phase, message, f.component)

@@ -236,6 +236,39 @@ pub fn bounded_message(s: &str) -> String {
     out
 }
 
+/// `head`, `sep` and `tail`, bounded like [`bounded_message`] but cut from
+/// `head`: the tail is what changed the outcome (a manifest not put back, a
+/// backup not restored) and must survive the 512-byte cut. A tail longer
+/// than half the budget is itself bounded to that half.
+pub fn with_tail(head: &str, sep: &str, tail: &str) -> String {
+    const ELLIPSIS: &str = "...";
+    let whole = format!("{head}{sep}{tail}");
+    if whole.len() <= MAX_MESSAGE_BYTES {
+        return bounded_message(&whole);
+    }
+    let mut tail = bounded_message(tail);
+    let half = MAX_MESSAGE_BYTES / 2;
+    if tail.len() > half {
+        let mut cut = half - ELLIPSIS.len();
+        while !tail.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        tail.truncate(cut);
+        tail.push_str(ELLIPSIS);
+    }
+    let room = MAX_MESSAGE_BYTES - sep.len() - tail.len();
+    let mut head = bounded_message(head);
+    if head.len() > room {
+        let mut cut = room - ELLIPSIS.len();
+        while !head.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        head.truncate(cut);
+        head.push_str(ELLIPSIS);
+    }
+    format!("{head}{sep}{tail}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -560,6 +593,32 @@ mod tests {
         let mut r = receipt();
         r.runbook_version.clear();
         assert!(validate_receipt(&r).is_err());
+    }
+
+    #[test]
+    fn the_tail_survives_the_cut() {
+        // Short: exactly the three parts.
+        assert_eq!(with_tail("a", "; ", "b"), "a; b");
+        // A long head (kubeadm's stderr) is cut, the outcome's words stay.
+        let m = with_tail(
+            &"x".repeat(2000),
+            "; ",
+            "PUTTING THE BACKUP BACK FAILED: EIO",
+        );
+        assert_eq!(m.len(), 512);
+        assert!(
+            m.ends_with("...; PUTTING THE BACKUP BACK FAILED: EIO"),
+            "{m}"
+        );
+        assert_eq!(bounded_message(&m), m);
+        // A long tail keeps at most half, and the head keeps the rest.
+        let m = with_tail("head", "; ", &"é".repeat(400));
+        assert!(m.starts_with("head; é") && m.ends_with("..."), "{m}");
+        assert!(m.len() <= 512);
+        // Control characters are replaced as in any message.
+        assert_eq!(with_tail("a\n", "; ", "b\t"), "a ; b ");
+        let m = with_tail(&"é".repeat(300), "; ", "tail");
+        assert!(m.len() <= 512 && m.ends_with("...; tail"), "{m}");
     }
 
     #[test]
