@@ -600,131 +600,161 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
             unconfirmed_after(exit::FAILED, message, pb)
         }
         FencePlan::Abandon { restore } => {
-            // The owner record is written before the first change: the first
-            // move, or else the receipt.
-            // (A failed owner record still lets the put-back run: see
-            // `put_back`; the answer is then unconfirmed.)
-            let owner_error = owner.before_first_change().err();
-            let pb = put_back(root, &m, &restore, &mut owner);
-            if let (Some(e), None) = (&owner_error, &pb.failed) {
-                let message = format!("termination unconfirmed: {e}");
-                return unconfirmed_after(exit::FAILED, message, pb);
-            }
-            if let Some(f) = &pb.failed {
-                let message = format!("termination unconfirmed: {f}");
-                return unconfirmed_after(exit::FAILED, message, pb);
-            }
-            let PutBack {
-                restored,
-                mut conflicts,
-                ..
-            } = pb;
-            crate::crash_point!("fence-after-restore-before-receipt");
-            let after = manifests::inspect(root);
-            for (c, v) in &after.manifests {
-                if v.location == doc::ManifestLocation::Missing && v.error.is_none() {
-                    conflicts.push(format!(
-                        "the {c} manifest is missing: neither active nor staged"
-                    ));
-                }
-            }
-            let (ph, failed_component) = abandoned_phase(&phase, id);
-            let mut message = format!(
-                "abandoned by the fencing status check: no receipt for {id}; {}",
-                if restored.is_empty() {
-                    "no staged manifest to put back".to_string()
-                } else {
-                    format!("put back {}", names(&restored))
-                }
-            );
-            if !conflicts.is_empty() {
-                message.push_str(&format!("; {}", conflicts.join("; ")));
-            }
-            if phase.intent.is_pending() {
-                message.push_str(
-                    "; the unfinished phase file is left for the next operation to resume",
-                );
-            }
-            let cas = node_pki::read_cas(root);
-            let r = Receipt {
-                operation_id: id.clone(),
-                outcome: Outcome::Abandoned,
-                phase: ph,
-                message: receipt::bounded_message(&message),
-                failed_component,
-                manifests: after.receipt_locations(),
-                finished_at: crate::rules::clock::rfc3339(now),
-                runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-                ca_sha256: node_pki::ca_fingerprints(&cas),
+            let at = Fencing {
+                root,
+                state: &state,
+                id,
+                now,
             };
-            let pb = PutBack {
-                restored,
-                conflicts,
-                failed: None,
-            };
-            let checked = match CheckedReceipt::check(&r) {
-                Ok(c) => c,
-                Err(e) => {
-                    let message = format!("{e}{}", pb.describe());
-                    return unconfirmed_after(exit::FAILED, message, pb);
-                }
-            };
-            let completed = match completed {
-                Some(c) => c,
-                None => match StateDir::new(&state).create_completed() {
-                    Ok(c) => c,
-                    Err(e) => {
-                        let message = format!("receipts directory: {e}{}", pb.describe());
-                        return unconfirmed_after(exit::FAILED, message, pb);
-                    }
-                },
-            };
-            match StateDir::write_once(&completed, checked) {
-                Ok(()) => {
-                    tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
-                    FenceOutcome {
-                        code: exit::OK,
-                        termination: "confirmed",
-                        action: "abandoned",
-                        message,
-                        receipt: Some(r),
-                        restored: pb.restored,
-                        conflicts: pb.conflicts,
-                    }
-                }
-                Err(FsError::Exists { .. }) => {
-                    match inspect::lookup_receipt(Some(&completed), id) {
-                        ReceiptLookup::Found(r) => FenceOutcome {
-                            code: exit::OK,
-                            termination: "confirmed",
-                            action: "existing-receipt",
-                            message: format!(
-                                "termination confirmed: operation {id} already has a receipt (outcome {})",
-                                r.outcome
-                            ),
-                            receipt: Some(r),
-                            restored: pb.restored,
-                            conflicts: pb.conflicts,
-                        },
-                        _ => {
-                            let message = format!(
-                                "termination unconfirmed: the receipt appeared malformed{}",
-                                pb.describe()
-                            );
-                            unconfirmed_after(exit::FAILED, message, pb)
-                        }
-                    }
-                }
-                Err(e) => {
-                    let message = format!(
-                        "termination unconfirmed: writing the receipt failed: {e}{}",
-                        pb.describe()
-                    );
-                    unconfirmed_after(exit::FAILED, message, pb)
-                }
-            }
+            abandon(&at, completed, &mut owner, &m, &restore, &phase)
         }
     }
+}
+
+/// `FencePlan::Abandon`: no receipt. The owner record, the put-back of what
+/// the dead run left staged, then the `abandoned` receipt (SPEC 6).
+fn abandon(
+    at: &Fencing<'_>,
+    completed: Option<Dir>,
+    owner: &mut OwnerRecord<'_>,
+    m: &ManifestsReport,
+    restore: &[Component],
+    phase: &PhaseReport,
+) -> FenceOutcome {
+    let Fencing {
+        root,
+        state,
+        id,
+        now,
+    } = *at;
+    // The owner record is written before the first change: the first
+    // move, or else the receipt.
+    // (A failed owner record still lets the put-back run: see
+    // `put_back`; the answer is then unconfirmed.)
+    let owner_error = owner.before_first_change().err();
+    let pb = put_back(root, m, restore, owner);
+    if let (Some(e), None) = (&owner_error, &pb.failed) {
+        let message = format!("termination unconfirmed: {e}");
+        return unconfirmed_after(exit::FAILED, message, pb);
+    }
+    if let Some(f) = &pb.failed {
+        let message = format!("termination unconfirmed: {f}");
+        return unconfirmed_after(exit::FAILED, message, pb);
+    }
+    let PutBack {
+        restored,
+        mut conflicts,
+        ..
+    } = pb;
+    crate::crash_point!("fence-after-restore-before-receipt");
+    let after = manifests::inspect(root);
+    for (c, v) in &after.manifests {
+        if v.location == doc::ManifestLocation::Missing && v.error.is_none() {
+            conflicts.push(format!(
+                "the {c} manifest is missing: neither active nor staged"
+            ));
+        }
+    }
+    let (ph, failed_component) = abandoned_phase(phase, id);
+    let mut message = format!(
+        "abandoned by the fencing status check: no receipt for {id}; {}",
+        if restored.is_empty() {
+            "no staged manifest to put back".to_string()
+        } else {
+            format!("put back {}", names(&restored))
+        }
+    );
+    if !conflicts.is_empty() {
+        message.push_str(&format!("; {}", conflicts.join("; ")));
+    }
+    if phase.intent.is_pending() {
+        message.push_str("; the unfinished phase file is left for the next operation to resume");
+    }
+    let cas = node_pki::read_cas(root);
+    let r = Receipt {
+        operation_id: id.clone(),
+        outcome: Outcome::Abandoned,
+        phase: ph,
+        message: receipt::bounded_message(&message),
+        failed_component,
+        manifests: after.receipt_locations(),
+        finished_at: crate::rules::clock::rfc3339(now),
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
+        ca_sha256: node_pki::ca_fingerprints(&cas),
+    };
+    let pb = PutBack {
+        restored,
+        conflicts,
+        failed: None,
+    };
+    let checked = match CheckedReceipt::check(&r) {
+        Ok(c) => c,
+        Err(e) => {
+            let message = format!("{e}{}", pb.describe());
+            return unconfirmed_after(exit::FAILED, message, pb);
+        }
+    };
+    let completed = match completed {
+        Some(c) => c,
+        None => match StateDir::new(state).create_completed() {
+            Ok(c) => c,
+            Err(e) => {
+                let message = format!("receipts directory: {e}{}", pb.describe());
+                return unconfirmed_after(exit::FAILED, message, pb);
+            }
+        },
+    };
+    match StateDir::write_once(&completed, checked) {
+        Ok(()) => {
+            tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
+            FenceOutcome {
+                code: exit::OK,
+                termination: "confirmed",
+                action: "abandoned",
+                message,
+                receipt: Some(r),
+                restored: pb.restored,
+                conflicts: pb.conflicts,
+            }
+        }
+        Err(FsError::Exists { .. }) => match inspect::lookup_receipt(Some(&completed), id) {
+            ReceiptLookup::Found(r) => FenceOutcome {
+                code: exit::OK,
+                termination: "confirmed",
+                action: "existing-receipt",
+                message: format!(
+                    "termination confirmed: operation {id} already has a receipt (outcome {})",
+                    r.outcome
+                ),
+                receipt: Some(r),
+                restored: pb.restored,
+                conflicts: pb.conflicts,
+            },
+            _ => {
+                let message = format!(
+                    "termination unconfirmed: the receipt appeared malformed{}",
+                    pb.describe()
+                );
+                unconfirmed_after(exit::FAILED, message, pb)
+            }
+        },
+        Err(e) => {
+            let message = format!(
+                "termination unconfirmed: writing the receipt failed: {e}{}",
+                pb.describe()
+            );
+            unconfirmed_after(exit::FAILED, message, pb)
+        }
+    }
+}
+
+/// Where and when a fencing check runs, under the lock.
+#[derive(Clone, Copy)]
+struct Fencing<'a> {
+    root: &'a Root,
+    state: &'a Dir,
+    id: &'a OperationId,
+    now: time::OffsetDateTime,
 }
 
 /// The fencing check (mutating; under the lock).
