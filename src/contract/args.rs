@@ -67,32 +67,6 @@ pub struct HelpDocument {
     pub help: String,
 }
 
-impl ModeName {
-    /// The mode as the command line names it (`renew`, `legacy-v1`, `check`,
-    /// `status`, `version`).
-    pub fn from_name(name: &str) -> Option<ModeName> {
-        [
-            ModeName::Renew,
-            ModeName::LegacyV1,
-            ModeName::Check,
-            ModeName::Status,
-            ModeName::Version,
-        ]
-        .into_iter()
-        .find(|m| m.name() == name)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ModeName::Renew => "renew",
-            ModeName::LegacyV1 => "legacy-v1",
-            ModeName::Check => "check",
-            ModeName::Status => "status",
-            ModeName::Version => "version",
-        }
-    }
-}
-
 impl UsageErrorDocument {
     /// A refused command line (`usage_error`) or an unusable `--root`
     /// (`failed`); the message is bounded here.
@@ -134,7 +108,8 @@ impl HelpDocument {
 }
 
 /// A document as the JSON value that is printed (keys sorted). Serializing
-/// these types cannot fail: every map key is a string.
+/// these types cannot fail: every map key is a string and every number is
+/// an integer.
 pub fn to_json(doc: &impl Serialize) -> serde_json::Value {
-    serde_json::to_value(doc).unwrap_or_default()
+    serde_json::to_value(doc).expect("the contract's documents serialize")
 }

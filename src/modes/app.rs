@@ -1,7 +1,7 @@
 //! Dispatch: from raw arguments to a report and an exit code. `main` only
 //! calls [`run`].
 
-use crate::contract::{self, ArgumentsOutcome, HelpDocument, ModeName, UsageErrorDocument};
+use crate::contract::{self, ArgumentsOutcome, HelpDocument, UsageErrorDocument};
 use crate::modes::cli::{self, Cli, Invocation, Mode, OutputFormat, UsageError};
 use crate::modes::output::{self, Report};
 use crate::node::fsx::Root;
@@ -11,11 +11,7 @@ use serde_json::{json, Value};
 use std::ffi::OsString;
 
 fn usage_report(e: &UsageError) -> Report {
-    let doc = UsageErrorDocument::new(
-        e.mode.and_then(ModeName::from_name),
-        ArgumentsOutcome::UsageError,
-        &e.message,
-    );
+    let doc = UsageErrorDocument::new(e.mode, ArgumentsOutcome::UsageError, &e.message);
     Report {
         code: exit::USAGE,
         text: format!("error: {}\n(see nvke-cert-runbook --help)", doc.message.0),
@@ -26,11 +22,7 @@ fn usage_report(e: &UsageError) -> Report {
 /// `failed`, phase `arguments`: the mode could not start (`--root` cannot
 /// be opened) or panicked.
 fn arguments_failed(inv: &Invocation, code: u8, message: &str) -> (u8, Value, String) {
-    let doc = UsageErrorDocument::new(
-        ModeName::from_name(inv.mode.name()),
-        ArgumentsOutcome::Failed,
-        message,
-    );
+    let doc = UsageErrorDocument::new(Some(inv.mode.name()), ArgumentsOutcome::Failed, message);
     let message = doc.message.0.clone();
     (code, contract::to_json(&doc), message)
 }

@@ -324,7 +324,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     };
     Report {
         code,
-        json: output::document(&document),
+        json: crate::contract::to_json(&document),
         text,
     }
 }

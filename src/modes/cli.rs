@@ -1,6 +1,7 @@
 //! The command line of SPEC section 1: clap derive types, and the pure
 //! validation that turns them into an [`Invocation`] (or a usage error).
 
+use crate::contract::ModeName;
 use crate::rules::clock::{self, Clock};
 use crate::rules::opid::OperationId;
 use crate::rules::phase::CA_KEYS;
@@ -173,13 +174,14 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn name(&self) -> &'static str {
+    /// The mode's name in the documents (the fencing check is `status`).
+    pub fn name(&self) -> ModeName {
         match self {
-            Mode::Renew { .. } => "renew",
-            Mode::LegacyV1 { .. } => "legacy-v1",
-            Mode::Check { .. } => "check",
-            Mode::Status { .. } | Mode::Fence { .. } => "status",
-            Mode::Version => "version",
+            Mode::Renew { .. } => ModeName::Renew,
+            Mode::LegacyV1 { .. } => ModeName::LegacyV1,
+            Mode::Check { .. } => ModeName::Check,
+            Mode::Status { .. } | Mode::Fence { .. } => ModeName::Status,
+            Mode::Version => ModeName::Version,
         }
     }
 }
@@ -203,10 +205,10 @@ pub const MAX_TIMEOUT: u64 = 3600;
 pub struct UsageError {
     pub message: String,
     /// The mode the caller seemed to ask for, when that much was clear.
-    pub mode: Option<&'static str>,
+    pub mode: Option<ModeName>,
 }
 
-fn usage(mode: Option<&'static str>, message: impl Into<String>) -> UsageError {
+fn usage(mode: Option<ModeName>, message: impl Into<String>) -> UsageError {
     UsageError {
         message: message.into(),
         mode,
@@ -234,31 +236,31 @@ pub fn wants_json(args: &[OsString]) -> bool {
 }
 
 /// A guess at the mode from raw arguments, for usage errors clap reports.
-pub fn guess_mode(args: &[OsString]) -> Option<&'static str> {
+pub fn guess_mode(args: &[OsString]) -> Option<ModeName> {
     let has = |flag: &str| args.iter().any(|a| a.to_str() == Some(flag));
-    let modes: Vec<&'static str> = [
-        ("--check", "check"),
-        ("--status-only", "status"),
-        ("--legacy-v1", "legacy-v1"),
+    let modes: Vec<ModeName> = [
+        ("--check", ModeName::Check),
+        ("--status-only", ModeName::Status),
+        ("--legacy-v1", ModeName::LegacyV1),
     ]
     .iter()
     .filter(|(f, _)| has(f))
     .map(|(_, m)| *m)
     .collect();
     match modes.as_slice() {
-        [m] => Some(m),
+        [m] => Some(*m),
         [] if args
             .iter()
             .any(|a| a.to_str().is_some_and(|s| s.starts_with("--operation-id"))) =>
         {
-            Some("renew")
+            Some(ModeName::Renew)
         }
         _ => None,
     }
 }
 
 fn timeout(
-    mode: Option<&'static str>,
+    mode: Option<ModeName>,
     name: &str,
     v: Option<i64>,
     default: u64,
@@ -313,11 +315,7 @@ pub fn is_host_root(p: &Path) -> bool {
 }
 
 /// An absolute path option taken under the root: returned relative to it.
-fn node_path_option(
-    mode: Option<&'static str>,
-    name: &str,
-    p: &Path,
-) -> Result<String, UsageError> {
+fn node_path_option(mode: Option<ModeName>, name: &str, p: &Path) -> Result<String, UsageError> {
     let s = p
         .to_str()
         .ok_or_else(|| usage(mode, format!("--{name} is not valid UTF-8")))?;
@@ -340,7 +338,7 @@ fn node_path_option(
 }
 
 fn host_tool(
-    mode: Option<&'static str>,
+    mode: Option<ModeName>,
     name: &str,
     p: &Option<PathBuf>,
 ) -> Result<Option<PathBuf>, UsageError> {
@@ -359,7 +357,7 @@ fn host_tool(
 
 /// Parse `NAME=HEX` pairs into a map; HEX is normalized to lowercase.
 pub fn parse_expect_ca(
-    mode: Option<&'static str>,
+    mode: Option<ModeName>,
     pairs: &[String],
 ) -> Result<BTreeMap<String, String>, UsageError> {
     let mut map = BTreeMap::new();
@@ -398,9 +396,9 @@ pub fn parse_expect_ca(
 /// Turn the parsed command line into an invocation, or a usage error.
 pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
     let mode_flags = [
-        (cli.check, "--check", "check"),
-        (cli.status_only, "--status-only", "status"),
-        (cli.legacy_v1, "--legacy-v1", "legacy-v1"),
+        (cli.check, "--check", ModeName::Check),
+        (cli.status_only, "--status-only", ModeName::Status),
+        (cli.legacy_v1, "--legacy-v1", ModeName::LegacyV1),
     ];
     let chosen: Vec<_> = mode_flags.iter().filter(|(on, _, _)| *on).collect();
     if chosen.len() > 1 {
@@ -416,12 +414,12 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
     if cli.version && (!chosen.is_empty() || cli.operation_id.is_some()) {
         return Err(usage(None, "--version takes no mode"));
     }
-    let mode_name: Option<&'static str> = if cli.version {
-        Some("version")
+    let mode_name: Option<ModeName> = if cli.version {
+        Some(ModeName::Version)
     } else if let Some((_, _, m)) = chosen.first() {
-        Some(m)
+        Some(*m)
     } else if cli.operation_id.is_some() {
-        Some("renew")
+        Some(ModeName::Renew)
     } else {
         None
     };
@@ -506,7 +504,7 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             "no mode given: use --operation-id ID, --legacy-v1, --check or --status-only (see --help)",
         ));
     };
-    if mode_name == "version" {
+    if mode_name == ModeName::Version {
         return Ok(Invocation {
             mode: Mode::Version,
             global,
@@ -525,33 +523,34 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             format!("{flag} does not go with {}", mode_flag(mode_name)),
         )
     };
-    if cli.fence && mode_name != "status" {
+    if cli.fence && mode_name != ModeName::Status {
         return Err(usage(
             m,
             "--fence goes only with --status-only --operation-id ID",
         ));
     }
-    if cli.force && mode_name == "status" {
+    if cli.force && mode_name == ModeName::Status {
         return Err(not_here("--force"));
     }
-    if !cli.expect_ca_sha256.is_empty() && mode_name != "renew" {
+    if !cli.expect_ca_sha256.is_empty() && mode_name != ModeName::Renew {
         return Err(not_here("--expect-ca-sha256"));
     }
-    if cli.agent_state.is_some() && mode_name != "check" {
+    if cli.agent_state.is_some() && mode_name != ModeName::Check {
         return Err(not_here("--agent-state"));
     }
-    if operation_id.is_some() && matches!(mode_name, "check" | "legacy-v1") {
+    if operation_id.is_some() && matches!(mode_name, ModeName::Check | ModeName::LegacyV1) {
         return Err(not_here("--operation-id"));
     }
 
-    let mode = match mode_name {
-        "renew" => Mode::Renew {
-            operation_id: operation_id.expect("renew mode implies an operation ID"),
+    let mode = match (mode_name, operation_id) {
+        (ModeName::Renew, Some(operation_id)) => Mode::Renew {
+            operation_id,
             force: cli.force,
             expect_ca_sha256: parse_expect_ca(m, &cli.expect_ca_sha256)?,
         },
-        "legacy-v1" => Mode::LegacyV1 { force: cli.force },
-        "check" => Mode::Check {
+        (ModeName::Renew, None) => return Err(usage(m, "a V2 renewal needs --operation-id ID")),
+        (ModeName::LegacyV1, _) => Mode::LegacyV1 { force: cli.force },
+        (ModeName::Check, _) => Mode::Check {
             force: cli.force,
             agent_state: cli
                 .agent_state
@@ -559,22 +558,22 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
                 .map(|p| node_path_option(m, "agent-state", p))
                 .transpose()?,
         },
-        "status" => match (cli.fence, operation_id) {
+        (ModeName::Status, operation_id) => match (cli.fence, operation_id) {
             (true, Some(operation_id)) => Mode::Fence { operation_id },
             (true, None) => return Err(usage(m, "--fence needs --operation-id ID")),
             (false, operation_id) => Mode::Status { operation_id },
         },
-        _ => unreachable!("mode names are closed"),
+        (ModeName::Version, _) => Mode::Version,
     };
     Ok(Invocation { mode, global })
 }
 
-fn mode_flag(mode: &str) -> &'static str {
+fn mode_flag(mode: ModeName) -> &'static str {
     match mode {
-        "check" => "--check",
-        "status" => "--status-only",
-        "legacy-v1" => "--legacy-v1",
-        _ => "a V2 renewal (--operation-id)",
+        ModeName::Check => "--check",
+        ModeName::Status => "--status-only",
+        ModeName::LegacyV1 => "--legacy-v1",
+        ModeName::Renew | ModeName::Version => "a V2 renewal (--operation-id)",
     }
 }
 
@@ -728,6 +727,9 @@ mod tests {
         assert!(wants_json(&a(&["x", "--bogus", "--output", "json"])));
         assert!(wants_json(&a(&["x", "--output=json"])));
         assert!(!wants_json(&a(&["x", "--output", "text"])));
-        assert_eq!(guess_mode(&a(&["x", "--check", "--bogus"])), Some("check"));
+        assert_eq!(
+            guess_mode(&a(&["x", "--check", "--bogus"])),
+            Some(ModeName::Check)
+        );
     }
 }

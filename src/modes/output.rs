@@ -145,11 +145,6 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// A document of the contract as the JSON object a report prints.
-pub fn document<T: serde::Serialize>(d: &T) -> Value {
-    serde_json::to_value(d).unwrap_or(Value::Null)
-}
-
 /// The JSON string a closed vocabulary's value prints as (`renew`, `etcd`).
 pub fn word<T: serde::Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {

@@ -553,12 +553,26 @@ struct Run<'a> {
 struct Ending {
     outcome: Outcome,
     phase: Phase,
-    /// Bounded (`receipt::bounded_message`).
+    /// What happened; bounded (with `notes`) before it is recorded.
     message: String,
+    /// What changed the outcome (a manifest not put back): kept whole at
+    /// the end when the message is cut to 512 bytes.
+    notes: Vec<String>,
     failed_component: Option<Component>,
     receipt_written: bool,
     /// Where the manifests are now.
     manifests: BTreeMap<Component, ManifestLocation>,
+}
+
+impl Ending {
+    /// The message as recorded and printed: bounded, the notes kept.
+    fn full_message(&self) -> String {
+        if self.notes.is_empty() {
+            receipt::bounded_message(&self.message)
+        } else {
+            with_tail(&self.message, "; ", &self.notes.join("; "))
+        }
+    }
 }
 
 /// A gate that passed this recently, with no manifest moved and no
@@ -1530,10 +1544,12 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
         notes.extend(note);
     }
     let m = manifests::inspect(run.env.root);
-    let mut message = format!("internal error (a panic) while finishing the run: {why}");
-    for n in notes {
-        message = with_tail(&message, "; ", &n);
-    }
+    let head = format!("internal error (a panic) while finishing the run: {why}");
+    let message = if notes.is_empty() {
+        receipt::bounded_message(&head)
+    } else {
+        with_tail(&head, "; ", &notes.join("; "))
+    };
     let outcome = if m.all_active() {
         Outcome::Failed
     } else {
@@ -1550,12 +1566,12 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
             written = run.phase.write_receipt(&r).is_ok();
         }
     }
-    let message = receipt::bounded_message(&message);
     let doc = run.result(
         &Ending {
             outcome,
             phase: run.at,
             message: message.clone(),
+            notes: Vec::new(),
             failed_component: None,
             receipt_written: written,
             manifests: m.receipt_locations(),
@@ -1647,7 +1663,8 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
     } else {
         None
     };
-    end.message = receipt::bounded_message(&end.message);
+    end.message = end.full_message();
+    end.notes.clear();
     let doc = run.result(&end, after.as_ref(), now);
     Report {
         code,
@@ -1659,6 +1676,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
 /// How the steps' result ends the run; on a failure, a staged manifest is
 /// put back first (lock held).
 fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
+    let mut notes = Vec::new();
     let (outcome, phase, message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
         Ok(Success::Renewed) => (
@@ -1682,22 +1700,19 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
             } else {
                 Outcome::Failed
             };
-            let mut message = f.message.clone();
+            let message = f.message.clone();
             // Restore a staged manifest before anything else (lock held).
             if let Some(c) = run.restore.staged.take() {
                 let (restored, note) = put_back(run.env.root, c);
                 if !restored {
                     outcome = Outcome::FailedNotRestored;
                 }
-                // What was (not) put back survives the 512-byte cut.
-                if let Some(note) = note {
-                    message = with_tail(&message, "; ", &note);
-                }
+                notes.extend(note);
             }
             if let Some(msg) = &run.restore.not_restored {
                 outcome = Outcome::FailedNotRestored;
-                if !message.contains(msg.as_str()) {
-                    message = with_tail(&message, "; ", msg);
+                if !message.contains(msg.as_str()) && !notes.contains(msg) {
+                    notes.push(msg.clone());
                 }
             }
             (outcome, f.phase, message, f.component)
@@ -1707,6 +1722,7 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
         outcome,
         phase,
         message,
+        notes,
         failed_component,
         receipt_written: false,
         manifests: BTreeMap::new(),
@@ -1725,7 +1741,7 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
         id,
         end.outcome,
         end.phase,
-        &end.message,
+        &end.full_message(),
         end.failed_component,
     );
     match run.phase.write_receipt(&r) {
@@ -1804,6 +1820,43 @@ mod tests {
     use crate::modes::cli::Global;
     use crate::tools::runtime::double::{self, Double};
     use std::os::unix::fs::PermissionsExt;
+
+    /// SPEC 3 (a message is at most 512 bytes): what changed the outcome is
+    /// kept whole at the end, however long the failure's own words, and
+    /// still after the receipt's failure is put in front.
+    #[test]
+    fn the_notes_survive_the_cut() {
+        let mut end = Ending {
+            outcome: Outcome::FailedNotRestored,
+            phase: Phase::Restart(Component::Etcd),
+            message: format!("kubeadm said {}", "x".repeat(900)),
+            notes: vec![
+                "putting etcd back FAILED: EIO".into(),
+                "kube-apiserver not restored".into(),
+            ],
+            failed_component: Some(Component::Etcd),
+            receipt_written: false,
+            manifests: BTreeMap::new(),
+        };
+        let m = end.full_message();
+        assert!(m.len() <= 512);
+        assert!(m.starts_with("kubeadm said x"), "{m}");
+        assert!(
+            m.ends_with("...; putting etcd back FAILED: EIO; kube-apiserver not restored"),
+            "{m}"
+        );
+        end.message = format!(
+            "NO RECEIPT: writing the receipt failed (EIO); {}",
+            end.message
+        );
+        let m = end.full_message();
+        assert!(
+            m.starts_with("NO RECEIPT: ") && m.ends_with("not restored"),
+            "{m}"
+        );
+        end.notes.clear();
+        assert_eq!(end.full_message(), receipt::bounded_message(&end.message));
+    }
 
     fn setup(
         kubeadm_ok: bool,

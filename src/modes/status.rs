@@ -25,7 +25,10 @@ use crate::rules::receipt::{self, Receipt};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FencePlan {
     /// A receipt exists: termination confirmed.
-    Confirm { restore: Vec<Component> },
+    Confirm {
+        receipt: Box<Receipt>,
+        restore: Vec<Component>,
+    },
     /// No receipt: record `abandoned`, after putting back these staged manifests.
     Abandon { restore: Vec<Component> },
     /// Never abandon: unconfirmed, with the reason.
@@ -39,7 +42,7 @@ impl FencePlan {
     /// The staged manifests this plan puts back.
     pub fn restore(&self) -> &[Component] {
         match self {
-            FencePlan::Confirm { restore }
+            FencePlan::Confirm { restore, .. }
             | FencePlan::Abandon { restore }
             | FencePlan::Refuse { restore, .. } => restore,
         }
@@ -62,7 +65,12 @@ pub fn staged_not_active(m: &ManifestsReport) -> Vec<Component> {
 pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsReport) -> FencePlan {
     let restore = staged_not_active(m);
     match receipt {
-        ReceiptLookup::Found(_) => return FencePlan::Confirm { restore },
+        ReceiptLookup::Found(r) => {
+            return FencePlan::Confirm {
+                receipt: Box::new(r.clone()),
+                restore,
+            }
+        }
         ReceiptLookup::Malformed(e) => {
             return FencePlan::Refuse {
                 why: format!("the receipt is malformed: {e}"),
@@ -225,7 +233,7 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
         };
         let names = names(plan.restore());
         let p = match plan {
-            FencePlan::Confirm { restore } if restore.is_empty() => {
+            FencePlan::Confirm { restore, .. } if restore.is_empty() => {
                 "confirm (receipt exists)".to_string()
             }
             FencePlan::Confirm { .. } => format!("confirm (receipt exists; put back {names})"),
@@ -329,7 +337,7 @@ pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
     };
     Report {
         code: if clean { exit::OK } else { exit::FAILED },
-        json: output::document(&document),
+        json: crate::contract::to_json(&document),
         text,
     }
 }
@@ -556,10 +564,10 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
     let lookup = inspect::lookup_receipt(completed.as_ref(), id);
     let phase = inspect::read_phase(Some(&state));
     match fence_plan(&lookup, &phase, &m) {
-        FencePlan::Confirm { restore } => {
-            let ReceiptLookup::Found(r) = lookup else {
-                unreachable!("confirm implies a receipt")
-            };
+        FencePlan::Confirm {
+            receipt: r,
+            restore,
+        } => {
             let pb = put_back(root, &m, &restore, &mut owner);
             let has = format!(
                 "operation {id} already has a receipt (outcome {}){}",
@@ -579,7 +587,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 termination: "confirmed",
                 action: "existing-receipt",
                 message,
-                receipt: Some(r),
+                receipt: Some(*r),
                 restored: pb.restored,
                 conflicts: pb.conflicts,
             }
@@ -690,7 +698,7 @@ fn abandon(
     let checked = match CheckedReceipt::check(&r) {
         Ok(c) => c,
         Err(e) => {
-            let message = format!("{e}{}", pb.describe());
+            let message = format!("termination unconfirmed: {e}{}", pb.describe());
             return unconfirmed_after(exit::FAILED, message, pb);
         }
     };
@@ -787,7 +795,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
         manifests: m.views(),
         duration_ms: 0,
     };
-    let json = output::document(&document);
+    let json = crate::contract::to_json(&document);
     let mut text = format!("FENCE {id}: {}\n", o.termination.to_uppercase());
     output::table(
         &mut text,
