@@ -79,14 +79,6 @@ impl Request {
             Request::Legacy { .. } => crate::contract::OwnerMode::LegacyV1,
         }
     }
-
-    /// How the log and the output name the mode.
-    fn mode_name(&self) -> &'static str {
-        match self {
-            Request::V2 { .. } => "renew",
-            Request::Legacy { .. } => "legacy-v1",
-        }
-    }
 }
 
 /// Logs a step's start, and its end with the duration (SPEC section 8).
@@ -1317,7 +1309,6 @@ fn lock_and_log(
     cancel: &Cancel,
     start_clock: time::OffsetDateTime,
 ) -> Result<(Dir, lock::LockGuard), Report> {
-    let mode_name = req.mode_name();
     let id = req.id();
     // SPEC section 7: a run refused here exits 4, not 1, when a manifest is
     // not active (an interrupted run left it staged): an operator must act.
@@ -1393,7 +1384,7 @@ fn lock_and_log(
     }
     tracing::info!(
         operation = id.map(|i| i.as_str()),
-        mode = mode_name,
+        mode = %crate::modes::output::word(&req.mode()),
         "renewal starting (lock held)"
     );
     crate::crash_point!("renew-after-lock");

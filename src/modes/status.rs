@@ -102,7 +102,7 @@ impl FencePlan {
     /// As the operator view prints it: `restore`, what the check would put
     /// back, in every plan (SPEC 6, v1.1).
     pub fn view(&self) -> doc::FencingPlan {
-        let restore = components(self.restore());
+        let restore = self.restore().to_vec();
         match self {
             FencePlan::Confirm { .. } => doc::FencingPlan::Confirm {
                 termination: doc::Confirmed::Confirmed,
@@ -119,11 +119,6 @@ impl FencePlan {
             },
         }
     }
-}
-
-/// The components as the documents name them.
-fn components(cs: &[Component]) -> Vec<doc::Component> {
-    cs.iter().filter_map(|c| doc::by_name(c.name())).collect()
 }
 
 /// Reasons the node is not clean (empty: clean).
@@ -361,8 +356,8 @@ fn abandoned_phase(phase: &PhaseReport, id: &OperationId) -> (Phase, Option<Comp
 
 struct FenceOutcome {
     code: u8,
-    termination: &'static str,
-    action: &'static str,
+    termination: doc::Termination,
+    action: doc::FenceAction,
     message: String,
     receipt: Option<Receipt>,
     restored: Vec<Component>,
@@ -377,8 +372,8 @@ fn unconfirmed(code: u8, message: String) -> FenceOutcome {
 fn unconfirmed_after(code: u8, message: String, pb: PutBack) -> FenceOutcome {
     FenceOutcome {
         code,
-        termination: "unconfirmed",
-        action: "none",
+        termination: doc::Termination::Unconfirmed,
+        action: doc::FenceAction::None,
         message,
         receipt: None,
         restored: pb.restored,
@@ -553,7 +548,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
         written: false,
     };
     let m = manifests::inspect(root);
-    let completed = match inspect::open_completed(&state) {
+    let completed = match StateDir::new(&state).completed() {
         Ok(c) => c,
         Err(e) => {
             let pb = put_back(root, &m, &staged_not_active(&m), &mut owner);
@@ -584,8 +579,8 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
             let message = format!("termination confirmed: {has}");
             FenceOutcome {
                 code: exit::OK,
-                termination: "confirmed",
-                action: "existing-receipt",
+                termination: doc::Termination::Confirmed,
+                action: doc::FenceAction::ExistingReceipt,
                 message,
                 receipt: Some(*r),
                 restored: pb.restored,
@@ -717,8 +712,8 @@ fn abandon(
             tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
             FenceOutcome {
                 code: exit::OK,
-                termination: "confirmed",
-                action: "abandoned",
+                termination: doc::Termination::Confirmed,
+                action: doc::FenceAction::Abandoned,
                 message,
                 receipt: Some(r),
                 restored: pb.restored,
@@ -728,8 +723,8 @@ fn abandon(
         Err(FsError::Exists { .. }) => match inspect::lookup_receipt(Some(&completed), id) {
             ReceiptLookup::Found(r) => FenceOutcome {
                 code: exit::OK,
-                termination: "confirmed",
-                action: "existing-receipt",
+                termination: doc::Termination::Confirmed,
+                action: doc::FenceAction::ExistingReceipt,
                 message: format!(
                     "termination confirmed: operation {id} already has a receipt (outcome {})",
                     r.outcome
@@ -775,32 +770,27 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: doc::OperationId(id.as_str().to_string()),
         fence: doc::ConstBool,
-        termination: if o.termination == "confirmed" {
-            doc::Termination::Confirmed
-        } else {
-            doc::Termination::Unconfirmed
-        },
-        confirmed: o.termination == "confirmed",
-        action: match o.action {
-            "existing-receipt" => doc::FenceAction::ExistingReceipt,
-            "abandoned" => doc::FenceAction::Abandoned,
-            _ => doc::FenceAction::None,
-        },
+        termination: o.termination,
+        confirmed: o.termination == doc::Termination::Confirmed,
+        action: o.action,
         outcome: receipt.as_ref().map(|r| r.outcome),
         phase: receipt.as_ref().map(|r| r.phase),
         message: doc::Message(receipt::bounded_message(&o.message)),
         receipt,
-        restored: components(&o.restored),
+        restored: o.restored.to_vec(),
         conflicts: o.conflicts.clone(),
         manifests: m.views(),
         duration_ms: 0,
     };
     let json = crate::contract::to_json(&document);
-    let mut text = format!("FENCE {id}: {}\n", o.termination.to_uppercase());
+    let mut text = format!(
+        "FENCE {id}: {}\n",
+        output::word(&o.termination).to_uppercase()
+    );
     output::table(
         &mut text,
         &[
-            vec!["action".to_string(), o.action.to_string()],
+            vec!["action".to_string(), output::word(&o.action)],
             vec![
                 "receipt".to_string(),
                 o.receipt
@@ -1015,7 +1005,7 @@ mod tests {
         )
         .unwrap();
         state_dir(t.path());
-        let state = inspect::open_state(&root).unwrap().unwrap();
+        let state = StateDir::open(&root).unwrap().unwrap();
         let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
         let r = view(&root, &g, None);
         assert_ne!(r.code, exit::OK);
@@ -1118,7 +1108,7 @@ mod tests {
         let t = node_tree("rsa");
         state_dir(t.path());
         let root = Root::open(t.path()).unwrap();
-        let state = inspect::open_state(&root).unwrap().unwrap();
+        let state = StateDir::open(&root).unwrap().unwrap();
         let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
         let r = fence(&root, &global(t.path()), &id("op-1"));
         assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json);

@@ -3,7 +3,7 @@
 //! and the node agent's state file. Creates nothing.
 
 use crate::contract as doc;
-use crate::node::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
+use crate::node::fsx::{Dir, Root, Trust, SMALL_FILE_MAX};
 use crate::node::lock::{self, OwnerInfo, Probe};
 use crate::node::paths::{AGENT_STATE_FILE, PHASE_FILE};
 use crate::node::statedir::StateDir;
@@ -14,16 +14,6 @@ use crate::rules::receipt;
 
 /// How many recent receipts the operator view lists.
 pub const RECENT_RECEIPTS: usize = 20;
-
-/// The state directory, if it exists and is acceptable.
-pub fn open_state(root: &Root) -> Result<Option<Dir>, FsError> {
-    StateDir::open(root)
-}
-
-/// The `completed/` directory, if it exists and is acceptable.
-pub fn open_completed(state: &Dir) -> Result<Option<Dir>, FsError> {
-    StateDir::new(state).completed()
-}
 
 pub use crate::rules::resume::ReceiptLookup;
 
@@ -158,8 +148,8 @@ impl PhaseReport {
             },
         };
         if let Some(p) = &self.file {
-            v.state = doc::by_name(p.state().as_str());
-            v.next_component = p.next_component().and_then(|c| doc::by_name(c.name()));
+            v.state = Some(p.state());
+            v.next_component = p.next_component();
             match p {
                 PhaseFile::V2(p2) => {
                     v.format = Some(doc::PhaseFormat::V2);
@@ -252,7 +242,7 @@ pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
         }
     };
     let receipt_of_phase_op = match (&file, state) {
-        (PhaseFile::V2(p), Some(s)) if file.is_unfinished() => match open_completed(s) {
+        (PhaseFile::V2(p), Some(s)) if file.is_unfinished() => match StateDir::new(s).completed() {
             Ok(c) => lookup_receipt(c.as_ref(), &p.operation_id),
             Err(e) => ReceiptLookup::Malformed(e.to_string()),
         },
@@ -664,7 +654,7 @@ mod tests {
                 Some(Component::KubeApiserver),
             ),
         );
-        let state = open_state(&root(t.path())).unwrap();
+        let state = StateDir::open(&root(t.path())).unwrap();
         let p = read_phase(state.as_ref());
         assert_eq!(p.intent.as_str(), "pending");
         let j = serde_json::to_value(p.view()).unwrap();
@@ -700,8 +690,8 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         write_receipt(t.path(), "op-1", &receipt("op-1", Outcome::Failed));
         write_receipt(t.path(), "op-2", &receipt("op-3", Outcome::Renewed));
-        let state = open_state(&root(t.path())).unwrap().unwrap();
-        let completed = open_completed(&state).unwrap();
+        let state = StateDir::open(&root(t.path())).unwrap().unwrap();
+        let completed = StateDir::new(&state).completed().unwrap();
         let c = completed.as_ref();
         assert!(matches!(
             lookup_receipt(c, &id("op-1")),
@@ -750,8 +740,8 @@ mod tests {
         set_mtime(&completed.join("not an id!.json"), 999);
         write_raw(&completed.join(".op-99.json.tmp.json"), b"");
         write_raw(&completed.join("notes.txt"), b"");
-        let state = open_state(&root(t.path())).unwrap().unwrap();
-        let (total, list) = recent_receipts(open_completed(&state).unwrap().as_ref());
+        let state = StateDir::open(&root(t.path())).unwrap().unwrap();
+        let (total, list) = recent_receipts(StateDir::new(&state).completed().unwrap().as_ref());
         assert_eq!(total, 27);
         assert_eq!(list.len(), RECENT_RECEIPTS);
         assert_eq!(list[0].operation_id, "x.json");
@@ -774,7 +764,7 @@ mod tests {
         let none = read_lock(None);
         assert_eq!(none.describe(), "free (no lock file yet)");
         state_dir(t.path());
-        let state = open_state(&root(t.path())).unwrap().unwrap();
+        let state = StateDir::open(&root(t.path())).unwrap().unwrap();
         let guard = lock::acquire(&state, std::time::Duration::from_secs(1), &|| false).unwrap();
         let me = lock::owner_for(
             Some("op-1"),
@@ -852,8 +842,8 @@ mod tests {
     fn reading_an_empty_node_creates_nothing() {
         let t = tempfile::tempdir().unwrap();
         let r = root(t.path());
-        assert!(open_state(&r).unwrap().is_none());
-        let state = open_state(&r).unwrap();
+        assert!(StateDir::open(&r).unwrap().is_none());
+        let state = StateDir::open(&r).unwrap();
         assert_eq!(read_phase(state.as_ref()).intent.as_str(), "absent");
         assert_eq!(
             serde_json::to_value(read_lock(state.as_ref()).view()).unwrap()["state"],

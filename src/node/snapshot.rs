@@ -11,6 +11,7 @@ use crate::node::fsx::Root;
 use crate::node::inspect::{self, LockReport, PhaseReport, ReceiptLookup, ReceiptSummary};
 use crate::node::manifests::{self, ManifestsReport};
 use crate::node::node_pki::{self, PkiReport};
+use crate::node::statedir::StateDir;
 use crate::rules::agent::AgentIntent;
 use crate::rules::opid::OperationId;
 
@@ -63,14 +64,14 @@ impl NodeSnapshot {
         agent_state: Option<&str>,
         receipts: Option<Option<&OperationId>>,
     ) -> NodeSnapshot {
-        let (state, state_error) = match inspect::open_state(root) {
+        let (state, state_error) = match StateDir::open(root) {
             Ok(s) => (s, None),
             Err(e) => (None, Some(e.to_string())),
         };
         let lock = inspect::read_lock(state.as_ref());
         let phase = inspect::read_phase(state.as_ref());
         let receipts = receipts.map(|asked| {
-            let (completed, error) = match state.as_ref().map(inspect::open_completed) {
+            let (completed, error) = match state.as_ref().map(|s| StateDir::new(s).completed()) {
                 Some(Ok(c)) => (c, None),
                 Some(Err(e)) => (None, Some(e.to_string())),
                 None => (None, None),
