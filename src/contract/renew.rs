@@ -222,11 +222,12 @@ impl From<&BTreeMap<crate::rules::component::Component, crate::rules::outcome::M
 /// CA fingerprints keyed as `phase::CA_KEYS` (other keys are not CAs).
 impl From<&BTreeMap<String, String>> for CaSha256 {
     fn from(m: &BTreeMap<String, String>) -> Self {
+        use crate::rules::phase::CA_KEYS;
         let at = |k: &str| m.get(k).cloned().map(Sha256Hex);
         CaSha256 {
-            ca: at("ca.crt"),
-            etcd_ca: at("etcd/ca.crt"),
-            front_proxy_ca: at("front-proxy-ca.crt"),
+            ca: at(CA_KEYS[0]),
+            etcd_ca: at(CA_KEYS[1]),
+            front_proxy_ca: at(CA_KEYS[2]),
         }
     }
 }

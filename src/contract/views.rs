@@ -348,14 +348,3 @@ pub fn by_name<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
     use serde::de::IntoDeserializer;
     T::deserialize(IntoDeserializer::<serde::de::value::Error>::into_deserializer(name)).ok()
 }
-
-/// The `caSHA256` object of a map keyed by path relative to `pki/` (a key
-/// that is not one of the three CA files is left out).
-pub fn ca_sha256_of(map: &std::collections::BTreeMap<String, String>) -> CaSha256 {
-    let hex = |key: &str| map.get(key).cloned().map(Sha256Hex);
-    CaSha256 {
-        ca: hex("ca.crt"),
-        etcd_ca: hex("etcd/ca.crt"),
-        front_proxy_ca: hex("front-proxy-ca.crt"),
-    }
-}

@@ -158,7 +158,7 @@ impl PhaseReport {
                     v.updated_at = Some(doc::Timestamp(p2.updated_at.clone()));
                     v.force = Some(p2.force);
                     v.threshold_days = Some(p2.threshold_days);
-                    v.ca_sha256 = Some(doc::ca_sha256_of(&p2.ca_sha256));
+                    v.ca_sha256 = Some(doc::CaSha256::from(&p2.ca_sha256));
                     v.receipt = Some(self.receipt_of_phase_op.view());
                 }
                 PhaseFile::Legacy(l) => {

@@ -251,7 +251,7 @@ impl PkiReport {
 
     /// The `caSHA256` object (only the CAs that could be read).
     pub fn ca_sha256_view(&self) -> contract::CaSha256 {
-        contract::ca_sha256_of(&self.ca_sha256())
+        contract::CaSha256::from(&self.ca_sha256())
     }
 
     pub fn ca_sha256(&self) -> BTreeMap<String, String> {

@@ -177,7 +177,7 @@ impl From<&PhaseV2> for contract::PhaseV2File {
         let ca = |k: &str| contract::Sha256Hex(p.ca_sha256.get(k).cloned().unwrap_or_default());
         contract::PhaseV2File {
             format: contract::PhaseV2Format::V2,
-            operation_id: contract::OperationId(p.operation_id.as_str().to_string()),
+            operation_id: (&p.operation_id).into(),
             state: p.state,
             next_component: p.next_component,
             ca_sha256: contract::CaSha256All {
@@ -189,17 +189,7 @@ impl From<&PhaseV2> for contract::PhaseV2File {
             threshold_days: p.threshold_days,
             started_at: contract::Timestamp(p.started_at.clone()),
             updated_at: contract::Timestamp(p.updated_at.clone()),
-            resumed_from: p.resumed_from.as_ref().map(|r| contract::ResumedFrom {
-                operation_id: r
-                    .operation_id
-                    .as_ref()
-                    .map(|i| contract::OperationId(i.as_str().to_string())),
-                format: if r.format == LEGACY_FORMAT {
-                    contract::PhaseFormat::LegacyFiveLine
-                } else {
-                    contract::PhaseFormat::V2
-                },
-            }),
+            resumed_from: p.resumed_from.as_ref().map(contract::ResumedFrom::from),
         }
     }
 }

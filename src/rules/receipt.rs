@@ -6,7 +6,7 @@ use crate::rules::opid::{excerpt, OperationId};
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 use crate::rules::phase::{
     check_ca_map, check_keys, check_time, get_ca_map, get_id, get_opt_component, get_str, get_time,
-    parse_json_strict, pretty_json_line, CA_KEYS,
+    parse_json_strict, pretty_json_line,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -168,33 +168,17 @@ pub fn render_receipt(r: &Receipt) -> Vec<u8> {
 /// than `CA_KEYS` are not written (`validate_receipt` refuses both first).
 impl From<&Receipt> for contract::Receipt {
     fn from(r: &Receipt) -> Self {
-        let loc = |c| {
-            r.manifests
-                .get(&c)
-                .copied()
-                .unwrap_or(ManifestLocation::Missing)
-        };
-        let ca = |k: &str| r.ca_sha256.get(k).cloned().map(contract::Sha256Hex);
         contract::Receipt {
             format: contract::ReceiptFormat::V1,
-            operation_id: contract::OperationId(r.operation_id.as_str().to_string()),
+            operation_id: (&r.operation_id).into(),
             outcome: r.outcome,
             phase: r.phase.into(),
             message: contract::Message(bounded_message(&r.message)),
             failed_component: r.failed_component,
-            manifests: contract::ManifestLocations {
-                etcd: loc(Component::Etcd),
-                kube_apiserver: loc(Component::KubeApiserver),
-                kube_controller_manager: loc(Component::KubeControllerManager),
-                kube_scheduler: loc(Component::KubeScheduler),
-            },
+            manifests: (&r.manifests).into(),
             finished_at: contract::Timestamp(r.finished_at.clone()),
             runbook_version: r.runbook_version.clone(),
-            ca_sha256: contract::CaSha256 {
-                ca: ca(CA_KEYS[0]),
-                etcd_ca: ca(CA_KEYS[1]),
-                front_proxy_ca: ca(CA_KEYS[2]),
-            },
+            ca_sha256: (&r.ca_sha256).into(),
         }
     }
 }
