@@ -200,9 +200,19 @@ fn dispatch(inv: &Invocation) -> Report {
         Mode::Check { force, agent_state } => {
             crate::modes::check::run(&root, &inv.global, *force, agent_state.as_deref())
         }
-        Mode::Status { operation_id } => {
-            crate::modes::status::view(&root, &inv.global, operation_id.as_ref())
-        }
+        Mode::Status {
+            operation_id,
+            evidence,
+            receipts,
+        } => crate::modes::status::view(
+            &root,
+            &inv.global,
+            &crate::modes::status::Ask {
+                id: operation_id.as_ref(),
+                evidence: evidence.as_deref(),
+                receipts: *receipts,
+            },
+        ),
         Mode::Fence { operation_id } => {
             crate::modes::status::fence(&root, &inv.global, operation_id)
         }

@@ -17,6 +17,18 @@ pub enum OutputFormat {
     Json,
 }
 
+/// Which receipts `--status-only` lists (`--receipts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ReceiptFilter {
+    /// The newest 20 (SPEC 6), plus the one asked about.
+    #[default]
+    Recent,
+    /// Every receipt, newest first.
+    All,
+    /// Every receipt whose outcome is not a success, and every malformed one.
+    Failed,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Text,
@@ -95,6 +107,15 @@ pub struct Cli {
     /// Fix "now" (RFC 3339) for tests; refused when --root is /.
     #[arg(long, hide = true, value_name = "RFC3339")]
     pub now: Option<String>,
+    /// With --status-only: also write the sanitized evidence bundle (a gzipped tar, mode 0600, never replacing a file) to PATH, a node path under --root.
+    #[arg(long, value_name = "PATH")]
+    pub evidence: Option<PathBuf>,
+    /// With --status-only: which receipts to list: recent (the newest 20), all, or failed.
+    #[arg(long, value_enum, value_name = "WHICH", default_value = "recent")]
+    pub receipts: ReceiptFilter,
+    /// Text output: every certificate and receipt in full, lines not fitted to the terminal.
+    #[arg(long)]
+    pub wide: bool,
     /// Print the version, git commit and contract version.
     #[arg(long)]
     pub version: bool,
@@ -118,6 +139,8 @@ pub struct Global {
     /// `--runtime-endpoint`, as given (validated).
     pub runtime_endpoint: Option<String>,
     pub clock: Clock,
+    /// `--wide`: text output in full, not fitted to the terminal.
+    pub wide: bool,
 }
 
 #[cfg(test)]
@@ -141,6 +164,7 @@ impl Global {
             clock: crate::rules::clock::Clock::fixed(
                 time::macros::datetime!(2026-11-30 00:00:00 UTC),
             ),
+            wide: false,
         }
     }
 }
@@ -164,6 +188,9 @@ pub enum Mode {
     /// `--status-only` (the operator view, or one operation's).
     Status {
         operation_id: Option<OperationId>,
+        /// `--evidence PATH`, relative to the root.
+        evidence: Option<String>,
+        receipts: ReceiptFilter,
     },
     /// `--status-only --operation-id ID --fence`: the fencing check always
     /// names its operation.
@@ -496,6 +523,7 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             }
         },
         clock,
+        wide: cli.wide,
     };
 
     let Some(mode_name) = mode_name else {
@@ -538,6 +566,19 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
     if cli.agent_state.is_some() && mode_name != ModeName::Check {
         return Err(not_here("--agent-state"));
     }
+    let operator_view = mode_name == ModeName::Status && !cli.fence;
+    if cli.evidence.is_some() && !operator_view {
+        return Err(usage(
+            m,
+            "--evidence goes only with --status-only (not with --fence)",
+        ));
+    }
+    if cli.receipts != ReceiptFilter::Recent && !operator_view {
+        return Err(usage(
+            m,
+            "--receipts goes only with --status-only (not with --fence)",
+        ));
+    }
     if operation_id.is_some() && matches!(mode_name, ModeName::Check | ModeName::LegacyV1) {
         return Err(not_here("--operation-id"));
     }
@@ -561,7 +602,15 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
         (ModeName::Status, operation_id) => match (cli.fence, operation_id) {
             (true, Some(operation_id)) => Mode::Fence { operation_id },
             (true, None) => return Err(usage(m, "--fence needs --operation-id ID")),
-            (false, operation_id) => Mode::Status { operation_id },
+            (false, operation_id) => Mode::Status {
+                operation_id,
+                evidence: cli
+                    .evidence
+                    .as_deref()
+                    .map(|p| node_path_option(m, "evidence", p))
+                    .transpose()?,
+                receipts: cli.receipts,
+            },
         },
         (ModeName::Version, _) => Mode::Version,
     };

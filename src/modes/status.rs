@@ -3,7 +3,7 @@
 
 use crate::contract as doc;
 use crate::modes::check::agent_summary;
-use crate::modes::cli::Global;
+use crate::modes::cli::{Global, ReceiptFilter};
 use crate::modes::output::{self, Report};
 use crate::node::fsx::{Dir, FsError, Root};
 use crate::node::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
@@ -172,8 +172,19 @@ pub fn not_clean_reasons(
     v
 }
 
+/// What the operator view is asked: an operation, an evidence bundle, which
+/// receipts to list.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ask<'a> {
+    pub id: Option<&'a OperationId>,
+    /// `--evidence PATH`, relative to the root.
+    pub evidence: Option<&'a str>,
+    pub receipts: ReceiptFilter,
+}
+
 /// The read-only operator view: the node read once, judged.
-pub fn view(root: &Root, g: &Global, id: Option<&OperationId>) -> Report {
+pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
+    let id = ask.id;
     let now = g.clock.now();
     let threshold = g.threshold_days;
     let s = NodeSnapshot::for_status(root, id);
@@ -974,7 +985,14 @@ mod tests {
         let t = node_tree("rsa");
         let before = snapshot(t.path());
         let root = Root::open(t.path()).unwrap();
-        let r = view(&root, &global(t.path()), Some(&id("op-1")));
+        let r = view(
+            &root,
+            &global(t.path()),
+            &Ask {
+                id: Some(&id("op-1")),
+                ..Ask::default()
+            },
+        );
         assert_eq!(r.code, exit::OK, "{:#}", r.json);
         assert_eq!(r.json["clean"], true);
         assert_eq!(r.json["fencing"]["action"], "abandon");
@@ -991,7 +1009,14 @@ mod tests {
         let root = Root::open(t.path()).unwrap();
         let g = global(t.path());
         let before = snapshot(t.path());
-        let r = view(&root, &g, Some(&id("op-1")));
+        let r = view(
+            &root,
+            &g,
+            &Ask {
+                id: Some(&id("op-1")),
+                ..Ask::default()
+            },
+        );
         assert_ne!(r.code, exit::OK);
         assert_eq!(r.json["clean"], false);
         let reasons = r.json["reasons"].to_string();
@@ -1007,7 +1032,7 @@ mod tests {
         state_dir(t.path());
         let state = StateDir::open(&root).unwrap().unwrap();
         let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
-        let r = view(&root, &g, None);
+        let r = view(&root, &g, &Ask::default());
         assert_ne!(r.code, exit::OK);
         assert!(
             r.json["reasons"][0]
