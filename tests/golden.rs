@@ -25,6 +25,7 @@ mod support;
 
 use serde_json::Value;
 use std::fmt::Write as _;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -116,9 +117,11 @@ fn normalize_stdout(raw: &str, root: &str, json: bool) -> String {
 }
 
 fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
+    // Under /tmp whatever TMPDIR says: the root's path is in commands the
+    // text prints, and its length decides where they wrap.
     let tmp = tempfile::Builder::new()
         .prefix("nvke-golden-")
-        .tempdir()
+        .tempdir_in("/tmp")
         .unwrap();
     let root = tmp.path().join("root");
     std::fs::create_dir(&root).unwrap();
@@ -164,18 +167,39 @@ fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
     let json = args
         .windows(2)
         .any(|w| w[0] == "--output" && w[1] == "json");
-    let out = Command::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"))
+    // `columns`: the terminal width the case runs at (COLUMNS); else none
+    // is set and the text is fitted to 80.
+    let columns = std::fs::read_to_string(case.join("columns"))
+        .ok()
+        .map(|c| c.trim().to_string());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"));
+    // As an operator types it: commands the text prints name it so.
+    cmd.arg0("nvke-cert-runbook")
         .args(&args)
         .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .map_err(|e| format!("run: {e}"))?;
+        .env("PATH", "/usr/bin:/bin");
+    if let Some(c) = &columns {
+        cmd.env("COLUMNS", c);
+    }
+    let out = cmd.output().map_err(|e| format!("run: {e}"))?;
     let code = out
         .status
         .code()
         .map(|c| c.to_string())
         .unwrap_or_else(|| "signal".into());
-    let stdout = normalize_stdout(&String::from_utf8_lossy(&out.stdout), &root_s, json);
+    let raw = String::from_utf8_lossy(&out.stdout).to_string();
+    // Text is for a terminal: no line wider than it (SPEC 7, "The 3 a.m.
+    // view"), unless asked for --wide.
+    if !json && !args.iter().any(|a| a == "--wide") {
+        let width: usize = columns.as_deref().map_or(80, |c| c.parse().unwrap());
+        if let Some(l) = raw.lines().find(|l| l.chars().count() > width) {
+            return Err(format!(
+                "a text line is wider than {width} columns ({}):\n{l}",
+                l.chars().count()
+            ));
+        }
+    }
+    let stdout = normalize_stdout(&raw, &root_s, json);
     let after = listing(&root);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
 

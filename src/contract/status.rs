@@ -28,6 +28,65 @@ pub enum Unconfirmed {
     Unconfirmed,
 }
 
+/// How serious the node's state is, most serious first (v1.1): a runbook
+/// is at work (`in_progress`: do not touch), one of the four manifests is
+/// not active (`action_needed`: a pod is down on this node, exit 4),
+/// anything else unclean (`not_clean`, exit 1), or `clean`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Clean,
+    NotClean,
+    ActionNeeded,
+    InProgress,
+}
+
+/// One thing to do next: what and why, and the exact command when there
+/// is one (a shell command line, node paths under `--root`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NextStep {
+    pub what: String,
+    pub command: Option<String>,
+}
+
+/// One copy of a manifest in a staging conflict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ManifestCopy {
+    pub path: String,
+    /// Null when the copy could not be read (see `error`).
+    pub sha256: Option<Sha256Hex>,
+    pub size: Option<u64>,
+    pub modified_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// A manifest both active and staged (v1.1): the two copies, whether they
+/// are identical, which is newer, and a bounded unified diff (active to
+/// staged) when they differ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StagingConflict {
+    pub component: Component,
+    /// Whose staging directory holds the other copy: `runbook` or `agent`.
+    pub staging: String,
+    pub active: ManifestCopy,
+    pub staged: ManifestCopy,
+    /// Null when a copy could not be read.
+    pub identical: Option<bool>,
+    /// `active`, `staged` or `same` (by modification time); null when unknown.
+    pub newer: Option<String>,
+    #[cfg_attr(feature = "schema", schemars(length(max = 60)))]
+    pub diff: Vec<String>,
+}
+
 /// What a fencing check would do now (operator view with an ID).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -88,8 +147,18 @@ pub struct StatusDocument {
     pub fence: ConstBool<false>,
     pub outcome: Cleanliness,
     pub clean: bool,
+    /// How serious an unclean state is (v1.1).
+    pub severity: Severity,
     /// Why the node is not clean (empty: clean).
     pub reasons: Vec<String>,
+    /// Things to know that do not make the node unclean (the node agent's
+    /// pending work, stray manifests, a CA or leaf near expiry, an unreadable
+    /// certificate).
+    pub warnings: Vec<String>,
+    /// What to do next, most urgent first (empty: clean, nothing to do).
+    pub next_steps: Vec<NextStep>,
+    /// Manifests both active and staged, with their copies compared.
+    pub conflicts: Vec<StagingConflict>,
     pub message: Message,
     pub now: Timestamp,
     #[cfg_attr(feature = "schema", schemars(range(min = 7, max = 90)))]
@@ -99,9 +168,12 @@ pub struct StatusDocument {
     pub agent_state: AgentStateView,
     /// How many receipts `completed/` holds.
     pub receipt_count: u64,
-    /// The most recent receipts, at most 20.
-    #[cfg_attr(feature = "schema", schemars(length(max = 20)))]
+    /// The receipts listed, newest first: the 20 most recent, or with
+    /// `--receipts all` every one, with `--receipts failed` every one that
+    /// is not a success.
     pub receipts: Vec<ReceiptSummary>,
+    /// Which receipts `receipts` lists: `recent`, `all` or `failed`.
+    pub receipts_listed: String,
     /// The receipt of the operation asked about (null: none, or no ID asked).
     pub receipt: Option<ReceiptLookup>,
     /// With an ID: what a fencing check would do (null without an ID).

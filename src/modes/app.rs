@@ -91,6 +91,12 @@ pub fn run(args: Vec<OsString>) -> u8 {
             &crate::modes::runbook::panic_message(payload.as_ref()),
         )
     });
+    if !inv.global.wide {
+        // Every mode's text within the terminal (status and check fit
+        // theirs already, with their verdict lines coloured).
+        let width = crate::modes::screen::Term::detect(false).width;
+        report.text = crate::modes::screen::fit(&report.text, width);
+    }
     if let Some(obj) = report.json.as_object_mut() {
         if inv.global.clock.is_fixed() {
             // Golden tests fix the clock; durations would make them flaky.

@@ -267,34 +267,85 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         Decision::Renew => format!("renew with executors [{}]", executors.join(", ")),
     };
 
-    let mut text = String::new();
-    text.push_str(&format!(
-        "CHECK: {}",
-        output::word(&verdict.decision).to_uppercase()
-    ));
+    let term = crate::modes::screen::Term::detect(g.wide);
+    let foreign = crate::modes::status::not_a_control_plane(root);
+    let decision = output::word(&verdict.decision).to_uppercase();
+    let count = |n: usize, what: &str| match n {
+        0 => None,
+        1 => Some(format!("1 {what}")),
+        n => Some(format!("{n} {what}s")),
+    };
+    let counts: Vec<String> = [
+        count(
+            if verdict.decision == Decision::Failed {
+                verdict.reasons.len()
+            } else {
+                0
+            },
+            "problem",
+        ),
+        count(verdict.warnings.len(), "warning"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut head = format!("CHECK: {decision}");
     if !executors.is_empty() {
-        text.push_str(&format!("  executors: {}", executors.join(", ")));
+        head.push_str(&format!(" with {}", executors.join(", ")));
     }
-    text.push('\n');
-    output::text_list(&mut text, "reasons", &verdict.reasons);
-    output::text_list(&mut text, "warnings", &verdict.warnings);
-    text.push('\n');
-    output::text_node_summary(
-        &mut text,
-        &s.lock.describe(),
-        &s.phase.describe(),
-        &agent_summary(&s.agent),
-        &s.manifests,
-    );
-    text.push('\n');
+    if !counts.is_empty() {
+        head.push_str(&format!(" ({})", counts.join(", ")));
+    }
+    let mut text = String::new();
+    if let (Some(f), Decision::Failed) = (&foreign, verdict.decision) {
+        text.push_str(&format!("CHECK: FAILED: {f}\n"));
+    } else {
+        text.push_str(&head);
+        text.push('\n');
+        output::text_list(&mut text, "reasons", &verdict.reasons);
+        output::text_list(&mut text, "warnings", &verdict.warnings);
+        text.push('\n');
+        output::text_node_summary(
+            &mut text,
+            &s.lock.describe(),
+            &s.phase.describe(),
+            &agent_summary(&s.agent),
+            &s.manifests,
+        );
+        text.push('\n');
+    }
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
-    output::text_cert_tables(
-        &mut text,
-        &certificates,
-        &certificate_authorities,
-        threshold,
-    );
+    if foreign.is_none() || verdict.decision != Decision::Failed {
+        output::text_cert_tables(
+            &mut text,
+            &certificates,
+            &certificate_authorities,
+            threshold,
+            g.wide,
+        );
+        if verdict.decision == Decision::Failed {
+            // The verdict again, and what to do, last.
+            let conflicts = crate::node::conflict::conflicts(root, &s.manifests);
+            let cmd = crate::modes::status::commands(g);
+            let advice = crate::modes::advice::advise(
+                &s,
+                &verdict.reasons,
+                &conflicts,
+                &cmd,
+                now,
+                threshold,
+            );
+            text.push('\n');
+            text.push_str(&format!("{head} [exit {code}]\n"));
+            crate::modes::advice::render_next(&mut text, &advice.next, term.width);
+        }
+    }
+    let severity = match verdict.decision {
+        Decision::Failed => doc::Severity::NotClean,
+        _ => doc::Severity::Clean,
+    };
+    let text = term.render(&text, "CHECK:", severity);
 
     let document = doc::CheckDocument {
         mode: doc::CheckMode::Check,

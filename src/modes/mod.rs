@@ -1,6 +1,8 @@
 //! The modes: thin drivers over the layers below.
 
 /// The entry point: parse, dispatch, exit code.
+/// What to know and do next: severity, warnings, next steps.
+pub(crate) mod advice;
 pub mod app;
 /// --check: facts, decide, verdict.
 pub(crate) mod check;
@@ -10,5 +12,7 @@ pub(crate) mod cli;
 pub(crate) mod output;
 /// The renewal (SPEC 4) and --legacy-v1.
 pub(crate) mod runbook;
+/// Text fitted to the terminal: width, wrapping, commands, colour.
+pub(crate) mod screen;
 /// --status-only: the operator view and the fencing check (SPEC 6).
 pub(crate) mod status;

@@ -274,72 +274,158 @@ fn residual(days: i64) -> String {
     }
 }
 
-/// Two tables like `kubeadm certs check-expiration`, of the certificates
-/// and CAs the document prints.
+/// The certificates and CAs the document prints, like `kubeadm certs
+/// check-expiration`. Narrow (the default): the healthy ones folded into
+/// one line each (how many, the earliest expiry), the others listed with
+/// what is wrong; `wide`: both tables in full, CA digests included.
 pub fn text_cert_tables(
     out: &mut String,
     leaves: &[contract::CertificateView],
     cas: &[contract::CaView],
     threshold: u32,
+    wide: bool,
 ) {
-    let mut rows = vec![vec![
+    let leaf_note = |l: &contract::CertificateView| -> String {
+        let mut note = match (&l.not_after, l.days_left, l.status) {
+            (Some(_), Some(_), _) if l.within_threshold == Some(true) => {
+                format!("within {threshold}d")
+            }
+            (Some(_), Some(_), _) => String::new(),
+            (_, _, LeafStatus::Skipped) => "skipped (optional, absent)".into(),
+            _ => format!("ERROR: {}", l.error.clone().unwrap_or_default()),
+        };
+        if l.chains_to_ca == Some(false) {
+            note = format!("{note} NOT SIGNED BY CA").trim().to_string();
+        }
+        note
+    };
+    let healthy = |l: &contract::CertificateView| {
+        let n = leaf_note(l);
+        n.is_empty() || l.status == LeafStatus::Skipped
+    };
+    let leaf_row = |l: &contract::CertificateView| {
+        let (exp, res) = match (&l.not_after, l.days_left) {
+            (Some(t), Some(d)) => (t.0.clone(), residual(d)),
+            _ => ("-".into(), "-".into()),
+        };
+        vec![word(&l.name), exp, res, word(&l.ca), leaf_note(l)]
+    };
+    let header = vec![
         "CERTIFICATE".to_string(),
         "EXPIRES".to_string(),
         "RESIDUAL".to_string(),
         "CA".to_string(),
         "NOTE".to_string(),
-    ]];
-    for l in leaves {
-        let (exp, res, mut note) = match (&l.not_after, l.days_left, l.status) {
-            (Some(not_after), Some(days), _) => {
-                let note = if l.within_threshold == Some(true) {
-                    format!("within {threshold}d")
-                } else {
-                    String::new()
-                };
-                (not_after.0.clone(), residual(days), note)
-            }
-            (_, _, LeafStatus::Skipped) => {
-                ("-".into(), "-".into(), "skipped (optional, absent)".into())
-            }
-            _ => (
-                "-".into(),
-                "-".into(),
-                format!("ERROR: {}", l.error.clone().unwrap_or_default()),
-            ),
-        };
-        if l.chains_to_ca == Some(false) {
-            note = format!("{note} NOT SIGNED BY CA").trim().to_string();
-        }
-        rows.push(vec![word(&l.name), exp, res, word(&l.ca), note]);
-    }
-    table(out, &rows);
-    out.push('\n');
-    let mut rows = vec![vec![
-        "CERTIFICATE AUTHORITY".to_string(),
-        "EXPIRES".to_string(),
-        "RESIDUAL".to_string(),
-        "SHA256".to_string(),
-    ]];
-    for c in cas {
+    ];
+    let ca_healthy = |c: &contract::CaView| c.error.is_none() && c.within_threshold != Some(true);
+    let ca_row = |c: &contract::CaView, digest: bool| {
         let (exp, res) = match (&c.not_after, c.days_left) {
-            (Some(not_after), Some(days)) => (not_after.0.clone(), residual(days)),
-            _ => (
-                "-".into(),
-                format!("ERROR: {}", c.error.clone().unwrap_or_default()),
-            ),
+            (Some(t), Some(d)) => (t.0.clone(), residual(d)),
+            _ => ("-".into(), "-".into()),
         };
-        rows.push(vec![
-            word(&c.name),
-            exp,
-            res,
-            c.sha256
-                .as_ref()
-                .map(|h| h.0.clone())
-                .unwrap_or_else(|| "-".into()),
-        ]);
+        let note = match (&c.error, c.within_threshold) {
+            (Some(e), _) => format!("ERROR: {e}"),
+            (None, Some(true)) => format!("within {threshold}d: never renewed by this runbook"),
+            _ => String::new(),
+        };
+        let mut r = vec![word(&c.name), exp, res];
+        if digest {
+            r.push(
+                c.sha256
+                    .as_ref()
+                    .map(|h| h.0.clone())
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        r.push(note);
+        r
+    };
+    if wide {
+        let mut rows = vec![header];
+        rows.extend(leaves.iter().map(leaf_row));
+        table(out, &rows);
+        out.push('\n');
+        let mut rows = vec![vec![
+            "CERTIFICATE AUTHORITY".to_string(),
+            "EXPIRES".to_string(),
+            "RESIDUAL".to_string(),
+            "SHA256".to_string(),
+            "NOTE".to_string(),
+        ]];
+        rows.extend(cas.iter().map(|c| ca_row(c, true)));
+        table(out, &rows);
+        return;
     }
+    let earliest = |items: Vec<(String, &contract::Timestamp, i64)>| {
+        items
+            .into_iter()
+            .min_by(|a, b| a.1 .0.cmp(&b.1 .0))
+            .map(|(n, t, d)| format!(", earliest {n} {} ({})", t.0, residual(d)))
+            .unwrap_or_default()
+    };
+    let ok: Vec<&contract::CertificateView> = leaves.iter().filter(|l| healthy(l)).collect();
+    let ok_cas: Vec<&contract::CaView> = cas.iter().filter(|c| ca_healthy(c)).collect();
+    let mut rows = vec![
+        vec![
+            "CERTIFICATES".to_string(),
+            format!(
+                "{} of {} ok{}",
+                ok.len(),
+                leaves.len(),
+                earliest(
+                    ok.iter()
+                        .filter_map(|l| Some((word(&l.name), l.not_after.as_ref()?, l.days_left?)))
+                        .collect()
+                )
+            ),
+        ],
+        vec![
+            "CAS".to_string(),
+            format!(
+                "{} of {} ok{}",
+                ok_cas.len(),
+                cas.len(),
+                earliest(
+                    ok_cas
+                        .iter()
+                        .filter_map(|c| Some((word(&c.name), c.not_after.as_ref()?, c.days_left?)))
+                        .collect()
+                )
+            ),
+        ],
+    ];
+    rows.push(vec![
+        String::new(),
+        "(every one, and the CA digests: --wide)".into(),
+    ]);
     table(out, &rows);
+    let bad: Vec<Vec<String>> = leaves
+        .iter()
+        .filter(|l| !healthy(l))
+        .map(leaf_row)
+        .collect();
+    if !bad.is_empty() {
+        out.push('\n');
+        let mut rows = vec![header];
+        rows.extend(bad);
+        table(out, &rows);
+    }
+    let bad: Vec<Vec<String>> = cas
+        .iter()
+        .filter(|c| !ca_healthy(c))
+        .map(|c| ca_row(c, false))
+        .collect();
+    if !bad.is_empty() {
+        out.push('\n');
+        let mut rows = vec![vec![
+            "CA".to_string(),
+            "EXPIRES".to_string(),
+            "RESIDUAL".to_string(),
+            "NOTE".to_string(),
+        ]];
+        rows.extend(bad);
+        table(out, &rows);
+    }
 }
 
 #[cfg(test)]

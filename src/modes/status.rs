@@ -2,9 +2,11 @@
 //! controller's fencing check (`--operation-id ID --fence`).
 
 use crate::contract as doc;
+use crate::modes::advice;
 use crate::modes::check::agent_summary;
 use crate::modes::cli::{Global, ReceiptFilter};
 use crate::modes::output::{self, Report};
+use crate::node::conflict;
 use crate::node::fsx::{Dir, FsError, Root};
 use crate::node::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
 use crate::node::lock::{self, LockError};
@@ -178,27 +180,280 @@ pub fn not_clean_reasons(
 pub struct Ask<'a> {
     pub id: Option<&'a OperationId>,
     /// `--evidence PATH`, relative to the root.
+    #[allow(dead_code)] // written by the evidence bundle (node/evidence.rs)
     pub evidence: Option<&'a str>,
     pub receipts: ReceiptFilter,
 }
+
+/// How this run's commands name the runbook and the node.
+pub fn commands(g: &Global) -> advice::Commands {
+    let program = std::env::args_os()
+        .next()
+        .and_then(|a| a.into_string().ok())
+        .filter(|a| a.contains('/'))
+        .unwrap_or_else(|| "nvke-cert-runbook".to_string());
+    advice::Commands {
+        program,
+        root: (!crate::modes::cli::is_host_root(&g.root)).then(|| g.root.display().to_string()),
+    }
+}
+
+/// Not a kubeadm control-plane node: neither `manifests/` nor `pki/` exists.
+pub fn not_a_control_plane(root: &Root) -> Option<String> {
+    let absent = |rel: &str| {
+        matches!(
+            root.open_dir(rel, crate::node::fsx::Trust::TypeOnly),
+            Ok(None)
+        )
+    };
+    (absent(MANIFESTS_DIR) && absent(crate::node::paths::PKI_DIR)).then(|| {
+        format!(
+            "not a kubeadm control-plane node: neither {} nor {} exists (is --root right?)",
+            crate::node::paths::node(MANIFESTS_DIR),
+            crate::node::paths::node(crate::node::paths::PKI_DIR)
+        )
+    })
+}
+
+/// The headline: the verdict, its severity and the counts.
+fn headline(a: &advice::Advice, problems: usize) -> String {
+    let count = |n: usize, what: &str| match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    };
+    let counts = match (problems, a.warnings.len()) {
+        (0, 0) => String::new(),
+        (0, w) => count(w, "warning"),
+        (p, 0) => count(p, "problem"),
+        (p, w) => format!("{}, {}", count(p, "problem"), count(w, "warning")),
+    };
+    let down = a
+        .not_active
+        .iter()
+        .map(|c| c.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (verdict, detail) = match a.severity {
+        doc::Severity::Clean => ("CLEAN", String::new()),
+        doc::Severity::NotClean => ("NOT CLEAN", String::new()),
+        doc::Severity::ActionNeeded => ("ACTION NEEDED", format!("{down} down")),
+        doc::Severity::InProgress if a.not_active.is_empty() => {
+            ("RENEWAL IN PROGRESS", "do not touch".to_string())
+        }
+        doc::Severity::InProgress => ("RENEWAL IN PROGRESS", format!("{down} down, do not touch")),
+    };
+    match (detail.is_empty(), counts.is_empty()) {
+        (true, true) => format!("NODE: {verdict}"),
+        (true, false) => format!("NODE: {verdict} ({counts})"),
+        (false, true) => format!("NODE: {verdict}: {detail}"),
+        (false, false) => format!("NODE: {verdict}: {detail} ({counts})"),
+    }
+}
+
+/// The copies of each staging conflict, compared.
+fn text_conflicts(out: &mut String, conflicts: &[doc::StagingConflict], wide: bool) {
+    for k in conflicts {
+        let verdict = match k.identical {
+            Some(true) => "IDENTICAL",
+            Some(false) => "DIFFER",
+            None => "UNREADABLE",
+        };
+        let who = if k.staging == "agent" {
+            "agent"
+        } else {
+            "runbook"
+        };
+        out.push_str(&format!(
+            "CONFLICT {}: active and staged ({who}) copies {verdict}\n",
+            k.component
+        ));
+        for (label, c, newer) in [
+            ("active", &k.active, "active"),
+            ("staged", &k.staged, "staged"),
+        ] {
+            out.push_str(&format!("  {label}  {}\n", c.path));
+            match (&c.sha256, c.size, &c.error) {
+                (Some(h), Some(n), _) => {
+                    let when = c
+                        .modified_at
+                        .as_ref()
+                        .map(|t| format!(", modified {}", t.0))
+                        .unwrap_or_default();
+                    let mark = if k.newer.as_deref() == Some(newer) {
+                        " (newer)"
+                    } else {
+                        ""
+                    };
+                    out.push_str(&format!("    {n} bytes{when}{mark}\n"));
+                    out.push_str(&format!("    sha256 {}\n", h.0));
+                }
+                (_, _, Some(e)) => {
+                    out.push_str(&format!("    UNREADABLE: {}\n", output::escape(e)))
+                }
+                _ => out.push_str("    UNREADABLE\n"),
+            }
+        }
+        let shown = if wide {
+            k.diff.len()
+        } else {
+            k.diff.len().min(24)
+        };
+        for l in &k.diff[..shown] {
+            out.push_str(&format!("  {}\n", output::escape(l)));
+        }
+        if shown < k.diff.len() {
+            out.push_str(&format!(
+                "  ({} more diff lines: --wide, or diff -u the two paths)\n",
+                k.diff.len() - shown
+            ));
+        }
+        out.push('\n');
+    }
+}
+
+/// The receipts listed: a table when it fits, else each ID on its own
+/// line (IDs are never cut: they are pasted into commands).
+fn text_receipts(
+    out: &mut String,
+    listed: &[doc::ReceiptSummary],
+    count: usize,
+    which: ReceiptFilter,
+    width: Option<usize>,
+) {
+    let shown = match (which, width) {
+        (ReceiptFilter::Recent, Some(_)) => listed.len().min(NARROW_RECEIPTS),
+        _ => listed.len(),
+    };
+    let title = match which {
+        ReceiptFilter::Recent => "RECEIPTS",
+        ReceiptFilter::All => "RECEIPTS (all)",
+        ReceiptFilter::Failed => "RECEIPTS (not a success)",
+    };
+    if listed.is_empty() {
+        out.push_str(&format!("{title}: none ({count} in all)\n"));
+        return;
+    }
+    let cells = |r: &doc::ReceiptSummary| {
+        vec![
+            r.outcome
+                .as_ref()
+                .map(output::word)
+                .unwrap_or_else(|| format!("MALFORMED: {}", r.error.clone().unwrap_or_default())),
+            r.phase.as_ref().map(output::word).unwrap_or_default(),
+            r.finished_at
+                .as_ref()
+                .map(|t| t.0.clone())
+                .unwrap_or_default(),
+        ]
+    };
+    let mut rows = vec![vec![
+        "OPERATION".to_string(),
+        "OUTCOME".to_string(),
+        "PHASE".to_string(),
+        "FINISHED".to_string(),
+    ]];
+    for r in &listed[..shown] {
+        let mut row = vec![r.operation_id.clone()];
+        row.extend(cells(r));
+        rows.push(row);
+    }
+    let mut t = String::new();
+    output::table(&mut t, &rows);
+    let fits = width.is_none_or(|w| t.lines().all(|l| l.chars().count() <= w));
+    out.push_str(&format!("{title}, newest first:\n"));
+    if fits {
+        out.push_str(&t);
+    } else {
+        let mut rows: Vec<Vec<String>> = vec![vec![
+            "    OUTCOME".to_string(),
+            "PHASE".to_string(),
+            "FINISHED".to_string(),
+        ]];
+        let mut body = String::new();
+        for r in &listed[..shown] {
+            let mut row = cells(r);
+            row[0] = format!("    {}", row[0]);
+            rows.push(row);
+        }
+        output::table(&mut body, &rows);
+        let mut lines = body.lines();
+        out.push_str(lines.next().unwrap_or_default());
+        out.push('\n');
+        for (r, l) in listed[..shown].iter().zip(lines) {
+            out.push_str(&format!("  {}\n{l}\n", output::escape(&r.operation_id)));
+        }
+    }
+    if shown < count {
+        out.push_str(&format!(
+            "({} of {count} shown; every one: --receipts all, the failures: --receipts failed)\n",
+            shown
+        ));
+    }
+}
+
+/// Receipts listed in narrow text (the JSON lists the 20 most recent).
+const NARROW_RECEIPTS: usize = 5;
 
 /// The read-only operator view: the node read once, judged.
 pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
     let id = ask.id;
     let now = g.clock.now();
     let threshold = g.threshold_days;
-    let s = NodeSnapshot::for_status(root, id);
+    let listing = match ask.receipts {
+        ReceiptFilter::Recent => inspect::Listing::Newest(inspect::RECENT_RECEIPTS),
+        ReceiptFilter::All => inspect::Listing::All,
+        ReceiptFilter::Failed => inspect::Listing::Failed,
+    };
+    let s = NodeSnapshot::for_status(root, id, listing);
     let none = Receipts::default();
     let receipts = s.receipts.as_ref().unwrap_or(&none);
     let (receipt_count, recent, asked) =
         (receipts.count, &receipts.recent, receipts.asked.as_ref());
     let m = &s.manifests;
+    let term = crate::modes::screen::Term::detect(g.wide);
+    let cmd = commands(g);
 
+    let foreign = not_a_control_plane(root);
     let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, m);
     if let Some(e) = &receipts.error {
         reasons.push(format!("receipts directory: {e}"));
     }
+    if let Some(f) = &foreign {
+        reasons = vec![f.clone()];
+    }
     let clean = reasons.is_empty();
+    let conflicts = conflict::conflicts(root, m);
+    let mut advice = advice::advise(&s, &reasons, &conflicts, &cmd, now, threshold);
+    if foreign.is_some() {
+        advice.severity = doc::Severity::NotClean;
+        advice.not_active.clear();
+        advice.next.clear();
+        advice.warnings.clear();
+    }
+    // An operation the node never saw: say so, with the IDs it knows that
+    // are nearest (a typo is likelier than a lost receipt).
+    let unknown_id = match (id, asked) {
+        (Some(i), Some(ReceiptLookup::Absent)) if !matches!(&s.phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == i) =>
+        {
+            let near = crate::rules::textdiff::nearest(
+                i.as_str(),
+                receipts.known_ids.iter().map(String::as_str),
+                3,
+            );
+            Some(if near.is_empty() {
+                format!("operation {i} is unknown to this node: no receipt, and the phase file does not name it")
+            } else {
+                format!(
+                    "operation {i} is unknown to this node (no receipt, not in the phase file); nearest known: {}",
+                    near.join(", ")
+                )
+            })
+        }
+        _ => None,
+    };
+    if let Some(u) = &unknown_id {
+        advice.warnings.insert(0, u.clone());
+    }
     // What a fencing check would do: it needs the state dir and the lock
     // first, and is unconfirmed when either is refused.
     let plan = asked.map(|r| match (&s.state_error, &s.lock.probe) {
@@ -213,97 +468,94 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         _ => fence_plan(r, &s.phase, m),
     });
 
+    let head = headline(&advice, reasons.len());
+    let code = if foreign.is_some() {
+        exit::FAILED
+    } else if !advice.not_active.is_empty() {
+        exit::OPERATOR_MUST_ACT
+    } else if clean {
+        exit::OK
+    } else {
+        exit::FAILED
+    };
     let mut text = String::new();
-    text.push_str(&format!(
-        "NODE: {}\n",
-        if clean { "CLEAN" } else { "NOT CLEAN" }
-    ));
-    output::text_list(&mut text, "why", &reasons);
-    text.push('\n');
-    output::text_node_summary(
-        &mut text,
-        &s.lock.describe(),
-        &s.phase.describe(),
-        &agent_summary(&s.agent),
-        m,
-    );
-    text.push('\n');
-    if let (Some(id), Some(asked), Some(plan)) = (id, asked, &plan) {
-        let r = match asked {
-            ReceiptLookup::Absent => "no receipt".to_string(),
-            ReceiptLookup::Found(r) => format!(
-                "{} at {} ({}): {}",
-                r.outcome, r.finished_at, r.phase, r.message
-            ),
-            ReceiptLookup::Malformed(e) => format!("MALFORMED: {e}"),
-        };
-        let names = names(plan.restore());
-        let p = match plan {
-            FencePlan::Confirm { restore, .. } if restore.is_empty() => {
-                "confirm (receipt exists)".to_string()
-            }
-            FencePlan::Confirm { .. } => format!("confirm (receipt exists; put back {names})"),
-            FencePlan::Abandon { restore } if restore.is_empty() => {
-                "abandon (record an abandoned receipt)".into()
-            }
-            FencePlan::Abandon { .. } => {
-                format!("abandon (put back {names} and record an abandoned receipt)")
-            }
-            FencePlan::Refuse { why, restore } if restore.is_empty() => {
-                format!("refuse: unconfirmed ({why})")
-            }
-            FencePlan::Refuse { why, .. } => {
-                format!("refuse: unconfirmed ({why}); still put back {names}")
-            }
-        };
-        output::table(
+    if let Some(f) = &foreign {
+        text.push_str(&format!("NODE: NOT CLEAN: {f}\n"));
+    } else {
+        text.push_str(&head);
+        text.push('\n');
+        if let Some(p) = &advice.in_progress {
+            text.push_str(&format!("in progress: {p}\n"));
+        }
+        output::text_list(&mut text, "problems", &reasons);
+        output::text_list(&mut text, "warnings", &advice.warnings);
+        text.push('\n');
+        output::text_node_summary(
             &mut text,
-            &[
-                vec![format!("OPERATION {id}"), r],
-                vec!["FENCING WOULD".to_string(), p],
-            ],
+            &s.lock.describe(),
+            &s.phase.describe(),
+            &agent_summary(&s.agent),
+            m,
         );
         text.push('\n');
-    }
-    let certificates = s.pki.certificates(now, threshold);
-    let certificate_authorities = s.pki.authorities(now, threshold);
-    output::text_cert_tables(
-        &mut text,
-        &certificates,
-        &certificate_authorities,
-        threshold,
-    );
-    text.push('\n');
-    let mut rows = vec![vec![
-        "RECENT RECEIPT".to_string(),
-        "OUTCOME".to_string(),
-        "PHASE".to_string(),
-        "FINISHED".to_string(),
-    ]];
-    for r in recent {
-        rows.push(vec![
-            r.operation_id.clone(),
-            r.outcome
-                .as_ref()
-                .map(output::word)
-                .unwrap_or_else(|| format!("MALFORMED: {}", r.error.clone().unwrap_or_default())),
-            r.phase.as_ref().map(output::word).unwrap_or_default(),
-            r.finished_at
-                .as_ref()
-                .map(|t| t.0.clone())
-                .unwrap_or_default(),
-        ]);
-    }
-    if recent.is_empty() {
-        text.push_str("RECENT RECEIPTS: none\n");
-    } else {
-        output::table(&mut text, &rows);
-        if receipt_count > recent.len() {
-            text.push_str(&format!(
-                "({} more receipts not shown)\n",
-                receipt_count - recent.len()
-            ));
+        text_conflicts(&mut text, &conflicts, g.wide);
+        if let (Some(id), Some(asked), Some(plan)) = (id, asked, &plan) {
+            let r = match asked {
+                ReceiptLookup::Absent if unknown_id.is_some() => {
+                    "none: unknown to this node".to_string()
+                }
+                ReceiptLookup::Absent => "none".to_string(),
+                ReceiptLookup::Found(r) => format!(
+                    "{} at {} ({}): {}",
+                    r.outcome, r.finished_at, r.phase, r.message
+                ),
+                ReceiptLookup::Malformed(e) => format!("MALFORMED: {e}"),
+            };
+            let names = names(plan.restore());
+            let p = match plan {
+                FencePlan::Confirm { restore, .. } if restore.is_empty() => {
+                    "confirm (receipt exists)".to_string()
+                }
+                FencePlan::Confirm { .. } => format!("confirm (receipt exists; put back {names})"),
+                FencePlan::Abandon { restore } if restore.is_empty() => {
+                    "abandon (record an abandoned receipt)".into()
+                }
+                FencePlan::Abandon { .. } => {
+                    format!("abandon (put back {names} and record an abandoned receipt)")
+                }
+                FencePlan::Refuse { why, restore } if restore.is_empty() => {
+                    format!("refuse: unconfirmed ({why})")
+                }
+                FencePlan::Refuse { why, .. } => {
+                    format!("refuse: unconfirmed ({why}); still put back {names}")
+                }
+            };
+            output::table(
+                &mut text,
+                &[
+                    vec!["OPERATION".to_string(), id.to_string()],
+                    vec!["RECEIPT".to_string(), r],
+                    vec!["FENCING WOULD".to_string(), p],
+                ],
+            );
+            text.push('\n');
         }
+        let certificates = s.pki.certificates(now, threshold);
+        let certificate_authorities = s.pki.authorities(now, threshold);
+        output::text_cert_tables(
+            &mut text,
+            &certificates,
+            &certificate_authorities,
+            threshold,
+            g.wide,
+        );
+        text.push('\n');
+        text_receipts(&mut text, recent, receipt_count, ask.receipts, term.width);
+        // The verdict again, and what to do, last: what a scrolled
+        // terminal still shows.
+        text.push('\n');
+        text.push_str(&format!("{head} [exit {code}]\n"));
+        advice::render_next(&mut text, &advice.next, term.width);
     }
 
     let document = doc::StatusDocument {
@@ -317,12 +569,16 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
             doc::Cleanliness::NotClean
         },
         clean,
+        severity: advice.severity,
         message: doc::Message(receipt::bounded_message(&if clean {
             "node is clean".to_string()
         } else {
             format!("node is not clean: {}", reasons.join("; "))
         })),
         reasons,
+        warnings: advice.warnings.clone(),
+        next_steps: advice.next.clone(),
+        conflicts,
         now: doc::Timestamp(crate::rules::clock::rfc3339(now)),
         threshold_days: threshold,
         lock: s.lock.view(),
@@ -330,21 +586,27 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         agent_state: s.agent_view(),
         receipt_count: receipt_count as u64,
         receipts: recent.to_vec(),
+        receipts_listed: match ask.receipts {
+            ReceiptFilter::Recent => "recent",
+            ReceiptFilter::All => "all",
+            ReceiptFilter::Failed => "failed",
+        }
+        .to_string(),
         receipt: asked.and_then(ReceiptLookup::view),
         fencing: plan.as_ref().map(FencePlan::view),
         manifests: m.views(),
         staging: m.staging(),
         stray_manifests: m.strays.clone(),
         ca_sha256: s.pki.ca_sha256_view(),
-        certificates,
-        certificate_authorities,
+        certificates: s.pki.certificates(now, threshold),
+        certificate_authorities: s.pki.authorities(now, threshold),
         state_error: s.state_error.clone(),
         duration_ms: 0,
     };
     Report {
-        code: if clean { exit::OK } else { exit::FAILED },
+        code,
         json: crate::contract::to_json(&document),
-        text,
+        text: term.render(&text, "NODE:", advice.severity),
     }
 }
 
@@ -996,7 +1258,12 @@ mod tests {
         assert_eq!(r.code, exit::OK, "{:#}", r.json);
         assert_eq!(r.json["clean"], true);
         assert_eq!(r.json["fencing"]["action"], "abandon");
-        assert!(r.text.starts_with("NODE: CLEAN\n"), "{}", r.text);
+        // Clean, with one thing to know: the node never saw op-1.
+        assert!(r.text.starts_with("NODE: CLEAN (1 warning)\n"), "{}", r.text);
+        assert!(r.json["warnings"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("operation op-1 is unknown to this node"));
         assert_eq!(snapshot(t.path()), before, "the view changed the node");
     }
 

@@ -383,17 +383,32 @@ pub fn agent_view(path: &str, a: &AgentIntent) -> doc::AgentStateView {
 /// A receipt summary for the operator view.
 pub use doc::ReceiptSummary;
 
-/// The most recent receipts (by modification time, newest first), at most
-/// `RECENT_RECEIPTS`, plus how many receipts there are. Lists the directory
-/// once with constant memory; parses only the ones shown.
-pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) {
+/// Which receipts a listing keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// The newest N (by modification time).
+    Newest(usize),
+    /// Every one, newest first.
+    All,
+    /// Every one that is not a success (or cannot be read), newest first.
+    Failed,
+}
+
+/// The receipts a listing keeps, newest first, and how many there are in
+/// all. `Newest(n)` keeps at most n names in memory while the directory
+/// streams by; `All` and `Failed` are what an operator asked for.
+pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<ReceiptSummary>) {
     let Some(dir) = completed else {
         return (0, Vec::new());
     };
+    let cap = match which {
+        Listing::Newest(n) => n,
+        Listing::All | Listing::Failed => usize::MAX,
+    };
     let mut total = 0usize;
-    // (mtime_sec, mtime_nsec, name), keep the newest RECENT_RECEIPTS while
-    // the directory streams by (100,000 receipts must not mean 100,000
-    // names in memory).
+    // (mtime_sec, mtime_nsec, name), keep the newest `cap` while the
+    // directory streams by (100,000 receipts must not mean 100,000 names in
+    // memory).
     let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(i64, i64, String)>> =
         Default::default();
     let listed = dir.for_each_name(|name| {
@@ -405,7 +420,7 @@ pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) 
             return;
         };
         let key = (st.st_mtime, st.st_mtime_nsec);
-        if heap.len() == RECENT_RECEIPTS
+        if heap.len() == cap
             && heap
                 .peek()
                 .is_some_and(|min| (min.0 .0, min.0 .1, min.0 .2.as_str()) >= (key.0, key.1, name))
@@ -413,7 +428,7 @@ pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) 
             return; // older than everything kept: no allocation
         }
         heap.push(std::cmp::Reverse((key.0, key.1, name.to_string())));
-        if heap.len() > RECENT_RECEIPTS {
+        if heap.len() > cap {
             heap.pop();
         }
     });
@@ -468,8 +483,27 @@ pub fn recent_receipts(completed: Option<&Dir>) -> (usize, Vec<ReceiptSummary>) 
                 },
             }
         })
+        .filter(|r: &ReceiptSummary| {
+            which != Listing::Failed || !r.outcome.is_some_and(|o| o.is_success())
+        })
         .collect();
     (total, list)
+}
+
+/// Every operation ID `completed/` has a receipt for (file names; for
+/// the nearest-ID hint).
+pub fn receipt_ids(completed: Option<&Dir>) -> Vec<String> {
+    let mut ids = Vec::new();
+    if let Some(dir) = completed {
+        let _ = dir.for_each_name(|name| {
+            if let Some(stem) = name.strip_suffix(".json") {
+                if !name.starts_with('.') {
+                    ids.push(stem.to_string());
+                }
+            }
+        });
+    }
+    ids
 }
 
 #[cfg(test)]
@@ -741,7 +775,10 @@ mod tests {
         write_raw(&completed.join(".op-99.json.tmp.json"), b"");
         write_raw(&completed.join("notes.txt"), b"");
         let state = StateDir::open(&root(t.path())).unwrap().unwrap();
-        let (total, list) = recent_receipts(StateDir::new(&state).completed().unwrap().as_ref());
+        let (total, list) = list_receipts(
+            StateDir::new(&state).completed().unwrap().as_ref(),
+            Listing::Newest(RECENT_RECEIPTS),
+        );
         assert_eq!(total, 27);
         assert_eq!(list.len(), RECENT_RECEIPTS);
         assert_eq!(list[0].operation_id, "x.json");

@@ -2,6 +2,8 @@
 
 /// Backups of pki/ and the kubeconfigs, and putting them back.
 pub(crate) mod backup;
+/// Staging conflicts: both copies of a manifest compared.
+pub(crate) mod conflict;
 /// The no-follow descriptor walk and the three durable write disciplines.
 pub(crate) mod fsx;
 /// Read-only views of the state directory (phase file, lock, receipts).

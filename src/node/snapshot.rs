@@ -22,8 +22,12 @@ pub struct Receipts {
     pub error: Option<String>,
     /// How many receipts there are.
     pub count: usize,
-    /// The most recent, at most [`inspect::RECENT_RECEIPTS`].
+    /// The ones listed: the most recent, at most
+    /// [`inspect::RECENT_RECEIPTS`], unless the listing asked for more.
     pub recent: Vec<ReceiptSummary>,
+    /// Every operation ID with a receipt, read only when the ID asked
+    /// about has none (to name the nearest ones).
+    pub known_ids: Vec<String>,
     /// The receipt of the operation asked about (None: no ID asked). A
     /// refused `completed/` makes it unreadable (a fencing check would be
     /// unconfirmed), not absent.
@@ -55,14 +59,18 @@ impl NodeSnapshot {
 
     /// What the operator view reads: the receipts too, and the one of the
     /// operation asked about.
-    pub fn for_status(root: &Root, asked: Option<&OperationId>) -> NodeSnapshot {
-        NodeSnapshot::read(root, None, Some(asked))
+    pub fn for_status(
+        root: &Root,
+        asked: Option<&OperationId>,
+        listing: inspect::Listing,
+    ) -> NodeSnapshot {
+        NodeSnapshot::read(root, None, Some((asked, listing)))
     }
 
     fn read(
         root: &Root,
         agent_state: Option<&str>,
-        receipts: Option<Option<&OperationId>>,
+        receipts: Option<(Option<&OperationId>, inspect::Listing)>,
     ) -> NodeSnapshot {
         let (state, state_error) = match StateDir::open(root) {
             Ok(s) => (s, None),
@@ -70,21 +78,26 @@ impl NodeSnapshot {
         };
         let lock = inspect::read_lock(state.as_ref());
         let phase = inspect::read_phase(state.as_ref());
-        let receipts = receipts.map(|asked| {
+        let receipts = receipts.map(|(asked, listing)| {
             let (completed, error) = match state.as_ref().map(|s| StateDir::new(s).completed()) {
                 Some(Ok(c)) => (c, None),
                 Some(Err(e)) => (None, Some(e.to_string())),
                 None => (None, None),
             };
-            let (count, recent) = inspect::recent_receipts(completed.as_ref());
+            let (count, recent) = inspect::list_receipts(completed.as_ref(), listing);
             let asked = asked.map(|id| match &error {
                 Some(e) => ReceiptLookup::Malformed(e.clone()),
                 None => inspect::lookup_receipt(completed.as_ref(), id),
             });
+            let known_ids = match asked {
+                Some(ReceiptLookup::Absent) => inspect::receipt_ids(completed.as_ref()),
+                _ => Vec::new(),
+            };
             Receipts {
                 error,
                 count,
                 recent,
+                known_ids,
                 asked,
             }
         });

@@ -22,3 +22,5 @@ pub mod pki;
 pub mod receipt;
 /// The resume rule (SPEC 4 step 3), one for renew, check and status.
 pub(crate) mod resume;
+/// A bounded unified line diff and the nearest names to a mistyped one.
+pub(crate) mod textdiff;

@@ -1,0 +1,435 @@
+//! What the operator should know and do next (issue "The 3 a.m. view"):
+//! from one read of the node, the severity, the warnings that do not make
+//! it unclean, and exact next steps (copy-pasteable commands) for every
+//! unclean state the runbook can name. Pure: it judges a snapshot.
+
+use crate::contract::{NextStep, Severity, StagingConflict};
+use crate::node::inspect::{PhaseReport, RunbookIntent};
+use crate::node::lock::OwnerInfo;
+use crate::node::manifests::ManifestsReport;
+use crate::node::paths::{
+    self, AGENT_STAGING_DIR, LOG_DIR, MANIFESTS_DIR, PHASE_FILE, STAGING_DIR,
+};
+use crate::node::snapshot::NodeSnapshot;
+use crate::rules::agent::AgentIntent;
+use crate::rules::component::Component;
+use crate::rules::phase::PhaseFile;
+use time::OffsetDateTime;
+
+/// How commands name the runbook and the node: the program as invoked, and
+/// `--root` when it is not `/` (paths in file commands are then under it).
+#[derive(Debug, Clone)]
+pub struct Commands {
+    pub program: String,
+    /// The root as given, None for `/`.
+    pub root: Option<String>,
+}
+
+impl Commands {
+    /// The runbook with `args` (and `--root` first when not `/`).
+    pub fn runbook(&self, args: &[&str]) -> String {
+        let mut w = vec![self.program.clone()];
+        if let Some(r) = &self.root {
+            w.push("--root".into());
+            w.push(r.clone());
+        }
+        w.extend(args.iter().map(|a| a.to_string()));
+        words(&w)
+    }
+    /// A node path as a file command on this host must name it.
+    pub fn host(&self, rel: &str) -> String {
+        match &self.root {
+            None => paths::node(rel),
+            Some(r) => format!("{}/{}", r.trim_end_matches('/'), rel),
+        }
+    }
+    /// A file command run in `/etc/kubernetes` (`cd DIR && tool args...`).
+    pub fn in_kubernetes(&self, tool: &str, args: &[String]) -> String {
+        format!(
+            "{} && {}",
+            self.file("cd", &[self.host(KUBE_DIR)]),
+            self.file(tool, args)
+        )
+    }
+    /// A file command: `tool args...`, every word quoted for the shell.
+    pub fn file(&self, tool: &str, args: &[String]) -> String {
+        let mut w = vec![tool.to_string()];
+        w.extend(args.iter().cloned());
+        words(&w)
+    }
+}
+
+fn words(w: &[String]) -> String {
+    w.iter()
+        .map(|s| crate::modes::screen::shell_word(s))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The judgement of a snapshot.
+#[derive(Debug, Clone)]
+pub struct Advice {
+    pub severity: Severity,
+    /// The four that are not in `manifests/` (their pods are down).
+    pub not_active: Vec<Component>,
+    /// A runbook at work: "pid P, operation X, step S, running for T".
+    pub in_progress: Option<String>,
+    pub warnings: Vec<String>,
+    pub next: Vec<NextStep>,
+}
+
+fn step(what: impl Into<String>, command: Option<String>) -> NextStep {
+    NextStep {
+        what: what.into(),
+        command,
+    }
+}
+
+/// The runbook holding the lock, as its owner record says, when the record
+/// names a live process (the holder is what `/proc/locks` names).
+fn live_holder(s: &NodeSnapshot) -> Option<&crate::node::lock::Owner> {
+    if !s.lock.is_held() {
+        return None;
+    }
+    match &s.lock.owner {
+        OwnerInfo::Known(o) => Some(o),
+        _ => None,
+    }
+}
+
+fn elapsed(since: &str, now: OffsetDateTime) -> Option<String> {
+    let t = crate::rules::clock::parse_rfc3339(since, false).ok()?;
+    let secs = (now - t).whole_seconds();
+    if secs < 0 {
+        return None;
+    }
+    Some(match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    })
+}
+
+/// What the phase file says the renewal was doing.
+fn phase_step(p: &PhaseReport) -> String {
+    match &p.file {
+        Some(f) => match f.next_component() {
+            Some(c) => format!("{} (next {c})", f.state().as_str()),
+            None => f.state().as_str().to_string(),
+        },
+        None => "starting".to_string(),
+    }
+}
+
+/// The put-back command of a staged manifest: never replacing an active
+/// copy (`mv -n`), so it cannot lose one.
+fn put_back(cmd: &Commands, dir: &str, c: Component) -> String {
+    cmd.in_kubernetes(
+        "mv",
+        &["-n".into(), kube_rel(dir, c), kube_rel(MANIFESTS_DIR, "")],
+    )
+}
+
+/// A path under `/etc/kubernetes`, relative to it (file commands run there:
+/// short words that fit a terminal line).
+fn kube_rel(dir: &str, c: impl std::fmt::Display) -> String {
+    let d = dir.trim_start_matches(KUBE_DIR).trim_start_matches('/');
+    format!("{d}/{c}")
+}
+
+const KUBE_DIR: &str = "etc/kubernetes";
+
+/// Judge a snapshot: severity, warnings, next steps.
+pub fn advise(
+    s: &NodeSnapshot,
+    reasons: &[String],
+    conflicts: &[StagingConflict],
+    cmd: &Commands,
+    now: OffsetDateTime,
+    threshold: u32,
+) -> Advice {
+    let m: &ManifestsReport = &s.manifests;
+    let not_active: Vec<Component> = if m.manifests_dir_error.is_some() {
+        Vec::new()
+    } else {
+        Component::ALL
+            .into_iter()
+            .filter(|c| {
+                m.manifests
+                    .get(c)
+                    .is_some_and(|v| !v.active && v.error.is_none())
+            })
+            .collect()
+    };
+    let mut warnings = Vec::new();
+    match &s.agent {
+        AgentIntent::Pending {
+            phase,
+            operation_id,
+        } => warnings.push(format!(
+            "the node agent has a pending renewal ({phase}{}): the controller finishes it on the typed executor",
+            operation_id
+                .as_deref()
+                .map(|i| format!(", operation {i}"))
+                .unwrap_or_default()
+        )),
+        AgentIntent::Unknown { reason } => {
+            warnings.push(format!("the node agent's state is unknown: {reason}"))
+        }
+        _ => {}
+    }
+    warnings.extend(crate::modes::check::stray_warnings(m));
+    warnings.extend(s.pki.warnings(now, threshold));
+    warnings.extend(s.pki.errors());
+    let due = s.pki.leaves_due(now, threshold);
+    if !due.is_empty() {
+        warnings.push(format!(
+            "{} certificate(s) due for renewal (within {threshold} days): {}",
+            due.len(),
+            due.iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+
+    let mut next = Vec::new();
+    let holder = live_holder(s);
+    let in_progress = holder.map(|o| {
+        let mut parts = vec![format!("pid {}", o.pid), format!("mode {}", o.mode)];
+        if let Some(i) = &o.operation_id {
+            parts.push(format!("operation {i}"));
+        }
+        parts.push(format!("step {}", phase_step(&s.phase)));
+        if let Some(e) = elapsed(&o.started_at, now) {
+            parts.push(format!("running for {e}"));
+        }
+        parts.join(", ")
+    });
+    if let Some(p) = &in_progress {
+        next.push(step(
+            format!("renewal in progress: {p}: do not move manifests; look again when it ends"),
+            Some(cmd.runbook(&["--status-only"])),
+        ));
+    } else if s.lock.is_held() {
+        next.push(step(
+            "the lock is held by a process the owner record does not name: find out what it is before anything else",
+            Some(cmd.file("lslocks", &["--output".into(), "PID,COMMAND,PATH".into()])),
+        ));
+    }
+    let busy = s.lock.is_held();
+    let log_of = |id: &str| cmd.host(&format!("{}/{LOG_DIR}/{id}.log", paths::STATE_DIR));
+
+    if !busy {
+        if let Some(e) = &s.state_error {
+            next.push(step(
+                format!("repair the state directory (root-owned, mode 0700, not a symlink): {e}"),
+                Some(cmd.file("ls", &["-ld".into(), cmd.host(paths::STATE_DIR)])),
+            ));
+        }
+        match (&s.phase.intent, &s.phase.file) {
+            (RunbookIntent::Pending, Some(PhaseFile::V2(p))) => {
+                let id = p.operation_id.as_str();
+                let put = if not_active.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " and puts back {}",
+                        not_active.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+                    )
+                };
+                next.push(step(
+                    format!("renewal {id} stopped at {}: the controller's fencing check records it abandoned{put} (a later renewal resumes the restarts)", phase_step(&s.phase)),
+                    Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
+                ));
+                next.push(step(
+                    format!("or finish it now: the same renewal resumes at {}", phase_step(&s.phase)),
+                    Some(cmd.runbook(&["--operation-id", id])),
+                ));
+                next.push(step(
+                    format!("its log: {}", paths::state(&format!("{LOG_DIR}/{id}.log"))),
+                    Some(cmd.file("tail", &["-n".into(), "40".into(), log_of(id)])),
+                ));
+            }
+            (RunbookIntent::Pending, Some(PhaseFile::Legacy(_))) => {
+                for c in &not_active {
+                    if m.manifests.get(c).is_some_and(|v| v.runbook_staged) {
+                        next.push(step(
+                            format!("{c} is down on this node: put its manifest back"),
+                            Some(put_back(cmd, STAGING_DIR, *c)),
+                        ));
+                    }
+                }
+                next.push(step(
+                    format!("a legacy (V1) renewal stopped at {}: the next legacy run resumes it; by hand:", phase_step(&s.phase)),
+                    Some(cmd.runbook(&["--legacy-v1"])),
+                ));
+                next.push(step(
+                    format!("its log: {}", paths::state(&format!("{LOG_DIR}/legacy-v1.log"))),
+                    Some(cmd.file("tail", &["-n".into(), "40".into(), log_of("legacy-v1")])),
+                ));
+            }
+            (RunbookIntent::Malformed(_), _) => next.push(step(
+                "the phase file cannot be read as one: every renewal refuses this node until it is repaired; compare it with the evidence bundle before changing it",
+                Some(cmd.file("cat", &["-v".into(), cmd.host(&format!("{}/{PHASE_FILE}", paths::STATE_DIR))])),
+            )),
+            _ => {
+                for c in &not_active {
+                    let v = &m.manifests[c];
+                    if v.runbook_staged && !v.agent_staged {
+                        next.push(step(
+                            format!("{c} is down on this node: its manifest is staged and no renewal is unfinished: put it back"),
+                            Some(put_back(cmd, STAGING_DIR, *c)),
+                        ));
+                    } else if v.agent_staged && !v.runbook_staged {
+                        next.push(step(
+                            format!("{c} is down on this node: the node agent staged its manifest; unless the agent is at work, put it back"),
+                            Some(put_back(cmd, AGENT_STAGING_DIR, *c)),
+                        ));
+                    } else if v.agent_staged {
+                        next.push(step(
+                            format!("{c} is down on this node and staged in both staging directories: compare them, keep one, move it to {}", paths::node(MANIFESTS_DIR)),
+                            Some(cmd.in_kubernetes("diff", &["-u".into(), kube_rel(STAGING_DIR, c.manifest_file()), kube_rel(AGENT_STAGING_DIR, c.manifest_file())])),
+                        ));
+                    } else {
+                        next.push(step(
+                            format!("{c} is down on this node: its manifest is in no directory; restore it (another control-plane node, your backups, or kubeadm) before its pod can run"),
+                            None,
+                        ));
+                    }
+                }
+            }
+        }
+        for k in conflicts {
+            let (dir, who) = if k.staging == "agent" {
+                (AGENT_STAGING_DIR, "the node agent's staging directory")
+            } else {
+                (STAGING_DIR, "the runbook's staging directory")
+            };
+            let staged = kube_rel(dir, k.component.manifest_file());
+            let active = kube_rel(MANIFESTS_DIR, k.component.manifest_file());
+            match k.identical {
+                Some(true) => next.push(step(
+                    format!(
+                        "{}: the copy in {who} is identical to the active one: remove it",
+                        k.component
+                    ),
+                    Some(cmd.in_kubernetes("rm", &[staged])),
+                )),
+                _ => {
+                    next.push(step(
+                        format!("{}: the copies differ (see CONFLICT above); keep the active one, the copy kubelet runs:", k.component),
+                        Some(cmd.in_kubernetes("rm", std::slice::from_ref(&staged))),
+                    ));
+                    next.push(step(
+                        "or keep the staged one instead (the pod restarts with it):".to_string(),
+                        Some(cmd.in_kubernetes("mv", &["-f".into(), staged, active])),
+                    ));
+                }
+            }
+        }
+        for (view, who) in [
+            (&m.runbook_staging, "runbook"),
+            (&m.agent_staging, "node agent"),
+        ] {
+            for name in &view.unexpected {
+                next.push(step(
+                    format!("unexpected {}/{name} in the {who} staging directory: move it out (it is not one of the four manifests)", view.path),
+                    Some(cmd.file("ls", &["-la".into(), cmd.host(view.path.trim_start_matches('/'))])),
+                ));
+            }
+        }
+    }
+    for stray in &m.strays {
+        next.push(step(
+            format!(
+                "kubelet loads {} as a pod: move it out of {}",
+                stray.path,
+                paths::node(MANIFESTS_DIR)
+            ),
+            Some(
+                cmd.in_kubernetes(
+                    "mv",
+                    &[
+                        "-n".into(),
+                        stray
+                            .path
+                            .trim_start_matches("/etc/kubernetes/")
+                            .to_string(),
+                        "/root/".into(),
+                    ],
+                ),
+            ),
+        ));
+    }
+    if !reasons.is_empty() && !busy {
+        next.push(step(
+            "hand off the sanitized evidence (no keys, no kubeconfigs):",
+            Some(cmd.runbook(&["--status-only", "--evidence", "/root/nvke-evidence.tgz"])),
+        ));
+    }
+    let severity = if in_progress.is_some() {
+        Severity::InProgress
+    } else if !not_active.is_empty() {
+        Severity::ActionNeeded
+    } else if !reasons.is_empty() {
+        Severity::NotClean
+    } else {
+        Severity::Clean
+    };
+    Advice {
+        severity,
+        not_active,
+        in_progress,
+        warnings,
+        next,
+    }
+}
+
+/// The steps as text: `next:` then each step, its command on its own
+/// line(s) below, wrapped with continuations.
+pub fn render_next(out: &mut String, next: &[NextStep], width: Option<usize>) {
+    if next.is_empty() {
+        return;
+    }
+    out.push_str("next:\n");
+    for (i, s) in next.iter().enumerate() {
+        out.push_str(&format!(
+            "  {}. {}\n",
+            i + 1,
+            crate::modes::output::escape(&s.what)
+        ));
+        if let Some(c) = &s.command {
+            for l in command_split(&crate::modes::output::escape(c), width) {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// A command line (already quoted) split at its spaces outside quotes,
+/// wrapped with continuations.
+fn command_split(c: &str, width: Option<usize>) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for ch in c.chars() {
+        match ch {
+            '\'' => {
+                quoted = !quoted;
+                cur.push(ch);
+            }
+            ' ' if !quoted => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(ch),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    crate::modes::screen::command_lines(&words, 5, width)
+}
