@@ -126,7 +126,11 @@ fn phase_step(p: &PhaseReport) -> String {
 fn put_back(cmd: &Commands, dir: &str, c: Component) -> String {
     cmd.in_kubernetes(
         "mv",
-        &["-n".into(), kube_rel(dir, c), kube_rel(MANIFESTS_DIR, "")],
+        &[
+            "-n".into(),
+            kube_rel(dir, c.manifest_file()),
+            kube_rel(MANIFESTS_DIR, ""),
+        ],
     )
 }
 
@@ -218,7 +222,17 @@ pub fn advise(
         ));
     }
     let busy = s.lock.is_held();
-    let log_of = |id: &str| cmd.host(&format!("{}/{LOG_DIR}/{id}.log", paths::STATE_DIR));
+    // From the log directory: the file name alone fits a terminal line.
+    let log_of = |name: &str| {
+        format!(
+            "{} && {}",
+            cmd.file(
+                "cd",
+                &[cmd.host(&format!("{}/{LOG_DIR}", paths::STATE_DIR))]
+            ),
+            cmd.file("tail", &["-n".into(), "40".into(), name.to_string()])
+        )
+    };
 
     if !busy {
         if let Some(e) = &s.state_error {
@@ -239,17 +253,14 @@ pub fn advise(
                     )
                 };
                 next.push(step(
-                    format!("renewal {id} stopped at {}: the controller's fencing check records it abandoned{put} (a later renewal resumes the restarts)", phase_step(&s.phase)),
+                    format!("the renewal stopped at {}: fence it (the controller's termination check): it records the operation abandoned{put}; a later renewal resumes the restarts", phase_step(&s.phase)),
                     Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
                 ));
                 next.push(step(
-                    format!("or finish it now: the same renewal resumes at {}", phase_step(&s.phase)),
+                    format!("or finish it now (it resumes at {}):", phase_step(&s.phase)),
                     Some(cmd.runbook(&["--operation-id", id])),
                 ));
-                next.push(step(
-                    format!("its log: {}", paths::state(&format!("{LOG_DIR}/{id}.log"))),
-                    Some(cmd.file("tail", &["-n".into(), "40".into(), log_of(id)])),
-                ));
+                next.push(step("its log:", Some(log_of(&format!("{id}.log")))));
             }
             (RunbookIntent::Pending, Some(PhaseFile::Legacy(_))) => {
                 for c in &not_active {
@@ -264,10 +275,7 @@ pub fn advise(
                     format!("a legacy (V1) renewal stopped at {}: the next legacy run resumes it; by hand:", phase_step(&s.phase)),
                     Some(cmd.runbook(&["--legacy-v1"])),
                 ));
-                next.push(step(
-                    format!("its log: {}", paths::state(&format!("{LOG_DIR}/legacy-v1.log"))),
-                    Some(cmd.file("tail", &["-n".into(), "40".into(), log_of("legacy-v1")])),
-                ));
+                next.push(step("its log:", Some(log_of("legacy-v1.log"))));
             }
             (RunbookIntent::Malformed(_), _) => next.push(step(
                 "the phase file cannot be read as one: every renewal refuses this node until it is repaired; compare it with the evidence bundle before changing it",

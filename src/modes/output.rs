@@ -237,11 +237,11 @@ pub fn text_node_summary(
         rows.push(vec!["AGENT STATE".to_string(), agent.to_string()]);
     }
     for c in Component::ALL {
-        rows.push(vec![format!("MANIFEST {}", c.name()), manifest_cell(m, c)]);
+        rows.push(vec![c.manifest_file(), manifest_cell(m, c)]);
     }
     for (v, who) in [
-        (&m.runbook_staging, "STAGING (runbook)"),
-        (&m.agent_staging, "STAGING (agent)"),
+        (&m.runbook_staging, "STAGING"),
+        (&m.agent_staging, "AGENT STAGING"),
     ] {
         let cell = if let Some(e) = &v.error {
             format!("REFUSED ({e})")
@@ -257,11 +257,9 @@ pub fn text_node_summary(
     if let Some(e) = &m.manifests_dir_error {
         rows.push(vec!["MANIFESTS DIR".to_string(), format!("REFUSED ({e})")]);
     }
+    // Why each is a stray is among the warnings.
     for s in &m.strays {
-        rows.push(vec![
-            "STRAY".to_string(),
-            format!("{} ({})", s.path, s.reason),
-        ]);
+        rows.push(vec!["STRAY".to_string(), s.path.clone()]);
     }
     table(out, &rows);
 }

@@ -99,19 +99,23 @@ fn continuation_indent(line: &str, width: usize) -> usize {
     } else if digits > 0 && chars[lead + digits..].starts_with(&['.', ' ']) {
         lead + digits + 2
     } else {
-        // A column gap (two or more spaces after text) marks a value column.
-        let mut k = lead;
+        // A column gap (two or more spaces after text) marks a column: the
+        // last one in the line's first half is where its text continues.
         let mut found = None;
-        while k + 1 < chars.len() {
-            if chars[k] == ' ' && chars[k + 1] == ' ' && k > lead {
+        let mut k = lead + 1;
+        while k + 1 < chars.len() && k < width / 2 {
+            if chars[k] == ' ' && chars[k + 1] == ' ' {
                 let mut e = k;
                 while e < chars.len() && chars[e] == ' ' {
                     e += 1;
                 }
-                found = Some(e);
-                break;
+                if e <= width / 2 {
+                    found = Some(e);
+                }
+                k = e;
+            } else {
+                k += 1;
             }
-            k += 1;
         }
         found.unwrap_or(lead + 2)
     };
@@ -144,8 +148,16 @@ fn wrap_line(line: &str, width: usize) -> Vec<String> {
         if tail.is_empty() {
             break;
         }
-        rest = std::iter::repeat_n(' ', indent).chain(tail).collect();
-        floor = indent;
+        // A word too long for the column (an operation ID, a path) starts
+        // further left rather than being broken: it may be pasted.
+        let word = tail.iter().take_while(|c| **c != ' ').count();
+        let at = if indent + word <= width {
+            indent
+        } else {
+            width.saturating_sub(word).min(2)
+        };
+        rest = std::iter::repeat_n(' ', at).chain(tail).collect();
+        floor = at;
     }
     out
 }
@@ -173,12 +185,21 @@ pub fn command_lines(words: &[String], indent: usize, width: Option<usize>) -> V
     };
     let mut lines = Vec::new();
     let mut cur = pad.clone();
-    for w in words {
+    for (k, w) in words.iter().enumerate() {
         let fresh = cur.trim().is_empty();
-        // Room for " word" and a trailing " \".
-        if !fresh && cur.chars().count() + 1 + w.chars().count() + 2 > width {
+        // Room for " word", and for a trailing " \" unless it is the last.
+        let tail = if k + 1 == words.len() { 0 } else { 2 };
+        let len = w.chars().count();
+        if !fresh && cur.chars().count() + 1 + len + tail > width {
             lines.push(format!("{cur} \\"));
-            cur = format!("{pad}    {w}");
+            // Continued two further in, or at the margin when the word
+            // (an operation ID, a path) would not fit there.
+            let at = if indent + 2 + len + tail <= width {
+                indent + 2
+            } else {
+                0
+            };
+            cur = format!("{}{w}", " ".repeat(at));
         } else if fresh {
             cur.push_str(w);
         } else {
@@ -216,12 +237,27 @@ mod tests {
     }
 
     #[test]
+    fn a_word_too_long_for_the_column_moves_left_instead_of_breaking() {
+        let id = "x".repeat(65);
+        let out = fit(
+            &format!("PHASE FILE                        V2 operation {id} restarting"),
+            Some(80),
+        );
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("  {id}"))),
+            "{out}"
+        );
+        assert!(out.lines().all(|l| l.chars().count() <= 80));
+    }
+
+    #[test]
     fn a_list_item_wraps_under_its_text_and_a_long_token_is_broken_not_cut() {
         let out = fit(&format!("  - {}", "a".repeat(100)), Some(40));
         let ls: Vec<&str> = out.lines().collect();
         assert!(ls.iter().all(|l| l.chars().count() <= 40));
         assert_eq!(out.matches('a').count(), 100);
-        assert!(ls[1].starts_with("    a"));
+        // Longer than any column: it starts at the margin, then breaks.
+        assert!(ls[1].starts_with('a'), "{out}");
     }
 
     #[test]

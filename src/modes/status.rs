@@ -1259,7 +1259,11 @@ mod tests {
         assert_eq!(r.json["clean"], true);
         assert_eq!(r.json["fencing"]["action"], "abandon");
         // Clean, with one thing to know: the node never saw op-1.
-        assert!(r.text.starts_with("NODE: CLEAN (1 warning)\n"), "{}", r.text);
+        assert!(
+            r.text.starts_with("NODE: CLEAN (1 warning)\n"),
+            "{}",
+            r.text
+        );
         assert!(r.json["warnings"][0]
             .as_str()
             .unwrap()

@@ -1,0 +1,2 @@
+base rsa
+rm -rf "$ROOT/etc/kubernetes"
