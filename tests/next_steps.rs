@@ -1,0 +1,249 @@
+//! The next steps the operator view prints are exact commands (issue "The
+//! 3 a.m. view"): pasted into a shell as printed, they repair what they
+//! say they repair. Each case sets a node up with the golden prelude
+//! (tests/golden/prelude.sh), takes the commands from `nextSteps` of the
+//! JSON document and from the text (wrapped, with continuations), runs
+//! them with `sh`, and reads the node again.
+#![allow(clippy::disallowed_methods, clippy::print_stderr)]
+
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NOW: &str = "2026-11-30T00:00:00Z";
+
+struct Node {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Node {
+    fn new(setup: &str) -> Node {
+        let tmp = tempfile::Builder::new()
+            .prefix("nvke-next-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let st = Command::new("/bin/bash")
+            .arg("-c")
+            .arg(format!(
+                "set -euo pipefail; umask 022; source {:?}; {setup}",
+                dir.join("tests/golden/prelude.sh")
+            ))
+            .env("ROOT", &root)
+            .env("FIX", dir.join("fixtures"))
+            .status()
+            .unwrap();
+        assert!(st.success(), "setup failed");
+        Node { _tmp: tmp, root }
+    }
+
+    fn status(&self, extra: &[&str]) -> (i32, Value, String) {
+        let run = |json: bool| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"));
+            // As an operator types it: the commands name it so.
+            c.arg0("nvke-cert-runbook")
+                .args([
+                    "--root",
+                    self.root.to_str().unwrap(),
+                    "--now",
+                    NOW,
+                    "--status-only",
+                ])
+                .args(extra)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin");
+            if json {
+                c.args(["--output", "json"]);
+            }
+            c.output().unwrap()
+        };
+        let j = run(true);
+        let t = run(false);
+        assert_eq!(j.status.code(), t.status.code());
+        (
+            j.status.code().unwrap(),
+            serde_json::from_slice(&j.stdout).unwrap(),
+            String::from_utf8(t.stdout).unwrap(),
+        )
+    }
+
+    /// Run a command as printed, the runbook's name on PATH.
+    fn paste(&self, command: &str) {
+        let bin = Path::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"));
+        let path = format!("{}:/usr/bin:/bin", bin.parent().unwrap().display());
+        let out = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(command.replace(
+                "nvke-cert-runbook ",
+                &format!("{} --now {NOW} ", bin.display()),
+            ))
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{command} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The commands of the JSON's next steps whose text contains `what`.
+fn commands(doc: &Value, what: &str) -> Vec<String> {
+    doc["nextSteps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["what"].as_str().unwrap().contains(what))
+        .filter_map(|s| s["command"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The commands as the text prints them: the lines after each numbered
+/// step, continuations joined as a shell would read them.
+fn text_commands(text: &str) -> Vec<String> {
+    let after: Vec<&str> = text.lines().skip_while(|l| *l != "next:").skip(1).collect();
+    let mut out = Vec::new();
+    let mut cur: Option<String> = None;
+    for l in after {
+        if l.starts_with("  ")
+            && l.trim_start()
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+            && l.contains(". ")
+            && cur.is_none()
+        {
+            continue;
+        }
+        let looks_like_command = |l: &str| {
+            let t = l.trim_start();
+            t.starts_with("nvke-cert-runbook ") || t.starts_with("cd ") || t.starts_with("tail ")
+        };
+        match &mut cur {
+            Some(c) => {
+                let part = l.trim();
+                if let Some(p) = part.strip_suffix('\\') {
+                    c.push_str(p);
+                } else {
+                    c.push_str(part);
+                    out.push(cur.take().unwrap());
+                }
+            }
+            None if looks_like_command(l) => {
+                let part = l.trim();
+                if let Some(p) = part.strip_suffix('\\') {
+                    cur = Some(p.to_string());
+                } else {
+                    out.push(part.to_string());
+                }
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn a_staged_manifest_goes_back_with_the_printed_command() {
+    let n = Node::new("base rsa; stage kube-apiserver");
+    let (code, doc, text) = n.status(&[]);
+    assert_eq!(code, 4, "{text}");
+    let cmds = commands(&doc, "kube-apiserver is down");
+    assert_eq!(cmds.len(), 1, "{doc:#}");
+    // The text carries the same command, wrapped for 80 columns.
+    assert!(text_commands(&text).contains(&cmds[0]), "{text}");
+    n.paste(&cmds[0]);
+    let (code, doc, text) = n.status(&[]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(doc["severity"], "clean");
+}
+
+#[test]
+fn a_killed_renewal_is_fenced_and_its_manifest_put_back_by_the_printed_command() {
+    let id = "renew-k8s-certs-2026-11-29T23-00-00Z-7f3e9c1a2b4d4e6f8a0b1c2d3e4f5a6b";
+    let n = Node::new(&format!(
+        "base rsa; phase_v2 {id} restart_pending kube-apiserver; stage kube-apiserver"
+    ));
+    let (code, doc, text) = n.status(&[]);
+    assert_eq!(code, 4);
+    let fence = commands(&doc, "fence it");
+    assert_eq!(fence.len(), 1, "{doc:#}");
+    assert!(fence[0].contains(id) && fence[0].ends_with("--fence"));
+    assert!(text_commands(&text).contains(&fence[0]), "{text}");
+    n.paste(&fence[0]);
+    let (code, doc, text) = n.status(&["--operation-id", id]);
+    assert_ne!(code, 4, "{text}");
+    assert_eq!(doc["manifests"]["kube-apiserver"]["location"], "active");
+    assert_eq!(doc["receipt"]["outcome"], "abandoned", "{doc:#}");
+}
+
+#[test]
+fn a_conflict_is_settled_either_way_by_the_printed_commands() {
+    let setup = r#"base rsa; staging_dir
+        cp "$K/manifests/kube-scheduler.yaml" "$K/nvke-cert-renewal-staging/kube-scheduler.yaml"
+        echo '# edited' >> "$K/nvke-cert-renewal-staging/kube-scheduler.yaml""#;
+    for (keep, what) in [
+        ("active", "keep the active one"),
+        ("staged", "keep the staged one"),
+    ] {
+        let n = Node::new(setup);
+        let staged = std::fs::read(
+            n.root
+                .join("etc/kubernetes/nvke-cert-renewal-staging/kube-scheduler.yaml"),
+        )
+        .unwrap();
+        let active =
+            std::fs::read(n.root.join("etc/kubernetes/manifests/kube-scheduler.yaml")).unwrap();
+        let (code, doc, text) = n.status(&[]);
+        assert_eq!(code, 1);
+        assert_eq!(doc["conflicts"][0]["identical"], false);
+        let cmds = commands(&doc, what);
+        assert_eq!(cmds.len(), 1, "{keep}: {doc:#}");
+        assert!(text_commands(&text).contains(&cmds[0]), "{text}");
+        n.paste(&cmds[0]);
+        let (code, _, text) = n.status(&[]);
+        assert_eq!(code, 0, "{keep}: {text}");
+        let now =
+            std::fs::read(n.root.join("etc/kubernetes/manifests/kube-scheduler.yaml")).unwrap();
+        assert_eq!(
+            now,
+            if keep == "active" { active } else { staged },
+            "{keep}"
+        );
+    }
+}
+
+#[test]
+fn an_identical_staged_copy_is_removed_by_the_printed_command() {
+    let n = Node::new(
+        r#"base rsa; staging_dir; cp -p "$K/manifests/etcd.yaml" "$K/nvke-cert-renewal-staging/etcd.yaml""#,
+    );
+    let (code, doc, _) = n.status(&[]);
+    assert_eq!(code, 1);
+    let cmds = commands(&doc, "identical");
+    assert_eq!(cmds.len(), 1, "{doc:#}");
+    n.paste(&cmds[0]);
+    assert_eq!(n.status(&[]).0, 0);
+}
+
+#[test]
+fn the_log_command_shows_the_operations_log() {
+    let id = "op-logged";
+    let n = Node::new(&format!(
+        "base rsa; phase_v2 {id} restart_pending etcd; mkdir -p \"$STATE/log\"; echo 'the last line' > \"$STATE/log/{id}.log\""
+    ));
+    let (_, doc, _) = n.status(&[]);
+    let cmds = commands(&doc, "its log");
+    assert_eq!(cmds.len(), 1, "{doc:#}");
+    let out = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(&cmds[0])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "the last line\n");
+}
