@@ -701,4 +701,50 @@ mod tests {
             Holder::Unknown("no flock on fe:00:77 in the first 4 MiB of /proc/locks".into())
         );
     }
+
+    /// SPEC 6 (v1.1), every exit 3: a wait that times out behind an
+    /// unrelated process (flock(1)) names that process, and calls the
+    /// owner record that names a runbook stale.
+    #[test]
+    fn a_timeout_behind_an_unrelated_holder_names_it() {
+        let (t, state) = state();
+        drop(acquire(&state, Duration::from_secs(1), &|| false).unwrap());
+        let mut o = Owner::from(owner_for(Some("op-7"), OwnerMode::Renew, NOW));
+        o.pid = 4242;
+        std::fs::write(
+            t.path().join(STATE_DIR).join(OWNER_FILE),
+            serde_json::to_vec(&o).unwrap(),
+        )
+        .unwrap();
+        // -o: the lock is flock(1)'s own, not its child's.
+        let mut child = std::process::Command::new("flock")
+            .arg("-o")
+            .arg("-x")
+            .arg(lock_path(&t))
+            .args(["sleep", "30"])
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while !matches!(probe(Some(&state)), Ok(Probe::Held(_))) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "flock never took it"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let r = acquire(&state, Duration::from_millis(100), &|| false);
+        let _ = child.kill();
+        let _ = child.wait();
+        match r {
+            Err(LockError::Timeout { holder, .. }) => assert_eq!(
+                holder,
+                format!(
+                    "pid {} (flock); state/owner names pid 4242 (renew, operation op-7, since \
+                     2026-11-30T00:00:00Z), which does not hold it: stale owner record",
+                    child.id()
+                )
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }
