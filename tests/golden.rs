@@ -9,7 +9,8 @@
 //! - `readonly` (optional, empty): the run must leave the tree byte-for-byte
 //!   as it found it;
 //! - expected results: `exit`, `stdout` (JSON normalized: keys sorted, pids,
-//!   boot IDs and owner start times masked, the root path as `[ROOT]`), and
+//!   boot IDs and owner start times masked, the root path as `[ROOT]`, the
+//!   pid of `hold_lock`'s holder as `[HOLDER]` in text and JSON), and
 //!   `tree` (every path under the root after the run: type, mode, sha256
 //!   prefix or symlink target).
 //!
@@ -76,14 +77,17 @@ fn listing(root: &Path) -> String {
 }
 
 /// Mask what a real process puts in an owner record (pid, boot ID, start
-/// time): any object carrying a `bootID`.
+/// time): any object carrying a `bootID` (a pid already shown as
+/// `[HOLDER]` stays so).
 fn mask(v: &mut Value) {
     match v {
         Value::Object(map) => {
             if map.contains_key("bootID") {
                 for k in ["pid", "bootID", "startedAt"] {
                     if let Some(x) = map.get_mut(k) {
-                        *x = Value::String("[masked]".into());
+                        if x != "[HOLDER]" {
+                            *x = Value::String("[masked]".into());
+                        }
                     }
                 }
             }
@@ -94,8 +98,34 @@ fn mask(v: &mut Value) {
     }
 }
 
-fn normalize_stdout(raw: &str, root: &str, json: bool) -> String {
-    let replaced = raw.replace(root, "[ROOT]");
+/// `hold_lock`'s holder (its pid varies per run) as `[HOLDER]`: every
+/// `pid N` in the text and every JSON `"pid": N`.
+fn holder_as_placeholder(text: &str, holder: Option<u32>) -> String {
+    let Some(pid) = holder else {
+        return text.to_string();
+    };
+    let mut text = text.to_string();
+    for (needle, with) in [
+        (format!("pid {pid}"), "pid [HOLDER]"),
+        (format!("\"pid\":{pid}"), "\"pid\":\"[HOLDER]\""),
+    ] {
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find(&needle) {
+            let end = i + needle.len();
+            let longer = rest[end..].starts_with(|c: char| c.is_ascii_digit());
+            out.push_str(&rest[..i]);
+            out.push_str(if longer { &needle } else { with });
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text
+}
+
+fn normalize_stdout(raw: &str, root: &str, json: bool, holder: Option<u32>) -> String {
+    let replaced = holder_as_placeholder(&raw.replace(root, "[ROOT]"), holder);
     if !json {
         return replaced;
     }
@@ -129,6 +159,7 @@ fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
     let prelude = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/prelude.sh");
     let fix = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let setup = case.join("setup.sh");
+    let holder_file = tmp.path().join("holder.pid");
     let status = Command::new("/bin/bash")
         .arg("-c")
         .arg(format!(
@@ -138,6 +169,7 @@ fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
         ))
         .current_dir(case)
         .env("ROOT", &root)
+        .env("HOLDER_PID_FILE", &holder_file)
         .env("FIX", &fix)
         .env("CASE", case)
         .status()
@@ -199,7 +231,10 @@ fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
             ));
         }
     }
-    let stdout = normalize_stdout(&raw, &root_s, json);
+    let holder = std::fs::read_to_string(&holder_file)
+        .ok()
+        .and_then(|p| p.trim().parse().ok());
+    let stdout = normalize_stdout(&raw, &root_s, json, holder);
     let after = listing(&root);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
 

@@ -177,6 +177,31 @@ pub enum LockState {
     Error,
 }
 
+/// The process that really holds the lock (v1.1): the flock's holder in the
+/// host's `/proc/locks`, matched by the lock file's device and inode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockHolder {
+    /// Null when the holder is unknown or not visible in this pid namespace
+    /// (see `error`).
+    pub pid: Option<u32>,
+    /// `/proc/PID/comm`, escaped; null when the process has exited (a
+    /// process it passed the descriptor to holds the lock) or is unknown.
+    pub command: Option<String>,
+    /// `/proc/PID/cmdline`, arguments joined by spaces, escaped, at most 256
+    /// characters.
+    pub command_line: Option<String>,
+    /// `state/owner` (`lastOwner`) names this pid on this boot: the holder
+    /// is the runbook that wrote it. False: a stale owner record, or none.
+    pub owner_record_matches: bool,
+    /// Why the holder is unknown (`/proc/locks` unreadable, no flock on
+    /// the file there, or a holder outside this pid namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
 /// The renewal lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -185,9 +210,11 @@ pub struct LockView {
     pub path: String,
     pub state: LockState,
     pub held: bool,
-    /// The owner when held, else null.
-    pub holder: Option<OwnerView>,
-    /// The owner file when the lock is not held (null without one).
+    /// The process holding the lock when held, else null (v1.1; in v1 the
+    /// owner record).
+    pub holder: Option<LockHolder>,
+    /// The owner record `state/owner`, written by the last runbook that
+    /// took the lock, held or not (null without one; v1.1: also while held).
     pub last_owner: Option<OwnerView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "String"))]

@@ -85,14 +85,22 @@ fn step(what: impl Into<String>, command: Option<String>) -> NextStep {
     }
 }
 
-/// The runbook holding the lock, as its owner record says, when the record
-/// names a live process (the holder is what `/proc/locks` names).
+/// The runbook holding the lock: the process `/proc/locks` names, when
+/// the owner record names it on this boot.
 fn live_holder(s: &NodeSnapshot) -> Option<&crate::node::lock::Owner> {
-    if !s.lock.is_held() {
-        return None;
+    match (&s.lock.held, &s.lock.owner) {
+        (Some(h), OwnerInfo::Known(o)) if h.owner_matches => Some(o),
+        _ => None,
     }
-    match &s.lock.owner {
-        OwnerInfo::Known(o) => Some(o),
+}
+
+/// The pid `/proc/locks` names as the holder, if it named one.
+fn holder_pid(s: &NodeSnapshot) -> Option<u32> {
+    match &s.lock.held {
+        Some(crate::node::lock::HeldBy {
+            holder: crate::node::lock::Holder::Process { pid, .. },
+            ..
+        }) => Some(*pid),
         _ => None,
     }
 }
@@ -217,8 +225,14 @@ pub fn advise(
         ));
     } else if s.lock.is_held() {
         next.push(step(
-            "the lock is held by a process the owner record does not name: find out what it is before anything else",
-            Some(cmd.file("lslocks", &["--output".into(), "PID,COMMAND,PATH".into()])),
+            "the lock is held by a process that is not the runbook on record: find out what it is before anything else",
+            Some(match holder_pid(s) {
+                Some(pid) => cmd.file(
+                    "ps",
+                    &["-o".into(), "pid,etime,args".into(), "--pid".into(), pid.to_string()],
+                ),
+                None => cmd.file("lslocks", &["--output".into(), "PID,COMMAND,PATH".into()]),
+            }),
         ));
     }
     let busy = s.lock.is_held();

@@ -229,9 +229,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
         ..Default::default()
     };
     facts.state_errors.extend(s.state_error.clone());
-    if s.lock.is_held() {
-        facts.lock_held_by = Some(s.lock.owner.describe());
-    }
+    facts.lock_held_by = s.lock.held_by();
     if let Err(e) = &s.lock.probe {
         facts.state_errors.push(e.clone());
     }

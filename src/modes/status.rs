@@ -134,11 +134,8 @@ pub fn not_clean_reasons(
     if let Some(e) = state_error {
         v.push(format!("state directory: {e}"));
     }
-    if lock.is_held() {
-        v.push(format!(
-            "the renewal lock is held by {}",
-            lock.owner.describe()
-        ));
+    if let Some(who) = lock.held_by() {
+        v.push(format!("the renewal lock is held by {who}"));
     }
     if let Err(e) = &lock.probe {
         v.push(format!("lock: {e}"));

@@ -305,6 +305,31 @@ impl Root {
     }
 }
 
+/// What was read of a kernel file under the host's `/proc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcText {
+    pub bytes: Vec<u8>,
+    /// False when the file held more than was read.
+    pub complete: bool,
+}
+
+/// Read at most `max` bytes of `/proc/<rel>` (`locks`, `812/comm`): the
+/// kernel's view of this machine, never a node file under `--root`. Opened
+/// without following a symlink (`/proc/self` is never what is meant).
+pub fn read_host_proc(rel: &str, max: usize) -> Result<ProcText, Errno> {
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
+    let path = format!("/proc/{}", rel.trim_start_matches('/'));
+    let fd = nix::fcntl::open(path.as_str(), flags, Mode::empty())?;
+    let mut bytes = Vec::new();
+    File::from(fd)
+        .take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc_eio())))?;
+    let complete = bytes.len() <= max;
+    bytes.truncate(max);
+    Ok(ProcText { bytes, complete })
+}
+
 /// An open directory below the root, with its node path for messages.
 #[derive(Debug)]
 pub struct Dir {

@@ -4,7 +4,7 @@
 
 use crate::contract as doc;
 use crate::node::fsx::{Dir, Root, Trust, SMALL_FILE_MAX};
-use crate::node::lock::{self, OwnerInfo, Probe};
+use crate::node::lock::{self, HeldBy, Holder, OwnerInfo, Probe};
 use crate::node::paths::{AGENT_STATE_FILE, PHASE_FILE};
 use crate::node::statedir::StateDir;
 use crate::rules::agent::{self, AgentIntent};
@@ -261,11 +261,17 @@ pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
 pub struct LockReport {
     pub probe: Result<Probe, String>,
     pub owner: OwnerInfo,
+    /// While held: the real holder, cross-checked with the owner record.
+    pub held: Option<HeldBy>,
 }
 
 impl LockReport {
     pub fn is_held(&self) -> bool {
-        matches!(self.probe, Ok(Probe::Held))
+        matches!(self.probe, Ok(Probe::Held(_)))
+    }
+    /// Who holds the lock, as "held by ..." goes on (None when not held).
+    pub fn held_by(&self) -> Option<String> {
+        self.held.as_ref().map(HeldBy::describe)
     }
     /// As the read-only modes print it.
     pub fn view(&self) -> doc::LockView {
@@ -286,25 +292,48 @@ impl LockReport {
         let (state, error) = match &self.probe {
             Ok(Probe::Absent) => (doc::LockState::Absent, None),
             Ok(Probe::Free) => (doc::LockState::Free, None),
-            Ok(Probe::Held) => (doc::LockState::Held, None),
+            Ok(Probe::Held(_)) => (doc::LockState::Held, None),
             Err(e) => (doc::LockState::Error, Some(e.clone())),
         };
-        let held = self.is_held();
+        let holder = self.held.as_ref().map(|h| {
+            let (pid, command, command_line, error) = match &h.holder {
+                Holder::Process {
+                    pid,
+                    command,
+                    command_line,
+                } => (Some(*pid), command.clone(), command_line.clone(), None),
+                Holder::NotVisible => (
+                    None,
+                    None,
+                    None,
+                    Some("a process outside this pid namespace".to_string()),
+                ),
+                Holder::Unknown(why) => (None, None, None, Some(why.clone())),
+            };
+            doc::LockHolder {
+                pid,
+                command,
+                command_line,
+                owner_record_matches: h.owner_matches,
+                error,
+            }
+        });
         doc::LockView {
             path: crate::node::paths::state(crate::node::paths::LOCK_FILE),
             state,
-            held,
-            holder: if held { owner.clone() } else { None },
-            last_owner: if held { None } else { owner },
+            held: self.is_held(),
+            holder,
+            last_owner: owner,
             error,
         }
     }
     pub fn describe(&self) -> String {
-        match &self.probe {
-            Ok(Probe::Held) => format!("held by {}", self.owner.describe()),
-            Ok(Probe::Free) => "free".to_string(),
-            Ok(Probe::Absent) => "free (no lock file yet)".to_string(),
-            Err(e) => format!("unusable: {e}"),
+        match (&self.probe, self.held_by()) {
+            (Ok(Probe::Held(_)), Some(who)) => format!("held by {who}"),
+            (Ok(Probe::Held(_)), None) => "held".to_string(),
+            (Ok(Probe::Free), _) => "free".to_string(),
+            (Ok(Probe::Absent), _) => "free (no lock file yet)".to_string(),
+            (Err(e), _) => format!("unusable: {e}"),
         }
     }
 }
@@ -315,7 +344,15 @@ pub fn read_lock(state: Option<&Dir>) -> LockReport {
         Some(s) => lock::read_owner(s),
         None => OwnerInfo::Absent,
     };
-    LockReport { probe, owner }
+    let held = match &probe {
+        Ok(Probe::Held(id)) => Some(HeldBy::new(
+            lock::find_holder(*id),
+            owner.clone(),
+            &lock::boot_id(),
+        )),
+        _ => None,
+    };
+    LockReport { probe, owner, held }
 }
 
 /// The node agent's intent. `named` is the path given with `--agent-state`
@@ -793,8 +830,9 @@ mod tests {
         assert_eq!(rest, expected);
     }
 
-    /// SPEC 6: the lock's holder is named only while it holds the lock;
-    /// otherwise the owner file names the last one.
+    /// SPEC 6: the lock's holder is named only while it holds the lock
+    /// (v1.1: the process in /proc/locks, here this one, which the owner
+    /// record names); the owner file names the last runbook either way.
     #[test]
     fn the_lock_names_its_holder_only_while_held() {
         let t = tempfile::tempdir().unwrap();
@@ -813,12 +851,17 @@ mod tests {
         assert!(held.is_held());
         let j = serde_json::to_value(held.view()).unwrap();
         assert_eq!(j["state"], "held");
-        assert_eq!(j["holder"]["operationID"], "op-1");
-        assert_eq!(j["lastOwner"], Value::Null);
+        assert_eq!(j["holder"]["pid"], std::process::id());
+        assert_eq!(j["holder"]["ownerRecordMatches"], true);
+        assert_eq!(j["lastOwner"]["operationID"], "op-1");
+        let d = held.describe();
         assert!(
-            held.describe().starts_with("held by pid "),
-            "{}",
-            held.describe()
+            d.starts_with(&format!("held by pid {} (", std::process::id())),
+            "{d}"
+        );
+        assert!(
+            d.ends_with(": renew, operation op-1, since 2026-11-30T00:00:00Z)"),
+            "{d}"
         );
         drop(guard);
         let free = read_lock(Some(&state));

@@ -1,14 +1,17 @@
 //! The renewal lock: flock(2) on `state/lock` (never renamed or removed), and
-//! `state/owner`, which names the holder for whoever waits.
+//! `state/owner`, the record of the last runbook that took it. Who really
+//! holds it comes from the host's `/proc/locks` (by the lock file's device
+//! and inode), cross-checked with that record (SPEC 6, v1.1).
 //!
 //! Shape of cargo's `util/flock.rs`: try once; if held, say "waiting for lock
 //! held by ..." once on stderr, poll to a deadline, then a typed timeout.
 
 use crate::contract::{LockOwnerFile, OperationId, OwnerMode, Timestamp};
-use crate::node::fsx::{Dir, FsError, Trust};
+use crate::node::fsx::{self, Dir, FsError, ProcText, Trust};
 use crate::node::paths::{LOCK_FILE, STATE_FILE_MODE};
 use crate::node::statedir::StateDir;
 use crate::rules::clock;
+use crate::rules::proclocks::{self, FileId, LockPid};
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode};
@@ -73,17 +76,6 @@ pub enum OwnerInfo {
     Error(String),
 }
 
-impl OwnerInfo {
-    pub fn describe(&self) -> String {
-        match self {
-            OwnerInfo::Absent => "an unknown process (no owner file)".to_string(),
-            OwnerInfo::Known(o) => o.describe(),
-            OwnerInfo::Unparsed(s) => format!("an unknown process (owner file says {s:?})"),
-            OwnerInfo::Error(e) => format!("an unknown process ({e})"),
-        }
-    }
-}
-
 pub fn read_owner(state: &Dir) -> OwnerInfo {
     match StateDir::new(state).read_owner() {
         Ok(None) => OwnerInfo::Absent,
@@ -108,6 +100,151 @@ pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".to_string())
+}
+
+/// How much of `/proc/locks` is read (a line is about 50 bytes).
+const PROC_LOCKS_MAX: usize = 4 << 20;
+/// How much of a holder's `comm` and `cmdline` is read, and shown.
+const COMM_MAX: usize = 64;
+const CMDLINE_MAX: usize = 4096;
+const CMDLINE_SHOWN: usize = 256;
+
+/// The process that really holds the flock, from the host's `/proc/locks`
+/// (never under `--root`), matched by the lock file's device and inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// `command` (`comm`) and `command_line` are None when `/proc/PID` is
+    /// gone: the process exited and one it passed the descriptor to holds
+    /// the lock.
+    Process {
+        pid: u32,
+        command: Option<String>,
+        command_line: Option<String>,
+    },
+    /// A process this pid namespace cannot see.
+    NotVisible,
+    /// Why the holder is unknown (`/proc/locks` unreadable, or no flock on
+    /// the file there).
+    Unknown(String),
+}
+
+/// Reads a file under the host's `/proc` (the real one: fsx).
+type ProcReader<'a> = &'a dyn Fn(&str, usize) -> Result<ProcText, Errno>;
+
+/// Who holds the flock on `file`, as `/proc/locks` says.
+pub fn find_holder(file: FileId) -> Holder {
+    find_holder_with(file, &fsx::read_host_proc)
+}
+
+fn find_holder_with(file: FileId, read: ProcReader) -> Holder {
+    let text = match read("locks", PROC_LOCKS_MAX) {
+        Ok(t) => t,
+        Err(e) => return Holder::Unknown(format!("/proc/locks: {}", e.desc())),
+    };
+    let holders =
+        proclocks::flock_holders(&String::from_utf8_lossy(&text.bytes), file, text.complete);
+    match holders.first() {
+        Some(LockPid::Pid(pid)) => {
+            let pid = *pid;
+            let read_text = |name: &str, max: usize, shown: usize| {
+                read(&format!("{pid}/{name}"), max)
+                    .ok()
+                    .map(|t| proclocks::printable_process_text(&t.bytes, shown))
+                    .filter(|s| !s.is_empty())
+            };
+            Holder::Process {
+                pid,
+                command: read_text("comm", COMM_MAX, COMM_MAX),
+                command_line: read_text("cmdline", CMDLINE_MAX, CMDLINE_SHOWN),
+            }
+        }
+        Some(LockPid::NotVisible) => Holder::NotVisible,
+        None if !text.complete => Holder::Unknown(format!(
+            "no flock on {file} in the first {} MiB of /proc/locks",
+            PROC_LOCKS_MAX >> 20
+        )),
+        None => Holder::Unknown(format!("no flock on {file} in /proc/locks")),
+    }
+}
+
+/// The lock as held: its real holder and what `state/owner` (the record of
+/// the last runbook that took it) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldBy {
+    pub holder: Holder,
+    pub owner: OwnerInfo,
+    /// `state/owner` names the holder's pid on this boot: the holder is the
+    /// runbook that wrote it.
+    pub owner_matches: bool,
+}
+
+impl HeldBy {
+    pub fn new(holder: Holder, owner: OwnerInfo, boot: &str) -> HeldBy {
+        let owner_matches = match (&holder, &owner) {
+            (Holder::Process { pid, .. }, OwnerInfo::Known(o)) => {
+                o.pid == *pid && o.boot_id == boot
+            }
+            _ => false,
+        };
+        HeldBy {
+            holder,
+            owner,
+            owner_matches,
+        }
+    }
+
+    /// Who holds the lock of `state` now (`file`: the lock file's device and
+    /// inode, from the descriptor that found it held).
+    pub fn read(state: &Dir, file: FileId) -> HeldBy {
+        HeldBy::new(find_holder(file), read_owner(state), &boot_id())
+    }
+
+    /// What follows "held by": the real holder, then whether `state/owner`
+    /// agrees.
+    pub fn describe(&self) -> String {
+        let who = match &self.holder {
+            Holder::Process { pid, command, .. } => {
+                let what = command
+                    .clone()
+                    .unwrap_or_else(|| "exited; its descriptor lives on".to_string());
+                if let (true, OwnerInfo::Known(o)) = (self.owner_matches, &self.owner) {
+                    let op = o.operation_id.as_deref().unwrap_or("none");
+                    return format!(
+                        "pid {pid} ({what}: {}, operation {op}, since {})",
+                        o.mode, o.started_at
+                    );
+                }
+                format!("pid {pid} ({what})")
+            }
+            Holder::NotVisible => "a process outside this pid namespace".to_string(),
+            Holder::Unknown(why) => format!("an unknown process (holder unknown: {why})"),
+        };
+        let known = matches!(self.holder, Holder::Process { .. });
+        let record = match &self.owner {
+            OwnerInfo::Absent => "no owner record (state/owner absent)".to_string(),
+            OwnerInfo::Known(o) if !known => {
+                format!(
+                    "state/owner names {}, not confirmed as the holder",
+                    o.describe()
+                )
+            }
+            OwnerInfo::Known(o) => match &self.holder {
+                Holder::Process { pid, .. } if o.pid == *pid => format!(
+                    "state/owner names {} from another boot: stale owner record",
+                    o.describe()
+                ),
+                _ => format!(
+                    "state/owner names {}, which does not hold it: stale owner record",
+                    o.describe()
+                ),
+            },
+            OwnerInfo::Unparsed(s) => {
+                format!("state/owner is not a runbook record (owner file says {s:?})")
+            }
+            OwnerInfo::Error(e) => format!("state/owner: {e}"),
+        };
+        format!("{who}; {record}")
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +282,17 @@ impl Drop for LockGuard {
     }
 }
 
-fn open_lock(state: &Dir, create: bool) -> Result<Option<File>, FsError> {
+/// The lock file's device and inode, as `/proc/locks` names it.
+fn file_id(st: &nix::sys::stat::FileStat) -> FileId {
+    FileId {
+        major: nix::sys::stat::major(st.st_dev),
+        minor: nix::sys::stat::minor(st.st_dev),
+        inode: st.st_ino,
+    }
+}
+
+/// Open the lock file (and fstat that descriptor: its device and inode).
+fn open_lock(state: &Dir, create: bool) -> Result<Option<(File, FileId)>, FsError> {
     let mut flags = OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
     if create {
         flags |= OFlag::O_CREAT;
@@ -180,7 +327,7 @@ fn open_lock(state: &Dir, create: bool) -> Result<Option<File>, FsError> {
     if create {
         state.sync()?;
     }
-    Ok(Some(File::from(fd)))
+    Ok(Some((File::from(fd), file_id(&st))))
 }
 
 /// Take the lock, waiting at most `timeout`. `cancelled` is polled inside the
@@ -190,7 +337,7 @@ pub fn acquire(
     timeout: Duration,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<LockGuard, LockError> {
-    let file = open_lock(state, true)?.expect("lock opened with O_CREAT");
+    let (file, id) = open_lock(state, true)?.expect("lock opened with O_CREAT");
     let start = Instant::now();
     let mut said = false;
     loop {
@@ -207,7 +354,7 @@ pub fn acquire(
             }
         }
         if !said {
-            let holder = read_owner(state).describe();
+            let holder = HeldBy::read(state, id).describe();
             tracing::warn!(
                 "waiting for lock {} held by {holder}",
                 state.entry_path(LOCK_FILE)
@@ -221,7 +368,7 @@ pub fn acquire(
             return Err(LockError::Timeout {
                 path: state.entry_path(LOCK_FILE),
                 waited_secs: timeout.as_secs(),
-                holder: read_owner(state).describe(),
+                holder: HeldBy::read(state, id).describe(),
             });
         }
         std::thread::sleep(
@@ -237,7 +384,8 @@ pub enum Probe {
     /// No lock file (nothing ever ran, or no state dir).
     Absent,
     Free,
-    Held,
+    /// Held; the lock file's device and inode, from the probe's descriptor.
+    Held(FileId),
 }
 
 /// Non-blocking probe: opens an existing lock file (never creates it) and
@@ -246,7 +394,7 @@ pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
     let Some(state) = state else {
         return Ok(Probe::Absent);
     };
-    let Some(file) = open_lock(state, false)? else {
+    let Some((file, id)) = open_lock(state, false)? else {
         return Ok(Probe::Absent);
     };
     match file.try_lock_shared() {
@@ -254,7 +402,7 @@ pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
             let _ = file.unlock();
             Ok(Probe::Free)
         }
-        Err(TryLockError::WouldBlock) => Ok(Probe::Held),
+        Err(TryLockError::WouldBlock) => Ok(Probe::Held(id)),
         Err(TryLockError::Error(e)) => Err(FsError::Io {
             path: state.entry_path(LOCK_FILE),
             op: "flock",
@@ -316,13 +464,16 @@ mod tests {
             .unwrap();
         let t0 = Instant::now();
         match acquire(&state, Duration::from_millis(300), &|| false) {
-            Err(LockError::Timeout { holder, .. }) => assert!(
-                holder.starts_with(&format!(
-                    "pid {} (renew, operation op-1, since 2026-11-30T00:00:00Z)",
-                    std::process::id()
-                )),
-                "{holder}"
-            ),
+            Err(LockError::Timeout { holder, .. }) => {
+                assert!(
+                    holder.starts_with(&format!("pid {} (", std::process::id())),
+                    "{holder}"
+                );
+                assert!(
+                    holder.ends_with(": renew, operation op-1, since 2026-11-30T00:00:00Z)"),
+                    "{holder}"
+                );
+            }
             other => panic!("{other:?}"),
         }
         let waited = t0.elapsed();
@@ -366,7 +517,7 @@ mod tests {
         assert_eq!(probe(Some(&state)).unwrap(), Probe::Absent);
         assert!(!lock_path(&t).exists(), "the probe created the lock file");
         let held = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
-        assert_eq!(probe(Some(&state)).unwrap(), Probe::Held);
+        assert!(matches!(probe(Some(&state)).unwrap(), Probe::Held(_)));
         drop(held);
         assert_eq!(probe(Some(&state)).unwrap(), Probe::Free);
         // The probe's shared lock is released at once.
@@ -441,5 +592,159 @@ mod tests {
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
         assert_eq!(o.boot_id, boot.trim());
         assert!(o.describe().contains("operation none"), "{}", o.describe());
+    }
+
+    /// SPEC 6 (v1.1): the holder is found in /proc/locks by the lock file's
+    /// device and inode, here this very process (through another
+    /// descriptor); a record naming another pid is called stale.
+    #[test]
+    fn the_real_holder_is_found_by_device_and_inode() {
+        let (_t, state) = state();
+        let _held = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
+        let Probe::Held(id) = probe(Some(&state)).unwrap() else {
+            panic!("not held")
+        };
+        let me = std::process::id();
+        match find_holder(id) {
+            Holder::Process { pid, command, .. } => {
+                assert_eq!(pid, me);
+                assert!(command.is_some_and(|c| !c.is_empty()));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Another inode on the same device holds nothing.
+        let other = FileId {
+            inode: id.inode + 1_000_000_007,
+            ..id
+        };
+        assert!(matches!(find_holder(other), Holder::Unknown(_)));
+        // The owner record names someone else: stale.
+        let mut them = Owner::from(owner_for(Some("op-7"), OwnerMode::Renew, NOW));
+        them.pid = 4242;
+        let held = HeldBy::new(find_holder(id), OwnerInfo::Known(them.clone()), &boot_id());
+        assert!(!held.owner_matches);
+        let d = held.describe();
+        assert!(d.starts_with(&format!("pid {me} (")), "{d}");
+        assert!(
+            d.ends_with(
+                "; state/owner names pid 4242 (renew, operation op-7, since \
+                 2026-11-30T00:00:00Z), which does not hold it: stale owner record"
+            ),
+            "{d}"
+        );
+        // Our pid, but another boot's record: stale too.
+        them.pid = me;
+        them.boot_id = "00000000-0000-4000-8000-000000000001".into();
+        let held = HeldBy::new(find_holder(id), OwnerInfo::Known(them), &boot_id());
+        assert!(!held.owner_matches);
+        assert!(held
+            .describe()
+            .contains("from another boot: stale owner record"));
+    }
+
+    /// /proc/locks unreadable: the holder is unknown, said so, and the
+    /// owner record is never taken for the holder; a holder that exited
+    /// (its descriptor passed on) or is not visible is said to be so.
+    #[test]
+    fn an_unknown_holder_is_never_the_owner_record() {
+        let id = FileId {
+            major: 0xfe,
+            minor: 0,
+            inode: 77,
+        };
+        let owner =
+            || OwnerInfo::Known(Owner::from(owner_for(Some("op-7"), OwnerMode::Renew, NOW)));
+        let denied = |_: &str, _: usize| -> Result<ProcText, Errno> { Err(Errno::EACCES) };
+        let h = find_holder_with(id, &denied);
+        assert_eq!(h, Holder::Unknown("/proc/locks: Permission denied".into()));
+        let held = HeldBy::new(h, owner(), &boot_id());
+        assert!(!held.owner_matches);
+        assert_eq!(
+            held.describe(),
+            format!(
+                "an unknown process (holder unknown: /proc/locks: Permission denied); \
+                 state/owner names pid {} (renew, operation op-7, since 2026-11-30T00:00:00Z), \
+                 not confirmed as the holder",
+                std::process::id()
+            )
+        );
+        let line = |pid: &str| format!("1: FLOCK  ADVISORY  WRITE {pid} fe:00:77 0 EOF\n");
+        let gone = |rel: &str, _: usize| -> Result<ProcText, Errno> {
+            match rel {
+                "locks" => Ok(ProcText {
+                    bytes: line("812").into_bytes(),
+                    complete: true,
+                }),
+                _ => Err(Errno::ENOENT),
+            }
+        };
+        let held = HeldBy::new(find_holder_with(id, &gone), OwnerInfo::Absent, &boot_id());
+        assert_eq!(
+            held.describe(),
+            "pid 812 (exited; its descriptor lives on); no owner record (state/owner absent)"
+        );
+        let hidden = |_: &str, _: usize| -> Result<ProcText, Errno> {
+            Ok(ProcText {
+                bytes: line("0").into_bytes(),
+                complete: true,
+            })
+        };
+        assert_eq!(find_holder_with(id, &hidden), Holder::NotVisible);
+        let cut = |_: &str, _: usize| -> Result<ProcText, Errno> {
+            Ok(ProcText {
+                bytes: b"1: FLOCK  ADVISORY  WRITE 9 fe:00:7".to_vec(),
+                complete: false,
+            })
+        };
+        assert_eq!(
+            find_holder_with(id, &cut),
+            Holder::Unknown("no flock on fe:00:77 in the first 4 MiB of /proc/locks".into())
+        );
+    }
+
+    /// SPEC 6 (v1.1), every exit 3: a wait that times out behind an
+    /// unrelated process (flock(1)) names that process, and calls the
+    /// owner record that names a runbook stale.
+    #[test]
+    fn a_timeout_behind_an_unrelated_holder_names_it() {
+        let (t, state) = state();
+        drop(acquire(&state, Duration::from_secs(1), &|| false).unwrap());
+        let mut o = Owner::from(owner_for(Some("op-7"), OwnerMode::Renew, NOW));
+        o.pid = 4242;
+        std::fs::write(
+            t.path().join(STATE_DIR).join(OWNER_FILE),
+            serde_json::to_vec(&o).unwrap(),
+        )
+        .unwrap();
+        // -o: the lock is flock(1)'s own, not its child's.
+        let mut child = std::process::Command::new("flock")
+            .arg("-o")
+            .arg("-x")
+            .arg(lock_path(&t))
+            .args(["sleep", "30"])
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while !matches!(probe(Some(&state)), Ok(Probe::Held(_))) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "flock never took it"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let r = acquire(&state, Duration::from_millis(100), &|| false);
+        let _ = child.kill();
+        let _ = child.wait();
+        match r {
+            Err(LockError::Timeout { holder, .. }) => assert_eq!(
+                holder,
+                format!(
+                    "pid {} (flock); state/owner names pid 4242 (renew, operation op-7, since \
+                     2026-11-30T00:00:00Z), which does not hold it: stale owner record",
+                    child.id()
+                )
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

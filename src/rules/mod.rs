@@ -18,6 +18,8 @@ pub mod outcome;
 pub mod phase;
 /// Certificates and kubeconfigs: parse, chain, key match.
 pub mod pki;
+/// `/proc/locks`: the real holder of a flock, by device and inode.
+pub mod proclocks;
 /// Receipts (SPEC 3): parse, render, bounded messages.
 pub mod receipt;
 /// The resume rule (SPEC 4 step 3), one for renew, check and status.

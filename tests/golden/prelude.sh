@@ -99,21 +99,26 @@ legacy_text() {
   printf 'STATE=%s\nCOMPONENT=%s\nSTARTED=1764460800\nCA_SHA256=%s\nPID=4242\n' "$1" "$2" "$(ca_sha ca.crt)"
 }
 
-# A fixed lock owner record: owner_file PID ID MODE (ID "null" for none).
+# A fixed lock owner record: owner_file PID ID MODE [BOOT] (ID "null" for
+# none; BOOT defaults to a boot that is not this one).
 owner_file() {
   state_dir
   local id="null"
   [ "$2" != "null" ] && id="\"$2\""
-  printf '{"pid":%s,"operationID":%s,"mode":"%s","startedAt":"2026-11-29T23:50:00Z","bootID":"00000000-0000-4000-8000-000000000001"}\n' \
-    "$1" "$id" "$3" | put "$STATE/owner"
+  printf '{"pid":%s,"operationID":%s,"mode":"%s","startedAt":"2026-11-29T23:50:00Z","bootID":"%s"}\n' \
+    "$1" "$id" "$3" "${4:-00000000-0000-4000-8000-000000000001}" | put "$STATE/owner"
 }
 
-# Hold the renewal lock from a detached process for SECS seconds. The harness
-# does not wait for it (setsid -f); this returns once the lock is held.
+# Hold the renewal lock from a detached process (flock(1), not a runbook) for
+# SECS seconds. The harness does not wait for it (setsid -f); this returns once
+# the lock is held. The holder's pid goes to $HOLDER_PID_FILE (the harness
+# shows it as [HOLDER]; holder_pid prints it).
 hold_lock() {
   state_dir
   [ -e "$STATE/lock" ] || : | put "$STATE/lock"
-  setsid -f flock -x "$STATE/lock" sleep "${1:-5}" </dev/null >/dev/null 2>&1
+  # shellcheck disable=SC2016 # expanded by the holder's own shell
+  setsid -f bash -c 'echo $$ > "$0"; exec flock -x "$1" sleep "$2"' \
+    "$HOLDER_PID_FILE" "$STATE/lock" "${1:-5}" </dev/null >/dev/null 2>&1
   local i
   for i in $(seq 400); do
     flock -n "$STATE/lock" true || return 0
@@ -122,6 +127,9 @@ hold_lock() {
   echo "hold_lock: the holder never took $STATE/lock" >&2
   return 1
 }
+
+# The pid of hold_lock's holder.
+holder_pid() { cat "$HOLDER_PID_FILE"; }
 
 # Move a manifest into the node agent's staging directory.
 agent_stage() { agent_staging_dir; mv "$K/manifests/$1.yaml" "$K/nvke-cert-renewal-manifests/$1.yaml"; }

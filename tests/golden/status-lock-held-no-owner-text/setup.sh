@@ -1,0 +1,2 @@
+base rsa
+hold_lock 5

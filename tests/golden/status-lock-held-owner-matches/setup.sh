@@ -1,0 +1,4 @@
+base rsa
+hold_lock 5
+# The holder's own pid on this boot: the owner record is the holder's.
+owner_file "$(holder_pid)" op-7 renew "$(cat /proc/sys/kernel/random/boot_id)"
