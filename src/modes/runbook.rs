@@ -17,7 +17,7 @@ use crate::node::lock::{self, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
 use crate::node::paths::{BACKUP_DIR, BACKUP_V1_DIR, PHASE_FILE, STATE_FILE_MODE};
-use crate::node::staging::{Dirs, Restore};
+use crate::node::staging::{Dirs, PutBack, Restore};
 use crate::node::statedir::{CheckedReceipt, StateDir};
 use crate::rules::clock;
 use crate::rules::component::Component;
@@ -1581,7 +1581,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     tracing::error!("internal error (a panic) while finishing: {why}");
     let mut notes = Vec::new();
     for c in Component::ALL {
-        let (_, note) = put_back(run.env.root, c);
+        let (_, note) = put_back_if_staged(run.env.root, c);
         notes.extend(note);
     }
     let m = manifests::inspect(run.env.root);
@@ -1631,15 +1631,12 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
 /// after (SPEC 3, v1.1: a place is what was observed). Returns whether `c`
 /// is now active with no differing staged copy, and what to say about it
 /// (None when there was nothing to do).
-fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
-    let seen = |root: &Root| {
-        manifests::inspect(root)
-            .manifests
-            .get(&c)
-            .map(|v| (v.active, v.runbook_staged, v.error.clone()))
-            .unwrap_or((false, false, None))
-    };
-    let (active, staged, error) = seen(root);
+fn put_back_if_staged(root: &Root, c: Component) -> (bool, Option<String>) {
+    let (active, staged, error) = manifests::inspect(root)
+        .manifests
+        .get(&c)
+        .map(|v| (v.active, v.runbook_staged, v.error.clone()))
+        .unwrap_or((false, false, None));
     if let Some(e) = error {
         return (
             false,
@@ -1660,21 +1657,13 @@ fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
         }
         _ => {}
     }
-    let result = Dirs::open(root, false).and_then(|d| d.unstage(c));
-    let (active, staged, _) = seen(root);
-    match result {
-        Ok(Restore::Conflict(msg)) => (false, Some(msg)),
-        Ok(_) | Err(_) if active && !staged => {
+    match crate::node::staging::put_back(root, c) {
+        PutBack::Restored => {
             tracing::info!(component = c.name(), "put the staged manifest back");
             (true, Some(format!("{c} manifest put back")))
         }
-        Ok(_) => (
-            false,
-            Some(format!(
-                "putting {c} back FAILED: it is not in place after the move"
-            )),
-        ),
-        Err(e) => (false, Some(format!("putting {c} back FAILED: {e}"))),
+        PutBack::Conflict(msg) => (false, Some(msg)),
+        PutBack::Failed(why) => (false, Some(format!("putting {c} back FAILED: {why}"))),
     }
 }
 
@@ -1731,7 +1720,7 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
             let message = f.message.clone();
             // Restore a staged manifest before anything else (lock held).
             if let Some(c) = run.restore.staged.take() {
-                let (restored, note) = put_back(run.env.root, c);
+                let (restored, note) = put_back_if_staged(run.env.root, c);
                 if !restored {
                     outcome = Outcome::FailedNotRestored;
                 }
