@@ -12,7 +12,8 @@
 //!   boot IDs and owner start times masked, the root path as `[ROOT]`, the
 //!   pid of `hold_lock`'s holder as `[HOLDER]` in text and JSON), and
 //!   `tree` (every path under the root after the run: type, mode, sha256
-//!   prefix or symlink target).
+//!   prefix or symlink target), and `stderr` where the case has that file
+//!   (opt-in: a text usage error is written there).
 //!
 //! `SNAPSHOTS=overwrite cargo test --test golden` rewrites the expected files;
 //! read the diff before committing it.
@@ -243,7 +244,12 @@ fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
             "a read-only run changed the tree:\n--- before\n{before}--- after\n{after}"
         ));
     }
-    let expected = [("exit", code + "\n"), ("stdout", stdout), ("tree", after)];
+    let mut expected = vec![("exit", code + "\n"), ("stdout", stdout), ("tree", after)];
+    // A case that has a `stderr` file holds stderr too (a text usage error
+    // is written there).
+    if case.join("stderr").exists() {
+        expected.push(("stderr", stderr.replace(&root_s, "[ROOT]")));
+    }
     let mut errors = String::new();
     for (name, actual) in &expected {
         let path = case.join(name);

@@ -34,6 +34,8 @@ fn happy_path_renews_and_restarts_in_order() {
     assert_eq!(code, 0, "{v:#}\n{stderr}");
     assert_eq!(v["outcome"], "renewed");
     assert_eq!(v["phase"], "done");
+    // Issue 14: this run re-signed the leaves.
+    assert_eq!(v["resigned"], true, "{v:#}");
     assert_eq!(restarted(&v), COMPONENTS);
     for (i, c) in COMPONENTS.iter().enumerate() {
         let r = &v["restarts"][i];
@@ -94,6 +96,7 @@ fn unchanged_when_nothing_is_due_and_kubeadm_never_runs() {
         .collect();
     let (code, v, _) = node.run(&["--operation-id", "op-unch"]);
     assert_eq!((code, v["outcome"].as_str()), (0, Some("unchanged")));
+    assert_eq!(v["resigned"], false, "{v:#}");
     assert!(node.kubeadm_calls().is_empty());
     assert_eq!(
         before,
@@ -149,6 +152,8 @@ fn failure_replays_with_its_exit_code() {
         "{v:#}\n{e}"
     );
     assert_eq!(v["resumedFrom"]["operationID"], "op-half");
+    // Resumed at `renewing`: kubeadm ran again, so this run re-signed.
+    assert_eq!(v["resigned"], true, "{v:#}");
     // op-half already has a receipt (failed): no superseded receipt replaces it.
     assert_eq!(node.receipt("op-half").unwrap()["outcome"], "failed");
 }
@@ -330,6 +335,7 @@ fn v2_resume_of_own_and_crash_between_receipt_and_done() {
         node.kubeadm_calls().is_empty(),
         "resuming restart_pending does not renew again"
     );
+    assert_eq!(v["resigned"], false, "{v:#}");
 
     // Crash between receipt and done: phase unfinished, success receipt exists.
     node.write_state("phase", &node.v2_phase("op-own", "restart_pending", None));
@@ -477,6 +483,12 @@ fn sigkill_while_staged_then_fence_then_next_operation_resumes() {
         "{v:#}\n{e}"
     );
     assert_eq!(restarted(&v), ["kube-controller-manager", "kube-scheduler"]);
+    // Issue 14: it only finished op-k's restarts, and says so.
+    assert_eq!(v["resigned"], false, "{v:#}");
+    assert_eq!(
+        v["message"],
+        "resumed: finished the restarts of operation op-k (restarted kube-controller-manager, kube-scheduler one at a time); no certificate re-signed"
+    );
 }
 
 #[test]
@@ -518,6 +530,10 @@ fn lock_held_times_out_with_exit_3_and_writes_nothing() {
     assert_eq!((code, v["phase"].as_str()), (3, Some("lock")), "{v:#}");
     assert!(e.contains("waiting for lock"), "{e}");
     assert!(node.receipt("op-lock").is_none());
+    // Where the four manifests are, even though nothing else was looked at.
+    for c in COMPONENTS {
+        assert_eq!(v["manifests"][c], "active", "{v:#}");
+    }
     drop(lock);
 }
 

@@ -69,6 +69,12 @@ pub struct RenewResult {
     /// The container runtime endpoint every crictl call was given (v1.1);
     /// null only where no container runtime is used.
     pub runtime_endpoint: Option<RuntimeEndpointUsed>,
+    /// Whether this run re-signed the leaf certificates: its `kubeadm certs
+    /// renew all` succeeded and was not rolled back. False for `unchanged`,
+    /// and for a run that only finished the restarts (and postflight) of
+    /// work resumed from another operation, legacy work or an earlier
+    /// attempt: an outcome `renewed` then means the restarts were finished.
+    pub resigned: bool,
     pub resumed_from: Option<ResumedFrom>,
     /// Every leaf, in SPEC order.
     pub certificates: Vec<CertificateChange>,
@@ -126,6 +132,8 @@ pub struct RenewReplay {
     pub replayed: ConstBool<true>,
     /// This run wrote nothing: the receipt is the original one.
     pub receipt_written: ConstBool<false>,
+    /// This run re-signed nothing.
+    pub resigned: ConstBool<false>,
     pub resumed_from: Null,
     pub certificates: EmptyArray,
     #[serde(rename = "caSHA256")]
@@ -156,9 +164,10 @@ pub enum EarlyPhase {
     PhaseFile,
 }
 
-/// A renewal that stopped before it could look at the node: the state
-/// directory or lock was unusable, the lock stayed held (exit 3), the wait
-/// was cancelled, or this operation's receipt is malformed.
+/// A renewal that stopped before it could look at the node (but for where
+/// the manifests are): the state directory or lock was unusable, the lock
+/// stayed held (exit 3), the wait was cancelled, or this operation's
+/// receipt is malformed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -173,11 +182,15 @@ pub struct RenewEarlyFailure {
     pub replayed: ConstBool<false>,
     /// Nothing was written.
     pub receipt_written: ConstBool<false>,
+    /// Nothing was re-signed.
+    pub resigned: ConstBool<false>,
     pub resumed_from: Null,
     pub certificates: EmptyArray,
     #[serde(rename = "caSHA256")]
     pub ca_sha256: EmptyObject,
-    pub manifests: EmptyObject,
+    /// Where each manifest is (a read-only look; the runbook's own staging
+    /// counts as staged): a refused run leaves them as it found them.
+    pub manifests: ManifestLocations,
     pub restarts: EmptyArray,
     pub duration_ms: u64,
 }
@@ -193,8 +206,10 @@ pub struct RenewEarlyFailure {
 )]
 pub enum RenewDocument {
     Replay(RenewReplay),
-    Result(RenewResult),
+    // Before `Result`, whose optional fields a reader would default: an
+    // early failure has none of them (and `Result` always prints them).
     EarlyFailure(RenewEarlyFailure),
+    Result(RenewResult),
 }
 
 // ---------------------------------------------------------------------------

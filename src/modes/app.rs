@@ -48,7 +48,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
         Err(e) => {
             use clap::error::ErrorKind;
             if e.kind() == ErrorKind::DisplayHelp {
-                let help = e.to_string();
+                let help = cli::help();
                 if json_out {
                     output::emit_json(&contract::to_json(&HelpDocument::new(help)));
                 } else {
@@ -56,12 +56,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
                 }
                 return exit::OK;
             }
-            let msg = e.to_string();
-            let first = msg
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("usage error");
-            let mut first = first.trim_start_matches("error: ").to_string();
+            let mut first = cli::clap_error_message(&e);
             if e.kind() == ErrorKind::InvalidUtf8 {
                 if let Some(bad) = non_utf8_argument(&args) {
                     first = format!("{first}: {bad}");

@@ -25,7 +25,7 @@ pub enum ReceiptFilter {
     Recent,
     /// Every receipt, newest first.
     All,
-    /// Every receipt whose outcome is not a success, and every malformed one.
+    /// Every receipt not a success, malformed ones included.
     Failed,
 }
 
@@ -35,90 +35,222 @@ pub enum LogFormat {
     Json,
 }
 
+/// The usage lines of `--help` (SPEC 1), each within 80 columns.
+const USAGE: &str = "\
+nvke-cert-runbook [GLOBAL] --operation-id ID [--force]
+           [--threshold-days N] [--expect-ca-sha256 NAME=HEX]...
+       nvke-cert-runbook [GLOBAL] --legacy-v1 [--force] [--threshold-days N]
+       nvke-cert-runbook [GLOBAL] --check [--force] [--threshold-days N]
+           [--agent-state PATH] [--wide]
+       nvke-cert-runbook [GLOBAL] --status-only [--operation-id ID [--fence]]
+           [--evidence PATH] [--receipts recent|all|failed] [--wide]
+       nvke-cert-runbook --version | --help";
+
+/// What `--help` says after the options: the exit codes of SPEC 7, the
+/// files, and examples (each line within 80 columns; a unit test holds it).
+const AFTER_HELP: &str = "\
+Exit codes:
+  0  renewed or unchanged (or a replayed success); status: confirmed, or a
+     clean node; check: decided
+  1  failed, cancelled or refused, all four manifests active; status:
+     unconfirmed or not clean; check: failed
+  2  usage error; nothing written
+  3  lock not acquired in time; nothing written
+  4  a manifest is not active (a pod is down on this node): an operator must
+     act
+  5  replay of an abandoned or superseded receipt: this attempt was fenced;
+     nothing done
+
+Files (under --root):
+  /var/lib/nvke/k8s-cert-renewal/          state dir (0700, root)
+      lock  owner  phase                   the flock, its holder, the phase
+      completed/<ID>.json                  receipts (never changed, removed)
+      log/<ID>.log                         per-operation logs
+      backup/<ID>/  backup-v1/<STARTED>/   backups of pki/ and kubeconfigs
+  /etc/kubernetes/manifests/               the four static pod manifests
+  /etc/kubernetes/nvke-cert-renewal-staging/     the runbook's staging dir
+  /etc/kubernetes/nvke-cert-renewal-manifests/   the node agent's (read only)
+  /var/lib/nvke/node-agent/k8s-cert-renewal-state.json   node agent state
+
+Examples:
+  nvke-cert-runbook --operation-id cycle-2026-12-01   renew under an ID
+  nvke-cert-runbook --check                            read-only preflight
+  nvke-cert-runbook --status-only                      the node at a glance
+  nvke-cert-runbook --status-only --operation-id cycle-2026-12-01 --fence
+                                   confirm a failed operation's termination
+  nvke-cert-runbook --status-only --evidence /root/evidence.tgz
+                                   also write the evidence bundle
+  nvke-cert-runbook --status-only --receipts failed
+                                   list every receipt that is not a success";
+
 /// Raw command line. Validation that clap cannot express lives in [`validate`].
 #[derive(Debug, Parser)]
 #[command(
     name = "nvke-cert-runbook",
-    about = "Renew the kubeadm leaf certificates of this control-plane node and restart its static pods one at a time.",
+    about = "Renew the kubeadm leaf certificates of this control-plane node and \
+             restart its static pods one at a time.",
     disable_version_flag = true,
-    override_usage = "nvke-cert-runbook [GLOBAL] --operation-id ID [--force] [--threshold-days N] [--expect-ca-sha256 NAME=HEX]...\n       nvke-cert-runbook [GLOBAL] --legacy-v1 [--force] [--threshold-days N]\n       nvke-cert-runbook [GLOBAL] --check [--force] [--threshold-days N] [--agent-state PATH]\n       nvke-cert-runbook [GLOBAL] --status-only [--operation-id ID [--fence]]\n       nvke-cert-runbook --version | --help"
+    disable_help_flag = true,
+    override_usage = USAGE,
+    after_help = AFTER_HELP,
+    max_term_width = HELP_WIDTH
 )]
 pub struct Cli {
-    /// Renew (V2) under this operation ID; with --status-only, the operation asked about.
-    #[arg(long, value_name = "ID")]
+    /// Renew (V2) under this operation ID; with --status-only: the operation
+    /// asked about.
+    #[arg(long, value_name = "ID", help_heading = "Modes (choose one)")]
     pub operation_id: Option<String>,
-    /// Renew in the V1-compatible way (legacy five-line phase file, no receipts).
-    #[arg(long)]
+    /// Renew the V1-compatible way (legacy five-line phase file, no
+    /// receipts).
+    #[arg(long, help_heading = "Modes (choose one)")]
     pub legacy_v1: bool,
-    /// Read-only preflight: report state and decide renew / unchanged / failed.
-    #[arg(long)]
+    /// Read-only preflight: report the state, decide renew, unchanged or
+    /// failed.
+    #[arg(long, help_heading = "Modes (choose one)")]
     pub check: bool,
-    /// Report the node's renewal state; with --operation-id ID --fence, the controller's termination check.
-    #[arg(long)]
+    /// Report the node's renewal state (read-only unless --fence).
+    #[arg(long, help_heading = "Modes (choose one)")]
     pub status_only: bool,
-    /// With --status-only --operation-id: confirm termination, abandoning the operation if it never finished.
-    #[arg(long)]
-    pub fence: bool,
-    /// Renew regardless of expiry.
-    #[arg(long)]
+    /// Print the version, git commit and contract version.
+    #[arg(long, help_heading = "Modes (choose one)")]
+    pub version: bool,
+    /// Print this help.
+    #[arg(short = 'h', long, action = clap::ArgAction::HelpLong, help_heading = "Modes (choose one)")]
+    pub help: Option<bool>,
+    /// Renew regardless of expiry (renew, --legacy-v1, --check).
+    #[arg(long, help_heading = "Renew and check options")]
     pub force: bool,
-    /// A leaf expiring within N days needs renewal (7..=90).
-    #[arg(long, value_name = "N")]
+    /// A leaf expiring within N days needs renewal (7..=90) [default: 30].
+    #[arg(long, value_name = "N", help_heading = "Renew and check options")]
     pub threshold_days: Option<i64>,
-    /// Expected sha256 of a CA file: NAME is ca.crt, etcd/ca.crt or front-proxy-ca.crt.
-    #[arg(long = "expect-ca-sha256", value_name = "NAME=HEX")]
+    /// Renew only: the sha256 a CA must have; NAME is ca.crt, etcd/ca.crt or
+    /// front-proxy-ca.crt (repeatable).
+    #[arg(
+        long = "expect-ca-sha256",
+        value_name = "NAME=HEX",
+        help_heading = "Renew and check options"
+    )]
     pub expect_ca_sha256: Vec<String>,
-    /// The node agent's state file (default /var/lib/nvke/node-agent/k8s-cert-renewal-state.json).
-    #[arg(long, value_name = "PATH")]
+    /// --check only: the node agent's state file [default:
+    /// /var/lib/nvke/node-agent/k8s-cert-renewal-state.json].
+    #[arg(long, value_name = "PATH", help_heading = "Renew and check options")]
     pub agent_state: Option<PathBuf>,
+    /// With --operation-id: the controller's termination check; abandons an
+    /// operation that never finished.
+    #[arg(long, help_heading = "Status options")]
+    pub fence: bool,
+    /// Also write the sanitized evidence bundle (gzipped tar, mode 0600,
+    /// never replacing a file) to PATH, a node path under --root.
+    #[arg(long, value_name = "PATH", help_heading = "Status options")]
+    pub evidence: Option<PathBuf>,
+    /// Which receipts to list.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHICH",
+        default_value = "recent",
+        help_heading = "Status options"
+    )]
+    pub receipts: ReceiptFilter,
+    /// Text output in full: every certificate and receipt, lines not fitted
+    /// to the terminal (status and check).
+    #[arg(long, help_heading = "Status options")]
+    pub wide: bool,
     /// Every node path, and every path option, is taken under DIR.
-    #[arg(long, value_name = "DIR", default_value = "/")]
+    #[arg(long, value_name = "DIR", default_value = "/", help_heading = "Global")]
     pub root: PathBuf,
-    /// text, or json: exactly one JSON object on stdout.
-    #[arg(long, value_enum, default_value = "text")]
+    /// json: exactly one JSON object on stdout, usage errors included.
+    #[arg(long, value_enum, default_value = "text", help_heading = "Global")]
     pub output: OutputFormat,
-    /// Format of the logs on stderr (and the operation's log file).
-    #[arg(long, value_enum, default_value = "text")]
+    /// The logs on stderr (and in the operation's log file).
+    #[arg(long, value_enum, default_value = "text", help_heading = "Global")]
     pub log_format: LogFormat,
-    /// Seconds to wait for the renewal lock (0..=3600).
-    #[arg(long, value_name = "SECS")]
-    pub lock_timeout: Option<i64>,
-    /// Seconds an old container has to stop (1..=3600).
-    #[arg(long, value_name = "SECS")]
-    pub stop_timeout: Option<i64>,
-    /// Seconds a new container and the health gate have to pass (1..=3600).
-    #[arg(long, value_name = "SECS")]
-    pub health_timeout: Option<i64>,
-    /// Seconds any one subprocess may run (1..=3600).
-    #[arg(long, value_name = "SECS")]
-    pub command_timeout: Option<i64>,
-    /// kubeadm to run (absolute host path; default: looked up on the fixed PATH).
-    #[arg(long, value_name = "PATH")]
-    pub kubeadm: Option<PathBuf>,
-    /// crictl to run (absolute host path; default: looked up on the fixed PATH).
-    #[arg(long, value_name = "PATH")]
-    pub crictl: Option<PathBuf>,
-    /// Passed to `kubeadm certs renew all --config` (a node path, under --root).
-    #[arg(long, value_name = "PATH")]
-    pub kubeadm_config: Option<PathBuf>,
-    /// Passed to every crictl call as --runtime-endpoint (default: the kubelet's endpoint).
-    #[arg(long, value_name = "URL")]
-    pub runtime_endpoint: Option<String>,
     /// Fix "now" (RFC 3339) for tests; refused when --root is /.
     #[arg(long, hide = true, value_name = "RFC3339")]
     pub now: Option<String>,
-    /// With --status-only: also write the sanitized evidence bundle (a gzipped tar, mode 0600, never replacing a file) to PATH, a node path under --root.
-    #[arg(long, value_name = "PATH")]
-    pub evidence: Option<PathBuf>,
-    /// With --status-only: which receipts to list: recent (the newest 20), all, or failed.
-    #[arg(long, value_enum, value_name = "WHICH", default_value = "recent")]
-    pub receipts: ReceiptFilter,
-    /// Text output: every certificate and receipt in full, lines not fitted to the terminal.
-    #[arg(long)]
-    pub wide: bool,
-    /// Print the version, git commit and contract version.
-    #[arg(long)]
-    pub version: bool,
+    /// How long to wait for the renewal lock (0..=3600) [default: 120].
+    #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
+    pub lock_timeout: Option<i64>,
+    /// How long an old container has to stop (1..=3600) [default: 120].
+    #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
+    pub stop_timeout: Option<i64>,
+    /// How long a new container and the health gate have to pass (1..=3600)
+    /// [default: 300].
+    #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
+    pub health_timeout: Option<i64>,
+    /// How long any one subprocess may run (1..=3600) [default: 120].
+    #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
+    pub command_timeout: Option<i64>,
+    /// kubeadm to run: an absolute host path [default: looked up on the
+    /// fixed PATH].
+    #[arg(long, value_name = "PATH", help_heading = "Tools")]
+    pub kubeadm: Option<PathBuf>,
+    /// crictl to run: an absolute host path [default: looked up on the fixed
+    /// PATH].
+    #[arg(long, value_name = "PATH", help_heading = "Tools")]
+    pub crictl: Option<PathBuf>,
+    /// Passed to `kubeadm certs renew all --config` (a node path, under
+    /// --root).
+    #[arg(long, value_name = "PATH", help_heading = "Tools")]
+    pub kubeadm_config: Option<PathBuf>,
+    /// Passed to every crictl call as --runtime-endpoint [default: the
+    /// kubelet's endpoint].
+    #[arg(long, value_name = "URL", help_heading = "Tools")]
+    pub runtime_endpoint: Option<String>,
+}
+
+/// The width `--help` is laid out for, whatever the terminal.
+pub const HELP_WIDTH: usize = 80;
+
+/// `--help` (and `-h`): clap's long help, wrapped to [`HELP_WIDTH`] columns
+/// at spaces (clap's own wrapping needs its `wrap_help` feature, which asks
+/// the terminal; this one is the same everywhere).
+pub fn help() -> String {
+    use clap::CommandFactory;
+    let raw = Cli::command().render_long_help().to_string();
+    let mut out = String::new();
+    for line in raw.lines() {
+        wrap_line(&mut out, line.trim_end(), HELP_WIDTH);
+    }
+    out
+}
+
+/// Append `line` to `out`, broken at spaces so that no piece is wider than
+/// `width`; continuations keep the line's indentation.
+fn wrap_line(out: &mut String, line: &str, width: usize) {
+    let indent = line.len() - line.trim_start().len();
+    let mut rest = line;
+    let mut first = true;
+    loop {
+        let lead = if first { 0 } else { indent };
+        if lead + rest.len() <= width {
+            out.push_str(&" ".repeat(lead));
+            out.push_str(rest);
+            out.push('\n');
+            return;
+        }
+        // The last space that keeps the piece within the width (past the
+        // indentation), else the first space at all.
+        let limit = width - lead;
+        // Spaces in the indentation of the first piece are not break points.
+        let from = if first { indent } else { 0 };
+        let cut = rest
+            .char_indices()
+            .rfind(|&(i, c)| c == ' ' && i > from && i <= limit)
+            .or_else(|| rest.char_indices().find(|&(i, c)| c == ' ' && i > from))
+            .map(|(i, _)| i);
+        let Some(cut) = cut else {
+            out.push_str(&" ".repeat(lead));
+            out.push_str(rest);
+            out.push('\n');
+            return;
+        };
+        out.push_str(&" ".repeat(lead));
+        out.push_str(rest[..cut].trim_end());
+        out.push('\n');
+        rest = rest[cut..].trim_start();
+        first = false;
+    }
 }
 
 /// Settings every mode shares.
@@ -260,6 +392,54 @@ pub fn wants_json(args: &[OsString]) -> bool {
         }
     }
     false
+}
+
+/// The one-line message of a command line clap refused: its first line,
+/// with what its later lines would have said folded in (a similar option:
+/// "did you mean --status-only?"; the allowed values of a bad value), since
+/// a usage error is one line of text or one JSON message.
+pub fn clap_error_message(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let text = |k: ContextKind| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    match e.kind() {
+        ErrorKind::InvalidValue => {
+            // "--output <OUTPUT>": the option's name.
+            let arg = text(ContextKind::InvalidArg).unwrap_or_default();
+            let arg = arg.split(' ').next().unwrap_or_default();
+            let value = text(ContextKind::InvalidValue).unwrap_or_default();
+            let mut msg = if value.is_empty() {
+                format!("{arg} needs a value")
+            } else {
+                format!("{arg}: invalid value '{value}'")
+            };
+            if let Some(ContextValue::Strings(valid)) = e.get(ContextKind::ValidValue) {
+                msg.push_str(&format!(" (one of: {})", valid.join(", ")));
+            }
+            if let Some(s) = text(ContextKind::SuggestedValue) {
+                msg.push_str(&format!("; did you mean '{s}'?"));
+            }
+            msg
+        }
+        ErrorKind::UnknownArgument => {
+            let arg = text(ContextKind::InvalidArg).unwrap_or_default();
+            let mut msg = format!("unexpected argument '{arg}' found");
+            if let Some(s) = text(ContextKind::SuggestedArg) {
+                msg.push_str(&format!("; did you mean {s}?"));
+            }
+            msg
+        }
+        _ => {
+            let msg = e.to_string();
+            let first = msg
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("usage error");
+            first.trim_start_matches("error: ").to_string()
+        }
+    }
 }
 
 /// A guess at the mode from raw arguments, for usage errors clap reports.
@@ -768,6 +948,96 @@ mod tests {
             &two[1]
         ])
         .is_err());
+    }
+
+    /// Issue 14: `--help` fits 80 columns and names every exit code of
+    /// SPEC 7, the files and the examples.
+    #[test]
+    fn help_fits_80_columns_with_exit_codes_files_and_examples() {
+        let h = help();
+        for line in h.lines() {
+            assert!(line.chars().count() <= 80, "over 80 columns: {line:?}");
+        }
+        for code in 0..=5 {
+            assert!(
+                h.lines().any(|l| l.starts_with(&format!("  {code}  "))),
+                "exit code {code} not named:\n{h}"
+            );
+        }
+        for needle in [
+            "Exit codes:",
+            "/var/lib/nvke/k8s-cert-renewal/",
+            "completed/<ID>.json",
+            "/etc/kubernetes/nvke-cert-renewal-staging/",
+            "/etc/kubernetes/nvke-cert-renewal-manifests/",
+            "/etc/kubernetes/manifests/",
+            "k8s-cert-renewal-state.json",
+            "--status-only --receipts failed",
+            "--evidence /root/evidence.tgz",
+            "--fence",
+            "Modes (choose one):",
+            "Status options:",
+            "Timeouts (seconds):",
+            "Tools:",
+        ] {
+            assert!(h.contains(needle), "{needle:?} missing:\n{h}");
+        }
+        // `-h` is the same help.
+        let e = Cli::try_parse_from(["x", "-h"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp);
+    }
+
+    #[test]
+    fn long_lines_wrap_at_spaces_keeping_their_indent() {
+        let mut out = String::new();
+        let line = format!("    {}", "word ".repeat(30));
+        wrap_line(&mut out, line.trim_end(), 40);
+        for l in out.lines() {
+            assert!(l.len() <= 40 && l.starts_with("    word"), "{l:?}");
+        }
+        assert_eq!(out.split_whitespace().count(), 30);
+        // A word longer than the width is kept whole.
+        let mut out = String::new();
+        wrap_line(&mut out, &format!("  {} b", "a".repeat(50)), 40);
+        assert_eq!(out, format!("  {}\n  b\n", "a".repeat(50)));
+    }
+
+    fn clap_message(args: &[&str]) -> String {
+        let mut v = vec!["nvke-cert-runbook"];
+        v.extend_from_slice(args);
+        clap_error_message(&Cli::try_parse_from(v).unwrap_err())
+    }
+
+    /// Issue 14: a mistyped option names the one meant, and a bad value
+    /// the allowed ones, in the one line a usage error has.
+    #[test]
+    fn usage_errors_suggest_and_list_allowed_values() {
+        for typo in ["--status", "--staus-only", "--statusonly"] {
+            assert_eq!(
+                clap_message(&[typo]),
+                format!("unexpected argument '{typo}' found; did you mean --status-only?")
+            );
+        }
+        assert_eq!(
+            clap_message(&["--check", "--xyzzy"]),
+            "unexpected argument '--xyzzy' found"
+        );
+        assert_eq!(
+            clap_message(&["--check", "--output", "yaml"]),
+            "--output: invalid value 'yaml' (one of: text, json)"
+        );
+        assert_eq!(
+            clap_message(&["--check", "--log-format=jsn"]),
+            "--log-format: invalid value 'jsn' (one of: text, json); did you mean 'json'?"
+        );
+        assert_eq!(
+            clap_message(&["--status-only", "--receipts", "bogus"]),
+            "--receipts: invalid value 'bogus' (one of: recent, all, failed)"
+        );
+        assert_eq!(
+            clap_message(&["--check", "--output"]),
+            "--output needs a value (one of: text, json)"
+        );
     }
 
     #[test]

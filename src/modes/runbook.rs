@@ -17,7 +17,7 @@ use crate::node::lock::{self, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
 use crate::node::paths::{BACKUP_DIR, BACKUP_V1_DIR, PHASE_FILE, STATE_FILE_MODE};
-use crate::node::staging::{Dirs, Restore};
+use crate::node::staging::{Dirs, PutBack, Restore};
 use crate::node::statedir::{CheckedReceipt, StateDir};
 use crate::rules::clock;
 use crate::rules::component::Component;
@@ -272,6 +272,17 @@ impl Env<'_> {
     }
 }
 
+/// Whose unfinished work a run took up (SPEC 4 step 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Resumed {
+    /// This operation's own earlier attempt.
+    Own,
+    /// Another V2 operation's.
+    Other(OperationId),
+    /// Legacy five-line work.
+    Legacy,
+}
+
 /// The state directory's phase file and what it records: the format kept
 /// for resumed work, the CA fingerprints the run holds the node to, and the
 /// receipts written along the way.
@@ -279,6 +290,8 @@ struct PhaseWriter {
     state: Dir,
     format: Format,
     resumed_from: Option<ResumedFrom>,
+    /// Whose work this run resumed (None: fresh work).
+    resumed: Option<Resumed>,
     /// Another operation whose unfinished work we took over: it gets a
     /// `superseded` receipt with our first phase write.
     supersede: Option<OperationId>,
@@ -335,6 +348,7 @@ impl PhaseWriter {
                     operation_id: None,
                     format: LEGACY_FORMAT.into(),
                 });
+                self.resumed = Some(Resumed::Legacy);
                 tracing::info!(
                     "resuming unfinished legacy five-line work ({}), keeping its format",
                     l.state.as_str()
@@ -358,6 +372,7 @@ impl PhaseWriter {
                 self.ca = p.ca_sha256.clone();
                 self.started_at = p.started_at.clone();
                 self.resumed_from = p.resumed_from.clone();
+                self.resumed = Some(Resumed::Own);
                 tracing::info!(
                     "resuming this operation's own unfinished work ({})",
                     p.state.as_str()
@@ -393,6 +408,7 @@ impl PhaseWriter {
                     "taking over the unfinished work of operation {from} ({})",
                     p.state.as_str()
                 );
+                self.resumed = Some(Resumed::Other(from.clone()));
                 self.resumed_from = Some(ResumedFrom {
                     operation_id: Some(from),
                     format: V2_FORMAT.into(),
@@ -525,6 +541,9 @@ struct RunReport {
     before: Option<PkiReport>,
     /// The last gate's etcd voters and healthy voters.
     etcd: Option<(usize, usize)>,
+    /// This run's kubeadm re-signed the leaves (and they were not rolled
+    /// back).
+    resigned: bool,
 }
 
 struct Run<'a> {
@@ -593,6 +612,7 @@ impl Run<'_> {
             replayed: ConstBool,
             receipt_written: end.receipt_written,
             runtime_endpoint: self.env.rt.endpoint().cloned(),
+            resigned: self.report.resigned,
             resumed_from: self
                 .phase
                 .resumed_from
@@ -917,9 +937,11 @@ impl Run<'_> {
         );
         self.env.check_cancel(None)?;
         crate::crash_point!("renew-after-backup");
+        let mut kubeadm_ok = false;
         let result = match self.env.rt.renew_certs() {
             Ok(out) if out.success() => {
                 crate::crash_point!("renew-after-kubeadm");
+                kubeadm_ok = true;
                 self.verify_renewed()
             }
             Ok(out) => Err(format!(
@@ -933,7 +955,12 @@ impl Run<'_> {
             let restored = backup::restore(self.env.root, &self.phase.state, kind, &name);
             let tail = match restored {
                 Ok(n) => format!("the backup was put back ({n} files rewritten)"),
-                Err(e) => format!("PUTTING THE BACKUP BACK FAILED: {e}"),
+                Err(e) => {
+                    // kubeadm's certificates stay where the backup could
+                    // not be put back.
+                    self.report.resigned = kubeadm_ok;
+                    format!("PUTTING THE BACKUP BACK FAILED: {e}")
+                }
             };
             // The backup's fate survives the 512-byte cut of kubeadm's words.
             if self.env.cancel.is_cancelled() {
@@ -943,6 +970,7 @@ impl Run<'_> {
             }
             return Err(fail(Phase::RenewCerts, with_tail(&why, "; ", &tail)));
         }
+        self.report.resigned = true;
         tracing::info!("certificates renewed and verified");
         crate::crash_point!("renew-after-verify");
         Ok(())
@@ -1197,14 +1225,21 @@ impl Run<'_> {
     }
 }
 
-/// A run that stopped before it could look at the node.
+/// A run that stopped before it could look at the node (beyond a read-only
+/// look at where the four manifests are). `code`: None for a refusal, which
+/// exits 4 when a manifest is not active (an interrupted run left it
+/// staged: an operator must act), else 1 (SPEC 7).
 fn early_failure(
+    root: &Root,
     req: &Request,
-    code: u8,
+    code: Option<u8>,
     outcome: EarlyOutcome,
     phase: EarlyPhase,
     message: String,
 ) -> Report {
+    let m = manifests::inspect(root);
+    let code = code.unwrap_or_else(|| exit_code_for(Outcome::Failed, m.all_active()));
+    let places = m.receipt_locations();
     let doc = RenewEarlyFailure {
         mode: req.mode(),
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
@@ -1214,10 +1249,11 @@ fn early_failure(
         message: Message::bounded(&message),
         replayed: ConstBool,
         receipt_written: ConstBool,
+        resigned: ConstBool,
         resumed_from: Null,
         certificates: Vec::new(),
         ca_sha256: EmptyObject {},
-        manifests: EmptyObject {},
+        manifests: ManifestLocations::from(&places),
         restarts: Vec::new(),
         duration_ms: 0,
     };
@@ -1225,9 +1261,27 @@ fn early_failure(
         EarlyOutcome::Failed => Outcome::Failed,
         EarlyOutcome::Cancelled => Outcome::Cancelled,
     };
+    let mut text = format!("{}: {}\n", outcome.as_str().to_uppercase(), doc.message.0);
+    let not_active: Vec<String> = Component::ALL
+        .iter()
+        .map(|c| {
+            (
+                c,
+                places.get(c).copied().unwrap_or(ManifestLocation::Missing),
+            )
+        })
+        .filter(|(_, l)| !matches!(l, ManifestLocation::Active | ManifestLocation::Both))
+        .map(|(c, l)| format!("{c} {l}"))
+        .collect();
+    if !not_active.is_empty() {
+        text.push_str(&format!(
+            "manifests not active: {}\n",
+            not_active.join(", ")
+        ));
+    }
     Report {
         code,
-        text: format!("{}: {}", outcome.as_str().to_uppercase(), doc.message.0),
+        text,
         json: contract::to_json(&doc),
     }
 }
@@ -1251,6 +1305,7 @@ fn replay_report(r: &Receipt) -> Report {
         failed_component: receipt.failed_component,
         replayed: ConstBool,
         receipt_written: ConstBool,
+        resigned: ConstBool,
         resumed_from: Null,
         certificates: Vec::new(),
         ca_sha256: receipt.ca_sha256.clone(),
@@ -1310,14 +1365,11 @@ fn lock_and_log(
     start_clock: time::OffsetDateTime,
 ) -> Result<(Dir, lock::LockGuard), Report> {
     let id = req.id();
-    // SPEC section 7: a run refused here exits 4, not 1, when a manifest is
-    // not active (an interrupted run left it staged): an operator must act.
-    let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
-
     let state = StateDir::create(root).map_err(|e| {
         early_failure(
+            root,
             req,
-            refused(),
+            None,
             EarlyOutcome::Failed,
             EarlyPhase::Lock,
             format!("state directory: {e}"),
@@ -1330,20 +1382,20 @@ fn lock_and_log(
                 waited_secs,
                 holder,
             } => (
-                exit::LOCK_TIMEOUT,
+                Some(exit::LOCK_TIMEOUT),
                 EarlyOutcome::Failed,
                 format!(
                     "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
                 ),
             ),
             LockError::Cancelled => (
-                refused(),
+                None,
                 EarlyOutcome::Cancelled,
                 "cancelled while waiting for the renewal lock; nothing was done".into(),
             ),
-            e => (refused(), EarlyOutcome::Failed, e.to_string()),
+            e => (None, EarlyOutcome::Failed, e.to_string()),
         };
-        early_failure(req, code, outcome, EarlyPhase::Lock, message)
+        early_failure(root, req, code, outcome, EarlyPhase::Lock, message)
     })?;
     // `--legacy-v1` over an unfinished V2 phase file is refused before
     // anything is written: no owner record, no log file (SPEC 4, v1.1).
@@ -1351,8 +1403,9 @@ fn lock_and_log(
         if let Some(msg) = legacy_refusal(&state) {
             tracing::warn!("{msg}");
             return Err(early_failure(
+                root,
                 req,
-                refused(),
+                None,
                 EarlyOutcome::Failed,
                 EarlyPhase::PhaseFile,
                 msg,
@@ -1364,8 +1417,9 @@ fn lock_and_log(
         &lock::owner_for(id.map(|i| i.as_str()), req.owner_mode(), start_clock),
     ) {
         return Err(early_failure(
+            root,
             req,
-            refused(),
+            None,
             EarlyOutcome::Failed,
             EarlyPhase::Lock,
             format!("cannot record the lock owner: {e}"),
@@ -1397,13 +1451,13 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
     let Request::V2 { id, .. } = req else {
         return None;
     };
-    let refused = || exit_code_for(Outcome::Failed, manifests::inspect(root).all_active());
     let completed = match StateDir::new(state).completed() {
         Ok(c) => c,
         Err(e) => {
             return Some(early_failure(
+                root,
                 req,
-                refused(),
+                None,
                 EarlyOutcome::Failed,
                 EarlyPhase::Receipt,
                 e.to_string(),
@@ -1418,19 +1472,14 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
             );
             Some(replay_report(&r))
         }
-        ReceiptLookup::Malformed(e) => {
-            let m = manifests::inspect(root);
-            let code = exit_code_for(Outcome::Failed, m.all_active());
-            Some(early_failure(
-                req,
-                code,
-                EarlyOutcome::Failed,
-                EarlyPhase::Receipt,
-                format!(
-                    "this operation's receipt is malformed; not trusting it, doing nothing: {e}"
-                ),
-            ))
-        }
+        ReceiptLookup::Malformed(e) => Some(early_failure(
+            root,
+            req,
+            None,
+            EarlyOutcome::Failed,
+            EarlyPhase::Receipt,
+            format!("this operation's receipt is malformed; not trusting it, doing nothing: {e}"),
+        )),
         ReceiptLookup::Absent => None,
     }
 }
@@ -1461,6 +1510,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                 Request::Legacy { .. } => Format::Legacy,
             },
             resumed_from: None,
+            resumed: None,
             supersede: None,
             phase_written: false,
             started_at: clock::rfc3339(start_clock),
@@ -1531,7 +1581,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     tracing::error!("internal error (a panic) while finishing: {why}");
     let mut notes = Vec::new();
     for c in Component::ALL {
-        let (_, note) = put_back(run.env.root, c);
+        let (_, note) = put_back_if_staged(run.env.root, c);
         notes.extend(note);
     }
     let m = manifests::inspect(run.env.root);
@@ -1581,15 +1631,12 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
 /// after (SPEC 3, v1.1: a place is what was observed). Returns whether `c`
 /// is now active with no differing staged copy, and what to say about it
 /// (None when there was nothing to do).
-fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
-    let seen = |root: &Root| {
-        manifests::inspect(root)
-            .manifests
-            .get(&c)
-            .map(|v| (v.active, v.runbook_staged, v.error.clone()))
-            .unwrap_or((false, false, None))
-    };
-    let (active, staged, error) = seen(root);
+fn put_back_if_staged(root: &Root, c: Component) -> (bool, Option<String>) {
+    let (active, staged, error) = manifests::inspect(root)
+        .manifests
+        .get(&c)
+        .map(|v| (v.active, v.runbook_staged, v.error.clone()))
+        .unwrap_or((false, false, None));
     if let Some(e) = error {
         return (
             false,
@@ -1610,21 +1657,13 @@ fn put_back(root: &Root, c: Component) -> (bool, Option<String>) {
         }
         _ => {}
     }
-    let result = Dirs::open(root, false).and_then(|d| d.unstage(c));
-    let (active, staged, _) = seen(root);
-    match result {
-        Ok(Restore::Conflict(msg)) => (false, Some(msg)),
-        Ok(_) | Err(_) if active && !staged => {
+    match crate::node::staging::put_back(root, c) {
+        PutBack::Restored => {
             tracing::info!(component = c.name(), "put the staged manifest back");
             (true, Some(format!("{c} manifest put back")))
         }
-        Ok(_) => (
-            false,
-            Some(format!(
-                "putting {c} back FAILED: it is not in place after the move"
-            )),
-        ),
-        Err(e) => (false, Some(format!("putting {c} back FAILED: {e}"))),
+        PutBack::Conflict(msg) => (false, Some(msg)),
+        PutBack::Failed(why) => (false, Some(format!("putting {c} back FAILED: {why}"))),
     }
 }
 
@@ -1670,20 +1709,7 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
     let mut notes = Vec::new();
     let (outcome, phase, message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
-        Ok(Success::Renewed) => (
-            Outcome::Renewed,
-            Phase::Done,
-            format!(
-                "renewed; restarted {} one at a time",
-                run.report
-                    .restarts
-                    .iter()
-                    .map(|r| r.component.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            None,
-        ),
+        Ok(Success::Renewed) => (Outcome::Renewed, Phase::Done, renewed_message(run), None),
         Err(f) => {
             tracing::warn!(phase = %f.phase, "renewal stopped: {}", f.message);
             let mut outcome = if f.cancelled {
@@ -1694,7 +1720,7 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
             let message = f.message.clone();
             // Restore a staged manifest before anything else (lock held).
             if let Some(c) = run.restore.staged.take() {
-                let (restored, note) = put_back(run.env.root, c);
+                let (restored, note) = put_back_if_staged(run.env.root, c);
                 if !restored {
                     outcome = Outcome::FailedNotRestored;
                 }
@@ -1718,6 +1744,31 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
         receipt_written: false,
         manifests: BTreeMap::new(),
     }
+}
+
+/// What a `renewed` run did: "renewed" when it re-signed the leaves, else
+/// "resumed", naming whose restarts it finished.
+fn renewed_message(run: &Run<'_>) -> String {
+    let names: Vec<&str> = run
+        .report
+        .restarts
+        .iter()
+        .map(|r| r.component.name())
+        .collect();
+    let restarted = if names.is_empty() {
+        "postflight only, nothing restarted".to_string()
+    } else {
+        format!("restarted {} one at a time", names.join(", "))
+    };
+    if run.report.resigned {
+        return format!("renewed; {restarted}");
+    }
+    let whose = match &run.phase.resumed {
+        Some(Resumed::Other(id)) => format!("operation {id}"),
+        Some(Resumed::Legacy) => "unfinished legacy work".to_string(),
+        Some(Resumed::Own) | None => "this operation's earlier attempt".to_string(),
+    };
+    format!("resumed: finished the restarts of {whose} ({restarted}); no certificate re-signed")
 }
 
 /// Write this operation's receipt. No success without its receipt (SPEC 3,
@@ -1759,12 +1810,13 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
 /// The result as text: outcome, phase, message, what was resumed, the
 /// restarts.
 fn result_text(run: &Run<'_>, end: &Ending) -> String {
-    let mut text = format!(
-        "{}  phase {}\n{}\n",
-        end.outcome.as_str().to_uppercase(),
-        end.phase,
-        end.message
-    );
+    // A `renewed` run that re-signed nothing only finished resumed work.
+    let word = if end.outcome == Outcome::Renewed && !run.report.resigned {
+        "RESUMED".to_string()
+    } else {
+        end.outcome.as_str().to_uppercase()
+    };
+    let mut text = format!("{word}  phase {}\n{}\n", end.phase, end.message);
     if let Some(r) = &run.phase.resumed_from {
         text.push_str(&format!(
             "resumed from: {} ({})\n",
@@ -1911,6 +1963,71 @@ mod tests {
             .exists());
     }
 
+    /// Issue 14: the document says whether this run re-signed the leaves;
+    /// a run that only finished another operation's restarts says
+    /// "resumed", not "renewed".
+    #[test]
+    fn resigned_only_when_this_run_renewed_the_certificates() {
+        let (_t, root, g, fake) = setup(true, None);
+        let r = run(&root, &g, &req("op-fresh", true), &fake, &Cancel::new());
+        assert_eq!(
+            (r.code, r.json["resigned"].as_bool()),
+            (0, Some(true)),
+            "{:#}",
+            r.json
+        );
+        assert!(
+            r.text.starts_with("RENEWED  phase done\nrenewed; "),
+            "{}",
+            r.text
+        );
+
+        let (t, root, g, fake) = setup(true, None);
+        let ca = |f: &str| {
+            pki::sha256_hex(&std::fs::read(t.path().join("etc/kubernetes/pki").join(f)).unwrap())
+        };
+        let p = PhaseV2 {
+            operation_id: OperationId::parse("op-dead").unwrap(),
+            state: PhaseState::RestartPending,
+            next_component: Some(Component::KubeScheduler),
+            ca_sha256: CA_KEYS.iter().map(|k| (k.to_string(), ca(k))).collect(),
+            force: false,
+            threshold_days: 30,
+            started_at: "2026-11-29T23:00:00Z".into(),
+            updated_at: "2026-11-29T23:10:00Z".into(),
+            resumed_from: None,
+        };
+        let state = t.path().join("var/lib/nvke/k8s-cert-renewal");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(state.join("phase"), phase::render_v2(&p)).unwrap();
+        std::fs::set_permissions(state.join("phase"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        let r = run(&root, &g, &req("op-next", false), &fake, &Cancel::new());
+        assert_eq!(
+            (
+                r.code,
+                r.json["outcome"].as_str(),
+                r.json["resigned"].as_bool()
+            ),
+            (0, Some("renewed"), Some(false)),
+            "{:#}",
+            r.json
+        );
+        assert_eq!(fake.calls.renew(), 0);
+        assert_eq!(
+            r.json["message"],
+            "resumed: finished the restarts of operation op-dead (restarted kube-scheduler one at a time); no certificate re-signed"
+        );
+        assert!(r.text.starts_with("RESUMED  phase done\n"), "{}", r.text);
+        // Nothing due, nothing resumed: unchanged, nothing re-signed.
+        let r = run(&root, &g, &req("op-later", false), &fake, &Cancel::new());
+        assert_eq!(
+            (r.json["outcome"].as_str(), r.json["resigned"].as_bool()),
+            (Some("unchanged"), Some(false))
+        );
+    }
+
     #[test]
     fn legacy_resume_restarts_from_the_persisted_component_only() {
         let (t, root, g, fake) = setup(true, None);
@@ -1955,6 +2072,7 @@ mod tests {
             before
         );
         assert!(restarted(&r).is_empty());
+        assert_eq!(r.json["resigned"], false, "rolled back: nothing re-signed");
     }
 
     /// SPEC 4 step 8 (v1.1): the rollback puts back owner and group too.

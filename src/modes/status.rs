@@ -768,18 +768,16 @@ fn put_back(
         pb.failed = Some(e);
     }
     for &c in restore {
-        let moved = crate::node::staging::Dirs::open(root, false).and_then(|d| d.unstage(c));
-        match moved {
-            Ok(crate::node::staging::Restore::Restored)
-            | Ok(crate::node::staging::Restore::DroppedIdenticalCopy) => {
+        match crate::node::staging::put_back(root, c) {
+            crate::node::staging::PutBack::Restored => {
                 tracing::info!(
                     component = c.name(),
                     "put back the staged manifest a dead run left"
                 );
                 pb.restored.push(c);
             }
-            Ok(crate::node::staging::Restore::Conflict(conflict)) => pb.conflicts.push(conflict),
-            Err(e) => {
+            crate::node::staging::PutBack::Conflict(conflict) => pb.conflicts.push(conflict),
+            crate::node::staging::PutBack::Failed(e) => {
                 let f = format!("putting back {c} failed: {e}");
                 pb.failed = Some(match pb.failed.take() {
                     Some(before) => format!("{before}; {f}"),

@@ -123,6 +123,37 @@ pub enum Restore {
     Conflict(String),
 }
 
+/// Where [`put_back`] left a staged manifest, as observed after the move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PutBack {
+    /// In `manifests/`, no staged copy left (moved back, or an identical
+    /// staged copy dropped).
+    Restored,
+    /// Both copies kept: they differ (the message names both paths).
+    Conflict(String),
+    /// Not in place after the attempt: why.
+    Failed(String),
+}
+
+/// Put `c`'s staged manifest back into `manifests/` ([`Dirs::unstage`]:
+/// no replace, fsynced), then look where it is (SPEC 3, v1.1: a move that
+/// failed after its rename is done; one that "succeeded" is believed only
+/// when the manifest is seen in place). Used by the renewal's failure path
+/// and the fencing check alike.
+pub fn put_back(root: &Root, c: Component) -> PutBack {
+    let moved = Dirs::open(root, false).and_then(|d| d.unstage(c));
+    let in_place = crate::node::manifests::inspect(root)
+        .manifests
+        .get(&c)
+        .is_some_and(|v| v.active && !v.runbook_staged && v.error.is_none());
+    match moved {
+        Ok(Restore::Conflict(msg)) => PutBack::Conflict(msg),
+        _ if in_place => PutBack::Restored,
+        Ok(_) => PutBack::Failed("it is not in place after the move".into()),
+        Err(e) => PutBack::Failed(e.to_string()),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests read and plant files in their temp node
 mod tests {
@@ -140,6 +171,33 @@ mod tests {
             t.join(MANIFESTS_DIR).join(c.manifest_file()),
             t.join(STAGING_DIR).join(c.manifest_file()),
         )
+    }
+
+    /// The one put-back the renewal and the fencing check share: the
+    /// answer is where the manifest is seen afterwards.
+    #[test]
+    fn put_back_reports_what_it_sees_afterwards() {
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        Dirs::open(&root, true).unwrap(); // creates the staging directory
+        let c = Component::KubeScheduler;
+        let (active, staged) = paths(t.path(), c);
+        // Left staged by a run that died.
+        std::fs::rename(&active, &staged).unwrap();
+        assert_eq!(put_back(&root, c), PutBack::Restored);
+        assert!(active.is_file() && !staged.exists());
+        // An identical staged copy is dropped: restored.
+        std::fs::copy(&active, &staged).unwrap();
+        assert_eq!(put_back(&root, c), PutBack::Restored);
+        assert!(!staged.exists());
+        // A differing one: both kept.
+        std::fs::write(&staged, b"other").unwrap();
+        assert!(matches!(put_back(&root, c), PutBack::Conflict(_)));
+        assert!(active.is_file() && staged.is_file());
+        // Neither copy: not in place.
+        std::fs::remove_file(&staged).unwrap();
+        std::fs::remove_file(&active).unwrap();
+        assert!(matches!(put_back(&root, c), PutBack::Failed(_)));
     }
 
     #[test]
