@@ -267,7 +267,7 @@ pub fn advise(
                     )
                 };
                 next.push(step(
-                    format!("the renewal stopped at {}: fence it (the controller's termination check): it records the operation abandoned{put}; a later renewal resumes the restarts", phase_step(&s.phase)),
+                    format!("the renewal stopped at {}; fence it: the controller's termination check records it abandoned{put}, and a later renewal resumes", phase_step(&s.phase)),
                     Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
                 ));
                 next.push(step(
