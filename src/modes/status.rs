@@ -306,7 +306,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         }
     }
 
-    let document = doc::StatusDocument {
+    let mut document = doc::StatusDocument {
         mode: doc::StatusMode::Status,
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: id.map(|i| doc::OperationId(i.as_str().to_string())),
@@ -339,13 +339,63 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         certificates,
         certificate_authorities,
         state_error: s.state_error.clone(),
+        evidence: None,
         duration_ms: 0,
     };
+    let code = if clean { exit::OK } else { exit::FAILED };
+    let code = with_evidence(root, ask, &mut document, &mut text, code);
     Report {
-        code: if clean { exit::OK } else { exit::FAILED },
+        code,
         json: crate::contract::to_json(&document),
         text,
     }
+}
+
+/// `--evidence PATH`: write the bundle of the document as built so far,
+/// record it in the document and the text. A bundle not written never
+/// exits 0 (1 instead; any other code stays).
+fn with_evidence(
+    root: &Root,
+    ask: &Ask<'_>,
+    document: &mut doc::StatusDocument,
+    text: &mut String,
+    code: u8,
+) -> u8 {
+    let Some(rel) = ask.evidence else {
+        return code;
+    };
+    let ev = crate::node::evidence::write(root, rel, document, ask.id);
+    let code = match &ev {
+        doc::EvidenceView::Written(w) => {
+            text.push_str(&format!(
+                "EVIDENCE: {} ({} files, {} bytes)\n  sha256 {}\n",
+                output::escape(&w.path),
+                w.members,
+                w.bytes,
+                w.sha256.0
+            ));
+            let skipped: Vec<String> = w
+                .skipped
+                .iter()
+                .map(|s| format!("{}: {}", s.path, s.reason))
+                .collect();
+            output::text_list(text, "evidence skipped", &skipped);
+            code
+        }
+        doc::EvidenceView::NotWritten(n) => {
+            text.push_str(&format!(
+                "EVIDENCE NOT WRITTEN: {}\n",
+                output::escape(&n.error)
+            ));
+            if code == exit::OK {
+                exit::FAILED
+            } else {
+                code
+            }
+        }
+    };
+    document.evidence = Some(ev);
+    code
 }
 
 /// The phase an abandoned receipt records: where that operation stood.

@@ -2,6 +2,8 @@
 
 /// Backups of pki/ and the kubeconfigs, and putting them back.
 pub(crate) mod backup;
+/// The sanitized evidence bundle of `--status-only --evidence PATH`.
+pub(crate) mod evidence;
 /// The no-follow descriptor walk and the three durable write disciplines.
 pub(crate) mod fsx;
 /// Read-only views of the state directory (phase file, lock, receipts).
