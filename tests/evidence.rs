@@ -195,6 +195,7 @@ mkfifo "$K/manifests/fifo.yaml"
 mknod "$K/manifests/null.yaml" c 1 3 || true
 mkdir "$K/manifests/sub"; cp "$K/admin.conf" "$K/manifests/sub/x.yaml"
 printf 'x' > "$K/manifests/$(printf 'new\nline.yaml')"
+printf 'x' > "$K/manifests/-----BEGIN PRIVATE KEY-----"
 agent_staging_dir; cp "$K/manifests/kube-scheduler.yaml" "$K/nvke-cert-renewal-manifests/kube-scheduler.yaml"
 "#
     ))
@@ -348,6 +349,10 @@ fn the_bundle_holds_what_the_guide_asks_and_never_a_secret() {
         "a directory (only regular files)"
     );
     assert!(reason(&format!("{km}/new\\nline.yaml")).starts_with("a name outside"));
+    assert!(
+        reason(&format!("{km}/(a name that looks like a private key)"))
+            .starts_with("a name outside")
+    );
     // The logs named: op-1's (phase file, owner) and op-0's (a receipt
     // listed) are in; the long ID's is named and absent; one that no one
     // names is not looked at.

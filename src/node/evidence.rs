@@ -155,8 +155,17 @@ struct Bundle {
 
 impl Bundle {
     fn skip(&mut self, path: &str, reason: impl Into<String>) {
+        // A name is recorded as found, unless it looks like key material
+        // itself: then only its directory.
+        let path = match refusal(path.as_bytes()) {
+            None => shown(path),
+            Some(why) => format!(
+                "{}/(a name that {why})",
+                shown(path.rsplit_once('/').map_or("", |(d, _)| d))
+            ),
+        };
         self.skipped.push(doc::EvidenceSkip {
-            path: shown(path),
+            path,
             reason: reason.into(),
         });
     }
