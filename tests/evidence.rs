@@ -354,9 +354,12 @@ fn the_bundle_holds_what_the_guide_asks_and_never_a_secret() {
             .starts_with("a name outside")
     );
     // The logs named: op-1's (phase file, owner) and op-0's (a receipt
-    // listed) are in; the long ID's is named and absent; one that no one
-    // names is not looked at.
-    assert_eq!(reason(&format!("/{STATE}/log/{}.log", long_id())), "absent");
+    // listed) are in; the long ID's (a receipt listed) is absent, and not
+    // worth a skip; one that no one names is not looked at.
+    assert!(
+        !skipped.iter().any(|(p, _)| p.contains(&long_id())),
+        "{skipped:?}"
+    );
     assert!(!names.iter().any(|n| n.contains("op-unnamed")));
 
     // status.json is the document as printed, before its evidence field.
@@ -396,6 +399,23 @@ echo 'never named' | put "$STATE/log/op-unnamed.log"
         "{names:?}"
     );
     assert!(!names.iter().any(|n| n.contains("op-unnamed")), "{names:?}");
+    // The log of the operation asked about, absent: a skip says so.
+    let r = run(
+        &root,
+        &[
+            "--operation-id",
+            "op-missing",
+            "--output",
+            "json",
+            "--evidence",
+            "/tmp/y.tgz",
+        ],
+    );
+    let skipped = &json(&r)["evidence"]["skipped"];
+    assert_eq!(
+        skipped,
+        &serde_json::json!([{"path": format!("/{STATE}/log/op-missing.log"), "reason": "absent"}]),
+    );
 }
 
 #[test]

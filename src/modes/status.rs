@@ -374,11 +374,18 @@ fn with_evidence(
                 w.bytes,
                 w.sha256.0
             ));
-            let skipped: Vec<String> = w
+            let mut skipped: Vec<String> = w
                 .skipped
                 .iter()
+                .take(10)
                 .map(|s| format!("{}: {}", s.path, s.reason))
                 .collect();
+            if w.skipped.len() > 10 {
+                skipped.push(format!(
+                    "{} more: see nvke-evidence/evidence.json",
+                    w.skipped.len() - 10
+                ));
+            }
             output::text_list(text, "evidence skipped", &skipped);
             code
         }

@@ -30,7 +30,7 @@ use crate::node::paths::{
 use crate::node::statedir::StateDir;
 use crate::rules::opid::OperationId;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::Write;
 
 /// The directory every member is under.
@@ -257,37 +257,54 @@ impl Bundle {
     }
 }
 
-/// The operation logs the status document names: the operation asked
-/// about, the phase file's, the lock owner's, each receipt listed; the
-/// legacy run's log when the phase file or the owner is legacy.
-pub fn logs_named(status: &doc::StatusDocument, asked: Option<&OperationId>) -> BTreeSet<String> {
-    let mut ids: Vec<String> = Vec::new();
-    ids.extend(asked.map(|i| i.as_str().to_string()));
-    ids.extend(status.phase_file.operation_id.iter().map(|i| i.0.clone()));
-    ids.extend(status.receipts.iter().map(|r| r.operation_id.clone()));
+/// The operation logs the status document names, each with whether its
+/// absence is worth a skip record: the operation asked about, the phase
+/// file's and the lock owner's (and the legacy run's log when the phase
+/// file or the owner is legacy) are; a listed receipt's is not (an old
+/// operation's log may be long gone).
+pub fn logs_named(
+    status: &doc::StatusDocument,
+    asked: Option<&OperationId>,
+) -> BTreeMap<String, bool> {
+    let mut ids: Vec<(String, bool)> = Vec::new();
+    ids.extend(asked.map(|i| (i.as_str().to_string(), true)));
+    ids.extend(
+        status
+            .phase_file
+            .operation_id
+            .iter()
+            .map(|i| (i.0.clone(), true)),
+    );
     let mut legacy = status.phase_file.format == Some(doc::PhaseFormat::LegacyFiveLine);
     for owner in [&status.lock.holder, &status.lock.last_owner]
         .into_iter()
         .flatten()
     {
         if let doc::OwnerView::Known(o) = owner {
-            ids.extend(o.operation_id.clone());
+            ids.extend(o.operation_id.clone().map(|i| (i, true)));
             legacy |= o.mode == "legacy-v1";
         }
     }
-    let mut logs: BTreeSet<String> = ids
-        .iter()
-        .filter_map(|i| OperationId::parse(i).ok())
-        .map(|i| format!("{}.log", i.as_str()))
-        .collect();
+    ids.extend(
+        status
+            .receipts
+            .iter()
+            .map(|r| (r.operation_id.clone(), false)),
+    );
+    let mut logs = BTreeMap::new();
+    for (id, wanted) in ids {
+        if let Ok(id) = OperationId::parse(&id) {
+            *logs.entry(format!("{}.log", id.as_str())).or_insert(false) |= wanted;
+        }
+    }
     if legacy {
-        logs.insert("legacy-v1.log".to_string());
+        logs.insert("legacy-v1.log".to_string(), true);
     }
     logs
 }
 
 /// Gather the members (evidence.json aside) in archive order.
-fn gather(root: &Root, status_json: Vec<u8>, mtime: i64, logs: &BTreeSet<String>) -> Bundle {
+fn gather(root: &Root, status_json: Vec<u8>, mtime: i64, logs: &BTreeMap<String, bool>) -> Bundle {
     let mut b = Bundle::default();
     b.add(format!("{TOP}/status.json"), None, status_json, mtime);
     match StateDir::open(root) {
@@ -308,17 +325,19 @@ fn gather(root: &Root, status_json: Vec<u8>, mtime: i64, logs: &BTreeSet<String>
             }
             match state.open_subdir(LOG_DIR, Trust::TypeOnly) {
                 Ok(Some(d)) => {
-                    for log in logs {
+                    for (log, wanted) in logs {
                         b.file(
                             &d,
                             log,
                             format!("{TOP}/state/{LOG_DIR}/{log}"),
                             LOG_MAX,
-                            true,
+                            *wanted,
                         );
                     }
                 }
-                Ok(None) if !logs.is_empty() => b.skip(&state.entry_path(LOG_DIR), "absent"),
+                Ok(None) if logs.values().any(|w| *w) => {
+                    b.skip(&state.entry_path(LOG_DIR), "absent")
+                }
                 Ok(None) => {}
                 Err(e) => b.skip(&state.entry_path(LOG_DIR), e.to_string()),
             }
