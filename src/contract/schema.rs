@@ -40,6 +40,7 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         ("receipt", schema_for::<Receipt>("receipt")),
         ("agent-state", schema_for::<AgentStateFile>("agent-state")),
         ("lock-owner", schema_for::<LockOwnerFile>("lock-owner")),
+        ("evidence", schema_for::<EvidenceManifest>("evidence")),
     ]
 }
 

@@ -189,7 +189,108 @@ pub struct StatusDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub state_error: Option<String>,
+    /// With `--evidence PATH` only: the bundle written, or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "EvidenceView"))]
+    pub evidence: Option<EvidenceView>,
     pub duration_ms: u64,
+}
+
+/// A file the evidence bundle left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceSkip {
+    /// The node path; what is not printable ASCII is escaped (`\n`, `\u{1b}`).
+    pub path: String,
+    pub reason: String,
+}
+
+/// The evidence bundle, written (SPEC 6, v1.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceWritten {
+    /// The node path of the archive (`--evidence`).
+    pub path: String,
+    pub written: ConstBool<true>,
+    /// The archive's (gzipped tar's) digest.
+    pub sha256: Sha256Hex,
+    /// The archive's size.
+    pub bytes: u64,
+    /// Files in the archive, `nvke-evidence/evidence.json` included.
+    pub members: u64,
+    /// What was left out, and why (at most 100; the last says how many more).
+    #[cfg_attr(feature = "schema", schemars(length(max = 101)))]
+    pub skipped: Vec<EvidenceSkip>,
+}
+
+/// The evidence bundle, not written: nothing is left at `path`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceNotWritten {
+    pub path: String,
+    pub written: ConstBool<false>,
+    pub error: String,
+}
+
+/// `--evidence PATH`: the bundle, or why it was not written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum EvidenceView {
+    Written(EvidenceWritten),
+    NotWritten(EvidenceNotWritten),
+}
+
+/// Always `nvke-cert-runbook/evidence/v1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum EvidenceFormat {
+    #[serde(rename = "nvke-cert-runbook/evidence/v1")]
+    V1,
+}
+
+/// One file of the evidence bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceMember {
+    /// The member's name in the archive (`nvke-evidence/manifests/etcd.yaml`).
+    pub name: String,
+    /// The node path it was read from (null: written by the runbook, `status.json`).
+    pub source: Option<String>,
+    pub bytes: u64,
+    pub sha256: Sha256Hex,
+}
+
+/// `nvke-evidence/evidence.json`, the first member of an evidence bundle:
+/// what the bundle holds and what it left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "schema",
+    schemars(title = "nvke-cert-runbook evidence bundle manifest (nvke-evidence/evidence.json)")
+)]
+pub struct EvidenceManifest {
+    pub format: EvidenceFormat,
+    pub runbook_version: String,
+    pub git_commit: String,
+    /// The running binary's digest (`/proc/self/exe`; null: unreadable, see `binaryError`).
+    #[serde(rename = "binarySHA256")]
+    pub binary_sha256: Option<Sha256Hex>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub binary_error: Option<String>,
+    /// The status view's `now`.
+    pub now: Timestamp,
+    /// The other members, in archive order.
+    pub members: Vec<EvidenceMember>,
+    /// What was left out, and why (at most 100; the last says how many more).
+    #[cfg_attr(feature = "schema", schemars(length(max = 101)))]
+    pub skipped: Vec<EvidenceSkip>,
 }
 
 /// `confirmed` or `unconfirmed`.

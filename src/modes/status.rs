@@ -177,7 +177,6 @@ pub fn not_clean_reasons(
 pub struct Ask<'a> {
     pub id: Option<&'a OperationId>,
     /// `--evidence PATH`, relative to the root.
-    #[allow(dead_code)] // written by the evidence bundle (node/evidence.rs)
     pub evidence: Option<&'a str>,
     pub receipts: ReceiptFilter,
 }
@@ -427,6 +426,14 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         advice.next.clear();
         advice.warnings.clear();
     }
+    if ask.evidence.is_some() {
+        // Asked for already: its result ends the text.
+        advice.next.retain(|n| {
+            !n.command
+                .as_deref()
+                .is_some_and(|c| c.contains(" --evidence "))
+        });
+    }
     // An operation the node never saw: say so, with the IDs it knows that
     // are nearest (a typo is likelier than a lost receipt).
     let unknown_id = match (id, asked) {
@@ -555,7 +562,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         advice::render_next(&mut text, &advice.next, term.width);
     }
 
-    let document = doc::StatusDocument {
+    let mut document = doc::StatusDocument {
         mode: doc::StatusMode::Status,
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: id.map(|i| doc::OperationId(i.as_str().to_string())),
@@ -598,13 +605,69 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         certificates: s.pki.certificates(now, threshold),
         certificate_authorities: s.pki.authorities(now, threshold),
         state_error: s.state_error.clone(),
+        evidence: None,
         duration_ms: 0,
     };
+    let code = with_evidence(root, ask, &mut document, &mut text, code);
     Report {
         code,
         json: crate::contract::to_json(&document),
         text: term.render(&text, "NODE:", advice.severity),
     }
+}
+
+/// `--evidence PATH`: write the bundle of the document as built so far,
+/// record it in the document and the text. A bundle not written never
+/// exits 0 (1 instead; any other code stays).
+fn with_evidence(
+    root: &Root,
+    ask: &Ask<'_>,
+    document: &mut doc::StatusDocument,
+    text: &mut String,
+    code: u8,
+) -> u8 {
+    let Some(rel) = ask.evidence else {
+        return code;
+    };
+    let ev = crate::node::evidence::write(root, rel, document, ask.id);
+    let code = match &ev {
+        doc::EvidenceView::Written(w) => {
+            text.push_str(&format!(
+                "EVIDENCE: {} ({} files, {} bytes)\n  sha256 {}\n",
+                output::escape(&w.path),
+                w.members,
+                w.bytes,
+                w.sha256.0
+            ));
+            let mut skipped: Vec<String> = w
+                .skipped
+                .iter()
+                .take(10)
+                .map(|s| format!("{}: {}", s.path, s.reason))
+                .collect();
+            if w.skipped.len() > 10 {
+                skipped.push(format!(
+                    "{} more: see nvke-evidence/evidence.json",
+                    w.skipped.len() - 10
+                ));
+            }
+            output::text_list(text, "evidence skipped", &skipped);
+            code
+        }
+        doc::EvidenceView::NotWritten(n) => {
+            text.push_str(&format!(
+                "EVIDENCE NOT WRITTEN: {}\n",
+                output::escape(&n.error)
+            ));
+            if code == exit::OK {
+                exit::FAILED
+            } else {
+                code
+            }
+        }
+    };
+    document.evidence = Some(ev);
+    code
 }
 
 /// The phase an abandoned receipt records: where that operation stood.

@@ -4,6 +4,8 @@
 pub(crate) mod backup;
 /// Staging conflicts: both copies of a manifest compared.
 pub(crate) mod conflict;
+/// The sanitized evidence bundle of `--status-only --evidence PATH`.
+pub(crate) mod evidence;
 /// The no-follow descriptor walk and the three durable write disciplines.
 pub(crate) mod fsx;
 /// Read-only views of the state directory (phase file, lock, receipts).

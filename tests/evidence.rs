@@ -1,0 +1,517 @@
+//! The evidence bundle of `--status-only --evidence PATH` (SPEC 6, v1.1),
+//! against the built binary on fixture node trees with hostile things
+//! planted: the archive is listed with the real `tar -tzvf` and extracted
+//! with the real `tar -xzf`, and fails on any private key, kubeconfig, node
+//! secret or path outside the allowed directories; created 0600, never over
+//! an existing file or through a symlink, never into a directory it reads;
+//! nothing else on the node changes.
+
+// Tests plant fixtures directly; the house rule (clippy.toml) binds src/.
+#![allow(clippy::disallowed_methods)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod support;
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::hex::sha256_hex;
+use support::tree::{diff, snapshot};
+
+const RUNBOOK: &str = env!("CARGO_BIN_EXE_nvke-cert-runbook");
+const NOW: &str = "2026-11-30T00:00:00Z";
+const K: &str = "etc/kubernetes";
+const STATE: &str = "var/lib/nvke/k8s-cert-renewal";
+/// An operation ID of 150 characters: its receipt's member name needs the pax header.
+fn long_id() -> String {
+    format!("op-{}", "x".repeat(147))
+}
+
+/// A node root built by `setup` (bash, with tests/golden/prelude.sh's helpers).
+fn node(setup: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("nvke-evidence-")
+        .tempdir()
+        .unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = Command::new("/bin/bash")
+        .arg("-c")
+        .arg(format!(
+            "set -euo pipefail; umask 022; source {:?}; base rsa; mkdir -p \"$ROOT/tmp\"; {setup}",
+            dir.join("tests/golden/prelude.sh").display().to_string()
+        ))
+        .env("ROOT", &root)
+        .env("FIX", dir.join("fixtures"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "setup failed");
+    (tmp, root)
+}
+
+struct Ran {
+    code: i32,
+    stdout: String,
+}
+
+fn run(root: &Path, extra: &[&str]) -> Ran {
+    let out = Command::new(RUNBOOK)
+        .args([
+            "--root",
+            root.to_str().unwrap(),
+            "--now",
+            NOW,
+            "--status-only",
+        ])
+        .args(extra)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+    }
+}
+
+fn json(r: &Ran) -> Value {
+    serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", r.stdout))
+}
+
+/// The member names the bundle may hold: a fixed name, or a name under one
+/// of the allowed directories, one level deep.
+fn allowed(name: &str) -> bool {
+    const FIXED: [&str; 4] = [
+        "nvke-evidence/evidence.json",
+        "nvke-evidence/status.json",
+        "nvke-evidence/state/phase",
+        "nvke-evidence/state/owner",
+    ];
+    const DIRS: [&str; 5] = [
+        "nvke-evidence/state/completed/",
+        "nvke-evidence/state/log/",
+        "nvke-evidence/staging/",
+        "nvke-evidence/agent-staging/",
+        "nvke-evidence/manifests/",
+    ];
+    FIXED.contains(&name)
+        || DIRS.iter().any(|d| {
+            name.strip_prefix(d)
+                .is_some_and(|rest| !rest.is_empty() && !rest.contains('/') && rest != "..")
+        })
+}
+
+/// sha256 of every regular file under `dir` that must never leave the node:
+/// the PKI (keys and certificates alike: nothing of pki/ belongs in the
+/// bundle) and the kubeconfigs.
+fn secrets(root: &Path) -> BTreeSet<String> {
+    let mut v = BTreeSet::new();
+    for (rel, e) in snapshot(&root.join(K), false) {
+        let s = rel.display().to_string();
+        if e.kind == 'f' && (s.starts_with("pki/") || s.ends_with(".conf")) {
+            v.insert(e.sha256);
+        }
+    }
+    v
+}
+
+/// `tar -tzvf`: (type and mode, owner, name) of each member, in order.
+fn listing(archive: &Path) -> Vec<(String, String, String)> {
+    let out = Command::new("tar")
+        .arg("-tzvf")
+        .arg(archive)
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tar -tzvf: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            assert!(f.len() >= 6, "odd listing line {l:?}");
+            (f[0].to_string(), f[1].to_string(), f[5..].join(" "))
+        })
+        .collect()
+}
+
+/// Extract with the real tar into a fresh directory; every file found, by
+/// its path under that directory.
+fn extract(archive: &Path) -> (tempfile::TempDir, Vec<(String, Vec<u8>)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let st = Command::new("tar")
+        .arg("-xzf")
+        .arg(archive)
+        .arg("-C")
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(st.success(), "tar -xzf failed");
+    let mut files = Vec::new();
+    for (rel, e) in snapshot(dir.path(), false) {
+        let name = rel.display().to_string();
+        match e.kind {
+            'd' => {}
+            'f' => files.push((name.clone(), std::fs::read(dir.path().join(&rel)).unwrap())),
+            k => panic!("extracted {name} is a {k}, not a regular file"),
+        }
+    }
+    (dir, files)
+}
+
+/// The hostile node: a renewal dead mid-restart (phase file, kube-apiserver
+/// staged, owner record, its log), receipts (one with a 150-character ID),
+/// and planted: a private key in the staging directory, a kubeconfig copy
+/// and a symlink to the CA key and a hard link to a file outside in
+/// manifests/, a FIFO, a device, a directory, a name with a newline.
+fn hostile() -> (tempfile::TempDir, PathBuf) {
+    let long = long_id();
+    node(&format!(
+        r#"
+phase_v2 op-1 restart_pending kube-apiserver
+stage kube-apiserver
+owner_file 4242 op-1 renew
+receipt op-0 renewed
+receipt {long} abandoned cancelled
+mkdir -p "$STATE/log"; chmod 0700 "$STATE/log"
+echo 'renewal starting (lock held) op-1' | put "$STATE/log/op-1.log"
+echo 'an old run' | put "$STATE/log/op-0.log"
+echo 'never named' | put "$STATE/log/op-unnamed.log"
+cp "$K/pki/ca.key" "$K/nvke-cert-renewal-staging/ca.key.yaml"
+cp "$K/admin.conf" "$K/manifests/admin.yaml"
+ln -s /etc/kubernetes/pki/ca.key "$K/manifests/ca-key.yaml"
+ln -s "$K/pki/apiserver.key" "$K/manifests/apiserver-key.yaml"
+echo 'outside' > "$ROOT/outside.txt"
+ln "$ROOT/outside.txt" "$K/manifests/linked.yaml"
+mkfifo "$K/manifests/fifo.yaml"
+mknod "$K/manifests/null.yaml" c 1 3 || true
+mkdir "$K/manifests/sub"; cp "$K/admin.conf" "$K/manifests/sub/x.yaml"
+printf 'x' > "$K/manifests/$(printf 'new\nline.yaml')"
+printf 'x' > "$K/manifests/-----BEGIN PRIVATE KEY-----"
+agent_staging_dir; cp "$K/manifests/kube-scheduler.yaml" "$K/nvke-cert-renewal-manifests/kube-scheduler.yaml"
+"#
+    ))
+}
+
+#[test]
+fn the_bundle_holds_what_the_guide_asks_and_never_a_secret() {
+    let (_t, root) = hostile();
+    let secrets = secrets(&root);
+    let before = snapshot(&root, false);
+    let r = run(&root, &["--output", "json", "--evidence", "/tmp/x.tgz"]);
+    let archive = root.join("tmp/x.tgz");
+    assert_eq!(
+        r.code, 4,
+        "kube-apiserver staged: a pod is down: {}",
+        r.stdout
+    );
+    let doc = json(&r);
+    let ev = &doc["evidence"];
+    assert_eq!(ev["written"], true, "{ev}");
+    assert_eq!(ev["path"], "/tmp/x.tgz");
+
+    // Created 0600; nothing else on the node changed.
+    let mode = std::fs::symlink_metadata(&archive)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o7777, 0o600);
+    let after = snapshot(&root, false);
+    assert_eq!(
+        diff(&before, &after),
+        vec![("tmp/x.tgz".to_string(), "added".to_string())]
+    );
+    let bytes = std::fs::read(&archive).unwrap();
+    assert_eq!(ev["sha256"], sha256_hex(&bytes));
+    assert_eq!(ev["bytes"], bytes.len() as u64);
+
+    // The real tar's listing: regular files only, 0600, root/root, allowed names.
+    let list = listing(&archive);
+    assert_eq!(ev["members"], list.len() as u64);
+    for (perm, owner, name) in &list {
+        assert_eq!(perm, "-rw-------", "{name}");
+        assert_eq!(owner, "root/root", "{name}");
+        assert!(
+            allowed(name),
+            "member outside the allowed directories: {name:?}"
+        );
+    }
+    let names: Vec<&str> = list.iter().map(|(_, _, n)| n.as_str()).collect();
+    let long_receipt = format!("nvke-evidence/state/completed/{}.json", long_id());
+    let want = [
+        "nvke-evidence/evidence.json",
+        "nvke-evidence/status.json",
+        "nvke-evidence/state/phase",
+        "nvke-evidence/state/owner",
+        "nvke-evidence/state/completed/op-0.json",
+        long_receipt.as_str(),
+        "nvke-evidence/state/log/op-0.log",
+        "nvke-evidence/state/log/op-1.log",
+        "nvke-evidence/staging/kube-apiserver.yaml",
+        "nvke-evidence/agent-staging/kube-scheduler.yaml",
+        "nvke-evidence/manifests/etcd.yaml",
+        "nvke-evidence/manifests/kube-controller-manager.yaml",
+        "nvke-evidence/manifests/kube-scheduler.yaml",
+        "nvke-evidence/manifests/kube-vip.yaml",
+    ];
+    assert_eq!(names, want, "members, in order");
+
+    // Extracted with the real tar: no key, no kubeconfig, no byte-copy of
+    // a PKI file or kubeconfig, whatever the sanitizer says.
+    let (_x, files) = extract(&archive);
+    assert_eq!(files.len(), list.len());
+    for (name, content) in &files {
+        let text = String::from_utf8_lossy(content);
+        for bad in ["PRIVATE KEY", "client-key-data", "kind: Config", "users:"] {
+            assert!(!text.contains(bad), "{name} holds {bad:?}");
+        }
+        assert!(
+            !secrets.contains(&sha256_hex(content)),
+            "{name} is a copy of a PKI file or kubeconfig"
+        );
+    }
+
+    // The manifest: every member with its size and sha256, the binary's
+    // sha256, and every planted thing skipped with its reason.
+    let get = |n: &str| &files.iter().find(|(f, _)| f == n).unwrap().1;
+    let m: Value = serde_json::from_slice(get("nvke-evidence/evidence.json")).unwrap();
+    assert_eq!(m["format"], "nvke-cert-runbook/evidence/v1");
+    assert_eq!(m["runbookVersion"], doc["runbookVersion"]);
+    assert_eq!(
+        m["binarySHA256"],
+        sha256_hex(&std::fs::read(RUNBOOK).unwrap()),
+        "the running binary's sha256"
+    );
+    let members = m["members"].as_array().unwrap();
+    assert_eq!(members.len() + 1, list.len());
+    for mem in members {
+        let name = mem["name"].as_str().unwrap();
+        let content = get(name);
+        assert_eq!(mem["sha256"], sha256_hex(content), "{name}");
+        assert_eq!(mem["bytes"], content.len() as u64, "{name}");
+    }
+    let skipped: Vec<(String, String)> = m["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["path"].as_str().unwrap().to_string(),
+                s["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        m["skipped"], ev["skipped"],
+        "the document lists the same skips"
+    );
+    let reason = |p: &str| {
+        skipped
+            .iter()
+            .find(|(path, _)| path == p)
+            .map(|(_, r)| r.as_str())
+            .unwrap_or_else(|| panic!("{p} not in the skips: {skipped:?}"))
+    };
+    let km = "/etc/kubernetes/manifests";
+    assert_eq!(
+        reason("/etc/kubernetes/nvke-cert-renewal-staging/ca.key.yaml"),
+        "looks like a private key"
+    );
+    assert_eq!(
+        reason(&format!("{km}/admin.yaml")),
+        "looks like a kubeconfig"
+    );
+    assert_eq!(
+        reason(&format!("{km}/ca-key.yaml")),
+        "a symlink (never followed)"
+    );
+    assert_eq!(
+        reason(&format!("{km}/apiserver-key.yaml")),
+        "a symlink (never followed)"
+    );
+    assert!(reason(&format!("{km}/linked.yaml")).starts_with("has 2 hard links"));
+    assert_eq!(
+        reason(&format!("{km}/fifo.yaml")),
+        "a FIFO (only regular files)"
+    );
+    if root.join(K).join("manifests/null.yaml").exists() {
+        assert_eq!(
+            reason(&format!("{km}/null.yaml")),
+            "a device (only regular files)"
+        );
+    }
+    assert_eq!(
+        reason(&format!("{km}/sub")),
+        "a directory (only regular files)"
+    );
+    assert!(reason(&format!("{km}/new\\nline.yaml")).starts_with("a name outside"));
+    assert!(
+        reason(&format!("{km}/(a name that looks like a private key)"))
+            .starts_with("a name outside")
+    );
+    // The logs named: op-1's (phase file, owner) and op-0's (a receipt
+    // listed) are in; the long ID's (a receipt listed) is absent, and not
+    // worth a skip; one that no one names is not looked at.
+    assert!(
+        !skipped.iter().any(|(p, _)| p.contains(&long_id())),
+        "{skipped:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("op-unnamed")));
+
+    // status.json is the document as printed, before its evidence field.
+    let mut printed = doc.clone();
+    printed.as_object_mut().unwrap().remove("evidence");
+    let inner: Value = serde_json::from_slice(get("nvke-evidence/status.json")).unwrap();
+    assert_eq!(inner, printed);
+}
+
+#[test]
+fn the_logs_of_every_operation_named_are_in_the_bundle() {
+    // No phase file, no owner: the receipt listed and the ID asked name the logs.
+    let (_t, root) = node(
+        r#"
+receipt op-0 renewed
+mkdir -p "$STATE/log"; chmod 0700 "$STATE/log"
+echo 'an old run' | put "$STATE/log/op-0.log"
+echo 'asked' | put "$STATE/log/op-asked.log"
+echo 'never named' | put "$STATE/log/op-unnamed.log"
+"#,
+    );
+    let r = run(
+        &root,
+        &["--operation-id", "op-asked", "--evidence", "/tmp/x.tgz"],
+    );
+    assert!(r.stdout.contains("EVIDENCE: /tmp/x.tgz"), "{}", r.stdout);
+    let names: Vec<String> = listing(&root.join("tmp/x.tgz"))
+        .into_iter()
+        .map(|(_, _, n)| n)
+        .collect();
+    assert!(
+        names.contains(&"nvke-evidence/state/log/op-0.log".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"nvke-evidence/state/log/op-asked.log".to_string()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("op-unnamed")), "{names:?}");
+    // The log of the operation asked about, absent: a skip says so.
+    let r = run(
+        &root,
+        &[
+            "--operation-id",
+            "op-missing",
+            "--output",
+            "json",
+            "--evidence",
+            "/tmp/y.tgz",
+        ],
+    );
+    let skipped = &json(&r)["evidence"]["skipped"];
+    assert_eq!(
+        skipped,
+        &serde_json::json!([{"path": format!("/{STATE}/log/op-missing.log"), "reason": "absent"}]),
+    );
+}
+
+#[test]
+fn the_same_node_gives_the_same_bytes() {
+    let (_t, root) = hostile();
+    assert_eq!(run(&root, &["--evidence", "/tmp/a.tgz"]).code, 4);
+    assert_eq!(run(&root, &["--evidence", "/tmp/b.tgz"]).code, 4);
+    assert_eq!(
+        std::fs::read(root.join("tmp/a.tgz")).unwrap(),
+        std::fs::read(root.join("tmp/b.tgz")).unwrap()
+    );
+}
+
+/// Each refused PATH: the view still reports the node, says why, exits 1
+/// where a clean node would exit 0, and changes nothing at all.
+fn refused(root: &Path, path: &str, why: &str) {
+    let before = snapshot(root, true);
+    // --wide: the reason on one line, as the JSON has it.
+    let text = run(root, &["--wide", "--evidence", path]);
+    assert_eq!(text.code, 1, "{}", text.stdout);
+    assert!(text.stdout.starts_with("NODE: CLEAN"), "{}", text.stdout);
+    assert!(
+        text.stdout
+            .contains(&format!("EVIDENCE NOT WRITTEN: {why}")),
+        "{}",
+        text.stdout
+    );
+    let j = run(root, &["--output", "json", "--evidence", path]);
+    assert_eq!(j.code, 1);
+    let doc = json(&j);
+    assert_eq!(doc["clean"], true);
+    assert_eq!(doc["evidence"]["written"], false);
+    assert_eq!(doc["evidence"]["path"], path);
+    assert!(doc["evidence"]["error"].as_str().unwrap().starts_with(why));
+    let after = snapshot(root, true);
+    assert_eq!(
+        diff(&before, &after),
+        Vec::<(String, String)>::new(),
+        "{path}"
+    );
+}
+
+#[test]
+fn an_existing_file_or_symlink_at_path_is_never_replaced() {
+    let (_t, root) = node(
+        r#"
+echo keep | put "$ROOT/tmp/x.tgz" 0644
+ln -s "$ROOT/tmp/target.tgz" "$ROOT/tmp/dangling.tgz"
+echo other | put "$ROOT/tmp/other"
+ln -s other "$ROOT/tmp/link.tgz"
+"#,
+    );
+    // A clean node exits 0 without --evidence.
+    assert_eq!(run(&root, &[]).code, 0);
+    refused(&root, "/tmp/x.tgz", "/tmp/x.tgz already exists");
+    assert_eq!(std::fs::read(root.join("tmp/x.tgz")).unwrap(), b"keep\n");
+    refused(
+        &root,
+        "/tmp/dangling.tgz",
+        "/tmp/dangling.tgz already exists",
+    );
+    assert!(
+        !root.join("tmp/target.tgz").exists(),
+        "never through the symlink"
+    );
+    refused(&root, "/tmp/link.tgz", "/tmp/link.tgz already exists");
+    assert_eq!(std::fs::read(root.join("tmp/other")).unwrap(), b"other\n");
+}
+
+#[test]
+fn a_missing_or_symlinked_parent_and_the_read_directories_are_refused() {
+    let (_t, root) = node(
+        r#"
+state_dir
+ln -s "$ROOT/tmp" "$ROOT/tmplink"
+"#,
+    );
+    refused(
+        &root,
+        "/nope/x.tgz",
+        "the directory of /nope/x.tgz does not exist",
+    );
+    refused(&root, "/tmplink/x.tgz", "/tmplink is a symlink");
+    for dir in [
+        "/etc/kubernetes/manifests",
+        "/var/lib/nvke/k8s-cert-renewal",
+    ] {
+        refused(
+            &root,
+            &format!("{dir}/x.tgz"),
+            &format!("{dir} is a directory the bundle reads"),
+        );
+    }
+    assert!(!root.join(STATE).join("x.tgz").exists());
+}

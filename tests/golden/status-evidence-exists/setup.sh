@@ -1,0 +1,3 @@
+base rsa
+mkdir -p "$ROOT/tmp"
+echo keep | put "$ROOT/tmp/x.tgz" 0644
