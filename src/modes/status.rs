@@ -861,11 +861,31 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
     };
     let guard = match lock::acquire(&state, g.lock_timeout, &|| false) {
         Ok(guard) => guard,
-        Err(LockError::Timeout { path, waited_secs, holder }) => {
-            return unconfirmed(
+        Err(LockError::Timeout {
+            path,
+            waited_secs,
+            holder,
+        }) => {
+            // Receipts are immutable: the one this operation has is read
+            // without the lock, so the answer says what exists, though
+            // termination stays unconfirmed until the lock is taken.
+            let found = match StateDir::new(&state).completed() {
+                Ok(c) => match inspect::lookup_receipt(c.as_ref(), id) {
+                    ReceiptLookup::Found(r) => Some(r),
+                    _ => None,
+                },
+                Err(_) => None,
+            };
+            let has = found
+                .as_ref()
+                .map(|r| format!(" (operation {id} has a receipt: outcome {})", r.outcome))
+                .unwrap_or_default();
+            let mut o = unconfirmed(
                 exit::LOCK_TIMEOUT,
-                format!("renewal lock {path} still held after {waited_secs}s by {holder}; termination unconfirmed"),
-            )
+                format!("renewal lock {path} still held after {waited_secs}s by {holder}; termination unconfirmed{has}"),
+            );
+            o.receipt = found;
+            return o;
         }
         Err(e) => return unconfirmed(exit::FAILED, e.to_string()),
     };
