@@ -285,6 +285,7 @@ pub fn text_cert_tables(
 ) {
     let leaf_note = |l: &contract::CertificateView| -> String {
         let mut note = match (&l.not_after, l.days_left, l.status) {
+            (Some(_), Some(d), _) if d < 0 => "expired".to_string(),
             (Some(_), Some(_), _) if l.within_threshold == Some(true) => {
                 format!("within {threshold}d")
             }
@@ -301,9 +302,17 @@ pub fn text_cert_tables(
         let n = leaf_note(l);
         n.is_empty() || l.status == LeafStatus::Skipped
     };
+    // Narrow tables show the day; --wide the instant.
+    let when = |t: &contract::Timestamp| {
+        if wide {
+            t.0.clone()
+        } else {
+            t.0.chars().take(10).collect()
+        }
+    };
     let leaf_row = |l: &contract::CertificateView| {
         let (exp, res) = match (&l.not_after, l.days_left) {
-            (Some(t), Some(d)) => (t.0.clone(), residual(d)),
+            (Some(t), Some(d)) => (when(t), residual(d)),
             _ => ("-".into(), "-".into()),
         };
         vec![word(&l.name), exp, res, word(&l.ca), leaf_note(l)]
@@ -318,11 +327,14 @@ pub fn text_cert_tables(
     let ca_healthy = |c: &contract::CaView| c.error.is_none() && c.within_threshold != Some(true);
     let ca_row = |c: &contract::CaView, digest: bool| {
         let (exp, res) = match (&c.not_after, c.days_left) {
-            (Some(t), Some(d)) => (t.0.clone(), residual(d)),
+            (Some(t), Some(d)) => (when(t), residual(d)),
             _ => ("-".into(), "-".into()),
         };
         let note = match (&c.error, c.within_threshold) {
             (Some(e), _) => format!("ERROR: {e}"),
+            (None, _) if c.days_left.is_some_and(|d| d < 0) => {
+                "EXPIRED: never renewed by this runbook".to_string()
+            }
             (None, Some(true)) => format!("within {threshold}d: never renewed by this runbook"),
             _ => String::new(),
         };
@@ -358,7 +370,7 @@ pub fn text_cert_tables(
         items
             .into_iter()
             .min_by(|a, b| a.1 .0.cmp(&b.1 .0))
-            .map(|(n, t, d)| format!(", earliest {n} {} ({})", t.0, residual(d)))
+            .map(|(n, t, d)| format!(", earliest {n} {} ({})", when(t), residual(d)))
             .unwrap_or_default()
     };
     let ok: Vec<&contract::CertificateView> = leaves.iter().filter(|l| healthy(l)).collect();

@@ -1,0 +1,3 @@
+base rsa
+receipt op-failed-1 failed_not_restored restart
+stage kube-apiserver

@@ -1,0 +1,2 @@
+base rsa
+phase_legacy restart_pending etcd
