@@ -247,3 +247,24 @@ fn the_log_command_shows_the_operations_log() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "the last line\n");
 }
+
+#[test]
+fn a_200_character_operation_id_pastes_whole_from_the_wrapped_text() {
+    let id = format!("op-{}", "x".repeat(197));
+    let n = Node::new(&format!(
+        "base rsa; phase_v2 {id} restart_pending kube-apiserver; stage kube-apiserver"
+    ));
+    let (_, doc, text) = n.status(&[]);
+    let from_text = text_commands(&text);
+    for what in ["fence it", "finish it now"] {
+        let c = commands(&doc, what);
+        assert_eq!(c.len(), 1, "{doc:#}");
+        assert!(c[0].contains(&id));
+        assert!(from_text.contains(&c[0]), "{what}: {c:?} not in {from_text:#?}\n{text}");
+    }
+    // The fence, pasted from the text as wrapped, fences this operation.
+    let fence = from_text.iter().find(|c| c.ends_with("--fence")).unwrap();
+    n.paste(fence);
+    let (_, doc, _) = n.status(&["--operation-id", &id]);
+    assert_eq!(doc["receipt"]["outcome"], "abandoned", "{doc:#}");
+}

@@ -128,6 +128,14 @@ fn wrap_line(line: &str, width: usize) -> Vec<String> {
     if line.chars().count() <= width || line.contains('\x1b') {
         return vec![line.to_string()];
     }
+    // A command's continuation stays with its last word.
+    if let Some(body) = line.strip_suffix(" \\") {
+        let mut out = wrap_line(body, width.saturating_sub(2).max(1));
+        if let Some(last) = out.last_mut() {
+            last.push_str(" \\");
+        }
+        return out;
+    }
     let indent = continuation_indent(line, width);
     let mut out = Vec::new();
     let mut rest: Vec<char> = line.chars().collect();
@@ -137,11 +145,19 @@ fn wrap_line(line: &str, width: usize) -> Vec<String> {
             out.push(rest.iter().collect::<String>());
             break;
         }
-        // The last space at or before the width, past the line's indent.
-        let cut = (floor + 1..=width).rev().find(|&k| rest[k] == ' ');
+        // The last space at or before the width, past the line's indent;
+        // else the first one after it: a word longer than the width (a
+        // 200-character operation ID) is never broken, it may be pasted.
+        let cut = (floor + 1..=width)
+            .rev()
+            .find(|&k| rest[k] == ' ')
+            .or_else(|| (width + 1..rest.len()).find(|&k| rest[k] == ' '));
         let (head, tail) = match cut {
             Some(k) => (&rest[..k], &rest[k..]),
-            None => (&rest[..width], &rest[width..]),
+            None => {
+                out.push(rest.iter().collect::<String>());
+                break;
+            }
         };
         out.push(head.iter().collect::<String>().trim_end().to_string());
         let tail: Vec<char> = tail.iter().copied().skip_while(|c| *c == ' ').collect();
@@ -251,13 +267,14 @@ mod tests {
     }
 
     #[test]
-    fn a_list_item_wraps_under_its_text_and_a_long_token_is_broken_not_cut() {
-        let out = fit(&format!("  - {}", "a".repeat(100)), Some(40));
+    fn a_list_item_wraps_under_its_text_and_a_long_word_is_never_broken() {
+        let out = fit(&format!("  - {} and more text after it", "a".repeat(100)), Some(40));
         let ls: Vec<&str> = out.lines().collect();
-        assert!(ls.iter().all(|l| l.chars().count() <= 40));
-        assert_eq!(out.matches('a').count(), 100);
-        // Longer than any column: it starts at the margin, then breaks.
-        assert!(ls[1].starts_with('a'), "{out}");
+        // The word stays whole on a line of its own (past the width: it
+        // may be pasted); the rest wraps as usual.
+        assert!(ls.iter().any(|l| l.trim() == "a".repeat(100)), "{out}");
+        assert!(ls.iter().filter(|l| !l.contains('a')).all(|l| l.chars().count() <= 40));
+        assert_eq!(out.matches('a').count(), 100 + 2);
     }
 
     #[test]
