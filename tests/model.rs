@@ -720,7 +720,7 @@ impl Model {
         Expect::fence(0, "confirmed")
     }
 
-    /// SPEC section 6: the operator view.
+    /// SPEC section 6: the operator view (exit 0, 1, or 4 from v1.1).
     fn view(&self, id: Option<&str>, env: &Env) -> Expect {
         let unclean = matches!(
             env.link,
@@ -730,8 +730,15 @@ impl Model {
             || env.staged_differs.is_some()
             || self.intent_unclean(env);
         let fencing = id.map(|id| self.fence_forecast(id, env).1);
+        // v1.1: 4 when one of the four is not in manifests/ (a pod is down
+        // on this node), 1 for any other unclean state.
+        let code = match (unclean, self.all_active(env)) {
+            (false, _) => 0,
+            (true, true) => 1,
+            (true, false) => 4,
+        };
         Expect {
-            code: Some(if unclean { 1 } else { 0 }),
+            code: Some(code),
             clean: Some(!unclean),
             fencing,
             ..Expect::default()

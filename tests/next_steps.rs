@@ -122,7 +122,9 @@ fn text_commands(text: &str) -> Vec<String> {
         }
         let looks_like_command = |l: &str| {
             let t = l.trim_start();
-            t.starts_with("nvke-cert-runbook ") || t.starts_with("cd ") || t.starts_with("tail ")
+            ["nvke-cert-runbook ", "cd ", "tail ", "mkdir "]
+                .iter()
+                .any(|p| t.starts_with(p))
         };
         match &mut cur {
             Some(c) => {
@@ -260,11 +262,53 @@ fn a_200_character_operation_id_pastes_whole_from_the_wrapped_text() {
         let c = commands(&doc, what);
         assert_eq!(c.len(), 1, "{doc:#}");
         assert!(c[0].contains(&id));
-        assert!(from_text.contains(&c[0]), "{what}: {c:?} not in {from_text:#?}\n{text}");
+        assert!(
+            from_text.contains(&c[0]),
+            "{what}: {c:?} not in {from_text:#?}\n{text}"
+        );
     }
     // The fence, pasted from the text as wrapped, fences this operation.
     let fence = from_text.iter().find(|c| c.ends_with("--fence")).unwrap();
     n.paste(fence);
     let (_, doc, _) = n.status(&["--operation-id", &id]);
     assert_eq!(doc["receipt"]["outcome"], "abandoned", "{doc:#}");
+}
+
+#[test]
+fn a_printed_move_does_nothing_once_a_runbook_holds_the_lock() {
+    let n = Node::new(r#"base rsa; stage kube-apiserver; state_dir; : | put "$STATE/lock""#);
+    let (_, doc, _) = n.status(&[]);
+    let cmds = commands(&doc, "kube-apiserver is down");
+    assert_eq!(cmds.len(), 1, "{doc:#}");
+    assert!(cmds[0].contains("flock -n "), "{}", cmds[0]);
+    // A renewal takes the lock between the view and the paste.
+    let lock = n.root.join("var/lib/nvke/k8s-cert-renewal/lock");
+    let mut holder = Command::new("flock")
+        .args(["-x", lock.to_str().unwrap(), "sleep", "30"])
+        .spawn()
+        .unwrap();
+    while Command::new("flock")
+        .args(["-n", lock.to_str().unwrap(), "true"])
+        .status()
+        .unwrap()
+        .success()
+    {
+        std::thread::yield_now();
+    }
+    let out = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(&cmds[0])
+        .output()
+        .unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(!out.status.success(), "the move ran under a held lock");
+    assert!(n
+        .root
+        .join("etc/kubernetes/nvke-cert-renewal-staging/kube-apiserver.yaml")
+        .exists());
+    assert!(!n
+        .root
+        .join("etc/kubernetes/manifests/kube-apiserver.yaml")
+        .exists());
 }

@@ -23,6 +23,8 @@ pub struct Commands {
     pub program: String,
     /// The root as given, None for `/`.
     pub root: Option<String>,
+    /// The lock file's host path, when it exists (file moves take it).
+    pub lock: Option<String>,
 }
 
 impl Commands {
@@ -43,12 +45,21 @@ impl Commands {
             Some(r) => format!("{}/{}", r.trim_end_matches('/'), rel),
         }
     }
-    /// A file command run in `/etc/kubernetes` (`cd DIR && tool args...`).
+    /// A file command run in `/etc/kubernetes` (`cd DIR && tool args...`);
+    /// a move or removal only while no process holds the renewal lock
+    /// (`flock -n` on the lock file, when there is one): a renewal that
+    /// started after this view was printed is never disturbed.
     pub fn in_kubernetes(&self, tool: &str, args: &[String]) -> String {
+        let mut w = Vec::new();
+        if let (Some(lock), "mv" | "rm") = (&self.lock, tool) {
+            w.extend(["flock".to_string(), "-n".to_string(), lock.clone()]);
+        }
+        w.push(tool.to_string());
+        w.extend(args.iter().cloned());
         format!(
             "{} && {}",
             self.file("cd", &[self.host(KUBE_DIR)]),
-            self.file(tool, args)
+            words(&w)
         )
     }
     /// A file command: `tool args...`, every word quoted for the shell.
@@ -150,6 +161,8 @@ fn kube_rel(dir: &str, c: impl std::fmt::Display) -> String {
 }
 
 const KUBE_DIR: &str = "etc/kubernetes";
+/// Where file steps set a copy aside (never deleted: the operator decides).
+const SET_ASIDE: &str = "root/nvke-set-aside";
 
 /// Judge a snapshot: severity, warnings, next steps.
 pub fn advise(
@@ -237,15 +250,19 @@ pub fn advise(
     }
     let busy = s.lock.is_held();
     // From the log directory: the file name alone fits a terminal line.
+    // From the log directory (the file name alone fits a terminal line),
+    // when the log exists.
     let log_of = |name: &str| {
-        format!(
-            "{} && {}",
-            cmd.file(
-                "cd",
-                &[cmd.host(&format!("{}/{LOG_DIR}", paths::STATE_DIR))]
-            ),
-            cmd.file("tail", &["-n".into(), "40".into(), name.to_string()])
-        )
+        s.logs.iter().any(|l| l == name).then(|| {
+            format!(
+                "{} && {}",
+                cmd.file(
+                    "cd",
+                    &[cmd.host(&format!("{}/{LOG_DIR}", paths::STATE_DIR))]
+                ),
+                cmd.file("tail", &["-n".into(), "40".into(), name.to_string()])
+            )
+        })
     };
 
     if !busy {
@@ -255,15 +272,46 @@ pub fn advise(
                 Some(cmd.file("ls", &["-ld".into(), cmd.host(paths::STATE_DIR)])),
             ));
         }
+        // What the fencing check would put back (the runbook's staging
+        // only); the other pods that are down get steps of their own.
+        let fence_restores = crate::modes::status::staged_not_active(m);
+        let down_steps = |next: &mut Vec<NextStep>, c: Component| {
+            let v = &m.manifests[&c];
+            if v.runbook_staged && !v.agent_staged {
+                next.push(step(
+                    format!("{c} is down on this node: its manifest is staged and no renewal is unfinished: put it back"),
+                    Some(put_back(cmd, STAGING_DIR, c)),
+                ));
+            } else if v.agent_staged && !v.runbook_staged {
+                next.push(step(
+                    format!("{c} is down on this node: the node agent staged its manifest; unless the agent is at work, put it back"),
+                    Some(put_back(cmd, AGENT_STAGING_DIR, c)),
+                ));
+            } else if v.agent_staged {
+                next.push(step(
+                    format!("{c} is down on this node and staged in both staging directories: compare them, keep one, move it to {}", paths::node(MANIFESTS_DIR)),
+                    Some(cmd.in_kubernetes("diff", &["-u".into(), kube_rel(STAGING_DIR, c.manifest_file()), kube_rel(AGENT_STAGING_DIR, c.manifest_file())])),
+                ));
+            } else {
+                next.push(step(
+                    format!("{c} is down on this node: its manifest is in no directory; restore it (another control-plane node, your backups, or kubeadm) before its pod can run"),
+                    None,
+                ));
+            }
+        };
         match (&s.phase.intent, &s.phase.file) {
             (RunbookIntent::Pending, Some(PhaseFile::V2(p))) => {
                 let id = p.operation_id.as_str();
-                let put = if not_active.is_empty() {
+                let put = if fence_restores.is_empty() {
                     String::new()
                 } else {
                     format!(
                         " and puts back {}",
-                        not_active.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+                        fence_restores
+                            .iter()
+                            .map(|c| c.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )
                 };
                 next.push(step(
@@ -274,78 +322,84 @@ pub fn advise(
                     format!("or finish it now (it resumes at {}):", phase_step(&s.phase)),
                     Some(cmd.runbook(&["--operation-id", id])),
                 ));
-                next.push(step("its log:", Some(log_of(&format!("{id}.log")))));
+                if let Some(c) = log_of(&format!("{id}.log")) {
+                    next.push(step("its log:", Some(c)));
+                }
+                for c in not_active.iter().filter(|c| !fence_restores.contains(c)) {
+                    down_steps(&mut next, *c);
+                }
             }
             (RunbookIntent::Pending, Some(PhaseFile::Legacy(_))) => {
                 for c in &not_active {
-                    if m.manifests.get(c).is_some_and(|v| v.runbook_staged) {
-                        next.push(step(
-                            format!("{c} is down on this node: put its manifest back"),
-                            Some(put_back(cmd, STAGING_DIR, *c)),
-                        ));
-                    }
+                    down_steps(&mut next, *c);
                 }
                 next.push(step(
                     format!("a legacy (V1) renewal stopped at {}: the next legacy run resumes it; by hand:", phase_step(&s.phase)),
                     Some(cmd.runbook(&["--legacy-v1"])),
                 ));
-                next.push(step("its log:", Some(log_of("legacy-v1.log"))));
+                if let Some(c) = log_of("legacy-v1.log") {
+                    next.push(step("its log:", Some(c)));
+                }
             }
-            (RunbookIntent::Malformed(_), _) => next.push(step(
-                "the phase file cannot be read as one: every renewal refuses this node until it is repaired; compare it with the evidence bundle before changing it",
-                Some(cmd.file("cat", &["-v".into(), cmd.host(&format!("{}/{PHASE_FILE}", paths::STATE_DIR))])),
-            )),
+            (RunbookIntent::Malformed(_), _) => {
+                next.push(step(
+                    "the phase file cannot be read as one: every renewal refuses this node until it is repaired; keep the evidence bundle (above) before changing it",
+                    Some(cmd.file("cat", &["-v".into(), cmd.host(&format!("{}/{PHASE_FILE}", paths::STATE_DIR))])),
+                ));
+                for c in &not_active {
+                    down_steps(&mut next, *c);
+                }
+            }
             _ => {
                 for c in &not_active {
-                    let v = &m.manifests[c];
-                    if v.runbook_staged && !v.agent_staged {
-                        next.push(step(
-                            format!("{c} is down on this node: its manifest is staged and no renewal is unfinished: put it back"),
-                            Some(put_back(cmd, STAGING_DIR, *c)),
-                        ));
-                    } else if v.agent_staged && !v.runbook_staged {
-                        next.push(step(
-                            format!("{c} is down on this node: the node agent staged its manifest; unless the agent is at work, put it back"),
-                            Some(put_back(cmd, AGENT_STAGING_DIR, *c)),
-                        ));
-                    } else if v.agent_staged {
-                        next.push(step(
-                            format!("{c} is down on this node and staged in both staging directories: compare them, keep one, move it to {}", paths::node(MANIFESTS_DIR)),
-                            Some(cmd.in_kubernetes("diff", &["-u".into(), kube_rel(STAGING_DIR, c.manifest_file()), kube_rel(AGENT_STAGING_DIR, c.manifest_file())])),
-                        ));
-                    } else {
-                        next.push(step(
-                            format!("{c} is down on this node: its manifest is in no directory; restore it (another control-plane node, your backups, or kubeadm) before its pod can run"),
-                            None,
-                        ));
-                    }
+                    down_steps(&mut next, *c);
                 }
             }
         }
+        let aside = cmd.host(SET_ASIDE);
         for k in conflicts {
             let (dir, who) = if k.staging == "agent" {
                 (AGENT_STAGING_DIR, "the node agent's staging directory")
             } else {
                 (STAGING_DIR, "the runbook's staging directory")
             };
-            let staged = kube_rel(dir, k.component.manifest_file());
-            let active = kube_rel(MANIFESTS_DIR, k.component.manifest_file());
+            let file = k.component.manifest_file();
+            let staged = kube_rel(dir, &file);
+            let active = kube_rel(MANIFESTS_DIR, &file);
+            let set_aside = |from: &str, suffix: &str| {
+                format!(
+                    "{} && {}",
+                    cmd.file("mkdir", &["-p".into(), aside.clone()]),
+                    cmd.in_kubernetes(
+                        "mv",
+                        &[
+                            "-n".into(),
+                            from.to_string(),
+                            format!("{aside}/{file}.{suffix}")
+                        ]
+                    )
+                )
+            };
             match k.identical {
                 Some(true) => next.push(step(
                     format!(
-                        "{}: the copy in {who} is identical to the active one: remove it",
+                        "{}: the copy in {who} is identical to the active one: set it aside",
                         k.component
                     ),
-                    Some(cmd.in_kubernetes("rm", &[staged])),
+                    Some(set_aside(&staged, "staged")),
                 )),
                 _ => {
                     next.push(step(
-                        format!("{}: the copies differ (see CONFLICT above); keep the active one, the copy kubelet runs:", k.component),
-                        Some(cmd.in_kubernetes("rm", std::slice::from_ref(&staged))),
+                        format!("{}: the copies differ (see CONFLICT above); keep the active one, the copy kubelet runs (the staged one is set aside):", k.component),
+                        Some(set_aside(&staged, "staged")),
                     ));
                     next.push(step(
-                        "or keep the staged one instead (the pod restarts with it):".to_string(),
-                        Some(cmd.in_kubernetes("mv", &["-f".into(), staged, active])),
+                        "or keep the staged one instead (the active one is set aside; the pod restarts with the staged one):".to_string(),
+                        Some(format!(
+                            "{} && {}",
+                            set_aside(&active, "active"),
+                            cmd.in_kubernetes("mv", &["-n".into(), staged, kube_rel(MANIFESTS_DIR, "")])
+                        )),
                     ));
                 }
             }
@@ -361,34 +415,53 @@ pub fn advise(
                 ));
             }
         }
-    }
-    for stray in &m.strays {
-        next.push(step(
-            format!(
-                "kubelet loads {} as a pod: move it out of {}",
-                stray.path,
-                paths::node(MANIFESTS_DIR)
-            ),
-            Some(
-                cmd.in_kubernetes(
-                    "mv",
-                    &[
-                        "-n".into(),
-                        stray
-                            .path
-                            .trim_start_matches("/etc/kubernetes/")
-                            .to_string(),
-                        "/root/".into(),
-                    ],
+        for stray in &m.strays {
+            next.push(step(
+                format!(
+                    "kubelet loads {} as a pod: set it aside, out of {}",
+                    stray.path,
+                    paths::node(MANIFESTS_DIR)
                 ),
-            ),
-        ));
+                Some(format!(
+                    "{} && {}",
+                    cmd.file("mkdir", &["-p".into(), aside.clone()]),
+                    cmd.in_kubernetes(
+                        "mv",
+                        &[
+                            "-n".into(),
+                            stray
+                                .path
+                                .trim_start_matches("/etc/kubernetes/")
+                                .to_string(),
+                            format!("{aside}/"),
+                        ],
+                    )
+                )),
+            ));
+        }
     }
     if !reasons.is_empty() && !busy {
-        next.push(step(
-            "hand off the sanitized evidence (no keys, no kubeconfigs):",
-            Some(cmd.runbook(&["--status-only", "--evidence", "/root/nvke-evidence.tgz"])),
-        ));
+        // First when a step below moves a file: the bundle holds the node
+        // as it is now.
+        let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
+        let evidence = step(
+            "hand off the sanitized evidence first (no keys, no kubeconfigs):",
+            Some(cmd.runbook(&[
+                "--status-only",
+                "--evidence",
+                &format!("/root/nvke-evidence-{stamp}.tgz"),
+            ])),
+        );
+        let moves = next.iter().any(|n| {
+            n.command
+                .as_deref()
+                .is_some_and(|c| c.contains(" mv ") || c.contains(" rm "))
+        });
+        if moves {
+            next.insert(0, evidence);
+        } else {
+            next.push(evidence);
+        }
     }
     let severity = if in_progress.is_some() {
         Severity::InProgress
@@ -422,7 +495,16 @@ pub fn render_next(out: &mut String, next: &[NextStep], width: Option<usize>) {
             crate::modes::output::escape(&s.what)
         ));
         if let Some(c) = &s.command {
-            for l in command_split(&crate::modes::output::escape(c), width) {
+            // Commands are built from validated IDs and paths and quoted
+            // word by word (never escaped: that would change them).
+            // A control character (a --root that holds one) never reaches
+            // the terminal: such a command is shown escaped.
+            let shown = if c.chars().any(char::is_control) {
+                crate::modes::output::escape(c)
+            } else {
+                c.clone()
+            };
+            for l in command_split(&shown, width) {
                 out.push_str(&l);
                 out.push('\n');
             }
@@ -436,11 +518,19 @@ fn command_split(c: &str, width: Option<usize>) -> Vec<String> {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
-    for ch in c.chars() {
+    let mut chars = c.chars();
+    while let Some(ch) = chars.next() {
         match ch {
             '\'' => {
                 quoted = !quoted;
                 cur.push(ch);
+            }
+            // `\'` between quoted parts (`'it'\''s'`) is one literal quote.
+            '\\' if !quoted => {
+                cur.push(ch);
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
             }
             ' ' if !quoted => {
                 if !cur.is_empty() {

@@ -89,8 +89,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
     if !inv.global.wide {
         // Every mode's text within the terminal (status and check fit
         // theirs already, with their verdict lines coloured).
-        let width = crate::modes::screen::Term::detect(false).width;
-        report.text = crate::modes::screen::fit(&report.text, width);
+        report.text = crate::modes::screen::fit(&report.text, inv.global.term.width);
     }
     if let Some(obj) = report.json.as_object_mut() {
         if inv.global.clock.is_fixed() {

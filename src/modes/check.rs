@@ -265,8 +265,8 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         Decision::Renew => format!("renew with executors [{}]", executors.join(", ")),
     };
 
-    let term = crate::modes::screen::Term::detect(g.wide);
-    let foreign = crate::modes::status::not_a_control_plane(root);
+    let term = g.term;
+    let foreign = crate::node::manifests::not_a_control_plane(root, &s.manifests);
     let decision = output::word(&verdict.decision).to_uppercase();
     let count = |n: usize, what: &str| match n {
         0 => None,
@@ -294,6 +294,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     if !counts.is_empty() {
         head.push_str(&format!(" ({})", counts.join(", ")));
     }
+    let conflicts = crate::node::conflict::conflicts(root, &s.manifests);
     let mut text = String::new();
     if let (Some(f), Decision::Failed) = (&foreign, verdict.decision) {
         text.push_str(&format!("CHECK: FAILED: {f}\n"));
@@ -311,6 +312,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
             &s.manifests,
         );
         text.push('\n');
+        crate::modes::status::text_conflicts(&mut text, &conflicts, g.wide);
     }
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
@@ -324,8 +326,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         );
         if verdict.decision == Decision::Failed {
             // The verdict again, and what to do, last.
-            let conflicts = crate::node::conflict::conflicts(root, &s.manifests);
-            let cmd = crate::modes::status::commands(g);
+            let cmd = crate::modes::status::commands(g, &s);
             let advice = crate::modes::advice::advise(
                 &s,
                 &verdict.reasons,

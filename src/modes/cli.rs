@@ -273,6 +273,9 @@ pub struct Global {
     pub clock: Clock,
     /// `--wide`: text output in full, not fitted to the terminal.
     pub wide: bool,
+    /// Where text goes: its width (None with `--wide`) and colour, read
+    /// from the environment and stdout once, at start.
+    pub term: crate::modes::screen::Term,
 }
 
 #[cfg(test)]
@@ -297,6 +300,10 @@ impl Global {
                 time::macros::datetime!(2026-11-30 00:00:00 UTC),
             ),
             wide: false,
+            term: crate::modes::screen::Term {
+                width: Some(crate::modes::screen::DEFAULT_WIDTH),
+                color: false,
+            },
         }
     }
 }
@@ -704,6 +711,7 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
         },
         clock,
         wide: cli.wide,
+        term: crate::modes::screen::Term::detect(cli.wide),
     };
 
     let Some(mode_name) = mode_name else {

@@ -268,12 +268,18 @@ mod tests {
 
     #[test]
     fn a_list_item_wraps_under_its_text_and_a_long_word_is_never_broken() {
-        let out = fit(&format!("  - {} and more text after it", "a".repeat(100)), Some(40));
+        let out = fit(
+            &format!("  - {} and more text after it", "a".repeat(100)),
+            Some(40),
+        );
         let ls: Vec<&str> = out.lines().collect();
         // The word stays whole on a line of its own (past the width: it
         // may be pasted); the rest wraps as usual.
         assert!(ls.iter().any(|l| l.trim() == "a".repeat(100)), "{out}");
-        assert!(ls.iter().filter(|l| !l.contains('a')).all(|l| l.chars().count() <= 40));
+        assert!(ls
+            .iter()
+            .filter(|l| !l.contains('a'))
+            .all(|l| l.chars().count() <= 40));
         assert_eq!(out.matches('a').count(), 100 + 2);
     }
 

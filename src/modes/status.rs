@@ -182,33 +182,28 @@ pub struct Ask<'a> {
 }
 
 /// How this run's commands name the runbook and the node.
-pub fn commands(g: &Global) -> advice::Commands {
+pub fn commands(g: &Global, s: &NodeSnapshot) -> advice::Commands {
     let program = std::env::args_os()
         .next()
         .and_then(|a| a.into_string().ok())
         .filter(|a| a.contains('/'))
         .unwrap_or_else(|| "nvke-cert-runbook".to_string());
-    advice::Commands {
+    let c = advice::Commands {
         program,
         root: (!crate::modes::cli::is_host_root(&g.root)).then(|| g.root.display().to_string()),
-    }
-}
-
-/// Not a kubeadm control-plane node: neither `manifests/` nor `pki/` exists.
-pub fn not_a_control_plane(root: &Root) -> Option<String> {
-    let absent = |rel: &str| {
-        matches!(
-            root.open_dir(rel, crate::node::fsx::Trust::TypeOnly),
-            Ok(None)
-        )
+        lock: None,
     };
-    (absent(MANIFESTS_DIR) && absent(crate::node::paths::PKI_DIR)).then(|| {
-        format!(
-            "not a kubeadm control-plane node: neither {} nor {} exists (is --root right?)",
-            crate::node::paths::node(MANIFESTS_DIR),
-            crate::node::paths::node(crate::node::paths::PKI_DIR)
-        )
-    })
+    let lock_file = matches!(s.lock.probe, Ok(lock::Probe::Free | lock::Probe::Held(_)));
+    advice::Commands {
+        lock: lock_file.then(|| {
+            c.host(&format!(
+                "{}/{}",
+                crate::node::paths::STATE_DIR,
+                crate::node::paths::LOCK_FILE
+            ))
+        }),
+        ..c
+    }
 }
 
 /// The headline: the verdict, its severity and the counts.
@@ -247,7 +242,7 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
 }
 
 /// The copies of each staging conflict, compared.
-fn text_conflicts(out: &mut String, conflicts: &[doc::StagingConflict], wide: bool) {
+pub(crate) fn text_conflicts(out: &mut String, conflicts: &[doc::StagingConflict], wide: bool) {
     for k in conflicts {
         let verdict = match k.identical {
             Some(true) => "IDENTICAL",
@@ -379,7 +374,7 @@ fn text_receipts(
             out.push_str(&format!("  {}\n{l}\n", output::escape(&r.operation_id)));
         }
     }
-    if shown < count {
+    if shown < count && which == ReceiptFilter::Recent {
         out.push_str(&format!(
             "({} of {count} shown; every one: --receipts all, the failures: --receipts failed)\n",
             shown
@@ -406,10 +401,10 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
     let (receipt_count, recent, asked) =
         (receipts.count, &receipts.recent, receipts.asked.as_ref());
     let m = &s.manifests;
-    let term = crate::modes::screen::Term::detect(g.wide);
-    let cmd = commands(g);
+    let term = g.term;
+    let cmd = commands(g, &s);
 
-    let foreign = not_a_control_plane(root);
+    let foreign = manifests::not_a_control_plane(root, m);
     let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, m);
     if let Some(e) = &receipts.error {
         reasons.push(format!("receipts directory: {e}"));
@@ -457,6 +452,22 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
     };
     if let Some(u) = &unknown_id {
         advice.warnings.insert(0, u.clone());
+    }
+    // A receipt that cannot be read leaves its operation unconfirmable.
+    let unreadable: Vec<&doc::ReceiptSummary> =
+        recent.iter().filter(|r| r.error.is_some()).collect();
+    for r in unreadable.iter().take(3) {
+        advice.warnings.push(format!(
+            "receipt {} cannot be read ({}): a fencing check for that operation is unconfirmed",
+            r.operation_id,
+            r.error.as_deref().unwrap_or_default()
+        ));
+    }
+    if unreadable.len() > 3 {
+        advice.warnings.push(format!(
+            "{} more receipts cannot be read (--receipts failed lists them)",
+            unreadable.len() - 3
+        ));
     }
     // What a fencing check would do: it needs the state dir and the lock
     // first, and is unconfirmed when either is refused.
@@ -555,11 +566,6 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         );
         text.push('\n');
         text_receipts(&mut text, recent, receipt_count, ask.receipts, term.width);
-        // The verdict again, and what to do, last: what a scrolled
-        // terminal still shows.
-        text.push('\n');
-        text.push_str(&format!("{head} [exit {code}]\n"));
-        advice::render_next(&mut text, &advice.next, term.width);
     }
 
     let mut document = doc::StatusDocument {
@@ -609,6 +615,13 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         duration_ms: 0,
     };
     let code = with_evidence(root, ask, &mut document, &mut text, code);
+    if foreign.is_none() {
+        // The verdict again (with the exit code, the evidence's included),
+        // and what to do, last: what a scrolled terminal still shows.
+        text.push('\n');
+        text.push_str(&format!("{head} [exit {code}]\n"));
+        advice::render_next(&mut text, &advice.next, term.width);
+    }
     Report {
         code,
         json: crate::contract::to_json(&document),

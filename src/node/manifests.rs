@@ -86,6 +86,33 @@ impl ManifestsReport {
     }
 }
 
+/// Not a kubeadm control-plane node (a worker, or the wrong `--root`):
+/// none of the four manifests is anywhere (active or staged, nothing
+/// refused) and there is no cluster CA key (`pki/ca.key`), which every
+/// kubeadm control-plane node has and no worker does. A control-plane
+/// node that lost its four manifests still has its CA key: its pods are
+/// down, and it is told so.
+pub fn not_a_control_plane(root: &Root, m: &ManifestsReport) -> Option<String> {
+    let none_anywhere = m
+        .manifests
+        .values()
+        .all(|v| !v.active && !v.runbook_staged && !v.agent_staged && v.error.is_none());
+    let ca_key = format!("{}/ca.key", crate::node::paths::PKI_DIR);
+    let no_ca_key = matches!(
+        root.open_parent(&ca_key).and_then(|p| match p {
+            Some((d, name)) => d.stat_entry(name),
+            None => Ok(None),
+        }),
+        Ok(None)
+    );
+    (none_anywhere && no_ca_key).then(|| {
+        format!(
+            "not a kubeadm control-plane node: none of the four static pod manifests is anywhere and {} does not exist (is --root right?)",
+            crate::node::paths::node(&ca_key)
+        )
+    })
+}
+
 /// Is `name` present in `dir` as an acceptable manifest? Err: refused.
 pub fn manifest_present(dir: &Dir, name: &str) -> Result<bool, FsError> {
     match dir.stat_entry(name)? {

@@ -48,6 +48,8 @@ pub struct NodeSnapshot {
     pub agent: AgentIntent,
     pub manifests: ManifestsReport,
     pub pki: PkiReport,
+    /// The operation logs in `state/log/` (file names).
+    pub logs: Vec<String>,
 }
 
 impl NodeSnapshot {
@@ -77,6 +79,10 @@ impl NodeSnapshot {
             Err(e) => (None, Some(e.to_string())),
         };
         let lock = inspect::read_lock(state.as_ref());
+        let logs = state
+            .as_ref()
+            .map(|s| StateDir::new(s).log_names())
+            .unwrap_or_default();
         let phase = inspect::read_phase(state.as_ref());
         let receipts = receipts.map(|(asked, listing)| {
             let (completed, error) = match state.as_ref().map(|s| StateDir::new(s).completed()) {
@@ -113,6 +119,7 @@ impl NodeSnapshot {
             agent,
             manifests,
             pki,
+            logs,
         }
     }
 

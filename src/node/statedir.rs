@@ -75,6 +75,15 @@ impl<'a> StateDir<'a> {
             .replace(OWNER_FILE, bytes, STATE_FILE_MODE, Trust::Strict)
     }
 
+    /// The names in `log/` (none when it is missing or refused; never
+    /// creating it).
+    pub fn log_names(&self) -> Vec<String> {
+        match self.dir.open_subdir(LOG_DIR, Trust::Strict) {
+            Ok(Some(d)) => d.list().unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     /// `logs/`, created when missing: each operation's log is appended there.
     pub fn logs_or_create(&self) -> FsResult<Dir> {
         match self.dir.open_subdir(LOG_DIR, Trust::Strict)? {

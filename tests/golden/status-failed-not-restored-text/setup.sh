@@ -1,3 +1,3 @@
 base rsa
-receipt op-failed-1 failed_not_restored restart
+receipt op-failed-1 failed_not_restored restart:kube-apiserver
 stage kube-apiserver
