@@ -515,3 +515,49 @@ ln -s "$ROOT/tmp" "$ROOT/tmplink"
     }
     assert!(!root.join(STATE).join("x.tgz").exists());
 }
+
+#[test]
+fn the_lock_holders_command_line_stays_out_of_the_bundle() {
+    // An unrelated holder whose arguments carry a secret.
+    let (_t, root) = node("");
+    let lock = root.join("var/lib/nvke/k8s-cert-renewal/lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    std::fs::set_permissions(
+        lock.parent().unwrap(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    std::fs::write(&lock, "").unwrap();
+    let mut holder = Command::new("flock")
+        .args([
+            "-x",
+            lock.to_str().unwrap(),
+            "sh",
+            "-c",
+            "sleep 30",
+            "--token=SECRET-TOKEN-123",
+        ])
+        .spawn()
+        .unwrap();
+    while Command::new("flock")
+        .args(["-n", lock.to_str().unwrap(), "true"])
+        .status()
+        .unwrap()
+        .success()
+    {
+        std::thread::yield_now();
+    }
+    let r = run(&root, &["--output", "json", "--evidence", "/tmp/x.tgz"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    // The operator sees who holds the lock, on screen...
+    assert!(r.stdout.contains("SECRET-TOKEN-123"), "{}", r.stdout);
+    // ...the bundle handed off keeps its pid and name only.
+    let (_d, files) = extract(&root.join("tmp/x.tgz"));
+    for (name, bytes) in &files {
+        assert!(
+            !String::from_utf8_lossy(bytes).contains("SECRET-TOKEN-123"),
+            "{name} carries the holder's command line"
+        );
+    }
+}

@@ -566,7 +566,13 @@ fn try_write(
     let mtime = crate::rules::clock::parse_rfc3339(&status.now.0, true)
         .map(|t| t.unix_timestamp())
         .unwrap_or(0);
-    let mut status_json = crate::contract::to_json(status).to_string().into_bytes();
+    // The holder's command line may carry anything (a token passed as an
+    // argument): the bundle keeps its pid and command name only.
+    let mut shown = status.clone();
+    if let Some(h) = shown.lock.holder.as_mut() {
+        h.command_line = None;
+    }
+    let mut status_json = crate::contract::to_json(&shown).to_string().into_bytes();
     status_json.push(b'\n');
     let bundle = gather(root, status_json, mtime, &logs_named(status, asked));
     let gz = archive(&bundle, &status.now, mtime)?;
