@@ -481,6 +481,20 @@ pub fn advise(
     }
 }
 
+/// "2 problems, 1 warning" (empty when both are none).
+pub fn counts(problems: usize, warnings: usize) -> String {
+    let count = |n: usize, what: &str| match n {
+        0 => None,
+        1 => Some(format!("1 {what}")),
+        n => Some(format!("{n} {what}s")),
+    };
+    [count(problems, "problem"), count(warnings, "warning")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The steps as text: `next:` then each step, its command on its own
 /// line(s) below, wrapped with continuations.
 pub fn render_next(out: &mut String, next: &[NextStep], width: Option<usize>) {

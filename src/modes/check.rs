@@ -268,31 +268,18 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     let term = g.term;
     let foreign = crate::node::manifests::not_a_control_plane(root, &s.manifests);
     let decision = output::word(&verdict.decision).to_uppercase();
-    let count = |n: usize, what: &str| match n {
-        0 => None,
-        1 => Some(format!("1 {what}")),
-        n => Some(format!("{n} {what}s")),
+    let problems = if verdict.decision == Decision::Failed {
+        verdict.reasons.len()
+    } else {
+        0
     };
-    let counts: Vec<String> = [
-        count(
-            if verdict.decision == Decision::Failed {
-                verdict.reasons.len()
-            } else {
-                0
-            },
-            "problem",
-        ),
-        count(verdict.warnings.len(), "warning"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let counts = crate::modes::advice::counts(problems, verdict.warnings.len());
     let mut head = format!("CHECK: {decision}");
     if !executors.is_empty() {
         head.push_str(&format!(" with {}", executors.join(", ")));
     }
     if !counts.is_empty() {
-        head.push_str(&format!(" ({})", counts.join(", ")));
+        head.push_str(&format!(" ({counts})"));
     }
     let conflicts = crate::node::conflict::conflicts(root, &s.manifests);
     let mut text = String::new();
@@ -336,7 +323,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
                 threshold,
             );
             text.push('\n');
-            text.push_str(&format!("{head} [exit {code}]\n"));
+            text.push_str(&crate::modes::status::closing(&head, code, term.width));
             crate::modes::advice::render_next(&mut text, &advice.next, term.width);
         }
     }

@@ -208,16 +208,7 @@ pub fn commands(g: &Global, s: &NodeSnapshot) -> advice::Commands {
 
 /// The headline: the verdict, its severity and the counts.
 fn headline(a: &advice::Advice, problems: usize) -> String {
-    let count = |n: usize, what: &str| match n {
-        1 => format!("1 {what}"),
-        n => format!("{n} {what}s"),
-    };
-    let counts = match (problems, a.warnings.len()) {
-        (0, 0) => String::new(),
-        (0, w) => count(w, "warning"),
-        (p, 0) => count(p, "problem"),
-        (p, w) => format!("{}, {}", count(p, "problem"), count(w, "warning")),
-    };
+    let counts = advice::counts(problems, a.warnings.len());
     let down = a
         .not_active
         .iter()
@@ -238,6 +229,17 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
         (true, false) => format!("NODE: {verdict} ({counts})"),
         (false, true) => format!("NODE: {verdict}: {detail}"),
         (false, false) => format!("NODE: {verdict}: {detail} ({counts})"),
+    }
+}
+
+/// The verdict again with the exit code, which is never split from it:
+/// on the same line when it fits, else on the next.
+pub(crate) fn closing(head: &str, code: u8, width: Option<usize>) -> String {
+    let tail = format!("[exit {code}]");
+    if width.is_none_or(|w| head.chars().count() + 1 + tail.len() <= w) {
+        format!("{head} {tail}\n")
+    } else {
+        format!("{head}\n{tail}\n")
     }
 }
 
@@ -619,7 +621,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         // The verdict again (with the exit code, the evidence's included),
         // and what to do, last: what a scrolled terminal still shows.
         text.push('\n');
-        text.push_str(&format!("{head} [exit {code}]\n"));
+        text.push_str(&closing(&head, code, term.width));
         advice::render_next(&mut text, &advice.next, term.width);
     }
     Report {
