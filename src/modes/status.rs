@@ -485,6 +485,8 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         _ => fence_plan(r, &s.phase, m),
     });
 
+    let certificates = s.pki.certificates(now, threshold);
+    let certificate_authorities = s.pki.authorities(now, threshold);
     let head = headline(&advice, reasons.len());
     let code = if foreign.is_some() {
         exit::FAILED
@@ -557,8 +559,6 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
             );
             text.push('\n');
         }
-        let certificates = s.pki.certificates(now, threshold);
-        let certificate_authorities = s.pki.authorities(now, threshold);
         output::text_cert_tables(
             &mut text,
             &certificates,
@@ -610,8 +610,8 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         staging: m.staging(),
         stray_manifests: m.strays.clone(),
         ca_sha256: s.pki.ca_sha256_view(),
-        certificates: s.pki.certificates(now, threshold),
-        certificate_authorities: s.pki.authorities(now, threshold),
+        certificates,
+        certificate_authorities,
         state_error: s.state_error.clone(),
         evidence: None,
         duration_ms: 0,
