@@ -208,49 +208,8 @@ pub const HELP_WIDTH: usize = 80;
 pub fn help() -> String {
     use clap::CommandFactory;
     let raw = Cli::command().render_long_help().to_string();
-    let mut out = String::new();
-    for line in raw.lines() {
-        wrap_line(&mut out, line.trim_end(), HELP_WIDTH);
-    }
-    out
-}
-
-/// Append `line` to `out`, broken at spaces so that no piece is wider than
-/// `width`; continuations keep the line's indentation.
-fn wrap_line(out: &mut String, line: &str, width: usize) {
-    let indent = line.len() - line.trim_start().len();
-    let mut rest = line;
-    let mut first = true;
-    loop {
-        let lead = if first { 0 } else { indent };
-        if lead + rest.len() <= width {
-            out.push_str(&" ".repeat(lead));
-            out.push_str(rest);
-            out.push('\n');
-            return;
-        }
-        // The last space that keeps the piece within the width (past the
-        // indentation), else the first space at all.
-        let limit = width - lead;
-        // Spaces in the indentation of the first piece are not break points.
-        let from = if first { indent } else { 0 };
-        let cut = rest
-            .char_indices()
-            .rfind(|&(i, c)| c == ' ' && i > from && i <= limit)
-            .or_else(|| rest.char_indices().find(|&(i, c)| c == ' ' && i > from))
-            .map(|(i, _)| i);
-        let Some(cut) = cut else {
-            out.push_str(&" ".repeat(lead));
-            out.push_str(rest);
-            out.push('\n');
-            return;
-        };
-        out.push_str(&" ".repeat(lead));
-        out.push_str(rest[..cut].trim_end());
-        out.push('\n');
-        rest = rest[cut..].trim_start();
-        first = false;
-    }
+    let trimmed: Vec<&str> = raw.lines().map(str::trim_end).collect();
+    crate::modes::screen::fit_keeping_indent(&trimmed.join("\n"), HELP_WIDTH)
 }
 
 /// Settings every mode shares.
@@ -993,21 +952,6 @@ mod tests {
         // `-h` is the same help.
         let e = Cli::try_parse_from(["x", "-h"]).unwrap_err();
         assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp);
-    }
-
-    #[test]
-    fn long_lines_wrap_at_spaces_keeping_their_indent() {
-        let mut out = String::new();
-        let line = format!("    {}", "word ".repeat(30));
-        wrap_line(&mut out, line.trim_end(), 40);
-        for l in out.lines() {
-            assert!(l.len() <= 40 && l.starts_with("    word"), "{l:?}");
-        }
-        assert_eq!(out.split_whitespace().count(), 30);
-        // A word longer than the width is kept whole.
-        let mut out = String::new();
-        wrap_line(&mut out, &format!("  {} b", "a".repeat(50)), 40);
-        assert_eq!(out, format!("  {}\n  b\n", "a".repeat(50)));
     }
 
     fn clap_message(args: &[&str]) -> String {

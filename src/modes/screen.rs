@@ -71,12 +71,22 @@ impl Term {
 
 /// Every line of `text` within `width` characters (None: unchanged).
 pub fn fit(text: &str, width: Option<usize>) -> String {
+    fit_with(text, width, false)
+}
+
+/// As [`fit`], every continuation at its line's own indentation (prose
+/// such as `--help`, where a value column means nothing).
+pub fn fit_keeping_indent(text: &str, width: usize) -> String {
+    fit_with(text, Some(width), true)
+}
+
+fn fit_with(text: &str, width: Option<usize>, keep_indent: bool) -> String {
     let Some(width) = width else {
         return text.to_string();
     };
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
-        for l in wrap_line(line, width) {
+        for l in wrap_line(line, width, keep_indent) {
             out.push_str(&l);
             out.push('\n');
         }
@@ -122,7 +132,7 @@ fn continuation_indent(line: &str, width: usize) -> usize {
     indent.min(width / 2)
 }
 
-fn wrap_line(line: &str, width: usize) -> Vec<String> {
+fn wrap_line(line: &str, width: usize, keep_indent: bool) -> Vec<String> {
     // A coloured verdict line was fitted before it was coloured (escaped
     // text never carries ESC: only the runbook's own colour does).
     if line.chars().count() <= width || line.contains('\x1b') {
@@ -130,13 +140,17 @@ fn wrap_line(line: &str, width: usize) -> Vec<String> {
     }
     // A command's continuation stays with its last word.
     if let Some(body) = line.strip_suffix(" \\") {
-        let mut out = wrap_line(body, width.saturating_sub(2).max(1));
+        let mut out = wrap_line(body, width.saturating_sub(2).max(1), keep_indent);
         if let Some(last) = out.last_mut() {
             last.push_str(" \\");
         }
         return out;
     }
-    let indent = continuation_indent(line, width);
+    let indent = if keep_indent {
+        line.chars().take_while(|c| *c == ' ').count()
+    } else {
+        continuation_indent(line, width)
+    };
     let mut out = Vec::new();
     let mut rest: Vec<char> = line.chars().collect();
     let mut floor = indent.min(rest.iter().take_while(|c| **c == ' ').count());
@@ -250,6 +264,21 @@ mod tests {
         }
         let words: usize = out.lines().map(|l| l.matches("word").count()).sum();
         assert_eq!(words, 30);
+    }
+
+    #[test]
+    fn prose_wraps_at_spaces_keeping_its_indent() {
+        let line = format!("    {}", "word ".repeat(30));
+        let out = fit_keeping_indent(line.trim_end(), 40);
+        for l in out.lines() {
+            assert!(l.len() <= 40 && l.starts_with("    word"), "{l:?}");
+        }
+        assert_eq!(out.split_whitespace().count(), 30);
+        // A word longer than the width is kept whole.
+        assert_eq!(
+            fit_keeping_indent(&format!("  {} b", "a".repeat(50)), 40),
+            format!("  {}\n  b\n", "a".repeat(50))
+        );
     }
 
     #[test]
