@@ -144,7 +144,8 @@ type RuntimeEndpoint struct {
 //     empty Certificates and Restarts;
 //   - an early failure (phase "lock", "receipt" or "phase-file": state dir, lock timeout
 //     with exit 3, cancelled wait, malformed own receipt): no
-//     FailedComponent, Etcd or Receipt; CASHA256 and Manifests are `{}`.
+//     FailedComponent, Etcd or Receipt; CASHA256 is `{}`; Manifests says
+//     where the four are (a read-only look, issue 14).
 type RenewResult struct {
 	Mode            string              `json:"mode"` // renew or legacy-v1
 	RunbookVersion  string              `json:"runbookVersion"`
@@ -155,6 +156,7 @@ type RenewResult struct {
 	FailedComponent *string             `json:"failedComponent,omitempty"`
 	Replayed        bool                `json:"replayed"`
 	ReceiptWritten  bool                `json:"receiptWritten"` // this run wrote its receipt; never a success without it
+	Resigned        bool                `json:"resigned"`       // this run re-signed the certificates (kubeadm ran and was kept)
 	RuntimeEndpoint *RuntimeEndpoint    `json:"runtimeEndpoint,omitempty"`
 	ResumedFrom     *ResumedFrom        `json:"resumedFrom"`
 	Certificates    []CertificateChange `json:"certificates"`
@@ -247,14 +249,25 @@ type OwnerView struct {
 	Error       *string `json:"error,omitempty"`
 }
 
-// LockView is the renewal lock.
+// LockHolder is the process that really holds the lock, from /proc/locks
+// (v1.1). PID is null when the holder is unknown or not visible (Error).
+type LockHolder struct {
+	PID                *uint32 `json:"pid"`
+	Command            *string `json:"command"`
+	CommandLine        *string `json:"commandLine"`
+	OwnerRecordMatches bool    `json:"ownerRecordMatches"` // state/owner names it on this boot
+	Error              *string `json:"error,omitempty"`
+}
+
+// LockView is the renewal lock: its real holder while held, and the owner
+// record (state/owner) whether or not it is held.
 type LockView struct {
-	Path      string     `json:"path"`
-	State     string     `json:"state"` // absent, free, held, error
-	Held      bool       `json:"held"`
-	Holder    *OwnerView `json:"holder"`
-	LastOwner *OwnerView `json:"lastOwner"`
-	Error     *string    `json:"error,omitempty"`
+	Path      string      `json:"path"`
+	State     string      `json:"state"` // absent, free, held, error
+	Held      bool        `json:"held"`
+	Holder    *LockHolder `json:"holder"`
+	LastOwner *OwnerView  `json:"lastOwner"`
+	Error     *string     `json:"error,omitempty"`
 }
 
 // ReceiptLookup is a receipt, or `{"malformed": true, "error": ...}`.
@@ -351,7 +364,11 @@ type StatusResult struct {
 	Fence                  bool              `json:"fence"`   // false
 	Outcome                string            `json:"outcome"` // clean, not_clean
 	Clean                  bool              `json:"clean"`
+	Severity               string            `json:"severity"` // clean, not_clean, action_needed, in_progress
 	Reasons                []string          `json:"reasons"`
+	Warnings               []string          `json:"warnings"`
+	NextSteps              []NextStep        `json:"nextSteps"`
+	Conflicts              []StagingConflict `json:"conflicts"`
 	Message                string            `json:"message"`
 	Now                    string            `json:"now"`
 	ThresholdDays          int               `json:"thresholdDays"`
@@ -360,6 +377,7 @@ type StatusResult struct {
 	AgentState             AgentStateView    `json:"agentState"`
 	ReceiptCount           uint64            `json:"receiptCount"`
 	Receipts               []ReceiptSummary  `json:"receipts"`
+	ReceiptsListed         string            `json:"receiptsListed"` // recent, all, failed
 	Receipt                *ReceiptLookup    `json:"receipt"`
 	Fencing                *FencingPlan      `json:"fencing"`
 	Manifests              ManifestViews     `json:"manifests"`
@@ -369,7 +387,52 @@ type StatusResult struct {
 	Certificates           []CertificateView `json:"certificates"`
 	CertificateAuthorities []CAView          `json:"certificateAuthorities"`
 	StateError             *string           `json:"stateError,omitempty"`
+	Evidence               *Evidence         `json:"evidence,omitempty"` // with --evidence PATH
 	DurationMs             uint64            `json:"durationMs"`
+}
+
+// NextStep is one thing for the operator to do, with its exact command.
+type NextStep struct {
+	What    string  `json:"what"`
+	Command *string `json:"command"`
+}
+
+// ManifestCopy is one copy of a manifest in a staging conflict.
+type ManifestCopy struct {
+	Path       string  `json:"path"`
+	SHA256     *string `json:"sha256"`
+	Size       *uint64 `json:"size"`
+	ModifiedAt *string `json:"modifiedAt"`
+	Error      *string `json:"error,omitempty"`
+}
+
+// StagingConflict is a manifest both active and staged, its copies compared.
+type StagingConflict struct {
+	Component string       `json:"component"`
+	Staging   string       `json:"staging"` // runbook, agent
+	Active    ManifestCopy `json:"active"`
+	Staged    ManifestCopy `json:"staged"`
+	Identical *bool        `json:"identical"`
+	Newer     *string      `json:"newer"` // active, staged, same
+	Diff      []string     `json:"diff"`
+}
+
+// EvidenceSkip is a file the evidence bundle left out, and why.
+type EvidenceSkip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Evidence is the bundle of --status-only --evidence PATH: written (SHA256,
+// Bytes, Members, Skipped) or not (Error).
+type Evidence struct {
+	Path    string         `json:"path"`
+	Written bool           `json:"written"`
+	SHA256  *string        `json:"sha256,omitempty"`
+	Bytes   *uint64        `json:"bytes,omitempty"`
+	Members *uint64        `json:"members,omitempty"`
+	Skipped []EvidenceSkip `json:"skipped,omitempty"`
+	Error   *string        `json:"error,omitempty"`
 }
 
 // FenceResult is what `--status-only --operation-id ID --fence` prints.
