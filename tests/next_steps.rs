@@ -6,6 +6,8 @@
 //! them with `sh`, and reads the node again.
 #![allow(clippy::disallowed_methods, clippy::print_stderr)]
 
+mod support;
+
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -20,24 +22,7 @@ struct Node {
 
 impl Node {
     fn new(setup: &str) -> Node {
-        let tmp = tempfile::Builder::new()
-            .prefix("nvke-next-")
-            .tempdir_in("/tmp")
-            .unwrap();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let st = Command::new("/bin/bash")
-            .arg("-c")
-            .arg(format!(
-                "set -euo pipefail; umask 022; source {:?}; {setup}",
-                dir.join("tests/golden/prelude.sh")
-            ))
-            .env("ROOT", &root)
-            .env("FIX", dir.join("fixtures"))
-            .status()
-            .unwrap();
-        assert!(st.success(), "setup failed");
+        let (tmp, root) = support::prelude_node(setup);
         Node { _tmp: tmp, root }
     }
 

@@ -5,27 +5,16 @@
 //! case) has no colour and 80 columns.
 #![allow(clippy::disallowed_methods)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn node() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     // A renewal killed mid-restart: long lines to wrap, a verdict to colour.
-    let st = Command::new("/bin/bash")
-        .arg("-c")
-        .arg(format!(
-            "set -euo pipefail; source {:?}; base rsa; phase_v2 op-tty restart_pending kube-apiserver; stage kube-apiserver",
-            dir.join("tests/golden/prelude.sh")
-        ))
-        .env("ROOT", &root)
-        .env("FIX", dir.join("fixtures"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    (tmp, root)
+    support::prelude_node(
+        "base rsa; phase_v2 op-tty restart_pending kube-apiserver; stage kube-apiserver",
+    )
 }
 
 /// The status view's stdout on a pty of `cols` columns, with `env` set.

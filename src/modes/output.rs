@@ -128,19 +128,7 @@ pub fn emit_stderr(s: &str) {
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x100 && c.is_control() => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            '\u{2028}'
-            | '\u{2029}'
-            | '\u{200e}'
-            | '\u{200f}'
-            | '\u{202a}'..='\u{202e}'
-            | '\u{2066}'..='\u{2069}' => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
-            c => out.push(c),
-        }
+        crate::rules::opid::push_escaped(&mut out, c);
     }
     out
 }

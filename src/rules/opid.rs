@@ -93,6 +93,24 @@ fn escape_char(c: char) -> String {
     format!("'{}'", c.escape_default())
 }
 
+/// Append `c` as text for a terminal (SPEC 7, v1.1): a C0/C1 control
+/// character as `\xNN`, a line separator or bidirectional override as
+/// `\u{NNNN}`, a backslash doubled (so an escape cannot be forged), any
+/// other character as itself.
+pub fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\\' => out.push_str("\\\\"),
+        c if (c as u32) < 0x100 && c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+        '\u{2028}'
+        | '\u{2029}'
+        | '\u{200e}'
+        | '\u{200f}'
+        | '\u{202a}'..='\u{202e}'
+        | '\u{2066}'..='\u{2069}' => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+        c => out.push(c),
+    }
+}
+
 /// How many characters of input an error message may quote.
 const EXCERPT_CHARS: usize = 40;
 

@@ -49,3 +49,28 @@ pub fn tail(s: &str, n: usize) -> &str {
     }
     &s[start..]
 }
+
+/// A node root built the way the golden cases build theirs: `setup` is
+/// bash over tests/golden/prelude.sh (`base rsa; stage etcd; ...`), run with
+/// `ROOT` and `FIX` set. The root is `<tempdir>/root`, under /tmp.
+pub fn prelude_node(setup: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("nvke-node-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let st = std::process::Command::new("/bin/bash")
+        .arg("-c")
+        .arg(format!(
+            "set -euo pipefail; umask 022; source {:?}; {setup}",
+            dir.join("tests/golden/prelude.sh")
+        ))
+        .env("ROOT", &root)
+        .env("FIX", dir.join("fixtures"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "setup failed: {setup}");
+    (tmp, root)
+}
