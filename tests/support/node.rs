@@ -26,12 +26,25 @@ pub const MANIFESTS: &str = "etc/kubernetes/manifests";
 pub const STAGING: &str = "etc/kubernetes/nvke-cert-renewal-staging";
 pub const PKI: &str = "etc/kubernetes/pki";
 
+/// A port nothing listens on now, never handed out before in this test
+/// process. The kernel may give the same ephemeral port to two `bind(0)`
+/// calls in a row once the first listener is closed (CI saw etcd and
+/// kube-apiserver given one port, and kube-apiserver crash-looping on
+/// "address in use"), so the ports handed out are remembered.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// One simulated control-plane node.
