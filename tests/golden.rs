@@ -46,7 +46,8 @@ fn case_dirs() -> Vec<PathBuf> {
 
 /// Every path under `root` (tests/support/tree.rs's snapshot, in path
 /// order): `<type> <mode> <path> [sha256 prefix | -> target]`; the lock
-/// owner record's hash is `[owner]` (it holds a pid and a boot ID).
+/// owner record's hash is `[owner]` (it holds a pid and a boot ID), an
+/// operation log's `[log]` (real timestamps).
 fn listing(root: &Path) -> String {
     let root_s = root.display().to_string();
     let mut out = Vec::new();
@@ -66,6 +67,9 @@ fn listing(root: &Path) -> String {
             'f' => {
                 let hash = if rel.ends_with("k8s-cert-renewal/owner") {
                     "[owner]"
+                } else if rel.contains("k8s-cert-renewal/log/") {
+                    // The operation's log: real timestamps, whatever --now.
+                    "[log]"
                 } else {
                     e.sha256.get(..16).unwrap_or(&e.sha256)
                 };

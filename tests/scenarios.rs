@@ -445,6 +445,54 @@ fn sigterm_while_waiting_cancels_and_restores() {
     assert_eq!(node.receipt("op-t").unwrap()["outcome"], "cancelled");
 }
 
+/// `--deadline` (SPEC 4, v1.1): when the controller's deadline passes
+/// mid-restart, the run cancels as on SIGTERM: the wait for the old
+/// container ends, the staged manifest goes back, a `cancelled` receipt
+/// names the deadline. The deadline is 5 s after the fixed `--now`; the stop
+/// wait alone would take 60 s.
+#[test]
+fn a_deadline_mid_restart_cancels_and_restores() {
+    let mut node = Node::new("rsa", json!({}));
+    node.set_knobs(json!({ "neverStop": ["kube-apiserver"] }));
+    node.write_state(
+        "phase",
+        &node.v2_phase("op-d", "restart_pending", Some("kube-apiserver")),
+    );
+    assert_eq!(support::node::NOW, "2026-11-30T00:00:00Z");
+    let t = Instant::now();
+    let (code, v, stderr) = node.run(&[
+        "--operation-id",
+        "op-d",
+        "--stop-timeout",
+        "60",
+        "--deadline",
+        "2026-11-30T00:00:05Z",
+    ]);
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the deadline did not cut the wait"
+    );
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["exitCode"].as_u64()),
+        (1, Some("cancelled"), Some(1)),
+        "{v:#}\n{stderr}"
+    );
+    let message = v["message"].as_str().unwrap();
+    assert!(
+        message.contains("the controller's deadline 2026-11-30T00:00:05Z passed"),
+        "{message}"
+    );
+    node.assert_all_active();
+    let r = node.receipt("op-d").unwrap();
+    assert_eq!(
+        (r["outcome"].as_str(), r["phase"].as_str()),
+        (Some("cancelled"), Some("cancelled"))
+    );
+    // The phase file is left for the next operation to resume.
+    let phase: Value = serde_json::from_str(&node.phase()).unwrap();
+    assert_eq!(phase["state"], "restart_pending");
+}
+
 #[test]
 fn sigkill_while_staged_then_fence_then_next_operation_resumes() {
     let mut node = Node::new("rsa", json!({}));

@@ -38,6 +38,9 @@ pub struct UsageErrorDocument {
     pub message: Message,
     pub replayed: ConstBool<false>,
     pub duration_ms: u64,
+    /// The process's exit code (v1.1): a caller that lost the exit status
+    /// (a dropped SSH session) still has the answer.
+    pub exit_code: u8,
 }
 
 /// What `--version --output json` prints.
@@ -53,6 +56,9 @@ pub struct VersionDocument {
     /// The version of this contract (CLI, files, exit codes).
     pub contract_version: String,
     pub duration_ms: u64,
+    /// The process's exit code (v1.1): a caller that lost the exit status
+    /// (a dropped SSH session) still has the answer.
+    pub exit_code: u8,
 }
 
 /// What `--help --output json` prints.
@@ -65,6 +71,9 @@ pub struct HelpDocument {
     pub runbook_version: String,
     /// The usage text.
     pub help: String,
+    /// The process's exit code (v1.1): a caller that lost the exit status
+    /// (a dropped SSH session) still has the answer.
+    pub exit_code: u8,
 }
 
 impl UsageErrorDocument {
@@ -80,6 +89,7 @@ impl UsageErrorDocument {
             message: Message::bounded(message),
             replayed: ConstBool,
             duration_ms: 0,
+            exit_code: 0,
         }
     }
 }
@@ -93,6 +103,7 @@ impl VersionDocument {
             git_commit: crate::contract::version::GIT_COMMIT.to_string(),
             contract_version: crate::contract::version::CONTRACT_VERSION.to_string(),
             duration_ms: 0,
+            exit_code: 0,
         }
     }
 }
@@ -103,6 +114,7 @@ impl HelpDocument {
             mode: HelpMode::Help,
             runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
             help,
+            exit_code: 0,
         }
     }
 }

@@ -80,4 +80,7 @@ pub struct CheckDocument {
     #[serde(rename = "caSHA256")]
     pub ca_sha256: CaSha256,
     pub duration_ms: u64,
+    /// The process's exit code (v1.1): a caller that lost the exit status
+    /// (a dropped SSH session) still has the answer.
+    pub exit_code: u8,
 }

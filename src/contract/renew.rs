@@ -86,6 +86,9 @@ pub struct RenewResult {
     /// Null when the health gate never read the member list.
     pub etcd: Option<EtcdVoters>,
     pub duration_ms: u64,
+    /// The process's exit code (v1.1): a caller that lost the exit status
+    /// (a dropped SSH session) still has the answer.
+    pub exit_code: u8,
 }
 
 /// Where crictl's `--runtime-endpoint` came from (SPEC 9, v1.1).
@@ -142,6 +145,9 @@ pub struct RenewReplay {
     pub restarts: EmptyArray,
     pub receipt: Receipt,
     pub duration_ms: u64,
+    /// The process's exit code (v1.1): a caller that lost the exit status
+    /// (a dropped SSH session) still has the answer.
+    pub exit_code: u8,
 }
 
 /// `failed` or `cancelled` (while waiting for the lock).
@@ -193,6 +199,9 @@ pub struct RenewEarlyFailure {
     pub manifests: ManifestLocations,
     pub restarts: EmptyArray,
     pub duration_ms: u64,
+    /// The process's exit code (v1.1): a caller that lost the exit status
+    /// (a dropped SSH session) still has the answer.
+    pub exit_code: u8,
 }
 
 /// What `--operation-id ID` and `--legacy-v1` print with `--output json`

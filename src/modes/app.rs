@@ -162,7 +162,13 @@ fn non_utf8_argument(args: &[OsString]) -> Option<String> {
     }
 }
 
-fn finish(report: Report, json_out: bool) -> u8 {
+/// Print the report once and return its exit code, which the JSON document
+/// carries too (`exitCode`, SPEC 7, v1.1): set here, from the one code the
+/// process exits with, so the two cannot differ.
+fn finish(mut report: Report, json_out: bool) -> u8 {
+    if let Some(obj) = report.json.as_object_mut() {
+        obj.insert("exitCode".into(), json!(report.code));
+    }
     if json_out {
         output::emit_json(&report.json);
     } else if report.code == exit::USAGE {
@@ -239,7 +245,7 @@ fn dispatch(inv: &Invocation) -> Report {
 }
 
 fn renew(root: &Root, inv: &Invocation, req: crate::modes::runbook::Request) -> Report {
-    let cancel = crate::tools::signals::install();
+    let cancel = inv.global.with_deadline(crate::tools::signals::install());
     let rt = crate::tools::runtime::NodeRuntime::new(&inv.global.tools(), root, cancel.clone());
     crate::modes::runbook::run(root, &inv.global, &req, &rt, &cancel)
 }

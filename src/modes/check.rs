@@ -358,6 +358,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         certificate_authorities,
         ca_sha256: s.pki.ca_sha256_view(),
         duration_ms: 0,
+        exit_code: 0,
     };
     Report {
         code,

@@ -181,6 +181,11 @@ pub struct Cli {
     /// How long any one subprocess may run (1..=3600) [default: 120].
     #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
     pub command_timeout: Option<i64>,
+    /// Renew and --fence: the controller's activity deadline (RFC 3339). No
+    /// wait or tool call runs past it; a renewal then cancels, and one that
+    /// starts after it records `cancelled` and does nothing else.
+    #[arg(long, value_name = "RFC3339", help_heading = "Timeouts (seconds)")]
+    pub deadline: Option<String>,
     /// kubeadm to run: an absolute host path [default: looked up on the
     /// fixed PATH].
     #[arg(long, value_name = "PATH", help_heading = "Tools")]
@@ -229,6 +234,8 @@ pub struct Global {
     pub kubeadm_config: Option<String>,
     /// `--runtime-endpoint`, as given (validated).
     pub runtime_endpoint: Option<String>,
+    /// `--deadline`: the controller's activity deadline, and as given.
+    pub deadline: Option<(time::OffsetDateTime, String)>,
     pub clock: Clock,
     /// `--wide`: text output in full, not fitted to the terminal.
     pub wide: bool,
@@ -255,6 +262,7 @@ impl Global {
             crictl: None,
             kubeadm_config: None,
             runtime_endpoint: None,
+            deadline: None,
             clock: crate::rules::clock::Clock::fixed(
                 time::macros::datetime!(2026-11-30 00:00:00 UTC),
             ),
@@ -465,6 +473,23 @@ impl Global {
             command_timeout: self.command_timeout,
         }
     }
+
+    /// `cancel`, cut at `--deadline` when one was given: the time left is
+    /// the deadline less this run's clock (`--now` in tests), none when it
+    /// has passed.
+    pub fn with_deadline(
+        &self,
+        cancel: crate::tools::signals::Cancel,
+    ) -> crate::tools::signals::Cancel {
+        match &self.deadline {
+            None => cancel,
+            Some((at, text)) => {
+                let left = *at - self.clock.now();
+                let left = Duration::try_from(left).unwrap_or(Duration::ZERO);
+                cancel.with_deadline(left, text)
+            }
+        }
+    }
 }
 
 /// True when `p` names the filesystem root (`/`, `//`, `/.`, ...).
@@ -668,6 +693,13 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
                 ))
             }
         },
+        deadline: match &cli.deadline {
+            None => None,
+            Some(d) => Some((
+                clock::parse_rfc3339(d, false).map_err(|e| usage(m, format!("--deadline: {e}")))?,
+                d.clone(),
+            )),
+        },
         clock,
         wide: cli.wide,
         term: crate::modes::screen::Term::detect(cli.wide),
@@ -718,6 +750,12 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
         return Err(usage(
             m,
             "--evidence goes only with --status-only (not with --fence)",
+        ));
+    }
+    if cli.deadline.is_some() && (operator_view || mode_name == ModeName::Check) {
+        return Err(usage(
+            m,
+            "--deadline goes only with a renewal and --status-only --operation-id ID --fence",
         ));
     }
     if cli.receipts != ReceiptFilter::Recent && !operator_view {

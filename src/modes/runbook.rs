@@ -132,10 +132,10 @@ fn restart_failed(c: Component, message: impl Into<String>) -> Fail {
     }
 }
 
-fn cancelled(component: Option<Component>) -> Fail {
+fn cancelled(cancel: &Cancel, component: Option<Component>) -> Fail {
     Fail {
         phase: Phase::Cancelled,
-        message: "cancelled by a signal (SIGTERM/SIGINT)".into(),
+        message: cancel.why(),
         component,
         cancelled: true,
     }
@@ -226,7 +226,7 @@ impl Env<'_> {
 
     fn check_cancel(&self, component: Option<Component>) -> Result<(), Fail> {
         if self.cancel.is_cancelled() {
-            Err(cancelled(component))
+            Err(cancelled(self.cancel, component))
         } else {
             Ok(())
         }
@@ -629,6 +629,7 @@ impl Run<'_> {
                 healthy_voters: h as u64,
             }),
             duration_ms: 0,
+            exit_code: 0,
         }
     }
 
@@ -668,7 +669,7 @@ impl Run<'_> {
 
     fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
         match e {
-            GateError::Cancelled => cancelled(component),
+            GateError::Cancelled => cancelled(self.env.cancel, component),
             GateError::Structural { phase, message } => Fail {
                 phase,
                 message,
@@ -964,7 +965,7 @@ impl Run<'_> {
             };
             // The backup's fate survives the 512-byte cut of kubeadm's words.
             if self.env.cancel.is_cancelled() {
-                let mut f = cancelled(None);
+                let mut f = cancelled(self.env.cancel, None);
                 f.message = with_tail(&f.message, "; ", &tail);
                 return Err(f);
             }
@@ -1146,6 +1147,18 @@ impl Run<'_> {
     }
 
     fn steps(&mut self) -> Result<Success, Fail> {
+        // Right after the own-receipt check: an attempt that arrives after
+        // the controller's deadline fences itself, reading and changing
+        // nothing else (SPEC 4 "Deadline", v1.1); a signal already
+        // received is honoured here too.
+        if self.env.cancel.is_cancelled() {
+            self.at = Phase::Cancelled;
+            let mut f = cancelled(self.env.cancel, None);
+            f.message.push_str(
+                " before this attempt began: the phase file was not read, nothing changed",
+            );
+            return Err(f);
+        }
         self.at = Phase::PhaseFile;
         let start = self.phase.read_phase(&self.env)?;
         self.env.check_cancel(None)?;
@@ -1256,6 +1269,7 @@ fn early_failure(
         manifests: ManifestLocations::from(&places),
         restarts: Vec::new(),
         duration_ms: 0,
+        exit_code: 0,
     };
     let outcome = match outcome {
         EarlyOutcome::Failed => Outcome::Failed,
@@ -1313,6 +1327,7 @@ fn replay_report(r: &Receipt) -> Report {
         restarts: Vec::new(),
         receipt,
         duration_ms: 0,
+        exit_code: 0,
     };
     Report {
         code,
@@ -1388,10 +1403,13 @@ fn lock_and_log(
                     "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
                 ),
             ),
-            LockError::Cancelled => (
+            LockError::Cancelled { path, holder } => (
                 None,
                 EarlyOutcome::Cancelled,
-                "cancelled while waiting for the renewal lock; nothing was done".into(),
+                format!(
+                    "{} while waiting for the renewal lock {path} held by {holder}; nothing was done",
+                    cancel.why()
+                ),
             ),
             e => (None, EarlyOutcome::Failed, e.to_string()),
         };

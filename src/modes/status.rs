@@ -36,6 +36,7 @@ pub enum FencePlan {
     /// Never abandon: unconfirmed, with the reason.
     Refuse {
         why: String,
+        reason: doc::FenceReason,
         restore: Vec<Component>,
     },
 }
@@ -76,6 +77,7 @@ pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsRep
         ReceiptLookup::Malformed(e) => {
             return FencePlan::Refuse {
                 why: format!("the receipt is malformed: {e}"),
+                reason: doc::FenceReason::MalformedReceipt,
                 restore,
             }
         }
@@ -85,6 +87,7 @@ pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsRep
         (_, RunbookIntent::Malformed(e)) if phase.file.is_none() => {
             return FencePlan::Refuse {
                 why: format!("the phase file is unreadable or malformed: {e}"),
+                reason: doc::FenceReason::MalformedPhase,
                 restore,
             }
         }
@@ -92,6 +95,7 @@ pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsRep
             return FencePlan::Refuse {
                 why: "the phase file is legacy five-line and unfinished: it carries no operation ID, so it is never abandoned"
                     .to_string(),
+                reason: doc::FenceReason::LegacyUnfinished,
                 restore,
             }
         }
@@ -476,10 +480,12 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
     let plan = asked.map(|r| match (&s.state_error, &s.lock.probe) {
         (Some(e), _) => FencePlan::Refuse {
             why: format!("state directory: {e}"),
+            reason: doc::FenceReason::WriteFailed,
             restore: Vec::new(),
         },
         (None, Err(e)) => FencePlan::Refuse {
             why: format!("lock: {e}"),
+            reason: doc::FenceReason::WriteFailed,
             restore: Vec::new(),
         },
         _ => fence_plan(r, &s.phase, m),
@@ -542,7 +548,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
                 FencePlan::Abandon { .. } => {
                     format!("abandon (put back {names} and record an abandoned receipt)")
                 }
-                FencePlan::Refuse { why, restore } if restore.is_empty() => {
+                FencePlan::Refuse { why, restore, .. } if restore.is_empty() => {
                     format!("refuse: unconfirmed ({why})")
                 }
                 FencePlan::Refuse { why, .. } => {
@@ -615,6 +621,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         state_error: s.state_error.clone(),
         evidence: None,
         duration_ms: 0,
+        exit_code: 0,
     };
     let code = with_evidence(root, ask, &mut document, &mut text, code);
     if foreign.is_none() {
@@ -706,22 +713,29 @@ struct FenceOutcome {
     code: u8,
     termination: doc::Termination,
     action: doc::FenceAction,
+    reason: doc::FenceReason,
     message: String,
     receipt: Option<Receipt>,
     restored: Vec<Component>,
     conflicts: Vec<String>,
 }
 
-fn unconfirmed(code: u8, message: String) -> FenceOutcome {
-    unconfirmed_after(code, message, PutBack::default())
+fn unconfirmed(code: u8, reason: doc::FenceReason, message: String) -> FenceOutcome {
+    unconfirmed_after(code, reason, message, PutBack::default())
 }
 
 /// Unconfirmed, after the put-back (what it restored and left is reported).
-fn unconfirmed_after(code: u8, message: String, pb: PutBack) -> FenceOutcome {
+fn unconfirmed_after(
+    code: u8,
+    reason: doc::FenceReason,
+    message: String,
+    pb: PutBack,
+) -> FenceOutcome {
     FenceOutcome {
         code,
         termination: doc::Termination::Unconfirmed,
         action: doc::FenceAction::None,
+        reason,
         message,
         receipt: None,
         restored: pb.restored,
@@ -870,17 +884,30 @@ fn put_back(
 
 fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
     let now = g.clock.now();
+    // `--deadline` (SPEC 6, v1.1): a check that begins after it writes
+    // nothing; one whose lock wait reaches it stops waiting.
+    let cancel = g.with_deadline(crate::tools::signals::Cancel::new());
+    let deadline = g.deadline.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
+    if cancel.deadline_passed() {
+        return unconfirmed(
+            exit::FAILED,
+            doc::FenceReason::Deadline,
+            format!("termination unconfirmed: the controller's deadline {deadline} passed before the fencing check began; nothing was written"),
+        );
+    }
     let state = match StateDir::create(root) {
         Ok(s) => s,
-        Err(e) => return unconfirmed(exit::FAILED, format!("state directory: {e}")),
+        Err(e) => {
+            return unconfirmed(
+                exit::FAILED,
+                doc::FenceReason::WriteFailed,
+                format!("state directory: {e}"),
+            )
+        }
     };
-    let guard = match lock::acquire(&state, g.lock_timeout, &|| false) {
+    let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
         Ok(guard) => guard,
-        Err(LockError::Timeout {
-            path,
-            waited_secs,
-            holder,
-        }) => {
+        Err(e @ (LockError::Timeout { .. } | LockError::Cancelled { .. })) => {
             // Receipts are immutable: the one this operation has is read
             // without the lock, so the answer says what exists, though
             // termination stays unconfirmed until the lock is taken.
@@ -895,14 +922,26 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 .as_ref()
                 .map(|r| format!(" (operation {id} has a receipt: outcome {})", r.outcome))
                 .unwrap_or_default();
-            let mut o = unconfirmed(
-                exit::LOCK_TIMEOUT,
-                format!("renewal lock {path} still held after {waited_secs}s by {holder}; termination unconfirmed{has}"),
-            );
+            let (reason, message) = match e {
+                LockError::Timeout {
+                    path,
+                    waited_secs,
+                    holder,
+                } => (
+                    doc::FenceReason::LockTimeout,
+                    format!("renewal lock {path} still held after {waited_secs}s by {holder}; termination unconfirmed{has}"),
+                ),
+                LockError::Cancelled { path, holder } => (
+                    doc::FenceReason::Deadline,
+                    format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed; termination unconfirmed{has}"),
+                ),
+                other => (doc::FenceReason::WriteFailed, other.to_string()),
+            };
+            let mut o = unconfirmed(exit::LOCK_TIMEOUT, reason, message);
             o.receipt = found;
             return o;
         }
-        Err(e) => return unconfirmed(exit::FAILED, e.to_string()),
+        Err(e) => return unconfirmed(exit::FAILED, doc::FenceReason::WriteFailed, e.to_string()),
     };
     // The lock is held from here on: every answer below comes after the
     // put-back of what a dead run left staged.
@@ -919,7 +958,12 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
         Err(e) => {
             let pb = put_back(root, &m, &staged_not_active(&m), &mut owner);
             let message = format!("receipts directory: {e}{}", pb.describe());
-            return unconfirmed_after(exit::FAILED, message, pb);
+            return unconfirmed_after(
+                exit::FAILED,
+                doc::FenceReason::MalformedReceipt,
+                message,
+                pb,
+            );
         }
     };
     let lookup = inspect::lookup_receipt(completed.as_ref(), id);
@@ -940,20 +984,25 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                 // hands the node to an operator instead of moving on with a
                 // pod down.
                 let message = format!("termination unconfirmed: {has}");
-                return unconfirmed_after(exit::FAILED, message, pb);
+                return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
             }
             let message = format!("termination confirmed: {has}");
             FenceOutcome {
                 code: exit::OK,
                 termination: doc::Termination::Confirmed,
                 action: doc::FenceAction::ExistingReceipt,
+                reason: doc::FenceReason::Receipt,
                 message,
                 receipt: Some(*r),
                 restored: pb.restored,
                 conflicts: pb.conflicts,
             }
         }
-        FencePlan::Refuse { why, restore } => {
+        FencePlan::Refuse {
+            why,
+            reason,
+            restore,
+        } => {
             // Unconfirmed, and still the staged manifests go back first
             // (SPEC 6, v1.1): the lock is held, so no run is mid-restart.
             // Over a malformed phase file or receipt too: the put-back is a
@@ -966,7 +1015,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
             // writes nothing at all.
             let pb = put_back(root, &m, &restore, &mut owner);
             let message = format!("termination unconfirmed: {why}{}", pb.describe());
-            unconfirmed_after(exit::FAILED, message, pb)
+            unconfirmed_after(exit::FAILED, reason, message, pb)
         }
         FencePlan::Abandon { restore } => {
             let at = Fencing {
@@ -1004,11 +1053,11 @@ fn abandon(
     let pb = put_back(root, m, restore, owner);
     if let (Some(e), None) = (&owner_error, &pb.failed) {
         let message = format!("termination unconfirmed: {e}");
-        return unconfirmed_after(exit::FAILED, message, pb);
+        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
     }
     if let Some(f) = &pb.failed {
         let message = format!("termination unconfirmed: {f}");
-        return unconfirmed_after(exit::FAILED, message, pb);
+        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
     }
     let PutBack {
         restored,
@@ -1060,7 +1109,7 @@ fn abandon(
         Ok(c) => c,
         Err(e) => {
             let message = format!("termination unconfirmed: {e}{}", pb.describe());
-            return unconfirmed_after(exit::FAILED, message, pb);
+            return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
         }
     };
     let completed = match completed {
@@ -1069,7 +1118,7 @@ fn abandon(
             Ok(c) => c,
             Err(e) => {
                 let message = format!("receipts directory: {e}{}", pb.describe());
-                return unconfirmed_after(exit::FAILED, message, pb);
+                return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
             }
         },
     };
@@ -1080,6 +1129,7 @@ fn abandon(
                 code: exit::OK,
                 termination: doc::Termination::Confirmed,
                 action: doc::FenceAction::Abandoned,
+                reason: doc::FenceReason::Abandoned,
                 message,
                 receipt: Some(r),
                 restored: pb.restored,
@@ -1091,6 +1141,7 @@ fn abandon(
                 code: exit::OK,
                 termination: doc::Termination::Confirmed,
                 action: doc::FenceAction::ExistingReceipt,
+                reason: doc::FenceReason::Receipt,
                 message: format!(
                     "termination confirmed: operation {id} already has a receipt (outcome {})",
                     r.outcome
@@ -1104,7 +1155,12 @@ fn abandon(
                     "termination unconfirmed: the receipt appeared malformed{}",
                     pb.describe()
                 );
-                unconfirmed_after(exit::FAILED, message, pb)
+                unconfirmed_after(
+                    exit::FAILED,
+                    doc::FenceReason::MalformedReceipt,
+                    message,
+                    pb,
+                )
             }
         },
         Err(e) => {
@@ -1112,7 +1168,7 @@ fn abandon(
                 "termination unconfirmed: writing the receipt failed: {e}{}",
                 pb.describe()
             );
-            unconfirmed_after(exit::FAILED, message, pb)
+            unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb)
         }
     }
 }
@@ -1139,6 +1195,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
         termination: o.termination,
         confirmed: o.termination == doc::Termination::Confirmed,
         action: o.action,
+        reason: o.reason,
         outcome: receipt.as_ref().map(|r| r.outcome),
         phase: receipt.as_ref().map(|r| r.phase),
         message: doc::Message(receipt::bounded_message(&o.message)),
@@ -1147,6 +1204,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
         conflicts: o.conflicts.clone(),
         manifests: m.views(),
         duration_ms: 0,
+        exit_code: 0,
     };
     let json = crate::contract::to_json(&document);
     let mut text = format!(
@@ -1157,6 +1215,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
         &mut text,
         &[
             vec!["action".to_string(), output::word(&o.action)],
+            vec!["reason".to_string(), output::word(&o.reason)],
             vec![
                 "receipt".to_string(),
                 o.receipt

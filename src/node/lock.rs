@@ -255,8 +255,9 @@ pub enum LockError {
         waited_secs: u64,
         holder: String,
     },
-    #[error("cancelled while waiting for the renewal lock")]
-    Cancelled,
+    /// A signal, or the controller's deadline, ended the wait.
+    #[error("cancelled while waiting for the renewal lock {path} held by {holder}")]
+    Cancelled { path: String, holder: String },
     #[error(transparent)]
     Fs(#[from] FsError),
 }
@@ -362,7 +363,10 @@ pub fn acquire(
             said = true;
         }
         if cancelled() {
-            return Err(LockError::Cancelled);
+            return Err(LockError::Cancelled {
+                path: state.entry_path(LOCK_FILE),
+                holder: HeldBy::read(state, id).describe(),
+            });
         }
         if start.elapsed() >= timeout {
             return Err(LockError::Timeout {
@@ -504,7 +508,7 @@ mod tests {
         let _held = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
         let t0 = Instant::now();
         let r = acquire(&state, Duration::from_secs(30), &|| true);
-        assert!(matches!(r, Err(LockError::Cancelled)), "{r:?}");
+        assert!(matches!(r, Err(LockError::Cancelled { .. })), "{r:?}");
         assert!(t0.elapsed() < Duration::from_secs(2));
     }
 

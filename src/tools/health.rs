@@ -379,7 +379,8 @@ impl Health<'_> {
     /// to be killed).
     pub fn wait_gate(&self, timeout: Duration) -> Result<GateOk, GateError> {
         let t0 = Instant::now();
-        let deadline = t0 + timeout;
+        // The controller's deadline cuts every wait (SPEC 4, v1.1).
+        let deadline = t0 + self.cancel.bound(timeout);
         let mut last = String::new();
         let mut cut = None;
         let mut backoff = Backoff::default();
@@ -416,6 +417,10 @@ impl Health<'_> {
                     }
                 }
             }
+            if self.cancel.is_cancelled() {
+                // The deadline passed (or a signal came) meanwhile.
+                return Err(GateError::Cancelled);
+            }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
                     message: format!(
@@ -446,7 +451,8 @@ impl Health<'_> {
         timeout: Duration,
     ) -> Result<(), GateError> {
         let t0 = Instant::now();
-        let deadline = t0 + timeout;
+        // The controller's deadline cuts every wait (SPEC 4, v1.1).
+        let deadline = t0 + self.cancel.bound(timeout);
         let left = || deadline.saturating_duration_since(Instant::now());
         let mut backoff = Backoff::default();
         let mut last_error = None;
@@ -495,6 +501,10 @@ impl Health<'_> {
                     })
                 }
                 Err(e) => last_error = Some(e.to_string()),
+            }
+            if self.cancel.is_cancelled() {
+                // The deadline passed (or a signal came) meanwhile.
+                return Err(GateError::Cancelled);
             }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {
@@ -549,6 +559,7 @@ impl Health<'_> {
         created: Option<&crate::tools::pidwatch::NewContainers>,
     ) -> Result<String, GateError> {
         let t0 = Instant::now();
+        let deadline = deadline.min(t0 + self.cancel.bound(timeout));
         let mut backoff = Backoff::default();
         let mut last_error = None;
         let mut after_event = false;
@@ -608,6 +619,10 @@ impl Health<'_> {
                     })
                 }
                 Err(e) => last_error = Some(e.to_string()),
+            }
+            if self.cancel.is_cancelled() {
+                // The deadline passed (or a signal came) meanwhile.
+                return Err(GateError::Cancelled);
             }
             if Instant::now() >= deadline {
                 return Err(GateError::TimedOut {

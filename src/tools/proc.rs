@@ -269,6 +269,17 @@ fn run_logged(
             }
             stdout_early = Some(r);
         }
+        // A cancellation first: when the controller's deadline is what
+        // bounds this call, it is a cancellation, not a tool's timeout.
+        if cancel.is_cancelled() {
+            kill_group();
+            let _ = child.wait();
+            if let Some(h) = out.take() {
+                let _ = h.join();
+            }
+            let _ = err.join();
+            return Err(ProcError::Cancelled { cmd });
+        }
         if start.elapsed() >= timeout {
             kill_group();
             let _ = child.wait();
@@ -281,15 +292,6 @@ fn run_logged(
                 cmd,
                 secs: timeout.as_secs(),
             });
-        }
-        if cancel.is_cancelled() {
-            kill_group();
-            let _ = child.wait();
-            if let Some(h) = out.take() {
-                let _ = h.join();
-            }
-            let _ = err.join();
-            return Err(ProcError::Cancelled { cmd });
         }
         std::thread::sleep(interval);
         interval = (interval * 2).min(Duration::from_millis(10));

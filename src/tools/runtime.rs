@@ -168,7 +168,11 @@ impl NodeRuntime {
             v.push(e.clone());
         }
         v.extend(args);
-        let timeout = self.timeout.min(budget).max(Duration::from_millis(1));
+        // Never past the controller's deadline (SPEC 4, v1.1).
+        let timeout = self
+            .cancel
+            .bound(self.timeout.min(budget))
+            .max(Duration::from_millis(1));
         // Every crictl call is part of a gate attempt or a wait, which log
         // themselves (SPEC 8, v1.1).
         Ok(proc::run_in_poll(p, &v, timeout, &self.cancel)?)
@@ -294,7 +298,11 @@ impl Runtime for NodeRuntime {
             args.push("--rootfs".into());
             args.push(r.clone());
         }
-        Ok(proc::run(p, &args, self.timeout, &self.cancel)?)
+        let timeout = self
+            .cancel
+            .bound(self.timeout)
+            .max(Duration::from_millis(1));
+        Ok(proc::run(p, &args, timeout, &self.cancel)?)
     }
 }
 
