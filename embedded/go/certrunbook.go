@@ -6,7 +6,17 @@
 //
 // The binary and manifest.json are placed beside this file by prepare.sh
 // (from target/static/, built by packaging/build-static) and are not
-// committed: the package does not build until they are there.
+// committed: the package does not build until they are there, unless it is
+// built with the tag certrunbook_nobinary (embed_stub.go), where Binary is
+// nil and Verify, WriteBinary and Executor.Push return ErrNoBinary; the
+// contract's rules (types, decoders, argument builders, the Executor
+// against a test Transport) work either way.
+//
+// The Executor (executor.go) runs the binary on a node through a Transport:
+// the check and its Plan (which executor, legacy fallback), a V2 renewal
+// with receipt verification, the fencing check, and the cleanup that
+// decides whether the cluster mutation lock is released or retained
+// (outcome.go).
 //
 // Standard library only.
 package certrunbook
@@ -14,19 +24,13 @@ package certrunbook
 import (
 	"bytes"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 )
-
-//go:embed nvke-cert-runbook
-var binary []byte
-
-//go:embed manifest.json
-var manifestJSON []byte
 
 // BinaryName is the executable's name.
 const BinaryName = "nvke-cert-runbook"
@@ -45,15 +49,22 @@ const (
 	ExitFenced          = 5 // replay of an abandoned or superseded receipt: this attempt was fenced
 )
 
-// Binary returns the embedded static executable (linux/amd64). Do not modify
-// the returned slice.
+// ErrNoBinary is what Verify, WriteBinary, Manifest and Executor.Push return
+// when the package was built with the tag certrunbook_nobinary.
+var ErrNoBinary = errors.New("nvke-cert-runbook is not embedded (built with -tags certrunbook_nobinary)")
+
+// Binary returns the embedded static executable (linux/amd64), nil when
+// built with the tag certrunbook_nobinary. Do not modify the returned slice.
 func Binary() []byte { return binary }
 
 // Size is the embedded binary's size in bytes.
 func Size() int { return len(binary) }
 
-// SHA256 is the lowercase hex sha256 of the embedded binary.
+// SHA256 is the lowercase hex sha256 of the embedded binary ("" without one).
 func SHA256() string {
+	if binary == nil {
+		return ""
+	}
 	sum := sha256.Sum256(binary)
 	return hex.EncodeToString(sum[:])
 }
@@ -61,6 +72,9 @@ func SHA256() string {
 // Manifest returns the manifest prepared with the binary (embedded/manifest.json
 // filled in by embedded/gen-manifest).
 func Manifest() (*EmbeddedManifest, error) {
+	if manifestJSON == nil {
+		return nil, ErrNoBinary
+	}
 	var m EmbeddedManifest
 	dec := json.NewDecoder(bytes.NewReader(manifestJSON))
 	dec.DisallowUnknownFields()
@@ -111,6 +125,9 @@ func Verify() error {
 // 0755, replacing a previous copy through a temporary file) and returns
 // its path.
 func WriteBinary(dir string) (string, error) {
+	if binary == nil {
+		return "", ErrNoBinary
+	}
 	path := filepath.Join(dir, BinaryName)
 	tmp, err := os.CreateTemp(dir, "."+BinaryName+".*")
 	if err != nil {

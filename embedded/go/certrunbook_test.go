@@ -2,6 +2,7 @@ package certrunbook
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -75,6 +76,9 @@ type demo struct {
 
 func newDemo(t *testing.T) *demo {
 	t.Helper()
+	if Binary() == nil {
+		t.Skip("built with -tags certrunbook_nobinary: no binary to run")
+	}
 	dir := t.TempDir()
 	bin, err := WriteBinary(dir)
 	if err != nil {
@@ -114,10 +118,27 @@ func (d *demo) run(t *testing.T, args []string, err error) (int, []byte) {
 	if !bytes.HasSuffix(out, []byte("\n")) || bytes.Count(out, []byte("\n")) != 1 {
 		t.Fatalf("%v: stdout is not one JSON line:\n%s\nstderr:\n%s", args, out, stderr.String())
 	}
+	// Every document carries the process's exit code (contract v1.1).
+	if c, ok := docExitCode(out); !ok || c != code {
+		t.Errorf("%v: exit %d, document exitCode %d (present %v): %s", args, code, c, ok, out)
+	}
 	return code, out
 }
 
 func TestEmbeddedBinaryMatchesItsManifest(t *testing.T) {
+	if Binary() == nil {
+		// -tags certrunbook_nobinary: every use of the binary says so.
+		if _, err := WriteBinary(t.TempDir()); !errors.Is(err, ErrNoBinary) {
+			t.Fatalf("WriteBinary: %v", err)
+		}
+		if err := Verify(); !errors.Is(err, ErrNoBinary) || SHA256() != "" || Size() != 0 {
+			t.Fatalf("Verify: %v, sha %q", err, SHA256())
+		}
+		if _, err := (&Executor{Transport: newFake()}).Push(context.Background()); !errors.Is(err, ErrNoBinary) {
+			t.Fatalf("Push: %v", err)
+		}
+		return
+	}
 	if err := Verify(); err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +207,8 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 	args, err = Fence(d.g, "cycle-1@cp-1")
 	code, out = d.run(t, args, err)
 	f, err := DecodeFence(out)
-	if err != nil || code != ExitOK || !f.Confirmed || f.Action != "abandoned" || f.Receipt == nil ||
-		f.Receipt.Outcome != OutcomeAbandoned {
+	if err != nil || code != ExitOK || !f.Confirmed || f.Action != FenceActionAbandoned || f.Receipt == nil ||
+		f.Receipt.Outcome != OutcomeAbandoned || f.Reason != FenceReasonAbandoned || f.ExitCode != code {
 		t.Fatalf("fence: exit %d, %v: %s", code, err, out)
 	}
 	state := filepath.Join(d.root, "var/lib/nvke/k8s-cert-renewal")
@@ -262,7 +283,7 @@ func TestRenewalRefusedByTheHealthGate(t *testing.T) {
 	}
 	args, err = Fence(g, "cycle-3@cp-1")
 	code, out = d.run(t, args, err)
-	if f, err := DecodeFence(out); err != nil || code != ExitLockTimeout || f.Confirmed {
+	if f, err := DecodeFence(out); err != nil || code != ExitLockTimeout || f.Confirmed || f.Reason != FenceReasonLockTimeout {
 		t.Fatalf("fence, lock held: exit %d, %v: %s", code, err, out)
 	}
 }

@@ -3,8 +3,21 @@ package certrunbook
 // Typed mirrors of the JSON documents (embedded/schema/*.schema.json; the
 // Rust types in src/contract/ are the source of those schemas). Nullable
 // values are pointers; fields that only some shapes carry are pointers or
-// slices as well. Decoders refuse unknown fields, so a document from a newer
-// binary with fields this package does not know fails loudly.
+// slices as well.
+//
+// Two kinds of decoder:
+//   - the documents the embedded binary prints (DecodeRenew, DecodeCheck,
+//     DecodeStatus, DecodeFence, DecodeUsageError, DecodeVersion,
+//     DecodeHelp, Decode) are strict: an unknown field at any depth is an
+//     error, so drift between this package and the binary it embeds fails
+//     loudly;
+//   - the files on the node (DecodeReceipt, DecodePhaseV2, DecodeLockOwner,
+//     DecodeAgentState) are read across versions: receipts are never
+//     deleted, and a rolled-back older controller must still read a newer
+//     runbook's receipt. They allow unknown fields but still check the
+//     format and the required fields.
+//
+// Every decoder returns a value or an error, never both.
 
 import (
 	"bytes"
@@ -26,28 +39,14 @@ const (
 	KindHelp       Kind = "help"
 )
 
-// Outcomes of an operation (receipts and renew results).
-const (
-	OutcomeRenewed           = "renewed"
-	OutcomeUnchanged         = "unchanged"
-	OutcomeFailed            = "failed"
-	OutcomeFailedNotRestored = "failed_not_restored"
-	OutcomeCancelled         = "cancelled"
-	OutcomeAbandoned         = "abandoned"
-	OutcomeSuperseded        = "superseded"
-)
-
-// Components, in restart order.
-var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-
 // ManifestLocations: where each of the four manifests is ("active",
 // "staged", "both", "missing"). Empty strings: the document had `{}` (a
 // renewal that stopped before it looked at the node).
 type ManifestLocations struct {
-	Etcd                  string `json:"etcd"`
-	KubeAPIServer         string `json:"kube-apiserver"`
-	KubeControllerManager string `json:"kube-controller-manager"`
-	KubeScheduler         string `json:"kube-scheduler"`
+	Etcd                  Location `json:"etcd"`
+	KubeAPIServer         Location `json:"kube-apiserver"`
+	KubeControllerManager Location `json:"kube-controller-manager"`
+	KubeScheduler         Location `json:"kube-scheduler"`
 }
 
 // ResumedFrom is the operation (or legacy work, OperationID nil) a renewal took over.
@@ -60,10 +59,10 @@ type ResumedFrom struct {
 type Receipt struct {
 	Format          string            `json:"format"` // "nvke-cert-runbook/receipt/v1"
 	OperationID     string            `json:"operationID"`
-	Outcome         string            `json:"outcome"`
-	Phase           string            `json:"phase"`
+	Outcome         Outcome           `json:"outcome"`
+	Phase           Phase             `json:"phase"`
 	Message         string            `json:"message"`
-	FailedComponent *string           `json:"failedComponent"`
+	FailedComponent *Component        `json:"failedComponent"`
 	Manifests       ManifestLocations `json:"manifests"`
 	FinishedAt      string            `json:"finishedAt"`
 	RunbookVersion  string            `json:"runbookVersion"`
@@ -75,7 +74,7 @@ type PhaseV2 struct {
 	Format        string            `json:"format"` // "nvke-cert-runbook/phase/v2"
 	OperationID   string            `json:"operationID"`
 	State         string            `json:"state"` // renewing, restart_pending, done
-	NextComponent *string           `json:"nextComponent"`
+	NextComponent *Component        `json:"nextComponent"`
 	CASHA256      map[string]string `json:"caSHA256"`
 	Force         bool              `json:"force"`
 	ThresholdDays int               `json:"thresholdDays"`
@@ -114,12 +113,12 @@ type CertificateChange struct {
 
 // Restart is one component's restart.
 type Restart struct {
-	Component      string `json:"component"`
-	OldContainerID string `json:"oldContainerID"`
-	NewContainerID string `json:"newContainerID"`
-	StopMs         uint64 `json:"stopMs"`
-	HealthyMs      uint64 `json:"healthyMs"`
-	TotalMs        uint64 `json:"totalMs"`
+	Component      Component `json:"component"`
+	OldContainerID string    `json:"oldContainerID"`
+	NewContainerID string    `json:"newContainerID"`
+	StopMs         uint64    `json:"stopMs"`
+	HealthyMs      uint64    `json:"healthyMs"`
+	TotalMs        uint64    `json:"totalMs"`
 }
 
 // EtcdVoters is the etcd membership the health gate saw.
@@ -147,13 +146,13 @@ type RuntimeEndpoint struct {
 //     FailedComponent, Etcd or Receipt; CASHA256 is `{}`; Manifests says
 //     where the four are (a read-only look, issue 14).
 type RenewResult struct {
-	Mode            string              `json:"mode"` // renew or legacy-v1
+	Mode            Mode                `json:"mode"` // renew or legacy-v1
 	RunbookVersion  string              `json:"runbookVersion"`
 	OperationID     *string             `json:"operationID"`
-	Outcome         string              `json:"outcome"`
-	Phase           string              `json:"phase"`
+	Outcome         Outcome             `json:"outcome"`
+	Phase           Phase               `json:"phase"`
 	Message         string              `json:"message"`
-	FailedComponent *string             `json:"failedComponent,omitempty"`
+	FailedComponent *Component          `json:"failedComponent,omitempty"`
 	Replayed        bool                `json:"replayed"`
 	ReceiptWritten  bool                `json:"receiptWritten"` // this run wrote its receipt; never a success without it
 	Resigned        bool                `json:"resigned"`       // this run re-signed the certificates (kubeadm ran and was kept)
@@ -166,20 +165,21 @@ type RenewResult struct {
 	Etcd            *EtcdVoters         `json:"etcd,omitempty"`
 	Receipt         *Receipt            `json:"receipt,omitempty"`
 	DurationMs      uint64              `json:"durationMs"`
+	ExitCode        int                 `json:"exitCode"` // the process's exit code (v1.1)
 }
 
 // Success reports whether the outcome is renewed or unchanged.
 func (r *RenewResult) Success() bool {
-	return r.Outcome == OutcomeRenewed || r.Outcome == OutcomeUnchanged
+	return r.Outcome.Success()
 }
 
 // ManifestView is one manifest as the read-only modes find it.
 type ManifestView struct {
-	Location      string  `json:"location"`
-	Active        bool    `json:"active"`
-	RunbookStaged bool    `json:"runbookStaged"`
-	AgentStaged   bool    `json:"agentStaged"`
-	Error         *string `json:"error,omitempty"`
+	Location      Location `json:"location"`
+	Active        bool     `json:"active"`
+	RunbookStaged bool     `json:"runbookStaged"`
+	AgentStaged   bool     `json:"agentStaged"`
+	Error         *string  `json:"error,omitempty"`
 }
 
 // ManifestViews are the four manifests.
@@ -279,14 +279,14 @@ type ReceiptLookup struct {
 
 // PhaseFileView is the phase file judged as a renewal would judge it.
 type PhaseFileView struct {
-	Path          string  `json:"path"`
-	Status        string  `json:"status"` // absent, present, malformed
-	Intent        string  `json:"intent"` // absent, done, done-by-receipt, pending, malformed
-	Pending       bool    `json:"pending"`
-	Format        *string `json:"format"`
-	State         *string `json:"state"`
-	NextComponent *string `json:"nextComponent"`
-	OperationID   *string `json:"operationID"`
+	Path          string     `json:"path"`
+	Status        string     `json:"status"` // absent, present, malformed
+	Intent        string     `json:"intent"` // absent, done, done-by-receipt, pending, malformed
+	Pending       bool       `json:"pending"`
+	Format        *string    `json:"format"`
+	State         *string    `json:"state"`
+	NextComponent *Component `json:"nextComponent"`
+	OperationID   *string    `json:"operationID"`
 	// V2 only.
 	StartedAt     *string        `json:"startedAt,omitempty"`
 	UpdatedAt     *string        `json:"updatedAt,omitempty"`
@@ -303,21 +303,21 @@ type PhaseFileView struct {
 
 // AgentStateView is the node agent's intent.
 type AgentStateView struct {
-	Path        string  `json:"path"`
-	State       string  `json:"state"` // absent, idle, pending, unknown
-	Phase       *string `json:"phase,omitempty"`
-	OperationID *string `json:"operationID,omitempty"`
-	Reason      *string `json:"reason,omitempty"`
+	Path        string     `json:"path"`
+	State       AgentState `json:"state"`
+	Phase       *string    `json:"phase,omitempty"`
+	OperationID *string    `json:"operationID,omitempty"`
+	Reason      *string    `json:"reason,omitempty"`
 }
 
 // CheckResult is what `--check` prints.
 type CheckResult struct {
-	Mode                   string            `json:"mode"`
+	Mode                   Mode              `json:"mode"`
 	RunbookVersion         string            `json:"runbookVersion"`
 	OperationID            *string           `json:"operationID"` // always null
-	Outcome                string            `json:"outcome"`     // = Decision
-	Decision               string            `json:"decision"`    // renew, unchanged, failed
-	Executors              []string          `json:"executors"`   // legacy, typed
+	Outcome                Decision          `json:"outcome"`     // = Decision
+	Decision               Decision          `json:"decision"`
+	Executors              []ExecutorKind    `json:"executors"` // in the order they must run
 	LegacyFallback         bool              `json:"legacyFallback"`
 	Failure                *string           `json:"failure"` // busy, state, phase-file, manifests, agent-state, pki
 	Reasons                []string          `json:"reasons"`
@@ -336,29 +336,30 @@ type CheckResult struct {
 	CertificateAuthorities []CAView          `json:"certificateAuthorities"`
 	CASHA256               map[string]string `json:"caSHA256"`
 	DurationMs             uint64            `json:"durationMs"`
+	ExitCode               int               `json:"exitCode"` // v1.1
 }
 
 // ReceiptSummary is one of the most recent receipts.
 type ReceiptSummary struct {
-	OperationID string  `json:"operationID"`
-	Outcome     *string `json:"outcome"`
-	Phase       *string `json:"phase"`
-	FinishedAt  *string `json:"finishedAt"`
-	Message     *string `json:"message"`
-	Error       *string `json:"error,omitempty"`
+	OperationID string   `json:"operationID"`
+	Outcome     *Outcome `json:"outcome"`
+	Phase       *Phase   `json:"phase"`
+	FinishedAt  *string  `json:"finishedAt"`
+	Message     *string  `json:"message"`
+	Error       *string  `json:"error,omitempty"`
 }
 
 // FencingPlan is what a fencing check would do now.
 type FencingPlan struct {
-	Action      string   `json:"action"`            // confirm, abandon, refuse
-	Termination string   `json:"termination"`       // confirmed, unconfirmed
-	Restore     []string `json:"restore,omitempty"` // what it would put back (every action, v1.1)
-	Reason      *string  `json:"reason,omitempty"`
+	Action      string      `json:"action"` // confirm, abandon, refuse
+	Termination Termination `json:"termination"`
+	Restore     []string    `json:"restore,omitempty"` // what it would put back (every action, v1.1)
+	Reason      *string     `json:"reason,omitempty"`
 }
 
 // StatusResult is what `--status-only [--operation-id ID]` prints.
 type StatusResult struct {
-	Mode                   string            `json:"mode"`
+	Mode                   Mode              `json:"mode"`
 	RunbookVersion         string            `json:"runbookVersion"`
 	OperationID            *string           `json:"operationID"`
 	Fence                  bool              `json:"fence"`   // false
@@ -389,6 +390,7 @@ type StatusResult struct {
 	StateError             *string           `json:"stateError,omitempty"`
 	Evidence               *Evidence         `json:"evidence,omitempty"` // with --evidence PATH
 	DurationMs             uint64            `json:"durationMs"`
+	ExitCode               int               `json:"exitCode"` // v1.1
 }
 
 // NextStep is one thing for the operator to do, with its exact command.
@@ -408,7 +410,7 @@ type ManifestCopy struct {
 
 // StagingConflict is a manifest both active and staged, its copies compared.
 type StagingConflict struct {
-	Component string       `json:"component"`
+	Component Component    `json:"component"`
 	Staging   string       `json:"staging"` // runbook, agent
 	Active    ManifestCopy `json:"active"`
 	Staged    ManifestCopy `json:"staged"`
@@ -437,50 +439,55 @@ type Evidence struct {
 
 // FenceResult is what `--status-only --operation-id ID --fence` prints.
 type FenceResult struct {
-	Mode           string        `json:"mode"`
+	Mode           Mode          `json:"mode"` // status
 	RunbookVersion string        `json:"runbookVersion"`
 	OperationID    string        `json:"operationID"`
-	Fence          bool          `json:"fence"`       // true
-	Termination    string        `json:"termination"` // confirmed, unconfirmed
+	Fence          bool          `json:"fence"` // true
+	Termination    Termination   `json:"termination"`
 	Confirmed      bool          `json:"confirmed"`
-	Action         string        `json:"action"` // none, existing-receipt, abandoned
-	Outcome        *string       `json:"outcome"`
-	Phase          *string       `json:"phase"`
+	Reason         FenceReason   `json:"reason"` // v1.1: why; only lock-timeout is worth a retry
+	Action         FenceAction   `json:"action"`
+	Outcome        *Outcome      `json:"outcome"`
+	Phase          *Phase        `json:"phase"`
 	Message        string        `json:"message"`
 	Receipt        *Receipt      `json:"receipt"`
 	Restored       []string      `json:"restored"`
 	Conflicts      []string      `json:"conflicts"`
 	Manifests      ManifestViews `json:"manifests"`
 	DurationMs     uint64        `json:"durationMs"`
+	ExitCode       int           `json:"exitCode"` // v1.1
 }
 
 // UsageError is what any mode prints when its arguments are refused
 // (Outcome "usage_error", exit 2) or --root cannot be opened ("failed", exit 1).
 type UsageError struct {
-	Mode           *string `json:"mode"`
+	Mode           *Mode   `json:"mode"`
 	RunbookVersion string  `json:"runbookVersion"`
 	OperationID    *string `json:"operationID"` // always null
-	Outcome        string  `json:"outcome"`
-	Phase          string  `json:"phase"` // arguments
+	Outcome        Outcome `json:"outcome"`     // usage_error, or failed
+	Phase          Phase   `json:"phase"`       // arguments
 	Message        string  `json:"message"`
 	Replayed       bool    `json:"replayed"`
 	DurationMs     uint64  `json:"durationMs"`
+	ExitCode       int     `json:"exitCode"` // v1.1
 }
 
 // VersionInfo is what `--version --output json` prints.
 type VersionInfo struct {
-	Mode            string `json:"mode"`
+	Mode            Mode   `json:"mode"`
 	RunbookVersion  string `json:"runbookVersion"`
 	GitCommit       string `json:"gitCommit"`
 	ContractVersion string `json:"contractVersion"`
 	DurationMs      uint64 `json:"durationMs"`
+	ExitCode        int    `json:"exitCode"` // v1.1
 }
 
 // Help is what `--help --output json` prints.
 type Help struct {
-	Mode           string `json:"mode"`
+	Mode           Mode   `json:"mode"`
 	RunbookVersion string `json:"runbookVersion"`
 	Help           string `json:"help"`
+	ExitCode       int    `json:"exitCode"` // v1.1
 }
 
 // decodeStrict decodes exactly one JSON value, refusing unknown fields.
@@ -559,68 +566,39 @@ func (e *UsageErrorResult) Error() string {
 	return fmt.Sprintf("nvke-cert-runbook %s: %s", e.Doc.Outcome, e.Doc.Message)
 }
 
-// DecodeRenew decodes the output of a renewal (V2 or legacy-v1).
-func DecodeRenew(b []byte) (*RenewResult, error) {
-	if err := expectKind(b, KindRenew); err != nil {
+func decodeDoc[T any](b []byte, want Kind) (*T, error) {
+	if err := expectKind(b, want); err != nil {
 		return nil, err
 	}
-	var r RenewResult
-	return &r, decodeStrict(b, &r)
+	var r T
+	if err := decodeStrict(b, &r); err != nil {
+		return nil, fmt.Errorf("%s document: %w", want, err)
+	}
+	return &r, nil
 }
+
+// DecodeRenew decodes the output of a renewal (V2 or legacy-v1).
+func DecodeRenew(b []byte) (*RenewResult, error) { return decodeDoc[RenewResult](b, KindRenew) }
 
 // DecodeCheck decodes the output of --check.
-func DecodeCheck(b []byte) (*CheckResult, error) {
-	if err := expectKind(b, KindCheck); err != nil {
-		return nil, err
-	}
-	var r CheckResult
-	return &r, decodeStrict(b, &r)
-}
+func DecodeCheck(b []byte) (*CheckResult, error) { return decodeDoc[CheckResult](b, KindCheck) }
 
 // DecodeStatus decodes the output of --status-only (operator view).
-func DecodeStatus(b []byte) (*StatusResult, error) {
-	if err := expectKind(b, KindStatus); err != nil {
-		return nil, err
-	}
-	var r StatusResult
-	return &r, decodeStrict(b, &r)
-}
+func DecodeStatus(b []byte) (*StatusResult, error) { return decodeDoc[StatusResult](b, KindStatus) }
 
 // DecodeFence decodes the output of a fencing check.
-func DecodeFence(b []byte) (*FenceResult, error) {
-	if err := expectKind(b, KindFence); err != nil {
-		return nil, err
-	}
-	var r FenceResult
-	return &r, decodeStrict(b, &r)
-}
+func DecodeFence(b []byte) (*FenceResult, error) { return decodeDoc[FenceResult](b, KindFence) }
 
 // DecodeUsageError decodes a usage error.
 func DecodeUsageError(b []byte) (*UsageError, error) {
-	if err := expectKind(b, KindUsageError); err != nil {
-		return nil, err
-	}
-	var r UsageError
-	return &r, decodeStrict(b, &r)
+	return decodeDoc[UsageError](b, KindUsageError)
 }
 
 // DecodeVersion decodes the output of --version --output json.
-func DecodeVersion(b []byte) (*VersionInfo, error) {
-	if err := expectKind(b, KindVersion); err != nil {
-		return nil, err
-	}
-	var r VersionInfo
-	return &r, decodeStrict(b, &r)
-}
+func DecodeVersion(b []byte) (*VersionInfo, error) { return decodeDoc[VersionInfo](b, KindVersion) }
 
 // DecodeHelp decodes the output of --help --output json.
-func DecodeHelp(b []byte) (*Help, error) {
-	if err := expectKind(b, KindHelp); err != nil {
-		return nil, err
-	}
-	var r Help
-	return &r, decodeStrict(b, &r)
-}
+func DecodeHelp(b []byte) (*Help, error) { return decodeDoc[Help](b, KindHelp) }
 
 // Decode decodes any printed document into its type (*RenewResult,
 // *CheckResult, *StatusResult, *FenceResult, *UsageError, *VersionInfo, *Help).
@@ -646,33 +624,101 @@ func Decode(b []byte) (Kind, interface{}, error) {
 	case KindHelp:
 		v = &Help{}
 	}
-	return k, v, decodeStrict(b, v)
+	if err := decodeStrict(b, v); err != nil {
+		return "", nil, fmt.Errorf("%s document: %w", k, err)
+	}
+	return k, v, nil
 }
 
-// DecodeReceipt decodes a receipt file.
+// File formats the runbook writes on the node.
+const (
+	ReceiptFormat = "nvke-cert-runbook/receipt/v1"
+	PhaseV2Format = "nvke-cert-runbook/phase/v2"
+)
+
+// decodeTolerant decodes exactly one JSON object, allowing unknown fields
+// (a file written by another version).
+func decodeTolerant(b []byte, v interface{}) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// DecodeReceipt decodes a receipt file (state/completed/<ID>.json). Unknown
+// fields are allowed (a newer runbook's receipt); the format, the
+// operationID and a known outcome are required.
 func DecodeReceipt(b []byte) (*Receipt, error) {
 	var r Receipt
-	return &r, decodeStrict(b, &r)
+	if err := decodeTolerant(b, &r); err != nil {
+		return nil, fmt.Errorf("receipt: %w", err)
+	}
+	if r.Format != ReceiptFormat {
+		return nil, fmt.Errorf("receipt: format %q is not %q", r.Format, ReceiptFormat)
+	}
+	if r.OperationID == "" {
+		return nil, fmt.Errorf("receipt: no operationID")
+	}
+	if !r.Outcome.ValidReceipt() {
+		return nil, fmt.Errorf("receipt %s: outcome %q is not a receipt outcome", r.OperationID, r.Outcome)
+	}
+	return &r, nil
 }
 
-// DecodePhaseV2 decodes a V2 phase file (a legacy five-line file is not JSON).
+// DecodePhaseV2 decodes a V2 phase file (a legacy five-line file is not
+// JSON). Unknown fields are allowed; the format, the operationID and a
+// known state are required.
 func DecodePhaseV2(b []byte) (*PhaseV2, error) {
 	var r PhaseV2
-	return &r, decodeStrict(b, &r)
+	if err := decodeTolerant(b, &r); err != nil {
+		return nil, fmt.Errorf("phase file: %w", err)
+	}
+	if r.Format != PhaseV2Format {
+		return nil, fmt.Errorf("phase file: format %q is not %q", r.Format, PhaseV2Format)
+	}
+	if r.OperationID == "" {
+		return nil, fmt.Errorf("phase file: no operationID")
+	}
+	switch r.State {
+	case "renewing", "restart_pending", "done":
+	default:
+		return nil, fmt.Errorf("phase file: state %q is not renewing, restart_pending or done", r.State)
+	}
+	return &r, nil
 }
 
-// DecodeLockOwner decodes state/owner as this binary writes it.
+// DecodeLockOwner decodes state/owner. Unknown fields are allowed; pid and
+// mode are required.
 func DecodeLockOwner(b []byte) (*LockOwner, error) {
 	var r LockOwner
-	return &r, decodeStrict(b, &r)
+	if err := decodeTolerant(b, &r); err != nil {
+		return nil, fmt.Errorf("owner record: %w", err)
+	}
+	if r.PID == 0 || r.Mode == "" {
+		return nil, fmt.Errorf("owner record: pid and mode are required")
+	}
+	return &r, nil
 }
 
 // DecodeAgentState decodes the node agent's state file (an open document:
-// unknown keys are allowed).
+// unknown keys are allowed; k8sCertRenewalState is required).
 func DecodeAgentState(b []byte) (*AgentStateFile, error) {
+	var probe struct {
+		State *json.RawMessage `json:"k8sCertRenewalState"`
+	}
+	if err := decodeTolerant(b, &probe); err != nil {
+		return nil, fmt.Errorf("agent state: %w", err)
+	}
+	if probe.State == nil {
+		return nil, fmt.Errorf("agent state: no k8sCertRenewalState")
+	}
 	var r AgentStateFile
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("agent state: %w", err)
 	}
 	return &r, nil
 }

@@ -1,3 +1,3 @@
 module nvke.example/certrunbook
 
-go 1.19
+go 1.22

@@ -1,0 +1,726 @@
+package certrunbook
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Defaults of an Executor's configuration.
+const (
+	// DefaultBinaryDir is where pushed binaries live on the node, one
+	// directory per sha256.
+	DefaultBinaryDir = "/var/lib/nvke/bin"
+	// DefaultCleanupBudget is the guide's five-minute cleanup budget.
+	DefaultCleanupBudget = 5 * time.Minute
+	// DefaultCancelGrace is how long a cancelled run is waited for after
+	// SIGTERM: the runbook promises to cancel within 30 s.
+	DefaultCancelGrace = 45 * time.Second
+	// signalTimeout bounds sending SIGTERM on a disconnected context.
+	signalTimeout = 10 * time.Second
+)
+
+// ExitBinaryMismatch is the exit code of the verifying wrapper when the
+// file at the content-addressed path is missing, or not the embedded
+// binary, or cannot be executed (/bin/sh's own 126).
+const ExitBinaryMismatch = 126
+
+// verifyScript is run as `/bin/sh -c verifyScript SHA PATH ARGS...`: $0 is
+// the expected sha256, $1 the path; it checks the file it then execs and
+// exits 126 when the check fails.
+const verifyScript = `echo "$0  $1" | /usr/bin/sha256sum -c --status - >/dev/null 2>&1 || exit 126; p=$1; shift; exec "$p" "$@"`
+
+// Backoff spaces the cleanup's retries: Dense retries Initial apart, then
+// each delay Factor times the last, never above Max. The zero Backoff is
+// DefaultBackoff.
+type Backoff struct {
+	Initial time.Duration
+	Dense   int
+	Factor  float64
+	Max     time.Duration
+}
+
+// DefaultBackoff: four retries a quarter second apart (a lock released
+// moments later), then doubling to 15 s (a node that is slow or away).
+var DefaultBackoff = Backoff{Initial: 250 * time.Millisecond, Dense: 4, Factor: 2, Max: 15 * time.Second}
+
+// Delay is the wait before retry number attempt (0: the first retry).
+func (b Backoff) Delay(attempt int) time.Duration {
+	if b.Initial <= 0 {
+		b = DefaultBackoff
+	}
+	d := b.Initial
+	f := b.Factor
+	if f < 1 {
+		f = 1
+	}
+	for i := b.Dense; i < attempt; i++ {
+		d = time.Duration(float64(d) * f)
+		if b.Max > 0 && d >= b.Max {
+			return b.Max
+		}
+	}
+	if b.Max > 0 && d > b.Max {
+		return b.Max
+	}
+	return d
+}
+
+// Executor runs the embedded nvke-cert-runbook on one node through a
+// Transport: a struct holding configuration whose methods take a context
+// and return typed results (containerd's go-runc is the model). The zero
+// values of the optional fields are the defaults. An Executor is safe for
+// concurrent use when its Transport is; it keeps no state between calls.
+//
+// Every run goes through `/bin/sh -c` with a wrapper that checks the
+// sha256 of the content-addressed file BinaryDir/<sha256>/nvke-cert-runbook
+// before it execs it; a missing or different file (exit 126) is pushed and
+// the run retried once. The binary is always the embedded one: V2 legacy
+// dispatch and the status checks never use a configured override (the
+// guide).
+type Executor struct {
+	// Transport reaches the node (required).
+	Transport Transport
+	// Global: the options every mode shares (Root, timeouts, tools).
+	Global Global
+	// BinaryDir: the node directory of pushed binaries ("":
+	// DefaultBinaryDir). Absolute; letters, digits and / . _ - only.
+	BinaryDir string
+	// CleanupBudget: Cleanup's own budget (0: DefaultCleanupBudget).
+	CleanupBudget time.Duration
+	// CancelGrace: how long to wait for a run after SIGTERM (0:
+	// DefaultCancelGrace). The runbook is never sent SIGKILL: after the
+	// grace the session is closed and the runbook finishes on its own.
+	CancelGrace time.Duration
+	// Backoff spaces Cleanup's retries (zero: DefaultBackoff).
+	Backoff Backoff
+	// AllowLegacyFallback lets Plan.FallbackToLegacy answer true: the
+	// controller's switch for the embedded runbook as the fallback of a
+	// node agent without the V2 start RPC.
+	AllowLegacyFallback bool
+	// Now is the clock (nil: time.Now); Cleanup uses it to judge whether
+	// another retry fits in its budget.
+	Now func() time.Time
+	// Logf, when set, receives one line per run, push and retry.
+	Logf func(format string, args ...any)
+
+	// bin replaces the embedded binary in this package's tests (there is
+	// deliberately no exported override).
+	bin []byte
+}
+
+func (e *Executor) binary() []byte {
+	if e.bin != nil {
+		return e.bin
+	}
+	return Binary()
+}
+
+func (e *Executor) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Executor) logf(format string, args ...any) {
+	if e.Logf != nil {
+		e.Logf(format, args...)
+	}
+}
+
+func (e *Executor) cancelGrace() time.Duration {
+	if e.CancelGrace > 0 {
+		return e.CancelGrace
+	}
+	return DefaultCancelGrace
+}
+
+func (e *Executor) cleanupBudget() time.Duration {
+	if e.CleanupBudget > 0 {
+		return e.CleanupBudget
+	}
+	return DefaultCleanupBudget
+}
+
+func validBinaryDir(d string) error {
+	if !strings.HasPrefix(d, "/") {
+		return fmt.Errorf("BinaryDir %q must be absolute", d)
+	}
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '/' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("BinaryDir %q: only letters, digits and / . _ - are allowed", d)
+		}
+	}
+	return nil
+}
+
+// remote returns the sha256 and the content-addressed node path of the binary.
+func (e *Executor) remote() (sha, p string, err error) {
+	b := e.binary()
+	if len(b) == 0 {
+		return "", "", ErrNoBinary
+	}
+	dir := e.BinaryDir
+	if dir == "" {
+		dir = DefaultBinaryDir
+	}
+	if err := validBinaryDir(dir); err != nil {
+		return "", "", err
+	}
+	sum := sha256.Sum256(b)
+	sha = hex.EncodeToString(sum[:])
+	return sha, path.Join(dir, sha, BinaryName), nil
+}
+
+// Push writes the binary to its content-addressed path on the node,
+// BinaryDir/<sha256>/nvke-cert-runbook, and returns that path. Runs push
+// on first use by themselves; Push is for a controller that wants the
+// binary in place ahead of time.
+func (e *Executor) Push(ctx context.Context) (string, error) {
+	_, p, err := e.remote()
+	if err != nil {
+		return "", err
+	}
+	e.logf("certrunbook: pushing %s (%d bytes)", p, len(e.binary()))
+	if err := e.Transport.Push(ctx, p, e.binary()); err != nil {
+		if !IsTransportError(err) {
+			err = &TransportError{Op: "push", Err: err}
+		}
+		return "", err
+	}
+	return p, nil
+}
+
+// BinaryMismatchError: the wrapper still exited 126 right after a push.
+type BinaryMismatchError struct{ Path string }
+
+func (e *BinaryMismatchError) Error() string {
+	return fmt.Sprintf("%s on the node is not the embedded binary even after a push (exit 126)", e.Path)
+}
+
+// ExitCodeMismatchError: the transport's exit status and the document's
+// exitCode disagree.
+type ExitCodeMismatchError struct{ Status, Document int }
+
+func (e *ExitCodeMismatchError) Error() string {
+	return fmt.Sprintf("exit status %d, but the document says exitCode %d", e.Status, e.Document)
+}
+
+// OutputError: the runbook's stdout is not the document its mode prints.
+type OutputError struct {
+	ExitCode int
+	Err      error
+	Stderr   string // its last bytes
+}
+
+func (e *OutputError) Error() string {
+	msg := fmt.Sprintf("nvke-cert-runbook exited %d with unusable output: %v", e.ExitCode, e.Err)
+	if e.Stderr != "" {
+		msg += "; stderr: " + e.Stderr
+	}
+	return msg
+}
+
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// LockTimeoutError: the runbook did not get the renewal lock in time (exit
+// 3, nothing written). Retryable with the same operation ID.
+type LockTimeoutError struct {
+	Renew *RenewResult // the renewal's document
+	Fence *FenceResult // or the fencing check's
+}
+
+func (e *LockTimeoutError) Error() string {
+	msg := ""
+	switch {
+	case e.Renew != nil:
+		msg = e.Renew.Message
+	case e.Fence != nil:
+		msg = e.Fence.Message
+	}
+	return "nvke-cert-runbook: renewal lock not acquired in time (exit 3): " + msg
+}
+
+// IsRetryable reports whether err is worth retrying with the same operation
+// ID: a transport failure or a lock timeout.
+func IsRetryable(err error) bool {
+	var l *LockTimeoutError
+	return IsTransportError(err) || errors.As(err, &l)
+}
+
+// ErrCancelGraceExceeded: the runbook did not end within CancelGrace after
+// SIGTERM; the session was closed (the runbook was not killed).
+var ErrCancelGraceExceeded = errors.New("the runbook did not end within the cancel grace after SIGTERM; session closed, runbook not killed")
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// withDeadline adds `--deadline T` (ctx's deadline, UTC, rounded down to the
+// second) for the modes that honour it (renew and the fencing check).
+func withDeadline(ctx context.Context, args []string) []string {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return args
+	}
+	return append(args, "--deadline", d.UTC().Truncate(time.Second).Format(time.RFC3339))
+}
+
+// docExitCode returns the exitCode of stdout when it is exactly one
+// complete JSON object carrying one.
+func docExitCode(stdout []byte) (int, bool) {
+	dec := json.NewDecoder(bytes.NewReader(stdout))
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return 0, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return 0, false
+	}
+	raw, ok := m["exitCode"]
+	if !ok {
+		return 0, false
+	}
+	var c int
+	if err := json.Unmarshal(raw, &c); err != nil || c < 0 {
+		return 0, false
+	}
+	return c, true
+}
+
+type waited struct {
+	res *RunResult
+	err error
+}
+
+// run starts argv and waits. When ctx ends first it sends SIGTERM (on a
+// context disconnected from ctx), waits up to CancelGrace for the runbook
+// to print its cancelled document, then closes the session; it never
+// kills the runbook.
+func (e *Executor) run(ctx context.Context, argv []string) (*RunResult, error) {
+	r, err := e.Transport.Start(ctx, argv)
+	if err != nil {
+		if !IsTransportError(err) {
+			err = &TransportError{Op: "start", Err: err}
+		}
+		return nil, err
+	}
+	defer r.Close()
+	done := make(chan waited, 1)
+	go func() {
+		res, err := r.Wait()
+		done <- waited{res, err}
+	}()
+	var w waited
+	select {
+	case w = <-done:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signalTimeout)
+		serr := r.Signal(sctx, syscall.SIGTERM)
+		cancel()
+		e.logf("certrunbook: %v: sent SIGTERM (err %v), waiting up to %s", ctx.Err(), serr, e.cancelGrace())
+		t := time.NewTimer(e.cancelGrace())
+		defer t.Stop()
+		select {
+		case w = <-done:
+		case <-t.C:
+			return nil, &TransportError{Op: "wait", Err: ErrCancelGraceExceeded}
+		}
+	}
+	res, err := w.res, w.err
+	if res == nil {
+		if err == nil {
+			err = errors.New("no result")
+		}
+		if !IsTransportError(err) {
+			err = &TransportError{Op: "wait", Err: err}
+		}
+		return nil, err
+	}
+	doc, hasDoc := docExitCode(res.Stdout)
+	if res.ExitCode < 0 {
+		if !hasDoc {
+			if err == nil || !IsTransportError(err) {
+				err = &TransportError{Op: "wait", Err: fmt.Errorf("exit status lost (%v)", err)}
+			}
+			return nil, err
+		}
+		e.logf("certrunbook: exit status lost (%v); the document says exitCode %d", err, doc)
+		res.ExitCode = doc
+		return res, nil
+	}
+	if err != nil {
+		e.logf("certrunbook: exit status %d known despite %v", res.ExitCode, err)
+	}
+	if hasDoc && doc != res.ExitCode {
+		return nil, &ExitCodeMismatchError{Status: res.ExitCode, Document: doc}
+	}
+	return res, nil
+}
+
+// exec runs the binary with args through the verifying wrapper, pushing it
+// once when the node's copy is missing or different.
+func (e *Executor) exec(ctx context.Context, args []string) (*RunResult, error) {
+	if e.Transport == nil {
+		return nil, errors.New("certrunbook: Executor has no Transport")
+	}
+	sha, p, err := e.remote()
+	if err != nil {
+		return nil, err
+	}
+	argv := append([]string{"/bin/sh", "-c", verifyScript, sha, p}, args...)
+	for attempt := 0; ; attempt++ {
+		res, err := e.run(ctx, argv)
+		if err != nil {
+			return nil, err
+		}
+		if res.ExitCode != ExitBinaryMismatch {
+			e.logf("certrunbook: %s exited %d", strings.Join(args, " "), res.ExitCode)
+			return res, nil
+		}
+		if attempt > 0 {
+			return nil, &BinaryMismatchError{Path: p}
+		}
+		if _, err := e.Push(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func runDoc[T any](ctx context.Context, e *Executor, args []string, decode func([]byte) (*T, error)) (*T, int, error) {
+	res, err := e.exec(ctx, args)
+	if err != nil {
+		return nil, -1, err
+	}
+	doc, err := decode(res.Stdout)
+	if err != nil {
+		var u *UsageErrorResult
+		if errors.As(err, &u) {
+			return nil, res.ExitCode, err
+		}
+		return nil, res.ExitCode, &OutputError{ExitCode: res.ExitCode, Err: err, Stderr: tail(res.Stderr, 512)}
+	}
+	return doc, res.ExitCode, nil
+}
+
+// Plan is what the check decided: whether to renew, and on which executors
+// in which order (SPEC section 5, the guide's executor selection).
+type Plan struct {
+	// Decision: renew or unchanged (a failed check is an error, never a Plan).
+	Decision Decision
+	// Executors in the order they must run: ["legacy", "typed"] when both
+	// have pending intent (legacy first, then typed must succeed);
+	// ["legacy"] or ["typed"] otherwise; empty when unchanged.
+	Executors []ExecutorKind
+	// NoPendingIntent: neither executor has pending intent (the check's
+	// legacyFallback); only then may a typed Unimplemented fall back.
+	NoPendingIntent bool
+	// AllowLegacyFallback is the Executor's switch, copied.
+	AllowLegacyFallback bool
+}
+
+// TypedFirst reports whether the typed executor runs first: a renewal with
+// no legacy intent pending (["typed"]).
+func (p *Plan) TypedFirst() bool {
+	return p.Decision == DecisionRenew && len(p.Executors) > 0 && p.Executors[0] == ExecutorTyped
+}
+
+// FallbackToLegacy reports whether the controller runs the embedded runbook
+// (Executor.Renew) after the node agent's V2 Start: only when that Start
+// was definitively Unimplemented (also on an activity retry), no intent is
+// pending on either executor, and the Executor allows the fallback.
+// Pending typed intent forbids it (legacy success cannot finish the typed
+// executor's restarts): see TypedUnimplemented.
+func (p *Plan) FallbackToLegacy(typedStartUnimplemented bool) bool {
+	return typedStartUnimplemented && p.TypedFirst() && p.NoPendingIntent && p.AllowLegacyFallback
+}
+
+// TypedUnimplemented is the node's Result when the V2 Start was
+// Unimplemented and FallbackToLegacy is false: the agent accepted no
+// operation, so nothing is left to confirm and the lock is released; the
+// message asks to upgrade the node agent (which then finishes a pending
+// typed renewal on a later cycle).
+func (p *Plan) TypedUnimplemented(operationID string) *Result {
+	msg := "the node agent does not implement the V2 start RPC (Unimplemented) and "
+	if p.NoPendingIntent {
+		msg += "the embedded runbook fallback is disabled: upgrade the node agent"
+	} else {
+		msg += "typed renewal intent is pending, which forbids the legacy fallback: upgrade the node agent; it finishes the pending typed renewal on a later cycle"
+	}
+	return &Result{
+		Status:      FailedLockReleased,
+		Reason:      ReasonUpgradeAgent,
+		OperationID: operationID,
+		ExitCode:    -1,
+		Message:     bound(msg),
+	}
+}
+
+// CheckFailedError: the check decided failed (exit 1): the cycle stops
+// without dispatch.
+type CheckFailedError struct{ Doc *CheckResult }
+
+func (e *CheckFailedError) Error() string {
+	f := ""
+	if e.Doc.Failure != nil {
+		f = " (" + *e.Doc.Failure + ")"
+	}
+	return "nvke-cert-runbook check failed" + f + ": " + e.Doc.Message
+}
+
+// Check runs the read-only preflight and returns its document and Plan. A
+// check failure is a *CheckFailedError carrying the document; an answer
+// that breaks the contract's rules (executors out of order, exit code and
+// decision disagreeing) is an error too.
+func (e *Executor) Check(ctx context.Context, force bool, agentState string) (*CheckResult, *Plan, error) {
+	args, err := Check(e.Global, force, agentState)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, code, err := runDoc(ctx, e, args, DecodeCheck)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Decision == DecisionFailed {
+		if code != ExitFailed {
+			return nil, nil, fmt.Errorf("check: decision failed with exit %d", code)
+		}
+		return c, nil, &CheckFailedError{Doc: c}
+	}
+	if code != ExitOK {
+		return nil, nil, fmt.Errorf("check: decision %q with exit %d", c.Decision, code)
+	}
+	if err := validPlan(c); err != nil {
+		return nil, nil, fmt.Errorf("check: %w", err)
+	}
+	p := &Plan{
+		Decision:            c.Decision,
+		Executors:           append([]ExecutorKind(nil), c.Executors...),
+		NoPendingIntent:     c.LegacyFallback,
+		AllowLegacyFallback: e.AllowLegacyFallback,
+	}
+	return c, p, nil
+}
+
+func validPlan(c *CheckResult) error {
+	switch c.Decision {
+	case DecisionUnchanged:
+		if len(c.Executors) != 0 || c.LegacyFallback {
+			return fmt.Errorf("unchanged with executors %v", c.Executors)
+		}
+		return nil
+	case DecisionRenew:
+	default:
+		return fmt.Errorf("unknown decision %q", c.Decision)
+	}
+	ex := c.Executors
+	ok := len(ex) == 1 && ex[0].Valid() || len(ex) == 2 && ex[0] == ExecutorLegacy && ex[1] == ExecutorTyped
+	if !ok {
+		return fmt.Errorf("executors %v: want [legacy], [typed] or [legacy typed]", ex)
+	}
+	if c.LegacyFallback && (len(ex) != 1 || ex[0] != ExecutorTyped) {
+		return fmt.Errorf("legacyFallback with executors %v", ex)
+	}
+	return nil
+}
+
+// RenewRequest is one V2 renewal.
+type RenewRequest struct {
+	// OperationID is the caller's stable ID for this node's renewal. An
+	// activity retry reattaches by calling Renew again with the same ID:
+	// the runbook resumes the unfinished work or replays its receipt; it
+	// never starts a second renewal.
+	OperationID string
+	Force       bool
+	// ExpectCASHA256: CA key (one of CAKeys) to 64 hex digits.
+	ExpectCASHA256 map[string]string
+}
+
+// Renew runs a V2 renewal under the embedded runbook. When ctx has a
+// deadline the runbook gets it as --deadline; when ctx ends first the
+// runbook is sent SIGTERM and its cancelled document is waited for
+// (CancelGrace).
+//
+// It returns:
+//   - a Result with Status Succeeded: exit 0, outcome renewed or unchanged,
+//     and a read-only `--status-only --operation-id ID` found that ID's
+//     receipt with the same outcome (the guide: normal V2 legacy success
+//     also requires this receipt verification);
+//   - a Result with Status FailedLockRetained and Reason
+//     ReasonCleanupRequired for every other answer of the runbook: call
+//     CleanupAfter (or Cleanup) to learn whether the lock is released;
+//   - a *LockTimeoutError (exit 3, nothing written) or a *TransportError:
+//     retryable with the same ID (IsRetryable);
+//   - any other error (arguments refused, a usage error, unusable output):
+//     not retryable; run Cleanup, which is always safe.
+func (e *Executor) Renew(ctx context.Context, req RenewRequest) (*Result, error) {
+	args, err := Renew(e.Global, RenewOptions{OperationID: req.OperationID, Force: req.Force, ExpectCASHA256: req.ExpectCASHA256})
+	if err != nil {
+		return nil, err
+	}
+	rr, code, err := runDoc(ctx, e, withDeadline(ctx, args), DecodeRenew)
+	if err != nil {
+		return nil, err
+	}
+	if code == ExitLockTimeout {
+		return nil, &LockTimeoutError{Renew: rr}
+	}
+	ans := RenewAnswer{ExitCode: code, Doc: rr}
+	if code == ExitOK && rr.Outcome.Success() && rr.OperationID != nil && *rr.OperationID == req.OperationID {
+		verified, err := e.verifyReceipt(ctx, req.OperationID, rr.Outcome)
+		if err != nil {
+			return nil, err
+		}
+		ans.ReceiptVerified = verified
+	}
+	return Decide(req.OperationID, ans, nil), nil
+}
+
+// verifyReceipt looks the receipt of id up read-only: it must exist, parse,
+// and carry id and outcome.
+func (e *Executor) verifyReceipt(ctx context.Context, id string, outcome Outcome) (bool, error) {
+	args, err := StatusOnly(e.Global, id)
+	if err != nil {
+		return false, err
+	}
+	s, _, err := runDoc(ctx, e, args, DecodeStatus)
+	if err != nil {
+		if IsTransportError(err) {
+			return false, err
+		}
+		e.logf("certrunbook: receipt verification of %s: %v", id, err)
+		return false, nil
+	}
+	r := s.Receipt
+	ok := r != nil && !r.Malformed && r.OperationID == id && r.Outcome == outcome
+	if !ok {
+		e.logf("certrunbook: receipt verification of %s failed: %+v", id, r)
+	}
+	return ok, nil
+}
+
+// Fence runs one fencing check for id (`--status-only --operation-id ID
+// --fence`, with --deadline from ctx). Exit 0 (confirmed), 1 (unconfirmed)
+// and 3 (lock timeout) return the document; its exit code, confirmed flag
+// and reason must agree, or the answer is an *OutputError.
+func (e *Executor) Fence(ctx context.Context, id string) (*FenceResult, error) {
+	args, err := Fence(e.Global, id)
+	if err != nil {
+		return nil, err
+	}
+	f, code, err := runDoc(ctx, e, withDeadline(ctx, args), DecodeFence)
+	if err != nil {
+		return nil, err
+	}
+	if err := validFence(f, code, id); err != nil {
+		return nil, &OutputError{ExitCode: code, Err: err}
+	}
+	return f, nil
+}
+
+func validFence(f *FenceResult, code int, id string) error {
+	if f.OperationID != id {
+		return fmt.Errorf("fence document for %q, not %q", f.OperationID, id)
+	}
+	if !f.Reason.Valid() {
+		return fmt.Errorf("fence reason %q is not one of the contract's", f.Reason)
+	}
+	confirmed := f.Termination == TerminationConfirmed
+	if f.Confirmed != confirmed || f.Reason.Confirms() != confirmed {
+		return fmt.Errorf("fence: confirmed %v, termination %q, reason %q disagree", f.Confirmed, f.Termination, f.Reason)
+	}
+	want := ExitFailed
+	switch {
+	case confirmed:
+		want = ExitOK
+	case f.Reason == FenceReasonLockTimeout:
+		want = ExitLockTimeout
+	}
+	if code != want {
+		return fmt.Errorf("fence: exit %d with reason %q (want exit %d)", code, f.Reason, want)
+	}
+	return nil
+}
+
+// Cleanup confirms the termination of operation id after a failed or
+// cancelled renewal whose answer is not at hand (CleanupAfter is the same
+// with the renewal's Result). See CleanupAfter.
+func (e *Executor) Cleanup(ctx context.Context, id string) *Result {
+	return e.cleanup(ctx, id, RenewAnswer{ExitCode: -1})
+}
+
+// CleanupAfter confirms the termination of renewal's operation after Renew
+// returned it failed (renewal may be nil: Cleanup). It runs on a context
+// disconnected from ctx's cancellation with its own CleanupBudget, repeats
+// the fencing check, retrying only a lock timeout (reason lock-timeout,
+// exit 3) and transport errors with Backoff, until termination is
+// confirmed, the runbook gives a definitive answer, or the budget ends. It
+// never starts or resumes a renewal. The Result's Status says whether the
+// cluster mutation lock is released or retained (outcome.go).
+func (e *Executor) CleanupAfter(ctx context.Context, renewal *Result) *Result {
+	if renewal == nil {
+		return e.Cleanup(ctx, "")
+	}
+	ans := RenewAnswer{ExitCode: renewal.ExitCode, Doc: renewal.Renew}
+	return e.cleanup(ctx, renewal.OperationID, ans)
+}
+
+func (e *Executor) cleanup(ctx context.Context, id string, renew RenewAnswer) *Result {
+	if err := ValidOperationID(id); err != nil {
+		return Decide(id, renew, &FenceAnswer{Failure: FenceMalformed, Err: err})
+	}
+	budget := e.cleanupBudget()
+	end := e.now().Add(budget)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	defer cancel()
+	last := &FenceAnswer{Failure: FenceBudgetExhausted}
+	for attempt := 0; ; attempt++ {
+		f, err := e.Fence(ctx, id)
+		switch {
+		case err == nil && !f.Reason.Retryable():
+			return Decide(id, renew, &FenceAnswer{Doc: f, Attempts: attempt + 1})
+		case err == nil:
+			last = &FenceAnswer{Doc: f, Failure: FenceBudgetExhausted, Attempts: attempt + 1}
+		case IsTransportError(err):
+			last = &FenceAnswer{Err: err, Failure: FenceUnreachable, Attempts: attempt + 1}
+		default:
+			return Decide(id, renew, &FenceAnswer{Err: err, Failure: FenceMalformed, Attempts: attempt + 1})
+		}
+		delay := e.Backoff.Delay(attempt)
+		e.logf("certrunbook: cleanup of %s: attempt %d not definitive (%v); retrying in %s", id, attempt+1, describe(last), delay)
+		if e.now().Add(delay).After(end) {
+			return Decide(id, renew, last)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return Decide(id, renew, last)
+		}
+	}
+}
+
+func describe(f *FenceAnswer) string {
+	if f.Err != nil {
+		return f.Err.Error()
+	}
+	if f.Doc != nil {
+		return string(f.Doc.Reason)
+	}
+	return string(f.Failure)
+}
