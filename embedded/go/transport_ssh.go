@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path"
 	"strconv"
@@ -273,8 +274,11 @@ func pushScript(dst string, size int, sum string) string {
 
 // Start starts argv on the node with stdin closed. The remote command is a
 // wrapper that prints a marker line (a random token, its shell's pid and
-// that process's start time, field 22 of /proc/PID/stat) on stderr, then
-// execs argv: the pid is argv's own. Start returns once the marker arrived;
+// that process's start time, field 22 of /proc/PID/stat) on stdout and on
+// stderr, then execs argv: the pid is argv's own. Whatever the remote login
+// shell printed before the markers (a noisy .bashrc) is not part of the
+// RunResult, so Stdout is exactly the command's (a JSON document decodes).
+// Start returns once the stderr marker arrived;
 // ctx bounds that wait only (when it ends first, the local ssh is stopped
 // and the command may or may not have started on the node). Afterwards
 // cancelling ctx does nothing: the caller decides with Signal and Close.
@@ -296,6 +300,7 @@ func (t *SSHTransport) Start(ctx context.Context, argv []string) (Remote, error)
 	// the marker and the exec. The process's own comm may hold ')' and
 	// spaces: the fields are taken after the last ')'.
 	wrapper := `s=; read -r s < /proc/$$/stat || s=; s=${s##*)}; set -f; set -- $s; ` +
+		`printf '` + marker + `%s %s\n' "$$" "${20:--}"; ` +
 		`printf '` + marker + `%s %s\n' "$$" "${20:--}" >&2; exec ` + line
 	cmd, err := t.command(wrapper)
 	if err != nil {
@@ -305,12 +310,13 @@ func (t *SSHTransport) Start(ctx context.Context, argv []string) (Remote, error)
 		t:       t,
 		cmd:     cmd,
 		stdout:  &capBuffer{max: maxStdout},
-		stderr:  &tailBuffer{max: maxStderr, marker: []byte(marker)},
+		stderr:  &tailBuffer{max: maxStderr},
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	r.stderr.started = r.started
-	cmd.Stdout, cmd.Stderr = r.stdout, r.stderr
+	r.outMarker = newMarkerWriter(marker, r.stdout, nil)
+	r.errMarker = newMarkerWriter(marker, r.stderr, r.started)
+	cmd.Stdout, cmd.Stderr = r.outMarker, r.errMarker
 	if err := ctx.Err(); err != nil {
 		return nil, &TransportError{Op: "start", Err: err}
 	}
@@ -327,12 +333,12 @@ func (t *SSHTransport) Start(ctx context.Context, argv []string) (Remote, error)
 			return r, nil
 		default:
 		}
-		code, err := status("start", r.waitErr, r.stderr.bytes())
+		code, err := status("start", r.waitErr, r.errMarker.preamble())
 		if err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("start: the remote shell ended (exit %d) before the command started: %q",
-			code, strings.TrimSpace(string(tail(r.stderr.bytes(), maxErrorStderr))))
+			code, strings.TrimSpace(string(tail(r.errMarker.preamble(), maxErrorStderr))))
 	case <-ctx.Done():
 		stop(cmd, r.done, t.grace())
 		return nil, &TransportError{Op: "start", Err: fmt.Errorf("%w (the command may have started on the node)", ctx.Err())}
@@ -341,13 +347,16 @@ func (t *SSHTransport) Start(ctx context.Context, argv []string) (Remote, error)
 
 // sshRemote is one command started by SSHTransport.Start.
 type sshRemote struct {
-	t       *SSHTransport
-	cmd     *exec.Cmd
-	stdout  *capBuffer
-	stderr  *tailBuffer
-	started chan struct{} // closed when the marker arrived
-	done    chan struct{} // closed when ssh was reaped
-	waitErr error         // set before done is closed
+	t      *SSHTransport
+	cmd    *exec.Cmd
+	stdout *capBuffer
+	stderr *tailBuffer
+	// outMarker and errMarker take the marker lines out of stdout and
+	// stderr (and what the login shell printed before them).
+	outMarker, errMarker *markerWriter
+	started              chan struct{} // closed when the marker arrived
+	done                 chan struct{} // closed when ssh was reaped
+	waitErr              error         // set before done is closed
 
 	closeOnce sync.Once
 	mu        sync.Mutex
@@ -355,11 +364,17 @@ type sshRemote struct {
 }
 
 // Wait waits for ssh to end and returns the command's output (stdout up
-// to 16 MiB, the last 256 KiB of stderr without the marker line; a note at
-// the end of Stderr says what was dropped) and exit status.
+// to 16 MiB, the last 256 KiB of stderr, both without the marker lines and
+// what came before them; a note in Stderr says what was dropped) and exit
+// status.
 func (r *sshRemote) Wait() (*RunResult, error) {
 	<-r.done
 	res := &RunResult{Stdout: r.stdout.bytes(), Stderr: r.stderr.bytes(), ExitCode: -1}
+	if !r.outMarker.identityFound() {
+		// No stdout marker (cannot happen with a working printf): do not
+		// lose what arrived.
+		res.Stdout = r.outMarker.preamble()
+	}
 	if n := r.stdout.dropped(); n > 0 {
 		res.Stderr = append(res.Stderr, fmt.Sprintf("\n[transport: %d bytes of stdout beyond %d dropped]\n", n, maxStdout)...)
 	}
@@ -391,7 +406,7 @@ func (r *sshRemote) Signal(ctx context.Context, sig syscall.Signal) error {
 	default:
 		return fmt.Errorf("signal: %v is not allowed (SIGTERM, SIGINT, SIGHUP)", sig)
 	}
-	pid, start := r.stderr.identity()
+	pid, start := r.errMarker.identity()
 	if start == "-" {
 		return fmt.Errorf("signal: the node reported no start time for pid %d (no /proc): refusing to signal unguarded", pid)
 	}
@@ -474,103 +489,131 @@ func (b *capBuffer) dropped() int64 {
 	return b.drop
 }
 
-// tailBuffer keeps the last max bytes written; when marker is set it
-// takes out the first line starting with marker (Start's wrapper line),
-// wherever it falls in the stream, parses it and closes started.
+// tailBuffer keeps the last max bytes written and counts the rest; it
+// never refuses a write.
 type tailBuffer struct {
-	mu      sync.Mutex
-	buf     []byte
-	max     int
-	drop    int64
-	marker  []byte
-	pending []byte // bytes that may be the beginning of the marker line
-	found   bool
-	started chan struct{}
-	pid     int
-	start   string
+	mu   sync.Mutex
+	buf  []byte
+	max  int
+	drop int64
 }
-
-// maxMarkerLine bounds the marker line (prefix, pid, start time).
-const maxMarkerLine = 160
 
 func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.marker == nil || b.found {
-		b.keep(p)
-		return len(p), nil
-	}
-	b.pending = append(b.pending, p...)
-	for !b.found && len(b.pending) > 0 {
-		i := bytes.Index(b.pending, b.marker)
-		if i < 0 {
-			// Keep only what could still be the start of the marker.
-			cut := len(b.pending) - (len(b.marker) - 1)
-			if cut > 0 {
-				b.keep(b.pending[:cut])
-				b.pending = append([]byte(nil), b.pending[cut:]...)
-			}
-			break
-		}
-		nl := bytes.IndexByte(b.pending[i:], '\n')
-		if nl < 0 {
-			if len(b.pending)-i > maxMarkerLine {
-				// Not our line after all: pass it on.
-				b.keep(b.pending[:i+len(b.marker)])
-				b.pending = append([]byte(nil), b.pending[i+len(b.marker):]...)
-				continue
-			}
-			break
-		}
-		fields := strings.Fields(string(b.pending[i+len(b.marker) : i+nl]))
-		pid := 0
-		if len(fields) == 2 {
-			pid, _ = strconv.Atoi(fields[0])
-		}
-		if pid <= 0 {
-			b.keep(b.pending[:i+len(b.marker)])
-			b.pending = append([]byte(nil), b.pending[i+len(b.marker):]...)
-			continue
-		}
-		b.pid, b.start = pid, fields[1]
-		b.keep(b.pending[:i])
-		rest := b.pending[i+nl+1:]
-		b.pending = nil
-		b.found = true
-		b.keep(rest)
-		close(b.started)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) keep(p []byte) {
 	b.buf = append(b.buf, p...)
 	if len(b.buf) > 2*b.max {
 		n := len(b.buf) - b.max
 		b.drop += int64(n)
 		b.buf = append(b.buf[:0:0], b.buf[n:]...)
 	}
+	return len(p), nil
 }
 
-// bytes returns what was kept (the pending bytes too: once ssh ended they
-// are not the marker), with a first line saying how much was dropped.
+// bytes returns the last max bytes, after a first line saying how many
+// were dropped (if any).
 func (b *tailBuffer) bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	all := append(append([]byte(nil), b.buf...), b.pending...)
-	drop := b.drop
+	all, drop := b.buf, b.drop
 	if len(all) > b.max {
 		drop += int64(len(all) - b.max)
 		all = all[len(all)-b.max:]
 	}
 	if drop == 0 {
-		return all
+		return append([]byte(nil), all...)
 	}
 	return append([]byte(fmt.Sprintf("[transport: first %d bytes of stderr dropped]\n", drop)), all...)
 }
 
-func (b *tailBuffer) identity() (int, string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.pid, b.start
+// markerWriter splits a stream at Start's marker line (found wherever it
+// falls, split across writes or not): what comes before it is the remote
+// login shell's (a noisy .bashrc) or ssh's and goes to pre; the marker
+// line is parsed and dropped; the rest is the command's and goes to post.
+// Like the buffers, it never refuses a write.
+type markerWriter struct {
+	mu      sync.Mutex
+	marker  []byte
+	found   bool
+	pending []byte // bytes that may be the beginning of the marker line
+	pre     tailBuffer
+	post    io.Writer
+	started chan struct{} // closed when the marker was found (nil: none)
+	pid     int
+	start   string
+}
+
+func newMarkerWriter(marker string, post io.Writer, started chan struct{}) *markerWriter {
+	return &markerWriter{marker: []byte(marker), pre: tailBuffer{max: maxErrorStderr * 2}, post: post, started: started}
+}
+
+// maxMarkerLine bounds the marker line (prefix, pid, start time).
+const maxMarkerLine = 160
+
+func (w *markerWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.found {
+		return w.post.Write(p)
+	}
+	w.pending = append(w.pending, p...)
+	for !w.found && len(w.pending) > 0 {
+		i := bytes.Index(w.pending, w.marker)
+		if i < 0 {
+			// Keep only what could still be the start of the marker.
+			if cut := len(w.pending) - (len(w.marker) - 1); cut > 0 {
+				w.pre.Write(w.pending[:cut])
+				w.pending = append([]byte(nil), w.pending[cut:]...)
+			}
+			break
+		}
+		nl := bytes.IndexByte(w.pending[i:], '\n')
+		if nl < 0 && len(w.pending)-i <= maxMarkerLine {
+			break // wait for the rest of the line
+		}
+		pid := 0
+		var fields []string
+		if nl >= 0 {
+			fields = strings.Fields(string(w.pending[i+len(w.marker) : i+nl]))
+			if len(fields) == 2 {
+				pid, _ = strconv.Atoi(fields[0])
+			}
+		}
+		if pid <= 0 {
+			// Not our line after all: pass it on.
+			w.pre.Write(w.pending[:i+len(w.marker)])
+			w.pending = append([]byte(nil), w.pending[i+len(w.marker):]...)
+			continue
+		}
+		w.pid, w.start = pid, fields[1]
+		w.pre.Write(w.pending[:i])
+		rest := w.pending[i+nl+1:]
+		w.pending = nil
+		w.found = true
+		w.post.Write(rest)
+		if w.started != nil {
+			close(w.started)
+		}
+	}
+	return len(p), nil
+}
+
+// preamble is what came before the marker (all of it when there was no
+// marker).
+func (w *markerWriter) preamble() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append(w.pre.bytes(), w.pending...)
+}
+
+func (w *markerWriter) identityFound() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.found
+}
+
+func (w *markerWriter) identity() (int, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pid, w.start
 }

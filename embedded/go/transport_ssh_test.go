@@ -220,7 +220,7 @@ func TestSSHStartWaitHostileArgv(t *testing.T) {
 	words := hostileWords()
 	argv := append([]string{"/bin/sh", "-c", `printf '%s\0' "$@"; echo to-stderr >&2; echo "$0" >&2`, "zero word"}, words...)
 	r := startT(t, s.tr, argv...)
-	pid, start := r.stderr.identity()
+	pid, start := r.errMarker.identity()
 	res, err := waitT(t, r, 10*time.Second)
 	if err != nil {
 		t.Fatalf("Wait: %v", err)
@@ -251,7 +251,7 @@ func TestSSHMarkerIsTheCommandsPid(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
 	r := startT(t, s.tr, "/bin/sh", "-c", `echo $$; read -r x < /proc/$$/stat; echo "$x"`)
-	pid, start := r.stderr.identity()
+	pid, start := r.errMarker.identity()
 	res, err := waitT(t, r, 10*time.Second)
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("Wait: %v %+v", err, res)
@@ -379,13 +379,13 @@ func TestSSHSignalPidReuseGuard(t *testing.T) {
 	s := startSSHD(t)
 	r := startT(t, s.tr, "/bin/sh", "-c", termLoop)
 	waitReady(t, r)
-	pid, start := r.stderr.identity()
+	pid, start := r.errMarker.identity()
 	if localStart(pid) != start {
 		t.Fatalf("marker start %q, /proc says %q", start, localStart(pid))
 	}
 	// Another process's identity: same pid, another start time.
-	other := &tailBuffer{pid: pid, start: strconv.Itoa(mustAtoi(t, start) + 1)}
-	impostor := &sshRemote{t: r.t, stderr: other}
+	other := &markerWriter{pid: pid, start: strconv.Itoa(mustAtoi(t, start) + 1)}
+	impostor := &sshRemote{t: r.t, errMarker: other}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := impostor.Signal(ctx, syscall.SIGTERM); !errors.Is(err, ErrProcessGone) {
@@ -417,7 +417,7 @@ func TestSSHCloseLeavesRemoteRunning(t *testing.T) {
 	s := startSSHD(t)
 	r := startT(t, s.tr, "/bin/sh", "-c", termLoop)
 	waitReady(t, r)
-	pid, start := r.stderr.identity()
+	pid, start := r.errMarker.identity()
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -622,7 +622,7 @@ func TestSSHArgvAndEnv(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "fake-ssh")
-	script := "#!/bin/sh\nprintf '%s\\0' \"$@\" > " + dir + "/argv\nenv > " + dir + "/env\nfor last; do :; done\nexec /bin/sh -c \"$last\"\n"
+	script := "#!/bin/sh\nprintf '%s\\0' \"$@\" > " + dir + "/argv\nenv > " + dir + "/env\necho login-noise; echo login-noise >&2\nfor last; do :; done\nexec /bin/sh -c \"$last\"\n"
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -673,26 +673,31 @@ func TestSSHArgvAndEnv(t *testing.T) {
 }
 
 // The marker may be split across writes and preceded by other output on
-// the same line; only its own line is taken out.
-func TestTailBufferMarker(t *testing.T) {
-	b := &tailBuffer{max: 1 << 10, marker: []byte(startMarkerPrefix + "abc "), started: make(chan struct{})}
-	in := "motd line\npartial" + startMarkerPrefix + "abc 42 12345\nafter\n"
+// the same line; only what follows its line is the command's.
+func TestMarkerWriter(t *testing.T) {
+	post := &tailBuffer{max: 1 << 10}
+	started := make(chan struct{})
+	w := newMarkerWriter(startMarkerPrefix+"abc ", post, started)
+	in := "motd line\n" + startMarkerPrefix + "abc x\npartial" + startMarkerPrefix + "abc 42 12345\nafter\n" + startMarkerPrefix + "abc 7 8\n"
 	for i := 0; i < len(in); i += 3 {
 		j := i + 3
 		if j > len(in) {
 			j = len(in)
 		}
-		b.Write([]byte(in[i:j]))
+		w.Write([]byte(in[i:j]))
 	}
 	select {
-	case <-b.started:
+	case <-started:
 	default:
 		t.Fatal("marker not seen")
 	}
-	if pid, st := b.identity(); pid != 42 || st != "12345" {
+	if pid, st := w.identity(); pid != 42 || st != "12345" {
 		t.Fatalf("identity %d %q", pid, st)
 	}
-	if got := string(b.bytes()); got != "motd line\npartialafter\n" {
-		t.Fatalf("kept %q", got)
+	if got := string(post.bytes()); got != "after\n"+startMarkerPrefix+"abc 7 8\n" {
+		t.Fatalf("command's output %q", got)
+	}
+	if got := string(w.preamble()); got != "motd line\n"+startMarkerPrefix+"abc x\npartial" {
+		t.Fatalf("preamble %q", got)
 	}
 }
