@@ -139,7 +139,7 @@ func status(op string, waitErr error, stderr []byte) (int, error) {
 	if code := ee.ExitCode(); code != 255 {
 		return code, nil
 	}
-	msg := strings.TrimSpace(string(tail(stderr, maxErrorStderr)))
+	msg := strings.TrimSpace(string(lastBytes(stderr, maxErrorStderr)))
 	if msg == "" {
 		return -1, &TransportError{Op: op, Err: errors.New("ssh exited 255 without a message: the session ended without an exit status (connection lost, or the remote process was killed by a signal)")}
 	}
@@ -151,7 +151,8 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func tail(b []byte, n int) []byte {
+// lastBytes is the last n bytes of b.
+func lastBytes(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[len(b)-n:]
 	}
@@ -239,7 +240,7 @@ func (t *SSHTransport) Push(ctx context.Context, dst string, data []byte) error 
 		return err
 	}
 	if code != 0 {
-		return fmt.Errorf("push %s: exit %d: %s", dst, code, strings.TrimSpace(string(tail(stderr, maxErrorStderr))))
+		return fmt.Errorf("push %s: exit %d: %s", dst, code, strings.TrimSpace(string(lastBytes(stderr, maxErrorStderr))))
 	}
 	return nil
 }
@@ -338,7 +339,7 @@ func (t *SSHTransport) Start(ctx context.Context, argv []string) (Remote, error)
 			return nil, err
 		}
 		return nil, fmt.Errorf("start: the remote shell ended (exit %d) before the command started: %q",
-			code, strings.TrimSpace(string(tail(r.errMarker.preamble(), maxErrorStderr))))
+			code, strings.TrimSpace(string(lastBytes(r.errMarker.preamble(), maxErrorStderr))))
 	case <-ctx.Done():
 		stop(cmd, r.done, t.grace())
 		return nil, &TransportError{Op: "start", Err: fmt.Errorf("%w (the command may have started on the node)", ctx.Err())}
@@ -431,7 +432,7 @@ func (r *sshRemote) Signal(ctx context.Context, sig syscall.Signal) error {
 		}
 	}
 	return fmt.Errorf("signal %s to pid %d: exit %d, stdout %q, stderr %q", name, pid, code,
-		tail(stdout, maxErrorStderr), strings.TrimSpace(string(tail(stderr, maxErrorStderr))))
+		lastBytes(stdout, maxErrorStderr), strings.TrimSpace(string(lastBytes(stderr, maxErrorStderr))))
 }
 
 // Close stops the local ssh client (SIGTERM, SIGKILL after KillGrace) and
