@@ -649,6 +649,9 @@ func validFence(f *FenceResult, code int, id string) error {
 		want = ExitOK
 	case f.Reason == FenceReasonLockTimeout:
 		want = ExitLockTimeout
+	case f.Reason == FenceReasonDeadline && code == ExitLockTimeout:
+		// The deadline ended the lock wait: the lock stayed held (SPEC 6).
+		want = ExitLockTimeout
 	}
 	if code != want {
 		return fmt.Errorf("fence: exit %d with reason %q (want exit %d)", code, f.Reason, want)

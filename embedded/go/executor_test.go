@@ -344,6 +344,15 @@ func TestCleanupRetriesOnlyLockTimeoutAndTransport(t *testing.T) {
 			t.Errorf("%s: %d calls, %+v", d.reason, len(f.calls), r)
 		}
 	}
+	// The deadline that ended the lock wait: exit 3 with reason deadline
+	// (SPEC 6) is a definitive unconfirmed answer, never retried.
+	late := fenceReply(op, FenceReasonDeadline, FenceActionNone, "")
+	late.exit = ExitLockTimeout
+	late.stdout = strings.Replace(late.stdout, `"exitCode":1`, `"exitCode":3`, 1)
+	f = newFake().on("--fence", late, ok)
+	if r := testExecutor(f).Cleanup(context.Background(), op); len(f.calls) != 1 || r.Reason != ReasonUnconfirmed || r.FenceReason != FenceReasonDeadline {
+		t.Fatalf("deadline at exit 3: %d calls, %+v", len(f.calls), r)
+	}
 	// Output that breaks the contract is definitive too.
 	bad := fenceReply(op, FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed)
 	bad.exit = ExitFailed // confirmed, but exit 1
