@@ -81,20 +81,20 @@ pub fn manifest_template() -> serde_json::Value {
             "--root DIR", "--output text|json", "--log-format text|json",
             "--threshold-days N", "--lock-timeout SECS", "--stop-timeout SECS",
             "--health-timeout SECS", "--command-timeout SECS", "--kubeadm PATH",
-            "--crictl PATH", "--kubeadm-config PATH"
+            "--crictl PATH", "--kubeadm-config PATH", "--runtime-endpoint URL", "--wide"
         ],
         "modes": [
             {
                 "name": "renew",
                 "args": ["--operation-id", "ID"],
-                "options": ["--force", "--threshold-days N", "--expect-ca-sha256 NAME=HEX"],
+                "options": ["--force", "--threshold-days N", "--expect-ca-sha256 NAME=HEX", "--deadline RFC3339"],
                 "output": "renew",
                 "exitCodes": [exit::OK, exit::FAILED, exit::USAGE, exit::LOCK_TIMEOUT, exit::OPERATOR_MUST_ACT, exit::FENCED],
             },
             {
                 "name": "legacy-v1",
                 "args": ["--legacy-v1"],
-                "options": ["--force", "--threshold-days N"],
+                "options": ["--force", "--threshold-days N", "--deadline RFC3339"],
                 "output": "renew",
                 "exitCodes": [exit::OK, exit::FAILED, exit::USAGE, exit::LOCK_TIMEOUT, exit::OPERATOR_MUST_ACT],
             },
@@ -108,14 +108,14 @@ pub fn manifest_template() -> serde_json::Value {
             {
                 "name": "status",
                 "args": ["--status-only"],
-                "options": ["--operation-id ID"],
+                "options": ["--operation-id ID", "--evidence PATH", "--receipts recent|all|failed"],
                 "output": "status",
-                "exitCodes": [exit::OK, exit::FAILED, exit::USAGE],
+                "exitCodes": [exit::OK, exit::FAILED, exit::USAGE, exit::OPERATOR_MUST_ACT],
             },
             {
                 "name": "fence",
                 "args": ["--status-only", "--operation-id", "ID", "--fence"],
-                "options": [],
+                "options": ["--deadline RFC3339"],
                 "output": "fence",
                 "exitCodes": [exit::OK, exit::FAILED, exit::USAGE, exit::LOCK_TIMEOUT],
             },
