@@ -1097,6 +1097,8 @@ impl Run<'_> {
          -> Result<(), Fail> {
             let port = port.map_err(|e| fail(Phase::Postflight, e))?;
             let id = id.map_err(|e| fail(Phase::Postflight, e))?;
+            // Never past the controller's deadline (SPEC 4, v1.1).
+            self.env.check_cancel(None)?;
             let r = self
                 .env
                 .rt
@@ -1106,7 +1108,7 @@ impl Run<'_> {
                     &id,
                     self.env.now(),
                     None,
-                    self.env.g.health_timeout,
+                    self.env.cancel.bound(self.env.g.health_timeout),
                 )
                 .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
             let disk_pem = self
