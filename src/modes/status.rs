@@ -621,7 +621,9 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         state_error: s.state_error.clone(),
         evidence: None,
         duration_ms: 0,
-        exit_code: 0,
+        // As printed: the bundle's status.json carries it too (a bundle
+        // that is written leaves the code as it is).
+        exit_code: code,
     };
     let code = with_evidence(root, ask, &mut document, &mut text, code);
     if foreign.is_none() {
