@@ -24,6 +24,8 @@ mod support;
 mod controller;
 #[path = "e2e/evidence.rs"]
 mod evidence;
+#[path = "e2e/golab.rs"]
+mod golab;
 #[path = "e2e/lab.rs"]
 mod lab;
 #[path = "e2e/pki.rs"]
@@ -806,4 +808,64 @@ fn sigkill_mid_restart_is_fenced_then_resumed_by_the_next_cycle() {
     }
     let whole = &r["cycles"][1]["traffic"]["wholeCycle"]["etcdWrites"];
     assert_eq!(whole["failed"], 0, "{whole}");
+}
+
+/// The Go Executor (`embedded/go/executor.go`) over the real SSHTransport
+/// against one lab node: `embedded/go/lab_e2e_test.go`, run inside the lab's
+/// network namespace (README, "Cases").
+#[test]
+fn go_executor_over_real_ssh() {
+    let Some(_serial) = setup("go-executor") else {
+        return;
+    };
+    let go = match golab::find_go() {
+        Ok(go) => go,
+        Err(why) if std::env::var("NVKE_E2E_REQUIRED").as_deref() == Ok("1") => {
+            panic!("e2e go-executor: NVKE_E2E_REQUIRED=1 but {why}")
+        }
+        Err(why) => {
+            say(&format!(
+                "e2e go-executor: SKIPPED: {why} (set NVKE_E2E_REQUIRED=1 to make this a failure)"
+            ));
+            return;
+        }
+    };
+    let started = Instant::now();
+    let test_bin = golab::build(&go);
+    // One node (a single-member etcd), ECDSA keys: the fastest renewals.
+    let lab = Lab::new(1, Keys::Ecdsa).expect("single-node lab");
+    let ctl = Controller::new(&lab);
+    ctl.cluster_health().expect("the node comes up healthy");
+    let node = &lab.nodes[0];
+    let config = golab::write_config(&lab, node, &ctl.runbook);
+    let run = golab::run(&lab, &test_bin, &config);
+    let log = evidence::dir().join(format!("go-executor-{}.log", unix_secs()));
+    let _ = std::fs::create_dir_all(evidence::dir());
+    let _ = std::fs::write(&log, &run.output);
+    say(&format!(
+        "e2e go-executor: Go test output in {} ({} s in all)",
+        log.display(),
+        started.elapsed().as_secs()
+    ));
+    assert!(
+        run.success,
+        "the Go lab test failed (output in {})",
+        log.display()
+    );
+    for sub in [
+        "1-check-renew-replay",
+        "2-cancel-mid-restart",
+        "3-sigkill-mid-restart",
+        "4-deadline-passed",
+        "5-fence-meets-held-lock",
+    ] {
+        assert!(
+            run.output.contains(&format!("--- PASS: TestLab/{sub} ")),
+            "subtest {sub} did not pass (output in {})",
+            log.display()
+        );
+    }
+    assert!(!run.output.contains("--- SKIP"), "the Go test skipped");
+    assert!(node.manifests_all_active());
+    assert_eq!(node.running_ids().len(), COMPONENTS.len());
 }
