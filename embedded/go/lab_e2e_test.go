@@ -53,6 +53,38 @@ const (
 	opDeadline = 5 * time.Minute
 )
 
+// neverStop sets the simulated kubelet's knob (sim.json, re-read on every
+// poll): the listed components' old containers ignore their stop, so a
+// restart of one of them waits (up to --stop-timeout) with its manifest
+// staged, long enough for any signal to land there.
+func (n *labNode) neverStop(cs ...Component) {
+	p := filepath.Join(n.cfg.Sim, "sim.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		n.t.Fatal(err)
+	}
+	names := []string{}
+	for _, c := range cs {
+		names = append(names, string(c))
+	}
+	m["neverStop"] = names
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
 func (n *labNode) staged(c Component) string {
 	return filepath.Join(n.cfg.Etc, "nvke-cert-renewal-staging", string(c)+".yaml")
 }
@@ -436,6 +468,12 @@ func TestLab(t *testing.T) {
 			r   *Result
 			err error
 		}
+		// kube-scheduler's old container ignores its stop: the runbook
+		// waits with that manifest staged, so the SIGTERM (a second SSH
+		// session, about a second) surely lands in that wait, however
+		// loaded the machine.
+		node.neverStop(ComponentKubeScheduler)
+		defer node.neverStop()
 		done := make(chan out, 1)
 		go func() {
 			r, err := e.Renew(ctx, RenewRequest{OperationID: id, Force: true})
@@ -448,11 +486,11 @@ func TestLab(t *testing.T) {
 				return true
 			default:
 			}
-			_, err := os.Stat(node.staged(ComponentKubeAPIServer))
+			_, err := os.Stat(node.staged(ComponentKubeScheduler))
 			return err == nil
 		})
 		if !staged || o.r != nil || o.err != nil {
-			t.Fatalf("kube-apiserver was never staged: %+v %v", o.r, o.err)
+			t.Fatalf("kube-scheduler was never staged: %+v %v", o.r, o.err)
 		}
 		tc := time.Now()
 		cancel()
@@ -475,15 +513,14 @@ func TestLab(t *testing.T) {
 		if d := r.Renew; d.Outcome != OutcomeCancelled || !d.ReceiptWritten || d.ExitCode != ExitFailed {
 			t.Fatalf("the runbook's own cancelled document: %+v", d)
 		}
-		// The runbook cancelled on its own (SIGTERM handled, the manifest
-		// it had staged put back): SIGTERM lands in whichever restart runs
-		// when the second SSH session delivers it (kube-apiserver's staged
-		// window is ~250 ms here, the signal session takes longer).
+		// The runbook cancelled on its own (SIGTERM handled, the staged
+		// kube-scheduler manifest put back).
 		rec := node.receipt(id)
 		if rec == nil || rec.Outcome != OutcomeCancelled || !strings.Contains(rec.Message, "cancelled by a signal") ||
-			rec.FailedComponent == nil || *rec.FailedComponent == ComponentEtcd {
+			rec.FailedComponent == nil || *rec.FailedComponent != ComponentKubeScheduler {
 			t.Fatalf("receipt %+v", rec)
 		}
+		node.neverStop()
 		if err := node.allActive(); err != nil {
 			t.Fatalf("the cancelled run did not put %s back: %v", *rec.FailedComponent, err)
 		}
@@ -516,7 +553,7 @@ func TestLab(t *testing.T) {
 			t.Fatalf("resumed restarts %v, want from %s on", got, *ph.NextComponent)
 		}
 		node.clean()
-		summary("2 cancelled with kube-apiserver staged; the runbook's cancelled document %.1fs later (SIGTERM landed in %s's restart, put back: %q); cleanup %.1fs (%s/%s, 1 fence); resumed by %s in %.1fs restarting %v", cancelTook.Seconds(), *rec.FailedComponent, rec.Message, fenceTook.Seconds(), c.Status, c.FenceReason, next, time.Since(tn).Seconds(), got)
+		summary("2 cancelled with kube-scheduler staged (its old container ignoring the stop); the runbook's cancelled document %.1fs later (SIGTERM landed in %s's restart, put back: %q); cleanup %.1fs (%s/%s, 1 fence); resumed by %s in %.1fs restarting %v", cancelTook.Seconds(), *rec.FailedComponent, rec.Message, fenceTook.Seconds(), c.Status, c.FenceReason, next, time.Since(tn).Seconds(), got)
 	})
 
 	t.Run("3-sigkill-mid-restart", func(t *testing.T) {
