@@ -220,7 +220,13 @@ fn dispatch(inv: &Invocation) -> Report {
             },
         ),
         Mode::Fence { operation_id } => {
-            crate::modes::status::fence(&root, &inv.global, operation_id)
+            // SIGTERM/SIGINT end its lock wait, never its work (SPEC 6).
+            crate::modes::status::fence(
+                &root,
+                &inv.global,
+                operation_id,
+                &crate::tools::signals::install(),
+            )
         }
         Mode::Renew {
             operation_id,

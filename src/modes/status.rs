@@ -20,6 +20,7 @@ use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, Outcome, Phase};
 use crate::rules::phase::{PhaseFile, PhaseState};
 use crate::rules::receipt::{self, Receipt};
+use crate::tools::signals::Cancel;
 
 /// What a fencing check would do (pure). Every outcome reached with the
 /// lock held puts back `restore` first: the manifests a dead run left staged
@@ -884,11 +885,11 @@ fn put_back(
     pb
 }
 
-fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
+fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> FenceOutcome {
     let now = g.clock.now();
     // `--deadline` (SPEC 6, v1.1): a check that begins after it writes
     // nothing; one whose lock wait reaches it stops waiting.
-    let cancel = g.with_deadline(crate::tools::signals::Cancel::new());
+    let cancel = g.with_deadline(cancel.clone());
     let deadline = g.deadline.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
     if cancel.deadline_passed() {
         return unconfirmed(
@@ -933,9 +934,15 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId) -> FenceOutcome {
                     doc::FenceReason::LockTimeout,
                     format!("renewal lock {path} still held after {waited_secs}s by {holder}; termination unconfirmed{has}"),
                 ),
-                LockError::Cancelled { path, holder } => (
+                // The deadline, or the caller's SIGTERM/SIGINT (its
+                // context ended): either way the caller's time is up.
+                LockError::Cancelled { path, holder } if cancel.deadline_passed() => (
                     doc::FenceReason::Deadline,
                     format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed; termination unconfirmed{has}"),
+                ),
+                LockError::Cancelled { path, holder } => (
+                    doc::FenceReason::Deadline,
+                    format!("renewal lock {path} still held by {holder} when a signal (SIGTERM/SIGINT) ended the wait; termination unconfirmed{has}"),
                 ),
                 other => (doc::FenceReason::WriteFailed, other.to_string()),
             };
@@ -1185,8 +1192,12 @@ struct Fencing<'a> {
 }
 
 /// The fencing check (mutating; under the lock).
-pub fn fence(root: &Root, g: &Global, id: &OperationId) -> Report {
-    let o = fence_inner(root, g, id);
+///
+/// `cancel` carries SIGTERM and SIGINT (the controller's executor sends
+/// SIGTERM when its context ends): they end the lock wait, never the check
+/// once it holds the lock, which then takes milliseconds.
+pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Report {
+    let o = fence_inner(root, g, id, cancel);
     let m = manifests::inspect(root);
     let receipt = o.receipt.as_ref().map(doc::Receipt::from);
     let document = doc::FenceDocument {
@@ -1485,7 +1496,7 @@ mod tests {
         let phase_before = std::fs::read(&phase_file).unwrap();
         let root = Root::open(t.path()).unwrap();
         let g = global(t.path());
-        let r = fence(&root, &g, &id("op-1"));
+        let r = fence(&root, &g, &id("op-1"), &Cancel::new());
         assert_eq!(r.code, exit::OK, "{:#}", r.json);
         assert_eq!(r.json["termination"], "confirmed");
         assert_eq!(r.json["action"], "abandoned");
@@ -1504,7 +1515,7 @@ mod tests {
         assert_eq!(std::fs::read(&phase_file).unwrap(), phase_before);
         let owner = std::fs::read_to_string(t.path().join(STATE_DIR).join("owner")).unwrap();
         assert!(owner.contains("\"mode\":\"status-fence\""), "{owner}");
-        let again = fence(&root, &g, &id("op-1"));
+        let again = fence(&root, &g, &id("op-1"), &Cancel::new());
         assert_eq!(again.code, exit::OK, "{:#}", again.json);
         assert_eq!(again.json["action"], "existing-receipt");
         assert_eq!(again.json["outcome"], "abandoned");
@@ -1524,7 +1535,7 @@ mod tests {
         write_phase(t.path(), &legacy(PhaseState::RestartPending, Some(c)));
         leave_staged(t.path(), c);
         let root = Root::open(t.path()).unwrap();
-        let r = fence(&root, &global(t.path()), &id("op-1"));
+        let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
         assert_eq!(r.code, exit::FAILED, "{:#}", r.json);
         assert_eq!(r.json["termination"], "unconfirmed");
         assert_eq!(r.json["restored"], serde_json::json!(["etcd"]));
@@ -1541,7 +1552,7 @@ mod tests {
         state_dir(t.path());
         write_raw(&receipt_path(t.path(), "op-1"), b"{\"format\": 1}");
         let root = Root::open(t.path()).unwrap();
-        let r = fence(&root, &global(t.path()), &id("op-1"));
+        let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
         assert_eq!(r.code, exit::FAILED, "{:#}", r.json);
         assert_eq!(r.json["termination"], "unconfirmed");
         assert_eq!(
@@ -1560,9 +1571,52 @@ mod tests {
         let root = Root::open(t.path()).unwrap();
         let state = StateDir::open(&root).unwrap().unwrap();
         let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
-        let r = fence(&root, &global(t.path()), &id("op-1"));
+        let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
         assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json);
         assert_eq!(r.json["termination"], "unconfirmed");
+        assert_eq!(r.json["reason"], "lock-timeout");
         assert!(!receipt_path(t.path(), "op-1").exists());
+        // SIGTERM (the executor's context ended) ends the wait at once,
+        // long before --lock-timeout: unconfirmed, reason deadline, exit 3.
+        let g = Global {
+            lock_timeout: Duration::from_secs(60),
+            ..global(t.path())
+        };
+        let sigterm = Cancel::new();
+        sigterm.cancel();
+        let started = std::time::Instant::now();
+        let r = fence(&root, &g, &id("op-1"), &sigterm);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the wait was not ended"
+        );
+        assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json);
+        assert_eq!(r.json["reason"], "deadline");
+        assert!(
+            r.json["message"]
+                .as_str()
+                .unwrap()
+                .contains("a signal (SIGTERM/SIGINT) ended the wait"),
+            "{:#}",
+            r.json
+        );
+        assert!(!receipt_path(t.path(), "op-1").exists());
+    }
+
+    /// A signal before the fencing check: the free lock is still taken and
+    /// the check runs to its end (a signal never cuts it short once it
+    /// holds the lock).
+    #[test]
+    fn a_signal_never_cuts_a_fencing_check_that_holds_the_lock() {
+        let t = node_tree("rsa");
+        leave_staged(t.path(), Component::KubeApiserver);
+        let root = Root::open(t.path()).unwrap();
+        let sigterm = Cancel::new();
+        sigterm.cancel();
+        let r = fence(&root, &global(t.path()), &id("op-1"), &sigterm);
+        assert_eq!(r.code, exit::OK, "{:#}", r.json);
+        assert_eq!(r.json["reason"], "abandoned");
+        assert!(active(t.path(), Component::KubeApiserver));
+        assert!(receipt_path(t.path(), "op-1").exists());
     }
 }

@@ -95,6 +95,48 @@ fn config(
     Ok(Arc::new(cfg))
 }
 
+/// A socket whose every read and write gets only what is left of the
+/// probe's budget (and at most [`IO_TIMEOUT`]).
+struct Bounded {
+    sock: TcpStream,
+    deadline: std::time::Instant,
+}
+
+impl Bounded {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self
+            .deadline
+            .saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the probe's time ran out",
+            ))
+        } else {
+            Ok(left.min(IO_TIMEOUT))
+        }
+    }
+}
+
+impl Read for Bounded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.sock.set_read_timeout(Some(left))?;
+        self.sock.read(buf)
+    }
+}
+
+impl Write for Bounded {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.sock.set_write_timeout(Some(left))?;
+        self.sock.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.sock.flush()
+    }
+}
+
 /// Connect to `127.0.0.1:port`, verify the server for `name`, and (with a
 /// path) make one HTTP GET. Returns the status and the presented leaf.
 pub fn probe(
@@ -113,10 +155,12 @@ pub fn probe(
     let mut conn =
         rustls::ClientConnection::new(cfg, server_name).map_err(|e| exchange(e.to_string()))?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget))
+    let deadline = std::time::Instant::now() + budget;
+    let sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget))
         .map_err(|e| exchange(format!("connect {addr}: {e}")))?;
-    sock.set_read_timeout(Some(IO_TIMEOUT.min(budget))).ok();
-    sock.set_write_timeout(Some(IO_TIMEOUT.min(budget))).ok();
+    // The budget bounds the whole exchange, not each read: a server that
+    // answers a byte at a time cannot stretch it.
+    let mut sock = Bounded { sock, deadline };
     let mut tls = rustls::Stream::new(&mut conn, &mut sock);
     let request = match path {
         Some(p) => format!("GET {p} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: nvke-cert-runbook\r\nConnection: close\r\n\r\n"),
@@ -450,6 +494,37 @@ mod tests {
             "{r:?}"
         );
         assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    }
+
+    /// The budget bounds the whole exchange: a server that drips a byte
+    /// every 200 ms (each read would wait less than a per-read timeout)
+    /// still costs no more than the budget.
+    #[test]
+    fn a_dripping_server_costs_no_more_than_the_budget() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = listener.accept() {
+                // A TLS record header, a byte at a time, never complete.
+                for b in [0x16u8, 0x03, 0x03, 0x40, 0x00].iter().cycle().take(50) {
+                    if s.write_all(&[*b]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        });
+        let t0 = Instant::now();
+        let r = probe(
+            port,
+            "kubernetes",
+            &identity(),
+            NOW,
+            None,
+            Duration::from_millis(700),
+        );
+        assert!(r.is_err(), "{r:?}");
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     }
 
     /// Nothing listening: an error at once, naming the address.
