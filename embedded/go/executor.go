@@ -25,8 +25,14 @@ const (
 	// DefaultCancelGrace is how long a cancelled run is waited for after
 	// SIGTERM: the runbook promises to cancel within 30 s.
 	DefaultCancelGrace = 45 * time.Second
-	// signalTimeout bounds sending SIGTERM on a disconnected context.
+	// signalTimeout bounds one attempt at sending SIGTERM.
 	signalTimeout = 10 * time.Second
+	// shortGrace is how long a check, a status view or a fencing check is
+	// waited for after SIGTERM: they restore nothing, and the fencing
+	// check answers at once when a signal ends its lock wait.
+	shortGrace = 5 * time.Second
+	// signalRetry spaces the attempts at sending SIGTERM within the grace.
+	signalRetry = time.Second
 )
 
 // ExitBinaryMismatch is the exit code of the verifying wrapper when the
@@ -194,10 +200,9 @@ func (e *Executor) Push(ctx context.Context) (string, error) {
 	}
 	e.logf("certrunbook: pushing %s (%d bytes)", p, len(e.binary()))
 	if err := e.Transport.Push(ctx, p, e.binary()); err != nil {
-		if !IsTransportError(err) {
-			err = &TransportError{Op: "push", Err: err}
-		}
-		return "", err
+		// A *TransportError is worth retrying; anything else (a read-only
+		// or full disk, a path that is a directory) is the node's answer.
+		return "", fmt.Errorf("certrunbook: push %s: %w", p, err)
 	}
 	return p, nil
 }
@@ -308,16 +313,15 @@ type waited struct {
 }
 
 // run starts argv and waits. When ctx ends first it sends SIGTERM (on a
-// context disconnected from ctx), waits up to CancelGrace for the runbook
-// to print its cancelled document, then closes the session; it never
-// kills the runbook.
-func (e *Executor) run(ctx context.Context, argv []string) (*RunResult, error) {
+// context disconnected from ctx, retried a second apart while it fails and
+// grace lasts), waits up to grace for the runbook to print its document,
+// then closes the session; it never kills the runbook.
+func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) (*RunResult, error) {
 	r, err := e.Transport.Start(ctx, argv)
 	if err != nil {
-		if !IsTransportError(err) {
-			err = &TransportError{Op: "start", Err: err}
-		}
-		return nil, err
+		// Only a *TransportError is retryable: a remote shell that ended
+		// before the command (a nologin account) is not.
+		return nil, fmt.Errorf("certrunbook: start: %w", err)
 	}
 	defer r.Close()
 	done := make(chan waited, 1)
@@ -329,16 +333,32 @@ func (e *Executor) run(ctx context.Context, argv []string) (*RunResult, error) {
 	select {
 	case w = <-done:
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signalTimeout)
-		serr := r.Signal(sctx, syscall.SIGTERM)
-		cancel()
-		e.logf("certrunbook: %v: sent SIGTERM (err %v), waiting up to %s", ctx.Err(), serr, e.cancelGrace())
-		t := time.NewTimer(e.cancelGrace())
+		end := time.Now().Add(grace)
+		signal := func() error {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(signalTimeout, max(time.Until(end), time.Millisecond)))
+			defer cancel()
+			return r.Signal(sctx, syscall.SIGTERM)
+		}
+		serr := signal()
+		e.logf("certrunbook: %v: sent SIGTERM (err %v), waiting up to %s", ctx.Err(), serr, grace)
+		t := time.NewTimer(time.Until(end))
 		defer t.Stop()
-		select {
-		case w = <-done:
-		case <-t.C:
-			return nil, &TransportError{Op: "wait", Err: ErrCancelGraceExceeded}
+		retry := time.NewTicker(signalRetry)
+		defer retry.Stop()
+	wait:
+		for {
+			select {
+			case w = <-done:
+				break wait
+			case <-t.C:
+				return nil, &TransportError{Op: "wait", Err: ErrCancelGraceExceeded}
+			case <-retry.C:
+				if serr == nil || errors.Is(serr, ErrProcessGone) {
+					continue
+				}
+				serr = signal()
+				e.logf("certrunbook: SIGTERM again (err %v)", serr)
+			}
 		}
 	}
 	res, err := w.res, w.err
@@ -383,8 +403,12 @@ func (e *Executor) exec(ctx context.Context, args []string) (*RunResult, error) 
 		return nil, err
 	}
 	argv := append([]string{"/bin/sh", "-c", verifyScript, sha, p}, args...)
+	grace := shortGrace
+	if isRenewal(args) {
+		grace = e.cancelGrace()
+	}
 	for attempt := 0; ; attempt++ {
-		res, err := e.run(ctx, argv)
+		res, err := e.run(ctx, argv, grace)
 		if err != nil {
 			return nil, err
 		}
@@ -399,6 +423,21 @@ func (e *Executor) exec(ctx context.Context, args []string) (*RunResult, error) 
 			return nil, err
 		}
 	}
+}
+
+// isRenewal: a V2 renewal or --legacy-v1, which a cancellation makes
+// restore a staged manifest before it answers (CancelGrace).
+func isRenewal(args []string) bool {
+	status, renew := false, false
+	for _, a := range args {
+		switch a {
+		case "--status-only", "--check", "--version", "--help":
+			status = true
+		case "--operation-id", "--legacy-v1":
+			renew = true
+		}
+	}
+	return renew && !status
 }
 
 func runDoc[T any](ctx context.Context, e *Executor, args []string, decode func([]byte) (*T, error)) (*T, int, error) {
@@ -618,11 +657,23 @@ func (e *Executor) verifyReceipt(ctx context.Context, id string, outcome Outcome
 // and 3 (lock timeout) return the document; its exit code, confirmed flag
 // and reason must agree, or the answer is an *OutputError.
 func (e *Executor) Fence(ctx context.Context, id string) (*FenceResult, error) {
+	return e.fence(ctx, id, true)
+}
+
+// fence runs one fencing check; deadline: pass ctx's deadline as
+// --deadline. The cleanup does not: its budget is judged by the
+// controller's clock, and a node whose clock runs ahead must not answer
+// "deadline" to a cleanup that still has time (its context bounds every
+// attempt, and SIGTERM ends a lock wait at once).
+func (e *Executor) fence(ctx context.Context, id string, deadline bool) (*FenceResult, error) {
 	args, err := Fence(e.Global, id)
 	if err != nil {
 		return nil, err
 	}
-	f, code, err := runDoc(ctx, e, withDeadline(ctx, args), DecodeFence)
+	if deadline {
+		args = withDeadline(ctx, args)
+	}
+	f, code, err := runDoc(ctx, e, args, DecodeFence)
 	if err != nil {
 		return nil, err
 	}
@@ -642,6 +693,22 @@ func validFence(f *FenceResult, code int, id string) error {
 	confirmed := f.Termination == TerminationConfirmed
 	if f.Confirmed != confirmed || f.Reason.Confirms() != confirmed {
 		return fmt.Errorf("fence: confirmed %v, termination %q, reason %q disagree", f.Confirmed, f.Termination, f.Reason)
+	}
+	// A confirmation is proven by this operation's durable receipt (the
+	// guide: "a matching durable terminal receipt"), and the action says
+	// how it was reached.
+	wantAction := FenceActionNone
+	switch f.Reason {
+	case FenceReasonReceipt:
+		wantAction = FenceActionExistingReceipt
+	case FenceReasonAbandoned:
+		wantAction = FenceActionAbandoned
+	}
+	if f.Action != wantAction {
+		return fmt.Errorf("fence: action %q with reason %q (want %q)", f.Action, f.Reason, wantAction)
+	}
+	if confirmed && (f.Receipt == nil || f.Receipt.OperationID != id) {
+		return fmt.Errorf("fence: confirmed without a receipt for %q", id)
 	}
 	want := ExitFailed
 	switch {
@@ -667,7 +734,8 @@ func (e *Executor) Cleanup(ctx context.Context, id string) *Result {
 }
 
 // CleanupAfter confirms the termination of renewal's operation after Renew
-// returned it failed (renewal may be nil: Cleanup). It runs on a context
+// returned it failed (with renewal nil there is no operation ID: the
+// answer is retained, malformed; use Cleanup(ctx, id)). It runs on a context
 // disconnected from ctx's cancellation with its own CleanupBudget, repeats
 // the fencing check, retrying only a lock timeout (reason lock-timeout,
 // exit 3) and transport errors with Backoff, until termination is
@@ -688,11 +756,18 @@ func (e *Executor) cleanup(ctx context.Context, id string, renew RenewAnswer) *R
 	}
 	budget := e.cleanupBudget()
 	end := e.now().Add(budget)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	// The attempts' context ends early enough that a last attempt cut by
+	// it (SIGTERM, then shortGrace for its answer) still ends within the
+	// budget.
+	attempts := budget
+	if reserve := shortGrace + signalTimeout; budget > 3*reserve {
+		attempts = budget - reserve
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attempts)
 	defer cancel()
 	last := &FenceAnswer{Failure: FenceBudgetExhausted}
 	for attempt := 0; ; attempt++ {
-		f, err := e.Fence(ctx, id)
+		f, err := e.fence(ctx, id, false)
 		switch {
 		case err == nil && !f.Reason.Retryable():
 			return Decide(id, renew, &FenceAnswer{Doc: f, Attempts: attempt + 1})

@@ -2,6 +2,7 @@ package certrunbook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -26,6 +27,10 @@ func TestDecideEveryRow(t *testing.T) {
 			t.Fatal(err)
 		}
 		return &FenceAnswer{Doc: &f, Attempts: 1}
+	}
+	restoredBy := func(a *FenceAnswer, c Component) *FenceAnswer {
+		a.Doc.Restored = append(a.Doc.Restored, string(c))
+		return a
 	}
 	etcdDown := allActive()
 	etcdDown.Etcd = ManifestView{Location: LocationStaged}
@@ -53,6 +58,7 @@ func TestDecideEveryRow(t *testing.T) {
 		{"write failed", unknown, fence(FenceReasonWriteFailed, FenceActionNone, "", allActive()), FailedLockRetained, ReasonUnconfirmed},
 		{"deadline", unknown, fence(FenceReasonDeadline, FenceActionNone, "", allActive()), FailedLockRetained, ReasonUnconfirmed},
 		{"exit 4 confirmed", renewed(4, OutcomeFailed, false), fence(FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed, allActive()), FailedLockRetained, ReasonManifestNotActive},
+		{"exit 4, the fencing check put it back", renewed(4, OutcomeCancelled, false), restoredBy(fence(FenceReasonReceipt, FenceActionExistingReceipt, OutcomeCancelled, allActive()), ComponentKubeAPIServer), FailedLockReleased, ReasonFailed},
 		{"failed_not_restored receipt, answer lost", unknown, fence(FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailedNotRestored, allActive()), FailedLockRetained, ReasonManifestNotActive},
 		{"confirmed, a manifest still staged", renewed(1, OutcomeFailed, false), fence(FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed, etcdDown), FailedLockRetained, ReasonManifestNotActive},
 		{"exit 5 confirmed", renewed(5, OutcomeAbandoned, false), fence(FenceReasonReceipt, FenceActionExistingReceipt, OutcomeAbandoned, allActive()), FailedLockReleased, ReasonFenced},
@@ -181,6 +187,19 @@ func TestCancellationSendsSIGTERMAndWaits(t *testing.T) {
 	mustNotFail(t, err)
 	if r.Outcome != OutcomeCancelled || r.Reason != ReasonCleanupRequired || !slices.Equal(f.signals, []syscall.Signal{syscall.SIGTERM}) {
 		t.Fatalf("%+v, signals %v", r, f.signals)
+	}
+
+	// A SIGTERM that does not get through is sent again, a second apart,
+	// within the grace.
+	f = newFake().on("--operation-id", reply{block: true, onSignal: &cancelled})
+	f.failSignals = 1
+	e = testExecutor(f)
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	r, err = e.Renew(ctx, RenewRequest{OperationID: op})
+	mustNotFail(t, err)
+	if r.Outcome != OutcomeCancelled || !slices.Equal(f.signals, []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM}) {
+		t.Fatalf("retried SIGTERM: %+v, signals %v", r, f.signals)
 	}
 
 	// A runbook that does not end within the grace: the session is closed,
@@ -334,11 +353,11 @@ func TestCleanupRetriesOnlyLockTimeoutAndTransport(t *testing.T) {
 		{FenceReasonDeadline, ReasonUnconfirmed},
 		{FenceReasonAbandoned, ReasonAbandoned},
 	} {
-		rec := Outcome("")
+		rec, action := Outcome(""), FenceActionNone
 		if d.reason == FenceReasonAbandoned {
-			rec = OutcomeAbandoned
+			rec, action = OutcomeAbandoned, FenceActionAbandoned
 		}
-		f := newFake().on("--fence", fenceReply(op, d.reason, FenceActionAbandoned, rec), ok)
+		f := newFake().on("--fence", fenceReply(op, d.reason, action, rec), ok)
 		r := testExecutor(f).Cleanup(context.Background(), op)
 		if len(f.calls) != 1 || r.Reason != d.want {
 			t.Errorf("%s: %d calls, %+v", d.reason, len(f.calls), r)
@@ -352,6 +371,20 @@ func TestCleanupRetriesOnlyLockTimeoutAndTransport(t *testing.T) {
 	f = newFake().on("--fence", late, ok)
 	if r := testExecutor(f).Cleanup(context.Background(), op); len(f.calls) != 1 || r.Reason != ReasonUnconfirmed || r.FenceReason != FenceReasonDeadline {
 		t.Fatalf("deadline at exit 3: %d calls, %+v", len(f.calls), r)
+	}
+	// A confirmation without this operation's receipt, or with an action
+	// that does not match its reason, proves nothing: retained, malformed.
+	noProof := fenceReply(op, FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed)
+	var doc map[string]any
+	_ = json.Unmarshal([]byte(noProof.stdout), &doc)
+	doc["receipt"] = nil
+	noProof.stdout = jsonLine(doc)
+	wrongAction := fenceReply(op, FenceReasonReceipt, FenceActionAbandoned, OutcomeFailed)
+	for name, rep := range map[string]reply{"no receipt": noProof, "wrong action": wrongAction} {
+		f := newFake().on("--fence", rep, ok)
+		if r := testExecutor(f).Cleanup(context.Background(), op); len(f.calls) != 1 || r.Reason != ReasonMalformed || !r.LockRetained() {
+			t.Errorf("%s: %d calls, %+v", name, len(f.calls), r)
+		}
 	}
 	// Output that breaks the contract is definitive too.
 	bad := fenceReply(op, FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed)

@@ -46,6 +46,9 @@ type fake struct {
 	closes  int
 	// brokenPush: a push "succeeds" but the file stays wrong.
 	brokenPush bool
+	// failSignals: this many first signals fail (a transport error) and
+	// do not reach the runbook.
+	failSignals int
 }
 
 func newFake() *fake { return &fake{files: map[string]string{}} }
@@ -159,7 +162,14 @@ func (r *fakeRemote) Wait() (*RunResult, error) {
 func (r *fakeRemote) Signal(ctx context.Context, sig syscall.Signal) error {
 	r.f.mu.Lock()
 	r.f.signals = append(r.f.signals, sig)
+	fail := r.f.failSignals > 0
+	if fail {
+		r.f.failSignals--
+	}
 	r.f.mu.Unlock()
+	if fail {
+		return &TransportError{Op: "signal", Err: errors.New("session refused")}
+	}
 	if r.sig != nil {
 		select {
 		case r.sig <- struct{}{}:

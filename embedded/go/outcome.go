@@ -117,7 +117,8 @@ type FenceAnswer struct {
 //	any                              unconfirmed: legacy-unfinished,         FailedLockRetained   unconfirmed (+FenceReason)
 //	                                   malformed-phase, malformed-receipt,
 //	                                   write-failed, deadline
-//	exit 4, or receipt               confirmed                               FailedLockRetained   manifest-not-active
+//	exit 4 (and the fencing check    confirmed                               FailedLockRetained   manifest-not-active
+//	  put nothing back), or receipt
 //	  failed_not_restored, or a
 //	  manifest not in manifests/
 //	  after the fencing check
@@ -193,7 +194,12 @@ func Decide(operationID string, renew RenewAnswer, fence *FenceAnswer) *Result {
 	if f.Outcome != nil && rec == nil {
 		r.Outcome = *f.Outcome
 	}
-	if down := notActive(f.Manifests); renew.ExitCode == ExitOperatorMustAct || r.Outcome == OutcomeFailedNotRestored || len(down) > 0 {
+	// Exit 4 said a manifest was not active when the renewal ended; the
+	// fencing check puts back what a dead or late run left staged. When it
+	// did (Restored) and then saw all four active, the pod is back under
+	// the lock and nothing is left for an operator.
+	repaired := len(f.Restored) > 0
+	if down := notActive(f.Manifests); renew.ExitCode == ExitOperatorMustAct && !repaired || r.Outcome == OutcomeFailedNotRestored || len(down) > 0 {
 		return retained(ReasonManifestNotActive, "%s terminated (%s) but a control-plane manifest is not active %v: an operator must act on the node: %s", operationID, r.Outcome, down, f.Message)
 	}
 	switch {
