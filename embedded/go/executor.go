@@ -269,10 +269,7 @@ func IsRetryable(err error) bool {
 var ErrCancelGraceExceeded = errors.New("the runbook did not end within the cancel grace after SIGTERM; session closed, runbook not killed")
 
 func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.TrimSpace(string(b))
+	return strings.TrimSpace(string(lastBytes(b, n)))
 }
 
 // withDeadline adds `--deadline T` (ctx's deadline, UTC, rounded down to the
