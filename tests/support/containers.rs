@@ -12,7 +12,8 @@
 //!   libraries; entrypoint `/nvke-simnode pause`.
 //!
 //! [`require`] says whether the tier can run here (root, containerd, runc,
-//! ctr, crictl) and prints `SKIPPED: ...` when not, unless
+//! ctr on PATH or the fixed PATH; crictl at `$NVKE_REAL_CRICTL`, else
+//! `<target>/crictl-1.36.0/crictl`, else on the PATH) and prints `SKIPPED: ...` when not, unless
 //! `NVKE_CONTAINERS_REQUIRED=1` (CI), which makes a missing tool a failure.
 //! [`Containerd`] is killed and cleaned on drop: its pods removed, the
 //! daemon and its shims (found by the socket path on their command line)
@@ -93,23 +94,23 @@ fn find_tools() -> Result<Tools, String> {
             missing.join(", ")
         ));
     }
+    // crictl: $NVKE_REAL_CRICTL, else the one build-crictl.sh keeps in
+    // the target dir, else crictl on the fixed PATH. Never built here: a
+    // Go build in a test run is a surprise (CI builds it first).
     let crictl = match std::env::var_os("NVKE_REAL_CRICTL") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => {
-            // Built once, cached in the target dir under the tarball's sha256.
-            let out = Command::new("bash")
-                .arg(repo().join("tests/containers/build-crictl.sh"))
-                .arg(target_dir())
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| format!("cannot run build-crictl.sh: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "no crictl: build-crictl.sh: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
+            let built = target_dir().join("crictl-1.36.0/crictl");
+            if built.is_file() {
+                built
+            } else {
+                on_path("crictl").ok_or_else(|| {
+                    format!(
+                        "no crictl (set NVKE_REAL_CRICTL, or run tests/containers/build-crictl.sh {})",
+                        target_dir().display()
+                    )
+                })?
             }
-            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
         }
     };
     if !crictl.is_file() {
@@ -262,6 +263,24 @@ pub fn images() -> &'static [PathBuf] {
     })
 }
 
+/// The daemon dies with the test thread that started it (a test process
+/// killed by a timeout leaves no containerd behind; its shims are reaped
+/// by [`Containerd`]'s drop only).
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; nothing else runs before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            use nix::libc::{prctl, PR_SET_PDEATHSIG, SIGKILL};
+            if prctl(PR_SET_PDEATHSIG, SIGKILL as nix::libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// A private containerd with the tier's images imported.
 pub struct Containerd {
     pub dir: tempfile::TempDir,
@@ -300,14 +319,14 @@ state = "{d}/state"
         );
         std::fs::write(d.join("config.toml"), cfg).unwrap();
         let log = std::fs::File::create(d.join("containerd.log")).unwrap();
-        let child = Command::new(&tools.containerd)
-            .arg("--config")
+        let mut cmd = Command::new(&tools.containerd);
+        cmd.arg("--config")
             .arg(d.join("config.toml"))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("containerd");
+            .stderr(log);
+        die_with_parent(&mut cmd);
+        let child = cmd.spawn().expect("containerd");
         let c = Containerd {
             dir,
             sock,
