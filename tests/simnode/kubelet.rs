@@ -39,6 +39,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod cri;
+
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: nix::libc::c_int) {
@@ -394,6 +396,8 @@ struct Kubelet {
     /// Manifest file name -> (stamp, when read, UID).
     file_uids: HashMap<String, (Stamp, Instant, String)>,
     cfg_stamp: Option<(Stamp, Instant)>,
+    /// sim.json `runtime`: the pods as run through the real crictl.
+    cri: cri::Cri,
 }
 
 /// What tells a changed file from an unchanged one without reading it.
@@ -465,6 +469,7 @@ pub fn main(args: &[String]) -> Result<()> {
         parent: nix::unistd::getppid(),
         file_uids: HashMap::new(),
         cfg_stamp: None,
+        cri: cri::Cri::default(),
     };
     k.adopt_previous();
     k.log(&format!(
@@ -663,6 +668,10 @@ impl Kubelet {
     fn tick(&mut self) {
         self.reload_config();
         let desired = self.scan();
+        if self.cfg.runtime.is_some() {
+            self.cri_tick(&desired);
+            return;
+        }
         let now = Instant::now();
         let stop_latency = Duration::from_millis(self.cfg.stop_latency_ms);
         let start_latency = Duration::from_millis(self.cfg.start_latency_ms);
@@ -1237,6 +1246,11 @@ impl Kubelet {
     }
 
     fn shutdown(&mut self) {
+        if self.cfg.runtime.is_some() {
+            // The real kubelet leaves its pods running when it stops.
+            self.log("kubelet stopped (pods left to the runtime)");
+            return;
+        }
         for l in &self.containers {
             if let Some(child) = &l.child {
                 let _ = signal::kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);

@@ -55,6 +55,27 @@ fn result(name: &str, r: anyhow::Result<()>) -> ExitCode {
     }
 }
 
+/// As a container's PID 1 (the containers tier), the kernel drops a
+/// signal whose disposition is the default: the real kube-apiserver, etcd
+/// and pause handle SIGTERM and SIGINT and exit 0, so the stand-ins do
+/// too there. Elsewhere they keep the default disposition (killed by the
+/// signal), which the simulated kubelet and its tests observe.
+fn exit_on_sigterm_as_pid1() {
+    extern "C" fn bye(_: nix::libc::c_int) {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { nix::libc::_exit(0) }
+    }
+    if std::process::id() != 1 {
+        return;
+    }
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let act = SigAction::new(SigHandler::Handler(bye), SaFlags::empty(), SigSet::empty());
+    for sig in [Signal::SIGTERM, Signal::SIGINT] {
+        // SAFETY: the handler only calls _exit.
+        let _ = unsafe { sigaction(sig, &act) };
+    }
+}
+
 /// For `nvke-simnode crictl|kubeadm`: `--sim DIR` first, else
 /// `$NVKE_SIM_DIR`, else `dirname(argv[0])/..`.
 fn multicall_sim(argv0: &str, rest: &[String]) -> (Option<Sim>, Vec<String>) {
@@ -84,6 +105,9 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let rest = &args[2..];
+    if matches!(sub.as_str(), "apiserver" | "etcd" | "pause") {
+        exit_on_sigterm_as_pid1();
+    }
     match sub.as_str() {
         "kubelet" => result("kubelet", kubelet::main(rest)),
         "apiserver" => result("apiserver", servers::apiserver_main(rest)),

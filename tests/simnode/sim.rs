@@ -58,6 +58,27 @@ pub struct SimConfig {
     /// Pods the kubelet gets from the API server (not static): run with
     /// containers that have no process, sandbox `config.source` `api`.
     pub api_pods: Vec<ApiPod>,
+    /// The containers tier (tests/containers.rs): the kubelet runs the
+    /// static pods through this real crictl and CRI runtime instead of as
+    /// simulated containers (kubelet/cri.rs).
+    pub runtime: Option<CriRuntime>,
+}
+
+/// sim.json `runtime`: `{"crictl": "/abs/crictl", "endpoint": "unix:///.../containerd.sock"}`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CriRuntime {
+    pub crictl: PathBuf,
+    pub endpoint: String,
+    /// How often the kubelet's garbage collection removes exited
+    /// containers and stopped sandboxes of pods that are gone (kubelet:
+    /// every minute). Default 60000.
+    #[serde(default = "default_gc_period_ms")]
+    pub gc_period_ms: u64,
+}
+
+fn default_gc_period_ms() -> u64 {
+    60_000
 }
 
 /// The first of real crictl's `defaultRuntimeEndpoints` (cmd/crictl/main_unix.go).
@@ -100,6 +121,7 @@ impl Default for SimConfig {
             apiserver_bind_address: None,
             runtime_endpoint: DEFAULT_RUNTIME_ENDPOINT.to_string(),
             api_pods: Vec::new(),
+            runtime: None,
         }
     }
 }

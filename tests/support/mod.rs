@@ -11,6 +11,8 @@
 //!   never changed, CAs untouched, the phase file valid), and the
 //!   controller's recovery (the fencing check, then a new operation) with
 //!   the checks after it.
+//! - [`containers`] (feature `sim`): the containers tier's private
+//!   containerd, real crictl and locally built images.
 //! - [`strace`], [`sweep`] (feature `sim`): the strace log parser, and the
 //!   crash and I/O-error sweeps' recording, sampling and side-by-side
 //!   runner.
@@ -20,6 +22,8 @@
 //! Each harness uses part of it: dead code here is expected.
 #![allow(dead_code)]
 
+#[cfg(feature = "sim")]
+pub mod containers;
 pub mod hex;
 #[cfg(feature = "sim")]
 pub mod node;

@@ -58,6 +58,16 @@ pub struct Node {
 
 impl Node {
     pub fn new(variant: &str, knobs: Value) -> Node {
+        let mut node = Node::prepare(variant, knobs);
+        node.start_kubelet();
+        node.wait_all_running();
+        node
+    }
+
+    /// The node tree, free ports and sim.json of [`Node::new`], without
+    /// the kubelet (the containers tier edits the tree and the tools
+    /// first).
+    pub fn prepare(variant: &str, knobs: Value) -> Node {
         let tmp = tempfile::Builder::new()
             .prefix("nvke-scn-")
             .tempdir()
@@ -105,16 +115,13 @@ impl Node {
             serde_json::to_vec_pretty(&sim_json).unwrap(),
         )
         .unwrap();
-        let mut node = Node {
+        Node {
             _tmp: tmp,
             root,
             sim,
             kubelet: None,
             sim_json,
-        };
-        node.start_kubelet();
-        node.wait_all_running();
-        node
+        }
     }
 
     pub fn start_kubelet(&mut self) {
