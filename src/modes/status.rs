@@ -910,7 +910,28 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
     };
     let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
         Ok(guard) => guard,
-        Err(e @ (LockError::Timeout { .. } | LockError::Cancelled { .. })) => {
+        Err(e) => {
+            let (reason, why) = match e {
+                LockError::Timeout {
+                    path,
+                    waited_secs,
+                    holder,
+                } => (
+                    doc::FenceReason::LockTimeout,
+                    format!("renewal lock {path} still held after {waited_secs}s by {holder}"),
+                ),
+                // The deadline, or the caller's SIGTERM/SIGINT (its
+                // context ended): either way the caller's time is up.
+                LockError::Cancelled { path, holder } if cancel.deadline_passed() => (
+                    doc::FenceReason::Deadline,
+                    format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed"),
+                ),
+                LockError::Cancelled { path, holder } => (
+                    doc::FenceReason::Deadline,
+                    format!("renewal lock {path} still held by {holder} when a signal (SIGTERM/SIGINT) ended the wait"),
+                ),
+                e => return unconfirmed(exit::FAILED, doc::FenceReason::WriteFailed, e.to_string()),
+            };
             // Receipts are immutable: the one this operation has is read
             // without the lock, so the answer says what exists, though
             // termination stays unconfirmed until the lock is taken.
@@ -925,32 +946,14 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
                 .as_ref()
                 .map(|r| format!(" (operation {id} has a receipt: outcome {})", r.outcome))
                 .unwrap_or_default();
-            let (reason, message) = match e {
-                LockError::Timeout {
-                    path,
-                    waited_secs,
-                    holder,
-                } => (
-                    doc::FenceReason::LockTimeout,
-                    format!("renewal lock {path} still held after {waited_secs}s by {holder}; termination unconfirmed{has}"),
-                ),
-                // The deadline, or the caller's SIGTERM/SIGINT (its
-                // context ended): either way the caller's time is up.
-                LockError::Cancelled { path, holder } if cancel.deadline_passed() => (
-                    doc::FenceReason::Deadline,
-                    format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed; termination unconfirmed{has}"),
-                ),
-                LockError::Cancelled { path, holder } => (
-                    doc::FenceReason::Deadline,
-                    format!("renewal lock {path} still held by {holder} when a signal (SIGTERM/SIGINT) ended the wait; termination unconfirmed{has}"),
-                ),
-                other => (doc::FenceReason::WriteFailed, other.to_string()),
-            };
-            let mut o = unconfirmed(exit::LOCK_TIMEOUT, reason, message);
+            let mut o = unconfirmed(
+                exit::LOCK_TIMEOUT,
+                reason,
+                format!("{why}; termination unconfirmed{has}"),
+            );
             o.receipt = found;
             return o;
         }
-        Err(e) => return unconfirmed(exit::FAILED, doc::FenceReason::WriteFailed, e.to_string()),
     };
     // The lock is held from here on: every answer below comes after the
     // put-back of what a dead run left staged.
