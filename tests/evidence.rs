@@ -186,6 +186,8 @@ echo 'renewal starting (lock held) op-1' | put "$STATE/log/op-1.log"
 echo 'an old run' | put "$STATE/log/op-0.log"
 echo 'never named' | put "$STATE/log/op-unnamed.log"
 cp "$K/pki/ca.key" "$K/nvke-cert-renewal-staging/ca.key.yaml"
+openssl pkey -in "$K/pki/ca.key" -outform DER -out "$K/nvke-cert-renewal-staging/ca.der"
+gzip -nc "$K/pki/ca.key" > "$K/manifests/ca.yaml.gz"
 cp "$K/admin.conf" "$K/manifests/admin.yaml"
 ln -s /etc/kubernetes/pki/ca.key "$K/manifests/ca-key.yaml"
 ln -s "$K/pki/apiserver.key" "$K/manifests/apiserver-key.yaml"
@@ -325,6 +327,13 @@ fn the_bundle_holds_what_the_guide_asks_and_never_a_secret() {
         reason("/etc/kubernetes/nvke-cert-renewal-staging/ca.key.yaml"),
         "looks like a private key"
     );
+    // A key in DER or gzip carries no PEM marker: refused as not text.
+    for p in [
+        "/etc/kubernetes/nvke-cert-renewal-staging/ca.der".to_string(),
+        format!("{km}/ca.yaml.gz"),
+    ] {
+        assert!(reason(&p).starts_with("not text"), "{p}: {}", reason(&p));
+    }
     assert_eq!(
         reason(&format!("{km}/admin.yaml")),
         "looks like a kubeconfig"

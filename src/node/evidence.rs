@@ -68,6 +68,14 @@ pub fn refusal(bytes: &[u8]) -> Option<&'static str> {
     None
 }
 
+/// Every file the bundle collects is text (JSON, YAML, log lines); one
+/// that is not may be a key in DER, PKCS#12 or compressed form, which no
+/// marker finds: refused whole.
+fn not_text(bytes: &[u8]) -> Option<&'static str> {
+    (bytes.contains(&0) || std::str::from_utf8(bytes).is_err())
+        .then_some("not text (a binary file may hold a key in DER or compressed form)")
+}
+
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
@@ -173,7 +181,7 @@ impl Bundle {
     /// Add a member after the content check and the total cap.
     fn add(&mut self, name: String, source: Option<String>, bytes: Vec<u8>, mtime: i64) {
         let shown_as = source.clone().unwrap_or_else(|| name.clone());
-        if let Some(why) = refusal(&bytes) {
+        if let Some(why) = refusal(&bytes).or_else(|| not_text(&bytes)) {
             return self.skip(&shown_as, why);
         }
         let size = bytes.len() as u64;
@@ -619,6 +627,21 @@ mod tests {
         }
         assert_eq!(refusal(b"-----BEGIN CERTIFICATE-----\nMIIB\n"), None);
         assert_eq!(refusal(b"PRIVATE KEY is a phrase"), None);
+    }
+
+    #[test]
+    fn binary_content_is_refused_and_text_passes() {
+        // A PKCS#8 EC key in DER (SEQUENCE, INTEGER 0, ...), gzip, a NUL in text.
+        let der = [
+            0x30, 0x81, 0x87, 0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86,
+        ];
+        let gzip = [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00];
+        for bytes in [&der[..], &gzip[..], b"phase: ok\0\n"] {
+            assert!(not_text(bytes).is_some(), "{bytes:?}");
+        }
+        for text in ["", "{\"phase\":\"completed\"}\n", "kind: Pod # caf\u{e9}\n"] {
+            assert_eq!(not_text(text.as_bytes()), None, "{text:?}");
+        }
     }
 
     #[test]

@@ -393,7 +393,10 @@ pub enum Probe {
 }
 
 /// Non-blocking probe: opens an existing lock file (never creates it) and
-/// tries a shared flock, released at once.
+/// tries an exclusive flock, released at once. Exclusive, as the renewal
+/// takes it, so a process that holds the lock shared (`flock -s`) reads as
+/// a holder too: the renewal could not take it either. A renewal polls
+/// (acquire), so the probe's instant never fails one.
 pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
     let Some(state) = state else {
         return Ok(Probe::Absent);
@@ -401,7 +404,8 @@ pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
     let Some((file, id)) = open_lock(state, false)? else {
         return Ok(Probe::Absent);
     };
-    match file.try_lock_shared() {
+    #[allow(clippy::disallowed_methods)] // the lock module: this is the flock
+    match file.try_lock() {
         Ok(()) => {
             let _ = file.unlock();
             Ok(Probe::Free)
@@ -704,6 +708,43 @@ mod tests {
             find_holder_with(id, &cut),
             Holder::Unknown("no flock on fe:00:77 in the first 4 MiB of /proc/locks".into())
         );
+    }
+
+    /// A process that holds the lock shared is a holder: the probe says
+    /// held (a renewal could not take it) and names that process.
+    #[test]
+    fn a_shared_holder_is_a_holder() {
+        let (t, state) = state();
+        drop(acquire(&state, Duration::from_secs(1), &|| false).unwrap());
+        assert!(matches!(probe(Some(&state)), Ok(Probe::Free)));
+        let mut child = std::process::Command::new("flock")
+            .arg("-o")
+            .arg("-s")
+            .arg(lock_path(&t))
+            .args(["sleep", "30"])
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        let id = loop {
+            if let Ok(Probe::Held(id)) = probe(Some(&state)) {
+                break id;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "flock never took it"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let holder = find_holder(id);
+        let _ = child.kill();
+        let _ = child.wait();
+        match holder {
+            Holder::Process { pid, command, .. } => {
+                assert_eq!((pid, command.as_deref()), (child.id(), Some("flock")))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(probe(Some(&state)), Ok(Probe::Free)));
     }
 
     /// SPEC 6 (v1.1), every exit 3: a wait that times out behind an
