@@ -389,12 +389,20 @@ struct Cx<'a> {
     root: PathBuf,
     log: Logrus,
     ep: Endpoints,
+    /// crictl's connection timeout (`-t`, the config file's `timeout`,
+    /// default 2 s): how long a dial to a runtime that never answers waits.
+    timeout: Duration,
 }
+
+/// crictl's `defaultTimeout` on Linux.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct ConfigFile {
     runtime_endpoint: String,
     image_endpoint: String,
+    /// Seconds; 0 or less: the default.
+    timeout: i64,
 }
 
 /// The directory crictl looks in for `crictl.yaml` after the default config
@@ -441,6 +449,23 @@ impl Cx<'_> {
                     None => (String::new(), false),
                 },
             }
+        };
+        // crictl's `getTimeout`: `-t` (a Go duration; 0 or less is the
+        // default), else the file's `timeout` seconds when above 0.
+        let flag_timeout = match globals.get("-t") {
+            Some(v) => Some(crate::etcdctl::parse_go_duration(v).ok_or_else(|| {
+                anyhow!(
+                    "invalid value {} for flag -timeout: parse error",
+                    go_quote(v)
+                )
+            })?),
+            None => None,
+        };
+        self.timeout = match (flag_timeout, &config) {
+            (Some(d), _) if !d.is_zero() => d,
+            (Some(_), _) => DEFAULT_TIMEOUT,
+            (None, Some(c)) if c.timeout > 0 => Duration::from_secs(c.timeout as u64),
+            _ => DEFAULT_TIMEOUT,
         };
         let (r, r_set) = flag_or_env("-r", "CONTAINER_RUNTIME_ENDPOINT");
         let (i, i_set) = flag_or_env("-i", "IMAGE_SERVICE_ENDPOINT");
@@ -514,18 +539,29 @@ impl Cx<'_> {
         if same_socket(&path, &live) {
             return Ok(());
         }
-        let why = if !path.is_empty() && sim::under_root(&self.root, &path).exists() {
+        let api_name = match api {
+            Api::Runtime => "runtime",
+            Api::Image => "image",
+        };
+        let node_path = sim::under_root(&self.root, &path);
+        // A socket someone listens on that is not the runtime: a hung
+        // runtime. gRPC waits for the connection to become ready until
+        // crictl's timeout (real crictl 1.36: `-t`, default 2 s).
+        if !path.is_empty() && std::os::unix::net::UnixStream::connect(&node_path).is_ok() {
+            std::thread::sleep(self.timeout);
+            return Err(format!(
+                "validate service connection: validate CRI v1 {api_name} API for endpoint {}: rpc error: code = DeadlineExceeded desc = context deadline exceeded while waiting for connections to become ready",
+                go_quote(endpoint)
+            ));
+        }
+        let why = if !path.is_empty() && node_path.exists() {
             "connection refused"
         } else {
             "no such file or directory"
         };
         let desc = format!("transport: Error while dialing: dial unix {path}: connect: {why}");
         Err(format!(
-            "validate service connection: validate CRI v1 {} API for endpoint {}: rpc error: code = Unavailable desc = connection error: desc = {}",
-            match api {
-                Api::Runtime => "runtime",
-                Api::Image => "image",
-            },
+            "validate service connection: validate CRI v1 {api_name} API for endpoint {}: rpc error: code = Unavailable desc = connection error: desc = {}",
             go_quote(endpoint),
             go_quote(&desc)
         ))
@@ -639,7 +675,7 @@ fn parse_config_file(bytes: &[u8]) -> Result<ConfigFile, String> {
             "runtime-endpoint" => c.runtime_endpoint = value,
             "image-endpoint" => c.image_endpoint = value,
             "timeout" => {
-                value.parse::<i64>().map_err(|_| {
+                c.timeout = value.parse::<i64>().map_err(|_| {
                     format!(
                         "parsing config option '{name}': strconv.Atoi: parsing {}: invalid syntax",
                         go_quote(&value)
@@ -713,6 +749,7 @@ fn run(sim: &Sim, args: &[String], log: Logrus) -> Result<i32> {
             image: String::new(),
             image_set: false,
         },
+        timeout: DEFAULT_TIMEOUT,
     };
     cx.before(&globals, &program_dir(sim))?;
     match cmd.as_str() {

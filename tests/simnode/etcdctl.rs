@@ -116,7 +116,7 @@ struct Flags {
 }
 
 /// Go's time.ParseDuration for the common forms: `5s`, `500ms`, `1m30s`, `2.5s`.
-fn parse_go_duration(s: &str) -> Option<Duration> {
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
     let mut total = 0f64;
     let mut rest = s;
     if rest.is_empty() {
@@ -320,6 +320,22 @@ fn probe(
         };
         let cfg = tls::client_config(&ca, client, tls_now).map_err(|e| format!("{e:#}"))?;
         let port = ctr.port.ok_or("etcd container has no port")?;
+        // A container is RUNNING as soon as its process starts, before it
+        // listens: etcd's client keeps redialling (gRPC's reconnect
+        // back-off: 1 s, times 1.6) until the call's --command-timeout, so
+        // an etcd that comes up within it answers, one that does not costs
+        // the whole timeout (measured with etcdctl 3.4.23).
+        let deadline = start + f.command_timeout;
+        let mut backoff = Duration::from_secs(1);
+        let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+        while std::net::TcpStream::connect_timeout(&addr, f.dial_timeout).is_err() {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err("context deadline exceeded".into());
+            }
+            std::thread::sleep(backoff.min(deadline - now));
+            backoff = backoff.mul_f64(1.6).min(Duration::from_secs(120));
+        }
         match tls::https_get(cfg, port, host, "/health", f.dial_timeout) {
             Ok((200, _, _)) => Ok(()),
             Ok((code, _, _)) => Err(format!("unexpected status {code}")),

@@ -23,7 +23,8 @@
 
 use crate::sim::{self, Sim, SimConfig};
 use crate::state::{
-    Container, ContainersFile, Mount, Sandbox, EXITED, RUNNING, SANDBOX_NOTREADY, SANDBOX_READY,
+    Container, ContainersFile, Mount, Sandbox, CREATED, EXITED, RUNNING, SANDBOX_NOTREADY,
+    SANDBOX_READY,
 };
 use anyhow::{Context, Result};
 use nix::sys::signal::{self, SigHandler, Signal};
@@ -51,8 +52,8 @@ const POLL: Duration = Duration::from_millis(10);
 /// A stand-in process that has not started listening after this is killed
 /// and counts as a crash.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// SIGTERM, then SIGKILL after this.
-const KILL_GRACE: Duration = Duration::from_secs(10);
+/// kubelet's `minimumGracePeriodInSeconds`: a stop never SIGKILLs sooner.
+const MIN_GRACE_SECS: u64 = 2;
 const MAX_MANIFEST: u64 = 1 << 20;
 
 // ------------------------------------------------------------ manifests
@@ -340,7 +341,11 @@ fn etcd_client_port(argv: &[String]) -> u16 {
 
 #[derive(Debug)]
 enum Phase {
-    /// The stand-in process runs but does not listen yet (hidden from crictl).
+    /// Created, its process not started yet (sim.json `createdMs`).
+    Created {
+        until: Instant,
+    },
+    /// The stand-in process runs but does not listen yet (RUNNING already).
     Starting {
         since: Instant,
     },
@@ -356,6 +361,9 @@ struct Live {
     rec: Container,
     child: Option<Child>,
     phase: Phase,
+    /// The process to start when the container leaves CREATED: role,
+    /// port, extra arguments (None: no process).
+    plan: Option<(String, u16, Vec<String>)>,
     stop_at: Option<Instant>,
     /// Listed in containers.json (a starting process is not, yet).
     visible: bool,
@@ -398,6 +406,8 @@ struct Kubelet {
     cfg_stamp: Option<(Stamp, Instant)>,
     /// sim.json `runtime`: the pods as run through the real crictl.
     cri: cri::Cri,
+    /// The last container garbage collection (sim.json `gcPeriodMs`).
+    last_gc: Option<Instant>,
 }
 
 /// What tells a changed file from an unchanged one without reading it.
@@ -466,6 +476,7 @@ pub fn main(args: &[String]) -> Result<()> {
         etcd_port: None,
         dirty: true,
         to_link: Vec::new(),
+        last_gc: None,
         parent: nix::unistd::getppid(),
         file_uids: HashMap::new(),
         cfg_stamp: None,
@@ -526,6 +537,7 @@ impl Kubelet {
                     rec,
                     child: None,
                     phase: Phase::Exited,
+                    plan: None,
                     stop_at: None,
                     visible: true,
                 });
@@ -708,6 +720,15 @@ impl Kubelet {
         self.crashes.retain(|(uid, _), _| desired.contains_key(uid));
         self.pending.retain(|(uid, _), _| desired.contains_key(uid));
 
+        // 2b. The kubelet's garbage collection, every `gcPeriodMs`.
+        if self
+            .last_gc
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_millis(self.cfg.gc_period_ms))
+        {
+            self.last_gc = Some(now);
+            self.garbage_collect(&desired);
+        }
+
         // 3. Desired containers that do not exist: schedule, then create.
         for pod in desired.values() {
             for c in &pod.containers {
@@ -750,6 +771,92 @@ impl Kubelet {
         }
     }
 
+    /// kubelet's container GC (kuberuntime_gc.go, policy MinAge 0,
+    /// MaxPerPodContainer 1): exited containers of pods that are gone are
+    /// removed (with their legacy log links), a wanted pod keeps its newest
+    /// exited container per container name; then NOTREADY sandboxes no
+    /// container refers to, except a wanted pod's newest.
+    fn garbage_collect(&mut self, desired: &BTreeMap<String, Rc<Pod>>) {
+        let mut keep_dead: HashSet<String> = HashSet::new();
+        let mut newest: HashMap<(String, String), (u128, String)> = HashMap::new();
+        for c in &self.containers {
+            if matches!(c.phase, Phase::Exited) && desired.contains_key(&c.rec.pod_uid) {
+                let at: u128 = c.rec.created_at.parse().unwrap_or(0);
+                let k = (c.rec.pod_uid.clone(), c.rec.name.clone());
+                if newest.get(&k).is_none_or(|(t, _)| at >= *t) {
+                    newest.insert(k, (at, c.rec.id.clone()));
+                }
+            }
+        }
+        keep_dead.extend(newest.into_values().map(|(_, id)| id));
+        let root = self.root();
+        let mut removed = Vec::new();
+        self.containers.retain(|c| {
+            let gone = matches!(c.phase, Phase::Exited) && !keep_dead.contains(&c.rec.id);
+            if gone {
+                removed.push(c.rec.clone());
+            }
+            !gone
+        });
+        for rec in &removed {
+            if root != Path::new("/") {
+                let link = root.join("var/log/containers").join(format!(
+                    "{}_{}_{}-{}.log",
+                    rec.pod_full_name, rec.namespace, rec.name, rec.id
+                ));
+                let _ = std::fs::remove_file(link);
+            }
+            self.log(&format!(
+                "garbage collection: removed container {} {} of pod {}/{}",
+                rec.name, rec.id, rec.namespace, rec.pod_full_name
+            ));
+            self.dirty = true;
+        }
+        // Sandboxes: by ID, then the live map rebuilt by ID.
+        let live: HashMap<String, String> = self
+            .sandboxes
+            .iter()
+            .map(|(uid, &i)| (self.sandbox_recs[i].id.clone(), uid.clone()))
+            .collect();
+        let used: HashSet<String> = self
+            .containers
+            .iter()
+            .map(|c| c.rec.pod_sandbox_id.clone())
+            .collect();
+        let mut newest_sb: HashMap<String, (u128, String)> = HashMap::new();
+        for sb in &self.sandbox_recs {
+            let at: u128 = sb.created_at.parse().unwrap_or(0);
+            if newest_sb.get(&sb.uid).is_none_or(|(t, _)| at >= *t) {
+                newest_sb.insert(sb.uid.clone(), (at, sb.id.clone()));
+            }
+        }
+        let before = self.sandbox_recs.len();
+        let mut gone_sb = Vec::new();
+        self.sandbox_recs.retain(|sb| {
+            let keep = live.contains_key(&sb.id)
+                || sb.state != SANDBOX_NOTREADY
+                || used.contains(&sb.id)
+                || (desired.contains_key(&sb.uid)
+                    && newest_sb.get(&sb.uid).is_some_and(|(_, id)| *id == sb.id));
+            if !keep {
+                gone_sb.push(format!("{}/{} {}", sb.namespace, sb.name, sb.id));
+            }
+            keep
+        });
+        if self.sandbox_recs.len() != before {
+            self.sandboxes = self
+                .sandbox_recs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, sb)| live.get(&sb.id).map(|uid| (uid.clone(), i)))
+                .collect();
+            self.dirty = true;
+        }
+        for g in gone_sb {
+            self.log(&format!("garbage collection: removed sandbox {g}"));
+        }
+    }
+
     /// A container (starting, running or stopping) of this pod + container
     /// name exists, whatever its pod UID.
     fn occupied(&self, key: &CtrKey) -> bool {
@@ -781,7 +888,10 @@ impl Kubelet {
             let code = status.code().unwrap_or_else(|| {
                 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
             });
-            let code = if stopping { 0 } else { code };
+            // A stop that had to SIGKILL (the grace period passed) reports
+            // the kill, as containerd does (137); a stop the process obeyed, 0.
+            let killed = std::os::unix::process::ExitStatusExt::signal(&status) == Some(9);
+            let code = if stopping && !killed { 0 } else { code };
             self.mark_exited(i, code, if stopping { "stopped" } else { "crashed" });
             if !stopping {
                 let c = &self.containers[i].rec;
@@ -792,17 +902,20 @@ impl Kubelet {
             }
             return;
         }
-        // Readiness of a starting process.
+        // StartContainer of a created container, when due.
+        if let Phase::Created { until } = self.containers[i].phase {
+            if now >= until && self.containers[i].stop_at.is_none() {
+                self.start_created(i);
+            }
+        }
+        // A starting process begins to listen (it is RUNNING already).
         if let Phase::Starting { since } = self.containers[i].phase {
             let port = self.containers[i].rec.port.unwrap_or(0);
             if listening(port) {
                 let l = &mut self.containers[i];
                 l.phase = Phase::Running;
-                l.visible = true;
-                l.rec.state = RUNNING.to_string();
-                l.rec.started_at = sim::now_nanos().to_string();
                 let msg = format!(
-                    "container {} {} of pod {}/{} running (pid {}, port {port})",
+                    "container {} {} of pod {}/{} listening (pid {}, port {port})",
                     l.rec.name,
                     l.rec.id,
                     l.rec.namespace,
@@ -850,13 +963,28 @@ impl Kubelet {
                 }
             }
             Phase::Stopping { .. } | Phase::Exited => {}
+            Phase::Created { .. } => {
+                if self.containers[i].stop_at.is_some_and(|t| now >= t) {
+                    self.containers[i].plan = None;
+                    self.mark_exited(i, 0, "stopped before it started");
+                }
+            }
             Phase::Starting { .. } | Phase::Running => {
                 if self.containers[i].stop_at.is_some_and(|t| now >= t) {
                     match self.containers[i].child.as_ref().map(|c| c.id()) {
                         Some(pid) => {
                             let _ = signal::kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+                            // kubelet's KillContainer: the pod's
+                            // terminationGracePeriodSeconds, then SIGKILL.
+                            let grace = self.containers[i]
+                                .rec
+                                .annotations
+                                .get("io.kubernetes.pod.terminationGracePeriod")
+                                .and_then(|g| g.parse::<u64>().ok())
+                                .unwrap_or(30)
+                                .max(MIN_GRACE_SECS);
                             self.containers[i].phase = Phase::Stopping {
-                                kill_at: now + KILL_GRACE,
+                                kill_at: now + Duration::from_secs(grace),
                             };
                         }
                         None => self.mark_exited(i, 0, "stopped"),
@@ -1018,8 +1146,10 @@ impl Kubelet {
             Source::File => pod.manifest.clone(),
             Source::Api => "the API server".to_string(),
         };
-        let root = self.root();
-        self.to_link.push(rec.clone());
+        // A container is CONTAINER_CREATED from CreateContainer until
+        // StartContainer (sim.json `createdMs`; the real kubelet calls
+        // them back to back), then RUNNING as soon as its process is
+        // started, before it listens (as containerd reports it).
         // Only static pods' etcd and kube-apiserver run a process; an API
         // pod's containers (an etcd backup job) have none.
         let process_name = match pod.source {
@@ -1057,80 +1187,102 @@ impl Kubelet {
             "" => None,
             _ => Some(("pause", 0, Vec::new())),
         };
-        match process {
+        let plan = process.map(|(role, port, extra)| (role.to_string(), port, extra));
+        rec.state = CREATED.to_string();
+        let until = Instant::now() + Duration::from_millis(self.cfg.created_ms);
+        self.log(&format!(
+            "pod {}/{} ({}) from {}: created container {} {id} (attempt {attempt})",
+            rec.namespace, rec.pod_full_name, rec.pod_uid, from, rec.name
+        ));
+        self.containers.push(Live {
+            rec,
+            child: None,
+            phase: Phase::Created { until },
+            plan,
+            stop_at: None,
+            visible: true,
+        });
+        if self.cfg.created_ms == 0 {
+            let i = self.containers.len() - 1;
+            self.start_created(i);
+        }
+        self.dirty = true;
+    }
+
+    /// StartContainer: the process of a CREATED container (none for an API
+    /// pod's), RUNNING at once.
+    fn start_created(&mut self, i: usize) {
+        let root = self.root();
+        let now = sim::now_nanos().to_string();
+        let plan = self.containers[i].plan.take();
+        let (id, name) = (
+            self.containers[i].rec.id.clone(),
+            self.containers[i].rec.name.clone(),
+        );
+        let grace_ignored = Self::named_in(
+            &self.cfg.ignore_sigterm,
+            &self.containers[i].rec.pod_name,
+            &name,
+        );
+        self.dirty = true;
+        match plan {
             None => {
-                rec.started_at = now;
-                self.log(&format!(
-                    "pod {}/{} ({}) from {}: started container {} {id} (attempt {attempt})",
-                    rec.namespace, rec.pod_full_name, rec.pod_uid, from, rec.name
-                ));
-                self.containers.push(Live {
-                    rec,
-                    child: None,
-                    phase: Phase::Running,
-                    stop_at: None,
-                    visible: true,
-                });
+                let l = &mut self.containers[i];
+                l.rec.started_at = now;
+                l.rec.state = RUNNING.to_string();
+                l.phase = Phase::Running;
+                self.to_link.push(self.containers[i].rec.clone());
+                self.log(&format!("container {name} {id} started"));
             }
-            Some((role, port, extra)) => {
+            Some((role, port, mut extra)) => {
                 let log_path = self.sim.container_log_dir().join(format!("{id}.log"));
-                rec.port = Some(port);
-                rec.log_path = Some(log_path.clone());
-                match self.spawn(role, &root, port, &extra, &log_path) {
-                    Ok(child) if role == "pause" => {
-                        rec.pid = Some(child.id());
-                        rec.port = None;
-                        rec.started_at = now;
-                        self.log(&format!(
-                            "pod {}/{} ({}) from {}: started container {} {id} (attempt {attempt}), pid {}",
-                            rec.namespace, rec.pod_full_name, rec.pod_uid, from, rec.name, child.id()
-                        ));
-                        self.containers.push(Live {
-                            rec,
-                            child: Some(child),
-                            phase: Phase::Running,
-                            stop_at: None,
-                            visible: true,
-                        });
-                    }
+                if self.cfg.listen_delay_ms > 0 && role != "pause" && role != "real-etcd" {
+                    extra.extend([
+                        "--listen-delay-ms".into(),
+                        self.cfg.listen_delay_ms.to_string(),
+                    ]);
+                }
+                if grace_ignored && role != "real-etcd" {
+                    extra.push("--ignore-sigterm".into());
+                }
+                let spawned = self.spawn(&role, &root, port, &extra, &log_path);
+                let l = &mut self.containers[i];
+                l.rec.port = Some(port);
+                l.rec.log_path = Some(log_path);
+                match spawned {
                     Ok(child) => {
-                        rec.pid = Some(child.id());
-                        self.log(&format!(
-                            "pod {}/{} ({}) from {}: starting container {} {id} (attempt {attempt}): {role} on port {port}, pid {}",
-                            rec.namespace, rec.pod_full_name, rec.pod_uid, from, rec.name, child.id()
-                        ));
-                        self.containers.push(Live {
-                            rec,
-                            child: Some(child),
-                            phase: Phase::Starting {
+                        let pid = child.id();
+                        l.rec.pid = Some(pid);
+                        l.rec.started_at = now;
+                        l.rec.state = RUNNING.to_string();
+                        l.child = Some(child);
+                        if role == "pause" {
+                            l.rec.port = None;
+                            l.phase = Phase::Running;
+                        } else {
+                            l.phase = Phase::Starting {
                                 since: Instant::now(),
-                            },
-                            stop_at: None,
-                            visible: false,
-                        });
+                            };
+                        }
+                        self.to_link.push(self.containers[i].rec.clone());
+                        self.log(&format!(
+                            "container {name} {id} started: {role} on port {port}, pid {pid}"
+                        ));
                     }
                     Err(e) => {
-                        self.log(&format!("failed to start {role} for {}: {e:#}", rec.name));
-                        rec.state = EXITED.to_string();
-                        rec.exit_code = 128;
-                        rec.started_at = now.clone();
-                        rec.finished_at = now;
-                        *self
-                            .crashes
-                            .entry((rec.pod_uid.clone(), rec.name.clone()))
-                            .or_insert(0) += 1;
-                        self.containers.push(Live {
-                            rec,
-                            child: None,
-                            phase: Phase::Exited,
-                            stop_at: None,
-                            visible: true,
-                        });
+                        let msg = format!("failed to start {role} for {name}: {e:#}");
+                        l.rec.exit_code = 128;
+                        l.rec.started_at = now.clone();
+                        l.rec.finished_at = now;
+                        l.rec.state = EXITED.to_string();
+                        l.phase = Phase::Exited;
+                        let k = (l.rec.pod_uid.clone(), name.clone());
+                        *self.crashes.entry(k).or_insert(0) += 1;
+                        self.log(&msg);
                     }
                 }
             }
         }
-        self.dirty = true;
     }
 
     /// As the real kubelet does for every container it starts (right after

@@ -76,6 +76,21 @@ fn exit_on_sigterm_as_pid1() {
     }
 }
 
+/// Removes `flag` from `args`; whether it was there.
+fn take_flag(args: &mut Vec<String>, flag: &str) -> bool {
+    let before = args.len();
+    args.retain(|a| a != flag);
+    args.len() != before
+}
+
+/// Removes `flag VALUE` from `args`; the value.
+fn take_value(args: &mut Vec<String>, flag: &str) -> Option<String> {
+    let i = args.iter().position(|a| a == flag)?;
+    let v = args.get(i + 1).cloned();
+    args.drain(i..(i + 2).min(args.len()));
+    v
+}
+
 /// For `nvke-simnode crictl|kubeadm`: `--sim DIR` first, else
 /// `$NVKE_SIM_DIR`, else `dirname(argv[0])/..`.
 fn multicall_sim(argv0: &str, rest: &[String]) -> (Option<Sim>, Vec<String>) {
@@ -104,10 +119,25 @@ fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    let rest = &args[2..];
+    let mut rest: Vec<String> = args[2..].to_vec();
     if matches!(sub.as_str(), "apiserver" | "etcd" | "pause") {
-        exit_on_sigterm_as_pid1();
+        // The kubelet's process knobs (sim.json `ignoreSigterm`,
+        // `listenDelayMs`), taken off before the stand-in parses its flags.
+        let ignore = take_flag(&mut rest, "--ignore-sigterm");
+        let delay = take_value(&mut rest, "--listen-delay-ms").and_then(|v| v.parse::<u64>().ok());
+        if ignore {
+            use nix::sys::signal::{signal, SigHandler, Signal};
+            // SAFETY: SIG_IGN installs no handler code.
+            let _ = unsafe { signal(Signal::SIGTERM, SigHandler::SigIgn) };
+        } else {
+            exit_on_sigterm_as_pid1();
+        }
+        if let Some(ms) = delay {
+            // Not listening yet: its container is RUNNING meanwhile.
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
     }
+    let rest = &rest[..];
     match sub.as_str() {
         "kubelet" => result("kubelet", kubelet::main(rest)),
         "apiserver" => result("apiserver", servers::apiserver_main(rest)),

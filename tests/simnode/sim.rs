@@ -62,6 +62,22 @@ pub struct SimConfig {
     /// static pods through this real crictl and CRI runtime instead of as
     /// simulated containers (kubelet/cri.rs).
     pub runtime: Option<CriRuntime>,
+    /// The kubelet's container garbage collection (every minute on a real
+    /// kubelet, the first right at its start): exited containers of pods
+    /// that are gone are removed, with their sandboxes; a pod still wanted
+    /// keeps its newest exited container per container name. Default 60000.
+    pub gc_period_ms: u64,
+    /// How long a new container stays CONTAINER_CREATED before its process
+    /// is started (the real kubelet: CreateContainer then StartContainer,
+    /// milliseconds apart). Default 0.
+    pub created_ms: u64,
+    /// The etcd and kube-apiserver stand-ins start listening this long
+    /// after their process started (their container RUNNING meanwhile, as a
+    /// real one is while etcd or the apiserver starts up). Default 0.
+    pub listen_delay_ms: u64,
+    /// Component names whose process ignores SIGTERM: a stop takes the
+    /// pod's whole grace period and ends with SIGKILL (exit code 137).
+    pub ignore_sigterm: Vec<String>,
 }
 
 /// sim.json `runtime`: `{"crictl": "/abs/crictl", "endpoint": "unix:///.../containerd.sock"}`.
@@ -122,6 +138,10 @@ impl Default for SimConfig {
             runtime_endpoint: DEFAULT_RUNTIME_ENDPOINT.to_string(),
             api_pods: Vec::new(),
             runtime: None,
+            gc_period_ms: 60_000,
+            created_ms: 0,
+            listen_delay_ms: 0,
+            ignore_sigterm: Vec::new(),
         }
     }
 }

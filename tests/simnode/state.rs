@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub const CREATED: &str = "CONTAINER_CREATED";
 pub const RUNNING: &str = "CONTAINER_RUNNING";
 pub const EXITED: &str = "CONTAINER_EXITED";
 pub const SANDBOX_READY: &str = "SANDBOX_READY";

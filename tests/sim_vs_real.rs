@@ -1,0 +1,760 @@
+//! The simulated node against the real stack: for each difference issue 16
+//! found between them, the same query run against the simulated crictl /
+//! kubelet / etcdctl and against real crictl 1.36 + containerd 1.6 + runc +
+//! etcdctl 3.4 (tests/support/containers.rs), comparing what the runbook
+//! reads: exit codes, the fields its parsers take (src/rules/cri.rs), the
+//! stderr lines that matter (`is_unreachable`), and timing classes (lower
+//! bounds only: a wait the real tool makes, the sim must make too).
+//!
+//! Needs root, containerd, runc, ctr and crictl as the containers tier does;
+//! without them every test prints `SKIPPED: ...` and passes, unless
+//! `NVKE_CONTAINERS_REQUIRED=1`.
+#![cfg(feature = "sim")]
+#![allow(clippy::disallowed_methods)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod support;
+
+use nvke_cert_runbook::rules::cri::{parse_endpoint_health, parse_ps_kube_system};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+use support::containers::{require, run_bounded, serial, Containerd, ETCD_IMAGE, PAUSE_IMAGE};
+use support::node::*;
+
+/// The runbook's etcdctl flags (src/tools/health.rs `etcdctl_flags`, not
+/// public): paths as the etcd container sees them, both timeouts `left`
+/// (under 10 s).
+fn etcdctl_flags(port: u16, left: Duration) -> Vec<String> {
+    let d = format!("{}ms", left.as_millis());
+    vec![
+        format!("--endpoints=https://127.0.0.1:{port}"),
+        "--cacert=/etc/kubernetes/pki/etcd/ca.crt".into(),
+        "--cert=/etc/kubernetes/pki/etcd/server.crt".into(),
+        "--key=/etc/kubernetes/pki/etcd/server.key".into(),
+        format!("--dial-timeout={d}"),
+        format!("--command-timeout={d}"),
+    ]
+}
+
+/// How the runbook tells an unreachable runtime from a failed call
+/// (src/tools/runtime.rs `is_unreachable`, not public; the same markers).
+fn is_unreachable(stderr: &str) -> bool {
+    [
+        "validate service connection",
+        "Error while dialing",
+        "connect: connection refused",
+        "connect: no such file or directory",
+        "connect: permission denied",
+        "code = Unavailable",
+        "--runtime-endpoint is not set",
+    ]
+    .iter()
+    .any(|m| stderr.contains(m))
+}
+
+/// A real pod sandbox (host network) with kubelet-like metadata.
+struct RealPod<'a> {
+    ctrd: &'a Containerd,
+    id: String,
+    config: std::path::PathBuf,
+}
+
+fn write_json(dir: &Path, name: &str, v: &Value) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+    p
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what}: {}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    text(&o.stdout).trim().to_string()
+}
+
+impl<'a> RealPod<'a> {
+    fn new(ctrd: &'a Containerd, name: &str) -> RealPod<'a> {
+        let logs = ctrd.dir.path().join(format!("logs-{name}"));
+        std::fs::create_dir_all(&logs).unwrap();
+        let config = write_json(
+            ctrd.dir.path(),
+            &format!("pod-{name}.json"),
+            &json!({
+                "metadata": {"name": format!("{name}-cp-1"), "namespace": "kube-system",
+                             "uid": format!("uid-{name}"), "attempt": 0},
+                "labels": {"io.kubernetes.pod.name": format!("{name}-cp-1"),
+                           "io.kubernetes.pod.namespace": "kube-system",
+                           "io.kubernetes.pod.uid": format!("uid-{name}")},
+                "annotations": {"kubernetes.io/config.source": "file"},
+                "log_directory": logs,
+                "linux": {"security_context": {"namespace_options": {"network": 2, "pid": 1}}}
+            }),
+        );
+        let id = ok(
+            &ctrd.crictl(&["runp", config.to_str().unwrap()]),
+            "crictl runp",
+        );
+        RealPod { ctrd, id, config }
+    }
+
+    /// `crictl create` as the kubelet calls it: image = the image ID,
+    /// userSpecifiedImage = the manifest's name, the kubelet's labels and
+    /// annotations. Not started.
+    fn create(&self, name: &str, image: &str, command: &[&str], mounts: Value) -> String {
+        let inspect = self.ctrd.crictl(&["inspecti", "-o", "json", image]);
+        let iv: Value = serde_json::from_str(&ok(&inspect, "crictl inspecti")).unwrap();
+        let image_id = iv["status"]["id"].as_str().unwrap().to_string();
+        let cfg = write_json(
+            self.ctrd.dir.path(),
+            &format!("ctr-{name}.json"),
+            &json!({
+                "metadata": {"name": name, "attempt": 0},
+                "image": {"image": image_id, "user_specified_image": image},
+                "command": command,
+                "labels": {"io.kubernetes.container.name": name,
+                           "io.kubernetes.pod.name": format!("{name}-cp-1"),
+                           "io.kubernetes.pod.namespace": "kube-system",
+                           "io.kubernetes.pod.uid": format!("uid-{name}")},
+                "annotations": {"io.kubernetes.container.hash": "1a2b3c4d",
+                                "io.kubernetes.container.restartCount": "0",
+                                "io.kubernetes.container.terminationMessagePath": "/dev/termination-log",
+                                "io.kubernetes.container.terminationMessagePolicy": "File",
+                                "io.kubernetes.pod.terminationGracePeriod": "30"},
+                "mounts": mounts,
+                "log_path": format!("{name}/0.log"),
+            }),
+        );
+        ok(
+            &self.ctrd.crictl(&[
+                "create",
+                &self.id,
+                cfg.to_str().unwrap(),
+                self.config.to_str().unwrap(),
+            ]),
+            "crictl create",
+        )
+    }
+
+    fn start(&self, id: &str) {
+        ok(&self.ctrd.crictl(&["start", id]), "crictl start");
+    }
+}
+
+/// `ps -a -o json` for one container name, as the runbook lists kube-system.
+fn ps_json(out: &Output) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!({}));
+    v["containers"].as_array().cloned().unwrap_or_default()
+}
+
+fn real_ps(ctrd: &Containerd, name: &str) -> Output {
+    ctrd.crictl(&[
+        "ps",
+        "-a",
+        "-o",
+        "json",
+        "--label",
+        "io.kubernetes.pod.namespace=kube-system",
+        "--label",
+        &format!("io.kubernetes.container.name={name}"),
+    ])
+}
+
+fn sim_ps(node: &Node, name: &str) -> Output {
+    node.crictl(&[
+        "ps",
+        "-a",
+        "-o",
+        "json",
+        "--label",
+        "io.kubernetes.pod.namespace=kube-system",
+        "--label",
+        &format!("io.kubernetes.container.name={name}"),
+    ])
+}
+
+/// Polls `f` with back-off for up to `secs`.
+fn poll<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut nap = Duration::from_millis(20);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(500));
+    }
+}
+
+fn state_of(cs: &[Value], id: &str) -> Option<String> {
+    cs.iter()
+        .find(|c| c["id"] == id)
+        .and_then(|c| c["state"].as_str().map(str::to_string))
+}
+
+/// Every key path of a JSON value (`a.b.c`; arrays by their elements),
+/// for comparing shapes, not values. Map-valued fields (labels,
+/// annotations) only by their own key.
+fn shape(v: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{prefix}.{k}");
+                out.insert(p.clone());
+                if !["labels", "annotations"].contains(&k.as_str()) {
+                    shape(x, &p, out);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                shape(x, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn etcd_mounts(pki_etcd: &Path) -> Value {
+    json!([{"container_path": "/etc/kubernetes/pki/etcd", "host_path": pki_etcd, "readonly": true}])
+}
+
+/// 1 and 3: `crictl exec <etcd> etcdctl <the runbook's flags>` against a
+/// member that does not listen: etcdctl waits its whole
+/// `--command-timeout`, prints the unhealthy JSON, exits 1; crictl exits 1
+/// and says `command terminated with exit code 1`.
+#[test]
+fn exec_of_etcdctl_against_an_unreachable_member() {
+    let Some(tools) = require() else { return };
+    let _turn = serial();
+    let timeout = Duration::from_secs(3);
+    let closed = free_port();
+    let args_for = |port: u16| {
+        let mut a = etcdctl_flags(port, timeout);
+        a.extend(["endpoint", "health", "-w", "json"].map(String::from));
+        a
+    };
+    // Real: an etcd container (real etcd on a free port) with the
+    // fixture's etcd PKI mounted where the runbook's flags name it.
+    let ctrd = Containerd::start(&tools);
+    let node = Node::new("ecdsa", json!({}));
+    let pod = RealPod::new(&ctrd, "etcd");
+    let (cp, pp) = (free_port(), free_port());
+    let data = format!("/tmp/etcd-{cp}");
+    let listen_c = format!("http://127.0.0.1:{cp}");
+    let listen_p = format!("http://127.0.0.1:{pp}");
+    let cluster = format!("default={listen_p}");
+    let id = pod.create(
+        "etcd",
+        ETCD_IMAGE,
+        &[
+            "/usr/bin/etcd",
+            "--data-dir",
+            &data,
+            "--listen-client-urls",
+            &listen_c,
+            "--advertise-client-urls",
+            &listen_c,
+            "--listen-peer-urls",
+            &listen_p,
+            "--initial-advertise-peer-urls",
+            &listen_p,
+            "--initial-cluster",
+            &cluster,
+        ],
+        etcd_mounts(&node.root.join(PKI).join("etcd")),
+    );
+    pod.start(&id);
+    let mut real_cmd: Vec<String> = vec!["exec".into(), id.clone(), "etcdctl".into()];
+    real_cmd.extend(args_for(closed));
+    let t0 = Instant::now();
+    let real = ctrd.crictl(&real_cmd.iter().map(String::as_str).collect::<Vec<_>>());
+    let real_took = t0.elapsed();
+    // Sim: the node's etcd container, the same flags.
+    let sim_id = node.running_id("etcd").unwrap();
+    let mut sim_cmd: Vec<String> = vec!["exec".into(), sim_id.clone(), "etcdctl".into()];
+    sim_cmd.extend(args_for(closed));
+    let t0 = Instant::now();
+    let sim = node.crictl(&sim_cmd.iter().map(String::as_str).collect::<Vec<_>>());
+    let sim_took = t0.elapsed();
+    for (who, out, took, id) in [
+        ("real", &real, real_took, &id),
+        ("sim", &sim, sim_took, &sim_id),
+    ] {
+        let (so, se) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{who}: {so}\n{se}");
+        let want =
+            format!("execing command in container {id}: command terminated with exit code 1");
+        assert!(se.contains(&want), "{who} stderr lacks {want:?}: {se}");
+        let health = parse_endpoint_health(so.trim().as_bytes())
+            .unwrap_or_else(|e| panic!("{who}: the runbook cannot parse {so:?}: {e}"));
+        assert_eq!(health.len(), 1, "{who}: {so}");
+        assert!(!health[0].health, "{who}: {so}");
+        assert_eq!(
+            health[0].error.as_deref(),
+            Some("context deadline exceeded"),
+            "{who}"
+        );
+        assert!(
+            took >= timeout,
+            "{who}: answered in {took:?}, before its --command-timeout {timeout:?}"
+        );
+    }
+    // A member that answers: both exit 0 (no crictl error line).
+    let mut up_cmd: Vec<String> = vec!["exec".into(), id.clone(), "etcdctl".into()];
+    up_cmd.extend([
+        format!("--endpoints={listen_c}"),
+        "endpoint".into(),
+        "health".into(),
+        "-w".into(),
+        "json".into(),
+    ]);
+    let real_up = poll("the real etcd to answer", 60, || {
+        let o = ctrd.crictl(&up_cmd.iter().map(String::as_str).collect::<Vec<_>>());
+        o.status.success().then_some(o)
+    });
+    let port = node
+        .containers("etcd")
+        .first()
+        .map(|_| ())
+        .and_then(|_| {
+            let m = std::fs::read_to_string(node.manifest("etcd")).unwrap();
+            m.split("--listen-client-urls=https://127.0.0.1:")
+                .nth(1)
+                .and_then(|r| r.split([',', '\n', '"']).next())
+                .and_then(|p| p.trim().parse::<u16>().ok())
+        })
+        .unwrap();
+    let mut sim_up: Vec<String> = vec!["exec".into(), sim_id, "etcdctl".into()];
+    sim_up.extend(args_for(port));
+    let sim_up = node.crictl(&sim_up.iter().map(String::as_str).collect::<Vec<_>>());
+    for (who, out) in [("real", &real_up), ("sim", &sim_up)] {
+        assert_eq!(out.status.code(), Some(0), "{who}: {}", text(&out.stderr));
+        assert!(!text(&out.stderr).contains("command terminated"), "{who}");
+        let h = parse_endpoint_health(text(&out.stdout).trim().as_bytes()).unwrap();
+        assert!(h[0].health, "{who}");
+    }
+}
+
+/// The stderr lines of one crictl run that are not timestamps: level and
+/// message, with `subst` replaced.
+fn log_lines(stderr: &[u8], subst: &[(&str, &str)]) -> Vec<String> {
+    text(stderr)
+        .lines()
+        .map(|l| {
+            let mut l = l
+                .split_once(" level=")
+                .map(|(_, r)| format!("level={r}"))
+                .unwrap_or_else(|| l.to_string());
+            for (from, to) in subst {
+                l = l.replace(from, to);
+            }
+            l
+        })
+        .collect()
+}
+
+/// 2: crictl's warnings without /etc/crictl.yaml on a successful call, an
+/// endpoint given by flag and by environment (tried once, failing at once),
+/// and a runtime that accepts but never answers (crictl's 2 s timeout).
+#[test]
+fn crictl_warnings_endpoints_and_a_hung_runtime() {
+    let Some(tools) = require() else { return };
+    if Path::new("/etc/crictl.yaml").exists() {
+        support::say("SKIPPED: crictl warnings: this host has an /etc/crictl.yaml");
+        return;
+    }
+    let _turn = serial();
+    let ctrd = Containerd::start(&tools);
+    let node = Node::new("ecdsa", json!({}));
+    let real_dir = tools
+        .crictl
+        .parent()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let sim_dir = node.sim.join("bin").to_string_lossy().into_owned();
+    let scratch = tempfile::tempdir().unwrap();
+    let hung_real = scratch.path().join("hung.sock");
+    std::fs::create_dir_all(node.root.join("run/nvke-hung")).unwrap();
+    let hung_sim_node = node.root.join("run/nvke-hung/hung.sock");
+    let _l1 = std::os::unix::net::UnixListener::bind(&hung_real).unwrap();
+    let _l2 = std::os::unix::net::UnixListener::bind(&hung_sim_node).unwrap();
+    let real_hung = format!("unix://{}", hung_real.display());
+    let sim_hung = "unix:///run/nvke-hung/hung.sock".to_string();
+    let missing = "unix:///run/nvke-none/none.sock";
+    struct Case {
+        what: &'static str,
+        real: (Vec<String>, Vec<(String, String)>),
+        sim: (Vec<String>, Vec<(String, String)>),
+        code: i32,
+        at_least: Duration,
+    }
+    let ps = ["ps", "-a", "-o", "json"].map(String::from);
+    let with = |r: Option<&str>, rest: &[String]| {
+        let mut v = Vec::new();
+        if let Some(r) = r {
+            v.extend(["-r".to_string(), r.to_string()]);
+        }
+        v.extend(rest.iter().cloned());
+        v
+    };
+    let env = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+    let cases = [
+        Case {
+            what: "the runtime by flag",
+            real: (with(Some(&ctrd.endpoint()), &ps), vec![]),
+            sim: (with(Some(&node.runtime_endpoint()), &ps), vec![]),
+            code: 0,
+            at_least: Duration::ZERO,
+        },
+        Case {
+            what: "the runtime by CONTAINER_RUNTIME_ENDPOINT",
+            real: (
+                with(None, &ps),
+                env("CONTAINER_RUNTIME_ENDPOINT", &ctrd.endpoint()),
+            ),
+            sim: (
+                with(None, &ps),
+                env("CONTAINER_RUNTIME_ENDPOINT", &node.runtime_endpoint()),
+            ),
+            code: 0,
+            at_least: Duration::ZERO,
+        },
+        Case {
+            what: "no socket, by flag",
+            real: (with(Some(missing), &ps), vec![]),
+            sim: (with(Some(missing), &ps), vec![]),
+            code: 1,
+            at_least: Duration::ZERO,
+        },
+        Case {
+            what: "no socket, by CONTAINER_RUNTIME_ENDPOINT",
+            real: (with(None, &ps), env("CONTAINER_RUNTIME_ENDPOINT", missing)),
+            sim: (with(None, &ps), env("CONTAINER_RUNTIME_ENDPOINT", missing)),
+            code: 1,
+            at_least: Duration::ZERO,
+        },
+        Case {
+            what: "a hung runtime, by flag",
+            real: (with(Some(&real_hung), &ps), vec![]),
+            sim: (with(Some(&sim_hung), &ps), vec![]),
+            code: 1,
+            at_least: Duration::from_secs(2),
+        },
+        Case {
+            what: "a hung runtime, by CONTAINER_RUNTIME_ENDPOINT",
+            real: (
+                with(None, &ps),
+                env("CONTAINER_RUNTIME_ENDPOINT", &real_hung),
+            ),
+            sim: (
+                with(None, &ps),
+                env("CONTAINER_RUNTIME_ENDPOINT", &sim_hung),
+            ),
+            code: 1,
+            at_least: Duration::from_secs(2),
+        },
+    ];
+    let real_subst: Vec<(&str, &str)> = vec![
+        (real_dir.as_str(), "<DIR>"),
+        (real_hung.as_str(), "<HUNG>"),
+        (hung_real.to_str().unwrap(), "<HUNGPATH>"),
+    ];
+    let sim_hung_path = "/run/nvke-hung/hung.sock";
+    let sim_subst: Vec<(&str, &str)> = vec![
+        (sim_dir.as_str(), "<DIR>"),
+        (sim_hung.as_str(), "<HUNG>"),
+        (sim_hung_path, "<HUNGPATH>"),
+    ];
+    for c in &cases {
+        let run = |bin: &Path, (args, envs): &(Vec<String>, Vec<(String, String)>)| {
+            let mut cmd = Command::new(bin);
+            cmd.args(args).env_clear();
+            for (k, v) in envs {
+                cmd.env(k, v);
+            }
+            let t0 = Instant::now();
+            let o = run_bounded(cmd, Duration::from_secs(60)).unwrap();
+            (o, t0.elapsed())
+        };
+        let (real, real_took) = run(&tools.crictl, &c.real);
+        let (sim, sim_took) = run(&node.sim.join("bin/crictl"), &c.sim);
+        let rl = log_lines(&real.stderr, &real_subst);
+        let sl = log_lines(&sim.stderr, &sim_subst);
+        println!(
+            "{}: real {:?} in {real_took:?}, sim {:?} in {sim_took:?}",
+            c.what,
+            real.status.code(),
+            sim.status.code()
+        );
+        assert_eq!(real.status.code(), Some(c.code), "{}: real {rl:?}", c.what);
+        assert_eq!(sim.status.code(), Some(c.code), "{}: sim {sl:?}", c.what);
+        assert_eq!(rl, sl, "{}: the stderr lines differ", c.what);
+        assert_eq!(
+            is_unreachable(&text(&real.stderr)),
+            is_unreachable(&text(&sim.stderr)),
+            "{}",
+            c.what
+        );
+        assert_eq!(
+            is_unreachable(&text(&real.stderr)),
+            c.code != 0,
+            "{}",
+            c.what
+        );
+        for (who, took) in [("real", real_took), ("sim", sim_took)] {
+            assert!(took >= c.at_least, "{}: {who} gave up in {took:?}", c.what);
+        }
+        if c.code == 0 {
+            parse_ps_kube_system(&real.stdout).unwrap();
+            parse_ps_kube_system(&sim.stdout).unwrap();
+        }
+    }
+}
+
+/// 4: a container is RUNNING as soon as its process starts, whether or not
+/// it listens; 5: a created, not started container is CONTAINER_CREATED,
+/// and `ps -o json` has the same shape (image.image the image ID, imageRef,
+/// userSpecifiedImage, annotations).
+#[test]
+fn created_then_running_before_listening_and_the_json_shape() {
+    let Some(tools) = require() else { return };
+    let _turn = serial();
+    let ctrd = Containerd::start(&tools);
+    let port = free_port();
+    // Real: the stand-in image's process that never listens.
+    let pod = RealPod::new(&ctrd, "kube-scheduler");
+    let id = pod.create(
+        "kube-scheduler",
+        "registry.k8s.io/kube-scheduler:v1.31.4",
+        &["/nvke-simnode", "pause"],
+        json!([]),
+    );
+    let real_created = ps_json(&real_ps(&ctrd, "kube-scheduler"));
+    pod.start(&id);
+    let real_running = ps_json(&real_ps(&ctrd, "kube-scheduler"));
+    // Sim: a node whose stand-ins listen only after a minute, and whose
+    // new containers stay CREATED for a while.
+    let mut node = Node::new("ecdsa", json!({"listenDelayMs": 60_000}));
+    let etcd = node
+        .running_id("etcd")
+        .expect("etcd RUNNING before it listens");
+    let sim_port = node.containers("etcd")[0]["id"]
+        .as_str()
+        .map(|_| ())
+        .and_then(|_| {
+            let m = std::fs::read_to_string(node.manifest("etcd")).unwrap();
+            m.split("--listen-client-urls=https://127.0.0.1:")
+                .nth(1)
+                .and_then(|r| r.split([',', '\n', '"']).next())
+                .and_then(|p| p.trim().parse::<u16>().ok())
+        });
+    let sim_port = sim_port.unwrap();
+    node.set_knobs(json!({"createdMs": 30_000}));
+    // A changed manifest is a new pod: its container is created anew.
+    let m = node.manifest("kube-scheduler");
+    let s = std::fs::read_to_string(&m).unwrap();
+    std::fs::write(&m, format!("{s}\n# changed\n")).unwrap();
+    let (sim_created, sim_created_id) = poll("a CREATED kube-scheduler container", 60, || {
+        let cs = ps_json(&sim_ps(&node, "kube-scheduler"));
+        let id = cs
+            .iter()
+            .find(|c| c["state"] == "CONTAINER_CREATED")
+            .and_then(|c| c["id"].as_str().map(str::to_string))?;
+        Some((cs, id))
+    });
+    for (who, cs, cid) in [
+        ("real", &real_created, id.as_str()),
+        ("sim", &sim_created, sim_created_id.as_str()),
+    ] {
+        assert_eq!(
+            state_of(cs, cid).as_deref(),
+            Some("CONTAINER_CREATED"),
+            "{who}"
+        );
+        let parsed =
+            parse_ps_kube_system(&serde_json::to_vec(&json!({"containers": cs})).unwrap()).unwrap();
+        assert!(
+            parsed.iter().any(|c| c.id == cid && !c.is_running()),
+            "{who}: CREATED read as running"
+        );
+    }
+    assert_eq!(
+        state_of(&real_running, &id).as_deref(),
+        Some("CONTAINER_RUNNING"),
+        "real: RUNNING at once after start"
+    );
+    for (who, p) in [("real", port), ("sim", sim_port)] {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", p)).is_err(),
+            "{who}: something listens on {p}"
+        );
+    }
+    let etcd_state = state_of(&ps_json(&sim_ps(&node, "etcd")), &etcd);
+    assert_eq!(
+        etcd_state.as_deref(),
+        Some("CONTAINER_RUNNING"),
+        "sim etcd before it listens"
+    );
+    // The JSON shape and the image fields.
+    let real_c = real_created.iter().find(|c| c["id"] == id).unwrap();
+    let sim_c = sim_created
+        .iter()
+        .find(|c| c["id"] == sim_created_id.as_str())
+        .unwrap();
+    let (mut rs, mut ss) = (Default::default(), Default::default());
+    shape(real_c, "", &mut rs);
+    shape(sim_c, "", &mut ss);
+    assert_eq!(rs, ss, "ps -o json shapes differ");
+    for (who, c) in [("real", real_c), ("sim", sim_c)] {
+        let image_ref = c["imageRef"].as_str().unwrap_or("");
+        assert!(
+            image_ref.starts_with("sha256:"),
+            "{who}: imageRef {image_ref:?}"
+        );
+        assert_eq!(
+            c["image"]["image"], c["imageRef"],
+            "{who}: image.image is the image ID"
+        );
+        // containerd 1.6 drops userSpecifiedImage (""); newer runtimes keep
+        // the manifest's name, as the sim does. The runbook reads neither.
+        assert!(c["image"]["userSpecifiedImage"].is_string(), "{who}");
+        for k in [
+            "io.kubernetes.container.hash",
+            "io.kubernetes.pod.terminationGracePeriod",
+        ] {
+            assert!(c["annotations"][k].is_string(), "{who}: no annotation {k}");
+        }
+    }
+}
+
+/// 4: a stop is SIGTERM, then SIGKILL after the grace period (exit code
+/// 137 for a process that ignores SIGTERM); an exited container stays listed
+/// until the kubelet's garbage collection removes it, then `ps -a` lists
+/// nothing and exits 0.
+#[test]
+fn stop_after_the_grace_period_then_garbage_collection() {
+    let Some(tools) = require() else { return };
+    let _turn = serial();
+    let grace = Duration::from_secs(3);
+    let ctrd = Containerd::start(&tools);
+    // Real: the kubelet's KillContainer is StopContainer with the grace
+    // period; its garbage collection is RemoveContainer.
+    let pod = RealPod::new(&ctrd, "kube-scheduler");
+    let id = pod.create(
+        "kube-scheduler",
+        PAUSE_IMAGE,
+        &["/nvke-simnode", "pause", "--ignore-sigterm"],
+        json!([]),
+    );
+    pod.start(&id);
+    let t0 = Instant::now();
+    ok(
+        &ctrd.crictl(&["stop", "--timeout", &grace.as_secs().to_string(), &id]),
+        "crictl stop",
+    );
+    let real_took = t0.elapsed();
+    let real_exited = ps_json(&real_ps(&ctrd, "kube-scheduler"));
+    let real_inspect: Value = serde_json::from_str(&ok(
+        &ctrd.crictl(&["inspect", "-o", "json", &id]),
+        "inspect",
+    ))
+    .unwrap();
+    ok(&ctrd.crictl(&["rm", &id]), "crictl rm");
+    let real_gone = real_ps(&ctrd, "kube-scheduler");
+    let real_table = ctrd.crictl(&[
+        "ps",
+        "-a",
+        "--label",
+        "io.kubernetes.container.name=kube-scheduler",
+    ]);
+    // Sim: the scheduler with a 3 s grace period that ignores SIGTERM,
+    // garbage collection every 300 ms.
+    let mut node = Node::new(
+        "ecdsa",
+        json!({"ignoreSigterm": ["kube-scheduler"], "gcPeriodMs": 300}),
+    );
+    let m = node.manifest("kube-scheduler");
+    let s = std::fs::read_to_string(&m).unwrap();
+    let s = s.replacen(
+        "spec:\n",
+        &format!(
+            "spec:\n  terminationGracePeriodSeconds: {}\n",
+            grace.as_secs()
+        ),
+        1,
+    );
+    std::fs::write(&m, &s).unwrap();
+    let sim_id = poll("the new scheduler", 30, || {
+        ps_json(&sim_ps(&node, "kube-scheduler"))
+            .into_iter()
+            .find(|c| {
+                c["state"] == "CONTAINER_RUNNING"
+                    && c["annotations"]["io.kubernetes.pod.terminationGracePeriod"]
+                        == grace.as_secs().to_string().as_str()
+            })
+            .and_then(|c| c["id"].as_str().map(str::to_string))
+    });
+    // GC off while the exited container is looked at.
+    node.set_knobs(json!({"gcPeriodMs": 3_600_000}));
+    let away = node.root.join("etc/kubernetes/kube-scheduler.yaml.away");
+    std::fs::rename(&m, &away).unwrap();
+    let t0 = Instant::now();
+    let sim_exited = poll("the scheduler to exit", 60, || {
+        let cs = ps_json(&sim_ps(&node, "kube-scheduler"));
+        (state_of(&cs, &sim_id).as_deref() == Some("CONTAINER_EXITED")).then_some(cs)
+    });
+    let sim_took = t0.elapsed();
+    let sim_inspect: Value =
+        serde_json::from_slice(&node.crictl(&["inspect", "-o", "json", &sim_id]).stdout).unwrap();
+    for (who, cs, cid, took, insp) in [
+        ("real", &real_exited, id.as_str(), real_took, &real_inspect),
+        ("sim", &sim_exited, sim_id.as_str(), sim_took, &sim_inspect),
+    ] {
+        assert_eq!(
+            state_of(cs, cid).as_deref(),
+            Some("CONTAINER_EXITED"),
+            "{who}: still listed, EXITED"
+        );
+        assert!(
+            took >= grace,
+            "{who}: stopped in {took:?}, before the grace period"
+        );
+        assert_eq!(insp["status"]["exitCode"], 137, "{who}: {}", insp["status"]);
+    }
+    node.set_knobs(json!({"gcPeriodMs": 300}));
+    let sim_gone = poll("garbage collection", 30, || {
+        let o = sim_ps(&node, "kube-scheduler");
+        ps_json(&o).is_empty().then_some(o)
+    });
+    let sim_table = node.crictl(&[
+        "ps",
+        "-a",
+        "--label",
+        "io.kubernetes.container.name=kube-scheduler",
+    ]);
+    for (who, o, t) in [
+        ("real", &real_gone, &real_table),
+        ("sim", &sim_gone, &sim_table),
+    ] {
+        assert_eq!(o.status.code(), Some(0), "{who}");
+        assert!(parse_ps_kube_system(&o.stdout).unwrap().is_empty(), "{who}");
+        assert_eq!(t.status.code(), Some(0), "{who}");
+    }
+    assert_eq!(
+        text(&real_table.stdout),
+        text(&sim_table.stdout),
+        "ps -a with nothing listed"
+    );
+    std::fs::rename(&away, &m).unwrap();
+}
