@@ -23,36 +23,8 @@ use std::time::{Duration, Instant};
 use support::containers::{require, run_bounded, serial, Containerd, ETCD_IMAGE, PAUSE_IMAGE};
 use support::node::*;
 
-/// The runbook's etcdctl flags (src/tools/health.rs `etcdctl_flags`, not
-/// public): paths as the etcd container sees them, both timeouts `left`
-/// (under 10 s).
-fn etcdctl_flags(port: u16, left: Duration) -> Vec<String> {
-    let d = format!("{}ms", left.as_millis());
-    vec![
-        format!("--endpoints=https://127.0.0.1:{port}"),
-        "--cacert=/etc/kubernetes/pki/etcd/ca.crt".into(),
-        "--cert=/etc/kubernetes/pki/etcd/server.crt".into(),
-        "--key=/etc/kubernetes/pki/etcd/server.key".into(),
-        format!("--dial-timeout={d}"),
-        format!("--command-timeout={d}"),
-    ]
-}
-
-/// How the runbook tells an unreachable runtime from a failed call
-/// (src/tools/runtime.rs `is_unreachable`, not public; the same markers).
-fn is_unreachable(stderr: &str) -> bool {
-    [
-        "validate service connection",
-        "Error while dialing",
-        "connect: connection refused",
-        "connect: no such file or directory",
-        "connect: permission denied",
-        "code = Unavailable",
-        "--runtime-endpoint is not set",
-    ]
-    .iter()
-    .any(|m| stderr.contains(m))
-}
+/// The runbook's own etcdctl flags and its test of an unreachable runtime.
+use nvke_cert_runbook::tools::{etcdctl_flags, is_unreachable};
 
 /// A real pod sandbox (host network) with kubelet-like metadata.
 struct RealPod<'a> {

@@ -14,3 +14,8 @@ pub(crate) mod runtime;
 pub(crate) mod signals;
 /// TLS probes of the local kube-apiserver and etcd.
 pub(crate) mod tlsprobe;
+
+/// What the tests that compare the simulated node with the real tools run
+/// and judge exactly as the runbook does (tests/sim_vs_real.rs).
+pub use health::etcdctl_flags;
+pub use runtime::is_unreachable;
