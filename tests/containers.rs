@@ -851,3 +851,81 @@ fn an_unhealthy_etcd_member_is_refused_then_renewed_once_it_is_back() {
         t2.elapsed().as_millis()
     ));
 }
+
+/// SPEC 4 step 7: "this member is a voter". The node's member joined as a
+/// learner (kubeadm's learner join, not yet promoted) of cp-2's cluster.
+/// Real etcd 3.4 does not serve `member list` (nor the member list under
+/// `endpoint health --cluster`) from a learner ("rpc not supported for
+/// learner"), and the runbook asks its local endpoint: it never reads the
+/// list that would say "learner", so it does not refuse at once as the
+/// SPEC says; the gate polls until its timeout. What must hold does:
+/// refused, phase `health`, the message names the learner, nothing changed.
+#[test]
+fn the_nodes_own_member_as_a_learner_is_refused_and_nothing_changes() {
+    let t0 = Instant::now();
+    let mut made = None;
+    let Some(t) = Tier::with_etcd(json!({}), |node, etcd| {
+        let mut m = Members::new(&node.root, 1);
+        let initial = m.list[0].initial();
+        m.list[0].start(&initial, "new");
+        let ep2 = m.list[0].client_url();
+        m.wait("cp-2 healthy, alone", 120, |m| {
+            all_healthy_voters(m, &ep2, 1)
+        });
+        let out = m.etcdctl(
+            &ep2,
+            &[
+                "member",
+                "add",
+                "cp-1",
+                "--learner",
+                &format!("--peer-urls={}", etcd.peer_url()),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        node_cluster(
+            node,
+            etcd,
+            &format!("{initial},{}", etcd.initial()),
+            "existing",
+        );
+        made = Some(m);
+    }) else {
+        return;
+    };
+    let m = made.unwrap();
+    let ep2 = m.list[0].client_url();
+    m.wait("cp-1 (the node's) started as a learner", 120, |m| {
+        membership(m, &ep2).is_some_and(|(list, _)| {
+            list.len() == 2
+                && list
+                    .iter()
+                    .any(|(_, name, learner)| name == "cp-1" && *learner)
+        })
+    });
+    let setup = t0.elapsed();
+    let members = membership(&m, &ep2).unwrap();
+    let b = Before::take(&t);
+    let t1 = Instant::now();
+    let (code, v, stderr) = t.run(&[
+        "--operation-id",
+        "op-me-learner",
+        "--force",
+        "--health-timeout",
+        "10",
+    ]);
+    let took = t1.elapsed();
+    b.assert_refused(&t, "op-me-learner", code, &v, "health");
+    let msg = v["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("learner"), "{msg}\n{stderr}");
+    assert_eq!(membership(&m, &ep2).unwrap(), members);
+    say(&format!(
+        "containers: the node's member a learner: refused in {} ms (health timeout 10 s): {msg}; setup {} ms",
+        took.as_millis(),
+        setup.as_millis()
+    ));
+}
