@@ -2,7 +2,10 @@
 //! through the real crictl 1.36, the static pods run by the simulated
 //! kubelet's CRI backend (tests/simnode/kubelet/cri.rs) with the kubelet's
 //! labels and annotations, the real etcd 3.4 inside the etcd container and
-//! the stand-ins inside theirs (tests/support/containers.rs).
+//! the stand-ins inside theirs (tests/support/containers.rs). The
+//! multi-member cases (three voters renewed; two voters, a learner, the
+//! node's member a learner, a member down refused) add real etcd members on
+//! the host, joined with the node's (tests/support/etcd_cluster.rs).
 //!
 //! Needs root, containerd, runc, ctr and crictl (built from
 //! ../shared/vendor by tests/containers/build-crictl.sh, or
