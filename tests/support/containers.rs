@@ -263,11 +263,12 @@ pub fn images() -> &'static [PathBuf] {
     })
 }
 
-/// The daemon dies with the test thread that started it (a test process
-/// killed by a timeout leaves no containerd behind; its shims are reaped
-/// by [`Containerd`]'s drop only).
+/// The child dies with the test thread that started it (a test process
+/// killed by a timeout leaves no containerd, and no etcd member of
+/// tests/support/etcd_cluster.rs, behind; containerd's shims are reaped by
+/// [`Containerd`]'s drop only).
 #[allow(unsafe_code)]
-fn die_with_parent(cmd: &mut Command) {
+pub fn die_with_parent(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: prctl is async-signal-safe; nothing else runs before exec.
     unsafe {
