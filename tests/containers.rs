@@ -442,8 +442,9 @@ fn no_runtime_endpoint_configured_is_refused_at_once() {
         (1, Some("health")),
         "{v:#}\n{stderr}"
     );
-    assert!(took < Duration::from_secs(30), "at once: {took:?}");
     let msg = v["message"].as_str().unwrap_or_default();
+    // At once: a structural refusal, not the gate's timeout.
+    assert!(!msg.contains("did not pass within"), "{msg}");
     assert!(
         msg.contains("cannot be reached") && msg.contains("crictl"),
         "{msg}"
@@ -708,8 +709,8 @@ fn two_etcd_voters_are_refused_at_once_and_nothing_changes() {
         msg.contains("etcd has exactly two voters: losing one loses quorum; never renewed"),
         "{msg}\n{stderr}"
     );
-    // Structural: at once, not after the 120 s health timeout.
-    assert!(took < Duration::from_secs(60), "at once: {took:?}");
+    // Structural: at once, not the gate's timeout after 120 s.
+    assert!(!msg.contains("did not pass within"), "{msg}");
     // The cluster as it was: the same two voters, both healthy.
     assert_eq!(membership(&m, &ep).unwrap(), members);
     assert!(all_healthy_voters(&m, &ep, 2));
@@ -781,7 +782,7 @@ fn an_etcd_learner_is_refused_at_once_and_nothing_changes() {
         msg.contains("etcd has 1 learner(s); refusing until membership is settled"),
         "{msg}\n{stderr}"
     );
-    assert!(took < Duration::from_secs(60), "at once: {took:?}");
+    assert!(!msg.contains("did not pass within"), "at once: {msg}");
     assert_eq!(membership(&m, &ep).unwrap(), members);
     say(&format!(
         "containers: a learner: refused in {} ms; setup {} ms",
@@ -807,49 +808,31 @@ fn an_unhealthy_etcd_member_is_refused_then_renewed_once_it_is_back() {
     });
     let b = Before::take(&t);
     // Real etcdctl spends its whole --command-timeout on the dead endpoint
-    // in every `endpoint health --cluster` (it answers only then), and the
-    // runbook gives it 200 ms less than the crictl exec around it. With a
-    // health timeout under etcdctl's 30 s cap, each attempt runs to the
-    // deadline, and whether etcdctl's answer beats the runbook's kill of
-    // the crictl call depends on crictl's own overhead on this machine:
-    // when it does not, the message names the killed call, not the member
-    // (seen on a loaded machine; reported). Refused all the same.
-    let t1 = Instant::now();
-    let (code, v, _) = t.run(&[
-        "--operation-id",
-        "op-down-short",
-        "--force",
-        "--health-timeout",
-        "10",
-    ]);
-    let short = t1.elapsed();
-    b.assert_refused(&t, "op-down-short", code, &v, "health");
-    say(&format!(
-        "containers: a member down: refused in {} ms (health timeout 10 s): {}",
-        short.as_millis(),
-        v["message"].as_str().unwrap_or_default()
-    ));
-    // Room for one whole attempt (etcdctl's 30 s): the reason is the SPEC's.
+    // in every `endpoint health --cluster` (it answers only then), so with
+    // a health timeout under etcdctl's 30 s cap the first attempt runs to
+    // near the deadline. The runbook ends etcdctl's timeout up to 1 s
+    // before the crictl exec around it (200 ms lost the answer on this
+    // loaded machine), so the answer, and the SPEC's reason, come back.
     let t1 = Instant::now();
     let (code, v, stderr) = t.run(&[
         "--operation-id",
         "op-down",
         "--force",
         "--health-timeout",
-        "35",
+        "10",
     ]);
     let took = t1.elapsed();
     b.assert_refused(&t, "op-down", code, &v, "health");
     let msg = v["message"].as_str().unwrap_or_default();
     assert!(
-        msg.starts_with("local health gate did not pass within 35s")
+        msg.starts_with("local health gate did not pass within 10s")
             && msg.contains(
                 "only 2 of 3 etcd voters are healthy; restarting this one needs 3 healthy"
             ),
         "{msg}\n{stderr}"
     );
     say(&format!(
-        "containers: a member down: refused in {} ms (health timeout 35 s); setup {} ms",
+        "containers: a member down: refused in {} ms (health timeout 10 s); setup {} ms",
         took.as_millis(),
         setup.as_millis()
     ));
@@ -884,9 +867,8 @@ fn an_unhealthy_etcd_member_is_refused_then_renewed_once_it_is_back() {
 /// Real etcd 3.4 does not serve `member list` (nor the member list under
 /// `endpoint health --cluster`) from a learner ("rpc not supported for
 /// learner"), and the runbook asks its local endpoint: it never reads the
-/// list that would say "learner", so it does not refuse at once as the
-/// SPEC says; the gate polls until its timeout. What must hold does:
-/// refused, phase `health`, the message names the learner, nothing changed.
+/// list that would say "learner"; it knows itself a learner by that
+/// refusal, and refuses at once (phase `health`), nothing changed.
 #[test]
 fn the_nodes_own_member_as_a_learner_is_refused_and_nothing_changes() {
     let t0 = Instant::now();
@@ -948,7 +930,11 @@ fn the_nodes_own_member_as_a_learner_is_refused_and_nothing_changes() {
     let took = t1.elapsed();
     b.assert_refused(&t, "op-me-learner", code, &v, "health");
     let msg = v["message"].as_str().unwrap_or_default();
-    assert!(msg.contains("learner"), "{msg}\n{stderr}");
+    // A structural refusal on the first attempt (SPEC 4 step 7: at once),
+    // not the gate's timeout: etcd 3.4 tells a learner only by refusing it
+    // the member list ("rpc not supported for learner").
+    assert!(msg.contains("learner, not a voter"), "{msg}\n{stderr}");
+    assert!(!msg.contains("did not pass within"), "{msg}");
     assert_eq!(membership(&m, &ep2).unwrap(), members);
     say(&format!(
         "containers: the node's member a learner: refused in {} ms (health timeout 10 s): {msg}; setup {} ms",

@@ -296,6 +296,16 @@ fn answered(cluster: &[EndpointHealth]) -> String {
 }
 
 /// Pure: the quorum rules of SPEC step 7.
+/// What etcd 3.4 answers a learner asked for the member list (its
+/// `ErrGRPCNotSupportedForLearner`): the local member is a learner, and it
+/// stays one until somebody promotes it, so the gate refuses at once
+/// (SPEC 4 step 7), as it does when the list itself says so.
+pub fn local_learner(member_list_stderr: &str) -> Option<String> {
+    member_list_stderr
+        .contains("rpc not supported for learner")
+        .then(|| "this etcd member is a learner, not a voter (it answers \"rpc not supported for learner\")".into())
+}
+
 pub fn judge_etcd(
     local: &[EndpointHealth],
     cluster: &[EndpointHealth],
@@ -381,6 +391,15 @@ pub fn judge_etcd(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_local_learner_is_known_by_etcds_answer() {
+        // etcdctl 3.4 asked for the member list by a learner (seen on this
+        // machine's etcd 3.4.23, tests/containers.rs).
+        let err = "{\"level\":\"warn\",\"msg\":\"retrying of unary invoker failed\",\"error\":\"rpc error: code = Unavailable desc = etcdserver: rpc not supported for learner\"}\nError: etcdserver: rpc not supported for learner";
+        assert!(local_learner(err).unwrap().contains("learner, not a voter"));
+        assert_eq!(local_learner("Error: context deadline exceeded"), None);
+    }
 
     fn members(n: u64, learners: u64, me_learner: bool) -> MemberList {
         let mut m = Vec::new();

@@ -471,6 +471,8 @@ pub(crate) mod double {
         /// `member list` and `endpoint health --cluster` answers, when not
         /// the healthy single member's.
         etcd: Option<(String, String)>,
+        /// `member list` fails: exit 1, nothing on stdout, this on stderr.
+        member_list_stderr: Option<String>,
         /// The `/readyz` status, when not 200.
         readyz: Option<u16>,
     }
@@ -585,6 +587,11 @@ pub(crate) mod double {
             self.node().listing_error = e;
         }
 
+        /// `member list` exits 1 with `stderr` (and nothing on stdout).
+        pub(crate) fn fail_member_list(&self, stderr: &str) {
+            self.node().member_list_stderr = Some(stderr.to_string());
+        }
+
         /// etcd answers `member list -w json` and `endpoint health
         /// --cluster -w json` with these.
         pub(crate) fn set_etcd(&self, member_list: &str, endpoint_health: &str) {
@@ -660,6 +667,9 @@ pub(crate) mod double {
                 .clone()
                 .unwrap_or((MEMBER_LIST.into(), ENDPOINT_HEALTH.into()));
             let out = if args.iter().any(|a| a == "member") {
+                if let Some(e) = &n.member_list_stderr {
+                    return Ok(output(1, b"", e.as_bytes()));
+                }
                 members
             } else {
                 health

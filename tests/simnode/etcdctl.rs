@@ -487,6 +487,37 @@ fn deadline_warning(logger: &str, ep: &str) -> String {
     )
 }
 
+/// What etcdctl 3.4 does when the member it asks is a learner: etcd
+/// answers MemberList (and the list under `endpoint health --cluster`)
+/// with `Unavailable: etcdserver: rpc not supported for learner`; the
+/// client's retry interceptor tries again about every 27 ms, 100 attempts
+/// (measured against Debian's etcd 3.4.23: 2.7 s, exit 1), then prints the
+/// error. Nothing on stdout.
+fn learner_refusal(ep: &str, command_timeout: Duration) -> Output {
+    const PAUSE: Duration = Duration::from_millis(27);
+    let attempts = (command_timeout.as_millis() / PAUSE.as_millis()).clamp(1, 100) as u32;
+    std::thread::sleep(PAUSE * attempts);
+    let (_, host, port) = split_endpoint(ep);
+    let port = port.unwrap_or(2379);
+    let mut stderr = String::new();
+    for n in 0..attempts {
+        let _ = writeln!(
+            stderr,
+            "{{\"level\":\"warn\",\"ts\":\"2026-01-01T00:00:00.000Z\",\"caller\":\"clientv3/retry_interceptor.go:62\",\"msg\":\"retrying of unary invoker failed\",\"target\":\"endpoint://client-sim/{host}:{port}\",\"attempt\":{n},\"error\":\"rpc error: code = Unavailable desc = etcdserver: rpc not supported for learner\"}}"
+        );
+    }
+    if attempts < 100 {
+        stderr.push_str("Error: context deadline exceeded\n");
+    } else {
+        stderr.push_str("Error: etcdserver: rpc not supported for learner\n");
+    }
+    Output {
+        stdout: String::new(),
+        stderr,
+        code: 1,
+    }
+}
+
 /// One endpoint's health, as etcdctl's `epHealth`.
 struct Health {
     ep: String,
@@ -580,7 +611,11 @@ pub fn run(
                 Target::Local { .. } if !members[0].reachable => slow_eps.push(ep),
                 Target::Local { host } => {
                     let p = probe(ctr, &f, &files, &host, tls_now);
-                    return p.ok.map_err(|e| Output::fail(format!("Error: {e}")));
+                    p.ok.map_err(|e| Output::fail(format!("Error: {e}")))?;
+                    if knobs.self_is_learner {
+                        return Err(learner_refusal(ep, f.command_timeout));
+                    }
+                    return Ok(());
                 }
                 Target::Member(i) if members[i].reachable => return Ok(()),
                 _ => slow_eps.push(ep),
@@ -601,11 +636,16 @@ pub fn run(
             let eps: Vec<String> = if f.cluster {
                 // etcdctl lists the members first, then checks each client URL.
                 if let Err(mut out) = member_list("etcd-client") {
-                    if out.stdout.is_empty() && !out.stderr.starts_with("Error: ") {
-                        out.stderr.push_str("Error: failed to fetch endpoints from etcd cluster member list: context deadline exceeded\n");
-                    } else if let Some(e) = out.stderr.strip_prefix("Error: ") {
-                        out.stderr =
-                            format!("Error: failed to fetch endpoints from etcd cluster member list: {e}");
+                    // etcdctl wraps the member list's error (its last line).
+                    let at = out.stderr.rfind("Error: ");
+                    match at {
+                        Some(i) if i == 0 || out.stderr[..i].ends_with('\n') => {
+                            out.stderr.insert_str(
+                                i + "Error: ".len(),
+                                "failed to fetch endpoints from etcd cluster member list: ",
+                            );
+                        }
+                        _ => out.stderr.push_str("Error: failed to fetch endpoints from etcd cluster member list: context deadline exceeded\n"),
                     }
                     return out;
                 }
