@@ -183,6 +183,8 @@ receipt op-0 renewed
 receipt {long} abandoned cancelled
 mkdir -p "$STATE/log"; chmod 0700 "$STATE/log"
 echo 'renewal starting (lock held) op-1' | put "$STATE/log/op-1.log"
+# A power loss after an unsynced append leaves NULs at a log's end: still evidence.
+printf '\0\0\0\0' >> "$STATE/log/op-1.log"
 echo 'an old run' | put "$STATE/log/op-0.log"
 echo 'never named' | put "$STATE/log/op-unnamed.log"
 cp "$K/pki/ca.key" "$K/nvke-cert-renewal-staging/ca.key.yaml"

@@ -208,7 +208,9 @@ fn etcd_mounts(pki_etcd: &Path) -> Value {
 fn exec_of_etcdctl_against_an_unreachable_member() {
     let Some(tools) = require() else { return };
     let _turn = serial();
-    let timeout = Duration::from_secs(3);
+    // The runbook's flags at 11 s left: --dial-timeout 10 s, --command-timeout
+    // 11 s; an answer at or after 11 s is the command timeout's, not the dial's.
+    let timeout = Duration::from_secs(11);
     let closed = free_port();
     let args_for = |port: u16| {
         let mut a = etcdctl_flags(port, timeout);
@@ -279,6 +281,24 @@ fn exec_of_etcdctl_against_an_unreachable_member() {
         assert!(
             took >= timeout,
             "{who}: answered in {took:?}, before its --command-timeout {timeout:?}"
+        );
+    }
+    // A remote exit other than 1 (etcdctl's ExitBadFeature, 4, for an
+    // output format it does not know): crictl still exits 1 and names 4.
+    let bad =
+        |id: &str| ["exec", id, "etcdctl", "-w", "bogus", "endpoint", "health"].map(String::from);
+    let (real_bad, sim_bad) = (bad(&id), bad(&sim_id));
+    let real_bad = ctrd.crictl(&real_bad.iter().map(String::as_str).collect::<Vec<_>>());
+    let sim_bad = node.crictl(&sim_bad.iter().map(String::as_str).collect::<Vec<_>>());
+    for (who, out, id) in [("real", &real_bad, &id), ("sim", &sim_bad, &sim_id)] {
+        let se = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{who}: {se}");
+        let want =
+            format!("execing command in container {id}: command terminated with exit code 4");
+        assert!(se.contains(&want), "{who} stderr lacks {want:?}: {se}");
+        assert!(
+            se.contains("Error: unsupported output format"),
+            "{who}: {se}"
         );
     }
     // A member that answers: both exit 0 (no crictl error line).
@@ -472,6 +492,13 @@ fn crictl_warnings_endpoints_and_a_hung_runtime() {
         assert_eq!(real.status.code(), Some(c.code), "{}: real {rl:?}", c.what);
         assert_eq!(sim.status.code(), Some(c.code), "{}: sim {sl:?}", c.what);
         assert_eq!(rl, sl, "{}: the stderr lines differ", c.what);
+        // Without /etc/crictl.yaml every call warns, a successful one too:
+        // equal and empty would prove nothing.
+        assert!(
+            rl.iter().any(|l| l.contains("does not exist")),
+            "{}: no config warning in {rl:?}",
+            c.what
+        );
         assert_eq!(
             is_unreachable(&text(&real.stderr)),
             is_unreachable(&text(&sim.stderr)),

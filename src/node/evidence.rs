@@ -68,9 +68,14 @@ pub fn refusal(bytes: &[u8]) -> Option<&'static str> {
     None
 }
 
-/// Every file the bundle collects is text (JSON, YAML, log lines); one
-/// that is not may be a key in DER, PKCS#12 or compressed form, which no
-/// marker finds: refused whole.
+/// The members that come from directories other software writes to.
+const STAGING_PREFIX: &str = "nvke-evidence/staging/";
+const AGENT_STAGING_PREFIX: &str = "nvke-evidence/agent-staging/";
+const MANIFESTS_PREFIX: &str = "nvke-evidence/manifests/";
+
+/// Every file the bundle collects is text (JSON, YAML, log lines); one in
+/// manifests/ or a staging directory that is not may be a key in DER,
+/// PKCS#12 or compressed form, which no marker finds: refused whole.
 fn not_text(bytes: &[u8]) -> Option<&'static str> {
     (bytes.contains(&0) || std::str::from_utf8(bytes).is_err())
         .then_some("not text (a binary file may hold a key in DER or compressed form)")
@@ -181,7 +186,14 @@ impl Bundle {
     /// Add a member after the content check and the total cap.
     fn add(&mut self, name: String, source: Option<String>, bytes: Vec<u8>, mtime: i64) {
         let shown_as = source.clone().unwrap_or_else(|| name.clone());
-        if let Some(why) = refusal(&bytes).or_else(|| not_text(&bytes)) {
+        // Foreign files land in manifests/ and the staging directories; the
+        // runbook's own state files are kept even when a crash left NULs
+        // at their end (an unsynced append), when they matter most.
+        let foreign = [MANIFESTS_PREFIX, STAGING_PREFIX, AGENT_STAGING_PREFIX]
+            .iter()
+            .any(|p| name.starts_with(p));
+        let content = refusal(&bytes).or_else(|| foreign.then(|| not_text(&bytes)).flatten());
+        if let Some(why) = content {
             return self.skip(&shown_as, why);
         }
         let size = bytes.len() as u64;
@@ -349,9 +361,13 @@ fn gather(root: &Root, status_json: Vec<u8>, mtime: i64, logs: &BTreeMap<String,
         Ok(None) => {}
         Err(e) => b.skip(&paths::node(paths::STATE_DIR), e.to_string()),
     }
-    b.tree(root, STAGING_DIR, &format!("{TOP}/staging"));
-    b.tree(root, AGENT_STAGING_DIR, &format!("{TOP}/agent-staging"));
-    b.tree(root, MANIFESTS_DIR, &format!("{TOP}/manifests"));
+    b.tree(root, STAGING_DIR, STAGING_PREFIX.trim_end_matches('/'));
+    b.tree(
+        root,
+        AGENT_STAGING_DIR,
+        AGENT_STAGING_PREFIX.trim_end_matches('/'),
+    );
+    b.tree(root, MANIFESTS_DIR, MANIFESTS_PREFIX.trim_end_matches('/'));
     b
 }
 

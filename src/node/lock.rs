@@ -368,7 +368,9 @@ pub fn acquire(
                 holder: HeldBy::read(state, id).describe(),
             });
         }
-        if start.elapsed() >= timeout {
+        // At least a second try after a pause, even with a zero timeout: a
+        // read-only run's probe holds the lock for an instant.
+        if start.elapsed() >= timeout.max(MIN_WAIT) {
             return Err(LockError::Timeout {
                 path: state.entry_path(LOCK_FILE),
                 waited_secs: timeout.as_secs(),
@@ -376,11 +378,15 @@ pub fn acquire(
             });
         }
         std::thread::sleep(
-            POLL.min(timeout.saturating_sub(start.elapsed()))
+            POLL.min(timeout.max(MIN_WAIT).saturating_sub(start.elapsed()))
                 .max(Duration::from_millis(1)),
         );
     }
 }
+
+/// The least a lock wait lasts (`--lock-timeout 0` included): room for a
+/// second try past another run's probe.
+const MIN_WAIT: Duration = Duration::from_millis(20);
 
 /// The result of the read-only probe.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -395,8 +401,10 @@ pub enum Probe {
 /// Non-blocking probe: opens an existing lock file (never creates it) and
 /// tries an exclusive flock, released at once. Exclusive, as the renewal
 /// takes it, so a process that holds the lock shared (`flock -s`) reads as
-/// a holder too: the renewal could not take it either. A renewal polls
-/// (acquire), so the probe's instant never fails one.
+/// a holder too: the renewal could not take it either. Another read-only
+/// run's probe holds it for an instant only: a held lock is tried twice
+/// more, 5 ms apart, before it is called held; and a renewal always tries
+/// at least twice ([`acquire`]).
 pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
     let Some(state) = state else {
         return Ok(Probe::Absent);
@@ -404,18 +412,26 @@ pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
     let Some((file, id)) = open_lock(state, false)? else {
         return Ok(Probe::Absent);
     };
+    let mut tries = 0;
     #[allow(clippy::disallowed_methods)] // the lock module: this is the flock
-    match file.try_lock() {
-        Ok(()) => {
-            let _ = file.unlock();
-            Ok(Probe::Free)
-        }
-        Err(TryLockError::WouldBlock) => Ok(Probe::Held(id)),
-        Err(TryLockError::Error(e)) => Err(FsError::Io {
-            path: state.entry_path(LOCK_FILE),
-            op: "flock",
-            errno: Errno::from_raw(e.raw_os_error().unwrap_or(5)),
-        }),
+    loop {
+        tries += 1;
+        return match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                Ok(Probe::Free)
+            }
+            Err(TryLockError::WouldBlock) if tries < 3 => {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            Err(TryLockError::WouldBlock) => Ok(Probe::Held(id)),
+            Err(TryLockError::Error(e)) => Err(FsError::Io {
+                path: state.entry_path(LOCK_FILE),
+                op: "flock",
+                errno: Errno::from_raw(e.raw_os_error().unwrap_or(5)),
+            }),
+        };
     }
 }
 
@@ -717,33 +733,21 @@ mod tests {
         let (t, state) = state();
         drop(acquire(&state, Duration::from_secs(1), &|| false).unwrap());
         assert!(matches!(probe(Some(&state)), Ok(Probe::Free)));
-        let mut child = std::process::Command::new("flock")
-            .arg("-o")
-            .arg("-s")
-            .arg(lock_path(&t))
-            .args(["sleep", "30"])
-            .spawn()
-            .unwrap();
-        let t0 = Instant::now();
-        let id = loop {
-            if let Ok(Probe::Held(id)) = probe(Some(&state)) {
-                break id;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "flock never took it"
-            );
-            std::thread::sleep(Duration::from_millis(10));
+        // Held shared on a descriptor of its own (flock(2) locks belong to
+        // the open file, not the process); dropped with the test, even on
+        // a panic.
+        let shared = std::fs::File::open(lock_path(&t)).unwrap();
+        #[allow(clippy::disallowed_methods)] // the holder under test
+        shared.try_lock_shared().unwrap();
+        let id = match probe(Some(&state)) {
+            Ok(Probe::Held(id)) => id,
+            other => panic!("a shared holder reads as {other:?}"),
         };
-        let holder = find_holder(id);
-        let _ = child.kill();
-        let _ = child.wait();
-        match holder {
-            Holder::Process { pid, command, .. } => {
-                assert_eq!((pid, command.as_deref()), (child.id(), Some("flock")))
-            }
+        match find_holder(id) {
+            Holder::Process { pid, .. } => assert_eq!(pid, std::process::id()),
             other => panic!("{other:?}"),
         }
+        drop(shared);
         assert!(matches!(probe(Some(&state)), Ok(Probe::Free)));
     }
 

@@ -295,7 +295,6 @@ fn answered(cluster: &[EndpointHealth]) -> String {
     format!(" ({})", each.join("; "))
 }
 
-/// Pure: the quorum rules of SPEC step 7.
 /// What etcd 3.4 answers a learner asked for the member list (its
 /// `ErrGRPCNotSupportedForLearner`): the local member is a learner, and it
 /// stays one until somebody promotes it, so the gate refuses at once
@@ -306,6 +305,7 @@ pub fn local_learner(member_list_stderr: &str) -> Option<String> {
         .then(|| "this etcd member is a learner, not a voter (it answers \"rpc not supported for learner\")".into())
 }
 
+/// Pure: the quorum rules of SPEC step 7.
 pub fn judge_etcd(
     local: &[EndpointHealth],
     cluster: &[EndpointHealth],

@@ -244,7 +244,9 @@ impl Health<'_> {
         // A local learner, told by the member list's failure: refused at once.
         let learner = std::sync::OnceLock::new();
         let run = |cmd: &[&str]| -> Result<Vec<u8>, String> {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = self
+                .rt
+                .call_limit(deadline.saturating_duration_since(Instant::now()));
             let mut args = etcdctl_flags(port, left.saturating_sub(etcdctl_margin(left)));
             args.extend(cmd.iter().map(|s| s.to_string()));
             let out = self
@@ -1135,6 +1137,25 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(rt.calls.ps(), 1, "refused on the first attempt");
+    }
+
+    /// etcdctl's own timeouts end before the call around it is killed,
+    /// also when `--command-timeout` is what kills it, not the gate's time.
+    #[test]
+    fn etcdctl_timeouts_end_before_the_call_limit() {
+        let rt = counting();
+        rt.limit_calls(Duration::from_secs(4));
+        let (r, _) = gate(&rt, Duration::from_secs(60));
+        assert!(r.is_ok(), "{r:?}");
+        let args = rt.etcdctl_args();
+        assert!(!args.is_empty());
+        for a in args {
+            assert!(
+                a.contains(&"--command-timeout=3200ms".to_string())
+                    && a.contains(&"--dial-timeout=3200ms".to_string()),
+                "{a:?}"
+            );
+        }
     }
 
     /// etcdctl's own timeout ends before the crictl call's, by a margin

@@ -50,6 +50,12 @@ pub trait Runtime: Sync {
         args: &[String],
         budget: Duration,
     ) -> Result<Output, RtError>;
+    /// How long a tool call given `budget` may really run (the runtime's
+    /// own per-call limit, `--command-timeout`, and the deadline applied):
+    /// etcdctl's own timeouts are cut to end before it.
+    fn call_limit(&self, budget: Duration) -> Duration {
+        budget
+    }
     /// A TLS probe of 127.0.0.1:port.
     fn probe(
         &self,
@@ -168,11 +174,7 @@ impl NodeRuntime {
             v.push(e.clone());
         }
         v.extend(args);
-        // Never past the controller's deadline (SPEC 4, v1.1).
-        let timeout = self
-            .cancel
-            .bound(self.timeout.min(budget))
-            .max(Duration::from_millis(1));
+        let timeout = self.call_limit(budget).max(Duration::from_millis(1));
         // Every crictl call is part of a gate attempt or a wait, which log
         // themselves (SPEC 8, v1.1).
         Ok(proc::run_in_poll(p, &v, timeout, &self.cancel)?)
@@ -256,6 +258,11 @@ impl Runtime for NodeRuntime {
             )));
         }
         cri::parse_inspect_pid(&out.stdout).map_err(RtError::Failed)
+    }
+
+    fn call_limit(&self, budget: Duration) -> Duration {
+        // Never past the controller's deadline (SPEC 4, v1.1).
+        self.cancel.bound(self.timeout.min(budget))
     }
 
     fn etcdctl(
@@ -473,6 +480,8 @@ pub(crate) mod double {
         etcd: Option<(String, String)>,
         /// `member list` fails: exit 1, nothing on stdout, this on stderr.
         member_list_stderr: Option<String>,
+        /// A per-call limit below the budget (`--command-timeout`).
+        call_limit: Option<Duration>,
         /// The `/readyz` status, when not 200.
         readyz: Option<u16>,
     }
@@ -587,6 +596,11 @@ pub(crate) mod double {
             self.node().listing_error = e;
         }
 
+        /// Every call is limited to `d` (as `--command-timeout` does).
+        pub(crate) fn limit_calls(&self, d: Duration) {
+            self.node().call_limit = Some(d);
+        }
+
         /// `member list` exits 1 with `stderr` (and nothing on stdout).
         pub(crate) fn fail_member_list(&self, stderr: &str) {
             self.node().member_list_stderr = Some(stderr.to_string());
@@ -632,6 +646,10 @@ pub(crate) mod double {
     }
 
     impl Runtime for Double {
+        fn call_limit(&self, budget: Duration) -> Duration {
+            self.node().call_limit.map_or(budget, |l| l.min(budget))
+        }
+
         fn ps(&self, _budget: Duration) -> Result<Vec<Container>, RtError> {
             Calls::count(&self.calls.ps);
             let mut n = self.node();

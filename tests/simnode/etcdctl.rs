@@ -539,6 +539,13 @@ pub fn run(
         Ok(f) => f,
         Err(e) => return Output::fail(e),
     };
+    if !["json", "simple", "table", "fields", "protobuf"].contains(&f.write_out.as_str()) {
+        // etcdctl's ExitBadFeature (4), before it dials anything.
+        return Output {
+            code: 4,
+            ..Output::fail("Error: unsupported output format")
+        };
+    }
     if !["json", "simple", "table"].contains(&f.write_out.as_str()) {
         return Output::fail(format!(
             "Error: unsupported output format {:?} (simnode etcdctl: json, simple, table)",
