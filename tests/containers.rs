@@ -73,12 +73,7 @@ impl Tier {
         let (peer, metrics) = (free_port(), free_port());
         let p = node.manifest("etcd");
         let s = std::fs::read_to_string(&p).unwrap();
-        let client = s
-            .split("--listen-client-urls=https://127.0.0.1:")
-            .nth(1)
-            .and_then(|r| r.split(',').next())
-            .unwrap()
-            .to_string();
+        let client = node.etcd_client_port().to_string();
         let s = s
             .replace(",https://10.0.0.11:2379", "")
             .replace(
@@ -134,14 +129,8 @@ impl Tier {
     /// Polls `f` with back-off until it holds; panics after `secs` with the
     /// kubelet and containerd logs.
     fn wait(&self, what: &str, secs: u64, f: impl Fn(&Tier) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        let mut nap = Duration::from_millis(50);
-        while Instant::now() < deadline {
-            if f(self) {
-                return;
-            }
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(1000));
+        if support::poll(secs, || f(self).then_some(())).is_some() {
+            return;
         }
         panic!(
             "{what}: not within {secs} s\nkubelet log:\n{}\ncontainerd log:\n{}",

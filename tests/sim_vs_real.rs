@@ -154,17 +154,8 @@ fn sim_ps(node: &Node, name: &str) -> Output {
 }
 
 /// Polls `f` with back-off for up to `secs`.
-fn poll<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    let mut nap = Duration::from_millis(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(nap);
-        nap = (nap * 2).min(Duration::from_millis(500));
-    }
+fn poll<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
+    support::poll(secs, f).unwrap_or_else(|| panic!("timed out waiting for {what}"))
 }
 
 fn state_of(cs: &[Value], id: &str) -> Option<String> {
@@ -314,18 +305,8 @@ fn exec_of_etcdctl_against_an_unreachable_member() {
         let o = ctrd.crictl(&up_cmd.iter().map(String::as_str).collect::<Vec<_>>());
         o.status.success().then_some(o)
     });
-    let port = node
-        .containers("etcd")
-        .first()
-        .map(|_| ())
-        .and_then(|_| {
-            let m = std::fs::read_to_string(node.manifest("etcd")).unwrap();
-            m.split("--listen-client-urls=https://127.0.0.1:")
-                .nth(1)
-                .and_then(|r| r.split([',', '\n', '"']).next())
-                .and_then(|p| p.trim().parse::<u16>().ok())
-        })
-        .unwrap();
+    assert!(!node.containers("etcd").is_empty(), "no sim etcd container");
+    let port = node.etcd_client_port();
     let mut sim_up: Vec<String> = vec!["exec".into(), sim_id, "etcdctl".into()];
     sim_up.extend(args_for(port));
     let sim_up = node.crictl(&sim_up.iter().map(String::as_str).collect::<Vec<_>>());
@@ -548,17 +529,8 @@ fn created_then_running_before_listening_and_the_json_shape() {
     let etcd = node
         .running_id("etcd")
         .expect("etcd RUNNING before it listens");
-    let sim_port = node.containers("etcd")[0]["id"]
-        .as_str()
-        .map(|_| ())
-        .and_then(|_| {
-            let m = std::fs::read_to_string(node.manifest("etcd")).unwrap();
-            m.split("--listen-client-urls=https://127.0.0.1:")
-                .nth(1)
-                .and_then(|r| r.split([',', '\n', '"']).next())
-                .and_then(|p| p.trim().parse::<u16>().ok())
-        });
-    let sim_port = sim_port.unwrap();
+    assert!(node.containers("etcd")[0]["id"].is_string());
+    let sim_port = node.etcd_client_port();
     node.set_knobs(json!({"createdMs": 30_000}));
     // A changed manifest is a new pod: its container is created anew.
     let m = node.manifest("kube-scheduler");

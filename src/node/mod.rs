@@ -14,6 +14,9 @@ pub(crate) mod inspect;
 pub(crate) mod lock;
 /// The four manifests, the staging directories, strays.
 pub(crate) mod manifests;
+/// etcd's local client port as the runbook reads it from a manifest (the
+/// tests find the port of the node they build with it).
+pub use manifests::etcd_client_port;
 /// The node PKI as read (leaves and CAs).
 pub(crate) mod node_pki;
 /// The operation log and the bounded stderr queue.

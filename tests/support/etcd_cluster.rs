@@ -23,7 +23,7 @@ use crate::support::containers::{die_with_parent, run_bounded};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const ETCD: &str = "/usr/bin/etcd";
 pub const ETCDCTL: &str = "/usr/bin/etcdctl";
@@ -228,14 +228,8 @@ impl Members {
     /// Polls with back-off until `f` holds; panics after `secs` with the
     /// members' logs.
     pub fn wait(&self, what: &str, secs: u64, f: impl Fn(&Members) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        let mut nap = Duration::from_millis(50);
-        while Instant::now() < deadline {
-            if f(self) {
-                return;
-            }
-            std::thread::sleep(nap);
-            nap = (nap * 2).min(Duration::from_millis(1000));
+        if crate::support::poll(secs, || f(self).then_some(())).is_some() {
+            return;
         }
         let logs: Vec<String> = self
             .list

@@ -78,3 +78,20 @@ pub fn prelude_node(setup: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     assert!(st.success(), "setup failed: {setup}");
     (tmp, root)
 }
+
+/// Poll `f` until it gives a value or `secs` pass (None then): at once,
+/// then with back-off from 20 ms to 1 s between tries.
+pub fn poll<T>(secs: u64, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let mut nap = std::time::Duration::from_millis(20);
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(std::time::Duration::from_secs(1));
+    }
+}

@@ -512,6 +512,13 @@ impl Node {
         self.set_knobs(json!({ "apiPods": pods }));
     }
 
+    /// etcd's local client port in its manifest, read by the runbook's own
+    /// parser.
+    pub fn etcd_client_port(&self) -> u16 {
+        let m = std::fs::read(self.manifest("etcd")).unwrap();
+        nvke_cert_runbook::node::etcd_client_port(&m).unwrap()
+    }
+
     /// A second static pod: `manifests/<file>` is a copy of
     /// `<component>.yaml` with `metadata.name: <name>` (its container keeps
     /// the component's name), etcd's client port and kube-apiserver's
@@ -528,7 +535,7 @@ impl Node {
         };
         match component {
             "etcd" => {
-                if let Some(p) = port_after(&s, "--listen-client-urls=https://127.0.0.1:") {
+                if let Ok(p) = nvke_cert_runbook::node::etcd_client_port(s.as_bytes()) {
                     s = s.replace(
                         &format!("127.0.0.1:{p}"),
                         &format!("127.0.0.1:{}", free_port()),
