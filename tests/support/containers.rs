@@ -88,9 +88,11 @@ fn find_tools() -> Result<Tools, String> {
         })
     };
     let (containerd, ctr, _runc) = (get("containerd"), get("ctr"), get("runc"));
+    // The etcd image and the extra members are Debian's etcd and etcdctl.
+    let (_etcd, _etcdctl) = (get("etcd"), get("etcdctl"));
     if !missing.is_empty() {
         return Err(format!(
-            "{} not on PATH (apt-get install containerd runc)",
+            "{} not on PATH (apt-get install containerd runc etcd-server etcd-client)",
             missing.join(", ")
         ));
     }
