@@ -537,6 +537,19 @@ fn cluster(extra: usize) -> Option<(Tier, Members)> {
 }
 
 /// What a refusal must leave as it was.
+/// A forced renewal under `op` with `--health-timeout secs` that must be
+/// refused in `phase` with nothing changed ([`Before::assert_refused`]):
+/// its message, its stderr and how long it took.
+fn refused(t: &Tier, op: &str, secs: &str, phase: &str) -> (String, String, Duration) {
+    let b = Before::take(t);
+    let t1 = Instant::now();
+    let (code, v, stderr) = t.run(&["--operation-id", op, "--force", "--health-timeout", secs]);
+    let took = t1.elapsed();
+    b.assert_refused(t, op, code, &v, phase);
+    let msg = v["message"].as_str().unwrap_or_default().to_string();
+    (msg, stderr, took)
+}
+
 struct Before {
     etc: support::tree::Snapshot,
     ids: Vec<String>,
@@ -692,18 +705,7 @@ fn two_etcd_voters_are_refused_at_once_and_nothing_changes() {
     let setup = t0.elapsed();
     let ep = t.etcd.client_url();
     let members = membership(&m, &ep).unwrap();
-    let b = Before::take(&t);
-    let t1 = Instant::now();
-    let (code, v, stderr) = t.run(&[
-        "--operation-id",
-        "op-2v",
-        "--force",
-        "--health-timeout",
-        "120",
-    ]);
-    let took = t1.elapsed();
-    b.assert_refused(&t, "op-2v", code, &v, "two-control-plane-voters");
-    let msg = v["message"].as_str().unwrap_or_default();
+    let (msg, stderr, took) = refused(&t, "op-2v", "120", "two-control-plane-voters");
     assert!(
         msg.contains("etcd has exactly two voters: losing one loses quorum; never renewed"),
         "{msg}\n{stderr}"
@@ -765,18 +767,7 @@ fn an_etcd_learner_is_refused_at_once_and_nothing_changes() {
     });
     let setup = t0.elapsed();
     let members = membership(&m, &ep).unwrap();
-    let b = Before::take(&t);
-    let t1 = Instant::now();
-    let (code, v, stderr) = t.run(&[
-        "--operation-id",
-        "op-learner",
-        "--force",
-        "--health-timeout",
-        "120",
-    ]);
-    let took = t1.elapsed();
-    b.assert_refused(&t, "op-learner", code, &v, "health");
-    let msg = v["message"].as_str().unwrap_or_default();
+    let (msg, stderr, took) = refused(&t, "op-learner", "120", "health");
     assert!(
         msg.contains("etcd has 1 learner(s); refusing until membership is settled"),
         "{msg}\n{stderr}"
@@ -805,24 +796,13 @@ fn an_unhealthy_etcd_member_is_refused_then_renewed_once_it_is_back() {
         let h = m.cluster_health(&ep);
         h.len() == 3 && h.iter().all(|(e, ok)| *ok == (*e != down))
     });
-    let b = Before::take(&t);
     // Real etcdctl spends its whole --command-timeout on the dead endpoint
     // in every `endpoint health --cluster` (it answers only then): 30 s,
     // the runbook's cap. A 45 s health timeout leaves the first attempt
     // 15 s past etcdctl's answer (no race with crictl's exec on a loaded
     // machine), and the reason it gives is kept even when the last
     // attempt is cut short at the deadline.
-    let t1 = Instant::now();
-    let (code, v, stderr) = t.run(&[
-        "--operation-id",
-        "op-down",
-        "--force",
-        "--health-timeout",
-        "45",
-    ]);
-    let took = t1.elapsed();
-    b.assert_refused(&t, "op-down", code, &v, "health");
-    let msg = v["message"].as_str().unwrap_or_default();
+    let (msg, stderr, took) = refused(&t, "op-down", "45", "health");
     assert!(
         msg.starts_with("local health gate did not pass within 45s")
             && msg.contains(
@@ -917,18 +897,7 @@ fn the_nodes_own_member_as_a_learner_is_refused_and_nothing_changes() {
     });
     let setup = t0.elapsed();
     let members = membership(&m, &ep2).unwrap();
-    let b = Before::take(&t);
-    let t1 = Instant::now();
-    let (code, v, stderr) = t.run(&[
-        "--operation-id",
-        "op-me-learner",
-        "--force",
-        "--health-timeout",
-        "10",
-    ]);
-    let took = t1.elapsed();
-    b.assert_refused(&t, "op-me-learner", code, &v, "health");
-    let msg = v["message"].as_str().unwrap_or_default();
+    let (msg, stderr, took) = refused(&t, "op-me-learner", "10", "health");
     // A structural refusal on the first attempt (SPEC 4 step 7: at once),
     // not the gate's timeout: etcd 3.4 tells a learner only by refusing it
     // the member list ("rpc not supported for learner").

@@ -128,29 +128,11 @@ fn ps_json(out: &Output) -> Vec<Value> {
 }
 
 fn real_ps(ctrd: &Containerd, name: &str) -> Output {
-    ctrd.crictl(&[
-        "ps",
-        "-a",
-        "-o",
-        "json",
-        "--label",
-        "io.kubernetes.pod.namespace=kube-system",
-        "--label",
-        &format!("io.kubernetes.container.name={name}"),
-    ])
+    ctrd.crictl(&ps_args(name).iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 fn sim_ps(node: &Node, name: &str) -> Output {
-    node.crictl(&[
-        "ps",
-        "-a",
-        "-o",
-        "json",
-        "--label",
-        "io.kubernetes.pod.namespace=kube-system",
-        "--label",
-        &format!("io.kubernetes.container.name={name}"),
-    ])
+    node.crictl(&ps_args(name).iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// Polls `f` with back-off for up to `secs`.

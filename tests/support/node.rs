@@ -146,16 +146,7 @@ impl Node {
 
     pub fn crictl_json(&self, name: &str) -> Vec<Value> {
         let out = Command::new(self.sim.join("bin/crictl"))
-            .args([
-                "ps",
-                "-a",
-                "-o",
-                "json",
-                "--label",
-                "io.kubernetes.pod.namespace=kube-system",
-                "--label",
-            ])
-            .arg(format!("io.kubernetes.container.name={name}"))
+            .args(ps_args(name))
             .output()
             .unwrap();
         let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!({"containers": []}));
@@ -637,4 +628,16 @@ impl Node {
             std::fs::read_to_string(self.sim.join("kubelet.log")).unwrap_or_default()
         );
     }
+}
+
+/// `crictl ps -a -o json` of one kube-system container name, as the
+/// runbook lists kube-system.
+pub fn ps_args(name: &str) -> Vec<String> {
+    let mut a: Vec<String> = ["ps", "-a", "-o", "json", "--label"]
+        .map(String::from)
+        .to_vec();
+    a.push("io.kubernetes.pod.namespace=kube-system".into());
+    a.push("--label".into());
+    a.push(format!("io.kubernetes.container.name={name}"));
+    a
 }
