@@ -222,8 +222,31 @@ type CertificateView struct {
 	NotAfter        *string `json:"notAfter"`
 	DaysLeft        *int64  `json:"daysLeft"`
 	WithinThreshold *bool   `json:"withinThreshold"`
+	Severity        *Expiry `json:"severity"` // v1.2; nil when unreadable
 	ChainsToCA      *bool   `json:"chainsToCA"`
 	Error           *string `json:"error,omitempty"`
+}
+
+// Expiry is how soon a certificate expires (v1.2, SPEC 10).
+type Expiry string
+
+const (
+	ExpiryOK      Expiry = "ok"      // not within the threshold
+	ExpiryDue     Expiry = "due"     // within the threshold: due for renewal
+	ExpiryExpired Expiry = "expired" // past its notAfter: ACTION NEEDED
+)
+
+// KubeletCertificateView is one of the kubelet's own certificates (v1.2):
+// listed with its expiry and whether the kubelet rotates it, never renewed
+// by the runbook.
+type KubeletCertificateView struct {
+	Role     string  `json:"role"` // client, serving
+	Path     string  `json:"path"`
+	NotAfter *string `json:"notAfter"`
+	DaysLeft *int64  `json:"daysLeft"`
+	Severity *Expiry `json:"severity"`
+	Rotates  *bool   `json:"rotates"`
+	Error    *string `json:"error,omitempty"`
 }
 
 // CAView is a CA as read.
@@ -312,31 +335,32 @@ type AgentStateView struct {
 
 // CheckResult is what `--check` prints.
 type CheckResult struct {
-	Mode                   Mode              `json:"mode"`
-	RunbookVersion         string            `json:"runbookVersion"`
-	OperationID            *string           `json:"operationID"` // always null
-	Outcome                Decision          `json:"outcome"`     // = Decision
-	Decision               Decision          `json:"decision"`
-	Executors              []ExecutorKind    `json:"executors"` // in the order they must run
-	LegacyFallback         bool              `json:"legacyFallback"`
-	Failure                *string           `json:"failure"` // busy, state, phase-file, manifests, agent-state, pki
-	Reasons                []string          `json:"reasons"`
-	Warnings               []string          `json:"warnings"`
-	Message                string            `json:"message"`
-	Force                  bool              `json:"force"`
-	ThresholdDays          int               `json:"thresholdDays"`
-	Now                    string            `json:"now"`
-	AgentState             AgentStateView    `json:"agentState"`
-	PhaseFile              PhaseFileView     `json:"phaseFile"`
-	Lock                   LockView          `json:"lock"`
-	Manifests              ManifestViews     `json:"manifests"`
-	Staging                StagingViews      `json:"staging"`
-	StrayManifests         []Stray           `json:"strayManifests"`
-	Certificates           []CertificateView `json:"certificates"`
-	CertificateAuthorities []CAView          `json:"certificateAuthorities"`
-	CASHA256               map[string]string `json:"caSHA256"`
-	DurationMs             uint64            `json:"durationMs"`
-	ExitCode               int               `json:"exitCode"` // v1.1
+	Mode                   Mode                     `json:"mode"`
+	RunbookVersion         string                   `json:"runbookVersion"`
+	OperationID            *string                  `json:"operationID"` // always null
+	Outcome                Decision                 `json:"outcome"`     // = Decision
+	Decision               Decision                 `json:"decision"`
+	Executors              []ExecutorKind           `json:"executors"` // in the order they must run
+	LegacyFallback         bool                     `json:"legacyFallback"`
+	Failure                *string                  `json:"failure"` // busy, state, phase-file, manifests, agent-state, pki
+	Reasons                []string                 `json:"reasons"`
+	Warnings               []string                 `json:"warnings"`
+	Message                string                   `json:"message"`
+	Force                  bool                     `json:"force"`
+	ThresholdDays          int                      `json:"thresholdDays"`
+	Now                    string                   `json:"now"`
+	AgentState             AgentStateView           `json:"agentState"`
+	PhaseFile              PhaseFileView            `json:"phaseFile"`
+	Lock                   LockView                 `json:"lock"`
+	Manifests              ManifestViews            `json:"manifests"`
+	Staging                StagingViews             `json:"staging"`
+	StrayManifests         []Stray                  `json:"strayManifests"`
+	Certificates           []CertificateView        `json:"certificates"`
+	CertificateAuthorities []CAView                 `json:"certificateAuthorities"`
+	KubeletCertificates    []KubeletCertificateView `json:"kubeletCertificates"` // v1.2
+	CASHA256               map[string]string        `json:"caSHA256"`
+	DurationMs             uint64                   `json:"durationMs"`
+	ExitCode               int                      `json:"exitCode"` // v1.1
 }
 
 // ReceiptSummary is one of the most recent receipts.
@@ -359,38 +383,39 @@ type FencingPlan struct {
 
 // StatusResult is what `--status-only [--operation-id ID]` prints.
 type StatusResult struct {
-	Mode                   Mode              `json:"mode"`
-	RunbookVersion         string            `json:"runbookVersion"`
-	OperationID            *string           `json:"operationID"`
-	Fence                  bool              `json:"fence"`   // false
-	Outcome                string            `json:"outcome"` // clean, not_clean
-	Clean                  bool              `json:"clean"`
-	Severity               string            `json:"severity"` // clean, not_clean, action_needed, in_progress
-	Reasons                []string          `json:"reasons"`
-	Warnings               []string          `json:"warnings"`
-	NextSteps              []NextStep        `json:"nextSteps"`
-	Conflicts              []StagingConflict `json:"conflicts"`
-	Message                string            `json:"message"`
-	Now                    string            `json:"now"`
-	ThresholdDays          int               `json:"thresholdDays"`
-	Lock                   LockView          `json:"lock"`
-	PhaseFile              PhaseFileView     `json:"phaseFile"`
-	AgentState             AgentStateView    `json:"agentState"`
-	ReceiptCount           uint64            `json:"receiptCount"`
-	Receipts               []ReceiptSummary  `json:"receipts"`
-	ReceiptsListed         string            `json:"receiptsListed"` // recent, all, failed
-	Receipt                *ReceiptLookup    `json:"receipt"`
-	Fencing                *FencingPlan      `json:"fencing"`
-	Manifests              ManifestViews     `json:"manifests"`
-	Staging                StagingViews      `json:"staging"`
-	StrayManifests         []Stray           `json:"strayManifests"`
-	CASHA256               map[string]string `json:"caSHA256"`
-	Certificates           []CertificateView `json:"certificates"`
-	CertificateAuthorities []CAView          `json:"certificateAuthorities"`
-	StateError             *string           `json:"stateError,omitempty"`
-	Evidence               *Evidence         `json:"evidence,omitempty"` // with --evidence PATH
-	DurationMs             uint64            `json:"durationMs"`
-	ExitCode               int               `json:"exitCode"` // v1.1
+	Mode                   Mode                     `json:"mode"`
+	RunbookVersion         string                   `json:"runbookVersion"`
+	OperationID            *string                  `json:"operationID"`
+	Fence                  bool                     `json:"fence"`   // false
+	Outcome                string                   `json:"outcome"` // clean, not_clean
+	Clean                  bool                     `json:"clean"`
+	Severity               string                   `json:"severity"` // clean, not_clean, action_needed, in_progress
+	Reasons                []string                 `json:"reasons"`
+	Warnings               []string                 `json:"warnings"`
+	NextSteps              []NextStep               `json:"nextSteps"`
+	Conflicts              []StagingConflict        `json:"conflicts"`
+	Message                string                   `json:"message"`
+	Now                    string                   `json:"now"`
+	ThresholdDays          int                      `json:"thresholdDays"`
+	Lock                   LockView                 `json:"lock"`
+	PhaseFile              PhaseFileView            `json:"phaseFile"`
+	AgentState             AgentStateView           `json:"agentState"`
+	ReceiptCount           uint64                   `json:"receiptCount"`
+	Receipts               []ReceiptSummary         `json:"receipts"`
+	ReceiptsListed         string                   `json:"receiptsListed"` // recent, all, failed
+	Receipt                *ReceiptLookup           `json:"receipt"`
+	Fencing                *FencingPlan             `json:"fencing"`
+	Manifests              ManifestViews            `json:"manifests"`
+	Staging                StagingViews             `json:"staging"`
+	StrayManifests         []Stray                  `json:"strayManifests"`
+	CASHA256               map[string]string        `json:"caSHA256"`
+	Certificates           []CertificateView        `json:"certificates"`
+	CertificateAuthorities []CAView                 `json:"certificateAuthorities"`
+	KubeletCertificates    []KubeletCertificateView `json:"kubeletCertificates"` // v1.2
+	StateError             *string                  `json:"stateError,omitempty"`
+	Evidence               *Evidence                `json:"evidence,omitempty"` // with --evidence PATH
+	DurationMs             uint64                   `json:"durationMs"`
+	ExitCode               int                      `json:"exitCode"` // v1.1
 }
 
 // NextStep is one thing for the operator to do, with its exact command.

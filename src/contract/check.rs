@@ -77,6 +77,8 @@ pub struct CheckDocument {
     pub stray_manifests: Vec<Stray>,
     pub certificates: Vec<CertificateView>,
     pub certificate_authorities: Vec<CaView>,
+    /// v1.2: the kubelet's client and serving certificates (never renewed here).
+    pub kubelet_certificates: Vec<KubeletCertificateView>,
     #[serde(rename = "caSHA256")]
     pub ca_sha256: CaSha256,
     pub duration_ms: u64,

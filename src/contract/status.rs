@@ -185,6 +185,8 @@ pub struct StatusDocument {
     pub ca_sha256: CaSha256,
     pub certificates: Vec<CertificateView>,
     pub certificate_authorities: Vec<CaView>,
+    /// v1.2: the kubelet's client and serving certificates (never renewed here).
+    pub kubelet_certificates: Vec<KubeletCertificateView>,
     /// The state directory could not be used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "String"))]

@@ -99,9 +99,43 @@ pub struct CertificateView {
     pub not_after: Option<Timestamp>,
     pub days_left: Option<i64>,
     pub within_threshold: Option<bool>,
+    /// v1.2: `expired` (past its notAfter: ACTION NEEDED), `due` (within
+    /// the threshold), `ok`; null when the leaf could not be read.
+    pub severity: Option<crate::rules::expiry::Expiry>,
     /// Null when the CA could not be read.
     #[serde(rename = "chainsToCA")]
     pub chains_to_ca: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub error: Option<String>,
+}
+
+/// Which of the kubelet's certificates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum KubeletRole {
+    /// Its client certificate to the API (kubelet.conf).
+    Client,
+    /// The certificate its own server (port 10250) presents.
+    Serving,
+}
+
+/// One of the kubelet's certificates (v1.2, SPEC 10): listed with its
+/// expiry and whether the kubelet rotates it; never renewed here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KubeletCertificateView {
+    pub role: KubeletRole,
+    /// Node path of the file (kubelet.conf when the certificate is embedded).
+    pub path: String,
+    pub not_after: Option<Timestamp>,
+    pub days_left: Option<i64>,
+    pub severity: Option<crate::rules::expiry::Expiry>,
+    /// `rotateCertificates` (client) or `serverTLSBootstrap` (serving) of
+    /// the kubelet's configuration; null when it cannot be read.
+    pub rotates: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub error: Option<String>,

@@ -13,6 +13,7 @@ use crate::node::paths::{
 use crate::node::snapshot::NodeSnapshot;
 use crate::rules::agent::AgentIntent;
 use crate::rules::component::Component;
+use crate::rules::expiry::{self, Expiry};
 use crate::rules::phase::PhaseFile;
 use time::OffsetDateTime;
 
@@ -85,6 +86,14 @@ pub struct Advice {
     pub not_active: Vec<Component>,
     /// A runbook at work: "pid P, operation X, step S, running for T".
     pub in_progress: Option<String>,
+    /// The leaf the headline names (v1.2): expired (ACTION NEEDED) or due
+    /// (RENEWAL DUE), in the headline's words.
+    pub expiry: Option<(Expiry, String)>,
+    /// The kubelet's expired client certificate, in the headline's words.
+    pub kubelet_expired: Vec<String>,
+    /// A leaf or the kubelet's client certificate has expired: exit 4
+    /// whatever else the view says (SPEC 6).
+    pub expired: bool,
     pub warnings: Vec<String>,
     pub next: Vec<NextStep>,
 }
@@ -206,7 +215,18 @@ pub fn advise(
     warnings.extend(crate::modes::check::stray_warnings(m));
     warnings.extend(s.pki.warnings(now, threshold));
     warnings.extend(s.pki.errors());
-    let due = s.pki.leaves_due(now, threshold);
+    warnings.extend(s.kubelet.warnings(now, threshold));
+    let due: Vec<(String, i64)> = s
+        .pki
+        .leaves_due(now, threshold)
+        .into_iter()
+        .filter(|(n, _)| {
+            s.pki
+                .leaf_times()
+                .iter()
+                .any(|(m, t)| m == n && expiry::judge(now, *t, threshold) == Expiry::Due)
+        })
+        .collect();
     if !due.is_empty() {
         warnings.push(format!(
             "{} certificate(s) due for renewal (within {threshold} days): {}",
@@ -463,9 +483,41 @@ pub fn advise(
             next.push(evidence);
         }
     }
+    let worst = expiry::worst(s.pki.leaf_times(), now, threshold);
+    let expiry = worst.as_ref().map(|w| (w.expiry, w.words(now)));
+    match worst.as_ref().map(|w| w.expiry) {
+        Some(Expiry::Expired) if !busy => next.push(step(
+            "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass; follow README \"Expired certificates\" (renew with kubeadm, restart the four static pods), then look again:",
+            Some(cmd.runbook(&["--status-only"])),
+        )),
+        Some(Expiry::Due) if reasons.is_empty() && next.is_empty() => {
+            let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
+            next.push(step(
+                format!(
+                    "renew before {}: the controller renews due certificates on its next run; to renew now, by hand:",
+                    worst.as_ref().map(|w| expiry::date(w.not_after)).unwrap_or_default()
+                ),
+                Some(cmd.runbook(&[
+                    "--operation-id",
+                    &format!("manual-{stamp}"),
+                    "--threshold-days",
+                    &threshold.to_string(),
+                ])),
+            ));
+        }
+        _ => {}
+    }
+    let kubelet_expired = s.kubelet.expired_words(now);
+    if !kubelet_expired.is_empty() && !busy {
+        next.push(step(
+            "the kubelet's client certificate has expired: the kubelet cannot rotate it any more and this node drops out of the cluster; renew it by hand as kubeadm's troubleshooting guide says (\"Kubelet client cert rotation fails\"), restart the kubelet, then look again:",
+            Some(cmd.runbook(&["--status-only"])),
+        ));
+    }
+    let expired = matches!(expiry, Some((Expiry::Expired, _))) || !kubelet_expired.is_empty();
     let severity = if in_progress.is_some() {
         Severity::InProgress
-    } else if !not_active.is_empty() {
+    } else if !not_active.is_empty() || expired {
         Severity::ActionNeeded
     } else if !reasons.is_empty() {
         Severity::NotClean
@@ -476,6 +528,9 @@ pub fn advise(
         severity,
         not_active,
         in_progress,
+        expiry,
+        kubelet_expired,
+        expired,
         warnings,
         next,
     }

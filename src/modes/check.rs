@@ -9,6 +9,7 @@ use crate::node::inspect::RunbookIntent;
 use crate::node::manifests::ManifestsReport;
 use crate::node::snapshot::NodeSnapshot;
 use crate::rules::agent::AgentIntent;
+use crate::rules::expiry;
 use crate::rules::outcome::exit;
 use time::OffsetDateTime;
 
@@ -30,6 +31,9 @@ pub struct Facts {
     /// Leaves within the threshold (name, days left).
     pub leaves_due: Vec<(String, i64)>,
     pub soonest_leaf: Option<(String, i64)>,
+    /// Expired leaves (name, the reason's words: `leaf apiserver expired
+    /// 2026-11-30 (2 days ago)`; v1.2).
+    pub expired_leaves: Vec<(String, String)>,
     /// Warnings that never fail the check (CAs near expiry, strays, chains).
     pub warnings: Vec<String>,
 }
@@ -129,11 +133,11 @@ pub fn decide(f: &Facts) -> Verdict {
         }
         (false, false) if !f.leaves_due.is_empty() => {
             for (name, days) in &f.leaves_due {
-                reasons.push(if *days < 0 {
-                    format!(
-                        "leaf {name} expired {} days ago (threshold {})",
-                        -days, f.threshold_days
-                    )
+                let expired = f.expired_leaves.iter().find(|(n, _)| n == name);
+                reasons.push(if let Some((_, words)) = expired {
+                    words.clone()
+                } else if *days < 0 {
+                    format!("leaf {name} expired {} days ago", -days)
                 } else {
                     format!(
                         "leaf {name} expires in {days} days (threshold {})",
@@ -154,6 +158,10 @@ pub fn decide(f: &Facts) -> Verdict {
             (Decision::Unchanged, Vec::new(), false)
         }
     };
+    // An expired leaf is named with its date whatever decided (SPEC 10).
+    if f.force || legacy_pending || typed_pending {
+        reasons.extend(f.expired_leaves.iter().map(|(_, w)| w.clone()));
+    }
     Verdict {
         decision,
         executors,
@@ -239,8 +247,26 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     facts.pki_errors = s.pki.errors();
     facts.leaves_due = s.pki.leaves_due(now, threshold);
     facts.soonest_leaf = s.pki.soonest_leaf(now);
+    facts.expired_leaves = s
+        .pki
+        .leaf_times()
+        .into_iter()
+        .filter(|(_, t)| expiry::judge(now, *t, threshold) == expiry::Expiry::Expired)
+        .map(|(n, t)| (n.to_string(), expiry::expired_reason(n, t, now)))
+        .collect();
     facts.warnings = s.pki.warnings(now, threshold);
+    if let Some(w) = expiry::worst(s.pki.leaf_times(), now, threshold)
+        .filter(|w| w.expiry == expiry::Expiry::Expired)
+    {
+        facts.warnings.push(format!(
+            "{}: a renewal's health gate cannot pass while a leaf is expired (kube-apiserver and etcd refuse it); see README \"Expired certificates\"",
+            w.words(now)
+        ));
+    }
     facts.warnings.extend(stray_warnings(&s.manifests));
+    facts.warnings.extend(s.kubelet.expired(now));
+    facts.warnings.extend(s.kubelet.unreadable());
+    facts.warnings.extend(s.kubelet.warnings(now, threshold));
     facts
 }
 
@@ -303,6 +329,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     }
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
+    let kubelet = s.kubelet.views(now, threshold);
     if foreign.is_none() || verdict.decision != Decision::Failed {
         output::text_cert_tables(
             &mut text,
@@ -311,6 +338,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
             threshold,
             g.wide,
         );
+        output::text_kubelet(&mut text, &kubelet, s.kubelet.note.as_deref());
         if verdict.decision == Decision::Failed {
             // The verdict again, and what to do, last.
             let cmd = crate::modes::status::commands(g, &s);
@@ -356,6 +384,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         stray_manifests: s.manifests.strays.clone(),
         certificates,
         certificate_authorities,
+        kubelet_certificates: kubelet,
         ca_sha256: s.pki.ca_sha256_view(),
         duration_ms: 0,
         exit_code: 0,
@@ -423,6 +452,38 @@ mod tests {
         let mut f = base();
         f.force = true;
         assert_eq!(decide(&f).decision, Decision::Renew);
+    }
+
+    #[test]
+    fn an_expired_leaf_is_a_reason_with_its_date_never_a_negative_count() {
+        let mut f = base();
+        f.leaves_due = vec![("apiserver".into(), -2), ("etcd-peer".into(), 11)];
+        f.expired_leaves = vec![(
+            "apiserver".into(),
+            "leaf apiserver expired 2026-11-30 (2 days ago)".into(),
+        )];
+        let v = decide(&f);
+        assert_eq!(v.decision, Decision::Renew);
+        assert_eq!(
+            v.reasons[0],
+            "leaf apiserver expired 2026-11-30 (2 days ago)"
+        );
+        assert!(v.reasons[1].contains("etcd-peer expires in 11 days"));
+        assert!(v.reasons.iter().all(|r| !r.contains("-2")));
+        // Forced or pending: still named, with its date.
+        f.force = true;
+        let v = decide(&f);
+        assert!(v
+            .reasons
+            .iter()
+            .any(|r| r.contains("apiserver expired 2026-11-30")));
+        f.force = false;
+        f.agent = pending_agent();
+        let v = decide(&f);
+        assert!(v
+            .reasons
+            .iter()
+            .any(|r| r.contains("apiserver expired 2026-11-30")));
     }
 
     #[test]

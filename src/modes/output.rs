@@ -260,6 +260,45 @@ fn residual(days: i64) -> String {
     }
 }
 
+/// The kubelet's certificates in one row (v1.2): each with its expiry and
+/// whether the kubelet rotates it; why none are listed otherwise.
+pub fn text_kubelet(
+    out: &mut String,
+    certs: &[contract::KubeletCertificateView],
+    note: Option<&str>,
+) {
+    let line = if certs.is_empty() {
+        note.unwrap_or("none found").to_string()
+    } else {
+        certs
+            .iter()
+            .map(|c| {
+                let role = match c.role {
+                    contract::KubeletRole::Client => "client",
+                    contract::KubeletRole::Serving => "serving",
+                };
+                let rot = match c.rotates {
+                    Some(true) => "rotated by the kubelet",
+                    Some(false) => "not rotated",
+                    None => "rotation unknown",
+                };
+                match (&c.not_after, c.days_left, &c.error) {
+                    (_, _, Some(e)) => format!("{role} ERROR: {e}"),
+                    (Some(t), Some(d), None) => format!(
+                        "{role} {} ({}, {rot})",
+                        t.0.chars().take(10).collect::<String>(),
+                        residual(d)
+                    ),
+                    _ => format!("{role} -"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    out.push('\n');
+    table(out, &[vec!["KUBELET".to_string(), line]]);
+}
+
 /// The certificates and CAs the document prints, like `kubeadm certs
 /// check-expiration`. Narrow (the default): the healthy ones folded into
 /// one line each (how many, the earliest expiry), the others listed with
@@ -370,8 +409,10 @@ pub fn text_cert_tables(
                 "{} of {} ok{}",
                 ok.len(),
                 leaves.len(),
+                // The soonest leaf of all, an expired one first (v1.2).
                 earliest(
-                    ok.iter()
+                    leaves
+                        .iter()
                         .filter_map(|l| Some((word(&l.name), l.not_after.as_ref()?, l.days_left?)))
                         .collect()
                 )

@@ -16,6 +16,7 @@ use crate::node::paths::{MANIFESTS_DIR, STAGING_DIR};
 use crate::node::snapshot::{NodeSnapshot, Receipts};
 use crate::node::statedir::{CheckedReceipt, StateDir};
 use crate::rules::component::Component;
+use crate::rules::expiry::Expiry;
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, Outcome, Phase};
 use crate::rules::phase::{PhaseFile, PhaseState};
@@ -220,14 +221,29 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
         .map(|c| c.name())
         .collect::<Vec<_>>()
         .join(", ");
-    let (verdict, detail) = match a.severity {
-        doc::Severity::Clean => ("CLEAN", String::new()),
-        doc::Severity::NotClean => ("NOT CLEAN", String::new()),
-        doc::Severity::ActionNeeded => ("ACTION NEEDED", format!("{down} down")),
-        doc::Severity::InProgress if a.not_active.is_empty() => {
+    let expired = match &a.expiry {
+        Some((Expiry::Expired, words)) => Some(words.as_str()),
+        _ => None,
+    };
+    let (verdict, detail) = match (a.severity, &a.expiry) {
+        (doc::Severity::Clean, Some((Expiry::Due, words))) => ("RENEWAL DUE", words.clone()),
+        (doc::Severity::Clean, _) => ("CLEAN", String::new()),
+        (doc::Severity::NotClean, _) => ("NOT CLEAN", String::new()),
+        (doc::Severity::ActionNeeded, _) => {
+            let mut parts = Vec::new();
+            if !down.is_empty() {
+                parts.push(format!("{down} down"));
+            }
+            parts.extend(expired.map(str::to_string));
+            parts.extend(a.kubelet_expired.iter().cloned());
+            ("ACTION NEEDED", parts.join("; "))
+        }
+        (doc::Severity::InProgress, _) if a.not_active.is_empty() => {
             ("RENEWAL IN PROGRESS", "do not touch".to_string())
         }
-        doc::Severity::InProgress => ("RENEWAL IN PROGRESS", format!("{down} down, do not touch")),
+        (doc::Severity::InProgress, _) => {
+            ("RENEWAL IN PROGRESS", format!("{down} down, do not touch"))
+        }
     };
     match (detail.is_empty(), counts.is_empty()) {
         (true, true) => format!("NODE: {verdict}"),
@@ -413,6 +429,9 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
 
     let foreign = manifests::not_a_control_plane(root, m);
     let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, m);
+    reasons.extend(s.pki.expired_reasons(now));
+    reasons.extend(s.kubelet.expired(now));
+    reasons.extend(s.kubelet.unreadable());
     if let Some(e) = &receipts.error {
         reasons.push(format!("receipts directory: {e}"));
     }
@@ -494,10 +513,11 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
 
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
+    let kubelet = s.kubelet.views(now, threshold);
     let head = headline(&advice, reasons.len());
     let code = if foreign.is_some() {
         exit::FAILED
-    } else if !advice.not_active.is_empty() {
+    } else if !advice.not_active.is_empty() || advice.expired {
         exit::OPERATOR_MUST_ACT
     } else if clean {
         exit::OK
@@ -573,6 +593,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
             threshold,
             g.wide,
         );
+        output::text_kubelet(&mut text, &kubelet, s.kubelet.note.as_deref());
         text.push('\n');
         text_receipts(&mut text, recent, receipt_count, ask.receipts, term.width);
     }
@@ -619,6 +640,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         ca_sha256: s.pki.ca_sha256_view(),
         certificates,
         certificate_authorities,
+        kubelet_certificates: kubelet,
         state_error: s.state_error.clone(),
         evidence: None,
         duration_ms: 0,

@@ -477,6 +477,16 @@ impl Dir {
         Ok(Some(buf))
     }
 
+    /// The target of the symlink `name` (never followed), at most 4 KiB;
+    /// `Ok(None)` when there is no entry of that name.
+    pub fn read_link(&self, name: &str) -> FsResult<Option<String>> {
+        match nix::fcntl::readlinkat(&self.fd, name) {
+            Ok(t) => Ok(Some(t.to_string_lossy().into_owned())),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(self.io(name, "read the link", e)),
+        }
+    }
+
     /// Names in this directory (no `.`/`..`), sorted.
     pub fn list(&self) -> FsResult<Vec<String>> {
         let mut names = Vec::new();

@@ -10,6 +10,8 @@ pub(crate) mod evidence;
 pub(crate) mod fsx;
 /// Read-only views of the state directory (phase file, lock, receipts).
 pub(crate) mod inspect;
+/// The kubelet's own certificates (listed, never renewed; v1.2).
+pub(crate) mod kubelet;
 /// The renewal flock and its owner file.
 pub(crate) mod lock;
 /// The four manifests, the staging directories, strays.

@@ -220,6 +220,10 @@ impl PkiReport {
                         .cert
                         .as_ref()
                         .map(|c| within_threshold(now, c.not_after, threshold)),
+                    severity: l
+                        .cert
+                        .as_ref()
+                        .map(|c| crate::rules::expiry::judge(now, c.not_after, threshold)),
                     chains_to_ca: l.chains_to_ca,
                     error: l.error.clone(),
                 })
@@ -276,6 +280,28 @@ impl PkiReport {
             .collect()
     }
 
+    /// Every leaf that could be read: its kubeadm name and notAfter.
+    pub fn leaf_times(&self) -> Vec<(&'static str, OffsetDateTime)> {
+        self.leaves
+            .iter()
+            .filter_map(|l| l.cert.as_ref().map(|c| (l.spec.name, c.not_after)))
+            .collect()
+    }
+
+    /// One problem per expired leaf, longest expired first (v1.2):
+    /// `leaf apiserver expired 2026-11-30 (2 days ago)`.
+    pub fn expired_reasons(&self, now: OffsetDateTime) -> Vec<String> {
+        let mut v: Vec<_> = self
+            .leaf_times()
+            .into_iter()
+            .filter(|(_, t)| *t < now)
+            .collect();
+        v.sort_by_key(|(n, t)| (*t, *n));
+        v.into_iter()
+            .map(|(n, t)| crate::rules::expiry::expired_reason(n, t, now))
+            .collect()
+    }
+
     /// The soonest-expiring leaf (name, days left).
     pub fn soonest_leaf(&self, now: OffsetDateTime) -> Option<(String, i64)> {
         self.leaves
@@ -293,7 +319,14 @@ impl PkiReport {
         let mut w = Vec::new();
         for c in &self.cas {
             if let Some(cert) = &c.cert {
-                if within_threshold(now, cert.not_after, threshold) {
+                if cert.not_after < now {
+                    w.push(format!(
+                        "CA {} expired {} ({}); CAs are never renewed by this runbook",
+                        c.id.name(),
+                        crate::rules::expiry::date(cert.not_after),
+                        crate::rules::expiry::ago(now, cert.not_after)
+                    ));
+                } else if within_threshold(now, cert.not_after, threshold) {
                     w.push(format!(
                         "CA {} expires {} ({} days left, within {threshold}); CAs are never renewed by this runbook",
                         c.id.name(),

@@ -48,6 +48,8 @@ pub struct NodeSnapshot {
     pub agent: AgentIntent,
     pub manifests: ManifestsReport,
     pub pki: PkiReport,
+    /// The kubelet's own certificates (v1.2).
+    pub kubelet: crate::node::kubelet::KubeletReport,
     /// The operation logs in `state/log/` (file names).
     pub logs: Vec<String>,
 }
@@ -110,6 +112,7 @@ impl NodeSnapshot {
         let (agent_path, agent) = inspect::read_agent(root, agent_state);
         let manifests = manifests::inspect(root);
         let pki = node_pki::read(root);
+        let kubelet = crate::node::kubelet::read(root);
         NodeSnapshot {
             state_error,
             lock,
@@ -119,6 +122,7 @@ impl NodeSnapshot {
             agent,
             manifests,
             pki,
+            kubelet,
             logs,
         }
     }

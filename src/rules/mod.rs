@@ -8,6 +8,8 @@ pub(crate) mod clock;
 pub mod component;
 /// What crictl and etcdctl print, and the etcd quorum judgement.
 pub mod cri;
+/// Expiry severity: ok, due, expired (v1.2).
+pub mod expiry;
 /// Pflag-style flag lists in static pod manifests.
 pub(crate) mod flags;
 /// Operation IDs (SPEC 1) and bounded excerpts.

@@ -133,3 +133,38 @@ holder_pid() { cat "$HOLDER_PID_FILE"; }
 
 # Move a manifest into the node agent's staging directory.
 agent_stage() { agent_staging_dir; mv "$K/manifests/$1.yaml" "$K/nvke-cert-renewal-manifests/$1.yaml"; }
+
+# The kubelet's certificates as kubeadm and the kubelet leave them (v1.2):
+# kubelet.conf names kubelet-client-current.pem, a symlink to the dated pair
+# file; the self-signed serving kubelet.crt. `kubelet_pki CLIENT SERVING
+# ROTATE` copies the node's own leaves CLIENT and SERVING (paths under
+# pki/) into place; ROTATE is rotateCertificates in config.yaml.
+kubelet_pki() {
+  local kp="$ROOT/var/lib/kubelet/pki"
+  mkdir -p "$kp"
+  cat "$K/pki/$1" > "$kp/kubelet-client-2026-01-01-00-00-00.pem"
+  chmod 0600 "$kp/kubelet-client-2026-01-01-00-00-00.pem"
+  ln -s /var/lib/kubelet/pki/kubelet-client-2026-01-01-00-00-00.pem "$kp/kubelet-client-current.pem"
+  cp "$K/pki/$2" "$kp/kubelet.crt"
+  printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nrotateCertificates: %s\n' "$3" > "$ROOT/var/lib/kubelet/config.yaml"
+  put "$K/kubelet.conf" <<'CONF'
+apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    server: https://10.0.0.10:6443
+  name: default-cluster
+contexts:
+- context:
+    cluster: default-cluster
+    namespace: default
+    user: default-auth
+  name: default-context
+current-context: default-context
+users:
+- name: default-auth
+  user:
+    client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem
+    client-key: /var/lib/kubelet/pki/kubelet-client-current.pem
+CONF
+}

@@ -1,0 +1,2 @@
+base rsa
+kubelet_pki etcd/peer.crt apiserver.crt false

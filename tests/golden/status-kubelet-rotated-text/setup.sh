@@ -1,0 +1,2 @@
+base rsa
+kubelet_pki apiserver-kubelet-client.crt apiserver.crt true
