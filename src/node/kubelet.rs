@@ -227,16 +227,24 @@ impl KubeletCert {
 }
 
 impl KubeletReport {
+    /// The client certificate with its notAfter, when it has expired.
+    fn expired_clients(
+        &self,
+        now: OffsetDateTime,
+    ) -> impl Iterator<Item = (&KubeletCert, OffsetDateTime)> {
+        self.certs
+            .iter()
+            .filter(|c| c.role == KubeletRole::Client)
+            .filter_map(|c| Some((c, c.not_after?)))
+            .filter(move |(_, t)| *t < now)
+    }
+
     /// Problems: an expired client certificate (ACTION NEEDED, SPEC 6: the
     /// node drops out of the cluster). An expired serving certificate is a
     /// warning: kubeadm's self-signed `kubelet.crt` is never rotated, and
     /// only `kubectl logs`/`exec` against this node refuse it.
     pub fn expired(&self, now: OffsetDateTime) -> Vec<String> {
-        self.certs
-            .iter()
-            .filter(|c| c.role == KubeletRole::Client)
-            .filter_map(|c| Some((c, c.not_after?)))
-            .filter(|(_, t)| *t < now)
+        self.expired_clients(now)
             .map(|(c, t)| {
                 format!(
                     "the kubelet's {} certificate {} expired {} ({}): the kubelet rotates it only while it is valid; renew it by hand (kubeadm's troubleshooting guide: \"Kubelet client cert rotation fails\")",
@@ -252,11 +260,7 @@ impl KubeletReport {
     /// The headline's words for each expired one: `kubelet client
     /// certificate expired 2026-11-30 (2 days ago)`.
     pub fn expired_words(&self, now: OffsetDateTime) -> Vec<String> {
-        self.certs
-            .iter()
-            .filter(|c| c.role == KubeletRole::Client)
-            .filter_map(|c| Some((c, c.not_after?)))
-            .filter(|(_, t)| *t < now)
+        self.expired_clients(now)
             .map(|(c, t)| {
                 format!(
                     "kubelet {} certificate expired {} ({})",
