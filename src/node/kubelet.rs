@@ -9,7 +9,6 @@
 
 use crate::node::fsx::{FsError, Root, Trust};
 use crate::rules::pki;
-use serde::Deserialize;
 use time::OffsetDateTime;
 
 pub const KUBELET_CONF: &str = "etc/kubernetes/kubelet.conf";
@@ -43,26 +42,23 @@ pub struct KubeletReport {
     pub note: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-struct Rotation {
-    #[serde(rename = "rotateCertificates", default)]
-    rotate_certificates: Option<bool>,
-    #[serde(rename = "serverTLSBootstrap", default)]
-    server_tls_bootstrap: Option<bool>,
-}
-
 /// `rotateCertificates` and `serverTLSBootstrap` of the kubelet's
-/// configuration (absent keys: the kubelet's defaults, false). Pure.
+/// configuration (absent keys: the kubelet's defaults, false). Pure; the
+/// same `Value` reading as `tools::endpoint` (no second typed YAML
+/// deserializer in the static binary).
 pub fn parse_rotation(bytes: &[u8]) -> Result<(bool, bool), String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok((false, false));
     }
-    let r: Rotation = serde_yaml::from_slice(bytes)
+    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
         .map_err(|e| format!("does not parse as the kubelet's configuration: {e}"))?;
-    Ok((
-        r.rotate_certificates.unwrap_or(false),
-        r.server_tls_bootstrap.unwrap_or(false),
-    ))
+    let flag = |key: &str| match doc.get(key) {
+        None | Some(serde_yaml::Value::Null) => Ok(false),
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| format!("{key} in the kubelet's configuration is not true or false")),
+    };
+    Ok((flag("rotateCertificates")?, flag("serverTLSBootstrap")?))
 }
 
 /// A node path of the kubelet's as a path under the root: absolute, no
