@@ -249,10 +249,9 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     facts.soonest_leaf = s.pki.soonest_leaf(now);
     facts.expired_leaves = s
         .pki
-        .leaf_times()
+        .expired(now)
         .into_iter()
-        .filter(|(_, t)| expiry::judge(now, *t, threshold) == expiry::Expiry::Expired)
-        .map(|(n, t)| (n.to_string(), expiry::expired_reason(n, t, now)))
+        .map(|(n, _, w)| (n.to_string(), w))
         .collect();
     facts.warnings = s.pki.warnings(now, threshold);
     if let Some(w) = expiry::worst(s.pki.leaf_times(), now, threshold)

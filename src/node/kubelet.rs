@@ -232,7 +232,7 @@ impl KubeletReport {
             .iter()
             .filter(|c| c.role == KubeletRole::Client)
             .filter_map(|c| Some((c, c.not_after?)))
-            .filter(move |(_, t)| *t < now)
+            .filter(move |(_, t)| crate::rules::expiry::is_expired(now, *t))
     }
 
     /// Problems: an expired client certificate (ACTION NEEDED, SPEC 6: the
@@ -288,7 +288,7 @@ impl KubeletReport {
         let mut w = Vec::new();
         for c in &self.certs {
             let Some(t) = c.not_after else { continue };
-            if c.role == KubeletRole::Serving && t < now {
+            if c.role == KubeletRole::Serving && crate::rules::expiry::is_expired(now, t) {
                 w.push(format!(
                     "the kubelet's serving certificate {} expired {} ({}): the API server's logs and exec on this node fail until the kubelet has a new one ({}); this runbook never renews it",
                     c.path,

@@ -288,18 +288,21 @@ impl PkiReport {
             .collect()
     }
 
-    /// One problem per expired leaf, longest expired first (v1.2):
-    /// `leaf apiserver expired 2026-11-30 (2 days ago)`.
-    pub fn expired_reasons(&self, now: OffsetDateTime) -> Vec<String> {
-        let mut v: Vec<_> = self
-            .leaf_times()
+    /// The expired leaves, in leaf order: the name and the reason's words
+    /// (`leaf apiserver expired 2026-11-30 (2 days ago)`; v1.2).
+    pub fn expired(&self, now: OffsetDateTime) -> Vec<(&'static str, OffsetDateTime, String)> {
+        self.leaf_times()
             .into_iter()
-            .filter(|(_, t)| *t < now)
-            .collect();
-        v.sort_by_key(|(n, t)| (*t, *n));
-        v.into_iter()
-            .map(|(n, t)| crate::rules::expiry::expired_reason(n, t, now))
+            .filter(|(_, t)| crate::rules::expiry::is_expired(now, *t))
+            .map(|(n, t)| (n, t, crate::rules::expiry::expired_reason(n, t, now)))
             .collect()
+    }
+
+    /// One problem per expired leaf, longest expired first.
+    pub fn expired_reasons(&self, now: OffsetDateTime) -> Vec<String> {
+        let mut v = self.expired(now);
+        v.sort_by_key(|(n, t, _)| (*t, *n));
+        v.into_iter().map(|(_, _, w)| w).collect()
     }
 
     /// The soonest-expiring leaf (name, days left).
@@ -319,7 +322,7 @@ impl PkiReport {
         let mut w = Vec::new();
         for c in &self.cas {
             if let Some(cert) = &c.cert {
-                if cert.not_after < now {
+                if crate::rules::expiry::is_expired(now, cert.not_after) {
                     w.push(format!(
                         "CA {} expired {} ({}); CAs are never renewed by this runbook",
                         c.id.name(),

@@ -23,13 +23,18 @@ pub enum Expiry {
 /// certificate is expired from its notAfter on (RFC 5280: notAfter is the
 /// last instant of validity, so the instant itself still counts as valid).
 pub fn judge(now: OffsetDateTime, not_after: OffsetDateTime, threshold_days: u32) -> Expiry {
-    if now > not_after {
+    if is_expired(now, not_after) {
         Expiry::Expired
     } else if not_after - now <= time::Duration::days(i64::from(threshold_days)) {
         Expiry::Due
     } else {
         Expiry::Ok
     }
+}
+
+/// Past its notAfter at `now` (the instant itself is still valid).
+pub fn is_expired(now: OffsetDateTime, not_after: OffsetDateTime) -> bool {
+    now > not_after
 }
 
 /// The calendar date of `t` (UTC), e.g. `2026-11-30`.
