@@ -69,10 +69,14 @@ impl Tier {
         });
         support::node::merge(&mut all, &knobs);
         let mut node = Node::prepare("ecdsa", all);
-        // etcd on free loopback ports only (host network, no 10.0.0.11 here).
-        let (peer, metrics) = (free_port(), free_port());
+        // etcd on free loopback ports only (host network, no 10.0.0.11 here;
+        // Node::prepare moved its peer URL to loopback already).
+        let metrics = free_port();
         let p = node.manifest("etcd");
         let s = std::fs::read_to_string(&p).unwrap();
+        let peer = nvke_cert_runbook::node::etcd_peer_address(s.as_bytes())
+            .unwrap()
+            .port();
         let client = node.etcd_client_port().to_string();
         let s = s
             .replace(",https://10.0.0.11:2379", "")
@@ -80,7 +84,6 @@ impl Tier {
                 "https://10.0.0.11:2379",
                 &format!("https://127.0.0.1:{client}"),
             )
-            .replace("10.0.0.11:2380", &format!("127.0.0.1:{peer}"))
             .replace("127.0.0.1:2381", &format!("127.0.0.1:{metrics}"));
         std::fs::write(&p, s).unwrap();
         let etcd = NodeEtcd {
@@ -909,4 +912,116 @@ fn the_nodes_own_member_as_a_learner_is_refused_and_nothing_changes() {
         took.as_millis(),
         setup.as_millis()
     ));
+}
+
+/// The operator view on containerd (SPEC 6, 10), until it says what
+/// `done` wants (bounded).
+fn view_until(t: &Tier, what: &str, done: impl Fn(i32, &Value) -> bool) -> (i32, Value) {
+    let mut last = (0, Value::Null);
+    let found = support::poll(60, || {
+        let (code, v, _) = t.run(&["--status-only"]);
+        let ok = done(code, &v);
+        last = (code, v);
+        ok.then_some(())
+    });
+    assert!(found.is_some(), "{what}: {:#}", last.1["live"]);
+    last
+}
+
+fn live_pod<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["live"]["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no live pod {name}: {:#}", v["live"]))
+}
+
+/// SPEC 6, 10: kube-apiserver's container stopped by hand (`crictl
+/// stop`), its manifest in place: the operator view says it is not
+/// running, with its exit code, and exits 4 (ACTION NEEDED).
+#[test]
+fn a_container_stopped_by_hand_is_action_needed() {
+    let Some(mut t) = Tier::new(json!({})) else {
+        return;
+    };
+    let (code, v) = view_until(&t, "clean on containerd", |c, _| c == 0);
+    assert_eq!(code, 0);
+    for c in COMPONENTS {
+        assert_eq!(live_pod(&v, c)["state"], "healthy", "{c}");
+    }
+    // The kubelet would start it again: not this one.
+    t.node.set_knobs(json!({"neverStart": ["kube-apiserver"]}));
+    let id = t.node.running_ids("kube-apiserver").remove(0);
+    let out = t.ctrd.crictl(&["stop", "--timeout", "5", &id]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, v) = view_until(&t, "kube-apiserver not running", |_, v| {
+        live_pod(v, "kube-apiserver")["state"] == "not_running"
+    });
+    assert_eq!(code, 4, "{:#}", v["live"]);
+    let api = live_pod(&v, "kube-apiserver");
+    assert_eq!(api["container"]["id"], id.as_str());
+    assert!(api["container"]["exitCode"].is_number(), "{api:#}");
+    assert!(v["message"]
+        .as_str()
+        .unwrap()
+        .contains("kube-apiserver not running (exited "));
+    say(&format!(
+        "containers: crictl stop of kube-apiserver: the view says {:?}, exit {code}",
+        api["summary"].as_str().unwrap_or("")
+    ));
+}
+
+/// SPEC 10 "Restart needed", against real etcd (Debian's) on containerd: its
+/// serving certificate renewed (the simulated kubeadm, `certs renew
+/// etcd-server`) without a restart. Real etcd serves the new file at once
+/// (it reads its files at every new TLS connection: port 2379 serves
+/// `current`), and the view still says etcd needs a restart: its container
+/// is older than its files. Exit 1.
+#[test]
+fn real_etcd_serves_a_renewed_file_at_once_and_still_needs_a_restart() {
+    let Some(t) = Tier::new(json!({})) else {
+        return;
+    };
+    view_until(&t, "clean on containerd", |c, _| c == 0);
+    let before = std::fs::read(t.node.root.join("etc/kubernetes/pki/etcd/server.crt")).unwrap();
+    let out = std::process::Command::new(t.node.sim.join("bin/kubeadm"))
+        .args(["certs", "renew", "etcd-server", "--rootfs"])
+        .arg(&t.node.root)
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = std::fs::read(t.node.root.join("etc/kubernetes/pki/etcd/server.crt")).unwrap();
+    assert_ne!(before, after, "kubeadm renewed etcd's serving certificate");
+    let (code, v) = view_until(&t, "etcd restart needed", |_, v| {
+        live_pod(v, "etcd")["state"] == "restart_needed"
+    });
+    assert_eq!(code, 1, "{:#}", v["live"]);
+    let etcd = live_pod(&v, "etcd");
+    let client = etcd["served"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["file"] == "/etc/kubernetes/pki/etcd/server.crt")
+        .unwrap();
+    assert_eq!(
+        client["served"], "current",
+        "real etcd serves the new file: {etcd:#}"
+    );
+    assert!(etcd["findings"][0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("restart needed: /etc/kubernetes/pki/etcd/server.crt renewed "));
+    say(
+        "containers: real etcd serves its renewed server.crt at once; the view says restart needed",
+    );
 }

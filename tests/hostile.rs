@@ -1868,6 +1868,99 @@ fn cases() -> Vec<Case> {
         .allow(Allow::Renew),
     );
 
+    // ------------------------------------------------------------ the live node (SPEC 10)
+    // The operator view with a one-second --probe-timeout: each fault is
+    // named, never healthy, never a hang past the budget.
+    const LIVE: &[&str] = &["--status-only", "--probe-timeout", "1"];
+    for (id, planted, knobs, code, needles) in [
+        (
+            "live-port-silent",
+            "etcd's /health accepts and never answers",
+            json!({"health": {"etcd": "slow"}}),
+            1,
+            &["etcd not checked", "no answer within the probe's time"][..],
+        ),
+        (
+            "live-port-garbage",
+            "kube-controller-manager's /healthz answers bytes that are not HTTP",
+            json!({"health": {"kube-controller-manager": "garbage"}}),
+            1,
+            &["kube-controller-manager not checked", "did not answer HTTP"][..],
+        ),
+        (
+            "live-port-10mb",
+            "kube-apiserver's /readyz answers 200 with a 10 MB body",
+            json!({"health": {"kube-apiserver": "huge"}}),
+            1,
+            &["kube-apiserver not checked", "answered more than 64 KiB"][..],
+        ),
+        (
+            "live-port-closed",
+            "kube-scheduler runs and never listens on its --secure-port",
+            json!({"health": {"kube-scheduler": "closed"}}),
+            1,
+            &["kube-scheduler not checked", "Connection refused"][..],
+        ),
+    ] {
+        v.push(
+            case("live", id, planted)
+                .sim(knobs)
+                .args(LIVE)
+                .no_tools_but_crictl()
+                .expect(code, "", needles),
+        );
+    }
+    v.push(
+        case(
+            "live",
+            "live-served-foreign",
+            "apiserver.crt/.key replaced by a pair from another CA",
+        )
+        .sim(json!({}))
+        .setup(|e| {
+            for (from, to) in [
+                ("apiserver-foreign.crt", "apiserver.crt"),
+                ("apiserver-foreign.key", "apiserver.key"),
+            ] {
+                std::fs::copy(extra(from), e.p(&format!("etc/kubernetes/pki/{to}"))).unwrap();
+            }
+        })
+        .args(LIVE)
+        .no_tools_but_crictl()
+        .expect(1, "", &["kube-apiserver"]),
+    );
+    v.push(
+        case("live", "live-crictl-hangs", "crictl = sleep 60")
+            .sim(json!({}))
+            .args_with(|e| {
+                let c = e.script("crictl-hang", "exec sleep 60");
+                let mut v = os(LIVE);
+                v.extend(["--crictl".into(), c.into()]);
+                v
+            })
+            .no_tools_but_kubeadm()
+            .expect(1, "", &["containers not checked", "timed out"]),
+    );
+    v.push(
+        case(
+            "live",
+            "live-crictl-garbage",
+            "crictl prints garbage, exits 0",
+        )
+        .sim(json!({}))
+        .args_with(|e| {
+            let c = e.script(
+                "crictl-garbage",
+                "printf '\\377{\"containers\": [garbage\\n'; exit 0",
+            );
+            let mut v = os(LIVE);
+            v.extend(["--crictl".into(), c.into()]);
+            v
+        })
+        .no_tools_but_kubeadm()
+        .expect(1, "", &["containers not checked", "not the expected JSON"]),
+    );
+
     // ------------------------------------------------------------ tools
     v.push(
         case("tool", "crictl-hangs", "crictl = sleep 60")

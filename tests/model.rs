@@ -1119,6 +1119,22 @@ struct Sut {
     staging_now: PathBuf,
 }
 
+/// A status document whose four manifests are all active and whose live
+/// judgement (SPEC 10) has a finding an operator must act on.
+fn live_action_needed(doc: &Value) -> bool {
+    let all_active = doc["manifests"]
+        .as_object()
+        .is_some_and(|m| m.values().all(|v| v["active"] == true));
+    let live = doc["live"]["pods"].as_array().is_some_and(|pods| {
+        pods.iter().any(|p| {
+            p["findings"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|x| x["weight"] == "action_needed"))
+        })
+    });
+    all_active && live
+}
+
 impl Sut {
     fn new(model: &Model) -> Sut {
         let node = Node::new(
@@ -1558,6 +1574,13 @@ impl Sut {
                 "the run should have been killed at its failpoint{}",
                 ctx()
             ),
+            // The model knows the files, not the live node (SPEC 10): a
+            // view taken while the simulated kubelet is still restarting a
+            // pod the run left (or put back) says ACTION NEEDED (4) where
+            // the files alone say not clean (1). That, and only that, is
+            // let through: all four manifests active, and the document's
+            // own live judgement names what an operator must act on.
+            Some(1) if r.code == Some(4) && live_action_needed(&r.json) => {}
             Some(code) => assert_eq!(r.code, Some(code), "exit code{}", ctx()),
         }
         if e.code.is_none() {

@@ -249,6 +249,55 @@ type KubeletCertificateView struct {
 	Error    *string `json:"error,omitempty"`
 }
 
+// LiveView is the live node (v1.2, SPEC 10): one observation of the
+// runtime and the components, judged as the renewal's health gate judges.
+type LiveView struct {
+	ObservedAt string        `json:"observedAt"`
+	BudgetMs   uint64        `json:"budgetMs"` // --probe-timeout
+	TookMs     uint64        `json:"tookMs"`
+	Runtime    *string       `json:"runtime"` // why no container could be listed
+	Pods       []LivePodView `json:"pods"`
+}
+
+// LivePodView is one static pod, live: the four components, then other
+// static pods that mount a file kubeadm renews (kube-vip).
+type LivePodView struct {
+	Name      string             `json:"name"`
+	State     string             `json:"state"` // healthy, or the worst finding's kind
+	Summary   string             `json:"summary"`
+	Container *LiveContainerView `json:"container"`
+	Health    *string            `json:"health"`
+	Served    []LiveServedView   `json:"served"`
+	Findings  []LiveFindingView  `json:"findings"`
+}
+
+// LiveContainerView is a static pod's container as the runtime lists it.
+type LiveContainerView struct {
+	ID         string  `json:"id"`
+	Running    bool    `json:"running"`
+	Since      *string `json:"since"`
+	ExitCode   *int32  `json:"exitCode"`
+	FinishedAt *string `json:"finishedAt"`
+	Restarts   uint32  `json:"restarts"`
+}
+
+// LiveServedView is what a serving port presents, against its file.
+type LiveServedView struct {
+	Port       uint16  `json:"port"`
+	File       string  `json:"file"`
+	Served     *string `json:"served"` // current, other, expired; nil: not checked
+	NotChecked *string `json:"notChecked,omitempty"`
+}
+
+// LiveFindingView is what is wrong with one pod: action_needed exits 4,
+// not_clean 1.
+type LiveFindingView struct {
+	Kind       string `json:"kind"`
+	Weight     string `json:"weight"` // action_needed, not_clean
+	BlocksGate bool   `json:"blocksGate"`
+	Message    string `json:"message"`
+}
+
 // CAView is a CA as read.
 type CAView struct {
 	Name            string  `json:"name"`
@@ -358,6 +407,7 @@ type CheckResult struct {
 	Certificates           []CertificateView        `json:"certificates"`
 	CertificateAuthorities []CAView                 `json:"certificateAuthorities"`
 	KubeletCertificates    []KubeletCertificateView `json:"kubeletCertificates"` // v1.2
+	Live                   *LiveView                `json:"live"`                // v1.2
 	CASHA256               map[string]string        `json:"caSHA256"`
 	DurationMs             uint64                   `json:"durationMs"`
 	ExitCode               int                      `json:"exitCode"` // v1.1
@@ -412,6 +462,7 @@ type StatusResult struct {
 	Certificates           []CertificateView        `json:"certificates"`
 	CertificateAuthorities []CAView                 `json:"certificateAuthorities"`
 	KubeletCertificates    []KubeletCertificateView `json:"kubeletCertificates"` // v1.2
+	Live                   *LiveView                `json:"live"`                // v1.2
 	StateError             *string                  `json:"stateError,omitempty"`
 	Evidence               *Evidence                `json:"evidence,omitempty"` // with --evidence PATH
 	DurationMs             uint64                   `json:"durationMs"`

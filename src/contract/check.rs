@@ -79,6 +79,8 @@ pub struct CheckDocument {
     pub certificate_authorities: Vec<CaView>,
     /// v1.2: the kubelet's client and serving certificates (never renewed here).
     pub kubelet_certificates: Vec<KubeletCertificateView>,
+    /// The live node (v1.2, SPEC 10): null in a document from before it.
+    pub live: Option<LiveView>,
     #[serde(rename = "caSHA256")]
     pub ca_sha256: CaSha256,
     pub duration_ms: u64,

@@ -187,6 +187,8 @@ pub struct StatusDocument {
     pub certificate_authorities: Vec<CaView>,
     /// v1.2: the kubelet's client and serving certificates (never renewed here).
     pub kubelet_certificates: Vec<KubeletCertificateView>,
+    /// The live node (v1.2, SPEC 10): null in a document from before it.
+    pub live: Option<LiveView>,
     /// The state directory could not be used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "String"))]

@@ -141,6 +141,99 @@ pub struct KubeletCertificateView {
     pub error: Option<String>,
 }
 
+/// The live node (v1.2, SPEC 10): one observation of the runtime and the
+/// components, judged as the renewal's health gate judges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LiveView {
+    /// When it was observed (the real clock).
+    pub observed_at: Timestamp,
+    /// `--probe-timeout`, the bound of the whole observation.
+    pub budget_ms: u64,
+    /// How long it took.
+    pub took_ms: u64,
+    /// Why no container could be listed (crictl missing, the runtime
+    /// unreachable); null when the listing came.
+    pub runtime: Option<String>,
+    /// The four components (restart order), then other static pods that
+    /// mount a file kubeadm renews (kube-vip).
+    pub pods: Vec<LivePodView>,
+}
+
+/// How bad a live finding is (SPEC 6): `action_needed` exits 4,
+/// `not_clean` 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum LiveWeight {
+    ActionNeeded,
+    NotClean,
+}
+
+/// What is wrong with one pod, worst first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LiveFindingView {
+    /// `not_running`, `restarting`, `unhealthy`, `serves_expired`,
+    /// `not_checked`, `serves_other`, `restart_needed`.
+    pub kind: String,
+    pub weight: LiveWeight,
+    /// Whether the renewal's health gate waits on it.
+    pub blocks_gate: bool,
+    pub message: String,
+}
+
+/// One static pod's container as the runtime lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LiveContainerView {
+    pub id: String,
+    pub running: bool,
+    /// Running: when it was created.
+    pub since: Option<Timestamp>,
+    /// Exited: its exit code and when it finished, when the runtime says.
+    pub exit_code: Option<i32>,
+    pub finished_at: Option<Timestamp>,
+    /// How many times the kubelet restarted it in its pod sandbox.
+    pub restarts: u32,
+}
+
+/// What a serving port presents, against its file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LiveServedView {
+    pub port: u16,
+    /// Node path of the certificate it should serve.
+    pub file: String,
+    /// `current`, `other`, `expired`; null when not checked.
+    pub served: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
+    pub not_checked: Option<String>,
+}
+
+/// One static pod, live.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LivePodView {
+    pub name: String,
+    /// `healthy`, or the worst finding's kind.
+    pub state: String,
+    /// The pod in one line (as the text's LIVE block shows it).
+    pub summary: String,
+    pub container: Option<LiveContainerView>,
+    /// `healthy`, `unhealthy: <answer>`, `not checked: <why>`; null: no
+    /// health endpoint is asked (kube-vip).
+    pub health: Option<String>,
+    pub served: Vec<LiveServedView>,
+    pub findings: Vec<LiveFindingView>,
+}
+
 /// A CA as read (never renewed here).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

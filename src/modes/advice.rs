@@ -94,8 +94,31 @@ pub struct Advice {
     /// A leaf or the kubelet's client certificate has expired: exit 4
     /// whatever else the view says (SPEC 6).
     pub expired: bool,
+    /// What the live node shows that an operator must act on (v1.2, SPEC
+    /// 10): a component not running, unhealthy, serving an expired
+    /// certificate; in the headline's words.
+    pub live: Vec<String>,
     pub warnings: Vec<String>,
     pub next: Vec<NextStep>,
+}
+
+impl Advice {
+    /// Take the live judgement in: its findings an operator must act on
+    /// make the view ACTION NEEDED (unless a renewal is at work: it shows
+    /// its progress), and other static pods that keep an old credential
+    /// are warnings.
+    pub fn with_live(&mut self, j: &crate::rules::live::Judged, wall: OffsetDateTime) {
+        self.warnings.extend(j.other_pods());
+        if self.severity == Severity::InProgress {
+            return;
+        }
+        self.live = j.action_needed(wall);
+        if !self.live.is_empty() {
+            self.severity = Severity::ActionNeeded;
+        } else if self.severity == Severity::Clean && j.weight().is_some() {
+            self.severity = Severity::NotClean;
+        }
+    }
 }
 
 fn step(what: impl Into<String>, command: Option<String>) -> NextStep {
@@ -531,9 +554,20 @@ pub fn advise(
         expiry,
         kubelet_expired,
         expired,
+        live: Vec::new(),
         warnings,
         next,
     }
+}
+
+/// The first `n` of `items` joined, and how many more (a message stays
+/// whole within its 512 bytes: `reasons` lists them all).
+pub fn first_of(items: &[String], n: usize) -> String {
+    let mut s = items.iter().take(n).cloned().collect::<Vec<_>>().join("; ");
+    if items.len() > n {
+        s.push_str(&format!("; and {} more (reasons)", items.len() - n));
+    }
+    s
 }
 
 /// "2 problems, 1 warning" (empty when both are none).

@@ -218,6 +218,7 @@ fn dispatch(inv: &Invocation) -> Report {
                 evidence: evidence.as_deref(),
                 receipts: *receipts,
             },
+            &crate::modes::live::observe(&root, &inv.global),
         ),
         Mode::Fence { operation_id } => {
             // SIGTERM/SIGINT end its lock wait, never its work (SPEC 6).

@@ -275,7 +275,12 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     let now = g.clock.now();
     let threshold = g.threshold_days;
     let s = NodeSnapshot::for_check(root, agent_state);
-    let verdict = decide(&facts(&s, force, now, threshold));
+    let mut verdict = decide(&facts(&s, force, now, threshold));
+    let observed = crate::modes::live::observe(root, g);
+    let judged = observed.judged();
+    verdict
+        .warnings
+        .extend(crate::modes::live::check_warnings(&judged, observed.wall));
     let code = match verdict.decision {
         Decision::Failed => exit::FAILED,
         _ => exit::OK,
@@ -323,6 +328,8 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
             &agent_summary(&s.agent),
             &s.manifests,
         );
+        text.push('\n');
+        crate::modes::live::text(&mut text, &observed, &judged);
         text.push('\n');
         crate::modes::status::text_conflicts(&mut text, &conflicts, g.wide);
     }
@@ -384,6 +391,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         certificates,
         certificate_authorities,
         kubelet_certificates: kubelet,
+        live: Some(crate::modes::live::view(&observed, &judged)),
         ca_sha256: s.pki.ca_sha256_view(),
         duration_ms: 0,
         exit_code: 0,

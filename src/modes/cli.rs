@@ -181,6 +181,11 @@ pub struct Cli {
     /// How long any one subprocess may run (1..=3600) [default: 120].
     #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
     pub command_timeout: Option<i64>,
+    /// Check and status: how long the look at the live node (runtime,
+    /// health endpoints, served certificates) may take as a whole
+    /// (1..=3600) [default: 3].
+    #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
+    pub probe_timeout: Option<i64>,
     /// Renew and --fence: the controller's activity deadline (RFC 3339). No
     /// wait or tool call runs past it; a renewal then cancels, and one that
     /// starts after it records `cancelled` and does nothing else.
@@ -228,6 +233,8 @@ pub struct Global {
     pub stop_timeout: Duration,
     pub health_timeout: Duration,
     pub command_timeout: Duration,
+    /// `--probe-timeout`: the live observation's budget (SPEC 10).
+    pub probe_timeout: Duration,
     pub kubeadm: Option<PathBuf>,
     pub crictl: Option<PathBuf>,
     /// Relative to the root (no leading slash).
@@ -258,6 +265,7 @@ impl Global {
             stop_timeout: Duration::from_secs(1),
             health_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_secs(1),
+            probe_timeout: Duration::from_secs(1),
             kubeadm: None,
             crictl: None,
             kubeadm_config: None,
@@ -674,6 +682,13 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             "command-timeout",
             cli.command_timeout,
             DEFAULT_COMMAND_TIMEOUT,
+            1,
+        )?,
+        probe_timeout: timeout(
+            m,
+            "probe-timeout",
+            cli.probe_timeout,
+            crate::tools::live::DEFAULT_PROBE_TIMEOUT.as_secs(),
             1,
         )?,
         kubeadm: host_tool(m, "kubeadm", &cli.kubeadm)?,

@@ -8,6 +8,8 @@ pub mod app;
 pub(crate) mod check;
 /// The command line (SPEC 1).
 pub(crate) mod cli;
+/// The live node in the views (SPEC 10).
+pub(crate) mod live;
 /// Writing the result once, bounded (SPEC 8).
 pub(crate) mod output;
 /// The renewal (SPEC 4) and --legacy-v1.

@@ -234,6 +234,7 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
             if !down.is_empty() {
                 parts.push(format!("{down} down"));
             }
+            parts.extend(a.live.iter().cloned());
             parts.extend(expired.map(str::to_string));
             parts.extend(a.kubelet_expired.iter().cloned());
             ("ACTION NEEDED", parts.join("; "))
@@ -409,7 +410,12 @@ fn text_receipts(
 const NARROW_RECEIPTS: usize = 5;
 
 /// The read-only operator view: the node read once, judged.
-pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
+pub fn view(
+    root: &Root,
+    g: &Global,
+    ask: &Ask<'_>,
+    observed: &crate::tools::live::Observation,
+) -> Report {
     let id = ask.id;
     let now = g.clock.now();
     let threshold = g.threshold_days;
@@ -428,6 +434,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
     let cmd = commands(g, &s);
 
     let foreign = manifests::not_a_control_plane(root, m);
+    let judged = observed.judged();
     let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, m);
     reasons.extend(s.pki.expired_reasons(now));
     reasons.extend(s.kubelet.expired(now));
@@ -435,12 +442,15 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
     if let Some(e) = &receipts.error {
         reasons.push(format!("receipts directory: {e}"));
     }
+    // What the files say first, then the live node.
+    reasons.extend(judged.problems(observed.wall));
     if let Some(f) = &foreign {
         reasons = vec![f.clone()];
     }
     let clean = reasons.is_empty();
     let conflicts = conflict::conflicts(root, m);
     let mut advice = advice::advise(&s, &reasons, &conflicts, &cmd, now, threshold);
+    advice.with_live(&judged, observed.wall);
     if foreign.is_some() {
         advice.severity = doc::Severity::NotClean;
         advice.not_active.clear();
@@ -517,7 +527,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
     let head = headline(&advice, reasons.len());
     let code = if foreign.is_some() {
         exit::FAILED
-    } else if !advice.not_active.is_empty() || advice.expired {
+    } else if !advice.not_active.is_empty() || advice.expired || !advice.live.is_empty() {
         exit::OPERATOR_MUST_ACT
     } else if clean {
         exit::OK
@@ -543,6 +553,8 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
             &agent_summary(&s.agent),
             m,
         );
+        text.push('\n');
+        crate::modes::live::text(&mut text, observed, &judged);
         text.push('\n');
         text_conflicts(&mut text, &conflicts, g.wide);
         if let (Some(id), Some(asked), Some(plan)) = (id, asked, &plan) {
@@ -613,7 +625,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         message: doc::Message(receipt::bounded_message(&if clean {
             "node is clean".to_string()
         } else {
-            format!("node is not clean: {}", reasons.join("; "))
+            format!("node is not clean: {}", advice::first_of(&reasons, 3))
         })),
         reasons,
         warnings: advice.warnings.clone(),
@@ -641,6 +653,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>) -> Report {
         certificates,
         certificate_authorities,
         kubelet_certificates: kubelet,
+        live: Some(crate::modes::live::view(observed, &judged)),
         state_error: s.state_error.clone(),
         evidence: None,
         duration_ms: 0,
@@ -1289,6 +1302,27 @@ mod tests {
     use std::path::{Path, PathBuf};
     use std::time::Duration;
 
+    /// The live node of a healthy kubelet for the tree (the test double).
+    /// etcd's peer port moves to loopback (the fixture's 10.0.0.11 is not
+    /// this host's, and is not asked).
+    fn healthy(root: &Root) -> crate::tools::live::Observation {
+        let etcd = root.host_path().join(MANIFESTS_DIR).join("etcd.yaml");
+        if let Ok(m) = std::fs::read_to_string(&etcd) {
+            std::fs::write(
+                &etcd,
+                m.replace("https://10.0.0.11:2380", "https://127.0.0.1:2380"),
+            )
+            .unwrap();
+        }
+        let rt = crate::tools::runtime::double::Double::kubelet(root.host_path());
+        crate::tools::live::observe(
+            &rt,
+            root,
+            time::macros::datetime!(2026-11-30 00:00:00 UTC),
+            Duration::from_secs(1),
+        )
+    }
+
     fn global(root: &Path) -> Global {
         Global {
             lock_timeout: Duration::from_millis(300),
@@ -1435,8 +1469,9 @@ mod tests {
     #[test]
     fn the_view_of_a_clean_node_is_clean_and_creates_nothing() {
         let t = node_tree("rsa");
-        let before = snapshot(t.path());
         let root = Root::open(t.path()).unwrap();
+        let live = healthy(&root);
+        let before = snapshot(t.path());
         let r = view(
             &root,
             &global(t.path()),
@@ -1444,6 +1479,7 @@ mod tests {
                 id: Some(&id("op-1")),
                 ..Ask::default()
             },
+            &live,
         );
         assert_eq!(r.code, exit::OK, "{:#}", r.json);
         assert_eq!(r.json["clean"], true);
@@ -1477,6 +1513,7 @@ mod tests {
                 id: Some(&id("op-1")),
                 ..Ask::default()
             },
+            &healthy(&root),
         );
         assert_ne!(r.code, exit::OK);
         assert_eq!(r.json["clean"], false);
@@ -1493,7 +1530,7 @@ mod tests {
         state_dir(t.path());
         let state = StateDir::open(&root).unwrap().unwrap();
         let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
-        let r = view(&root, &g, &Ask::default());
+        let r = view(&root, &g, &Ask::default(), &healthy(&root));
         assert_ne!(r.code, exit::OK);
         assert!(
             r.json["reasons"][0]

@@ -303,6 +303,18 @@ impl Root {
             None => Ok(None),
         }
     }
+
+    /// When a file was last written (its mtime, not following a symlink).
+    /// `Ok(None)` when it (or a parent directory) does not exist.
+    pub fn modified(&self, rel: &str) -> FsResult<Option<time::OffsetDateTime>> {
+        let Some((dir, name)) = self.open_parent(rel)? else {
+            return Ok(None);
+        };
+        Ok(dir.stat_entry(name)?.and_then(|st| {
+            let nanos = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
+            time::OffsetDateTime::from_unix_timestamp_nanos(nanos).ok()
+        }))
+    }
 }
 
 /// What was read of a kernel file under the host's `/proc`.

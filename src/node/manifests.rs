@@ -375,6 +375,96 @@ pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
     Ok(2379)
 }
 
+/// `--secure-port` of kube-controller-manager (default 10257) or
+/// kube-scheduler (default 10259), as pflag's `IntVar` reads it.
+pub fn secure_port(bytes: &[u8], what: &str, default: u16) -> Result<u16, String> {
+    match container_flag(
+        bytes,
+        what,
+        "--secure-port",
+        crate::rules::flags::Syntax::Pflag,
+    )? {
+        None => Ok(default),
+        Some(v) => crate::rules::flags::parse_int(&v)
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{what} --secure-port={v} is not a port")),
+    }
+}
+
+/// Where etcd's peer port listens: the first `https://IP:PORT` of
+/// `--listen-peer-urls` (Go's `flag`; default `http://localhost:2380`,
+/// which serves no certificate). An unspecified address (0.0.0.0, [::])
+/// is asked on 127.0.0.1.
+pub fn etcd_peer_address(bytes: &[u8]) -> Result<std::net::SocketAddr, String> {
+    let urls = container_flag(
+        bytes,
+        "etcd",
+        "--listen-peer-urls",
+        crate::rules::flags::Syntax::GoFlag,
+    )?
+    .ok_or("etcd has no --listen-peer-urls: its peer port serves no certificate")?;
+    for u in urls.split(',') {
+        let Some(rest) = u.trim().strip_prefix("https://") else {
+            continue;
+        };
+        let hostport = rest.trim_end_matches('/');
+        let addr: std::net::SocketAddr = match hostport.parse() {
+            Ok(a) => a,
+            Err(_) => match hostport.rsplit_once(':') {
+                Some(("localhost", p)) => std::net::SocketAddr::from((
+                    [127, 0, 0, 1],
+                    p.parse::<u16>()
+                        .map_err(|_| format!("etcd --listen-peer-urls has a bad port: {u}"))?,
+                )),
+                _ => {
+                    return Err(format!(
+                        "etcd --listen-peer-urls has a URL that is not IP:port: {u}"
+                    ))
+                }
+            },
+        };
+        let ip = if addr.ip().is_unspecified() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            addr.ip()
+        };
+        return Ok(std::net::SocketAddr::new(ip, addr.port()));
+    }
+    Err(format!("etcd --listen-peer-urls={urls} has no https URL"))
+}
+
+/// The files kubeadm renews that kubelet mounts into a static pod
+/// (`spec.volumes[].hostPath.path`), and the pod's first container's name:
+/// kube-vip mounts admin.conf (or super-admin.conf on the first node).
+pub fn renewed_mounts(bytes: &[u8]) -> Option<(String, Vec<String>)> {
+    const RENEWED: [&str; 4] = [
+        "/etc/kubernetes/admin.conf",
+        "/etc/kubernetes/super-admin.conf",
+        "/etc/kubernetes/controller-manager.conf",
+        "/etc/kubernetes/scheduler.conf",
+    ];
+    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes).ok()?;
+    let spec = doc.get("spec")?;
+    let name = spec
+        .get("containers")?
+        .as_sequence()?
+        .first()?
+        .get("name")?
+        .as_str()?
+        .to_string();
+    let mounts: Vec<String> = spec
+        .get("volumes")
+        .and_then(|v| v.as_sequence())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("hostPath")?.get("path")?.as_str())
+        .filter(|p| RENEWED.contains(p))
+        .map(str::to_string)
+        .collect();
+    (!mounts.is_empty()).then_some((name, mounts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

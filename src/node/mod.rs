@@ -18,7 +18,7 @@ pub(crate) mod lock;
 pub(crate) mod manifests;
 /// etcd's local client port as the runbook reads it from a manifest (the
 /// tests find the port of the node they build with it).
-pub use manifests::etcd_client_port;
+pub use manifests::{etcd_client_port, etcd_peer_address};
 /// The node PKI as read (leaves and CAs).
 pub(crate) mod node_pki;
 /// The operation log and the bounded stderr queue.

@@ -28,6 +28,16 @@ pub struct Container {
     pub created_at: String,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// `metadata.attempt`: how many times the kubelet restarted this
+    /// container in its sandbox.
+    #[serde(default)]
+    pub metadata: ContainerMeta,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+pub struct ContainerMeta {
+    #[serde(default)]
+    pub attempt: u32,
 }
 
 impl Container {
@@ -36,6 +46,14 @@ impl Container {
     }
     fn created_nanos(&self) -> u128 {
         self.created_at.parse().unwrap_or(0)
+    }
+    /// When the runtime created it (none: not given, or not a time).
+    pub fn created(&self) -> Option<time::OffsetDateTime> {
+        let n: i128 = self.created_at.parse().ok().filter(|n| *n > 0)?;
+        time::OffsetDateTime::from_unix_timestamp_nanos(n).ok()
+    }
+    pub fn attempt(&self) -> u32 {
+        self.metadata.attempt
     }
 }
 
@@ -158,6 +176,39 @@ struct InspectOutput {
 struct InspectInfo {
     #[serde(default)]
     pid: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InspectStatus {
+    #[serde(default, rename = "exitCode")]
+    exit_code: Option<i32>,
+    #[serde(default, rename = "finishedAt")]
+    finished_at: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct InspectExit {
+    #[serde(default)]
+    status: Option<InspectStatus>,
+}
+
+/// How a container ended, from `crictl inspect -o json ID` (`status.exitCode`,
+/// `status.finishedAt` as RFC 3339; the zero time is none).
+pub fn parse_inspect_exit(bytes: &[u8]) -> Result<crate::rules::live::Exit, String> {
+    let v: InspectExit = serde_json::from_slice(bytes)
+        .map_err(|e| format!("crictl inspect output is not the expected JSON: {e}"))?;
+    let s = v.status.ok_or("crictl inspect output has no status")?;
+    let finished = s
+        .finished_at
+        .as_deref()
+        .and_then(|t| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        })
+        .filter(|t| t.unix_timestamp() > 0);
+    Ok(crate::rules::live::Exit {
+        code: s.exit_code,
+        finished,
+    })
 }
 
 /// The host PID of a container's process from `crictl inspect -o json ID`

@@ -12,6 +12,8 @@ pub mod cri;
 pub mod expiry;
 /// Pflag-style flag lists in static pod manifests.
 pub(crate) mod flags;
+/// The live node's judgement (SPEC 10, v1.2).
+pub mod live;
 /// Operation IDs (SPEC 1) and bounded excerpts.
 pub mod opid;
 /// Outcomes, phases, manifest locations, exit codes (SPEC 3, 7).

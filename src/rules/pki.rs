@@ -193,6 +193,12 @@ pub fn parse_pem_certificate(bytes: &[u8]) -> Result<ParsedCert, PkiError> {
     Err(PkiError::NoCertificate)
 }
 
+/// The notAfter of a DER certificate, when it parses.
+pub fn parse_der_not_after(der: &[u8]) -> Option<OffsetDateTime> {
+    let (_, cert) = X509Certificate::from_der(der).ok()?;
+    Some(cert.validity().not_after.to_datetime())
+}
+
 /// One DER-encoded certificate (and nothing after it).
 pub fn parse_der_certificate(der: &[u8]) -> Result<ParsedCert, PkiError> {
     let (rest, cert) = X509Certificate::from_der(der).map_err(x509_error)?;

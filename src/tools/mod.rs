@@ -4,6 +4,8 @@
 pub(crate) mod endpoint;
 /// The health gate and the stop and start waits (SPEC 4).
 pub(crate) mod health;
+/// The live observation (SPEC 10, v1.2).
+pub(crate) mod live;
 /// Waiting on a process exit with a pidfd.
 pub(crate) mod pidwatch;
 /// Subprocesses: absolute path, cleared env, timeout, capped output.

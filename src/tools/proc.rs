@@ -86,7 +86,17 @@ impl Output {
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
-        let s = s.trim();
+        let mut s = s.trim().to_string();
+        // A logrus line (crictl's `time="..." level=fatal msg="..."`): its
+        // message, unquoted, not the time it was printed.
+        if let (Some(_), Some(i)) = (s.find("level="), s.rfind(" msg=")) {
+            let msg = s[i + 5..].trim();
+            let msg = msg
+                .strip_prefix('"')
+                .and_then(|m| m.strip_suffix('"'))
+                .unwrap_or(msg);
+            s = msg.replace("\\\"", "\"");
+        }
         let n = s.chars().count();
         if n > 300 {
             s.chars().skip(n - 300).collect()

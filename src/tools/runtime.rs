@@ -66,6 +66,19 @@ pub trait Runtime: Sync {
         path: Option<&str>,
         budget: Duration,
     ) -> Result<ProbeResult, ProbeError>;
+    /// One question to a local TLS endpoint (SPEC 10), answered with what
+    /// it presented and replied.
+    fn ask(&self, q: &tlsprobe::Question<'_>) -> tlsprobe::Answer {
+        tlsprobe::ask(q)
+    }
+    /// How a container ended (`crictl inspect`).
+    fn inspect_exit(
+        &self,
+        _id: &str,
+        _budget: Duration,
+    ) -> Result<crate::rules::live::Exit, RtError> {
+        Ok(crate::rules::live::Exit::default())
+    }
     /// `kubeadm certs renew all`.
     fn renew_certs(&self) -> Result<Output, RtError>;
     /// Tools that cannot be found: (phase-worthy name, reason). A missing
@@ -260,6 +273,25 @@ impl Runtime for NodeRuntime {
         cri::parse_inspect_pid(&out.stdout).map_err(RtError::Failed)
     }
 
+    fn inspect_exit(
+        &self,
+        id: &str,
+        budget: Duration,
+    ) -> Result<crate::rules::live::Exit, RtError> {
+        let out = self.crictl(
+            vec!["inspect".into(), "-o".into(), "json".into(), id.to_string()],
+            budget,
+        )?;
+        if !out.success() {
+            return Err(RtError::Failed(format!(
+                "crictl inspect failed ({}): {}",
+                proc::describe_exit(out.code),
+                out.stderr_tail()
+            )));
+        }
+        cri::parse_inspect_exit(&out.stdout).map_err(RtError::Failed)
+    }
+
     fn call_limit(&self, budget: Duration) -> Duration {
         // Never past the controller's deadline (SPEC 4, v1.1).
         self.cancel.bound(self.timeout.min(budget))
@@ -394,6 +426,7 @@ pub(crate) mod double {
                 (LABEL_CONTAINER.to_string(), name.to_string()),
                 (LABEL_POD_NAME.to_string(), pod.to_string()),
             ]),
+            metadata: Default::default(),
         }
     }
 
@@ -484,6 +517,9 @@ pub(crate) mod double {
         call_limit: Option<Duration>,
         /// The `/readyz` status, when not 200.
         readyz: Option<u16>,
+        /// What a health path answers instead of 200 `ok` (`/healthz` on a
+        /// port: `/healthz:10259`), or why it does not answer (`Err`).
+        answers: BTreeMap<String, Result<(u16, String), String>>,
     }
 
     #[derive(Debug, Default)]
@@ -546,7 +582,14 @@ pub(crate) mod double {
                 &format!("{}-{g}", c.name()),
                 &format!("sandbox-{}-{g}", c.name()),
                 true,
-                &g.to_string(),
+                // Created now (after the node's files were written), the
+                // generation breaking ties.
+                &(std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos()
+                    + u128::from(g))
+                .to_string(),
             )
         }
 
@@ -574,6 +617,18 @@ pub(crate) mod double {
                 }
                 .into();
             }
+        }
+
+        /// The kubelet restarted container `id` `n` times in its pod.
+        pub(crate) fn set_attempt(&self, id: &str, n: u32) {
+            for c in self.node().containers.iter_mut().filter(|c| c.id == id) {
+                c.metadata.attempt = n;
+            }
+        }
+
+        /// Container `id` is gone from the listings.
+        pub(crate) fn remove(&self, id: &str) {
+            self.node().containers.retain(|c| c.id != id);
         }
 
         /// The host PID `crictl inspect` tells for container `id`.
@@ -615,6 +670,16 @@ pub(crate) mod double {
         /// kube-apiserver answers `/readyz` with `status`.
         pub(crate) fn set_readyz(&self, status: u16) {
             self.node().readyz = Some(status);
+        }
+
+        /// `path` on `port` answers this (`Err`: no answer, why).
+        pub(crate) fn set_answer(&self, path: &str, port: u16, answer: Result<(u16, &str), &str>) {
+            self.node().answers.insert(
+                format!("{path}:{port}"),
+                answer
+                    .map(|(c, b)| (c, b.to_string()))
+                    .map_err(str::to_string),
+            );
         }
 
         /// The kubelet's step: stop what left `manifests/`, start the next
@@ -722,6 +787,53 @@ pub(crate) mod double {
                 status: path.map(|_| readyz),
                 peer_cert,
             })
+        }
+
+        fn ask(&self, q: &tlsprobe::Question<'_>) -> tlsprobe::Answer {
+            Calls::count(&self.calls.probe);
+            let disk = match (q.trust, q.path) {
+                (
+                    tlsprobe::Trust::Pinned {
+                        name: "kubernetes", ..
+                    },
+                    _,
+                ) => Some("etc/kubernetes/pki/apiserver.crt"),
+                (tlsprobe::Trust::Pinned { .. }, Some(_)) => {
+                    Some("etc/kubernetes/pki/etcd/server.crt")
+                }
+                (tlsprobe::Trust::Pinned { .. }, None) => Some("etc/kubernetes/pki/etcd/peer.crt"),
+                (tlsprobe::Trust::Unverified, _) => None,
+            };
+            let presented = match (&self.root, disk) {
+                (Some(root), Some(d)) => std::fs::read(root.join(d))
+                    .ok()
+                    .and_then(|pem| crate::rules::pki::parse_pem_certificate(&pem).ok())
+                    .map(|c| c.der),
+                _ => None,
+            };
+            let n = self.node();
+            let key = format!("{}:{}", q.path.unwrap_or(""), q.port);
+            let reply = match (n.answers.get(&key), q.path) {
+                (Some(Err(why)), _) => Err(ProbeError::Exchange(why.clone())),
+                (Some(Ok((code, body))), p) => Ok((p.map(|_| *code), body.clone().into_bytes())),
+                (None, None) => Ok((None, Vec::new())),
+                (None, Some("/readyz")) => {
+                    let code = n.readyz.unwrap_or(200);
+                    Ok((
+                        Some(code),
+                        if code == 200 {
+                            b"ok".to_vec()
+                        } else {
+                            b"[-]etcd failed".to_vec()
+                        },
+                    ))
+                }
+                (None, Some("/health")) => {
+                    Ok((Some(200), br#"{"health":"true","reason":""}"#.to_vec()))
+                }
+                (None, Some(_)) => Ok((Some(200), b"ok".to_vec())),
+            };
+            tlsprobe::Answer { presented, reply }
         }
 
         fn renew_certs(&self) -> Result<Output, RtError> {

@@ -33,7 +33,9 @@ pub struct TlsIdentity {
 /// The result of one probe.
 #[derive(Debug, Clone)]
 pub struct ProbeResult {
-    /// HTTP status, when a request was made.
+    /// HTTP status, when a request was made (the postflight asks the
+    /// handshake only; the probe's own tests read it).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub status: Option<u16>,
     /// The server's leaf certificate (DER).
     pub peer_cert: Vec<u8>,
@@ -57,42 +59,6 @@ fn identity(m: String) -> ProbeError {
 
 fn exchange(m: String) -> ProbeError {
     ProbeError::Exchange(m)
-}
-
-fn config(
-    id: &TlsIdentity,
-    now: time::OffsetDateTime,
-) -> Result<Arc<rustls::ClientConfig>, ProbeError> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(&id.ca_pem) {
-        let c = c.map_err(|_| identity("the CA file is not PEM".to_string()))?;
-        roots
-            .add(c)
-            .map_err(|e| identity(format!("the CA certificate is not usable: {e}")))?;
-    }
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&id.client_cert_pem)
-        .collect::<Result<_, _>>()
-        .map_err(|_| identity("the client certificate is not PEM".to_string()))?;
-    let key = PrivateKeyDer::from_pem_slice(&id.client_key_pem)
-        .map_err(|_| identity("the client key is not usable PEM".to_string()))?;
-    let secs = now.unix_timestamp().max(0) as u64;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ClientConfig::builder_with_details(
-        provider,
-        Arc::new(FixedTime(UnixTime::since_unix_epoch(Duration::from_secs(
-            secs,
-        )))),
-    )
-    .with_safe_default_protocol_versions()
-    .map_err(|e| identity(e.to_string()))?
-    .with_root_certificates(roots)
-    .with_client_auth_cert(chain, key)
-    .map_err(|e| {
-        identity(format!(
-            "the client certificate and key do not go together: {e}"
-        ))
-    })?;
-    Ok(Arc::new(cfg))
 }
 
 /// A socket whose every read and write gets only what is left of the
@@ -137,6 +103,256 @@ impl Write for Bounded {
     }
 }
 
+/// How a probe trusts the server it asks.
+#[derive(Clone, Copy)]
+pub enum Trust<'a> {
+    /// Verified against the node's CA for a name, presenting a client
+    /// certificate.
+    Pinned { id: &'a TlsIdentity, name: &'a str },
+    /// Not verified, no client certificate: kube-controller-manager and
+    /// kube-scheduler serve certificates they sign themselves at start (SPEC
+    /// 10); nothing secret is sent.
+    Unverified,
+}
+
+/// One question to a local TLS endpoint.
+#[derive(Clone, Copy)]
+pub struct Question<'a> {
+    pub host: std::net::IpAddr,
+    pub port: u16,
+    pub trust: Trust<'a>,
+    /// The runbook's clock, for the server's validity.
+    pub now: time::OffsetDateTime,
+    /// With a path: one HTTP GET; without: the handshake only.
+    pub path: Option<&'a str>,
+    pub budget: Duration,
+}
+
+/// What an endpoint answered.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The leaf the server presented (DER), whether or not it was trusted:
+    /// an expired or foreign certificate is seen too.
+    pub presented: Option<Vec<u8>>,
+    /// The HTTP status and the body (at most 64 KiB kept), or why none.
+    pub reply: Result<(Option<u16>, Vec<u8>), ProbeError>,
+}
+
+/// Records the leaf a server presents, then verifies it (or not).
+#[derive(Debug)]
+struct Recording {
+    inner: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    seen: std::sync::Mutex<Option<Vec<u8>>>,
+    algs: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl rustls::client::danger::ServerCertVerifier for Recording {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(end_entity.as_ref().to_vec());
+        match &self.inner {
+            Some(v) => v.verify_server_cert(end_entity, intermediates, server_name, ocsp, now),
+            None => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+        }
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algs)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algs)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algs.supported_schemes()
+    }
+}
+
+fn recording_config(
+    trust: Trust<'_>,
+    now: time::OffsetDateTime,
+) -> Result<(Arc<rustls::ClientConfig>, Arc<Recording>), ProbeError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let algs = provider.signature_verification_algorithms;
+    let secs = now.unix_timestamp().max(0) as u64;
+    let time = Arc::new(FixedTime(UnixTime::since_unix_epoch(Duration::from_secs(
+        secs,
+    ))));
+    let builder = rustls::ClientConfig::builder_with_details(provider.clone(), time)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| identity(e.to_string()))?;
+    let (inner, client) = match trust {
+        Trust::Unverified => (None, None),
+        Trust::Pinned { id, .. } => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_slice_iter(&id.ca_pem) {
+                let c = c.map_err(|_| identity("the CA file is not PEM".to_string()))?;
+                roots
+                    .add(c)
+                    .map_err(|e| identity(format!("the CA certificate is not usable: {e}")))?;
+            }
+            let v = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(|e| identity(format!("the CA certificate is not usable: {e}")))?;
+            let chain: Vec<CertificateDer<'static>> =
+                CertificateDer::pem_slice_iter(&id.client_cert_pem)
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| identity("the client certificate is not PEM".to_string()))?;
+            let key = PrivateKeyDer::from_pem_slice(&id.client_key_pem)
+                .map_err(|_| identity("the client key is not usable PEM".to_string()))?;
+            (Some(v), Some((chain, key)))
+        }
+    };
+    let rec = Arc::new(Recording {
+        inner,
+        seen: std::sync::Mutex::new(None),
+        algs,
+    });
+    let b = builder
+        .dangerous()
+        .with_custom_certificate_verifier(rec.clone());
+    let cfg = match client {
+        None => b.with_no_client_auth(),
+        Some((chain, key)) => b.with_client_auth_cert(chain, key).map_err(|e| {
+            identity(format!(
+                "the client certificate and key do not go together: {e}"
+            ))
+        })?,
+    };
+    Ok((Arc::new(cfg), rec))
+}
+
+/// Where an HTTP answer ends: its header's end, and the body's length
+/// when the header gives one.
+fn body_start(buf: &[u8]) -> Option<(usize, Option<usize>)> {
+    let end = buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let len = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok());
+    Some((end, len))
+}
+
+/// An I/O error in words: a read or write past its time is "no answer in
+/// time", not the socket's EAGAIN.
+fn io_words(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            "no answer within the probe's time".to_string()
+        }
+        _ => e.to_string(),
+    }
+}
+
+/// Ask one local TLS endpoint, bounded by the question's budget as a
+/// whole. The presented leaf is kept even when the handshake then fails
+/// (an expired or foreign certificate).
+pub fn ask(q: &Question<'_>) -> Answer {
+    let (cfg, rec) = match recording_config(q.trust, q.now) {
+        Ok(c) => c,
+        Err(e) => {
+            return Answer {
+                presented: None,
+                reply: Err(e),
+            }
+        }
+    };
+    let reply = exchange_with(q, cfg);
+    let presented = rec.seen.lock().unwrap_or_else(|p| p.into_inner()).take();
+    Answer { presented, reply }
+}
+
+fn exchange_with(
+    q: &Question<'_>,
+    cfg: Arc<rustls::ClientConfig>,
+) -> Result<(Option<u16>, Vec<u8>), ProbeError> {
+    // Never past the time the caller has left (SPEC 4 step 7, v1.1).
+    let budget = q.budget.max(Duration::from_millis(1));
+    let name = match q.trust {
+        Trust::Pinned { name, .. } => name.to_string(),
+        Trust::Unverified => q.host.to_string(),
+    };
+    let server_name = ServerName::try_from(name.clone())
+        .map_err(|_| identity(format!("bad server name {name}")))?;
+    let mut conn =
+        rustls::ClientConnection::new(cfg, server_name).map_err(|e| exchange(e.to_string()))?;
+    let addr = SocketAddr::from((q.host, q.port));
+    let deadline = std::time::Instant::now() + budget;
+    let sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget))
+        .map_err(|e| exchange(format!("connect {addr}: {e}")))?;
+    // The budget bounds the whole exchange, not each read: a server that
+    // answers a byte at a time cannot stretch it.
+    let mut sock = Bounded { sock, deadline };
+    let mut tls = rustls::Stream::new(&mut conn, &mut sock);
+    let Some(path) = q.path else {
+        while tls.conn.is_handshaking() {
+            tls.conn
+                .complete_io(tls.sock)
+                .map_err(|e| exchange(format!("TLS handshake with {addr}: {}", io_words(&e))))?;
+        }
+        return Ok((None, Vec::new()));
+    };
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: nvke-cert-runbook\r\nConnection: close\r\n\r\n");
+    tls.write_all(request.as_bytes())
+        .map_err(|e| exchange(format!("TLS to {addr}: {}", io_words(&e))))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some((start, Some(len))) = body_start(&buf) {
+            if buf.len() >= start + len {
+                break;
+            }
+        }
+        match tls.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > RESPONSE_CAP {
+                    // Bounded: no health answer is that long.
+                    return Err(exchange(format!(
+                        "{addr} answered more than {} KiB",
+                        RESPONSE_CAP / 1024
+                    )));
+                }
+            }
+            // A server that closes without close_notify still answered.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !buf.is_empty() => break,
+            Err(e) => return Err(exchange(format!("reading from {addr}: {}", io_words(&e)))),
+        }
+    }
+    let line = String::from_utf8_lossy(&buf[..buf.len().min(256)]).to_string();
+    let status = line
+        .lines()
+        .next()
+        .filter(|l| l.starts_with("HTTP/"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse::<u16>().ok())
+        .ok_or_else(|| exchange(format!("{addr} did not answer HTTP")))?;
+    let body = match body_start(&buf) {
+        Some((start, _)) => buf[start..].to_vec(),
+        None => Vec::new(),
+    };
+    Ok((Some(status), body))
+}
+
 /// Connect to `127.0.0.1:port`, verify the server for `name`, and (with a
 /// path) make one HTTP GET. Returns the status and the presented leaf.
 pub fn probe(
@@ -147,70 +363,18 @@ pub fn probe(
     path: Option<&str>,
     budget: Duration,
 ) -> Result<ProbeResult, ProbeError> {
-    // Never past the time the caller has left (SPEC 4 step 7, v1.1).
-    let budget = budget.max(Duration::from_millis(1));
-    let cfg = config(id, now)?;
-    let server_name = ServerName::try_from(name.to_string())
-        .map_err(|_| identity(format!("bad server name {name}")))?;
-    let mut conn =
-        rustls::ClientConnection::new(cfg, server_name).map_err(|e| exchange(e.to_string()))?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = std::time::Instant::now() + budget;
-    let sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget))
-        .map_err(|e| exchange(format!("connect {addr}: {e}")))?;
-    // The budget bounds the whole exchange, not each read: a server that
-    // answers a byte at a time cannot stretch it.
-    let mut sock = Bounded { sock, deadline };
-    let mut tls = rustls::Stream::new(&mut conn, &mut sock);
-    let request = match path {
-        Some(p) => format!("GET {p} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: nvke-cert-runbook\r\nConnection: close\r\n\r\n"),
-        None => String::new(),
-    };
-    if request.is_empty() {
-        // Handshake only.
-        while tls.conn.is_handshaking() {
-            tls.conn
-                .complete_io(tls.sock)
-                .map_err(|e| exchange(format!("TLS handshake with {addr}: {e}")))?;
-        }
-    } else {
-        tls.write_all(request.as_bytes())
-            .map_err(|e| exchange(format!("TLS to {addr}: {e}")))?;
-    }
-    let peer_cert = tls
-        .conn
-        .peer_certificates()
-        .and_then(|c| c.first())
-        .map(|c| c.as_ref().to_vec())
-        .ok_or_else(|| exchange(format!("{addr} presented no certificate")))?;
-    let status = if request.is_empty() {
-        None
-    } else {
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            match tls.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    if buf.len() > RESPONSE_CAP || buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                        break;
-                    }
-                }
-                // A server that closes without close_notify still answered.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !buf.is_empty() => break,
-                Err(e) => return Err(exchange(format!("reading from {addr}: {e}"))),
-            }
-        }
-        let line = String::from_utf8_lossy(&buf);
-        let status = line
-            .lines()
-            .next()
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|s| s.parse::<u16>().ok())
-            .ok_or_else(|| exchange(format!("{addr} did not answer HTTP")))?;
-        Some(status)
-    };
+    let a = ask(&Question {
+        host: std::net::Ipv4Addr::LOCALHOST.into(),
+        port,
+        trust: Trust::Pinned { id, name },
+        now,
+        path,
+        budget,
+    });
+    let (status, _) = a.reply?;
+    let peer_cert = a
+        .presented
+        .ok_or_else(|| exchange(format!("127.0.0.1:{port} presented no certificate")))?;
     Ok(ProbeResult { status, peer_cert })
 }
 

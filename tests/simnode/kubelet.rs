@@ -322,6 +322,25 @@ fn apiserver_port(argv: &[String]) -> u16 {
         .unwrap_or(6443)
 }
 
+/// kube-controller-manager's or kube-scheduler's `--secure-port`.
+pub fn secure_port(argv: &[String], default: u16) -> u16 {
+    flag_value(argv, "--secure-port")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The address of etcd's first `https://IP:PORT` `--listen-peer-urls`, if
+/// any (the stand-in serves its peer port there).
+pub fn etcd_peer_address(argv: &[String]) -> Option<std::net::SocketAddr> {
+    flag_value(argv, "--listen-peer-urls").and_then(|v| {
+        v.split(',').find_map(|u| {
+            u.trim()
+                .strip_prefix("https://")
+                .and_then(|a| a.trim_end_matches('/').parse().ok())
+        })
+    })
+}
+
 /// The port of the `https://127.0.0.1:<port>` URL in etcd's
 /// `--listen-client-urls`, default 2379.
 fn etcd_client_port(argv: &[String]) -> u16 {
@@ -389,6 +408,9 @@ struct Kubelet {
     seen: HashMap<String, String>,
     /// (uid, container name) -> consecutive crashes.
     crashes: HashMap<(String, String), u32>,
+    /// Pods whose removal stopped their containers: their sandbox is not
+    /// used again (the real kubelet stops it with the pod).
+    torn_down: HashSet<String>,
     /// parsed manifests by UID; UIDs already reported as unparsable.
     parsed: HashMap<String, Rc<Pod>>,
     bad: HashSet<String>,
@@ -470,6 +492,7 @@ pub fn main(args: &[String]) -> Result<()> {
         sandbox_recs: Vec::new(),
         seen: HashMap::new(),
         crashes: HashMap::new(),
+        torn_down: HashSet::new(),
         parsed: HashMap::new(),
         bad: HashSet::new(),
         duplicates: HashSet::new(),
@@ -947,6 +970,10 @@ impl Kubelet {
             && !Self::named_in(&self.cfg.never_stop, &pod_name, &name)
         {
             self.containers[i].stop_at = Some(now + stop_latency);
+            // The real kubelet kills the whole pod, its sandbox too
+            // (StopPodSandbox): a pod that comes back gets a new sandbox,
+            // however soon.
+            self.torn_down.insert(uid.clone());
             self.log(&format!(
                 "pod {}/{} ({uid}) removed: stopping container {name} {} in {} ms",
                 self.containers[i].rec.namespace,
@@ -1018,6 +1045,12 @@ impl Kubelet {
     /// namespace,uid}`, annotations = the pod's own + the kubelet's
     /// `kubernetes.io/config.{hash (static pods), seen, source}`.
     fn sandbox_for(&mut self, pod: &Pod, full: &str) -> String {
+        if self.torn_down.remove(&pod.uid) {
+            if let Some(i) = self.sandboxes.remove(&pod.uid) {
+                self.sandbox_recs[i].state = SANDBOX_NOTREADY.to_string();
+                self.dirty = true;
+            }
+        }
         if let Some(&i) = self.sandboxes.get(&pod.uid) {
             return self.sandbox_recs[i].id.clone();
         }
@@ -1178,9 +1211,37 @@ impl Kubelet {
                 if let Some(bind) = self.cfg.apiserver_bind_address {
                     extra.extend(["--bind-address".into(), bind.to_string()]);
                 }
+                extra.extend(["--sim".into(), self.sim.dir.display().to_string()]);
                 Some(("apiserver", port, extra))
             }
-            "etcd" => Some(("etcd", etcd_client_port(&c.argv), Vec::new())),
+            "etcd" => {
+                let mut extra = vec!["--sim".into(), self.sim.dir.display().to_string()];
+                if let Some(a) = etcd_peer_address(&c.argv) {
+                    extra.extend(["--peer-address".into(), a.to_string()]);
+                }
+                Some(("etcd", etcd_client_port(&c.argv), extra))
+            }
+            // They serve /healthz on their --secure-port (sim.json `health`
+            // `closed`: their process runs and never listens).
+            name @ ("kube-controller-manager" | "kube-scheduler")
+                if self.cfg.health.get(name).map(String::as_str) != Some("closed") =>
+            {
+                let default = if name == "kube-scheduler" {
+                    10259
+                } else {
+                    10257
+                };
+                Some((
+                    "healthz",
+                    secure_port(&c.argv, default),
+                    vec![
+                        "--name".into(),
+                        name.to_string(),
+                        "--sim".into(),
+                        self.sim.dir.display().to_string(),
+                    ],
+                ))
+            }
             // Every other static pod container has a process too (as on a
             // real node: a stop is SIGTERM to it, its exit is what the
             // runtime reports); it serves nothing, so it is running at once.
@@ -1244,6 +1305,11 @@ impl Kubelet {
                 }
                 if grace_ignored && role != "real-etcd" {
                     extra.push("--ignore-sigterm".into());
+                }
+                if let Some(ms) = self.cfg.crash_after_ms.get(&name) {
+                    if role != "real-etcd" {
+                        extra.extend(["--exit-after-ms".into(), ms.to_string()]);
+                    }
                 }
                 let spawned = self.spawn(&role, &root, port, &extra, &log_path);
                 let l = &mut self.containers[i];

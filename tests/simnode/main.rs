@@ -120,11 +120,22 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let mut rest: Vec<String> = args[2..].to_vec();
-    if matches!(sub.as_str(), "apiserver" | "etcd" | "pause") {
+    if matches!(sub.as_str(), "apiserver" | "etcd" | "pause" | "healthz") {
         // The kubelet's process knobs (sim.json `ignoreSigterm`,
         // `listenDelayMs`), taken off before the stand-in parses its flags.
         let ignore = take_flag(&mut rest, "--ignore-sigterm");
         let delay = take_value(&mut rest, "--listen-delay-ms").and_then(|v| v.parse::<u64>().ok());
+        // sim.json `crashAfterMs`: the process exits 1 this long after it
+        // started (a crash the kubelet restarts with a back-off).
+        if let Some(ms) =
+            take_value(&mut rest, "--exit-after-ms").and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                eprintln!("exiting 1 after {ms} ms (sim.json crashAfterMs)");
+                std::process::exit(1);
+            });
+        }
         if ignore {
             use nix::sys::signal::{signal, SigHandler, Signal};
             // SAFETY: SIG_IGN installs no handler code.
@@ -142,6 +153,7 @@ fn main() -> ExitCode {
         "kubelet" => result("kubelet", kubelet::main(rest)),
         "apiserver" => result("apiserver", servers::apiserver_main(rest)),
         "etcd" => result("etcd", servers::etcd_main(rest)),
+        "healthz" => result("healthz", servers::healthz_main(rest)),
         // The process of a container that serves nothing here
         // (kube-controller-manager, kube-scheduler): it runs until a
         // signal, as a real container's process does (SIGTERM's default

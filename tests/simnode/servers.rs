@@ -2,10 +2,18 @@
 //! containers: mutual-TLS servers that load their certificates once, at
 //! start, like the real ones.
 //!
-//! `nvke-simnode etcd --root R --port P [--tls-now UNIX]`
-//! `nvke-simnode apiserver --root R --port P --etcd-port E [--tls-now UNIX] [--bind-address IP]`
+//! `nvke-simnode etcd --root R --port P [--peer-address IP:PORT] [--sim DIR] [--tls-now UNIX]`
+//! `nvke-simnode apiserver --root R --port P --etcd-port E [--sim DIR] [--tls-now UNIX] [--bind-address IP]`
+//! `nvke-simnode healthz --port P --name NAME [--sim DIR]`
 //!
-//! Both keep the default SIGTERM disposition: they exit at once.
+//! etcd re-reads its certificate files at every TLS handshake, as real
+//! etcd does (its client and peer ports); kube-apiserver reads its once.
+//! `healthz` is kube-controller-manager's or kube-scheduler's `/healthz`
+//! on its `--secure-port`, over TLS with a self-signed certificate and no
+//! client certificate asked, as the real ones serve it. With `--sim`, each
+//! answers as sim.json `health` says, re-read at every request.
+//!
+//! All keep the default SIGTERM disposition: they exit at once.
 
 use crate::tls::{self, Request, Response};
 use anyhow::{bail, Context, Result};
@@ -21,6 +29,12 @@ struct ServerArgs {
     bind: IpAddr,
     /// Verify certificates as of this unix time (sim.json `tlsNow`).
     tls_now: Option<i64>,
+    /// etcd's peer address (its `--listen-peer-urls`).
+    peer: Option<std::net::SocketAddr>,
+    /// The simulation directory: sim.json `health`.
+    sim: Option<PathBuf>,
+    /// `healthz`: which component it stands in for.
+    name: String,
 }
 
 fn parse_args(args: &[String]) -> Result<ServerArgs> {
@@ -29,6 +43,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
     let mut etcd_port = 2379u16;
     let mut tls_now = None;
     let mut bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let (mut peer, mut sim, mut name) = (None, None, String::new());
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -50,16 +65,48 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
             "--etcd-port" => etcd_port = value()?.parse().context("--etcd-port")?,
             "--tls-now" => tls_now = Some(value()?.parse().context("--tls-now")?),
             "--bind-address" => bind = value()?.parse().context("--bind-address")?,
+            "--peer-address" => peer = Some(value()?.parse().context("--peer-address")?),
+            "--sim" => sim = Some(PathBuf::from(value()?)),
+            "--name" => name = value()?,
             other => bail!("unknown argument {other}"),
         }
     }
     Ok(ServerArgs {
-        root: root.context("--root is required")?,
+        root: root.unwrap_or_else(|| PathBuf::from("/")),
         port: port.context("--port is required")?,
         etcd_port,
         bind,
         tls_now,
+        peer,
+        sim,
+        name,
     })
+}
+
+/// sim.json `health` for `name` (`ok` when unset or unreadable).
+fn health_knob(sim: &Option<PathBuf>, name: &str) -> String {
+    sim.as_ref()
+        .and_then(|d| crate::sim::Sim::new(d.clone()).load_config().ok())
+        .and_then(|c| c.health.get(name).cloned())
+        .unwrap_or_else(|| "ok".to_string())
+}
+
+/// The answers every stand-in gives for the knobs they share.
+fn knob_response(knob: &str) -> Option<Response> {
+    match knob {
+        "slow" => Some(Response {
+            status: Response::SILENT,
+            content_type: "text/plain",
+            body: String::new(),
+        }),
+        "garbage" => Some(Response {
+            status: Response::RAW,
+            content_type: "text/plain",
+            body: "\u{1b}[31mSSH-2.0-OpenSSH_9.6\r\n".to_string(),
+        }),
+        "huge" => Some(text(200, "x".repeat(10 * 1024 * 1024))),
+        _ => None,
+    }
 }
 
 fn pki(root: &Path, rel: &str) -> PathBuf {
@@ -76,16 +123,85 @@ fn text(status: u16, body: impl Into<String>) -> Response {
 
 pub fn etcd_main(args: &[String]) -> Result<()> {
     let a = parse_args(args)?;
-    let cfg = tls::server_config(
+    let cfg = tls::reloading_server_config(
         &pki(&a.root, "etcd/server.crt"),
         &pki(&a.root, "etcd/server.key"),
         &pki(&a.root, "etcd/ca.crt"),
         a.tls_now,
     )?;
-    tls::serve("etcd", a.bind, a.port, cfg, |_req: &Request| Response {
-        status: 200,
-        content_type: "application/json",
-        body: "{\"health\":\"true\"}".to_string(),
+    if let Some(peer) = a.peer {
+        // The peer port: peer.crt, client certificates from the etcd CA
+        // (--peer-client-cert-auth), re-read per connection too.
+        let peer_cfg = tls::reloading_server_config(
+            &pki(&a.root, "etcd/peer.crt"),
+            &pki(&a.root, "etcd/peer.key"),
+            &pki(&a.root, "etcd/ca.crt"),
+            a.tls_now,
+        )?;
+        std::thread::spawn(move || {
+            let r = tls::serve(
+                "etcd peer",
+                peer.ip(),
+                peer.port(),
+                peer_cfg,
+                |_req: &Request| text(404, "404 page not found\n"),
+            );
+            // Not on this machine (a fixture's 10.0.0.11): the client port
+            // still serves; the runbook does not ask a peer address that is
+            // not the host's.
+            if let Err(e) = r {
+                eprintln!("etcd: {e:#}");
+            }
+        });
+    }
+    let sim = a.sim.clone();
+    tls::serve("etcd", a.bind, a.port, cfg, move |_req: &Request| {
+        let knob = health_knob(&sim, "etcd");
+        if let Some(r) = knob_response(&knob) {
+            return r;
+        }
+        if knob == "unhealthy" {
+            return Response {
+                status: 503,
+                content_type: "application/json",
+                body: "{\"health\":\"false\",\"reason\":\"RAFT NO LEADER\"}".to_string(),
+            };
+        }
+        Response {
+            status: 200,
+            content_type: "application/json",
+            body: "{\"health\":\"true\",\"reason\":\"\"}".to_string(),
+        }
+    })
+}
+
+/// kube-controller-manager's or kube-scheduler's `/healthz`.
+pub fn healthz_main(args: &[String]) -> Result<()> {
+    let a = parse_args(args)?;
+    if health_knob(&a.sim, &a.name) == "closed" {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    let cfg = tls::plain_server_config(
+        include_bytes!("../../fixtures/pki-extra/selfsigned-healthz.crt"),
+        include_bytes!("../../fixtures/pki-extra/selfsigned-healthz.key"),
+    )?;
+    let (sim, name) = (a.sim.clone(), a.name.clone());
+    let label = a.name.clone();
+    tls::serve(&label, a.bind, a.port, cfg, move |req: &Request| {
+        let knob = health_knob(&sim, &name);
+        if let Some(r) = knob_response(&knob) {
+            return r;
+        }
+        match req.target.split('?').next().unwrap_or("") {
+            "/healthz" | "/livez" | "/readyz" if knob == "unhealthy" => text(
+                500,
+                "[+]ping ok\n[-]leaderElection failed: reason withheld\nhealthz check failed\n",
+            ),
+            "/healthz" | "/livez" | "/readyz" => text(200, "ok"),
+            _ => text(404, "404 page not found\n"),
+        }
     })
 }
 
@@ -107,12 +223,23 @@ pub fn apiserver_main(args: &[String]) -> Result<()> {
         a.tls_now,
     )?;
     let etcd_port = a.etcd_port;
+    let sim = a.sim.clone();
     tls::serve(
         "kube-apiserver",
         a.bind,
         a.port,
         cfg,
         move |req: &Request| {
+            let knob = health_knob(&sim, "kube-apiserver");
+            if let Some(r) = knob_response(&knob) {
+                return r;
+            }
+            if knob == "unhealthy" {
+                return text(
+                    500,
+                    "[+]ping ok\n[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\nreadyz check failed\n",
+                );
+            }
             if req.method != "GET" && req.method != "HEAD" {
                 return text(405, "method not allowed\n");
             }

@@ -78,6 +78,18 @@ pub struct SimConfig {
     /// Component names whose process ignores SIGTERM: a stop takes the
     /// pod's whole grace period and ends with SIGKILL (exit code 137).
     pub ignore_sigterm: Vec<String>,
+    /// How a component's health endpoint answers, by name (`etcd`,
+    /// `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`):
+    /// `ok` (default), `unhealthy` (etcd 503 `{"health":"false"}`, the
+    /// others 500 with a failed check), `slow` (accepts, never answers),
+    /// `garbage` (not HTTP), `huge` (200 with a 10 MB body). Re-read on
+    /// every request. `closed` (read at start): kube-controller-manager's
+    /// or kube-scheduler's process runs but never listens.
+    pub health: std::collections::BTreeMap<String, String>,
+    /// A component's process exits 1 this many milliseconds after it
+    /// starts (a crash loop: the kubelet restarts it in its pod with a
+    /// back-off, `metadata.attempt` + 1 each time).
+    pub crash_after_ms: std::collections::BTreeMap<String, u64>,
 }
 
 /// sim.json `runtime`: `{"crictl": "/abs/crictl", "endpoint": "unix:///.../containerd.sock"}`.
@@ -142,6 +154,8 @@ impl Default for SimConfig {
             created_ms: 0,
             listen_delay_ms: 0,
             ignore_sigterm: Vec::new(),
+            health: Default::default(),
+            crash_after_ms: Default::default(),
         }
     }
 }

@@ -178,6 +178,74 @@ pub fn server_config(
     Ok(Arc::new(cfg))
 }
 
+/// Presents `cert`/`key` as they are on disk at each handshake: real etcd
+/// reloads its certificate files on every new TLS connection (measured
+/// with etcd 3.4: a replaced `server.crt` is served at once).
+#[derive(Debug)]
+struct Reloading {
+    cert: std::path::PathBuf,
+    key: std::path::PathBuf,
+}
+
+impl rustls::server::ResolvesServerCert for Reloading {
+    fn resolve(
+        &self,
+        _hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        let chain = load_certs(&self.cert).ok()?;
+        let key = load_key(&self.key).ok()?;
+        let signer = provider().key_provider.load_private_key(key).ok()?;
+        Some(Arc::new(rustls::sign::CertifiedKey::new(chain, signer)))
+    }
+}
+
+/// As [`server_config`], with the serving certificate re-read from disk at
+/// every handshake (etcd's behaviour).
+pub fn reloading_server_config(
+    cert: &Path,
+    key: &Path,
+    client_ca: &Path,
+    at: Option<i64>,
+) -> Result<Arc<ServerConfig>> {
+    // Fail at start on unusable files, as etcd does.
+    server_config(cert, key, client_ca, at)?;
+    let provider = provider();
+    let roots = Arc::new(load_roots(client_ca)?);
+    let mut verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
+            .build()
+            .context("failed to build the client certificate verifier")?;
+    if let Some(at) = unix_time(at) {
+        verifier = Arc::new(ClientVerifierAt {
+            inner: verifier,
+            at,
+        });
+    }
+    let cfg = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_cert_resolver(Arc::new(Reloading {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+        }));
+    Ok(Arc::new(cfg))
+}
+
+/// A server presenting a certificate and key given as PEM bytes, asking
+/// no client certificate (kube-controller-manager's and kube-scheduler's
+/// self-signed serving certificate).
+pub fn plain_server_config(cert_pem: &[u8], key_pem: &[u8]) -> Result<Arc<ServerConfig>> {
+    let chain = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .context("bad certificate PEM")?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).context("bad key PEM")?;
+    let cfg = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    Ok(Arc::new(cfg))
+}
+
 /// A client that verifies the server against `ca` (as of `at`, unix
 /// seconds; None: now) and, when given, presents `cert`/`key`.
 pub fn client_config(
@@ -226,6 +294,13 @@ pub struct Response {
     pub body: String,
 }
 
+impl Response {
+    /// Bytes that are not HTTP at all, written as they are.
+    pub const RAW: u16 = 0;
+    /// Accept, read the request, never answer.
+    pub const SILENT: u16 = 1;
+}
+
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
@@ -233,6 +308,7 @@ fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         500 => "Internal Server Error",
+        503 => "Service Unavailable",
         _ => "Unknown",
     }
 }
@@ -298,6 +374,15 @@ where
             body: "bad request\n".to_string(),
         },
     };
+    if resp.status == Response::SILENT {
+        std::thread::sleep(Duration::from_secs(120));
+        return Ok(());
+    }
+    if resp.status == Response::RAW {
+        tls.write_all(resp.body.as_bytes())?;
+        tls.flush()?;
+        return Ok(());
+    }
     let out = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nX-Content-Type-Options: nosniff\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
         resp.status,

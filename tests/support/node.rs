@@ -98,10 +98,38 @@ impl Node {
                 "--secure-port=6443".to_string(),
                 format!("--secure-port={api}"),
             ),
+            // etcd's peer URL on loopback (no 10.0.0.11 here; listened on,
+            // advertised and in the initial cluster alike), served by the
+            // stand-in with peer.crt.
+            (
+                "etcd.yaml",
+                "10.0.0.11:2380".to_string(),
+                format!("127.0.0.1:{}", free_port()),
+            ),
+            // kube-controller-manager's and kube-scheduler's /healthz.
+            (
+                "kube-controller-manager.yaml",
+                "    - --bind-address=127.0.0.1\n".to_string(),
+                format!(
+                    "    - --bind-address=127.0.0.1\n    - --secure-port={}\n",
+                    free_port()
+                ),
+            ),
+            (
+                "kube-scheduler.yaml",
+                "    - --bind-address=127.0.0.1\n".to_string(),
+                format!(
+                    "    - --bind-address=127.0.0.1\n    - --secure-port={}\n",
+                    free_port()
+                ),
+            ),
         ] {
             let p = m.join(file);
-            let s = std::fs::read_to_string(&p).unwrap().replace(&from, &to);
-            std::fs::write(&p, s).unwrap();
+            let s = std::fs::read_to_string(&p).unwrap();
+            if !s.contains(&from) {
+                continue;
+            }
+            std::fs::write(&p, s.replace(&from, &to)).unwrap();
         }
         std::fs::create_dir_all(sim.join("bin")).unwrap();
         for tool in ["crictl", "kubeadm"] {

@@ -14,8 +14,10 @@
 //!   `crictl start`, and the legacy log link in `<root>/var/log/containers`;
 //! - the process: `etcd` runs the manifest's command (the real etcd of the
 //!   image), `kube-apiserver` the TLS stand-in (`/nvke-simnode apiserver
-//!   --root /`, its PKI through the manifest's mounts), every other
-//!   container `/nvke-simnode pause`;
+//!   --root /`, its PKI through the manifest's mounts),
+//!   kube-controller-manager and kube-scheduler `/nvke-simnode healthz`
+//!   (`/healthz` on their `--secure-port`), every other container
+//!   `/nvke-simnode pause`;
 //! - a pod whose manifest is gone: `crictl stop --timeout <grace>` of each
 //!   container (SIGTERM, SIGKILL after the pod's grace period), then
 //!   `crictl stopp`, in the background; a manifest that returns meanwhile
@@ -302,6 +304,24 @@ impl Kubelet {
                     v.extend(["--bind-address".into(), bind.to_string()]);
                 }
                 v
+            }
+            (Source::File, name @ ("kube-controller-manager" | "kube-scheduler")) => {
+                let default = if name == "kube-scheduler" {
+                    10259
+                } else {
+                    10257
+                };
+                [
+                    STANDIN,
+                    "healthz",
+                    "--port",
+                    &super::secure_port(&c.argv, default).to_string(),
+                    "--name",
+                    name,
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
             }
             _ => vec![STANDIN.to_string(), "pause".to_string()],
         };

@@ -1,0 +1,724 @@
+//! The live node's judgement (SPEC 10, v1.2): what one observation of the
+//! runtime and the components says, judged once, for the operator view,
+//! check and the renewal's health gate alike. Pure: the observation is
+//! made in [`crate::tools::live`]; here it is only judged and worded.
+
+use crate::rules::cri::{Container, Listing};
+use time::{Duration, OffsetDateTime};
+
+/// A running container younger than this, restarted in place in its pod
+/// sandbox (an earlier one exited there), has not yet shown that it stays
+/// up: it is `restarting` (a crash loop caught while a container runs),
+/// and the gate waits. A restart by the runbook (its manifest moved out and
+/// back) gets a new sandbox and is not one.
+pub const STAY_UP: Duration = Duration::seconds(60);
+
+/// How a container ended, as `crictl inspect` tells it (either may be
+/// unknown: the runtime was not asked, or did not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Exit {
+    pub code: Option<i32>,
+    pub finished: Option<OffsetDateTime>,
+}
+
+/// What one listing says of a component's static pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Containers {
+    /// A container runs. `restarts`: how many times the kubelet restarted
+    /// it (`metadata.attempt`: across the pod's sandboxes, a static pod's
+    /// UID being its manifest's, so a restart by moving the manifest counts
+    /// too). `crashed_here`: an earlier container of it exited in this
+    /// same sandbox (the kubelet restarted it in place: a crash, or a
+    /// liveness probe's kill).
+    Running {
+        id: String,
+        since: Option<OffsetDateTime>,
+        restarts: u32,
+        crashed_here: bool,
+    },
+    /// None runs; the newest one exited (`exit` from `crictl inspect`).
+    Exited {
+        id: String,
+        exit: Exit,
+        restarts: u32,
+    },
+    /// The static pod has no container at all.
+    Absent,
+}
+
+/// A health endpoint's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    Healthy,
+    /// What it answered instead (bounded, one line).
+    Unhealthy(String),
+}
+
+/// What a serving port presents, against its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// The file's certificate.
+    Current,
+    /// Another, still valid.
+    Other,
+    /// A certificate past its notAfter.
+    Expired(OffsetDateTime),
+}
+
+/// `Err(why)`: not checked, and why.
+pub type Seen<T> = Result<T, String>;
+
+/// A file a component reads at start, and when it was last written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The node path (`/etc/kubernetes/pki/apiserver.crt`).
+    pub file: String,
+    pub at: OffsetDateTime,
+}
+
+/// One port's served certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    pub port: u16,
+    /// The file it should serve (node path).
+    pub file: String,
+    pub served: Seen<Served>,
+}
+
+/// Everything observed of one static pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    /// `etcd`, `kube-apiserver`, ... or another static pod (`kube-vip`).
+    pub name: String,
+    pub containers: Seen<Containers>,
+    /// None: this pod has no health endpoint to ask (kube-vip), or the
+    /// caller does not ask it.
+    pub health: Option<Seen<Health>>,
+    pub ports: Vec<Port>,
+    /// The newest of the files it reads at start (none: none is known).
+    pub newest: Option<Seen<Written>>,
+}
+
+/// What is wrong with one component, worst first ([`judge`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    NotRunning(Option<Exit>),
+    Restarting {
+        restarts: u32,
+        since: OffsetDateTime,
+    },
+    Unhealthy(String),
+    ServesExpired {
+        port: u16,
+        not_after: OffsetDateTime,
+    },
+    /// The containers or the health endpoint could not be asked.
+    NotChecked(String),
+    /// What a port serves, or when a file was written, could not be
+    /// asked: not clean, but the gate (which asks neither) passes it.
+    AsideNotChecked(String),
+    ServesOther {
+        port: u16,
+        file: String,
+    },
+    RestartNeeded {
+        file: String,
+        renewed: OffsetDateTime,
+        started: OffsetDateTime,
+    },
+}
+
+/// How bad a finding is for the operator view (SPEC 6, v1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Weight {
+    /// Exit 1: not clean.
+    NotClean,
+    /// Exit 4: an operator must act.
+    ActionNeeded,
+}
+
+impl Finding {
+    pub fn weight(&self) -> Weight {
+        match self {
+            Finding::NotRunning(_)
+            | Finding::Restarting { .. }
+            | Finding::Unhealthy(_)
+            | Finding::ServesExpired { .. } => Weight::ActionNeeded,
+            Finding::NotChecked(_)
+            | Finding::AsideNotChecked(_)
+            | Finding::ServesOther { .. }
+            | Finding::RestartNeeded { .. } => Weight::NotClean,
+        }
+    }
+
+    /// Whether the renewal's health gate waits (or fails) on it. A
+    /// component that serves another certificate or needs a restart is
+    /// up: the gate passes it (the renewal restarts it next, or postflight
+    /// checks what it serves).
+    pub fn blocks_gate(&self) -> bool {
+        !matches!(
+            self,
+            Finding::ServesOther { .. }
+                | Finding::RestartNeeded { .. }
+                | Finding::AsideNotChecked(_)
+        )
+    }
+
+    /// The JSON kind (`not_running`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Finding::NotRunning(_) => "not_running",
+            Finding::Restarting { .. } => "restarting",
+            Finding::Unhealthy(_) => "unhealthy",
+            Finding::ServesExpired { .. } => "serves_expired",
+            Finding::NotChecked(_) | Finding::AsideNotChecked(_) => "not_checked",
+            Finding::ServesOther { .. } => "serves_other",
+            Finding::RestartNeeded { .. } => "restart_needed",
+        }
+    }
+
+    /// In words, measured against `wall` (the real clock: the runtime's
+    /// and the files' times are real ones).
+    pub fn words(&self, wall: OffsetDateTime) -> String {
+        match self {
+            Finding::NotRunning(None) => "not running (no container)".to_string(),
+            Finding::NotRunning(Some(e)) => format!("not running ({})", exited(e, wall)),
+            Finding::Restarting { restarts, since } => format!(
+                "restarting ({restarts} {}, up {})",
+                plural(*restarts, "restart"),
+                span(wall - *since)
+            ),
+            Finding::Unhealthy(a) => format!("unhealthy: {a}"),
+            Finding::ServesExpired { port, not_after } => format!(
+                "serves an expired certificate on port {port} (expired {})",
+                crate::rules::expiry::date(*not_after)
+            ),
+            Finding::NotChecked(why) | Finding::AsideNotChecked(why) => {
+                format!("not checked: {why}")
+            }
+            Finding::ServesOther { port, file } => {
+                format!("serves an older certificate on port {port}, not {file}'s")
+            }
+            Finding::RestartNeeded {
+                file,
+                renewed,
+                started,
+            } => format!(
+                "restart needed: {file} renewed {} ago, container started {} ago",
+                span(wall - *renewed),
+                span(wall - *started)
+            ),
+        }
+    }
+}
+
+fn plural(n: u32, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+/// `exited 1, 40 s ago`; `exited` alone when the runtime did not say.
+pub fn exited(e: &Exit, wall: OffsetDateTime) -> String {
+    let mut s = match e.code {
+        Some(c) => format!("exited {c}"),
+        None => "exited".to_string(),
+    };
+    if let Some(t) = e.finished {
+        s.push_str(&format!(", {} ago", span(wall - t)));
+    }
+    s
+}
+
+/// A duration for people: `40 s`, `12 min`, `3 h`, `5 days` (never
+/// negative: a clock a little ahead says `0 s`).
+pub fn span(d: Duration) -> String {
+    let s = d.whole_seconds().max(0);
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min", s / 60),
+        7200..=172_799 => format!("{} h", s / 3600),
+        _ => format!("{} days", s / 86_400),
+    }
+}
+
+/// The component's containers from one listing (newest first, already
+/// narrowed to its static pod): the running one, else the newest exited
+/// one with `exit` (what inspect said of it, when asked).
+pub fn containers(mine: &[&Container], exit: Option<Exit>) -> Containers {
+    if let Some(r) = crate::rules::cri::running(mine) {
+        return Containers::Running {
+            id: r.id.clone(),
+            since: r.created(),
+            restarts: r.attempt(),
+            crashed_here: mine
+                .iter()
+                .any(|c| c.id != r.id && c.pod_sandbox_id == r.pod_sandbox_id && !c.is_running()),
+        };
+    }
+    match mine.first() {
+        Some(c) => Containers::Exited {
+            id: c.id.clone(),
+            exit: exit.unwrap_or_default(),
+            restarts: c.attempt(),
+        },
+        None => Containers::Absent,
+    }
+}
+
+/// The component's containers as a listing shows them, or why not.
+pub fn from_listing(listing: &Seen<Listing>, name: &str, exit: Option<Exit>) -> Seen<Containers> {
+    in_listing(listing.as_ref().map_err(Clone::clone)?, name, exit)
+}
+
+/// The component's containers in a listing (two static pods: why not).
+pub fn in_listing(l: &Listing, name: &str, exit: Option<Exit>) -> Seen<Containers> {
+    let mine = l.component(name)?;
+    Ok(containers(&mine, exit))
+}
+
+/// What is wrong with one component, worst first; empty: healthy.
+pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
+    let mut v = Vec::new();
+    let mut started = None;
+    match &o.containers {
+        Err(why) => v.push(Finding::NotChecked(format!("containers: {why}"))),
+        Ok(Containers::Absent) => v.push(Finding::NotRunning(None)),
+        Ok(Containers::Exited { exit, .. }) => v.push(Finding::NotRunning(Some(*exit))),
+        Ok(Containers::Running {
+            since,
+            restarts,
+            crashed_here,
+            ..
+        }) => {
+            started = *since;
+            if let Some(s) = since {
+                if *crashed_here && wall - *s < STAY_UP {
+                    v.push(Finding::Restarting {
+                        restarts: *restarts,
+                        since: *s,
+                    });
+                }
+            }
+        }
+    }
+    let running = started.is_some() || matches!(o.containers, Ok(Containers::Running { .. }));
+    match &o.health {
+        None | Some(Ok(Health::Healthy)) => {}
+        // A component that does not run cannot answer: its endpoint says
+        // nothing more.
+        Some(_) if !running && o.containers.is_ok() => {}
+        Some(Ok(Health::Unhealthy(a))) => v.push(Finding::Unhealthy(a.clone())),
+        Some(Err(why)) => v.push(Finding::NotChecked(why.clone())),
+    }
+    for p in &o.ports {
+        match &p.served {
+            Ok(Served::Current) => {}
+            Ok(Served::Expired(t)) => v.push(Finding::ServesExpired {
+                port: p.port,
+                not_after: *t,
+            }),
+            Ok(Served::Other) => v.push(Finding::ServesOther {
+                port: p.port,
+                file: p.file.clone(),
+            }),
+            // Not running: nothing serves; already said.
+            Err(_) if !running => {}
+            Err(why) => v.push(Finding::AsideNotChecked(format!("port {}: {why}", p.port))),
+        }
+    }
+    match (&o.newest, started) {
+        (Some(Ok(w)), Some(s)) if w.at > s => v.push(Finding::RestartNeeded {
+            file: w.file.clone(),
+            renewed: w.at,
+            started: s,
+        }),
+        (Some(Err(why)), Some(_)) => v.push(Finding::AsideNotChecked(why.clone())),
+        _ => {}
+    }
+    v.sort_by_key(|f| std::cmp::Reverse(f.weight()));
+    v
+}
+
+/// The gate's verdict on one component: `Err` with the first finding it
+/// waits on, in words.
+pub fn gate(o: &Observed, wall: OffsetDateTime) -> Result<(), String> {
+    match judge(o, wall).into_iter().find(Finding::blocks_gate) {
+        None => Ok(()),
+        Some(f) => Err(format!("{} {}", o.name, f.words(wall))),
+    }
+}
+
+/// A served leaf (DER) against its file's (DER), at `now` (the clock
+/// certificates are judged by).
+pub fn served(
+    presented: &[u8],
+    file: &[u8],
+    presented_not_after: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+) -> Served {
+    if presented == file {
+        return match presented_not_after {
+            Some(t) if crate::rules::expiry::is_expired(now, t) => Served::Expired(t),
+            _ => Served::Current,
+        };
+    }
+    match presented_not_after {
+        Some(t) if crate::rules::expiry::is_expired(now, t) => Served::Expired(t),
+        _ => Served::Other,
+    }
+}
+
+/// One line of an HTTP health answer, for a finding: the status and the
+/// first failed check of a `/readyz?verbose`-style body, else its first
+/// line; printable and at most 120 characters.
+pub fn answer_words(status: u16, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("[-]"))
+        .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
+        .unwrap_or("")
+        .trim();
+    let clean: String = line
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(120)
+        .collect();
+    if clean.is_empty() {
+        format!("HTTP {status}")
+    } else {
+        format!("HTTP {status}: {clean}")
+    }
+}
+
+/// kube-apiserver's `/readyz`, kube-controller-manager's and
+/// kube-scheduler's `/healthz`: 200 `ok` is healthy (a verbose answer
+/// ends `check passed`); a 200 with another body is not what they send.
+pub fn http_health(status: u16, body: &[u8]) -> Health {
+    let text = String::from_utf8_lossy(body);
+    let t = text.trim();
+    match status {
+        200 if t == "ok" || t.ends_with("check passed") => Health::Healthy,
+        200 => Health::Unhealthy(format!("{}, not ok", answer_words(status, body))),
+        _ => Health::Unhealthy(answer_words(status, body)),
+    }
+}
+
+/// etcd's `/health`: 200 and `{"health":"true"}` is healthy.
+pub fn etcd_health(status: u16, body: &[u8]) -> Health {
+    #[derive(serde::Deserialize)]
+    struct H {
+        health: String,
+        #[serde(default)]
+        reason: String,
+    }
+    match serde_json::from_slice::<H>(body) {
+        Ok(h) if status == 200 && h.health == "true" => Health::Healthy,
+        Ok(h) if !h.reason.is_empty() => Health::Unhealthy(format!(
+            "HTTP {status}: health {}: {}",
+            h.health,
+            answer_words(status, h.reason.as_bytes())
+                .trim_start_matches(&format!("HTTP {status}: "))
+        )),
+        Ok(h) => Health::Unhealthy(format!("HTTP {status}: health {}", h.health)),
+        Err(_) => Health::Unhealthy(format!(
+            "{} (not etcd's health JSON)",
+            answer_words(status, body)
+        )),
+    }
+}
+
+/// The whole node's live judgement: each observed pod's findings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// Why no pod's containers could be listed (crictl missing, the
+    /// runtime unreachable): said once, not per pod.
+    pub runtime: Option<String>,
+    pub pods: Vec<(Observed, Vec<Finding>)>,
+}
+
+impl Judged {
+    pub fn new(observed: Vec<Observed>, wall: OffsetDateTime) -> Judged {
+        let first = observed.first().and_then(|o| o.containers.as_ref().err());
+        let runtime = first
+            .filter(|why| {
+                observed
+                    .iter()
+                    .all(|o| o.containers.as_ref().err() == Some(*why))
+            })
+            .cloned();
+        let said = runtime
+            .as_ref()
+            .map(|why| Finding::NotChecked(format!("containers: {why}")));
+        Judged {
+            pods: observed
+                .into_iter()
+                .map(|o| {
+                    let mut f = judge(&o, wall);
+                    f.retain(|x| Some(x) != said.as_ref());
+                    (o, f)
+                })
+                .collect(),
+            runtime,
+        }
+    }
+
+    /// The worst weight of any finding of the four components (other
+    /// static pods are warnings only).
+    pub fn weight(&self) -> Option<Weight> {
+        let runtime = self.runtime.as_ref().map(|_| Weight::NotClean);
+        self.components()
+            .flat_map(|(_, f)| f.iter().map(Finding::weight))
+            .chain(runtime)
+            .max()
+    }
+
+    fn components(&self) -> impl Iterator<Item = &(Observed, Vec<Finding>)> {
+        self.pods
+            .iter()
+            .filter(|(o, _)| crate::rules::component::Component::from_name(&o.name).is_some())
+    }
+
+    /// `kube-apiserver not running (exited 1, 40 s ago)`, one per finding
+    /// of the four components, worst first.
+    pub fn problems(&self, wall: OffsetDateTime) -> Vec<String> {
+        let mut v: Vec<(Weight, String)> = self
+            .components()
+            .flat_map(|(o, fs)| {
+                fs.iter()
+                    .map(move |f| (f.weight(), format!("{} {}", o.name, f.words(wall))))
+            })
+            .collect();
+        if let Some(why) = &self.runtime {
+            v.insert(
+                0,
+                (Weight::NotClean, format!("containers not checked: {why}")),
+            );
+        }
+        v.sort_by_key(|(w, _)| std::cmp::Reverse(*w));
+        v.into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// The findings an operator must act on, for the headline.
+    pub fn action_needed(&self, wall: OffsetDateTime) -> Vec<String> {
+        self.components()
+            .flat_map(|(o, fs)| {
+                fs.iter()
+                    .filter(|f| f.weight() == Weight::ActionNeeded)
+                    .map(move |f| format!("{} {}", o.name, f.words(wall)))
+            })
+            .collect()
+    }
+
+    /// Other static pods that keep an old credential (kube-vip), and
+    /// check's "a renewal would fail its health gate".
+    pub fn other_pods(&self) -> Vec<String> {
+        self.pods
+            .iter()
+            .filter(|(o, _)| crate::rules::component::Component::from_name(&o.name).is_none())
+            .flat_map(|(o, fs)| {
+                fs.iter().filter_map(move |f| match f {
+                    Finding::RestartNeeded { file, .. } => Some(format!(
+                        "{} started before {} was renewed: it keeps the old credential until it restarts",
+                        o.name,
+                        file.rsplit('/').next().unwrap_or(file)
+                    )),
+                    _ => None,
+                })
+            })
+            .collect()
+    }
+
+    /// What the gate would wait on, per component (check's warnings).
+    pub fn gate_refusals(&self, wall: OffsetDateTime) -> Vec<String> {
+        if let Some(why) = &self.runtime {
+            return vec![format!("containers not checked: {why}")];
+        }
+        self.components()
+            .filter_map(|(o, _)| gate(o, wall).err())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! SPEC 10's judgement, case by case: what each observation gives, its
+    //! weight for the operator view and whether the gate waits on it.
+    use super::*;
+    use time::macros::datetime;
+
+    const WALL: OffsetDateTime = datetime!(2026-12-02 12:00:00 UTC);
+
+    fn running(restarts: u32, age: i64) -> Seen<Containers> {
+        Ok(Containers::Running {
+            id: "c1".into(),
+            since: Some(WALL - Duration::seconds(age)),
+            restarts,
+            crashed_here: restarts > 0,
+        })
+    }
+
+    fn pod(containers: Seen<Containers>, health: Option<Seen<Health>>) -> Observed {
+        Observed {
+            name: "kube-apiserver".into(),
+            containers,
+            health,
+            ports: Vec::new(),
+            newest: Some(Ok(Written {
+                file: "/etc/kubernetes/pki/apiserver.crt".into(),
+                at: WALL - Duration::hours(5),
+            })),
+        }
+    }
+
+    #[test]
+    fn a_running_healthy_component_has_no_finding() {
+        let o = pod(running(0, 3600), Some(Ok(Health::Healthy)));
+        assert_eq!(judge(&o, WALL), vec![]);
+        assert_eq!(gate(&o, WALL), Ok(()));
+    }
+
+    #[test]
+    fn an_exited_component_is_not_running_with_its_exit_and_nothing_else() {
+        let exit = Exit {
+            code: Some(1),
+            finished: Some(WALL - Duration::seconds(40)),
+        };
+        let o = pod(
+            Ok(Containers::Exited {
+                id: "c0".into(),
+                exit,
+                restarts: 2,
+            }),
+            Some(Err("connect 127.0.0.1:6443: refused".into())),
+        );
+        let f = judge(&o, WALL);
+        assert_eq!(f, vec![Finding::NotRunning(Some(exit))]);
+        assert_eq!(f[0].words(WALL), "not running (exited 1, 40 s ago)");
+        assert_eq!(f[0].weight(), Weight::ActionNeeded);
+        assert_eq!(
+            gate(&o, WALL),
+            Err("kube-apiserver not running (exited 1, 40 s ago)".into())
+        );
+    }
+
+    #[test]
+    fn a_young_container_of_a_restarted_pod_is_restarting_until_it_stays_up() {
+        let young = pod(running(3, 20), Some(Ok(Health::Healthy)));
+        let f = judge(&young, WALL);
+        assert_eq!(f[0].kind(), "restarting");
+        assert_eq!(f[0].words(WALL), "restarting (3 restarts, up 20 s)");
+        assert!(gate(&young, WALL).is_err());
+        // Up for longer than STAY_UP: healthy again.
+        assert_eq!(
+            judge(&pod(running(3, 61), Some(Ok(Health::Healthy))), WALL),
+            vec![]
+        );
+        // A first container, however young, is not a restart; nor one the
+        // runbook restarted (a new sandbox: nothing exited in it).
+        assert_eq!(
+            judge(&pod(running(0, 1), Some(Ok(Health::Healthy))), WALL),
+            vec![]
+        );
+        let moved = Ok(Containers::Running {
+            id: "c2".into(),
+            since: Some(WALL - Duration::seconds(1)),
+            restarts: 4,
+            crashed_here: false,
+        });
+        assert_eq!(judge(&pod(moved, Some(Ok(Health::Healthy))), WALL), vec![]);
+    }
+
+    #[test]
+    fn unhealthy_and_unanswered_endpoints_are_never_healthy() {
+        let u = pod(
+            running(0, 3600),
+            Some(Ok(Health::Unhealthy("HTTP 500".into()))),
+        );
+        assert_eq!(judge(&u, WALL)[0].weight(), Weight::ActionNeeded);
+        let n = pod(running(0, 3600), Some(Err("timed out".into())));
+        let f = judge(&n, WALL);
+        assert_eq!(f, vec![Finding::NotChecked("timed out".into())]);
+        assert_eq!(f[0].weight(), Weight::NotClean);
+        assert!(gate(&n, WALL).is_err());
+    }
+
+    #[test]
+    fn a_container_older_than_its_files_needs_a_restart_which_the_gate_passes() {
+        let mut o = pod(running(0, 3600), Some(Ok(Health::Healthy)));
+        o.newest = Some(Ok(Written {
+            file: "/etc/kubernetes/pki/apiserver.crt".into(),
+            at: WALL - Duration::seconds(600),
+        }));
+        let f = judge(&o, WALL);
+        assert_eq!(
+            f[0].words(WALL),
+            "restart needed: /etc/kubernetes/pki/apiserver.crt renewed 10 min ago, container started 60 min ago"
+        );
+        assert_eq!(f[0].weight(), Weight::NotClean);
+        assert_eq!(gate(&o, WALL), Ok(()));
+    }
+
+    #[test]
+    fn served_certificates_are_current_other_or_expired() {
+        let now = datetime!(2026-11-30 00:00:00 UTC);
+        let later = Some(now + Duration::days(300));
+        let past = now - Duration::days(2);
+        assert_eq!(served(b"a", b"a", later, now), Served::Current);
+        assert_eq!(served(b"b", b"a", later, now), Served::Other);
+        assert_eq!(served(b"b", b"a", Some(past), now), Served::Expired(past));
+        assert_eq!(served(b"a", b"a", Some(past), now), Served::Expired(past));
+        let mut o = pod(running(0, 3600), Some(Ok(Health::Healthy)));
+        o.ports.push(Port {
+            port: 6443,
+            file: "/etc/kubernetes/pki/apiserver.crt".into(),
+            served: Ok(Served::Other),
+        });
+        assert_eq!(judge(&o, WALL)[0].kind(), "serves_other");
+        assert_eq!(gate(&o, WALL), Ok(()));
+        o.ports[0].served = Ok(Served::Expired(past));
+        assert_eq!(judge(&o, WALL)[0].weight(), Weight::ActionNeeded);
+    }
+
+    #[test]
+    fn health_answers_are_judged_as_the_components_mean_them() {
+        assert_eq!(http_health(200, b"ok"), Health::Healthy);
+        assert_eq!(
+            http_health(200, b"[+]ping ok\nreadyz check passed\n"),
+            Health::Healthy
+        );
+        assert!(
+            matches!(http_health(200, b"<html>"), Health::Unhealthy(s) if s == "HTTP 200: <html>, not ok")
+        );
+        assert_eq!(
+            http_health(
+                500,
+                b"[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed\n"
+            ),
+            Health::Unhealthy("HTTP 500: [-]etcd failed: reason withheld".into())
+        );
+        assert_eq!(
+            etcd_health(200, br#"{"health":"true","reason":""}"#),
+            Health::Healthy
+        );
+        assert_eq!(
+            etcd_health(503, br#"{"health":"false","reason":"RAFT NO LEADER"}"#),
+            Health::Unhealthy("HTTP 503: health false: RAFT NO LEADER".into())
+        );
+        assert!(
+            matches!(etcd_health(200, b"\x1b[31mgarbage"), Health::Unhealthy(s) if !s.contains('\x1b'))
+        );
+    }
+
+    #[test]
+    fn spans_read_as_people_say_them() {
+        assert_eq!(span(Duration::seconds(-3)), "0 s");
+        assert_eq!(span(Duration::seconds(40)), "40 s");
+        assert_eq!(span(Duration::minutes(12)), "12 min");
+        assert_eq!(span(Duration::hours(3)), "3 h");
+        assert_eq!(span(Duration::days(5)), "5 days");
+    }
+}

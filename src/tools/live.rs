@@ -1,0 +1,429 @@
+//! The live observation (SPEC 10, v1.2): one `crictl ps -a` and one
+//! `crictl pods` listing, `crictl inspect` of a component's exited
+//! container, and the health endpoints and serving ports, all side by
+//! side, bounded by one budget (`--probe-timeout`) as a whole. Read-only.
+//! What it saw is judged in [`crate::rules::live`].
+
+use crate::node::fsx::{Root, Trust as FileTrust, NODE_FILE_MAX};
+use crate::node::manifests;
+use crate::node::paths::MANIFESTS_DIR;
+use crate::rules::component::Component;
+use crate::rules::cri::Listing;
+use crate::rules::live::{self, Exit, Health, Observed, Port, Seen, Served, Written};
+use crate::tools::health;
+use crate::tools::runtime::Runtime;
+use crate::tools::tlsprobe::{Question, Trust};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+use time::OffsetDateTime;
+
+/// `--probe-timeout`'s default (SPEC 10).
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The files each component reads at start (node paths under the root):
+/// its serving and client certificates, its kubeconfig.
+pub fn files_of(c: Component) -> &'static [&'static str] {
+    match c {
+        Component::Etcd => &[
+            "etc/kubernetes/pki/etcd/server.crt",
+            "etc/kubernetes/pki/etcd/peer.crt",
+        ],
+        Component::KubeApiserver => &[
+            "etc/kubernetes/pki/apiserver.crt",
+            "etc/kubernetes/pki/apiserver-kubelet-client.crt",
+            "etc/kubernetes/pki/apiserver-etcd-client.crt",
+            "etc/kubernetes/pki/front-proxy-client.crt",
+        ],
+        Component::KubeControllerManager => &["etc/kubernetes/controller-manager.conf"],
+        Component::KubeScheduler => &["etc/kubernetes/scheduler.conf"],
+    }
+}
+
+/// One observation of the node.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// The real clock when it was made (the runtime's times are real).
+    pub wall: OffsetDateTime,
+    pub budget: Duration,
+    pub took: Duration,
+    pub pods: Vec<Observed>,
+}
+
+impl Observation {
+    pub fn judged(&self) -> live::Judged {
+        live::Judged::new(self.pods.clone(), self.wall)
+    }
+}
+
+fn read(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
+    root.read_file(rel, NODE_FILE_MAX, FileTrust::TypeOnly)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{} does not exist", crate::node::paths::node(rel)))
+}
+
+fn manifest(root: &Root, c: &str) -> Result<Vec<u8>, String> {
+    read(root, &format!("{MANIFESTS_DIR}/{c}.yaml"))
+}
+
+fn leaf_der(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
+    let pem = read(root, rel)?;
+    crate::rules::pki::parse_pem_certificate(&pem)
+        .map(|c| c.der)
+        .map_err(|e| format!("{}: {e}", crate::node::paths::node(rel)))
+}
+
+/// The newest write of `files` (node-relative), by modification time.
+pub fn newest(root: &Root, files: &[&str]) -> Option<Seen<Written>> {
+    let mut best: Option<Written> = None;
+    for f in files {
+        match root.modified(f) {
+            Ok(Some(at)) => {
+                if best.as_ref().is_none_or(|b| at > b.at) {
+                    best = Some(Written {
+                        file: crate::node::paths::node(f),
+                        at,
+                    });
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return Some(Err(e.to_string())),
+        }
+    }
+    best.map(Ok)
+}
+
+/// What one TLS question gave: the health, and the served certificate
+/// against its file.
+struct Asked {
+    health: Seen<Health>,
+    served: Option<Seen<Served>>,
+}
+
+/// A probe's failure in words, without the OS error number.
+fn words(e: &crate::tools::tlsprobe::ProbeError) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) if s.ends_with(')') => s[..i].to_string(),
+        _ => s,
+    }
+}
+
+/// Whether `ip` is this host's (a socket can be bound to it): the peer
+/// port is asked only there, never on another machine.
+fn is_local(ip: IpAddr) -> bool {
+    ip.is_loopback() || std::net::TcpListener::bind(SocketAddr::new(ip, 0)).is_ok()
+}
+
+struct Ask<'a> {
+    rt: &'a dyn Runtime,
+    root: &'a Root,
+    now: OffsetDateTime,
+    deadline: Instant,
+}
+
+impl Ask<'_> {
+    fn left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// Ask `addr` (verified for `name` with `identity`, or not at all),
+    /// GET `path` (or the handshake only), judge the answer with `judge`,
+    /// and compare what it presents with `file`.
+    fn endpoint(
+        &self,
+        addr: Result<SocketAddr, String>,
+        identity: Option<Result<crate::tools::tlsprobe::TlsIdentity, String>>,
+        name: &str,
+        path: Option<&str>,
+        file: Option<&str>,
+        judge: fn(u16, &[u8]) -> Health,
+    ) -> Asked {
+        let fail = |why: String| Asked {
+            health: Err(why.clone()),
+            served: file.map(|_| Err(why)),
+        };
+        let addr = match addr {
+            Ok(a) => a,
+            Err(e) => return fail(e),
+        };
+        let id = match identity.transpose() {
+            Ok(i) => i,
+            Err(e) => return fail(e),
+        };
+        let trust = match &id {
+            Some(id) => Trust::Pinned { id, name },
+            None => Trust::Unverified,
+        };
+        let a = self.rt.ask(&Question {
+            host: addr.ip(),
+            port: addr.port(),
+            trust,
+            now: self.now,
+            path,
+            budget: self.left(),
+        });
+        let health = match (&a.reply, path) {
+            (Ok((Some(status), body)), Some(_)) => Ok(judge(*status, body)),
+            (Ok(_), _) => Ok(Health::Healthy),
+            (Err(e), _) => Err(format!("{}{}", path.unwrap_or(""), sep(&words(e)))),
+        };
+        let served = file.map(|f| {
+            let presented = a.presented.as_deref().ok_or_else(|| match &a.reply {
+                Err(e) => words(e),
+                Ok(_) => format!("{addr} presented no certificate"),
+            })?;
+            let disk = leaf_der(self.root, f)?;
+            let not_after = crate::rules::pki::parse_der_not_after(presented);
+            Ok(live::served(presented, &disk, not_after, self.now))
+        });
+        Asked { health, served }
+    }
+}
+
+impl Ask<'_> {
+    /// A component's health endpoint (SPEC 10), and for kube-apiserver and
+    /// etcd what their serving port presents.
+    fn component(&self, c: Component) -> Asked {
+        let root = self.root;
+        match c {
+            Component::KubeApiserver => self.endpoint(
+                local(health::apiserver_port(root)),
+                Some(health::apiserver_identity(root)),
+                "kubernetes",
+                Some("/readyz"),
+                Some("etc/kubernetes/pki/apiserver.crt"),
+                live::http_health,
+            ),
+            Component::Etcd => self.endpoint(
+                local(health::etcd_port(root)),
+                Some(health::etcd_identity(root)),
+                "127.0.0.1",
+                Some("/health"),
+                Some("etc/kubernetes/pki/etcd/server.crt"),
+                live::etcd_health,
+            ),
+            Component::KubeControllerManager | Component::KubeScheduler => {
+                let (name, default) = match c {
+                    Component::KubeScheduler => ("kube-scheduler", 10259),
+                    _ => ("kube-controller-manager", 10257),
+                };
+                self.endpoint(
+                    local(
+                        manifest(root, name)
+                            .and_then(|m| manifests::secure_port(&m, name, default)),
+                    ),
+                    None,
+                    "",
+                    Some("/healthz"),
+                    None,
+                    live::http_health,
+                )
+            }
+        }
+    }
+
+    /// What etcd's peer port presents (a handshake, on this host only).
+    fn etcd_peer(&self) -> Asked {
+        let addr = manifest(self.root, "etcd")
+            .and_then(|m| manifests::etcd_peer_address(&m))
+            .and_then(|a| {
+                if is_local(a.ip()) {
+                    Ok(a)
+                } else {
+                    Err(format!(
+                        "{} (--listen-peer-urls) is not an address of this host",
+                        a.ip()
+                    ))
+                }
+            });
+        let name = addr
+            .as_ref()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
+        self.endpoint(
+            addr,
+            Some(health::etcd_identity(self.root)),
+            &name,
+            None,
+            Some("etc/kubernetes/pki/etcd/peer.crt"),
+            live::http_health,
+        )
+    }
+}
+
+/// The renewal's health gate asks each component as the view does: its
+/// health endpoint's answer, judged by the same rule.
+pub fn gate_health(
+    rt: &dyn Runtime,
+    root: &Root,
+    now: OffsetDateTime,
+    c: Component,
+    deadline: Instant,
+) -> Seen<Health> {
+    Ask {
+        rt,
+        root,
+        now,
+        deadline,
+    }
+    .component(c)
+    .health
+}
+
+fn sep(s: &str) -> String {
+    format!(": {s}")
+}
+
+fn local(port: Result<u16, String>) -> Result<SocketAddr, String> {
+    port.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p))
+}
+
+/// The listing, and each exited component's end (`crictl inspect`).
+fn containers(
+    rt: &dyn Runtime,
+    names: &[String],
+    deadline: Instant,
+) -> (Seen<Listing>, Vec<Option<Exit>>) {
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let listing = (|| {
+        let containers = rt.ps(left()).map_err(|e| e.to_string())?;
+        let sandboxes = rt.pods(left()).map_err(|e| e.to_string())?;
+        Ok(Listing {
+            containers,
+            sandboxes,
+        })
+    })();
+    let exits = names
+        .iter()
+        .map(|n| {
+            let l = listing.as_ref().ok()?;
+            let mine = l.component(n).ok()?;
+            if crate::rules::cri::running(&mine).is_some() {
+                return None;
+            }
+            let newest = mine.first()?;
+            rt.inspect_exit(&newest.id, left()).ok()
+        })
+        .collect();
+    (listing, exits)
+}
+
+/// Look at the live node once, within `budget`.
+pub fn observe(
+    rt: &dyn Runtime,
+    root: &Root,
+    now: OffsetDateTime,
+    budget: Duration,
+) -> Observation {
+    let t0 = Instant::now();
+    let wall = OffsetDateTime::now_utc();
+    let deadline = t0 + budget;
+    let ask = Ask {
+        rt,
+        root,
+        now,
+        deadline,
+    };
+    // Other static pods that mount a file kubeadm renews (kube-vip).
+    let others: Vec<(String, Vec<String>)> = other_pods(root);
+    let mut names: Vec<String> = Component::ALL
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    names.extend(others.iter().map(|(n, _)| n.clone()));
+
+    let ((listing, exits), answers, peer) = std::thread::scope(|s| {
+        let ask = &ask;
+        let asked: Vec<_> = Component::ALL
+            .iter()
+            .map(|c| s.spawn(move || ask.component(*c)))
+            .collect();
+        let peer = s.spawn(move || ask.etcd_peer());
+        let listed = containers(rt, &names, deadline);
+        let join = |h: std::thread::ScopedJoinHandle<'_, Asked>| {
+            h.join().unwrap_or_else(|_| Asked {
+                health: Err("the probe panicked".into()),
+                served: Some(Err("the probe panicked".into())),
+            })
+        };
+        let answers: Vec<Asked> = asked.into_iter().map(join).collect();
+        (listed, answers, join(peer))
+    });
+
+    let mut pods = Vec::new();
+    let port = |p: Result<u16, String>, file: &str, served: Option<Seen<Served>>| Port {
+        port: p.unwrap_or(0),
+        file: crate::node::paths::node(file),
+        served: served.unwrap_or_else(|| Err("not asked".into())),
+    };
+    let mut peer = Some(peer);
+    for ((i, c), a) in Component::ALL.iter().enumerate().zip(answers) {
+        let mut ports = Vec::new();
+        match c {
+            Component::Etcd => {
+                ports.push(port(
+                    health::etcd_port(root),
+                    "etc/kubernetes/pki/etcd/server.crt",
+                    a.served,
+                ));
+                let p = peer.take().expect("one peer answer");
+                let peer_port = manifest(root, "etcd")
+                    .and_then(|m| manifests::etcd_peer_address(&m))
+                    .map(|a| a.port());
+                ports.push(port(
+                    peer_port,
+                    "etc/kubernetes/pki/etcd/peer.crt",
+                    p.served,
+                ));
+            }
+            Component::KubeApiserver => ports.push(port(
+                health::apiserver_port(root),
+                "etc/kubernetes/pki/apiserver.crt",
+                a.served,
+            )),
+            _ => {}
+        }
+        pods.push(Observed {
+            name: c.name().to_string(),
+            containers: live::from_listing(&listing, c.name(), exits[i]),
+            health: Some(a.health),
+            ports,
+            newest: newest(root, files_of(*c)),
+        });
+    }
+    for (j, (name, mounts)) in others.iter().enumerate() {
+        let rels: Vec<&str> = mounts.iter().map(|m| m.trim_start_matches('/')).collect();
+        pods.push(Observed {
+            name: name.clone(),
+            containers: live::from_listing(&listing, name, exits[4 + j]),
+            health: None,
+            ports: Vec::new(),
+            newest: newest(root, &rels),
+        });
+    }
+    Observation {
+        wall,
+        budget,
+        took: t0.elapsed(),
+        pods,
+    }
+}
+
+/// Static pods besides the four that mount a file kubeadm renews.
+fn other_pods(root: &Root) -> Vec<(String, Vec<String>)> {
+    let Ok(Some(dir)) = root.open_dir(MANIFESTS_DIR, FileTrust::TypeOnly) else {
+        return Vec::new();
+    };
+    let Ok(mut names) = dir.list() else {
+        return Vec::new();
+    };
+    names.sort();
+    names
+        .iter()
+        .filter(|n| n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json"))
+        .filter(|n| !Component::ALL.iter().any(|c| c.manifest_file() == **n))
+        .filter_map(|n| dir.read_file(n, NODE_FILE_MAX, FileTrust::TypeOnly).ok()?)
+        .filter_map(|b| manifests::renewed_mounts(&b))
+        .filter(|(n, _)| Component::from_name(n).is_none())
+        .collect()
+}
