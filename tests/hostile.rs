@@ -1929,6 +1929,80 @@ fn cases() -> Vec<Case> {
         .no_tools_but_crictl()
         .expect(1, "", &["kube-apiserver"]),
     );
+    // The kubelet's certificates (SPEC 10): listed, never renewed; one that
+    // cannot be read is a named problem (exit 1), never clean, never read
+    // through a symlink that leaves its directory.
+    const KUBELET_CONF: &str = "apiVersion: v1\nkind: Config\nusers:\n- name: default-auth\n  user:\n    client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem\n    client-key: /var/lib/kubelet/pki/kubelet-client-current.pem\n";
+    fn kubelet_pki(e: &Env) -> PathBuf {
+        let d = e.p("var/lib/kubelet/pki");
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+    v.push(
+        case(
+            "live",
+            "kubelet-conf-no-client-cert",
+            "kubelet.conf whose user has no client certificate",
+        )
+        .setup(|e| {
+            write_mode(
+                &e.p("etc/kubernetes/kubelet.conf"),
+                b"apiVersion: v1\nkind: Config\nusers:\n- name: default-auth\n  user: {}\n",
+                0o600,
+            )
+        })
+        .args(&["--status-only"])
+        .no_tools()
+        .expect(1, "", &["kubelet.conf"]),
+    );
+    v.push(
+        case(
+            "live",
+            "kubelet-client-symlink-out",
+            "kubelet-client-current.pem -> /etc/kubernetes/pki/ca.key",
+        )
+        .setup(|e| {
+            write_mode(
+                &e.p("etc/kubernetes/kubelet.conf"),
+                KUBELET_CONF.as_bytes(),
+                0o600,
+            );
+            std::os::unix::fs::symlink(
+                "/etc/kubernetes/pki/ca.key",
+                kubelet_pki(e).join("kubelet-client-current.pem"),
+            )
+            .unwrap();
+        })
+        .args(&["--status-only"])
+        .no_tools()
+        .expect(
+            1,
+            "",
+            &["kubelet-client-current.pem", "outside its directory"],
+        ),
+    );
+    v.push(
+        case(
+            "live",
+            "kubelet-client-huge",
+            "kubelet-client-current.pem of 100 KiB",
+        )
+        .setup(|e| {
+            write_mode(
+                &e.p("etc/kubernetes/kubelet.conf"),
+                KUBELET_CONF.as_bytes(),
+                0o600,
+            );
+            write_mode(
+                &kubelet_pki(e).join("kubelet-client-current.pem"),
+                &vec![b'A'; 100 * 1024],
+                0o600,
+            );
+        })
+        .args(&["--status-only"])
+        .no_tools()
+        .expect(1, "", &["kubelet-client-current.pem"]),
+    );
     v.push(
         case("live", "live-crictl-hangs", "crictl = sleep 60")
             .sim(json!({}))

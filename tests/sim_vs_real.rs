@@ -711,3 +711,120 @@ fn stop_after_the_grace_period_then_garbage_collection() {
     );
     std::fs::rename(&away, &m).unwrap();
 }
+
+/// SPEC 10: etcd reloads its certificate files on every new TLS connection.
+/// Real etcd (Debian's, on the host) and the simulated one, each on its own
+/// copy of the fixture's etcd PKI: both answer the runbook's `/health`
+/// question (healthcheck-client certificate, verified against etcd's CA)
+/// as healthy; then `kubeadm certs renew etcd-server` (the simulated
+/// kubeadm, signing with the same CA) replaces `server.crt`, and the next
+/// connection to either presents the new file, without a restart.
+#[test]
+fn etcd_serves_a_renewed_server_certificate_at_once_real_and_simulated() {
+    use nvke_cert_runbook::rules::live::{etcd_health, Health};
+    use nvke_cert_runbook::tools::{ask, Question, TlsIdentity, Trust};
+    let Some(_tools) = require() else { return };
+    let _turn = serial();
+    let real = Node::prepare("rsa", json!({}));
+    let sim = Node::prepare("rsa", json!({}));
+    let etcd_pki = |n: &Node| n.root.join(PKI).join("etcd");
+    let (cp, pp, sp) = (free_port(), free_port(), free_port());
+    let f = |n: &Node, name: &str| etcd_pki(n).join(name).display().to_string();
+    let data = real.root.join("var/lib/etcd-real");
+    let peer = format!("http://127.0.0.1:{pp}");
+    let client = format!("https://127.0.0.1:{cp}");
+    let mut real_etcd = Command::new("/usr/bin/etcd")
+        .env_clear()
+        .arg(format!("--data-dir={}", data.display()))
+        .arg(format!("--listen-client-urls={client}"))
+        .arg(format!("--advertise-client-urls={client}"))
+        .arg(format!("--listen-peer-urls={peer}"))
+        .arg(format!("--initial-advertise-peer-urls={peer}"))
+        .arg(format!("--initial-cluster=default={peer}"))
+        .arg(format!("--cert-file={}", f(&real, "server.crt")))
+        .arg(format!("--key-file={}", f(&real, "server.key")))
+        .arg("--client-cert-auth=true")
+        .arg(format!("--trusted-ca-file={}", f(&real, "ca.crt")))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("/usr/bin/etcd");
+    let mut sim_etcd = Command::new(SIMNODE)
+        .args(["etcd", "--root"])
+        .arg(&sim.root)
+        .args(["--port", &sp.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let identity = |n: &Node| TlsIdentity {
+        ca_pem: std::fs::read(etcd_pki(n).join("ca.crt")).unwrap(),
+        client_cert_pem: std::fs::read(etcd_pki(n).join("healthcheck-client.crt")).unwrap(),
+        client_key_pem: std::fs::read(etcd_pki(n).join("healthcheck-client.key")).unwrap(),
+    };
+    let leaf = |n: &Node| {
+        let pem = std::fs::read(etcd_pki(n).join("server.crt")).unwrap();
+        nvke_cert_runbook::rules::pki::parse_pem_certificate(&pem)
+            .unwrap()
+            .der
+    };
+    // One question, as the live observation asks it: (health, presented).
+    let question = |n: &Node, port: u16| {
+        let id = identity(n);
+        let a = ask(&Question {
+            host: std::net::Ipv4Addr::LOCALHOST.into(),
+            port,
+            trust: Trust::Pinned {
+                id: &id,
+                name: "127.0.0.1",
+            },
+            now: time::OffsetDateTime::now_utc(),
+            path: Some("/health"),
+            budget: Duration::from_secs(5),
+        });
+        let health = a
+            .reply
+            .ok()
+            .and_then(|(status, body)| status.map(|s| etcd_health(s, &body)));
+        (health, a.presented)
+    };
+    let renew = |n: &Node| {
+        let out = Command::new(n.sim.join("bin/kubeadm"))
+            .args(["certs", "renew", "etcd-server", "--rootfs"])
+            .arg(&n.root)
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    for (who, node, port) in [("real", &real, cp), ("sim", &sim, sp)] {
+        let before = leaf(node);
+        let (health, presented) = poll(&format!("{who} etcd healthy"), 60, || {
+            let (h, p) = question(node, port);
+            (h == Some(Health::Healthy)).then_some((h, p))
+        });
+        assert_eq!(health, Some(Health::Healthy), "{who}");
+        assert_eq!(
+            presented.as_deref(),
+            Some(&before[..]),
+            "{who}: serves its file"
+        );
+        renew(node);
+        let after = leaf(node);
+        assert_ne!(before, after, "{who}: kubeadm renewed etcd-server");
+        let (health, presented) = question(node, port);
+        assert_eq!(health, Some(Health::Healthy), "{who}: still healthy");
+        assert_eq!(
+            presented.as_deref(),
+            Some(&after[..]),
+            "{who}: a new connection is served the renewed file, no restart"
+        );
+    }
+    let _ = real_etcd.kill();
+    let _ = real_etcd.wait();
+    let _ = sim_etcd.kill();
+    let _ = sim_etcd.wait();
+    println!("sim vs real: real etcd and the simulated one serve a renewed server.crt at once");
+}

@@ -21,3 +21,6 @@ pub(crate) mod tlsprobe;
 /// and judge exactly as the runbook does (tests/sim_vs_real.rs).
 pub use health::etcdctl_flags;
 pub use runtime::is_unreachable;
+/// The TLS question the live observation asks (tests/sim_vs_real.rs asks
+/// real etcd and the simulated one the same way).
+pub use tlsprobe::{ask, Answer, Question, TlsIdentity, Trust};
