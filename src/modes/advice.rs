@@ -107,12 +107,23 @@ impl Advice {
     /// make the view ACTION NEEDED (unless a renewal is at work: it shows
     /// its progress), and other static pods that keep an old credential
     /// are warnings.
-    pub fn with_live(&mut self, j: &crate::rules::live::Judged, wall: OffsetDateTime) {
-        self.warnings.extend(j.other_pods());
-        if self.severity == Severity::InProgress {
-            return;
-        }
-        self.live = j.action_needed(wall);
+    pub fn with_live(
+        &mut self,
+        j: &crate::rules::live::Judged,
+        wall: OffsetDateTime,
+        restarting: Option<Component>,
+    ) {
+        self.warnings.extend(j.other_pods(wall));
+        // A renewal at work restarts one component: that one's findings
+        // are its progress (SPEC 6), the others' still count.
+        let busy = self.severity == Severity::InProgress;
+        let skip = if busy { restarting } else { None };
+        self.live = j
+            .action_needed(wall)
+            .into_iter()
+            .filter(|(c, _)| skip.is_none_or(|r| r.name() != c))
+            .map(|(_, w)| w)
+            .collect();
         if !self.live.is_empty() {
             self.severity = Severity::ActionNeeded;
         } else if self.severity == Severity::Clean && j.weight().is_some() {

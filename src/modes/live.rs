@@ -73,10 +73,12 @@ pub fn view(o: &Observation, j: &Judged) -> doc::LiveView {
             .iter()
             .map(|(p, f)| doc::LivePodView {
                 name: p.name.clone(),
-                state: match (f.first(), &p.containers) {
-                    (Some(x), _) => x.kind(),
-                    (None, Err(_)) => "not_checked",
-                    (None, Ok(_)) => "healthy",
+                state: match (f.first(), &p.containers, &p.health) {
+                    (Some(x), _, _) => x.kind(),
+                    (None, Err(_), _) => "not_checked",
+                    // No health endpoint asked (kube-vip): it runs, no more.
+                    (None, Ok(_), None) => "running",
+                    (None, Ok(_), Some(_)) => "healthy",
                 }
                 .to_string(),
                 summary: summary(p, f, wall),
@@ -186,6 +188,6 @@ pub fn check_warnings(j: &Judged, wall: time::OffsetDateTime) -> Vec<String> {
                 .map(|x| format!("{} {}", o.name, x.words(wall))),
         );
     }
-    v.extend(j.other_pods());
+    v.extend(j.other_pods(wall));
     v
 }

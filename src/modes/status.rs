@@ -450,7 +450,11 @@ pub fn view(
     let clean = reasons.is_empty();
     let conflicts = conflict::conflicts(root, m);
     let mut advice = advice::advise(&s, &reasons, &conflicts, &cmd, now, threshold);
-    advice.with_live(&judged, observed.wall);
+    advice.with_live(
+        &judged,
+        observed.wall,
+        s.phase.file.as_ref().and_then(PhaseFile::next_component),
+    );
     if foreign.is_some() {
         advice.severity = doc::Severity::NotClean;
         advice.not_active.clear();
@@ -1314,7 +1318,23 @@ mod tests {
             )
             .unwrap();
         }
-        let rt = crate::tools::runtime::double::Double::kubelet(root.host_path());
+        use crate::tools::runtime::double::{container, sandbox, Double};
+        let rt = Double::kubelet(root.host_path());
+        // The fixture's kube-vip static pod runs too.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+            .to_string();
+        rt.push(container(
+            "kube-vip",
+            "kube-vip-cp-1",
+            "kube-vip-0",
+            "sandbox-kube-vip-0",
+            true,
+            &now,
+        ));
+        rt.add_sandbox(sandbox("sandbox-kube-vip-0", "file"));
         crate::tools::live::observe(
             &rt,
             root,

@@ -97,7 +97,15 @@ pub struct Observed {
     pub ports: Vec<Port>,
     /// The newest of the files it reads at start (none: none is known).
     pub newest: Option<Seen<Written>>,
+    /// etcd: what its members say of the cluster (the quorum rule of the
+    /// renewal's gate): `Ok(None)` healthy, `Ok(Some(what))` not; None:
+    /// not asked (not etcd, or its container does not run).
+    pub quorum: Option<QuorumSeen>,
 }
+
+/// etcd's quorum as asked: `Ok(None)` healthy, `Ok(Some(what))` not,
+/// `Err(why)` not checked.
+pub type QuorumSeen = Result<Option<String>, String>;
 
 /// What is wrong with one component, worst first ([`judge`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +122,9 @@ pub enum Finding {
     },
     /// The containers or the health endpoint could not be asked.
     NotChecked(String),
+    /// etcd's cluster, as its members say: not enough healthy voters, two
+    /// voters, a learner. This node's member may be fine; a renewal waits.
+    Quorum(String),
     /// What a port serves, or when a file was written, could not be
     /// asked: not clean, but the gate (which asks neither) passes it.
     AsideNotChecked(String),
@@ -145,20 +156,24 @@ impl Finding {
             | Finding::Unhealthy(_)
             | Finding::ServesExpired { .. } => Weight::ActionNeeded,
             Finding::NotChecked(_)
+            | Finding::Quorum(_)
             | Finding::AsideNotChecked(_)
             | Finding::ServesOther { .. }
             | Finding::RestartNeeded { .. } => Weight::NotClean,
         }
     }
 
-    /// Whether the renewal's health gate waits (or fails) on it. A
-    /// component that serves another certificate or needs a restart is
-    /// up: the gate passes it (the renewal restarts it next, or postflight
-    /// checks what it serves).
+    /// Whether the renewal's health gate waits (or fails) on it: what the
+    /// gate asks (containers, health endpoints, etcd's quorum). What a port
+    /// serves and when files were written it does not ask: a component
+    /// that serves another or an expired certificate, or needs a restart,
+    /// passes the gate as long as it answers healthy (an expired one
+    /// seldom does: its clients refuse it, and the gate sees that).
     pub fn blocks_gate(&self) -> bool {
         !matches!(
             self,
             Finding::ServesOther { .. }
+                | Finding::ServesExpired { .. }
                 | Finding::RestartNeeded { .. }
                 | Finding::AsideNotChecked(_)
         )
@@ -171,6 +186,7 @@ impl Finding {
             Finding::Restarting { .. } => "restarting",
             Finding::Unhealthy(_) => "unhealthy",
             Finding::ServesExpired { .. } => "serves_expired",
+            Finding::Quorum(_) => "quorum",
             Finding::NotChecked(_) | Finding::AsideNotChecked(_) => "not_checked",
             Finding::ServesOther { .. } => "serves_other",
             Finding::RestartNeeded { .. } => "restart_needed",
@@ -196,6 +212,7 @@ impl Finding {
             Finding::NotChecked(why) | Finding::AsideNotChecked(why) => {
                 format!("not checked: {why}")
             }
+            Finding::Quorum(what) => format!("cluster: {what}"),
             Finding::ServesOther { port, file } => {
                 format!("serves an older certificate on port {port}, not {file}'s")
             }
@@ -329,6 +346,11 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
             Err(why) => v.push(Finding::AsideNotChecked(format!("port {}: {why}", p.port))),
         }
     }
+    match &o.quorum {
+        Some(Ok(Some(what))) => v.push(Finding::Quorum(what.clone())),
+        Some(Err(why)) => v.push(Finding::NotChecked(format!("cluster: {why}"))),
+        _ => {}
+    }
     match (&o.newest, started) {
         (Some(Ok(w)), Some(s)) if w.at > s => v.push(Finding::RestartNeeded {
             file: w.file.clone(),
@@ -336,6 +358,10 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
             started: s,
         }),
         (Some(Err(why)), Some(_)) => v.push(Finding::AsideNotChecked(why.clone())),
+        // Running, with files to compare, and no start time: not checked.
+        (Some(Ok(_)), None) if running => v.push(Finding::AsideNotChecked(
+            "restart needed: the runtime gives no start time for the container".to_string(),
+        )),
         _ => {}
     }
     v.sort_by_key(|f| std::cmp::Reverse(f.weight()));
@@ -502,31 +528,33 @@ impl Judged {
         v.into_iter().map(|(_, s)| s).collect()
     }
 
-    /// The findings an operator must act on, for the headline.
-    pub fn action_needed(&self, wall: OffsetDateTime) -> Vec<String> {
+    /// The findings an operator must act on, for the headline: (the
+    /// component, the words).
+    pub fn action_needed(&self, wall: OffsetDateTime) -> Vec<(String, String)> {
         self.components()
             .flat_map(|(o, fs)| {
                 fs.iter()
                     .filter(|f| f.weight() == Weight::ActionNeeded)
-                    .map(move |f| format!("{} {}", o.name, f.words(wall)))
+                    .map(move |f| (o.name.clone(), format!("{} {}", o.name, f.words(wall))))
             })
             .collect()
     }
 
     /// Other static pods that keep an old credential (kube-vip), and
     /// check's "a renewal would fail its health gate".
-    pub fn other_pods(&self) -> Vec<String> {
+    pub fn other_pods(&self, wall: OffsetDateTime) -> Vec<String> {
         self.pods
             .iter()
             .filter(|(o, _)| crate::rules::component::Component::from_name(&o.name).is_none())
             .flat_map(|(o, fs)| {
-                fs.iter().filter_map(move |f| match f {
-                    Finding::RestartNeeded { file, .. } => Some(format!(
+                fs.iter().map(move |f| match f {
+                    Finding::RestartNeeded { file, .. } => format!(
                         "{} started before {} was renewed: it keeps the old credential until it restarts",
                         o.name,
                         file.rsplit('/').next().unwrap_or(file)
-                    )),
-                    _ => None,
+                    ),
+                    // Never touched here; said, so an operator knows.
+                    other => format!("{} {}", o.name, other.words(wall)),
                 })
             })
             .collect()
@@ -571,6 +599,7 @@ mod tests {
                 file: "/etc/kubernetes/pki/apiserver.crt".into(),
                 at: WALL - Duration::hours(5),
             })),
+            quorum: None,
         }
     }
 
@@ -681,6 +710,9 @@ mod tests {
         assert_eq!(gate(&o, WALL), Ok(()));
         o.ports[0].served = Ok(Served::Expired(past));
         assert_eq!(judge(&o, WALL)[0].weight(), Weight::ActionNeeded);
+        // The gate judges what an expired certificate does (its clients
+        // refuse it), not the certificate.
+        assert_eq!(gate(&o, WALL), Ok(()));
     }
 
     #[test]
@@ -711,6 +743,33 @@ mod tests {
         assert!(
             matches!(etcd_health(200, b"\x1b[31mgarbage"), Health::Unhealthy(s) if !s.contains('\x1b'))
         );
+    }
+
+    #[test]
+    fn etcds_cluster_and_an_unknown_start_are_never_passed_over() {
+        let mut o = pod(running(0, 3600), Some(Ok(Health::Healthy)));
+        o.quorum = Some(Ok(Some("only 2 of 3 etcd voters are healthy".into())));
+        let f = judge(&o, WALL);
+        assert_eq!(
+            f[0].words(WALL),
+            "cluster: only 2 of 3 etcd voters are healthy"
+        );
+        assert_eq!(f[0].weight(), Weight::NotClean);
+        assert!(gate(&o, WALL).is_err());
+        o.quorum = Some(Err("etcdctl timed out".into()));
+        assert_eq!(judge(&o, WALL)[0].kind(), "not_checked");
+        o.quorum = Some(Ok(None));
+        assert_eq!(judge(&o, WALL), vec![]);
+        let unknown = Ok(Containers::Running {
+            id: "c3".into(),
+            since: None,
+            restarts: 0,
+            crashed_here: false,
+        });
+        let f = judge(&pod(unknown, Some(Ok(Health::Healthy))), WALL);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].kind(), "not_checked");
+        assert!(!f[0].blocks_gate());
     }
 
     #[test]

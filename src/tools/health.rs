@@ -235,22 +235,44 @@ pub fn etcd_port(root: &Root) -> Result<u16, String> {
     manifests::etcd_client_port(&m)
 }
 
-impl Health<'_> {
-    fn etcd(&self, etcd_id: &str, deadline: Instant) -> Attempt {
-        let port = match etcd_port(self.root) {
+/// What etcd's members say of the cluster (SPEC 4 step 7): the quorum
+/// rule over `member list` and `endpoint health --cluster` (etcdctl in the
+/// etcd container), as the renewal's gate and the live view both ask it.
+pub enum Quorum {
+    Ok {
+        voters: usize,
+        healthy_voters: usize,
+    },
+    /// Not now (a member down, etcdctl failing): the gate waits.
+    NotYet(String),
+    /// Will not pass by waiting: the gate fails at once with this phase.
+    Structural(Phase, String),
+}
+
+impl Quorum {
+    /// In a view's words: `Ok`, or what is wrong.
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            Quorum::Ok { .. } => None,
+            Quorum::NotYet(m) | Quorum::Structural(_, m) => Some(m.clone()),
+        }
+    }
+}
+
+/// Ask etcd, in its container `etcd_id`, within `deadline`.
+pub fn etcd_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: Instant) -> Quorum {
+    {
+        let port = match etcd_port(root) {
             Ok(p) => p,
-            Err(e) => return Attempt::NotYet(e),
+            Err(e) => return Quorum::NotYet(e),
         };
         // A local learner, told by the member list's failure: refused at once.
         let learner = std::sync::OnceLock::new();
         let run = |cmd: &[&str]| -> Result<Vec<u8>, String> {
-            let left = self
-                .rt
-                .call_limit(deadline.saturating_duration_since(Instant::now()));
+            let left = rt.call_limit(deadline.saturating_duration_since(Instant::now()));
             let mut args = etcdctl_flags(port, left.saturating_sub(etcdctl_margin(left)));
             args.extend(cmd.iter().map(|s| s.to_string()));
-            let out = self
-                .rt
+            let out = rt
                 .etcdctl(etcd_id, &args, left)
                 .map_err(|e| e.to_string())?;
             if out.stdout.is_empty() {
@@ -280,19 +302,39 @@ impl Health<'_> {
             (m.join().unwrap_or_else(|_| Err(PANICKED.to_string())), c)
         });
         if let Some(why) = learner.into_inner() {
-            return Attempt::Structural(Phase::Health, why);
+            return Quorum::Structural(Phase::Health, why);
         }
         let members = match members {
             Ok(m) => m,
-            Err(e) => return Attempt::NotYet(e),
+            Err(e) => return Quorum::NotYet(e),
         };
         let cluster = match cluster {
             Ok(v) => v,
-            Err(e) => return Attempt::NotYet(e),
+            Err(e) => return Quorum::NotYet(e),
         };
         let local = cri::local_health(&cluster, &members);
         match cri::judge_etcd(&local, &cluster, &members) {
             EtcdVerdict::Ok {
+                voters,
+                healthy_voters,
+            } => Quorum::Ok {
+                voters,
+                healthy_voters,
+            },
+            EtcdVerdict::NotYet(m) => Quorum::NotYet(m),
+            EtcdVerdict::Structural {
+                two_voters: true,
+                reason,
+            } => Quorum::Structural(Phase::TwoControlPlaneVoters, reason),
+            EtcdVerdict::Structural { reason, .. } => Quorum::Structural(Phase::Health, reason),
+        }
+    }
+}
+
+impl Health<'_> {
+    fn etcd(&self, etcd_id: &str, deadline: Instant) -> Attempt {
+        match etcd_quorum(self.rt, self.root, etcd_id, deadline) {
+            Quorum::Ok {
                 voters,
                 healthy_voters,
             } => Attempt::Pass(GateOk {
@@ -300,12 +342,8 @@ impl Health<'_> {
                 etcd_healthy_voters: healthy_voters,
                 containers: Vec::new(),
             }),
-            EtcdVerdict::NotYet(m) => Attempt::NotYet(m),
-            EtcdVerdict::Structural {
-                two_voters: true,
-                reason,
-            } => Attempt::Structural(Phase::TwoControlPlaneVoters, reason),
-            EtcdVerdict::Structural { reason, .. } => Attempt::Structural(Phase::Health, reason),
+            Quorum::NotYet(m) => Attempt::NotYet(m),
+            Quorum::Structural(p, m) => Attempt::Structural(p, m),
         }
     }
 
@@ -316,13 +354,10 @@ impl Health<'_> {
     fn attempt(&self, deadline: Instant) -> Attempt {
         let left = || deadline.saturating_duration_since(Instant::now());
         // The health endpoints the view asks, judged as it judges them
-        // (SPEC 10): kube-apiserver's /readyz, kube-controller-manager's and
-        // kube-scheduler's /healthz. etcd is judged by its quorum below.
-        let asked = [
-            Component::KubeApiserver,
-            Component::KubeControllerManager,
-            Component::KubeScheduler,
-        ];
+        // (SPEC 10): etcd's /health, kube-apiserver's /readyz,
+        // kube-controller-manager's and kube-scheduler's /healthz; then
+        // etcd's quorum, as the view asks it too.
+        let asked = Component::ALL;
         let (listing, healths) = std::thread::scope(|s| {
             let probes: Vec<_> = asked
                 .iter()
@@ -361,10 +396,11 @@ impl Health<'_> {
             let containers = crate::rules::live::in_listing(&listing, c.name(), None);
             let observed = crate::rules::live::Observed {
                 name: c.name().to_string(),
-                health: (c != Component::Etcd).then(|| healths.next()).flatten(),
+                health: healths.next(),
                 containers,
                 ports: Vec::new(),
                 newest: None,
+                quorum: None,
             };
             if let Err(m) = crate::rules::live::gate(&observed, wall) {
                 return Attempt::NotYet(m);
@@ -1430,8 +1466,15 @@ mod tests {
             Answers(&'static str, u16, u16),
             Silent(&'static str, u16),
             Unreachable,
+            /// etcd's members say its own member is unhealthy.
+            Quorum,
         }
-        let ports = [("/readyz", 6443), ("/healthz", 10257), ("/healthz", 10259)];
+        let ports = [
+            ("/health", 2379),
+            ("/readyz", 6443),
+            ("/healthz", 10257),
+            ("/healthz", 10259),
+        ];
         let mut faults: Vec<Fault> = Vec::new();
         for c in Component::ALL {
             faults.extend([Fault::Exited(c), Fault::Gone(c), Fault::Restarting(c)]);
@@ -1444,6 +1487,7 @@ mod tests {
             ]);
         }
         faults.push(Fault::Unreachable);
+        faults.push(Fault::Quorum);
         // No fault, each fault alone, and each pair.
         let mut situations: Vec<Vec<Fault>> = vec![Vec::new()];
         for (i, a) in faults.iter().enumerate() {
@@ -1496,6 +1540,10 @@ mod tests {
                     Fault::Unreachable => {
                         rt.fail_listings(Some(RtError::Unreachable("the runtime is down".into())))
                     }
+                    Fault::Quorum => rt.set_etcd(
+                        double::MEMBER_LIST,
+                        r#"[{"endpoint":"https://10.0.0.11:2379","health":false,"error":"context deadline exceeded"}]"#,
+                    ),
                 }
             }
             let cancel = Cancel::new();
@@ -1522,7 +1570,7 @@ mod tests {
             judged += 1;
         }
         assert_eq!(judged, situations.len());
-        assert!(judged > 200, "{judged}");
+        assert!(judged > 300, "{judged}");
         // Past the harness's capture, into the suite's output (as the
         // integration tests' `say` does).
         use std::io::Write as _;

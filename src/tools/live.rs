@@ -85,7 +85,12 @@ pub fn newest(root: &Root, files: &[&str]) -> Option<Seen<Written>> {
                     });
                 }
             }
-            Ok(None) => {}
+            Ok(None) => {
+                return Some(Err(format!(
+                    "restart needed: {} does not exist",
+                    crate::node::paths::node(f)
+                )))
+            }
             Err(e) => return Some(Err(e.to_string())),
         }
     }
@@ -174,7 +179,15 @@ impl Ask<'_> {
             })?;
             let disk = leaf_der(self.root, f)?;
             let not_after = crate::rules::pki::parse_der_not_after(presented);
-            Ok(live::served(presented, &disk, not_after, self.now))
+            match live::served(presented, &disk, not_after, self.now) {
+                // The file's certificate, by a server that did not prove it
+                // holds the key (the handshake failed first): not proof.
+                Served::Current if !a.proven => Err(format!(
+                    "{addr} presented the file's certificate but the handshake failed: {}",
+                    a.reply.as_ref().err().map(words).unwrap_or_default()
+                )),
+                other => Ok(other),
+            }
         });
         Asked { health, served }
     }
@@ -278,12 +291,14 @@ fn local(port: Result<u16, String>) -> Result<SocketAddr, String> {
     port.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p))
 }
 
-/// The listing, and each exited component's end (`crictl inspect`).
+/// The listing, each exited pod's end (`crictl inspect`), and etcd's
+/// quorum as the gate asks it (its running container's etcdctl).
 fn containers(
     rt: &dyn Runtime,
+    root: &Root,
     names: &[String],
     deadline: Instant,
-) -> (Seen<Listing>, Vec<Option<Exit>>) {
+) -> (Seen<Listing>, Vec<Option<Exit>>, Option<live::QuorumSeen>) {
     let left = || deadline.saturating_duration_since(Instant::now());
     let listing = (|| {
         let containers = rt.ps(left()).map_err(|e| e.to_string())?;
@@ -302,10 +317,24 @@ fn containers(
                 return None;
             }
             let newest = mine.first()?;
+            if left().is_zero() {
+                return None;
+            }
             rt.inspect_exit(&newest.id, left()).ok()
         })
         .collect();
-    (listing, exits)
+    let etcd = listing
+        .as_ref()
+        .ok()
+        .and_then(|l| l.component(Component::Etcd.name()).ok())
+        .and_then(|mine| crate::rules::cri::running(&mine).map(|r| r.id.clone()));
+    let quorum = etcd.map(|id| {
+        if left().is_zero() {
+            return Err("no time left in --probe-timeout".to_string());
+        }
+        Ok(health::etcd_quorum(rt, root, &id, deadline).problem())
+    });
+    (listing, exits, quorum)
 }
 
 /// Look at the live node once, within `budget`.
@@ -332,14 +361,14 @@ pub fn observe(
         .collect();
     names.extend(others.iter().map(|(n, _)| n.clone()));
 
-    let ((listing, exits), answers, peer) = std::thread::scope(|s| {
+    let ((listing, exits, quorum), answers, peer) = std::thread::scope(|s| {
         let ask = &ask;
         let asked: Vec<_> = Component::ALL
             .iter()
             .map(|c| s.spawn(move || ask.component(*c)))
             .collect();
         let peer = s.spawn(move || ask.etcd_peer());
-        let listed = containers(rt, &names, deadline);
+        let listed = containers(rt, root, &names, deadline);
         let join = |h: std::thread::ScopedJoinHandle<'_, Asked>| {
             h.join().unwrap_or_else(|_| Asked {
                 health: Err("the probe panicked".into()),
@@ -357,8 +386,11 @@ pub fn observe(
         served: served.unwrap_or_else(|| Err("not asked".into())),
     };
     let mut peer = Some(peer);
-    for ((i, c), a) in Component::ALL.iter().enumerate().zip(answers) {
+    let mut quorum = Some(quorum);
+    let mut exits = exits.into_iter();
+    for (c, a) in Component::ALL.iter().zip(answers) {
         let mut ports = Vec::new();
+        let mut q = None;
         match c {
             Component::Etcd => {
                 ports.push(port(
@@ -366,15 +398,12 @@ pub fn observe(
                     "etc/kubernetes/pki/etcd/server.crt",
                     a.served,
                 ));
-                let p = peer.take().expect("one peer answer");
+                let p = peer.take().map(|p| p.served).unwrap_or(None);
                 let peer_port = manifest(root, "etcd")
                     .and_then(|m| manifests::etcd_peer_address(&m))
                     .map(|a| a.port());
-                ports.push(port(
-                    peer_port,
-                    "etc/kubernetes/pki/etcd/peer.crt",
-                    p.served,
-                ));
+                ports.push(port(peer_port, "etc/kubernetes/pki/etcd/peer.crt", p));
+                q = quorum.take().flatten();
             }
             Component::KubeApiserver => ports.push(port(
                 health::apiserver_port(root),
@@ -385,20 +414,22 @@ pub fn observe(
         }
         pods.push(Observed {
             name: c.name().to_string(),
-            containers: live::from_listing(&listing, c.name(), exits[i]),
+            containers: live::from_listing(&listing, c.name(), exits.next().flatten()),
             health: Some(a.health),
             ports,
             newest: newest(root, files_of(*c)),
+            quorum: q,
         });
     }
-    for (j, (name, mounts)) in others.iter().enumerate() {
+    for (name, mounts) in &others {
         let rels: Vec<&str> = mounts.iter().map(|m| m.trim_start_matches('/')).collect();
         pods.push(Observed {
             name: name.clone(),
-            containers: live::from_listing(&listing, name, exits[4 + j]),
+            containers: live::from_listing(&listing, name, exits.next().flatten()),
             health: None,
             ports: Vec::new(),
             newest: newest(root, &rels),
+            quorum: None,
         });
     }
     Observation {

@@ -97,6 +97,9 @@ impl Output {
                 .unwrap_or(msg);
             s = msg.replace("\\\"", "\"");
         }
+        if s.is_empty() {
+            return "nothing on stderr".to_string();
+        }
         let n = s.chars().count();
         if n > 300 {
             s.chars().skip(n - 300).collect()

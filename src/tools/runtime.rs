@@ -833,7 +833,11 @@ pub(crate) mod double {
                 }
                 (None, Some(_)) => Ok((Some(200), b"ok".to_vec())),
             };
-            tlsprobe::Answer { presented, reply }
+            tlsprobe::Answer {
+                proven: presented.is_some(),
+                presented,
+                reply,
+            }
         }
 
         fn renew_certs(&self) -> Result<Output, RtError> {

@@ -134,6 +134,9 @@ pub struct Answer {
     /// The leaf the server presented (DER), whether or not it was trusted:
     /// an expired or foreign certificate is seen too.
     pub presented: Option<Vec<u8>>,
+    /// The server proved it holds that leaf's key (its handshake signature
+    /// verified).
+    pub proven: bool,
     /// The HTTP status and the body (at most 64 KiB kept), or why none.
     pub reply: Result<(Option<u16>, Vec<u8>), ProbeError>,
 }
@@ -143,6 +146,7 @@ pub struct Answer {
 struct Recording {
     inner: Option<Arc<rustls::client::WebPkiServerVerifier>>,
     seen: std::sync::Mutex<Option<Vec<u8>>>,
+    proven: std::sync::atomic::AtomicBool,
     algs: rustls::crypto::WebPkiSupportedAlgorithms,
 }
 
@@ -167,7 +171,9 @@ impl rustls::client::danger::ServerCertVerifier for Recording {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algs)
+        let ok = rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algs)?;
+        self.proven.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(ok)
     }
     fn verify_tls13_signature(
         &self,
@@ -175,7 +181,9 @@ impl rustls::client::danger::ServerCertVerifier for Recording {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algs)
+        let ok = rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algs)?;
+        self.proven.store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(ok)
     }
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.algs.supported_schemes()
@@ -223,6 +231,7 @@ fn recording_config(
     let rec = Arc::new(Recording {
         inner,
         seen: std::sync::Mutex::new(None),
+        proven: std::sync::atomic::AtomicBool::new(false),
         algs,
     });
     let b = builder
@@ -271,13 +280,19 @@ pub fn ask(q: &Question<'_>) -> Answer {
         Err(e) => {
             return Answer {
                 presented: None,
+                proven: false,
                 reply: Err(e),
             }
         }
     };
     let reply = exchange_with(q, cfg);
     let presented = rec.seen.lock().unwrap_or_else(|p| p.into_inner()).take();
-    Answer { presented, reply }
+    let proven = rec.proven.load(std::sync::atomic::Ordering::SeqCst);
+    Answer {
+        presented,
+        proven,
+        reply,
+    }
 }
 
 fn exchange_with(
