@@ -230,6 +230,22 @@ impl NodeRuntime {
             Err(RtError::Failed(message))
         }
     }
+
+    /// `crictl inspect -o json ID`: its stdout, or why not.
+    fn inspect(&self, id: &str, budget: Duration) -> Result<Vec<u8>, RtError> {
+        let out = self.crictl(
+            vec!["inspect".into(), "-o".into(), "json".into(), id.to_string()],
+            budget,
+        )?;
+        if !out.success() {
+            return Err(RtError::Failed(format!(
+                "crictl inspect failed ({}): {}",
+                proc::describe_exit(out.code),
+                out.stderr_tail()
+            )));
+        }
+        Ok(out.stdout)
+    }
 }
 
 impl Runtime for NodeRuntime {
@@ -259,18 +275,7 @@ impl Runtime for NodeRuntime {
     }
 
     fn container_pid(&self, id: &str, budget: Duration) -> Result<Option<u32>, RtError> {
-        let out = self.crictl(
-            vec!["inspect".into(), "-o".into(), "json".into(), id.to_string()],
-            budget,
-        )?;
-        if !out.success() {
-            return Err(RtError::Failed(format!(
-                "crictl inspect failed ({}): {}",
-                proc::describe_exit(out.code),
-                out.stderr_tail()
-            )));
-        }
-        cri::parse_inspect_pid(&out.stdout).map_err(RtError::Failed)
+        cri::parse_inspect_pid(&self.inspect(id, budget)?).map_err(RtError::Failed)
     }
 
     fn inspect_exit(
@@ -278,18 +283,7 @@ impl Runtime for NodeRuntime {
         id: &str,
         budget: Duration,
     ) -> Result<crate::rules::live::Exit, RtError> {
-        let out = self.crictl(
-            vec!["inspect".into(), "-o".into(), "json".into(), id.to_string()],
-            budget,
-        )?;
-        if !out.success() {
-            return Err(RtError::Failed(format!(
-                "crictl inspect failed ({}): {}",
-                proc::describe_exit(out.code),
-                out.stderr_tail()
-            )));
-        }
-        cri::parse_inspect_exit(&out.stdout).map_err(RtError::Failed)
+        cri::parse_inspect_exit(&self.inspect(id, budget)?).map_err(RtError::Failed)
     }
 
     fn call_limit(&self, budget: Duration) -> Duration {

@@ -144,6 +144,26 @@ fn unix_time(at: Option<i64>) -> Option<UnixTime> {
     at.map(|secs| UnixTime::since_unix_epoch(Duration::from_secs(secs.max(0) as u64)))
 }
 
+/// Client certificates must chain to `client_ca`, verified as of `at`.
+fn client_verifier(
+    provider: &Arc<CryptoProvider>,
+    client_ca: &Path,
+    at: Option<i64>,
+) -> Result<Arc<dyn ClientCertVerifier>> {
+    let roots = Arc::new(load_roots(client_ca)?);
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
+            .build()
+            .context("failed to build the client certificate verifier")?;
+    Ok(match unix_time(at) {
+        Some(at) => Arc::new(ClientVerifierAt {
+            inner: verifier,
+            at,
+        }),
+        None => verifier,
+    })
+}
+
 /// A server presenting `cert`/`key` that requires a client certificate
 /// chaining to `client_ca`, verified as of `at` (unix seconds; None: now).
 pub fn server_config(
@@ -153,17 +173,7 @@ pub fn server_config(
     at: Option<i64>,
 ) -> Result<Arc<ServerConfig>> {
     let provider = provider();
-    let roots = Arc::new(load_roots(client_ca)?);
-    let mut verifier =
-        rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
-            .build()
-            .context("failed to build the client certificate verifier")?;
-    if let Some(at) = unix_time(at) {
-        verifier = Arc::new(ClientVerifierAt {
-            inner: verifier,
-            at,
-        });
-    }
+    let verifier = client_verifier(&provider, client_ca, at)?;
     let cfg = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(verifier)
@@ -210,17 +220,7 @@ pub fn reloading_server_config(
     // Fail at start on unusable files, as etcd does.
     server_config(cert, key, client_ca, at)?;
     let provider = provider();
-    let roots = Arc::new(load_roots(client_ca)?);
-    let mut verifier =
-        rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider.clone())
-            .build()
-            .context("failed to build the client certificate verifier")?;
-    if let Some(at) = unix_time(at) {
-        verifier = Arc::new(ClientVerifierAt {
-            inner: verifier,
-            at,
-        });
-    }
+    let verifier = client_verifier(&provider, client_ca, at)?;
     let cfg = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(verifier)
