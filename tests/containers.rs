@@ -108,6 +108,35 @@ impl Tier {
         Some(tier)
     }
 
+    /// From now on the runbook's crictl (still the real one) also writes
+    /// each call's arguments to a log, read by [`Tier::crictl_calls`].
+    fn log_crictl(&self) {
+        let link = self.node.sim.join("bin/crictl");
+        let real = std::fs::read_link(&link).unwrap();
+        let log = self.node.sim.join("runbook-crictl.log");
+        std::fs::remove_file(&link).unwrap();
+        std::fs::write(
+            &link,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&link, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+
+    /// The runbook's crictl calls since [`Tier::log_crictl`], one per line.
+    fn crictl_calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.node.sim.join("runbook-crictl.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Counts a renewal that ended `renewed` on this runtime.
     fn renewed(&self) {
         RENEWALS.fetch_add(1, Ordering::SeqCst);
@@ -613,6 +642,7 @@ fn three_etcd_voters_renewed_and_the_cluster_keeps_quorum() {
     let ep = t.etcd.client_url();
     let (members_before, me) = membership(&m, &ep).unwrap();
     let before = t.ids();
+    t.log_crictl();
     // Writes through the two other members all along the renewal: they
     // fail if the cluster loses quorum while the node's member restarts.
     let others: Vec<String> = m.list.iter().map(|x| x.client_url()).collect();
@@ -657,6 +687,10 @@ fn three_etcd_voters_renewed_and_the_cluster_keeps_quorum() {
     t.renewed();
     assert_eq!(v["etcd"]["voters"], 3, "{v:#}");
     assert_eq!(restarted(&v), COMPONENTS);
+    // SPEC 4 step 7 (v1.2): real etcd asked directly: no crictl exec.
+    let calls = t.crictl_calls();
+    assert!(!calls.is_empty());
+    assert!(!calls.iter().any(|c| c.contains("exec")), "{calls:#?}");
     let after = t.ids();
     for (i, c) in COMPONENTS.iter().enumerate() {
         assert_ne!(before[i], after[i], "{c}");
@@ -697,6 +731,48 @@ fn three_etcd_voters_renewed_and_the_cluster_keeps_quorum() {
         took.as_millis(),
         setup.as_millis()
     ));
+}
+
+/// SPEC 4 step 7 (v1.2): real etcd with its JSON gateway off
+/// (`--enable-grpc-gateway=false`) answers 404: the runbook falls back to
+/// etcdctl through `crictl exec`, says so, and renews.
+#[test]
+fn the_gateway_off_falls_back_to_etcdctl_in_the_container() {
+    let Some(t) = Tier::with_etcd(json!({}), |node, _| {
+        let p = node.manifest("etcd");
+        let s = std::fs::read_to_string(&p).unwrap();
+        let s = s.replacen(
+            "    - --cert-file=",
+            "    - --enable-grpc-gateway=false\n    - --cert-file=",
+            1,
+        );
+        assert!(s.contains("--enable-grpc-gateway=false"));
+        std::fs::write(&p, s).unwrap();
+    }) else {
+        return;
+    };
+    t.log_crictl();
+    let (code, v, stderr) = t.run(&["--operation-id", "op-gw-off", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{stderr}"
+    );
+    t.renewed();
+    assert_eq!(restarted(&v), COMPONENTS);
+    let calls = t.crictl_calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.contains(" exec ") && c.contains("etcdctl") && c.contains("member list")),
+        "{calls:#?}"
+    );
+    assert_eq!(
+        stderr.matches("etcd's JSON gateway answered 404").count(),
+        1,
+        "{stderr}"
+    );
+    report_restarts("gateway off (etcdctl)", &v);
 }
 
 #[test]

@@ -2334,14 +2334,18 @@ fn cases() -> Vec<Case> {
             .allow(Allow::Receipt),
     );
     v.push(
-        case("etcd", "etcd-exec-fails", "crictl exec into etcd fails")
-            .sim(json!({ "etcd": { "execFails": true } }))
-            .expect(1, "health", &["etcdctl"])
-            .allow(Allow::Receipt),
+        case(
+            "etcd",
+            "etcd-exec-fails",
+            "gateway off; crictl exec into etcd fails",
+        )
+        .sim(json!({ "etcd": { "execFails": true, "gateway": false } }))
+        .expect(1, "health", &["etcdctl"])
+        .allow(Allow::Receipt),
     );
     v.push(
-        case("etcd", "etcd-no-leader-exit-0", "endpoint health: no leader, exit 0")
-            .sim(json!({}))
+        case("etcd", "etcd-no-leader-exit-0", "gateway off; endpoint health: no leader, exit 0")
+            .sim(json!({ "etcd": { "gateway": false } }))
             .args_with(|e| {
                 let c = crictl_answering(
                     e,
@@ -2355,8 +2359,8 @@ fn cases() -> Vec<Case> {
             .allow(Allow::Receipt),
     );
     v.push(
-        case("etcd", "etcd-id-f64-collision", "member ID = own ID - 1 (same f64)")
-            .sim(json!({}))
+        case("etcd", "etcd-id-f64-collision", "gateway off; member ID = own ID - 1 (same f64)")
+            .sim(json!({ "etcd": { "gateway": false } }))
             .args_with(|e| {
                 let c = crictl_answering(
                     e,
@@ -2370,8 +2374,8 @@ fn cases() -> Vec<Case> {
             .allow(Allow::Receipt),
     );
     v.push(
-        case("etcd", "etcd-id-above-u64", "member ID 2^64 (overflows u64)")
-            .sim(json!({}))
+        case("etcd", "etcd-id-above-u64", "gateway off; member ID 2^64 (overflows u64)")
+            .sim(json!({ "etcd": { "gateway": false } }))
             .args_with(|e| {
                 let c = crictl_answering(
                     e,
@@ -2388,9 +2392,9 @@ fn cases() -> Vec<Case> {
         case(
             "etcd",
             "etcd-health-duplicates",
-            "3 voters; cluster health lists member 1 thrice",
+            "gateway off; 3 voters; cluster health lists member 1 thrice",
         )
-        .sim(json!({ "etcd": { "voters": 3 } }))
+        .sim(json!({ "etcd": { "voters": 3, "gateway": false } }))
         .args_with(|e| {
             let one = "{\"endpoint\":\"https://10.0.0.11:2379\",\"health\":true,\"took\":\"1ms\"}";
             let c = crictl_answering(
@@ -2410,6 +2414,42 @@ fn cases() -> Vec<Case> {
         .expect(1, "health", &["only 1 of 3 etcd voters are healthy"])
         .allow(Allow::Receipt),
     );
+
+    // etcd asked directly (SPEC 4 step 7, v1.2): the gateway's hostile answers.
+    for (name, what, answer, needle) in [
+        (
+            "etcd-gateway-id-f64-collision",
+            "gateway: member ID = own ID - 1 (same f64)",
+            "{\"header\":{\"cluster_id\":\"1\",\"member_id\":\"10276657743932975437\",\"raft_term\":\"2\"},\"members\":[{\"ID\":\"10276657743932975436\",\"name\":\"cp-1\",\"clientURLs\":[\"https://10.0.0.11:2379\"]}]}",
+            "is not in the member list",
+        ),
+        (
+            "etcd-gateway-id-above-u64",
+            "gateway: member ID 2^64 as a string",
+            "{\"header\":{\"member_id\":\"18446744073709551616\"},\"members\":[{\"ID\":\"18446744073709551616\"}]}",
+            "not a 64-bit ID",
+        ),
+        (
+            "etcd-gateway-not-json",
+            "gateway: 200 with a terminal escape, not JSON",
+            "\u{1b}[2J<html>upgrade</html>",
+            "member list (JSON gateway) is not the expected JSON",
+        ),
+        (
+            "etcd-gateway-two-voters",
+            "gateway: this member and one other (two voters)",
+            "{\"header\":{\"member_id\":\"7\"},\"members\":[{\"ID\":\"7\",\"clientURLs\":[\"https://10.0.0.11:2379\"]},{\"ID\":\"8\",\"clientURLs\":[\"https://10.0.0.12:2379\"]}]}",
+            "exactly two voters",
+        ),
+    ] {
+        v.push(
+            case("etcd", name, what)
+                .sim(json!({ "etcd": { "gatewayAnswer": answer } }))
+                .args(&["--operation-id", ID, "--force", "--health-timeout", "2"])
+                .expect(1, if name.contains("two-voters") { "two-control-plane-voters" } else { "health" }, &[needle])
+                .allow(Allow::Receipt),
+        );
+    }
 
     // ------------------------------------------------------------ fencing check
     let fence: &[&str] = &["--status-only", "--operation-id", ID, "--fence"];
@@ -2541,6 +2581,7 @@ fn full_args(e: &Env, c: &Case) -> Vec<OsString> {
             ("--stop-timeout", "2"),
             ("--lock-timeout", "0"),
             ("--command-timeout", "2"),
+            ("--settle", "0"),
         ] {
             if !has(flag) {
                 v.push(flag.into());

@@ -1119,3 +1119,115 @@ fn an_unreachable_etcd_member_does_not_stretch_the_gate() {
     );
     node.assert_all_active();
 }
+
+/// SPEC 4 step 7 (v1.2): etcd is asked by the runbook itself, its JSON
+/// gateway's member list and each voter's /health: a renewal of a
+/// three-voter node execs nothing in a container. With the gateway off
+/// (`--enable-grpc-gateway=false` in etcd's manifest), etcdctl through
+/// `crictl exec`, as v1.1, and the log says so.
+#[test]
+fn etcd_is_asked_directly_and_through_etcdctl_only_with_the_gateway_off() {
+    let node = Node::new("rsa", json!({ "etcd": { "voters": 3 } }));
+    let (code, v, e) = node.run(&["--operation-id", "op-direct", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(v["etcd"]["voters"], 3);
+    let crictl = std::fs::read_to_string(node.sim.join("crictl.log")).unwrap();
+    assert!(!crictl.contains("exec"), "no crictl exec: {crictl}");
+    assert!(!e.contains("JSON gateway"), "{e}");
+
+    let mut node = Node::prepare("rsa", json!({ "etcd": { "voters": 3 } }));
+    let etcd = node.manifest("etcd");
+    let m = std::fs::read_to_string(&etcd).unwrap();
+    let m = m.replacen(
+        "    - --cert-file=",
+        "    - --enable-grpc-gateway=false\n    - --cert-file=",
+        1,
+    );
+    assert!(m.contains("--enable-grpc-gateway=false"));
+    std::fs::write(&etcd, m).unwrap();
+    node.start_kubelet();
+    node.wait_all_running();
+    let (code, v, e) = node.run(&["--operation-id", "op-fallback", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(v["etcd"]["voters"], 3);
+    let crictl = std::fs::read_to_string(node.sim.join("crictl.log")).unwrap();
+    assert!(
+        crictl
+            .lines()
+            .any(|l| l.contains("exec") && l.contains("etcdctl")),
+        "etcdctl asked through crictl exec: {crictl}"
+    );
+    assert_eq!(
+        e.matches("etcd's JSON gateway answered 404").count(),
+        1,
+        "said once: {e}"
+    );
+}
+
+/// SPEC 4 step 7 (v1.2), staying up: a restarted kube-controller-manager
+/// that crashes 2 s after each start (sim.json `crashAfterMs`, set once
+/// the node runs: its first container is healthy) fails the run in its own
+/// restart phase, seen by a later gate or by postflight after --settle;
+/// every manifest active, exit 1, the receipt names the container that died
+/// and how. The same for kube-scheduler, the last to restart.
+#[test]
+fn a_component_that_crashes_after_its_restart_fails_that_restart() {
+    for c in ["kube-controller-manager", "kube-scheduler"] {
+        let mut node = Node::new("rsa", json!({}));
+        node.set_knobs(json!({ "crashAfterMs": { c: 2000 } }));
+        let id = format!("op-crash-{c}");
+        let (code, v, e) = node.run(&["--operation-id", &id, "--force", "--settle", "3"]);
+        let phase = format!("restart:{c}");
+        assert_eq!(
+            (code, v["outcome"].as_str(), v["phase"].as_str()),
+            (1, Some("failed"), Some(phase.as_str())),
+            "{v:#}\n{e}"
+        );
+        node.assert_all_active();
+        let r = node.receipt(&id).unwrap();
+        assert_eq!(r["outcome"], "failed");
+        assert_eq!(r["failedComponent"], c, "{r:#}");
+        let m = r["message"].as_str().unwrap();
+        assert!(
+            m.contains(&format!("{c} did not stay up after its restart")),
+            "{m}"
+        );
+        assert!(m.contains("exited 1"), "{m}");
+    }
+}
+
+/// SPEC 10: kube-scheduler's /healthz answering 500 keeps the gate from
+/// passing, and the run fails with that answer in its message.
+#[test]
+fn a_scheduler_whose_healthz_answers_500_fails_the_gate_with_the_answer() {
+    let node = Node::new(
+        "rsa",
+        json!({ "health": { "kube-scheduler": "unhealthy" } }),
+    );
+    let (code, v, e) = node.run(&[
+        "--operation-id",
+        "op-sched-500",
+        "--force",
+        "--health-timeout",
+        "2",
+    ]);
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("health")),
+        "{v:#}\n{e}"
+    );
+    let m = v["message"].as_str().unwrap();
+    assert!(m.contains("kube-scheduler"), "{m}");
+    assert!(m.contains("HTTP 500"), "{m}");
+    assert!(m.contains("leaderElection failed"), "{m}");
+    node.assert_all_active();
+    assert!(node.kubeadm_calls().is_empty(), "nothing renewed");
+}

@@ -782,6 +782,7 @@ fn etcd_serves_a_renewed_server_certificate_at_once_real_and_simulated() {
             },
             now: time::OffsetDateTime::now_utc(),
             path: Some("/health"),
+            body: None,
             budget: Duration::from_secs(5),
         });
         let health = a
@@ -827,4 +828,132 @@ fn etcd_serves_a_renewed_server_certificate_at_once_real_and_simulated() {
     let _ = sim_etcd.kill();
     let _ = sim_etcd.wait();
     println!("sim vs real: real etcd and the simulated one serve a renewed server.crt at once");
+}
+
+/// SPEC 4 step 7 (v1.2), etcd asked directly: real etcd 3.4 and the
+/// simulated one, each asked as the runbook asks (its own TLS client, the
+/// healthcheck-client certificate): `POST /v3/cluster/member/list` answers
+/// 200 with the same JSON shape (proto field names, 64-bit IDs as strings),
+/// read by the runbook's parser to this member as the only voter; `/health`
+/// answers the same bytes; with the gateway off (`--enable-grpc-gateway=false`,
+/// the simulation's `--no-gateway`) both answer the member list 404.
+#[test]
+fn etcds_json_gateway_real_and_simulated() {
+    use nvke_cert_runbook::rules::cri::parse_gateway_member_list;
+    use nvke_cert_runbook::tools::{ask, Question, TlsIdentity, Trust};
+    let Some(_tools) = require() else { return };
+    let _turn = serial();
+    let real = Node::prepare("rsa", json!({}));
+    let sim = Node::prepare("rsa", json!({}));
+    let etcd_pki = |n: &Node| n.root.join(PKI).join("etcd");
+    let f = |n: &Node, name: &str| etcd_pki(n).join(name).display().to_string();
+    let start_real = |gateway: bool, dir: &str| {
+        let (cp, pp) = (free_port(), free_port());
+        let peer = format!("http://127.0.0.1:{pp}");
+        let client = format!("https://127.0.0.1:{cp}");
+        let child = Command::new("/usr/bin/etcd")
+            .env_clear()
+            .arg(format!("--data-dir={}", real.root.join(dir).display()))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=default={peer}"))
+            .arg(format!("--cert-file={}", f(&real, "server.crt")))
+            .arg(format!("--key-file={}", f(&real, "server.key")))
+            .arg("--client-cert-auth=true")
+            .arg(format!("--trusted-ca-file={}", f(&real, "ca.crt")))
+            .arg(format!("--enable-grpc-gateway={gateway}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("/usr/bin/etcd");
+        (child, cp)
+    };
+    let start_sim = |gateway: bool| {
+        let sp = free_port();
+        let mut cmd = Command::new(SIMNODE);
+        cmd.args(["etcd", "--root"])
+            .arg(&sim.root)
+            .args(["--port", &sp.to_string()]);
+        if !gateway {
+            cmd.arg("--no-gateway");
+        }
+        let child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        (child, sp)
+    };
+    let identity = |n: &Node| TlsIdentity {
+        ca_pem: std::fs::read(etcd_pki(n).join("ca.crt")).unwrap(),
+        client_cert_pem: std::fs::read(etcd_pki(n).join("healthcheck-client.crt")).unwrap(),
+        client_key_pem: std::fs::read(etcd_pki(n).join("healthcheck-client.key")).unwrap(),
+    };
+    // One question as the runbook asks it: (status, body).
+    let question = |n: &Node, port: u16, path: &str, body: Option<&[u8]>| {
+        let id = identity(n);
+        ask(&Question {
+            host: std::net::Ipv4Addr::LOCALHOST.into(),
+            port,
+            trust: Trust::Pinned {
+                id: &id,
+                name: "127.0.0.1",
+            },
+            now: time::OffsetDateTime::now_utc(),
+            path: Some(path),
+            body,
+            budget: Duration::from_secs(5),
+        })
+        .reply
+        .ok()
+        .and_then(|(s, b)| s.map(|s| (s, b)))
+    };
+    let mut shapes = Vec::new();
+    let mut healths = Vec::new();
+    for gateway in [true, false] {
+        let (mut r, rp) = start_real(gateway, if gateway { "etcd-gw" } else { "etcd-nogw" });
+        let (mut s, sp) = start_sim(gateway);
+        for (who, node, port) in [("real", &real, rp), ("sim", &sim, sp)] {
+            let health = poll(&format!("{who} etcd answers /health"), 60, || {
+                question(node, port, "/health", None).filter(|(s, _)| *s == 200)
+            });
+            let list = question(node, port, "/v3/cluster/member/list", Some(b"{}"));
+            let (status, body) = list.unwrap_or_else(|| panic!("{who}: no answer"));
+            if !gateway {
+                assert_eq!(status, 404, "{who}: {}", text(&body));
+                continue;
+            }
+            healths.push((who, health.1));
+            assert_eq!(status, 200, "{who}: {}", text(&body));
+            let v: Value = serde_json::from_slice(&body).unwrap();
+            assert!(v["header"]["member_id"].is_string(), "{who}: {v}");
+            assert!(v["members"][0]["ID"].is_string(), "{who}: {v}");
+            let m = parse_gateway_member_list(&body).unwrap();
+            assert_eq!(m.members.len(), 1, "{who}: {v}");
+            assert_eq!(m.members[0].id, m.header.member_id, "{who}: this member");
+            assert!(!m.members[0].is_learner, "{who}");
+            let mut sh = std::collections::BTreeSet::new();
+            shape(&v, "", &mut sh);
+            shapes.push((who, sh));
+        }
+        let _ = r.kill();
+        let _ = r.wait();
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    assert_eq!(shapes[0].1, shapes[1].1, "the member list's JSON shape");
+    assert_eq!(
+        healths[0].1,
+        healths[1].1,
+        "/health's bytes: {}",
+        text(&healths[0].1)
+    );
+    println!(
+        "sim vs real: etcd's JSON gateway member list has the same shape ({} fields), /health the same bytes, 404 with the gateway off",
+        shapes[0].1.len()
+    );
 }

@@ -186,6 +186,11 @@ pub struct Cli {
     /// (1..=3600) [default: 3].
     #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
     pub probe_timeout: Option<i64>,
+    /// Renew: postflight waits until the last restart is this old, then
+    /// checks every restarted component still runs the container its
+    /// restart started (0..=600) [default: 5].
+    #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
+    pub settle: Option<i64>,
     /// Renew and --fence: the controller's activity deadline (RFC 3339). No
     /// wait or tool call runs past it; a renewal then cancels, and one that
     /// starts after it records `cancelled` and does nothing else.
@@ -235,6 +240,9 @@ pub struct Global {
     pub command_timeout: Duration,
     /// `--probe-timeout`: the live observation's budget (SPEC 10).
     pub probe_timeout: Duration,
+    /// `--settle`: how old the last restart is before postflight's last
+    /// check (SPEC 4 step 10).
+    pub settle: Duration,
     pub kubeadm: Option<PathBuf>,
     pub crictl: Option<PathBuf>,
     /// Relative to the root (no leading slash).
@@ -266,6 +274,7 @@ impl Global {
             health_timeout: Duration::from_secs(1),
             command_timeout: Duration::from_secs(1),
             probe_timeout: Duration::from_secs(1),
+            settle: Duration::ZERO,
             kubeadm: None,
             crictl: None,
             kubeadm_config: None,
@@ -466,6 +475,22 @@ fn timeout(
         }
     };
     Ok(Duration::from_secs(secs))
+}
+
+/// `--settle`'s default (SPEC 4 step 10, v1.2) and its largest value.
+pub const DEFAULT_SETTLE: u64 = 5;
+const MAX_SETTLE: i64 = 600;
+
+/// `--settle SECS`: 0..=600, default 5.
+fn settle(mode: Option<ModeName>, v: Option<i64>) -> Result<Duration, UsageError> {
+    match v {
+        None => Ok(Duration::from_secs(DEFAULT_SETTLE)),
+        Some(n) if (0..=MAX_SETTLE).contains(&n) => Ok(Duration::from_secs(n as u64)),
+        Some(n) => Err(usage(
+            mode,
+            format!("--settle {n} is out of range (0..={MAX_SETTLE} seconds)"),
+        )),
+    }
 }
 
 impl Global {
@@ -691,6 +716,7 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             crate::tools::live::DEFAULT_PROBE_TIMEOUT.as_secs(),
             1,
         )?,
+        settle: settle(m, cli.settle)?,
         kubeadm: host_tool(m, "kubeadm", &cli.kubeadm)?,
         crictl: host_tool(m, "crictl", &cli.crictl)?,
         kubeadm_config: cli

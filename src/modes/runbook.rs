@@ -558,6 +558,11 @@ struct Run<'a> {
     last_gate: Option<(Instant, GateOk)>,
     /// Pod sandboxes seen by the waits and gates of this run.
     sandboxes: health::Sandboxes,
+    /// Each component this run restarted, the container its restart
+    /// started, and when that container was seen running: every later gate
+    /// checks it still runs (SPEC 4 step 7, v1.2).
+    stay: Vec<(Component, String)>,
+    last_restart: Option<Instant>,
 }
 
 /// How a run ended, as its result reports it.
@@ -640,6 +645,7 @@ impl Run<'_> {
             cancel: self.env.cancel,
             now: self.env.now(),
             sandboxes: &self.sandboxes,
+            stay: &self.stay,
         }
     }
 
@@ -670,6 +676,12 @@ impl Run<'_> {
     fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
         match e {
             GateError::Cancelled => cancelled(self.env.cancel, component),
+            // A component restarted earlier that crashed since: its
+            // restart is what failed.
+            GateError::Structural {
+                phase: Phase::Restart(crashed),
+                message,
+            } => restart_failed(crashed, message),
             GateError::Structural { phase, message } => Fail {
                 phase,
                 message,
@@ -1046,6 +1058,9 @@ impl Run<'_> {
                 created.as_ref(),
             )
             .map_err(|e| self.gate_fail(e, Some(c)))?;
+        // From now on every gate checks it still runs this container.
+        self.stay.push((c, new.clone()));
+        self.last_restart = Some(Instant::now());
         let left = deadline
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(1));
@@ -1075,9 +1090,31 @@ impl Run<'_> {
     /// Step 10.
     fn postflight(&mut self) -> Result<(), Fail> {
         let _step = Step::new("postflight");
+        // Until the last restart is --settle old (SPEC 4 step 10, v1.2): a
+        // component that crash-loops is caught by the gate after it,
+        // without a fixed wait per component.
+        if let Some(at) = self.last_restart {
+            let until = at + self.env.g.settle;
+            let wait = until.saturating_duration_since(Instant::now());
+            if !wait.is_zero() {
+                tracing::info!(
+                    settle_ms = wait.as_millis() as u64,
+                    "waiting until the last restart is --settle old"
+                );
+                health::sleep_until(
+                    Instant::now() + self.env.cancel.bound(wait),
+                    wait,
+                    self.env.cancel,
+                );
+                self.env.check_cancel(None)?;
+                self.last_gate = None;
+            }
+        }
         self.gate(self.env.g.health_timeout, None)
             .map_err(|mut f| {
-                if !f.cancelled {
+                // A restarted component that crashed since: its restart
+                // failed, wherever that was seen.
+                if !f.cancelled && !matches!(f.phase, Phase::Restart(_)) {
                     f.phase = Phase::Postflight;
                 }
                 f
@@ -1542,6 +1579,8 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         at: Phase::PhaseFile,
         last_gate: None,
         sandboxes: health::Sandboxes::default(),
+        stay: Vec::new(),
+        last_restart: None,
     };
     // The restore guard (SPEC 4, v1.1): a panic anywhere in the steps is a
     // failure like any other: `finish` puts a staged manifest back, writes

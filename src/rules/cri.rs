@@ -232,9 +232,26 @@ pub fn running<'a, C: std::borrow::Borrow<Container> + 'a>(
         .find(|c| c.is_running())
 }
 
+/// A 64-bit ID as etcdctl prints it (a JSON number) or as etcd's JSON
+/// gateway does (grpc-gateway's proto JSON: a decimal string).
+fn u64_either<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        N(u64),
+        S(String),
+    }
+    match Either::deserialize(d)? {
+        Either::N(n) => Ok(n),
+        Either::S(s) => s
+            .parse()
+            .map_err(|_| serde::de::Error::custom(format!("not a 64-bit ID: {s:?}"))),
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct Member {
-    #[serde(rename = "ID")]
+    #[serde(rename = "ID", deserialize_with = "u64_either")]
     pub id: u64,
     #[serde(default)]
     pub name: String,
@@ -246,6 +263,7 @@ pub struct Member {
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct MemberHeader {
+    #[serde(deserialize_with = "u64_either")]
     pub member_id: u64,
 }
 
@@ -267,6 +285,14 @@ pub struct EndpointHealth {
 pub fn parse_member_list(bytes: &[u8]) -> Result<MemberList, String> {
     serde_json::from_slice(bytes)
         .map_err(|e| format!("etcdctl member list output is not the expected JSON: {e}"))
+}
+
+/// etcd's JSON gateway's answer to `POST /v3/cluster/member/list`
+/// (etcd 3.4: proto field names, IDs as strings, `isLearner` left out when
+/// false).
+pub fn parse_gateway_member_list(bytes: &[u8]) -> Result<MemberList, String> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| format!("etcd's member list (JSON gateway) is not the expected JSON: {e}"))
 }
 
 pub fn parse_endpoint_health(bytes: &[u8]) -> Result<Vec<EndpointHealth>, String> {
@@ -428,9 +454,23 @@ pub fn judge_etcd(
     }
     let quorum = n / 2 + 1;
     if healthy_voters < quorum + 1 {
+        // Name the voters that are not healthy, and what they answered.
+        let down: Vec<EndpointHealth> = cluster
+            .iter()
+            .filter(|e| !e.health)
+            .filter(|e| {
+                voters.iter().any(|m| {
+                    m.client_urls
+                        .iter()
+                        .any(|u| u.trim_end_matches('/') == e.endpoint.trim_end_matches('/'))
+                })
+            })
+            .cloned()
+            .collect();
         return EtcdVerdict::NotYet(format!(
-            "only {healthy_voters} of {n} etcd voters are healthy; restarting this one needs {} healthy",
-            quorum + 1
+            "only {healthy_voters} of {n} etcd voters are healthy; restarting this one needs {} healthy{}",
+            quorum + 1,
+            answered(&down)
         ));
     }
     EtcdVerdict::Ok {
@@ -442,6 +482,46 @@ pub fn judge_etcd(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What etcd 3.4.23's JSON gateway answered on this machine (a voter
+    /// and a learner added by `member add --learner`).
+    #[test]
+    fn the_gateways_member_list_is_read_with_string_ids() {
+        let body = br#"{"header":{"cluster_id":"324952591200643719","member_id":"3319814642761637952","raft_term":"2"},"members":[{"ID":"3319814642761637952","name":"e1","peerURLs":["http://127.0.0.1:23800"],"clientURLs":["http://127.0.0.1:23790"]},{"ID":"4677202565426473247","name":"e2","peerURLs":["http://127.0.0.1:23801"],"clientURLs":["http://127.0.0.1:23791"],"isLearner":true}]}"#;
+        let m = parse_gateway_member_list(body).unwrap();
+        assert_eq!(m.header.member_id, 3319814642761637952);
+        assert_eq!(m.members.len(), 2);
+        assert_eq!(m.members[0].id, 3319814642761637952);
+        assert!(!m.members[0].is_learner);
+        assert!(m.members[1].is_learner);
+        assert_eq!(m.members[1].client_urls, ["http://127.0.0.1:23791"]);
+        // Above 2^53: a float parse would change it.
+        let big = br#"{"header":{"member_id":"18446744073709551615"},"members":[{"ID":"18446744073709551615"}]}"#;
+        assert_eq!(
+            parse_gateway_member_list(big).unwrap().header.member_id,
+            u64::MAX
+        );
+        for bad in [
+            &br#"{"header":{"member_id":"-1"},"members":[]}"#[..],
+            br#"{"header":{"member_id":"0x12"},"members":[]}"#,
+            br#"{"header":{"member_id":1.5},"members":[]}"#,
+            br#"{"members":[]}"#,
+        ] {
+            assert!(
+                parse_gateway_member_list(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // etcdctl's numbers still read.
+        assert_eq!(
+            parse_member_list(br#"{"header":{"member_id":7},"members":[{"ID":7}]}"#)
+                .unwrap()
+                .members[0]
+                .id,
+            7
+        );
+    }
 
     #[test]
     fn a_local_learner_is_known_by_etcds_answer() {

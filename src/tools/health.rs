@@ -6,9 +6,10 @@ use crate::node::fsx::{Root, Trust, NODE_FILE_MAX};
 use crate::node::manifests;
 use crate::node::paths::MANIFESTS_DIR;
 use crate::rules::component::Component;
-use crate::rules::cri::{self, Container, EtcdVerdict, Listing, Sandbox};
+use crate::rules::cri::{self, Container, Listing, Sandbox};
 use crate::rules::outcome::Phase;
 use crate::rules::pki::{self, KubeconfigCert};
+use crate::tools::etcd;
 use crate::tools::runtime::{RtError, Runtime};
 use crate::tools::signals::Cancel;
 use crate::tools::tlsprobe::TlsIdentity;
@@ -129,6 +130,9 @@ pub struct Health<'a> {
     pub cancel: &'a Cancel,
     pub now: OffsetDateTime,
     pub sandboxes: &'a Sandboxes,
+    /// The components this run restarted, each with the container its
+    /// restart started: each must still run it (SPEC 4 step 7, v1.2).
+    pub stay: &'a [(Component, String)],
 }
 
 /// The pod sandboxes seen so far, by ID. A sandbox's labels and annotations
@@ -142,6 +146,9 @@ pub struct Sandboxes(
     Mutex<BTreeMap<String, Sandbox>>,
     Mutex<Option<(Instant, Vec<Container>)>>,
 );
+
+/// How many of a crashed component's containers its message names.
+const CRASHES_NAMED: usize = 3;
 
 /// A listing handed from a wait to the next gate attempt is used only this
 /// young (it is then the attempt's own listing, a moment early).
@@ -236,8 +243,8 @@ pub fn etcd_port(root: &Root) -> Result<u16, String> {
 }
 
 /// What etcd's members say of the cluster (SPEC 4 step 7): the quorum
-/// rule over `member list` and `endpoint health --cluster` (etcdctl in the
-/// etcd container), as the renewal's gate and the live view both ask it.
+/// rule over the member list and each voter's health, as the renewal's
+/// gate and the live view both ask it (`tools::etcd`).
 pub enum Quorum {
     Ok {
         voters: usize,
@@ -259,8 +266,10 @@ impl Quorum {
     }
 }
 
-/// Ask etcd, in its container `etcd_id`, within `deadline`.
-pub fn etcd_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: Instant) -> Quorum {
+/// v1.1's way, when etcd's JSON gateway is off: etcdctl's `member list`
+/// and `endpoint health --cluster`, in etcd's container `etcd_id`, within
+/// `deadline`.
+pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: Instant) -> Quorum {
     {
         let port = match etcd_port(root) {
             Ok(p) => p,
@@ -313,27 +322,13 @@ pub fn etcd_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: Insta
             Err(e) => return Quorum::NotYet(e),
         };
         let local = cri::local_health(&cluster, &members);
-        match cri::judge_etcd(&local, &cluster, &members) {
-            EtcdVerdict::Ok {
-                voters,
-                healthy_voters,
-            } => Quorum::Ok {
-                voters,
-                healthy_voters,
-            },
-            EtcdVerdict::NotYet(m) => Quorum::NotYet(m),
-            EtcdVerdict::Structural {
-                two_voters: true,
-                reason,
-            } => Quorum::Structural(Phase::TwoControlPlaneVoters, reason),
-            EtcdVerdict::Structural { reason, .. } => Quorum::Structural(Phase::Health, reason),
-        }
+        crate::tools::etcd::judged(&local, &cluster, &members)
     }
 }
 
 impl Health<'_> {
-    fn etcd(&self, etcd_id: &str, deadline: Instant) -> Attempt {
-        match etcd_quorum(self.rt, self.root, etcd_id, deadline) {
+    fn etcd(&self, direct: etcd::Direct, etcd_id: &str, deadline: Instant) -> Attempt {
+        match etcd::settle(direct, self.rt, self.root, Some(etcd_id), deadline) {
             Quorum::Ok {
                 voters,
                 healthy_voters,
@@ -358,7 +353,10 @@ impl Health<'_> {
         // kube-controller-manager's and kube-scheduler's /healthz; then
         // etcd's quorum, as the view asks it too.
         let asked = Component::ALL;
-        let (listing, healths) = std::thread::scope(|s| {
+        let (listing, healths, direct) = std::thread::scope(|s| {
+            // etcd's quorum, asked directly, needs no container ID: side by
+            // side with the rest (etcdctl, the fallback, does: after).
+            let direct = s.spawn(|| etcd::direct(self.rt, self.root, self.now, deadline));
             let probes: Vec<_> = asked
                 .iter()
                 .map(|c| {
@@ -378,7 +376,10 @@ impl Health<'_> {
                         .unwrap_or_else(|_| Err("the probe panicked".into()))
                 })
                 .collect();
-            (listing, healths)
+            let direct = direct.join().unwrap_or_else(|_| {
+                etcd::Direct::Asked(Quorum::NotYet("the etcd probe panicked".into()))
+            });
+            (listing, healths, direct)
         });
         let listing = match listing {
             Ok(l) => l,
@@ -386,6 +387,13 @@ impl Health<'_> {
             Err(e) => return Attempt::NotYet(e.to_string()),
         };
         let wall = OffsetDateTime::now_utc();
+        // A component restarted by this run runs the container its restart
+        // started, or it crashed since: that restart failed (at once).
+        for (c, id) in self.stay {
+            if let Some(m) = self.crashed(&listing, *c, id, deadline) {
+                return Attempt::Structural(Phase::Restart(*c), m);
+            }
+        }
         let mut healths = healths.into_iter();
         let mut running = Vec::new();
         for c in Component::ALL {
@@ -409,12 +417,55 @@ impl Health<'_> {
                 running.push((c, id));
             }
         }
-        let mut ok = match self.etcd(&running[0].1, deadline) {
+        let mut ok = match self.etcd(direct, &running[0].1, deadline) {
             Attempt::Pass(ok) => ok,
             other => return other,
         };
         ok.containers = running;
         Attempt::Pass(ok)
+    }
+
+    /// Whether `c`'s container `id`, started by this run's restart, no
+    /// longer runs: why, naming the exits seen since (`crictl inspect` of
+    /// the newest few of that static pod, oldest first).
+    fn crashed(
+        &self,
+        listing: &Listing,
+        c: Component,
+        id: &str,
+        deadline: Instant,
+    ) -> Option<String> {
+        let mine = listing.component(c.name()).unwrap_or_default();
+        if mine.iter().any(|x| x.id == id && x.is_running()) {
+            return None;
+        }
+        // Newest first: those created since `id` (its successors) and `id`.
+        let since: &[&Container] = match mine.iter().position(|x| x.id == id) {
+            Some(i) => &mine[..=i],
+            None => &mine,
+        };
+        let mut exits = Vec::new();
+        for x in since.iter().rev().take(CRASHES_NAMED) {
+            if x.is_running() {
+                exits.push(format!("{} running", short(&x.id)));
+                continue;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let how = match self.rt.inspect_exit(&x.id, left) {
+                Ok(e) => crate::rules::live::exited(&e, OffsetDateTime::now_utc()),
+                Err(_) => "exited".to_string(),
+            };
+            exits.push(format!("{} {how}", short(&x.id)));
+        }
+        let seen = if exits.is_empty() {
+            "its container is gone".to_string()
+        } else {
+            exits.join(", ")
+        };
+        Some(format!(
+            "{c} did not stay up after its restart: the container it started ({}) no longer runs ({seen})",
+            short(id)
+        ))
     }
 
     /// One look at kube-system: `crictl ps`, then `crictl pods` only when a
@@ -855,6 +906,7 @@ mod tests {
             cancel: &cancel,
             now: time::macros::datetime!(2026-11-30 00:00:00 UTC),
             sandboxes: &sandboxes,
+            stay: &[],
         };
         let ok = h.wait_gate(Duration::from_secs(5)).unwrap();
         assert_eq!(rt.calls.ps(), 1, "one container listing");
@@ -917,6 +969,46 @@ mod tests {
         )
     }
 
+    /// SPEC 4 step 7 (v1.2), staying up: a component this run restarted
+    /// must still run the container its restart started. The kubelet
+    /// restarted it in place (a crash): the gate fails at once, in that
+    /// component's restart phase, naming the containers and their exits.
+    #[test]
+    fn a_restarted_component_that_crashed_since_fails_its_restart_at_once() {
+        let t = double::node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let rt = counting();
+        let (cancel, sandboxes) = (Cancel::new(), Sandboxes::default());
+        let stay = vec![(
+            Component::KubeScheduler,
+            "kube-scheduler-static".to_string(),
+        )];
+        let mut h = waits_health(&rt, &root, &cancel, &sandboxes);
+        h.stay = &stay;
+        assert!(h.wait_gate(Duration::from_secs(5)).is_ok(), "it still runs");
+        // It crashed; the kubelet started another in the same sandbox.
+        rt.set_running("kube-scheduler-static", false);
+        rt.insert_newest(scheduler("sched-2", "sb-kube-scheduler", true));
+        let t0 = Instant::now();
+        match h.wait_gate(Duration::from_secs(30)) {
+            Err(GateError::Structural { phase, message }) => {
+                assert_eq!(phase, Phase::Restart(Component::KubeScheduler));
+                assert!(
+                    message.contains("kube-scheduler did not stay up after its restart"),
+                    "{message}"
+                );
+                assert!(message.contains("kube-schedule"), "{message}");
+                assert!(message.contains("sched-2 running"), "{message}");
+                assert!(message.contains("exited"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "at once, not after the timeout"
+        );
+    }
+
     /// The waits only list and inspect.
     fn assert_waits_only_list(rt: &Double) {
         let c = &rt.calls;
@@ -939,6 +1031,7 @@ mod tests {
             cancel,
             now: time::macros::datetime!(2026-11-30 00:00:00 UTC),
             sandboxes,
+            stay: &[],
         }
     }
 
@@ -1185,6 +1278,145 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(rt.calls.ps(), 1, "refused on the first attempt");
+    }
+
+    /// etcd's JSON gateway's member list for `voters` voters (member 1 is
+    /// this one, on 10.0.0.1N), `learner` one more, as etcd 3.4 writes it.
+    fn gateway_members(voters: u64, learner: bool) -> String {
+        let member = |i: u64, learner: bool| {
+            format!(
+                r#"{{"ID":"{}","name":"cp-{i}","peerURLs":["https://10.0.0.1{i}:2380"],"clientURLs":["https://10.0.0.1{i}:2379"]{}}}"#,
+                10_276_657_743_932_975_430u64 + i,
+                if learner { r#","isLearner":true"# } else { "" }
+            )
+        };
+        let mut m: Vec<String> = (1..=voters).map(|i| member(i, false)).collect();
+        if learner {
+            m.push(member(voters + 1, true));
+        }
+        format!(
+            r#"{{"header":{{"cluster_id":"14841639068965178418","member_id":"{}","raft_term":"2"}},"members":[{}]}}"#,
+            10_276_657_743_932_975_431u64,
+            m.join(",")
+        )
+    }
+
+    fn with_gateway(voters: u64, learner: bool) -> Double {
+        let rt = counting();
+        let list = gateway_members(voters, learner);
+        rt.set_answer(crate::tools::etcd::MEMBER_LIST, 2379, Ok((200, &list)));
+        rt
+    }
+
+    /// SPEC 4 step 7 (v1.2): etcd asked directly: its member list from the
+    /// gateway and every other voter's /health on its client URL; no
+    /// etcdctl, no crictl exec.
+    #[test]
+    fn etcd_is_asked_directly_without_etcdctl() {
+        let rt = with_gateway(3, false);
+        let (r, _) = gate(&rt, Duration::from_secs(5));
+        let ok = r.unwrap();
+        assert_eq!((ok.etcd_voters, ok.etcd_healthy_voters), (3, 3));
+        assert_eq!(rt.calls.etcdctl(), 0, "no crictl exec");
+    }
+
+    /// A voter down: the gate waits, naming it; back, it passes.
+    #[test]
+    fn a_voter_down_keeps_the_gate_waiting_naming_it() {
+        let rt = with_gateway(3, false);
+        rt.set_host_answer(
+            "10.0.0.13",
+            "/health",
+            2379,
+            Err("connect 10.0.0.13:2379: Connection refused"),
+        );
+        let (r, took) = gate(&rt, Duration::from_millis(600));
+        match r {
+            Err(GateError::TimedOut { message }) => {
+                assert!(
+                    message.contains("only 2 of 3 etcd voters are healthy"),
+                    "{message}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        rt.set_host_answer(
+            "10.0.0.13",
+            "/health",
+            2379,
+            Ok((200, r#"{"health":"true","reason":""}"#)),
+        );
+        let (r, _) = gate(&rt, Duration::from_secs(5));
+        assert_eq!(r.unwrap().etcd_healthy_voters, 3);
+    }
+
+    /// An unhealthy answer (503, `health: false`) is not a healthy voter.
+    #[test]
+    fn an_unhealthy_voter_is_not_counted() {
+        let rt = with_gateway(5, false);
+        for h in ["10.0.0.14", "10.0.0.15"] {
+            rt.set_host_answer(
+                h,
+                "/health",
+                2379,
+                Ok((503, r#"{"health":"false","reason":"RAFT NO LEADER"}"#)),
+            );
+        }
+        let (r, _) = gate(&rt, Duration::from_millis(300));
+        match r {
+            Err(GateError::TimedOut { message }) => {
+                assert!(
+                    message.contains("only 3 of 5 etcd voters are healthy"),
+                    "{message}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Two voters, a learner in the list, this member a learner (the
+    /// gateway's 503): refused at once, each with its phase.
+    #[test]
+    fn the_direct_answers_refuse_at_once_as_etcdctls_did() {
+        let rt = with_gateway(2, false);
+        match gate(&rt, Duration::from_secs(5)).0 {
+            Err(GateError::Structural { phase, .. }) => {
+                assert_eq!(phase, Phase::TwoControlPlaneVoters)
+            }
+            other => panic!("{other:?}"),
+        }
+        let rt = with_gateway(3, true);
+        match gate(&rt, Duration::from_secs(5)).0 {
+            Err(GateError::Structural { phase, message }) => {
+                assert_eq!(phase, Phase::Health);
+                assert!(message.contains("1 learner"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let rt = counting();
+        rt.set_answer(
+            crate::tools::etcd::MEMBER_LIST,
+            2379,
+            Ok((503, r#"{"error":"etcdserver: rpc not supported for learner","message":"etcdserver: rpc not supported for learner","code":14}"#)),
+        );
+        match gate(&rt, Duration::from_secs(5)).0 {
+            Err(GateError::Structural { phase, message }) => {
+                assert_eq!(phase, Phase::Health);
+                assert!(message.contains("learner, not a voter"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(rt.calls.etcdctl(), 0);
+    }
+
+    /// The gateway off (404): etcdctl through crictl exec, as v1.1.
+    #[test]
+    fn a_gateway_that_answers_404_falls_back_to_etcdctl() {
+        let rt = counting();
+        let (r, _) = gate(&rt, Duration::from_secs(5));
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(rt.calls.etcdctl(), 2, "member list and endpoint health");
     }
 
     /// etcdctl's own timeouts end before the call around it is killed,

@@ -10,6 +10,7 @@ use crate::node::paths::MANIFESTS_DIR;
 use crate::rules::component::Component;
 use crate::rules::cri::Listing;
 use crate::rules::live::{self, Exit, Health, Observed, Port, Seen, Served, Written};
+use crate::tools::etcd;
 use crate::tools::health;
 use crate::tools::runtime::Runtime;
 use crate::tools::tlsprobe::{Question, Trust};
@@ -165,6 +166,7 @@ impl Ask<'_> {
             trust,
             now: self.now,
             path,
+            body: None,
             budget: self.left(),
         });
         let health = match (&a.reply, path) {
@@ -292,11 +294,13 @@ fn local(port: Result<u16, String>) -> Result<SocketAddr, String> {
 }
 
 /// The listing, each exited pod's end (`crictl inspect`), and etcd's
-/// quorum as the gate asks it (its running container's etcdctl).
+/// quorum as the gate asks it (`direct`, asked side by side; the gateway
+/// off, etcdctl in its running container), when etcd's container runs.
 fn containers(
     rt: &dyn Runtime,
     root: &Root,
     names: &[String],
+    direct: impl FnOnce() -> etcd::Direct,
     deadline: Instant,
 ) -> (Seen<Listing>, Vec<Option<Exit>>, Option<live::QuorumSeen>) {
     let left = || deadline.saturating_duration_since(Instant::now());
@@ -328,12 +332,8 @@ fn containers(
         .ok()
         .and_then(|l| l.component(Component::Etcd.name()).ok())
         .and_then(|mine| crate::rules::cri::running(&mine).map(|r| r.id.clone()));
-    let quorum = etcd.map(|id| {
-        if left().is_zero() {
-            return Err("no time left in --probe-timeout".to_string());
-        }
-        Ok(health::etcd_quorum(rt, root, &id, deadline).problem())
-    });
+    let direct = direct();
+    let quorum = etcd.map(|id| Ok(etcd::settle(direct, rt, root, Some(&id), deadline).problem()));
     (listing, exits, quorum)
 }
 
@@ -368,7 +368,13 @@ pub fn observe(
             .map(|c| s.spawn(move || ask.component(*c)))
             .collect();
         let peer = s.spawn(move || ask.etcd_peer());
-        let listed = containers(rt, root, &names, deadline);
+        let direct = s.spawn(move || etcd::direct(rt, root, now, deadline));
+        let direct = move || {
+            direct.join().unwrap_or_else(|_| {
+                etcd::Direct::Asked(health::Quorum::NotYet("the etcd probe panicked".into()))
+            })
+        };
+        let listed = containers(rt, root, &names, direct, deadline);
         let join = |h: std::thread::ScopedJoinHandle<'_, Asked>| {
             h.join().unwrap_or_else(|_| Asked {
                 health: Err("the probe panicked".into()),

@@ -2,6 +2,8 @@
 
 /// The container runtime endpoint crictl is given, as kubelet is.
 pub(crate) mod endpoint;
+/// etcd asked directly over TLS (SPEC 4 step 7, v1.2).
+pub(crate) mod etcd;
 /// The health gate and the stop and start waits (SPEC 4).
 pub(crate) mod health;
 /// The live observation (SPEC 10, v1.2).

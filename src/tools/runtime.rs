@@ -676,6 +676,22 @@ pub(crate) mod double {
             );
         }
 
+        /// `path` on `host:port` answers this (before [`Double::set_answer`]'s).
+        pub(crate) fn set_host_answer(
+            &self,
+            host: &str,
+            path: &str,
+            port: u16,
+            answer: Result<(u16, &str), &str>,
+        ) {
+            self.node().answers.insert(
+                format!("{host} {path}:{port}"),
+                answer
+                    .map(|(c, b)| (c, b.to_string()))
+                    .map_err(str::to_string),
+            );
+        }
+
         /// The kubelet's step: stop what left `manifests/`, start the next
         /// generation of what came back.
         fn sync(&self, root: &Path, n: &mut Node) {
@@ -807,7 +823,10 @@ pub(crate) mod double {
             };
             let n = self.node();
             let key = format!("{}:{}", q.path.unwrap_or(""), q.port);
-            let reply = match (n.answers.get(&key), q.path) {
+            // An answer set for this host first (`set_host_answer`).
+            let hosted = format!("{} {key}", q.host);
+            let set = n.answers.get(&hosted).or_else(|| n.answers.get(&key));
+            let reply = match (set, q.path) {
                 (Some(Err(why)), _) => Err(ProbeError::Exchange(why.clone())),
                 (Some(Ok((code, body))), p) => Ok((p.map(|_| *code), body.clone().into_bytes())),
                 (None, None) => Ok((None, Vec::new())),
@@ -824,6 +843,11 @@ pub(crate) mod double {
                 }
                 (None, Some("/health")) => {
                     Ok((Some(200), br#"{"health":"true","reason":""}"#.to_vec()))
+                }
+                // etcd's JSON gateway, unless set: off (these tests script
+                // etcdctl, the fallback).
+                (None, Some(crate::tools::etcd::MEMBER_LIST)) => {
+                    Ok((Some(404), b"404 page not found\n".to_vec()))
                 }
                 (None, Some(_)) => Ok((Some(200), b"ok".to_vec())),
             };

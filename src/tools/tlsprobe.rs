@@ -123,8 +123,10 @@ pub struct Question<'a> {
     pub trust: Trust<'a>,
     /// The runbook's clock, for the server's validity.
     pub now: time::OffsetDateTime,
-    /// With a path: one HTTP GET; without: the handshake only.
+    /// With a path: one HTTP GET (a POST of `body`, JSON, when given);
+    /// without: the handshake only.
     pub path: Option<&'a str>,
+    pub body: Option<&'a [u8]>,
     pub budget: Duration,
 }
 
@@ -260,6 +262,39 @@ fn body_start(buf: &[u8]) -> Option<(usize, Option<usize>)> {
     Some((end, len))
 }
 
+/// Whether the head says `Transfer-Encoding: chunked` (Go's net/http
+/// chunks an answer it did not finish within its first 2 KiB, and etcd's
+/// JSON gateway answers an error so, with a trailer).
+fn is_chunked(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head)
+        .to_ascii_lowercase()
+        .lines()
+        .filter_map(|l| l.strip_prefix("transfer-encoding:"))
+        .any(|v| v.split(',').any(|t| t.trim() == "chunked"))
+}
+
+/// A chunked body (RFC 9112 7.1), read to the end of the connection:
+/// its data, without the sizes, extensions and trailer. None when it is not
+/// well formed (a size that is not hex, data cut short, no last chunk).
+fn dechunk(mut rest: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = rest.windows(2).position(|w| w == b"\r\n")?;
+        let line = std::str::from_utf8(&rest[..eol]).ok()?;
+        let size = line.split(';').next()?.trim();
+        let size = usize::from_str_radix(size, 16).ok()?;
+        rest = &rest[eol + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        if rest.len() < size + 2 || &rest[size..size + 2] != b"\r\n" {
+            return None;
+        }
+        out.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+}
+
 /// An I/O error in words: a read or write past its time is "no answer in
 /// time", not the socket's EAGAIN.
 fn io_words(e: &std::io::Error) -> String {
@@ -325,8 +360,15 @@ fn exchange_with(
         }
         return Ok((None, Vec::new()));
     };
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: nvke-cert-runbook\r\nConnection: close\r\n\r\n");
-    tls.write_all(request.as_bytes())
+    let request = match q.body {
+        None => format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: nvke-cert-runbook\r\nConnection: close\r\n\r\n").into_bytes(),
+        Some(body) => {
+            let mut r = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: nvke-cert-runbook\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).into_bytes();
+            r.extend_from_slice(body);
+            r
+        }
+    };
+    tls.write_all(&request)
         .map_err(|e| exchange(format!("TLS to {addr}: {}", io_words(&e))))?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -362,6 +404,8 @@ fn exchange_with(
         .and_then(|s| s.parse::<u16>().ok())
         .ok_or_else(|| exchange(format!("{addr} did not answer HTTP")))?;
     let body = match body_start(&buf) {
+        Some((start, _)) if is_chunked(&buf[..start]) => dechunk(&buf[start..])
+            .ok_or_else(|| exchange(format!("{addr} answered a malformed chunked body")))?,
         Some((start, _)) => buf[start..].to_vec(),
         None => Vec::new(),
     };
@@ -384,6 +428,7 @@ pub fn probe(
         trust: Trust::Pinned { id, name },
         now,
         path,
+        body: None,
         budget,
     });
     let (status, _) = a.reply?;
@@ -522,6 +567,59 @@ mod tests {
             Some(der(&pki("apiserver-kubelet-client.crt"))),
             "the client certificate is presented"
         );
+    }
+
+    /// A POST carries its JSON body, and a chunked answer with a trailer
+    /// (what etcd 3.4.23's JSON gateway sent a learner asked for the member
+    /// list, seen on this machine) is its data, without the framing.
+    #[test]
+    fn a_post_sends_its_body_and_a_chunked_answer_is_decoded() {
+        let (port, server) = serve(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nTrailer: Grpc-Trailer-Content-Type\r\nTransfer-Encoding: chunked\r\n\r\n\
+              75\r\n{\"error\":\"etcdserver: rpc not supported for learner\",\"message\":\"etcdserver: rpc not supported for learner\",\"code\":14}\r\n\
+              0\r\nGrpc-Trailer-Content-Type: application/grpc\r\n\r\n",
+        );
+        let id = identity();
+        let a = ask(&Question {
+            host: std::net::Ipv4Addr::LOCALHOST.into(),
+            port,
+            trust: Trust::Pinned {
+                id: &id,
+                name: "kubernetes",
+            },
+            now: NOW,
+            path: Some("/v3/cluster/member/list"),
+            body: Some(b"{}"),
+            budget: Duration::from_secs(5),
+        });
+        let (status, body) = a.reply.unwrap();
+        assert_eq!(status, Some(503));
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            "{\"error\":\"etcdserver: rpc not supported for learner\",\"message\":\"etcdserver: rpc not supported for learner\",\"code\":14}"
+        );
+        let (request, _) = server.join().unwrap().unwrap();
+        assert!(
+            request.starts_with("POST /v3/cluster/member/list HTTP/1.1\r\n"),
+            "{request}"
+        );
+        assert!(request.contains("Content-Length: 2\r\n"), "{request}");
+    }
+
+    #[test]
+    fn chunked_bodies_are_decoded_and_malformed_ones_refused() {
+        assert_eq!(dechunk(b"2\r\nok\r\n0\r\n\r\n").unwrap(), b"ok");
+        assert_eq!(
+            dechunk(b"3;ext=1\r\nabc\r\n1\r\nd\r\n0\r\nX: y\r\n\r\n").unwrap(),
+            b"abcd"
+        );
+        assert_eq!(dechunk(b"zz\r\nok\r\n0\r\n\r\n"), None, "not hex");
+        assert_eq!(dechunk(b"5\r\nok\r\n0\r\n\r\n"), None, "cut short");
+        assert_eq!(dechunk(b"2\r\nok\r\n"), None, "no last chunk");
+        assert!(is_chunked(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+        ));
+        assert!(!is_chunked(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"));
     }
 
     /// kube-apiserver's answer is returned as it is: the gate judges it.

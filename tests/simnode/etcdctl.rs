@@ -44,26 +44,26 @@ impl Output {
 }
 
 #[derive(Debug, Clone)]
-struct Member {
-    n: u32,
-    id: u64,
-    learner: bool,
-    healthy: bool,
+pub struct Member {
+    pub n: u32,
+    pub id: u64,
+    pub learner: bool,
+    pub healthy: bool,
     /// Does not answer at all (sim.json `etcd.unreachable`).
-    reachable: bool,
+    pub reachable: bool,
 }
 
 impl Member {
     fn ip(&self) -> String {
         format!("10.0.0.1{}", self.n)
     }
-    fn client_url(&self) -> String {
+    pub fn client_url(&self) -> String {
         format!("https://{}:2379", self.ip())
     }
-    fn peer_url(&self) -> String {
+    pub fn peer_url(&self) -> String {
         format!("https://{}:2380", self.ip())
     }
-    fn name(&self) -> Option<String> {
+    pub fn name(&self) -> Option<String> {
         (!self.learner).then(|| format!("cp-{}", self.n))
     }
 }
@@ -72,7 +72,7 @@ impl Member {
 /// and `learners` learners in all (with `selfIsLearner`, member 1 is one of
 /// the learners, at least one); the last `unhealthy` members are unhealthy,
 /// the last `unreachable` ones do not answer.
-fn members(k: &EtcdKnobs) -> Vec<Member> {
+pub fn members(k: &EtcdKnobs) -> Vec<Member> {
     let mut kinds: Vec<bool> = Vec::new(); // learner?
     if k.self_is_learner {
         kinds.push(true);

@@ -1219,6 +1219,9 @@ impl Kubelet {
                 if let Some(a) = etcd_peer_address(&c.argv) {
                     extra.extend(["--peer-address".into(), a.to_string()]);
                 }
+                if flag_value(&c.argv, "--enable-grpc-gateway") == Some("false") {
+                    extra.push("--no-gateway".into());
+                }
                 Some(("etcd", etcd_client_port(&c.argv), extra))
             }
             // They serve /healthz on their --secure-port (sim.json `health`

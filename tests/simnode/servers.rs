@@ -2,12 +2,16 @@
 //! containers: mutual-TLS servers that load their certificates once, at
 //! start, like the real ones.
 //!
-//! `nvke-simnode etcd --root R --port P [--peer-address IP:PORT] [--sim DIR] [--tls-now UNIX]`
+//! `nvke-simnode etcd --root R --port P [--peer-address IP:PORT] [--sim DIR] [--tls-now UNIX] [--no-gateway]`
 //! `nvke-simnode apiserver --root R --port P --etcd-port E [--sim DIR] [--tls-now UNIX] [--bind-address IP]`
 //! `nvke-simnode healthz --port P --name NAME [--sim DIR]`
 //!
 //! etcd re-reads its certificate files at every TLS handshake, as real
 //! etcd does (its client and peer ports); kube-apiserver reads its once.
+//! etcd serves `/health`, and its JSON gateway's member list (`POST
+//! /v3/cluster/member/list`, unless `--no-gateway`: the manifest's
+//! `--enable-grpc-gateway=false`) from sim.json `etcd`; the other members
+//! it lists answer `/health` on loopback ports of their own.
 //! `healthz` is kube-controller-manager's or kube-scheduler's `/healthz`
 //! on its `--secure-port`, over TLS with a self-signed certificate and no
 //! client certificate asked, as the real ones serve it. With `--sim`, each
@@ -35,6 +39,8 @@ struct ServerArgs {
     sim: Option<PathBuf>,
     /// `healthz`: which component it stands in for.
     name: String,
+    /// etcd: `--enable-grpc-gateway=false` in its manifest.
+    no_gateway: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<ServerArgs> {
@@ -44,6 +50,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
     let mut tls_now = None;
     let mut bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let (mut peer, mut sim, mut name) = (None, None, String::new());
+    let mut no_gateway = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -68,6 +75,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
             "--peer-address" => peer = Some(value()?.parse().context("--peer-address")?),
             "--sim" => sim = Some(PathBuf::from(value()?)),
             "--name" => name = value()?,
+            "--no-gateway" => no_gateway = true,
             other => bail!("unknown argument {other}"),
         }
     }
@@ -80,6 +88,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
         peer,
         sim,
         name,
+        no_gateway,
     })
 }
 
@@ -154,25 +163,139 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
             }
         });
     }
+    // The other members (sim.json `etcd`), as this member's JSON gateway
+    // lists them: each on its own loopback port, bound now, answering
+    // `/health` as its knobs say at each request (gone, or unreachable: the
+    // connection closes unanswered). Their certificate is this node's
+    // server.crt (127.0.0.1 is in it), re-read per handshake.
+    let mut others = Vec::new();
+    for n in 2..=OTHER_MEMBERS + 1 {
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .context("etcd: failed to listen for another member")?;
+        others.push((n, listener.local_addr()?.port()));
+        let (sim, cfg) = (a.sim.clone(), cfg.clone());
+        std::thread::spawn(move || {
+            let r = tls::serve_listener(listener, cfg, move |req: &Request| {
+                let me = etcd_members(&sim).into_iter().find(|m| m.n == n);
+                match me {
+                    Some(m) if m.reachable && req.target == "/health" => member_health(m.healthy),
+                    Some(m) if m.reachable => text(404, "404 page not found\n"),
+                    _ => Response {
+                        status: Response::RAW,
+                        content_type: "text/plain",
+                        body: String::new(),
+                    },
+                }
+            });
+            if let Err(e) = r {
+                eprintln!("etcd member {n}: {e:#}");
+            }
+        });
+    }
     let sim = a.sim.clone();
-    tls::serve("etcd", a.bind, a.port, cfg, move |_req: &Request| {
+    let gateway = !a.no_gateway;
+    tls::serve("etcd", a.bind, a.port, cfg, move |req: &Request| {
         let knob = health_knob(&sim, "etcd");
         if let Some(r) = knob_response(&knob) {
             return r;
         }
-        if knob == "unhealthy" {
-            return Response {
-                status: 503,
-                content_type: "application/json",
-                body: "{\"health\":\"false\",\"reason\":\"RAFT NO LEADER\"}".to_string(),
-            };
-        }
-        Response {
-            status: 200,
-            content_type: "application/json",
-            body: "{\"health\":\"true\",\"reason\":\"\"}".to_string(),
+        match (req.method.as_str(), req.target.as_str()) {
+            ("POST", "/v3/cluster/member/list") if gateway && etcd_knobs(&sim).gateway => {
+                match etcd_knobs(&sim).gateway_answer {
+                    Some(body) => Response {
+                        status: 200,
+                        content_type: "application/json",
+                        body,
+                    },
+                    None => gateway_member_list(&etcd_members(&sim), &others),
+                }
+            }
+            (_, "/health") => {
+                // This member's health: the knob, or member 1's in sim.json
+                // `etcd` (the members etcdctl's emulation reports too).
+                let local = etcd_members(&sim).into_iter().find(|m| m.n == 1);
+                member_health(knob != "unhealthy" && local.is_none_or(|m| m.healthy))
+            }
+            // etcd's mux: anything else, and the gateway's paths with
+            // --enable-grpc-gateway=false.
+            _ => text(404, "404 page not found\n"),
         }
     })
+}
+
+/// How many other members the simulated etcd can stand in for.
+const OTHER_MEMBERS: u32 = 6;
+
+/// sim.json `etcd` (the defaults when unset).
+fn etcd_knobs(sim: &Option<PathBuf>) -> crate::sim::EtcdKnobs {
+    sim.as_ref()
+        .and_then(|d| crate::sim::Sim::new(d.clone()).load_config().ok())
+        .map(|c| c.etcd)
+        .unwrap_or_default()
+}
+
+/// sim.json `etcd`'s members (the default single voter when unset).
+fn etcd_members(sim: &Option<PathBuf>) -> Vec<crate::etcdctl::Member> {
+    crate::etcdctl::members(&etcd_knobs(sim))
+}
+
+/// etcd's `/health` (3.4): 200 `{"health":"true"}`, or 503.
+fn member_health(healthy: bool) -> Response {
+    if healthy {
+        Response {
+            status: 200,
+            content_type: "text/plain; charset=utf-8",
+            body: "{\"health\":\"true\"}".to_string(),
+        }
+    } else {
+        Response {
+            status: 503,
+            content_type: "text/plain; charset=utf-8",
+            body: "{\"health\":\"false\"}".to_string(),
+        }
+    }
+}
+
+/// The JSON gateway's member list, as etcd 3.4.23 writes it (proto field
+/// names, IDs as strings, `isLearner` only when true, no `name` for a
+/// member not started yet): this member (1) advertises the node's address;
+/// the others their loopback ports. Asked of a learner: etcd's 503.
+fn gateway_member_list(members: &[crate::etcdctl::Member], others: &[(u32, u16)]) -> Response {
+    if members.first().is_some_and(|m| m.learner) {
+        return Response {
+            status: 503,
+            content_type: "application/json",
+            body: "{\"error\":\"etcdserver: rpc not supported for learner\",\"message\":\"etcdserver: rpc not supported for learner\",\"code\":14}".to_string(),
+        };
+    }
+    let each: Vec<String> = members
+        .iter()
+        .map(|m| {
+            // This member, and one beyond what the simulation stands in
+            // for, keep etcdctl's emulated addresses (not asked).
+            let client = match others.iter().find(|(n, _)| *n == m.n) {
+                Some((_, port)) => format!("https://127.0.0.1:{port}"),
+                None => m.client_url(),
+            };
+            let name = m.name().map(|n| format!(",\"name\":\"{n}\"")).unwrap_or_default();
+            let learner = if m.learner { ",\"isLearner\":true" } else { "" };
+            format!(
+                "{{\"ID\":\"{}\"{name},\"peerURLs\":[\"{}\"],\"clientURLs\":[\"{client}\"]{learner}}}",
+                m.id,
+                m.peer_url()
+            )
+        })
+        .collect();
+    Response {
+        status: 200,
+        content_type: "application/json",
+        body: format!(
+            "{{\"header\":{{\"cluster_id\":\"{}\",\"member_id\":\"{}\",\"raft_term\":\"2\"}},\"members\":[{}]}}",
+            crate::etcdctl::CLUSTER_ID,
+            crate::etcdctl::member_id(1),
+            each.join(",")
+        ),
+    }
 }
 
 /// kube-controller-manager's or kube-scheduler's `/healthz`.

@@ -172,6 +172,11 @@ pub struct EtcdKnobs {
     pub unreachable: u32,
     pub self_is_learner: bool,
     pub exec_fails: bool,
+    /// etcd's JSON gateway is on (default), as `--enable-grpc-gateway`.
+    pub gateway: bool,
+    /// The gateway answers the member list with these bytes (status 200)
+    /// instead of the members above (hostile answers).
+    pub gateway_answer: Option<String>,
 }
 
 impl Default for EtcdKnobs {
@@ -183,6 +188,8 @@ impl Default for EtcdKnobs {
             unreachable: 0,
             self_is_learner: false,
             exec_fails: false,
+            gateway: true,
+            gateway_answer: None,
         }
     }
 }

@@ -328,6 +328,14 @@ where
     let listener = TcpListener::bind(SocketAddr::from((bind, port)))
         .with_context(|| format!("{name}: failed to listen on {bind}:{port}"))?;
     eprintln!("{name}: listening on https://{bind}:{port}");
+    serve_listener(listener, config, handler)
+}
+
+/// Serves forever on a listener already bound, as [`serve`].
+pub fn serve_listener<F>(listener: TcpListener, config: Arc<ServerConfig>, handler: F) -> Result<()>
+where
+    F: Fn(&Request) -> Response + Send + Sync + 'static,
+{
     let handler = Arc::new(handler);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };

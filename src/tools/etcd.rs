@@ -1,0 +1,316 @@
+//! etcd asked directly (SPEC 4 step 7, v1.2): the runbook is etcd's client
+//! itself, over TLS to the client URL of the manifest with
+//! `pki/etcd/healthcheck-client` and `pki/etcd/ca.crt` (under the root):
+//! the member list from etcd's JSON gateway (`POST
+//! /v3/cluster/member/list`) and `/health` of every voter, side by side,
+//! judged by the quorum rules of [`cri::judge_etcd`]. No `crictl exec`.
+//! A gateway that answers 404 (`--enable-grpc-gateway=false`) falls back to
+//! v1.1's etcdctl through `crictl exec` ([`via_etcdctl`]), and says so.
+
+use crate::node::fsx::Root;
+use crate::rules::cri::{self, EndpointHealth, EtcdVerdict, MemberList};
+use crate::rules::live::{self, Health};
+use crate::rules::outcome::Phase;
+use crate::tools::health::{self, Quorum};
+use crate::tools::runtime::Runtime;
+use crate::tools::tlsprobe::{Question, TlsIdentity, Trust};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::time::{Duration, Instant};
+use time::OffsetDateTime;
+
+/// etcd's JSON gateway path for the member list (etcd 3.4 and later).
+pub const MEMBER_LIST: &str = "/v3/cluster/member/list";
+
+/// What the direct question gave.
+pub enum Direct {
+    Asked(Quorum),
+    /// The gateway is off (404): ask etcdctl in the etcd container instead.
+    GatewayOff,
+}
+
+/// The log line that says the fallback was taken (SPEC 4 step 7).
+pub const FALLBACK: &str =
+    "etcd's JSON gateway answered 404 (--enable-grpc-gateway=false): asking etcdctl through crictl exec, as v1.1 did";
+
+fn left(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}
+
+/// The runbook as etcd's client: the node's etcd CA, the healthcheck
+/// client's certificate, the clock to judge servers at, one deadline.
+#[derive(Clone, Copy)]
+struct Client<'a> {
+    rt: &'a dyn Runtime,
+    id: &'a TlsIdentity,
+    now: OffsetDateTime,
+    deadline: Instant,
+}
+
+impl Client<'_> {
+    /// One GET (or a POST of `body`) to etcd at `addr`, verified for `name`.
+    fn call(
+        &self,
+        addr: SocketAddr,
+        name: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<(u16, Vec<u8>), String> {
+        let a = self.rt.ask(&Question {
+            host: addr.ip(),
+            port: addr.port(),
+            trust: Trust::Pinned { id: self.id, name },
+            now: self.now,
+            path: Some(path),
+            body,
+            budget: left(self.deadline),
+        });
+        match a.reply {
+            Ok((Some(status), body)) => Ok((status, body)),
+            Ok((None, _)) => Err(format!("{addr} gave no HTTP answer")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// etcd's `/health` at `addr`: healthy, or why not.
+    fn health(&self, addr: Result<(SocketAddr, String), String>) -> (bool, Option<String>) {
+        let (addr, name) = match addr {
+            Ok(a) => a,
+            Err(e) => return (false, Some(e)),
+        };
+        match self.call(addr, &name, "/health", None) {
+            Ok((status, body)) => match live::etcd_health(status, &body) {
+                Health::Healthy => (true, None),
+                Health::Unhealthy(why) => (false, Some(why)),
+            },
+            Err(e) => (false, Some(e)),
+        }
+    }
+}
+
+/// Ask this member's etcd for the member list and every voter for its
+/// health, within `deadline`.
+pub fn direct(rt: &dyn Runtime, root: &Root, now: OffsetDateTime, deadline: Instant) -> Direct {
+    let asked = |q| Direct::Asked(q);
+    let port = match health::etcd_port(root) {
+        Ok(p) => p,
+        Err(e) => return asked(Quorum::NotYet(e)),
+    };
+    let id = match health::etcd_identity(root) {
+        Ok(i) => i,
+        Err(e) => return asked(Quorum::NotYet(e)),
+    };
+    let local = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+    let client = Client {
+        rt,
+        id: &id,
+        now,
+        deadline,
+    };
+    let list = client.call(local, "127.0.0.1", MEMBER_LIST, Some(b"{}"));
+    let members = match list {
+        Ok((200, body)) => match cri::parse_gateway_member_list(&body) {
+            Ok(m) => m,
+            Err(e) => return asked(Quorum::NotYet(e)),
+        },
+        Ok((404, _)) => return Direct::GatewayOff,
+        Ok((status, body)) => {
+            if let Some(why) = cri::local_learner(&String::from_utf8_lossy(&body)) {
+                return asked(Quorum::Structural(Phase::Health, why));
+            }
+            return asked(Quorum::NotYet(format!(
+                "etcd's member list ({local}{MEMBER_LIST}): {}",
+                live::answer_words(status, &body)
+            )));
+        }
+        Err(e) => return asked(Quorum::NotYet(format!("etcd's member list: {e}"))),
+    };
+    let (local_health, cluster) = voters_health(&client, local, &members);
+    asked(judged(&local_health, &cluster, &members))
+}
+
+/// The quorum rules over what was asked.
+pub fn judged(local: &[EndpointHealth], cluster: &[EndpointHealth], m: &MemberList) -> Quorum {
+    match cri::judge_etcd(local, cluster, m) {
+        EtcdVerdict::Ok {
+            voters,
+            healthy_voters,
+        } => Quorum::Ok {
+            voters,
+            healthy_voters,
+        },
+        EtcdVerdict::NotYet(m) => Quorum::NotYet(m),
+        EtcdVerdict::Structural {
+            two_voters: true,
+            reason,
+        } => Quorum::Structural(Phase::TwoControlPlaneVoters, reason),
+        EtcdVerdict::Structural { reason, .. } => Quorum::Structural(Phase::Health, reason),
+    }
+}
+
+/// `/health` of this member (on the manifest's local client URL) and of
+/// every other voter (on each of its client URLs), side by side: the
+/// entries the quorum rule reads, as etcdctl's `endpoint health --cluster`
+/// gives them (one per client URL; this member's keyed by its own URLs).
+fn voters_health(
+    client: &Client<'_>,
+    local: SocketAddr,
+    members: &MemberList,
+) -> (Vec<EndpointHealth>, Vec<EndpointHealth>) {
+    let me = members.header.member_id;
+    let deadline = client.deadline;
+    // Another member's certificate is another machine's: judged at the real
+    // clock (the runbook's --now fixes this node's files' dates in tests,
+    // never another machine's; on a node the two are the same).
+    let remote = Client {
+        now: OffsetDateTime::now_utc(),
+        ..*client
+    };
+    let remote = &remote;
+    std::thread::scope(|s| {
+        let mine = s.spawn(move || client.health(Ok((local, "127.0.0.1".to_string()))));
+        let others: Vec<_> = members
+            .members
+            .iter()
+            .filter(|m| m.id != me && !m.is_learner)
+            .flat_map(|m| m.client_urls.iter())
+            .map(|u| {
+                let u = u.clone();
+                s.spawn(move || {
+                    let (health, error) = remote.health(client_url(&u, deadline));
+                    EndpointHealth {
+                        endpoint: u,
+                        health,
+                        error,
+                    }
+                })
+            })
+            .collect();
+        let (health, error) = mine
+            .join()
+            .unwrap_or_else(|_| (false, Some("the probe panicked".into())));
+        let local_entry = |endpoint: String| EndpointHealth {
+            endpoint,
+            health,
+            error: error.clone(),
+        };
+        let local_health = vec![local_entry(format!("https://{local}"))];
+        let mut cluster: Vec<EndpointHealth> = members
+            .members
+            .iter()
+            .filter(|m| m.id == me)
+            .flat_map(|m| m.client_urls.iter())
+            .map(|u| local_entry(u.clone()))
+            .collect();
+        cluster.extend(others.into_iter().map(|h| {
+            h.join().unwrap_or_else(|_| EndpointHealth {
+                endpoint: String::new(),
+                health: false,
+                error: Some("the probe panicked".into()),
+            })
+        }));
+        (local_health, cluster)
+    })
+}
+
+/// Where a member's client URL points, and the name to verify its server
+/// for: `https://IP:PORT` (`[v6]` too), or a host name resolved within the
+/// time left (the resolver runs on its own thread: a stuck DNS server
+/// cannot hold the gate past its deadline).
+pub fn client_url(url: &str, deadline: Instant) -> Result<(SocketAddr, String), String> {
+    let rest = url.strip_prefix("https://").ok_or_else(|| {
+        format!("{url}: not asked (only https:// client URLs: kubeadm's etcd serves TLS)")
+    })?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !p.contains(']') => (h, p),
+        _ => return Err(format!("{url}: no port")),
+    };
+    let port: u16 = port.parse().map_err(|_| format!("{url}: bad port"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok((SocketAddr::new(ip, port), host.to_string()));
+    }
+    if host.is_empty() {
+        return Err(format!("{url}: no host"));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = host.to_string();
+    std::thread::spawn(move || {
+        let _ = tx.send((h.as_str(), port).to_socket_addrs().map(|mut a| a.next()));
+    });
+    match rx.recv_timeout(left(deadline)) {
+        Ok(Ok(Some(a))) => Ok((a, host.to_string())),
+        Ok(Ok(None)) => Err(format!("{url}: {host} has no address")),
+        Ok(Err(e)) => Err(format!("{url}: {host} does not resolve: {e}")),
+        Err(_) => Err(format!("{url}: {host} did not resolve in time")),
+    }
+}
+
+/// What the direct question settles: its answer, or (the gateway off)
+/// v1.1's etcdctl in the etcd container `etcd_id`, said once in the log.
+pub fn settle(
+    d: Direct,
+    rt: &dyn Runtime,
+    root: &Root,
+    etcd_id: Option<&str>,
+    deadline: Instant,
+) -> Quorum {
+    match d {
+        Direct::Asked(q) => q,
+        Direct::GatewayOff => {
+            say_fallback();
+            match etcd_id {
+                _ if left(deadline).is_zero() => Quorum::NotYet(
+                    "etcd's JSON gateway is off and no time is left for etcdctl".into(),
+                ),
+                Some(id) => health::etcdctl_quorum(rt, root, id, deadline),
+                None => Quorum::NotYet(
+                    "etcd's JSON gateway is off (404) and no etcd container runs to ask etcdctl in"
+                        .into(),
+                ),
+            }
+        }
+    }
+}
+
+/// Whether the fallback was already said in this process (once per run).
+static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Say once that the gateway is off and etcdctl is asked instead.
+pub fn say_fallback() {
+    if !SAID.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        tracing::warn!("{FALLBACK}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(5)
+    }
+
+    #[test]
+    fn client_urls_are_https_with_a_port() {
+        let (a, name) = client_url("https://10.0.0.12:2379", far()).unwrap();
+        assert_eq!(a.to_string(), "10.0.0.12:2379");
+        assert_eq!(name, "10.0.0.12");
+        let (a, name) = client_url("https://[fd00::12]:2379/", far()).unwrap();
+        assert_eq!(a.to_string(), "[fd00::12]:2379");
+        assert_eq!(name, "fd00::12");
+        let (a, name) = client_url("https://localhost:2379", far()).unwrap();
+        assert_eq!(a.port(), 2379);
+        assert!(a.ip().is_loopback());
+        assert_eq!(name, "localhost");
+        for bad in [
+            "http://10.0.0.12:2379",
+            "https://10.0.0.12",
+            "https://:2379",
+            "https://10.0.0.12:port",
+            "https://[fd00::12]",
+        ] {
+            assert!(client_url(bad, far()).is_err(), "{bad}");
+        }
+    }
+}
