@@ -173,6 +173,72 @@ fn etcd_mounts(pki_etcd: &Path) -> Value {
     json!([{"container_path": "/etc/kubernetes/pki/etcd", "host_path": pki_etcd, "readonly": true}])
 }
 
+/// Real etcd 3.4 on free loopback ports, serving `node`'s etcd server
+/// certificate with client certificate authentication (kubeadm's flags);
+/// `gateway`: `--enable-grpc-gateway`. Returns it and its client port.
+fn start_real_etcd(node: &Node, data: &str, gateway: bool) -> (std::process::Child, u16) {
+    let f = |name: &str| {
+        node.root
+            .join(PKI)
+            .join("etcd")
+            .join(name)
+            .display()
+            .to_string()
+    };
+    let (cp, pp) = (free_port(), free_port());
+    let peer = format!("http://127.0.0.1:{pp}");
+    let client = format!("https://127.0.0.1:{cp}");
+    let child = Command::new("/usr/bin/etcd")
+        .env_clear()
+        .arg(format!("--data-dir={}", node.root.join(data).display()))
+        .arg(format!("--listen-client-urls={client}"))
+        .arg(format!("--advertise-client-urls={client}"))
+        .arg(format!("--listen-peer-urls={peer}"))
+        .arg(format!("--initial-advertise-peer-urls={peer}"))
+        .arg(format!("--initial-cluster=default={peer}"))
+        .arg(format!("--cert-file={}", f("server.crt")))
+        .arg(format!("--key-file={}", f("server.key")))
+        .arg("--client-cert-auth=true")
+        .arg(format!("--trusted-ca-file={}", f("ca.crt")))
+        .arg(format!("--enable-grpc-gateway={gateway}"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("/usr/bin/etcd");
+    (child, cp)
+}
+
+/// The simulated etcd for `node` on a free port (`gateway`: its JSON
+/// gateway on). Returns it and its port.
+fn start_sim_etcd(node: &Node, gateway: bool) -> (std::process::Child, u16) {
+    let sp = free_port();
+    let mut cmd = Command::new(SIMNODE);
+    cmd.args(["etcd", "--root"])
+        .arg(&node.root)
+        .args(["--port", &sp.to_string()]);
+    if !gateway {
+        cmd.arg("--no-gateway");
+    }
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    (child, sp)
+}
+
+/// The runbook's identity as etcd's client on `node` (healthcheck client).
+fn etcd_client_identity(node: &Node) -> nvke_cert_runbook::tools::TlsIdentity {
+    let f = |name: &str| std::fs::read(node.root.join(PKI).join("etcd").join(name)).unwrap();
+    nvke_cert_runbook::tools::TlsIdentity {
+        ca_pem: f("ca.crt"),
+        client_cert_pem: f("healthcheck-client.crt"),
+        client_key_pem: f("healthcheck-client.key"),
+    }
+}
+
 /// 1 and 3: `crictl exec <etcd> etcdctl <the runbook's flags>` against a
 /// member that does not listen: etcdctl waits its whole
 /// `--command-timeout`, prints the unhealthy JSON, exits 1; crictl exits 1
@@ -722,48 +788,15 @@ fn stop_after_the_grace_period_then_garbage_collection() {
 #[test]
 fn etcd_serves_a_renewed_server_certificate_at_once_real_and_simulated() {
     use nvke_cert_runbook::rules::live::{etcd_health, Health};
-    use nvke_cert_runbook::tools::{ask, Question, TlsIdentity, Trust};
+    use nvke_cert_runbook::tools::{ask, Question, Trust};
     let Some(_tools) = require() else { return };
     let _turn = serial();
     let real = Node::prepare("rsa", json!({}));
     let sim = Node::prepare("rsa", json!({}));
     let etcd_pki = |n: &Node| n.root.join(PKI).join("etcd");
-    let (cp, pp, sp) = (free_port(), free_port(), free_port());
-    let f = |n: &Node, name: &str| etcd_pki(n).join(name).display().to_string();
-    let data = real.root.join("var/lib/etcd-real");
-    let peer = format!("http://127.0.0.1:{pp}");
-    let client = format!("https://127.0.0.1:{cp}");
-    let mut real_etcd = Command::new("/usr/bin/etcd")
-        .env_clear()
-        .arg(format!("--data-dir={}", data.display()))
-        .arg(format!("--listen-client-urls={client}"))
-        .arg(format!("--advertise-client-urls={client}"))
-        .arg(format!("--listen-peer-urls={peer}"))
-        .arg(format!("--initial-advertise-peer-urls={peer}"))
-        .arg(format!("--initial-cluster=default={peer}"))
-        .arg(format!("--cert-file={}", f(&real, "server.crt")))
-        .arg(format!("--key-file={}", f(&real, "server.key")))
-        .arg("--client-cert-auth=true")
-        .arg(format!("--trusted-ca-file={}", f(&real, "ca.crt")))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("/usr/bin/etcd");
-    let mut sim_etcd = Command::new(SIMNODE)
-        .args(["etcd", "--root"])
-        .arg(&sim.root)
-        .args(["--port", &sp.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let identity = |n: &Node| TlsIdentity {
-        ca_pem: std::fs::read(etcd_pki(n).join("ca.crt")).unwrap(),
-        client_cert_pem: std::fs::read(etcd_pki(n).join("healthcheck-client.crt")).unwrap(),
-        client_key_pem: std::fs::read(etcd_pki(n).join("healthcheck-client.key")).unwrap(),
-    };
+    let (mut real_etcd, cp) = start_real_etcd(&real, "var/lib/etcd-real", true);
+    let (mut sim_etcd, sp) = start_sim_etcd(&sim, true);
+    let identity = etcd_client_identity;
     let leaf = |n: &Node| {
         let pem = std::fs::read(etcd_pki(n).join("server.crt")).unwrap();
         nvke_cert_runbook::rules::pki::parse_pem_certificate(&pem)
@@ -840,59 +873,12 @@ fn etcd_serves_a_renewed_server_certificate_at_once_real_and_simulated() {
 #[test]
 fn etcds_json_gateway_real_and_simulated() {
     use nvke_cert_runbook::rules::cri::parse_gateway_member_list;
-    use nvke_cert_runbook::tools::{ask, Question, TlsIdentity, Trust};
+    use nvke_cert_runbook::tools::{ask, Question, Trust};
     let Some(_tools) = require() else { return };
     let _turn = serial();
     let real = Node::prepare("rsa", json!({}));
     let sim = Node::prepare("rsa", json!({}));
-    let etcd_pki = |n: &Node| n.root.join(PKI).join("etcd");
-    let f = |n: &Node, name: &str| etcd_pki(n).join(name).display().to_string();
-    let start_real = |gateway: bool, dir: &str| {
-        let (cp, pp) = (free_port(), free_port());
-        let peer = format!("http://127.0.0.1:{pp}");
-        let client = format!("https://127.0.0.1:{cp}");
-        let child = Command::new("/usr/bin/etcd")
-            .env_clear()
-            .arg(format!("--data-dir={}", real.root.join(dir).display()))
-            .arg(format!("--listen-client-urls={client}"))
-            .arg(format!("--advertise-client-urls={client}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=default={peer}"))
-            .arg(format!("--cert-file={}", f(&real, "server.crt")))
-            .arg(format!("--key-file={}", f(&real, "server.key")))
-            .arg("--client-cert-auth=true")
-            .arg(format!("--trusted-ca-file={}", f(&real, "ca.crt")))
-            .arg(format!("--enable-grpc-gateway={gateway}"))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("/usr/bin/etcd");
-        (child, cp)
-    };
-    let start_sim = |gateway: bool| {
-        let sp = free_port();
-        let mut cmd = Command::new(SIMNODE);
-        cmd.args(["etcd", "--root"])
-            .arg(&sim.root)
-            .args(["--port", &sp.to_string()]);
-        if !gateway {
-            cmd.arg("--no-gateway");
-        }
-        let child = cmd
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        (child, sp)
-    };
-    let identity = |n: &Node| TlsIdentity {
-        ca_pem: std::fs::read(etcd_pki(n).join("ca.crt")).unwrap(),
-        client_cert_pem: std::fs::read(etcd_pki(n).join("healthcheck-client.crt")).unwrap(),
-        client_key_pem: std::fs::read(etcd_pki(n).join("healthcheck-client.key")).unwrap(),
-    };
+    let identity = etcd_client_identity;
     // One question as the runbook asks it: (status, body).
     let question = |n: &Node, port: u16, path: &str, body: Option<&[u8]>| {
         let id = identity(n);
@@ -915,8 +901,9 @@ fn etcds_json_gateway_real_and_simulated() {
     let mut shapes = Vec::new();
     let mut healths = Vec::new();
     for gateway in [true, false] {
-        let (mut r, rp) = start_real(gateway, if gateway { "etcd-gw" } else { "etcd-nogw" });
-        let (mut s, sp) = start_sim(gateway);
+        let dir = if gateway { "etcd-gw" } else { "etcd-nogw" };
+        let (mut r, rp) = start_real_etcd(&real, dir, gateway);
+        let (mut s, sp) = start_sim_etcd(&sim, gateway);
         for (who, node, port) in [("real", &real, rp), ("sim", &sim, sp)] {
             let health = poll(&format!("{who} etcd answers /health"), 60, || {
                 question(node, port, "/health", None).filter(|(s, _)| *s == 200)
