@@ -492,6 +492,79 @@ fn no_runtime_endpoint_configured_is_refused_at_once() {
     report_restarts("kubelet's endpoint (kubeadm-flags.env)", &v);
 }
 
+/// SPEC 9: an endpoint the real crictl 1.36 cannot use at all fails the
+/// gate at once (phase `health`), naming the endpoint and where it came
+/// from, never polled for `--health-timeout`: `tcp://` (crictl: "only
+/// support unix socket endpoint"), `npipe://` ("protocol \"npipe\" not
+/// supported"), a regular file where the socket should be (its dial is
+/// refused), each given as `--runtime-endpoint` and in kubeadm-flags.env.
+/// No runtime needs to run for this: the node's tree and the real crictl.
+#[test]
+fn an_endpoint_crictl_cannot_use_is_refused_at_once_naming_its_source() {
+    let Some(tools) = require() else {
+        return;
+    };
+    let node = Node::prepare("ecdsa", json!({}));
+    let link = node.sim.join("bin/crictl");
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(&tools.crictl, &link).unwrap();
+    let file = node.sim.join("not-a-socket");
+    std::fs::write(&file, b"").unwrap();
+    let file_ep = format!("unix://{}", file.display());
+    for (ep, crictl_says) in [
+        ("tcp://127.0.0.1:10010", "only support unix socket endpoint"),
+        (
+            "npipe:////./pipe/containerd-containerd",
+            "protocol \"npipe\" not supported",
+        ),
+        (file_ep.as_str(), "connect: connection refused"),
+    ] {
+        for (how, source) in [
+            ("flag", "--runtime-endpoint"),
+            ("flags-file", "kubeadm-flags.env"),
+        ] {
+            let id = format!("op-ep-{how}-{}", ep.len());
+            let mut args = vec![
+                "--operation-id",
+                id.as_str(),
+                "--force",
+                "--health-timeout",
+                "60",
+            ];
+            if how == "flag" {
+                args.extend(["--runtime-endpoint", ep]);
+            } else {
+                node.write_kubeadm_flags(ep);
+            }
+            let t0 = Instant::now();
+            let (code, v, stderr) = node.run(&args);
+            let took = t0.elapsed();
+            assert_eq!(
+                (code, v["phase"].as_str()),
+                (1, Some("health")),
+                "{ep}: {v:#}\n{stderr}"
+            );
+            let msg = v["message"].as_str().unwrap_or_default();
+            assert!(!msg.contains("did not pass within"), "{ep}: at once: {msg}");
+            assert!(
+                msg.contains(ep) && msg.contains(source),
+                "{ep}: names it and {source}: {msg}"
+            );
+            assert!(msg.contains(crictl_says), "{ep}: {msg}");
+            assert!(
+                !msg.contains("crictl.yaml"),
+                "{ep}: not crictl's config warning: {msg}"
+            );
+            assert!(took < Duration::from_secs(30), "{ep}: {took:?}");
+            node.assert_all_active();
+            say(&format!(
+                "containers: endpoint {ep} ({how}): refused in {} ms",
+                took.as_millis()
+            ));
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // More than one etcd member: the node's (in its container) and real etcd
 // members on the host (tests/support/etcd_cluster.rs says why on the host).

@@ -92,20 +92,35 @@ pub trait Runtime: Sync {
     }
 }
 
-/// Whether crictl's failure says it could not reach the runtime (the CRI
-/// client's dial errors, as crictl prints them).
+/// Whether crictl's failure says the runtime cannot be reached at all, so
+/// that waiting cannot help (the gate fails at once, SPEC 9), as crictl
+/// 1.36 and its CRI client print it:
+/// - the dial of the socket failed: none there, nobody listening (a
+///   regular file too), no permission;
+/// - an endpoint it cannot use: `only support unix socket endpoint`
+///   (`tcp://`, k8s.io/cri-client util_unix.go), `protocol "npipe" not
+///   supported`;
+/// - no endpoint at all (`--runtime-endpoint is not set`, crictl.yaml).
+///
+/// Not unreachable, so retried: a call cut off on a runtime that answered
+/// (`code = Unavailable desc = error reading from server`, a containerd
+/// restart) and a slow one (`DeadlineExceeded`, also while validating the
+/// connection).
 pub fn is_unreachable(stderr: &str) -> bool {
-    [
-        "validate service connection",
-        "Error while dialing",
+    let dial = [
         "connect: connection refused",
         "connect: no such file or directory",
         "connect: permission denied",
-        "code = Unavailable",
-        "--runtime-endpoint is not set",
+        "connect: not a directory",
     ]
     .iter()
-    .any(|m| stderr.contains(m))
+    .any(|m| stderr.contains(m));
+    let unusable = stderr.contains("only support unix socket endpoint")
+        || stderr.contains("--runtime-endpoint is not set")
+        || stderr
+            .lines()
+            .any(|l| l.contains("protocol ") && l.contains(" not supported"));
+    dial || unusable
 }
 
 /// The real node: crictl and kubeadm as subprocesses.
@@ -918,6 +933,41 @@ mod tests {
         assert!(is_unreachable(
             r#"time="2026-11-30T00:00:00Z" level=fatal msg="--runtime-endpoint is not set""#
         ));
+    }
+
+    /// crictl 1.36's texts for an endpoint it cannot use (seen with the
+    /// real crictl here, tests/containers.rs): refused at once, not retried.
+    #[test]
+    fn an_endpoint_crictl_cannot_use_is_unreachable() {
+        for msg in [
+            r#"time="2026-12-02T18:49:33Z" level=fatal msg="only support unix socket endpoint""#,
+            r#"time="2026-12-02T18:49:33Z" level=fatal msg="protocol \"npipe\" not supported""#,
+            r#"time="2026-12-02T18:49:33Z" level=fatal msg="protocol \"http\" not supported""#,
+        ] {
+            let text = format!(
+                "time=\"2026-12-02T18:49:33Z\" level=warning msg=\"Config \\\"/etc/crictl.yaml\\\" does not exist, trying next\"\n{msg}\n"
+            );
+            let out = Output {
+                code: Some(1),
+                stdout: Vec::new(),
+                stderr: text.into_bytes(),
+            };
+            assert!(is_unreachable(&out.stderr_tail()), "{msg}");
+        }
+        // A regular file where the socket should be: nobody listens.
+        assert!(is_unreachable(&dial_failure("connection refused")));
+    }
+
+    /// A runtime that answered and was cut off (a containerd restart), or
+    /// is slow to answer the connection check, may answer the next call.
+    #[test]
+    fn a_cut_or_slow_answer_is_retried_not_unreachable() {
+        for text in [
+            r#"time="2026-11-30T00:00:00Z" level=fatal msg="listing containers: call list containers RPC: rpc error: code = Unavailable desc = error reading from server: EOF""#,
+            r#"time="2026-11-30T00:00:00Z" level=fatal msg="validate service connection: validate CRI v1 runtime API for endpoint \"unix:///run/containerd/containerd.sock\": rpc error: code = DeadlineExceeded desc = context deadline exceeded""#,
+        ] {
+            assert!(!is_unreachable(text), "{text}");
+        }
     }
 
     /// The runtime keeps only the last 300 characters of stderr: the
