@@ -1138,6 +1138,11 @@ fn etcd_is_asked_directly_and_through_etcdctl_only_with_the_gateway_off() {
     let crictl = std::fs::read_to_string(node.sim.join("crictl.log")).unwrap();
     assert!(!crictl.contains("exec"), "no crictl exec: {crictl}");
     assert!(!e.contains("JSON gateway"), "{e}");
+    // Postflight asked the peer port (SPEC 4 step 10, v1.2).
+    assert!(
+        e.contains("etcd's peer port serves the renewed peer.crt"),
+        "{e}"
+    );
 
     let mut node = Node::prepare("rsa", json!({ "etcd": { "voters": 3 } }));
     let etcd = node.manifest("etcd");

@@ -1182,6 +1182,77 @@ impl Run<'_> {
             health::etcd_identity(self.env.root),
             "etc/kubernetes/pki/etcd/server.crt",
         )?;
+        self.peer_served()
+    }
+
+    /// Postflight (SPEC 4 step 10, v1.2): etcd's peer port (its
+    /// `--listen-peer-urls`) presents the renewed `peer.crt`, asked as a
+    /// peer asks, presenting `peer.crt`. etcd reloads its files per
+    /// connection, so this proves the renewed files load, not the restart
+    /// (the new container IDs prove that). A peer URL on no address of this
+    /// host cannot be asked here: said in the log, not a failure.
+    fn peer_served(&self) -> Result<(), Fail> {
+        let pf = |m: String| fail(Phase::Postflight, m);
+        let manifest = self
+            .env
+            .root
+            .read_file(
+                &format!("{}/etcd.yaml", crate::node::paths::MANIFESTS_DIR),
+                crate::node::fsx::NODE_FILE_MAX,
+                Trust::TypeOnly,
+            )
+            .map_err(|e| pf(e.to_string()))?
+            .ok_or_else(|| pf("etcd.yaml is not in manifests/".into()))?;
+        let mut addr = manifests::etcd_peer_address(&manifest).map_err(pf)?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        if !crate::tools::live::is_local(addr.ip()) {
+            tracing::warn!(
+                peer = %addr,
+                "etcd's peer URL is not an address of this host: its certificate not asked"
+            );
+            return Ok(());
+        }
+        let read = |rel: &str| -> Result<Vec<u8>, Fail> {
+            self.env
+                .root
+                .read_file(rel, crate::node::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                .map_err(|e| pf(e.to_string()))?
+                .ok_or_else(|| pf(format!("{} does not exist", crate::node::paths::node(rel))))
+        };
+        let peer_pem = read("etc/kubernetes/pki/etcd/peer.crt")?;
+        let id = crate::tools::tlsprobe::TlsIdentity {
+            ca_pem: read("etc/kubernetes/pki/etcd/ca.crt")?,
+            client_cert_pem: peer_pem.clone(),
+            client_key_pem: read("etc/kubernetes/pki/etcd/peer.key")?,
+        };
+        self.env.check_cancel(None)?;
+        let name = addr.ip().to_string();
+        let a = self.env.rt.ask(&crate::tools::tlsprobe::Question {
+            host: addr.ip(),
+            port: addr.port(),
+            trust: crate::tools::tlsprobe::Trust::Pinned {
+                id: &id,
+                name: &name,
+            },
+            now: self.env.now(),
+            path: None,
+            body: None,
+            budget: self.env.cancel.bound(self.env.g.health_timeout),
+        });
+        if let Err(e) = &a.reply {
+            return Err(pf(format!("etcd's peer port {addr}: {e}")));
+        }
+        let disk = pki::parse_pem_certificate(&peer_pem)
+            .map_err(|e| pf(e.to_string()))?
+            .der;
+        if a.presented.as_deref() != Some(&disk[..]) || !a.proven {
+            return Err(pf(format!(
+                "etcd's peer port {addr} does not serve the renewed certificate /etc/kubernetes/pki/etcd/peer.crt"
+            )));
+        }
+        tracing::info!(peer = %addr, "etcd's peer port serves the renewed peer.crt");
         Ok(())
     }
 
@@ -1992,6 +2063,38 @@ mod tests {
             .iter()
             .map(|x| x["component"].as_str().unwrap().to_string())
             .collect()
+    }
+
+    /// SPEC 4 step 10 (v1.2): postflight asks etcd's peer port (its
+    /// --listen-peer-urls, here on this host) for the renewed peer.crt; a
+    /// port that does not answer, or presents another certificate, fails
+    /// the run at postflight with every manifest active.
+    #[test]
+    fn postflight_proves_the_peer_port_serves_the_renewed_peer_certificate() {
+        for bad in [false, true] {
+            let (t, root, g, fake) = setup(true, None);
+            let etcd = t.path().join("etc/kubernetes/manifests/etcd.yaml");
+            let m = std::fs::read_to_string(&etcd).unwrap();
+            let m = m.replace(
+                "--listen-peer-urls=https://10.0.0.11:2380",
+                "--listen-peer-urls=https://127.0.0.1:2380",
+            );
+            assert!(m.contains("https://127.0.0.1:2380"));
+            std::fs::write(&etcd, m).unwrap();
+            if bad {
+                fake.set_answer("", 2380, Err("connect 127.0.0.1:2380: Connection refused"));
+            }
+            let r = run(&root, &g, &req("op-peer", true), &fake, &Cancel::new());
+            if bad {
+                assert_eq!(r.code, 1, "{:#}", r.json);
+                assert_eq!(r.json["phase"], "postflight", "{:#}", r.json);
+                let msg = r.json["message"].as_str().unwrap();
+                assert!(msg.contains("etcd's peer port 127.0.0.1:2380"), "{msg}");
+            } else {
+                assert_eq!(r.code, 0, "{:#}", r.json);
+                assert_eq!(r.json["outcome"], "renewed");
+            }
+        }
     }
 
     #[test]

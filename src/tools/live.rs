@@ -116,7 +116,7 @@ fn words(e: &crate::tools::tlsprobe::ProbeError) -> String {
 
 /// Whether `ip` is this host's (a socket can be bound to it): the peer
 /// port is asked only there, never on another machine.
-fn is_local(ip: IpAddr) -> bool {
+pub fn is_local(ip: IpAddr) -> bool {
     ip.is_loopback() || std::net::TcpListener::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 
