@@ -534,9 +534,12 @@ fn crictl_warnings_endpoints_and_a_hung_runtime() {
             "{}",
             c.what
         );
+        // A hung runtime answers nothing in time (DeadlineExceeded): not
+        // unreachable, the gate retries it (issue 24); a missing socket is.
+        let hung = c.what.starts_with("a hung runtime");
         assert_eq!(
             is_unreachable(&text(&real.stderr)),
-            c.code != 0,
+            c.code != 0 && !hung,
             "{}",
             c.what
         );

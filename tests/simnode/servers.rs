@@ -147,21 +147,31 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
             &pki(&a.root, "etcd/ca.crt"),
             a.tls_now,
         )?;
-        std::thread::spawn(move || {
-            let r = tls::serve(
-                "etcd peer",
-                peer.ip(),
-                peer.port(),
-                peer_cfg,
-                |_req: &Request| text(404, "404 page not found\n"),
-            );
-            // Not on this machine (a fixture's 10.0.0.11): the client port
-            // still serves; the runbook does not ask a peer address that is
-            // not the host's.
-            if let Err(e) = r {
+        // Bound before the client port, as etcd binds its listeners at
+        // start: in use for good, the process fails, as etcd does. Not on
+        // this machine (a fixture's 10.0.0.11): the client port still
+        // serves; the runbook does not ask a peer address that is not the
+        // host's.
+        match tls::bind_retrying("etcd peer", peer.ip(), peer.port()) {
+            Ok(listener) => {
+                std::thread::spawn(move || {
+                    let r = tls::serve_listener(listener, peer_cfg, |_req: &Request| {
+                        text(404, "404 page not found\n")
+                    });
+                    if let Err(e) = r {
+                        eprintln!("etcd: {e:#}");
+                    }
+                });
+            }
+            Err(e)
+                if e.root_cause()
+                    .to_string()
+                    .contains("Cannot assign requested address") =>
+            {
                 eprintln!("etcd: {e:#}");
             }
-        });
+            Err(e) => return Err(e),
+        }
     }
     // The other members (sim.json `etcd`), as this member's JSON gateway
     // lists them: each on its own loopback port, bound now, answering

@@ -325,10 +325,31 @@ pub fn serve<F>(
 where
     F: Fn(&Request) -> Response + Send + Sync + 'static,
 {
-    let listener = TcpListener::bind(SocketAddr::from((bind, port)))
-        .with_context(|| format!("{name}: failed to listen on {bind}:{port}"))?;
+    let listener = bind_retrying(name, bind, port)?;
     eprintln!("{name}: listening on https://{bind}:{port}");
     serve_listener(listener, config, handler)
+}
+
+/// Binds `bind`:`port`, retrying for up to 5 s while it is in use: the
+/// previous container's process may still be exiting (the simulated
+/// kubelet does not wait for it), which would otherwise make a start
+/// fail, or a server lose its second port, at random.
+pub fn bind_retrying(name: &str, bind: IpAddr, port: u16) -> Result<TcpListener> {
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match TcpListener::bind(SocketAddr::from((bind, port))) {
+            Ok(l) => return Ok(l),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("{name}: failed to listen on {bind}:{port}"))
+            }
+        }
+    }
 }
 
 /// Serves forever on a listener already bound, as [`serve`].
