@@ -173,6 +173,11 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
             Err(e) => return Err(e),
         }
     }
+    // The client port before the other members' ports: bound after them,
+    // the kernel could hand one of them (a port 0 bind) this very port,
+    // freed a moment ago by the container this one replaces, and this
+    // member would fail to listen on its own client port (CI saw it).
+    let client = tls::bind_retrying("etcd", a.bind, a.port)?;
     // The other members (sim.json `etcd`), as this member's JSON gateway
     // lists them: each on its own loopback port, bound now, answering
     // `/health` as its knobs say at each request (gone, or unreachable: the
@@ -204,7 +209,8 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
     }
     let sim = a.sim.clone();
     let gateway = !a.no_gateway;
-    tls::serve("etcd", a.bind, a.port, cfg, move |req: &Request| {
+    eprintln!("etcd: listening on https://{}:{}", a.bind, a.port);
+    tls::serve_listener(client, cfg, move |req: &Request| {
         let knob = health_knob(&sim, "etcd");
         if let Some(r) = knob_response(&knob) {
             return r;
