@@ -348,6 +348,11 @@ fn exchange_with(
     let deadline = std::time::Instant::now() + budget;
     let sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget))
         .map_err(|e| exchange(format!("connect {addr}: {e}")))?;
+    // No Nagle, as Go's net.Dial (etcd, kube-apiserver and kubelet's
+    // probes): the request written after the handshake's last flight would
+    // otherwise wait for its ACK, which the server delays (40 ms on Linux),
+    // twice per question. Best effort: a socket that refuses still works.
+    let _ = sock.set_nodelay(true);
     // The budget bounds the whole exchange, not each read: a server that
     // answers a byte at a time cannot stretch it.
     let mut sock = Bounded { sock, deadline };

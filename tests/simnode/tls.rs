@@ -360,6 +360,8 @@ where
     let handler = Arc::new(handler);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
+        // As Go's net/http server (etcd, kube-apiserver): no Nagle.
+        let _ = stream.set_nodelay(true);
         let config = config.clone();
         let handler = handler.clone();
         std::thread::spawn(move || {
