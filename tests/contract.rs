@@ -796,13 +796,27 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
             finished_at: "2026-11-30T00:10:00Z".into(),
             runbook_version: "0.1.0".into(),
             ca_sha256: if i == 3 { BTreeMap::new() } else { cas.clone() },
+            // v1.2: a receipt lists the run's restarts (none: key absent).
+            restarts: (0..i % 3)
+                .map(|k| contract::Restart {
+                    component: C::ALL[k],
+                    old_container_id: format!("old{k}"),
+                    new_container_id: format!("new{k}"),
+                    stop_ms: 10,
+                    healthy_ms: 300,
+                    total_ms: 900,
+                    api_unavailable_ms: 200 * k as u64,
+                })
+                .collect(),
         };
         receipt::validate_receipt(&r).unwrap();
         let bytes = receipt::render_receipt(&r);
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         let m: Receipt = conforms_file("receipt", "render_receipt", &v);
         let again = serde_json::to_vec_pretty(&m).unwrap();
-        receipt::parse_receipt(&again, &r.operation_id).unwrap();
+        let back = receipt::parse_receipt(&again, &r.operation_id).unwrap();
+        assert_eq!(back.restarts, r.restarts);
+        assert_eq!(v.get("restarts").is_some(), !r.restarts.is_empty());
     }
     // Every phase name of the closed list has its contract value.
     for p in nvke_cert_runbook::rules::outcome::Phase::all() {
@@ -848,6 +862,7 @@ fn agent_state_file_and_restart_rows_match_the_contract_types() {
         stop_ms: 12,
         healthy_ms: 340,
         total_ms: 700,
+        api_unavailable_ms: 1400,
     };
     conforms::<contract::Restart>("runbook::Restart", &serde_json::to_value(&row).unwrap())
         .unwrap();

@@ -155,6 +155,7 @@ fn arb_receipt() -> impl Strategy<Value = Receipt> {
         arb_time(),
         "\\PC{1,100}",
         arb_partial_ca_map(),
+        prop::collection::vec(arb_restart(), 0..=4),
     )
         .prop_map(
             |(
@@ -167,6 +168,7 @@ fn arb_receipt() -> impl Strategy<Value = Receipt> {
                 finished_at,
                 runbook_version,
                 ca_sha256,
+                restarts,
             )| Receipt {
                 operation_id,
                 outcome,
@@ -177,8 +179,33 @@ fn arb_receipt() -> impl Strategy<Value = Receipt> {
                 finished_at,
                 runbook_version,
                 ca_sha256,
+                restarts,
             },
         )
+}
+
+/// A restart row as a receipt records it (v1.2).
+fn arb_restart() -> impl Strategy<Value = nvke_cert_runbook::contract::Restart> {
+    (
+        arb_component(),
+        "[0-9a-f]{0,64}",
+        "[0-9a-f]{0,64}",
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(|(component, old, new, stop, healthy, total, api)| {
+            nvke_cert_runbook::contract::Restart {
+                component,
+                old_container_id: old,
+                new_container_id: new,
+                stop_ms: stop,
+                healthy_ms: healthy,
+                total_ms: total,
+                api_unavailable_ms: api,
+            }
+        })
 }
 
 /// Arbitrary JSON-ish text, more likely than random bytes to get deep into

@@ -17,6 +17,38 @@ use std::time::{Duration, Instant};
 use support::node::*;
 use support::tree::chmod;
 
+/// SPEC 7 (v1.2): `apiUnavailableMs` per restart, from the runbook's own
+/// `/readyz` probes every 200 ms. The stand-in kubelet starts each new
+/// container 800 ms after its manifest is back, so kube-apiserver's own
+/// restart leaves nothing on its port for at least that long (at least
+/// three failed probes); kube-scheduler's restart leaves it serving. (With
+/// the default 30 ms an outage can fall between two probes: 0 is then the
+/// truthful answer of a 200 ms prober.)
+#[test]
+fn restarts_record_the_apis_unavailability() {
+    let node = Node::new("rsa", json!({ "startLatencyMs": 800 }));
+    let (code, v, stderr) = node.run(&["--operation-id", "op-api", "--force"]);
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert_eq!(restarted(&v), COMPONENTS);
+    let api_ms = |c: &str| {
+        v["restarts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["component"] == c)
+            .and_then(|r| r["apiUnavailableMs"].as_u64())
+            .unwrap()
+    };
+    assert!(api_ms("kube-apiserver") >= 600, "{v:#}");
+    assert!(
+        api_ms("kube-apiserver") <= v["restarts"][1]["totalMs"].as_u64().unwrap(),
+        "measured within its restart: {v:#}"
+    );
+    assert!(api_ms("kube-scheduler") < api_ms("kube-apiserver"), "{v:#}");
+    let r = node.receipt("op-api").expect("receipt");
+    assert_eq!(r["restarts"], v["restarts"], "{r:#}");
+}
+
 #[test]
 fn happy_path_renews_and_restarts_in_order() {
     let node = Node::new("rsa", json!({}));
@@ -59,6 +91,9 @@ fn happy_path_renews_and_restarts_in_order() {
     node.assert_all_active();
     let r = node.receipt("op-happy").expect("receipt");
     assert_eq!(r["outcome"], "renewed");
+    // v1.2 (SPEC 7): the receipt carries the restarts as the document
+    // lists them.
+    assert_eq!(r["restarts"], v["restarts"], "{r:#}");
     assert!(
         node.phase().contains("\"state\": \"done\""),
         "{}",

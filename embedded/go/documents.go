@@ -67,6 +67,9 @@ type Receipt struct {
 	FinishedAt      string            `json:"finishedAt"`
 	RunbookVersion  string            `json:"runbookVersion"`
 	CASHA256        map[string]string `json:"caSHA256"` // keys among CAKeys
+	// Restarts (v1.2): the restarts the run made, in order; absent when
+	// it made none and in v1.1 receipts.
+	Restarts []Restart `json:"restarts,omitempty"`
 }
 
 // PhaseV2 is the V2 phase file, state/phase.
@@ -119,6 +122,10 @@ type Restart struct {
 	StopMs         uint64    `json:"stopMs"`
 	HealthyMs      uint64    `json:"healthyMs"`
 	TotalMs        uint64    `json:"totalMs"`
+	// APIUnavailableMs (v1.2): the longest run of failed /readyz probes of
+	// the node's kube-apiserver, probed in-process every 200 ms while this
+	// component restarted (from a failed probe to the next answered one).
+	APIUnavailableMs uint64 `json:"apiUnavailableMs"`
 }
 
 // EtcdVoters is the etcd membership the health gate saw.

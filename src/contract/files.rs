@@ -37,6 +37,11 @@ pub struct Receipt {
     pub runbook_version: String,
     #[serde(rename = "caSHA256")]
     pub ca_sha256: CaSha256,
+    /// v1.2: the restarts this run made, in order (as in the renew
+    /// document). Absent when it made none, and in v1.1 receipts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(length(max = 4)))]
+    pub restarts: Vec<super::Restart>,
 }
 
 /// Always `nvke-cert-runbook/phase/v2`.

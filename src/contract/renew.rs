@@ -36,6 +36,11 @@ pub struct Restart {
     pub healthy_ms: u64,
     /// The whole step, health gate before and phase write after included.
     pub total_ms: u64,
+    /// v1.2: the longest run of failed `/readyz` probes of the local
+    /// kube-apiserver, probed in-process every 200 ms from staging the
+    /// manifest to the new container healthy: from a failed probe to the
+    /// next answered one, in milliseconds.
+    pub api_unavailable_ms: u64,
 }
 
 /// etcd membership seen by the health gate.

@@ -268,6 +268,7 @@ impl Env<'_> {
             finished_at: clock::rfc3339(self.now()),
             runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
             ca_sha256: node_pki::ca_fingerprints(&node_pki::read_cas(self.root)),
+            restarts: Vec::new(),
         }
     }
 }
@@ -1001,10 +1002,48 @@ impl Run<'_> {
             .map(|(_, id)| id.clone())
             .unwrap_or_default();
         self.env.check_cancel(Some(c))?;
+        // The local kube-apiserver's /readyz, probed beside the restart
+        // from the staging of the manifest to the new container healthy
+        // (SPEC 7, v1.2: apiUnavailableMs).
+        let (rt, root, now) = (self.env.rt, self.env.root, self.env.now());
+        let (moved, api_unavailable_ms) = std::thread::scope(|s| {
+            let api = crate::tools::apiwatch::Watch::start(s, rt, root, now);
+            let moved = self.restart_moves(c, &old);
+            (moved, api.finish())
+        });
+        let (new, stop_ms, healthy_ms) = moved?;
+        tracing::info!(
+            component = c.name(),
+            old = health::short(&old),
+            new = health::short(&new),
+            stop_ms,
+            healthy_ms,
+            api_unavailable_ms,
+            "restarted"
+        );
+        crate::crash_point!("restart-before-record");
+        self.phase.record(&self.env, next)?;
+        self.report.restarts.push(Restart {
+            component: c,
+            old_container_id: old,
+            new_container_id: new,
+            stop_ms,
+            healthy_ms,
+            total_ms: t_start.elapsed().as_millis() as u64,
+            api_unavailable_ms,
+        });
+        Ok(())
+    }
+
+    /// Step 9's moves for one component whose container `old` runs: stage
+    /// its manifest, wait for `old` to stop, put the manifest back, wait
+    /// for a new container to run and the whole gate to pass. The new
+    /// container's ID, and the milliseconds to stop and to healthy.
+    fn restart_moves(&mut self, c: Component, old: &str) -> Result<(String, u64, u64), Fail> {
         let dirs = Dirs::open(self.env.root, true).map_err(|e| restart_failed(c, e.to_string()))?;
         // The kubelet's link of the old container, looked for while it runs:
         // whether the start wait may sleep until the kubelet links the new one.
-        let linked = self.env.kubelet_links(&old);
+        let linked = self.env.kubelet_links(old);
         // Staged from the moment the move is tried: after any error the
         // failure path looks where the manifest is and puts it back.
         self.last_gate = None;
@@ -1015,12 +1054,12 @@ impl Run<'_> {
         crate::crash_point!("restart-after-stage");
         tracing::info!(
             component = c.name(),
-            old = health::short(&old),
+            old = health::short(old),
             "manifest staged; waiting for the container to stop"
         );
         let t0 = Instant::now();
         self.health()
-            .wait_stopped(c, &old, self.env.g.stop_timeout)
+            .wait_stopped(c, old, self.env.g.stop_timeout)
             .map_err(|e| self.gate_fail(e, Some(c)))?;
         let stop_ms = t0.elapsed().as_millis() as u64;
         crate::crash_point!("restart-after-stop");
@@ -1052,7 +1091,7 @@ impl Run<'_> {
             .health()
             .wait_new_running(
                 c,
-                &old,
+                old,
                 deadline,
                 self.env.g.health_timeout,
                 created.as_ref(),
@@ -1066,25 +1105,7 @@ impl Run<'_> {
             .max(Duration::from_millis(1));
         self.gate(left, Some(c))?;
         let healthy_ms = t1.elapsed().as_millis() as u64;
-        tracing::info!(
-            component = c.name(),
-            old = health::short(&old),
-            new = health::short(&new),
-            stop_ms,
-            healthy_ms,
-            "restarted"
-        );
-        crate::crash_point!("restart-before-record");
-        self.phase.record(&self.env, next)?;
-        self.report.restarts.push(Restart {
-            component: c,
-            old_container_id: old,
-            new_container_id: new,
-            stop_ms,
-            healthy_ms,
-            total_ms: t_start.elapsed().as_millis() as u64,
-        });
-        Ok(())
+        Ok((new, stop_ms, healthy_ms))
     }
 
     /// Step 10.
@@ -1733,7 +1754,8 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
             .as_ref()
             .map(|d| inspect::lookup_receipt(Some(d), id))
         {
-            let r = run.env.make_receipt(id, outcome, run.at, &message, None);
+            let mut r = run.env.make_receipt(id, outcome, run.at, &message, None);
+            r.restarts = run.report.restarts.clone();
             written = run.phase.write_receipt(&r).is_ok();
         }
     }
@@ -1909,13 +1931,15 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
     let Some(id) = run.env.req.id() else {
         return;
     };
-    let r = run.env.make_receipt(
+    let mut r = run.env.make_receipt(
         id,
         end.outcome,
         end.phase,
         &end.full_message(),
         end.failed_component,
     );
+    // The restarts this run made (SPEC 7, v1.2), as its document lists them.
+    r.restarts = run.report.restarts.clone();
     match run.phase.write_receipt(&r) {
         Ok(()) => end.receipt_written = true,
         Err(e) => {

@@ -1150,6 +1150,7 @@ fn abandon(
         finished_at: crate::rules::clock::rfc3339(now),
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         ca_sha256: node_pki::ca_fingerprints(&cas),
+        restarts: Vec::new(),
     };
     let pb = PutBack {
         restored,

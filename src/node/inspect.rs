@@ -606,6 +606,7 @@ pub(crate) mod state_files {
             finished_at: "2026-11-30T00:10:00Z".into(),
             runbook_version: "0.1.0".into(),
             ca_sha256: Default::default(),
+            restarts: Vec::new(),
         }
     }
 

@@ -148,6 +148,7 @@ mod tests {
             finished_at: "2026-11-30T00:00:00Z".to_string(),
             runbook_version: "0.1.0".to_string(),
             ca_sha256: Default::default(),
+            restarts: Vec::new(),
         }
     }
 

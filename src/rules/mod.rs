@@ -2,6 +2,8 @@
 
 /// The node agent state file: parse, and what its intent is.
 pub mod agent;
+/// The API's unavailability during a restart (v1.2).
+pub mod availability;
 /// RFC 3339 UTC timestamps and day arithmetic.
 pub(crate) mod clock;
 /// The four static pods, in restart order.

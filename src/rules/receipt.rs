@@ -38,6 +38,9 @@ pub struct Receipt {
     /// Keys among `phase::CA_KEYS`, values 64 lowercase hex; may be empty
     /// (CAs unreadable when the receipt was written).
     pub ca_sha256: BTreeMap<String, String>,
+    /// v1.2: the restarts this run made, in order; optional on parse (a
+    /// v1.1 receipt has none), not written when empty.
+    pub restarts: Vec<contract::Restart>,
 }
 
 /// Parse strictly. `file_id` is the ID from the file name: a receipt whose
@@ -50,9 +53,16 @@ pub fn parse_receipt(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, Str
         ));
     }
     let value = parse_json_strict(bytes)?;
-    let obj = value
+    let mut obj = value
         .as_object()
-        .ok_or_else(|| "not a JSON object".to_string())?;
+        .ok_or_else(|| "not a JSON object".to_string())?
+        .clone();
+    // v1.2's optional key, then the required ones.
+    let restarts = match obj.remove("restarts") {
+        None => Vec::new(),
+        Some(v) => parse_restarts(v)?,
+    };
+    let obj = &obj;
     check_keys(
         obj,
         &[
@@ -122,7 +132,43 @@ pub fn parse_receipt(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, Str
         finished_at,
         runbook_version: runbook_version.to_string(),
         ca_sha256,
+        restarts,
     })
+}
+
+/// At most this many restarts in a receipt: one per component.
+pub const MAX_RESTARTS: usize = 4;
+/// A container ID's bound, in characters (containerd's are 64 hex).
+const MAX_CONTAINER_ID_CHARS: usize = 128;
+
+/// `restarts` (v1.2): the renew document's restart objects, at most one per
+/// component, container IDs bounded.
+fn parse_restarts(v: Value) -> Result<Vec<contract::Restart>, String> {
+    let restarts: Vec<contract::Restart> =
+        serde_json::from_value(v).map_err(|e| format!("restarts: {}", excerpt(&e.to_string())))?;
+    check_restarts(&restarts)?;
+    Ok(restarts)
+}
+
+fn check_restarts(restarts: &[contract::Restart]) -> Result<(), String> {
+    if restarts.len() > MAX_RESTARTS {
+        return Err(format!(
+            "restarts has {} entries (at most {MAX_RESTARTS})",
+            restarts.len()
+        ));
+    }
+    for r in restarts {
+        for id in [&r.old_container_id, &r.new_container_id] {
+            if id.chars().count() > MAX_CONTAINER_ID_CHARS || id.chars().any(char::is_control) {
+                return Err(format!(
+                    "restarts: {}'s container ID {} is not a container ID",
+                    r.component,
+                    excerpt(id)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `message`: at most 512 bytes, no control character.
@@ -179,6 +225,7 @@ impl From<&Receipt> for contract::Receipt {
             finished_at: contract::Timestamp(r.finished_at.clone()),
             runbook_version: r.runbook_version.clone(),
             ca_sha256: (&r.ca_sha256).into(),
+            restarts: r.restarts.clone(),
         }
     }
 }
@@ -197,7 +244,8 @@ pub fn validate_receipt(r: &Receipt) -> Result<(), String> {
     }
     check_time("finishedAt", &r.finished_at)?;
     check_version(&r.runbook_version)?;
-    check_ca_map(&r.ca_sha256, "caSHA256", false)
+    check_ca_map(&r.ca_sha256, "caSHA256", false)?;
+    check_restarts(&r.restarts)
 }
 
 /// Sanitize a message for output and receipts: controls become spaces, at
@@ -285,6 +333,7 @@ mod tests {
                 .iter()
                 .map(|k| (k.to_string(), H1.to_string()))
                 .collect(),
+            restarts: Vec::new(),
         }
     }
 

@@ -285,6 +285,36 @@ pub fn gate_health(
     .health
 }
 
+/// kube-apiserver's `/readyz` on `port` of this host, verified with `id`
+/// (pinned CA) and judged as the gate judges it. The restart watch reads
+/// the port and the identity once, before the manifest is staged, and asks
+/// with them while it is (`tools::apiwatch`).
+pub fn apiserver_readyz(
+    rt: &dyn Runtime,
+    port: u16,
+    id: &crate::tools::tlsprobe::TlsIdentity,
+    now: OffsetDateTime,
+    deadline: Instant,
+) -> Seen<Health> {
+    let a = rt.ask(&Question {
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        port,
+        trust: Trust::Pinned {
+            id,
+            name: "kubernetes",
+        },
+        now,
+        path: Some("/readyz"),
+        body: None,
+        budget: deadline.saturating_duration_since(Instant::now()),
+    });
+    match &a.reply {
+        Ok((Some(status), body)) => Ok(live::http_health(*status, body)),
+        Ok((None, _)) => Err("/readyz: no HTTP answer".to_string()),
+        Err(e) => Err(format!("/readyz{}", sep(&words(e)))),
+    }
+}
+
 fn sep(s: &str) -> String {
     format!(": {s}")
 }

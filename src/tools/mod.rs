@@ -1,5 +1,7 @@
 //! Subprocesses and the network: crictl, etcdctl and kubeadm behind the Runtime trait, TLS probes, signals.
 
+/// The local kube-apiserver's `/readyz` probed while a component restarts.
+pub(crate) mod apiwatch;
 /// The container runtime endpoint crictl is given, as kubelet is.
 pub(crate) mod endpoint;
 /// etcd asked directly over TLS (SPEC 4 step 7, v1.2).

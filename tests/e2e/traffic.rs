@@ -196,43 +196,55 @@ impl Traffic {
                 );
                 std::thread::spawn(move || {
                     enter_netns_thread(&netns).expect("enter the lab netns");
-                    let mut out = Vec::new();
-                    while !stop.load(Ordering::SeqCst) {
-                        let slot = Instant::now();
-                        let t_ms = ms_since(t0);
-                        let r = tlsclient::request(
-                            &cfg,
-                            ip,
-                            6443,
-                            "GET",
-                            "/readyz",
-                            None,
-                            PROBE_TIMEOUT,
-                        );
-                        let latency_ms = slot.elapsed().as_millis() as u64;
-                        out.push(match r {
-                            Ok(resp) => ProbeRec {
-                                node: name.clone(),
-                                t_ms,
-                                ok: resp.status == 200,
-                                status: Some(resp.status),
-                                latency_ms,
-                                error: (resp.status != 200)
-                                    .then(|| resp.text().chars().take(120).collect()),
-                            },
-                            Err(e) => ProbeRec {
-                                node: name.clone(),
-                                t_ms,
-                                ok: false,
-                                status: None,
-                                latency_ms,
-                                error: Some(format!("{e:#}").chars().take(160).collect()),
-                            },
-                        });
-                        if let Some(rest) = PROBE_EVERY.checked_sub(slot.elapsed()) {
-                            std::thread::sleep(rest);
+                    // One probe every PROBE_EVERY, each on its own thread
+                    // (it inherits the lab's netns): a probe that hangs for
+                    // its PROBE_TIMEOUT does not delay the next, so a
+                    // window's end is known to within one interval.
+                    let out = std::sync::Mutex::new(Vec::new());
+                    std::thread::scope(|s| {
+                        while !stop.load(Ordering::SeqCst) {
+                            let slot = Instant::now();
+                            let t_ms = ms_since(t0);
+                            let (cfg, name, out) = (&cfg, &name, &out);
+                            s.spawn(move || {
+                                let r = tlsclient::request(
+                                    cfg,
+                                    ip,
+                                    6443,
+                                    "GET",
+                                    "/readyz",
+                                    None,
+                                    PROBE_TIMEOUT,
+                                );
+                                let latency_ms = slot.elapsed().as_millis() as u64;
+                                let rec = match r {
+                                    Ok(resp) => ProbeRec {
+                                        node: name.clone(),
+                                        t_ms,
+                                        ok: resp.status == 200,
+                                        status: Some(resp.status),
+                                        latency_ms,
+                                        error: (resp.status != 200)
+                                            .then(|| resp.text().chars().take(120).collect()),
+                                    },
+                                    Err(e) => ProbeRec {
+                                        node: name.clone(),
+                                        t_ms,
+                                        ok: false,
+                                        status: None,
+                                        latency_ms,
+                                        error: Some(format!("{e:#}").chars().take(160).collect()),
+                                    },
+                                };
+                                out.lock().unwrap().push(rec);
+                            });
+                            if let Some(rest) = PROBE_EVERY.checked_sub(slot.elapsed()) {
+                                std::thread::sleep(rest);
+                            }
                         }
-                    }
+                    });
+                    let mut out = out.into_inner().unwrap();
+                    out.sort_by_key(|p| p.t_ms);
                     out
                 })
             })
