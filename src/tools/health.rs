@@ -557,11 +557,12 @@ impl Health<'_> {
     /// Wait until no container with ID `old` is running (gone counts as
     /// stopped). The old container was the static pod's (the gate said so),
     /// so only containers are listed. Event-driven where the runtime tells
-    /// the container's PID (`crictl inspect`, before the first listing: a
-    /// PID reused before the pidfd was opened is then ruled out by that
-    /// listing): the pidfd wakes the wait the moment the process exits (a
+    /// the container's PID (`crictl inspect`): the pidfd wakes the wait the
+    /// moment the process exits, and only then is the runtime listed (a
     /// listing every 5 s guards against a PID seen from another PID
-    /// namespace); otherwise, and once the process is gone, polls back off.
+    /// namespace, or reused between the inspect and the pidfd's opening:
+    /// such a wait costs at most 5 s more, never a wrong answer); without a
+    /// pidfd, and once the process is gone, polls back off.
     pub fn wait_stopped(
         &self,
         c: Component,
@@ -593,49 +594,55 @@ impl Health<'_> {
             }
         };
         let event = watched.is_some();
+        // With the process watched, its exit is the first thing to wait
+        // for: the runtime is asked once it has exited (or every
+        // EVENT_SAFETY), not before. Without, it is polled at once.
+        let mut list_now = !event;
         loop {
             crate::crash_point!("restart-in-wait-stop");
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }
-            backoff.polls += 1;
-            match self.rt.ps(left()) {
-                Ok(list) => {
-                    if !list.iter().any(|x| x.id == old && x.is_running()) {
-                        tracing::info!(
-                            component = c.name(),
-                            calls = backoff.polls,
-                            ms = t0.elapsed().as_millis() as u64,
-                            event,
-                            "old container stopped"
-                        );
-                        return Ok(());
+            if std::mem::replace(&mut list_now, true) {
+                backoff.polls += 1;
+                match self.rt.ps(left()) {
+                    Ok(list) => {
+                        if !list.iter().any(|x| x.id == old && x.is_running()) {
+                            tracing::info!(
+                                component = c.name(),
+                                calls = backoff.polls,
+                                ms = t0.elapsed().as_millis() as u64,
+                                event,
+                                "old container stopped"
+                            );
+                            return Ok(());
+                        }
                     }
+                    Err(RtError::Unreachable(m)) => {
+                        return Err(GateError::Structural {
+                            phase: Phase::Restart(c),
+                            message: m,
+                        })
+                    }
+                    Err(e) => last_error = Some(e.to_string()),
                 }
-                Err(RtError::Unreachable(m)) => {
-                    return Err(GateError::Structural {
-                        phase: Phase::Restart(c),
-                        message: m,
-                    })
+                if self.cancel.is_cancelled() {
+                    // The deadline passed (or a signal came) meanwhile.
+                    return Err(GateError::Cancelled);
                 }
-                Err(e) => last_error = Some(e.to_string()),
-            }
-            if self.cancel.is_cancelled() {
-                // The deadline passed (or a signal came) meanwhile.
-                return Err(GateError::Cancelled);
-            }
-            if Instant::now() >= deadline {
-                return Err(GateError::TimedOut {
-                    message: format!(
-                        "{c} container {} did not stop within {}s ({} calls){}",
-                        short(old),
-                        timeout.as_secs(),
-                        backoff.polls,
-                        last_error
-                            .map(|e| format!("; the last poll failed: {e}"))
-                            .unwrap_or_default()
-                    ),
-                });
+                if Instant::now() >= deadline {
+                    return Err(GateError::TimedOut {
+                        message: format!(
+                            "{c} container {} did not stop within {}s ({} calls){}",
+                            short(old),
+                            timeout.as_secs(),
+                            backoff.polls,
+                            last_error
+                                .map(|e| format!("; the last poll failed: {e}"))
+                                .unwrap_or_default()
+                        ),
+                    });
+                }
             }
             match watched.take() {
                 Some(fd) => {
@@ -682,77 +689,85 @@ impl Health<'_> {
         let mut last_error = None;
         let mut after_event = false;
         tracing::info!(component = c.name(), "waiting for a new container");
+        // With a trusted watch of the kubelet's links (set up before the
+        // manifest went back), the new container's link is the first thing
+        // to wait for: the runtime is listed once it appears (or every
+        // EVENT_SAFETY), not before. Otherwise it is listed at once.
+        let mut list_now = !created.is_some_and(|w| w.trusted());
         loop {
             crate::crash_point!("restart-in-wait-start");
             if self.cancel.is_cancelled() {
                 return Err(GateError::Cancelled);
             }
-            backoff.polls += 1;
-            let left = || deadline.saturating_duration_since(Instant::now());
-            let found = self.rt.ps(left()).and_then(|containers| {
-                let candidate = containers.iter().any(|x| {
-                    x.is_running()
-                        && x.id != old
-                        && x.labels.get(cri::LABEL_CONTAINER).map(String::as_str) == Some(c.name())
+            if std::mem::replace(&mut list_now, true) {
+                backoff.polls += 1;
+                let left = || deadline.saturating_duration_since(Instant::now());
+                let found = self.rt.ps(left()).and_then(|containers| {
+                    let candidate = containers.iter().any(|x| {
+                        x.is_running()
+                            && x.id != old
+                            && x.labels.get(cri::LABEL_CONTAINER).map(String::as_str)
+                                == Some(c.name())
+                    });
+                    if !candidate {
+                        return Ok(None);
+                    }
+                    if !self.sandboxes.covers(&containers) {
+                        backoff.polls += 1;
+                    }
+                    let listing = self.with_sandboxes(containers, left())?;
+                    let found = listing.component(c.name()).map(|v| {
+                        cri::running(&v)
+                            .filter(|n| n.id != old)
+                            .map(|n| n.id.clone())
+                    });
+                    if matches!(found, Ok(Some(_))) {
+                        // The gate that follows starts from this listing.
+                        self.sandboxes.hand(listing.containers);
+                    }
+                    Ok(Some(found))
                 });
-                if !candidate {
-                    return Ok(None);
+                match found {
+                    Ok(Some(Err(ambiguous))) => {
+                        return Err(GateError::Structural {
+                            phase: Phase::Restart(c),
+                            message: ambiguous,
+                        })
+                    }
+                    Ok(Some(Ok(Some(id)))) => {
+                        tracing::info!(
+                            component = c.name(),
+                            calls = backoff.polls,
+                            ms = t0.elapsed().as_millis() as u64,
+                            "new container running"
+                        );
+                        return Ok(id);
+                    }
+                    Ok(_) => {}
+                    Err(RtError::Unreachable(m)) => {
+                        return Err(GateError::Structural {
+                            phase: Phase::Restart(c),
+                            message: m,
+                        })
+                    }
+                    Err(e) => last_error = Some(e.to_string()),
                 }
-                if !self.sandboxes.covers(&containers) {
-                    backoff.polls += 1;
+                if self.cancel.is_cancelled() {
+                    // The deadline passed (or a signal came) meanwhile.
+                    return Err(GateError::Cancelled);
                 }
-                let listing = self.with_sandboxes(containers, left())?;
-                let found = listing.component(c.name()).map(|v| {
-                    cri::running(&v)
-                        .filter(|n| n.id != old)
-                        .map(|n| n.id.clone())
-                });
-                if matches!(found, Ok(Some(_))) {
-                    // The gate that follows starts from this listing.
-                    self.sandboxes.hand(listing.containers);
+                if Instant::now() >= deadline {
+                    return Err(GateError::TimedOut {
+                        message: format!(
+                            "no new {c} container ran within {}s ({} calls){}",
+                            timeout.as_secs(),
+                            backoff.polls,
+                            last_error
+                                .map(|e| format!("; the last poll failed: {e}"))
+                                .unwrap_or_default()
+                        ),
+                    });
                 }
-                Ok(Some(found))
-            });
-            match found {
-                Ok(Some(Err(ambiguous))) => {
-                    return Err(GateError::Structural {
-                        phase: Phase::Restart(c),
-                        message: ambiguous,
-                    })
-                }
-                Ok(Some(Ok(Some(id)))) => {
-                    tracing::info!(
-                        component = c.name(),
-                        calls = backoff.polls,
-                        ms = t0.elapsed().as_millis() as u64,
-                        "new container running"
-                    );
-                    return Ok(id);
-                }
-                Ok(_) => {}
-                Err(RtError::Unreachable(m)) => {
-                    return Err(GateError::Structural {
-                        phase: Phase::Restart(c),
-                        message: m,
-                    })
-                }
-                Err(e) => last_error = Some(e.to_string()),
-            }
-            if self.cancel.is_cancelled() {
-                // The deadline passed (or a signal came) meanwhile.
-                return Err(GateError::Cancelled);
-            }
-            if Instant::now() >= deadline {
-                return Err(GateError::TimedOut {
-                    message: format!(
-                        "no new {c} container ran within {}s ({} calls){}",
-                        timeout.as_secs(),
-                        backoff.polls,
-                        last_error
-                            .map(|e| format!("; the last poll failed: {e}"))
-                            .unwrap_or_default()
-                    ),
-                });
             }
             let pause = backoff.pause();
             // A trusted watch: sleep until the kubelet links a new container
@@ -1036,8 +1051,8 @@ mod tests {
     }
 
     /// The stop wait watches the old container's process through a pidfd:
-    /// one inspect, one listing before and one after the exit, however long
-    /// the process takes (here 1.5 s, which back-off would poll 6 times).
+    /// one inspect, and one listing once it has exited, however long the
+    /// process takes (here 1.5 s, which back-off would poll 6 times).
     #[test]
     fn the_stop_wait_sleeps_on_the_pidfd() {
         let t = tempfile::tempdir().unwrap();
@@ -1065,14 +1080,14 @@ mod tests {
         });
         assert_eq!(rt.calls.inspect(), 1);
         let ps = rt.calls.ps();
-        assert_eq!(ps, 2, "{ps} listings");
+        assert_eq!(ps, 1, "{ps} listings");
         assert_waits_only_list(&rt);
     }
 
     /// The start wait, with the kubelet seen to link its containers, sleeps
-    /// until the new container's link appears: a listing right after the
-    /// move and one or two after the link, plus one sandbox listing for the
-    /// new sandbox. Untrusted, the same wait polls with back-off.
+    /// until the new container's link appears: one or two listings after
+    /// the link (none before it), plus one sandbox listing for the new
+    /// sandbox. Untrusted, the same wait polls with back-off, from at once.
     #[test]
     fn the_start_wait_sleeps_until_the_kubelet_links_the_new_container() {
         let t = tempfile::tempdir().unwrap();
@@ -1113,7 +1128,7 @@ mod tests {
             (rt.calls.ps(), rt.calls.pods())
         };
         let (ps, pods) = run(true);
-        assert!((2..=3).contains(&ps), "trusted watch: {ps} listings");
+        assert!((1..=2).contains(&ps), "trusted watch: {ps} listings");
         assert_eq!(pods, 1, "one sandbox listing, for the new sandbox");
         let (ps, _) = run(false);
         assert!(ps >= 6, "untrusted watch: back-off polls ({ps} listings)");
