@@ -805,7 +805,7 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
                     stop_ms: 10,
                     healthy_ms: 300,
                     total_ms: 900,
-                    api_unavailable_ms: 200 * k as u64,
+                    api_unavailable_ms: (k != 1).then_some(200 * k as u64),
                 })
                 .collect(),
         };
@@ -862,7 +862,7 @@ fn agent_state_file_and_restart_rows_match_the_contract_types() {
         stop_ms: 12,
         healthy_ms: 340,
         total_ms: 700,
-        api_unavailable_ms: 1400,
+        api_unavailable_ms: Some(1400),
     };
     conforms::<contract::Restart>("runbook::Restart", &serde_json::to_value(&row).unwrap())
         .unwrap();

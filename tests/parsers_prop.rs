@@ -193,7 +193,7 @@ fn arb_restart() -> impl Strategy<Value = nvke_cert_runbook::contract::Restart> 
         any::<u64>(),
         any::<u64>(),
         any::<u64>(),
-        any::<u64>(),
+        prop::option::of(any::<u64>()),
     )
         .prop_map(|(component, old, new, stop, healthy, total, api)| {
             nvke_cert_runbook::contract::Restart {

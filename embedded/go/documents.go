@@ -124,8 +124,9 @@ type Restart struct {
 	TotalMs        uint64    `json:"totalMs"`
 	// APIUnavailableMs (v1.2): the longest run of failed /readyz probes of
 	// the node's kube-apiserver, probed in-process every 200 ms while this
-	// component restarted (from a failed probe to the next answered one).
-	APIUnavailableMs uint64 `json:"apiUnavailableMs"`
+	// component restarted (from a failed probe to the next answered one);
+	// nil when it was not measured.
+	APIUnavailableMs *uint64 `json:"apiUnavailableMs"`
 }
 
 // EtcdVoters is the etcd membership the health gate saw.

@@ -39,8 +39,11 @@ pub struct Restart {
     /// v1.2: the longest run of failed `/readyz` probes of the local
     /// kube-apiserver, probed in-process every 200 ms from staging the
     /// manifest to the new container healthy: from a failed probe to the
-    /// next answered one, in milliseconds.
-    pub api_unavailable_ms: u64,
+    /// next answered one, in milliseconds. Null when it was not measured
+    /// (kube-apiserver's port or client identity unreadable, or no probe
+    /// ran: the run was cancelled at once). Required, null or a number.
+    #[serde(deserialize_with = "de_nullable")]
+    pub api_unavailable_ms: Option<u64>,
 }
 
 /// etcd membership seen by the health gate.

@@ -219,6 +219,14 @@ pub(super) fn ser_present<S: Serializer, T: Serialize>(
     }
 }
 
+/// A required field that may be null: missing is an error (serde would
+/// take a missing `Option` for null).
+pub(super) fn de_nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
+}
+
 /// A present field (null or a value) of an `Option<Option<T>>`.
 pub(super) fn de_present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,

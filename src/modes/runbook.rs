@@ -1005,9 +1005,9 @@ impl Run<'_> {
         // The local kube-apiserver's /readyz, probed beside the restart
         // from the staging of the manifest to the new container healthy
         // (SPEC 7, v1.2: apiUnavailableMs).
-        let (rt, root, now) = (self.env.rt, self.env.root, self.env.now());
+        let (rt, root, now, cancel) = (self.env.rt, self.env.root, self.env.now(), self.env.cancel);
         let (moved, api_unavailable_ms) = std::thread::scope(|s| {
-            let api = crate::tools::apiwatch::Watch::start(s, rt, root, now);
+            let api = crate::tools::apiwatch::Watch::start(s, rt, root, now, cancel);
             let moved = self.restart_moves(c, &old);
             (moved, api.finish())
         });

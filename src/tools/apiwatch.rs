@@ -11,6 +11,7 @@ use crate::node::fsx::Root;
 use crate::rules::availability::{longest_unavailable_ms, Probe};
 use crate::rules::live::Health;
 use crate::tools::runtime::Runtime;
+use crate::tools::signals::Cancel;
 use crate::tools::{health, live};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Mutex;
@@ -27,7 +28,7 @@ pub const PROBE_BUDGET: Duration = Duration::from_secs(1);
 /// A running watch; [`Watch::finish`] stops it and measures.
 pub struct Watch<'scope> {
     stop: Sender<()>,
-    probes: ScopedJoinHandle<'scope, (Vec<Probe>, u64)>,
+    probes: ScopedJoinHandle<'scope, Option<(Vec<Probe>, u64)>>,
 }
 
 impl<'scope> Watch<'scope> {
@@ -37,6 +38,7 @@ impl<'scope> Watch<'scope> {
         rt: &'env dyn Runtime,
         root: &'env Root,
         now: OffsetDateTime,
+        cancel: &'env Cancel,
     ) -> Watch<'scope> {
         let (stop, stopped) = mpsc::channel::<()>();
         // Read once, now: the manifest is staged for part of the watch,
@@ -44,6 +46,15 @@ impl<'scope> Watch<'scope> {
         let target = health::apiserver_port(root)
             .and_then(|port| Ok((port, health::apiserver_identity(root)?)));
         let probes = s.spawn(move || {
+            // Nothing to ask (the gate before this restart read both a
+            // moment ago, so only a node changing under us): not measured.
+            let (port, id) = match target {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!("the API's unavailability is not measured: {e}");
+                    return None;
+                }
+            };
             let start = Instant::now();
             let probes = Mutex::new(Vec::new());
             // One probe every INTERVAL, each on its own thread: a probe
@@ -52,27 +63,19 @@ impl<'scope> Watch<'scope> {
             // PROBE_BUDGET / INTERVAL + 1 are in flight.
             let end = std::thread::scope(|ps| {
                 loop {
+                    if cancel.is_cancelled() {
+                        break;
+                    }
                     let at = start.elapsed();
-                    let (target, probes) = (&target, &probes);
+                    let (id, probes) = (&id, &probes);
                     // A thread that cannot be made (the node out of
                     // resources) asks nothing: no probe at that instant.
                     let _ = std::thread::Builder::new().spawn_scoped(ps, move || {
-                        let ok = match target {
-                            Ok((port, id)) => matches!(
-                                live::apiserver_readyz(
-                                    rt,
-                                    *port,
-                                    id,
-                                    now,
-                                    Instant::now() + PROBE_BUDGET
-                                ),
-                                Ok(Health::Healthy)
-                            ),
-                            // Nothing to ask: the gate before this restart
-                            // read both a moment ago, so this happens only on
-                            // a node changing under us; unanswered, as it is.
-                            Err(_) => false,
-                        };
+                        let budget = cancel.bound(PROBE_BUDGET);
+                        let ok = matches!(
+                            live::apiserver_readyz(rt, port, id, now, Instant::now() + budget),
+                            Ok(Health::Healthy)
+                        );
                         if let Ok(mut p) = probes.lock() {
                             p.push(Probe {
                                 at_ms: at.as_millis() as u64,
@@ -91,19 +94,23 @@ impl<'scope> Watch<'scope> {
                 // flight end within their budget (the scope joins them).
                 start.elapsed().as_millis() as u64
             });
-            let mut probes = probes.into_inner().unwrap_or_default();
+            let mut probes = probes.into_inner().ok()?;
             probes.sort_by_key(|p| p.at_ms);
-            (probes, end)
+            Some((probes, end))
         });
         Watch { stop, probes }
     }
 
     /// Stop probing; the longest window of unavailability seen, in ms.
-    pub fn finish(self) -> u64 {
+    /// None when it was not measured: nothing to ask, or no probe ran (the
+    /// run cancelled at once, or no thread could be made).
+    pub fn finish(self) -> Option<u64> {
         let _ = self.stop.send(());
         match self.probes.join() {
-            Ok((probes, end_ms)) => longest_unavailable_ms(&probes, end_ms),
-            Err(_) => 0,
+            Ok(Some((probes, end_ms))) if !probes.is_empty() => {
+                Some(longest_unavailable_ms(&probes, end_ms))
+            }
+            _ => None,
         }
     }
 }
@@ -113,11 +120,12 @@ mod tests {
     use super::*;
     use crate::tools::runtime::double::{self, Double};
 
-    fn watched(rt: &Double, during: impl FnOnce()) -> u64 {
+    fn watched(rt: &Double, during: impl FnOnce()) -> Option<u64> {
         let t = double::node_tree("rsa");
         let root = Root::open(t.path()).unwrap();
+        let cancel = Cancel::new();
         std::thread::scope(|s| {
-            let w = Watch::start(s, rt, &root, OffsetDateTime::now_utc());
+            let w = Watch::start(s, rt, &root, OffsetDateTime::now_utc(), &cancel);
             during();
             w.finish()
         })
@@ -128,7 +136,7 @@ mod tests {
         let rt = Double::new();
         assert_eq!(
             watched(&rt, || std::thread::sleep(Duration::from_millis(450))),
-            0
+            Some(0)
         );
         assert!(rt.calls.probe() >= 2, "asked every 200 ms");
     }
@@ -145,6 +153,7 @@ mod tests {
         });
         // 500 from about 200 ms to about 800 ms: three or four failed
         // probes, from the first failed one to the next answered one.
+        let ms = ms.unwrap();
         assert!((400..=1000).contains(&ms), "{ms}");
     }
 
@@ -154,8 +163,9 @@ mod tests {
         let t = double::node_tree("rsa");
         let root = Root::open(t.path()).unwrap();
         let rt = Double::new();
+        let cancel = Cancel::new();
         let ms = std::thread::scope(|s| {
-            let w = Watch::start(s, &rt, &root, OffsetDateTime::now_utc());
+            let w = Watch::start(s, &rt, &root, OffsetDateTime::now_utc(), &cancel);
             std::fs::remove_file(
                 t.path()
                     .join("etc/kubernetes/manifests/kube-apiserver.yaml"),
@@ -164,6 +174,43 @@ mod tests {
             std::thread::sleep(Duration::from_millis(450));
             w.finish()
         });
-        assert_eq!(ms, 0);
+        assert_eq!(ms, Some(0));
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // a test taking the port away
+    fn nothing_to_ask_is_not_measured() {
+        let t = double::node_tree("rsa");
+        std::fs::remove_file(
+            t.path()
+                .join("etc/kubernetes/manifests/kube-apiserver.yaml"),
+        )
+        .unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let rt = Double::new();
+        let cancel = Cancel::new();
+        let ms = std::thread::scope(|s| {
+            let w = Watch::start(s, &rt, &root, OffsetDateTime::now_utc(), &cancel);
+            std::thread::sleep(Duration::from_millis(250));
+            w.finish()
+        });
+        assert_eq!(ms, None);
+        assert_eq!(rt.calls.probe(), 0);
+    }
+
+    #[test]
+    fn a_cancelled_run_starts_no_probe() {
+        let t = double::node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let rt = Double::new();
+        let cancel = Cancel::new();
+        cancel.cancel();
+        let ms = std::thread::scope(|s| {
+            let w = Watch::start(s, &rt, &root, OffsetDateTime::now_utc(), &cancel);
+            std::thread::sleep(Duration::from_millis(250));
+            w.finish()
+        });
+        assert_eq!(ms, None);
+        assert_eq!(rt.calls.probe(), 0);
     }
 }
