@@ -120,15 +120,23 @@ mod tests {
     use super::*;
     use crate::tools::runtime::double::{self, Double};
 
-    fn watched(rt: &Double, during: impl FnOnce()) -> Option<u64> {
-        let t = double::node_tree("rsa");
+    /// A watch over `during` on the node tree at `t`.
+    fn watch_on(
+        t: &tempfile::TempDir,
+        rt: &Double,
+        cancel: &Cancel,
+        during: impl FnOnce(),
+    ) -> Option<u64> {
         let root = Root::open(t.path()).unwrap();
-        let cancel = Cancel::new();
         std::thread::scope(|s| {
-            let w = Watch::start(s, rt, &root, OffsetDateTime::now_utc(), &cancel);
+            let w = Watch::start(s, rt, &root, OffsetDateTime::now_utc(), cancel);
             during();
             w.finish()
         })
+    }
+
+    fn watched(rt: &Double, during: impl FnOnce()) -> Option<u64> {
+        watch_on(&double::node_tree("rsa"), rt, &Cancel::new(), during)
     }
 
     #[test]
@@ -186,13 +194,9 @@ mod tests {
                 .join("etc/kubernetes/manifests/kube-apiserver.yaml"),
         )
         .unwrap();
-        let root = Root::open(t.path()).unwrap();
         let rt = Double::new();
-        let cancel = Cancel::new();
-        let ms = std::thread::scope(|s| {
-            let w = Watch::start(s, &rt, &root, OffsetDateTime::now_utc(), &cancel);
-            std::thread::sleep(Duration::from_millis(250));
-            w.finish()
+        let ms = watch_on(&t, &rt, &Cancel::new(), || {
+            std::thread::sleep(Duration::from_millis(250))
         });
         assert_eq!(ms, None);
         assert_eq!(rt.calls.probe(), 0);
@@ -200,15 +204,11 @@ mod tests {
 
     #[test]
     fn a_cancelled_run_starts_no_probe() {
-        let t = double::node_tree("rsa");
-        let root = Root::open(t.path()).unwrap();
         let rt = Double::new();
         let cancel = Cancel::new();
         cancel.cancel();
-        let ms = std::thread::scope(|s| {
-            let w = Watch::start(s, &rt, &root, OffsetDateTime::now_utc(), &cancel);
-            std::thread::sleep(Duration::from_millis(250));
-            w.finish()
+        let ms = watch_on(&double::node_tree("rsa"), &rt, &cancel, || {
+            std::thread::sleep(Duration::from_millis(250))
         });
         assert_eq!(ms, None);
         assert_eq!(rt.calls.probe(), 0);
