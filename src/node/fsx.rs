@@ -342,6 +342,40 @@ pub fn read_host_proc(rel: &str, max: usize) -> Result<ProcText, Errno> {
     Ok(ProcText { bytes, complete })
 }
 
+/// The numeric entries of a host `/proc` directory (`""`: the processes,
+/// `"812/fd"`: a process's descriptors), at most `max`, in directory order.
+/// The second value is false when there were more.
+pub fn host_proc_numbers(rel: &str, max: usize) -> Result<(Vec<u32>, bool), Errno> {
+    let path = format!("/proc/{}", rel.trim_start_matches('/'));
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut d = nix::dir::Dir::open(path.as_str(), flags, Mode::empty())?;
+    let mut out = Vec::new();
+    for entry in d.iter() {
+        let entry = entry?;
+        let Some(n) = entry
+            .file_name()
+            .to_str()
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if out.len() == max {
+            return Ok((out, false));
+        }
+        out.push(n);
+    }
+    Ok((out, true))
+}
+
+/// The device and inode of what a process's descriptor is open on
+/// (`/proc/PID/fd/N`, followed as the kernel's link to the open file: a
+/// stat, never an open).
+pub fn host_proc_fd_target(pid: u32, fd: u32) -> Result<(u64, u64), Errno> {
+    let st = nix::sys::stat::stat(format!("/proc/{pid}/fd/{fd}").as_str())?;
+    Ok((st.st_dev, st.st_ino))
+}
+
 /// An open directory below the root, with its node path for messages.
 #[derive(Debug)]
 pub struct Dir {

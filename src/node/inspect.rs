@@ -308,6 +308,7 @@ impl LockReport {
                     None,
                     Some("a process outside this pid namespace".to_string()),
                 ),
+                Holder::Claimed { .. } => (None, None, None, Some(h.holder.unverified())),
                 Holder::Unknown(why) => (None, None, None, Some(why.clone())),
             };
             doc::LockHolder {

@@ -109,13 +109,22 @@ const COMM_MAX: usize = 64;
 const CMDLINE_MAX: usize = 4096;
 const CMDLINE_SHOWN: usize = 256;
 
-/// The process that really holds the flock, from the host's `/proc/locks`
-/// (never under `--root`), matched by the lock file's device and inode.
+/// How many processes, and descriptors in all, a search for the holder
+/// looks at (a busy control-plane node has a few hundred processes and some
+/// ten thousand descriptors).
+const SCAN_PIDS_MAX: usize = 32_768;
+const SCAN_FDS_MAX: usize = 262_144;
+
+/// The process that really holds the flock: a process with a descriptor
+/// open on the lock file (its device and inode, by a stat of
+/// `/proc/PID/fd/N`) through which `/proc/PID/fdinfo/N` shows a flock
+/// lock. `/proc/locks` (never under `--root`) gives the leads: the pid
+/// that took the lock, which may have exited or been reused (SPEC 6, "The
+/// lock holder").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Holder {
-    /// `command` (`comm`) and `command_line` are None when `/proc/PID` is
-    /// gone: the process exited and one it passed the descriptor to holds
-    /// the lock.
+    /// Verified. `command` (`comm`) and `command_line` are None when they
+    /// could not be read (the process exited since).
     Process {
         pid: u32,
         command: Option<String>,
@@ -123,47 +132,198 @@ pub enum Holder {
     },
     /// A process this pid namespace cannot see.
     NotVisible,
+    /// `/proc/locks` names `pid`, but no process was found holding the lock
+    /// through a descriptor: `why` says what was seen of `pid`.
+    Claimed { pid: u32, why: String },
     /// Why the holder is unknown (`/proc/locks` unreadable, or no flock on
-    /// the file there).
+    /// the file there and no descriptor found holding it).
     Unknown(String),
 }
 
-/// Reads a file under the host's `/proc` (the real one: fsx).
-type ProcReader<'a> = &'a dyn Fn(&str, usize) -> Result<ProcText, Errno>;
-
-/// Who holds the flock on `file`, as `/proc/locks` says.
-pub fn find_holder(file: FileId) -> Holder {
-    find_holder_with(file, &fsx::read_host_proc)
+impl Holder {
+    /// A claim that could not be verified, as the views say it.
+    pub fn unverified(&self) -> String {
+        match self {
+            Holder::Claimed { pid, why } => format!("unknown (pid {pid} claims it: {why})"),
+            _ => String::new(),
+        }
+    }
 }
 
-fn find_holder_with(file: FileId, read: ProcReader) -> Holder {
-    let text = match read("locks", PROC_LOCKS_MAX) {
-        Ok(t) => t,
-        Err(e) => return Holder::Unknown(format!("/proc/locks: {}", e.desc())),
+/// The host's `/proc` as the holder search reads it (a fake in tests).
+pub trait ProcView {
+    /// At most `max` bytes of `/proc/<rel>`.
+    fn read(&self, rel: &str, max: usize) -> Result<ProcText, Errno>;
+    /// The numeric entries of `/proc/<rel>` (processes, descriptors), at
+    /// most `max`; false when there were more.
+    fn numbers(&self, rel: &str, max: usize) -> Result<(Vec<u32>, bool), Errno>;
+    /// The device and inode a descriptor is open on.
+    fn fd_target(&self, pid: u32, fd: u32) -> Result<(u64, u64), Errno>;
+}
+
+/// The real host `/proc`.
+struct HostProc;
+
+impl ProcView for HostProc {
+    fn read(&self, rel: &str, max: usize) -> Result<ProcText, Errno> {
+        fsx::read_host_proc(rel, max)
+    }
+    fn numbers(&self, rel: &str, max: usize) -> Result<(Vec<u32>, bool), Errno> {
+        fsx::host_proc_numbers(rel, max)
+    }
+    fn fd_target(&self, pid: u32, fd: u32) -> Result<(u64, u64), Errno> {
+        fsx::host_proc_fd_target(pid, fd)
+    }
+}
+
+/// Who holds the flock on the lock file (`dev`, `ino`: its fstat), verified
+/// through the holder's descriptors.
+pub fn find_holder(file: LockFileId) -> Holder {
+    find_holder_with(file, &HostProc)
+}
+
+/// The lock file as a stat names it (`st_dev`, `st_ino`), and as
+/// `/proc/locks` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockFileId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl LockFileId {
+    fn proc_locks(self) -> FileId {
+        FileId {
+            major: nix::sys::stat::major(self.dev),
+            minor: nix::sys::stat::minor(self.dev),
+            inode: self.ino,
+        }
+    }
+}
+
+/// What one process's descriptors say about the lock.
+enum Seen {
+    Holds,
+    /// Open on the lock file without a lock, or not open on it.
+    NotHolding,
+    /// `/proc/PID` gone or unreadable.
+    Unreadable(Errno),
+}
+
+/// Whether `pid` holds the lock through one of its descriptors; `budget`
+/// counts the descriptors looked at.
+fn process_holds(proc_: &dyn ProcView, pid: u32, file: LockFileId, budget: &mut usize) -> Seen {
+    let fds = match proc_.numbers(&format!("{pid}/fd"), *budget) {
+        Ok((fds, _)) => fds,
+        Err(e) => return Seen::Unreadable(e),
     };
-    let holders =
-        proclocks::flock_holders(&String::from_utf8_lossy(&text.bytes), file, text.complete);
-    match holders.first() {
-        Some(LockPid::Pid(pid)) => {
-            let pid = *pid;
-            let read_text = |name: &str, max: usize, shown: usize| {
-                read(&format!("{pid}/{name}"), max)
-                    .ok()
-                    .map(|t| proclocks::printable_process_text(&t.bytes, shown))
-                    .filter(|s| !s.is_empty())
-            };
-            Holder::Process {
-                pid,
-                command: read_text("comm", COMM_MAX, COMM_MAX),
-                command_line: read_text("cmdline", CMDLINE_MAX, CMDLINE_SHOWN),
+    for fd in fds {
+        if *budget == 0 {
+            break;
+        }
+        *budget -= 1;
+        if proc_.fd_target(pid, fd).ok() != Some((file.dev, file.ino)) {
+            continue;
+        }
+        if let Ok(t) = proc_.read(&format!("{pid}/fdinfo/{fd}"), FDINFO_MAX) {
+            if proclocks::fdinfo_holds_flock(&String::from_utf8_lossy(&t.bytes)) {
+                return Seen::Holds;
             }
         }
-        Some(LockPid::NotVisible) => Holder::NotVisible,
-        None if !text.complete => Holder::Unknown(format!(
-            "no flock on {file} in the first {} MiB of /proc/locks",
-            PROC_LOCKS_MAX >> 20
-        )),
-        None => Holder::Unknown(format!("no flock on {file} in /proc/locks")),
+    }
+    Seen::NotHolding
+}
+
+/// How much of one `fdinfo` is read (a few lines, one per lock).
+const FDINFO_MAX: usize = 4096;
+
+fn find_holder_with(file: LockFileId, proc_: &dyn ProcView) -> Holder {
+    let id = file.proc_locks();
+    // The leads, from /proc/locks (its reads are not one snapshot: a lock
+    // taken or dropped elsewhere while it is read can hide a line, so a
+    // missing line is no proof; the descriptors decide).
+    let (claims, locks_note) = match proc_.read("locks", PROC_LOCKS_MAX) {
+        Ok(t) => {
+            let claims =
+                proclocks::flock_claims(&String::from_utf8_lossy(&t.bytes), id, t.complete);
+            let note = if t.complete {
+                format!("no flock on {id} in /proc/locks")
+            } else {
+                format!(
+                    "no flock on {id} in the first {} MiB of /proc/locks",
+                    PROC_LOCKS_MAX >> 20
+                )
+            };
+            (claims, note)
+        }
+        Err(e) => (Vec::new(), format!("/proc/locks: {}", e.desc())),
+    };
+    let mut budget = SCAN_FDS_MAX;
+    let mut claimed: Option<(u32, String)> = None;
+    for lead in &claims {
+        let LockPid::Pid(pid) = *lead else { continue };
+        match process_holds(proc_, pid, file, &mut budget) {
+            Seen::Holds => return verified(proc_, pid),
+            seen => {
+                if claimed.is_none() {
+                    let why = match seen {
+                        Seen::Unreadable(Errno::ENOENT) => "it has exited".to_string(),
+                        Seen::Unreadable(e) => format!("/proc/{pid}/fd: {}", e.desc()),
+                        _ => "no descriptor of it holds the lock (a reused pid)".to_string(),
+                    };
+                    claimed = Some((pid, why));
+                }
+            }
+        }
+    }
+    // No lead holds it: look at every process's descriptors (a child that
+    // inherited the locked descriptor; a lock /proc/locks did not show).
+    let scanned = match proc_.numbers("", SCAN_PIDS_MAX) {
+        Ok((pids, all)) => {
+            let mut whole = all;
+            for pid in pids {
+                if claims.contains(&LockPid::Pid(pid)) {
+                    continue;
+                }
+                if budget == 0 {
+                    whole = false;
+                    break;
+                }
+                if let Seen::Holds = process_holds(proc_, pid, file, &mut budget) {
+                    return verified(proc_, pid);
+                }
+            }
+            whole
+        }
+        Err(_) => false,
+    };
+    let searched = if scanned {
+        "no process here holds it through a descriptor"
+    } else {
+        "the search of the processes' descriptors was cut short"
+    };
+    match claimed {
+        Some((pid, why)) => Holder::Claimed {
+            pid,
+            why: format!("{why}; {searched}"),
+        },
+        None if claims.contains(&LockPid::NotVisible) => Holder::NotVisible,
+        None => Holder::Unknown(format!("{locks_note}; {searched}")),
+    }
+}
+
+/// A verified holder, with what it runs.
+fn verified(proc_: &dyn ProcView, pid: u32) -> Holder {
+    let read_text = |name: &str, max: usize, shown: usize| {
+        proc_
+            .read(&format!("{pid}/{name}"), max)
+            .ok()
+            .map(|t| proclocks::printable_process_text(&t.bytes, shown))
+            .filter(|s| !s.is_empty())
+    };
+    Holder::Process {
+        pid,
+        command: read_text("comm", COMM_MAX, COMM_MAX),
+        command_line: read_text("cmdline", CMDLINE_MAX, CMDLINE_SHOWN),
     }
 }
 
@@ -195,7 +355,7 @@ impl HeldBy {
 
     /// Who holds the lock of `state` now (`file`: the lock file's device and
     /// inode, from the descriptor that found it held).
-    pub fn read(state: &Dir, file: FileId) -> HeldBy {
+    pub fn read(state: &Dir, file: LockFileId) -> HeldBy {
         HeldBy::new(find_holder(file), read_owner(state), &boot_id())
     }
 
@@ -217,6 +377,7 @@ impl HeldBy {
                 format!("pid {pid} ({what})")
             }
             Holder::NotVisible => "a process outside this pid namespace".to_string(),
+            Holder::Claimed { .. } => self.holder.unverified(),
             Holder::Unknown(why) => format!("an unknown process (holder unknown: {why})"),
         };
         let known = matches!(self.holder, Holder::Process { .. });
@@ -283,17 +444,16 @@ impl Drop for LockGuard {
     }
 }
 
-/// The lock file's device and inode, as `/proc/locks` names it.
-fn file_id(st: &nix::sys::stat::FileStat) -> FileId {
-    FileId {
-        major: nix::sys::stat::major(st.st_dev),
-        minor: nix::sys::stat::minor(st.st_dev),
-        inode: st.st_ino,
+/// The lock file's device and inode, as a stat of it says.
+fn file_id(st: &nix::sys::stat::FileStat) -> LockFileId {
+    LockFileId {
+        dev: st.st_dev,
+        ino: st.st_ino,
     }
 }
 
 /// Open the lock file (and fstat that descriptor: its device and inode).
-fn open_lock(state: &Dir, create: bool) -> Result<Option<(File, FileId)>, FsError> {
+fn open_lock(state: &Dir, create: bool) -> Result<Option<(File, LockFileId)>, FsError> {
     let mut flags = OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
     if create {
         flags |= OFlag::O_CREAT;
@@ -395,7 +555,7 @@ pub enum Probe {
     Absent,
     Free,
     /// Held; the lock file's device and inode, from the probe's descriptor.
-    Held(FileId),
+    Held(LockFileId),
 }
 
 /// Non-blocking probe: opens an existing lock file (never creates it) and
@@ -637,8 +797,8 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Another inode on the same device holds nothing.
-        let other = FileId {
-            inode: id.inode + 1_000_000_007,
+        let other = LockFileId {
+            ino: id.ino + 1_000_000_007,
             ..id
         };
         assert!(matches!(find_holder(other), Holder::Unknown(_)));
@@ -666,64 +826,247 @@ mod tests {
             .contains("from another boot: stale owner record"));
     }
 
-    /// /proc/locks unreadable: the holder is unknown, said so, and the
-    /// owner record is never taken for the holder; a holder that exited
-    /// (its descriptor passed on) or is not visible is said to be so.
+    /// A fake host `/proc`: `/proc/locks`, and per process its comm and
+    /// its descriptors (device and inode, fdinfo text).
+    #[derive(Default)]
+    struct FakeProc {
+        locks: Option<String>,
+        procs: Vec<(u32, &'static str, Vec<FakeFd>)>,
+    }
+    /// A descriptor: its number, the device and inode it is open on, its
+    /// fdinfo.
+    type FakeFd = (u32, (u64, u64), String);
+
+    impl ProcView for FakeProc {
+        fn read(&self, rel: &str, _max: usize) -> Result<ProcText, Errno> {
+            let text = |s: String| {
+                Ok(ProcText {
+                    bytes: s.into_bytes(),
+                    complete: true,
+                })
+            };
+            if rel == "locks" {
+                return self.locks.clone().map_or(Err(Errno::EACCES), text);
+            }
+            let mut parts = rel.split('/');
+            let pid: u32 = parts.next().unwrap().parse().unwrap();
+            let Some((_, comm, fds)) = self.procs.iter().find(|p| p.0 == pid) else {
+                return Err(Errno::ENOENT);
+            };
+            match (parts.next(), parts.next()) {
+                (Some("comm"), None) => text(format!("{comm}\n")),
+                (Some("cmdline"), None) => text(format!("{comm}\0")),
+                (Some("fdinfo"), Some(fd)) => {
+                    let fd: u32 = fd.parse().unwrap();
+                    let f = fds.iter().find(|f| f.0 == fd).ok_or(Errno::ENOENT)?;
+                    text(f.2.clone())
+                }
+                _ => Err(Errno::ENOENT),
+            }
+        }
+        fn numbers(&self, rel: &str, _max: usize) -> Result<(Vec<u32>, bool), Errno> {
+            if rel.is_empty() {
+                return Ok((self.procs.iter().map(|p| p.0).collect(), true));
+            }
+            let pid: u32 = rel.trim_end_matches("/fd").parse().unwrap();
+            let p = self
+                .procs
+                .iter()
+                .find(|p| p.0 == pid)
+                .ok_or(Errno::ENOENT)?;
+            Ok((p.2.iter().map(|f| f.0).collect(), true))
+        }
+        fn fd_target(&self, pid: u32, fd: u32) -> Result<(u64, u64), Errno> {
+            let p = self
+                .procs
+                .iter()
+                .find(|p| p.0 == pid)
+                .ok_or(Errno::ENOENT)?;
+            p.2.iter()
+                .find(|f| f.0 == fd)
+                .map(|f| f.1)
+                .ok_or(Errno::ENOENT)
+        }
+    }
+
+    /// The lock file of the fakes: fe:00, inode 77.
+    const LOCK: LockFileId = LockFileId {
+        dev: 0xfe00,
+        ino: 77,
+    };
+    /// Its descriptor's fdinfo with the flock held through it (as captured
+    /// on this project's test machine, Linux 6.18), and without.
+    fn fdinfo(locked_by: Option<u32>) -> String {
+        let mut t = "pos:\t0\nflags:\t0100000\nmnt_id:\t27\nino:\t77\n".to_string();
+        if let Some(pid) = locked_by {
+            t.push_str(&format!(
+                "lock:\t1: FLOCK  ADVISORY  WRITE {pid} fe:00:77 0 EOF\n"
+            ));
+        }
+        t
+    }
+    fn locks_line(pid: &str) -> Option<String> {
+        Some(format!("1: FLOCK  ADVISORY  WRITE {pid} fe:00:77 0 EOF\n"))
+    }
+
+    /// /proc/locks unreadable and no descriptor found: the holder is
+    /// unknown, said so, and the owner record is never taken for the
+    /// holder; a holder that is not visible is said to be so.
     #[test]
     fn an_unknown_holder_is_never_the_owner_record() {
-        let id = FileId {
-            major: 0xfe,
-            minor: 0,
-            inode: 77,
-        };
         let owner =
             || OwnerInfo::Known(Owner::from(owner_for(Some("op-7"), OwnerMode::Renew, NOW)));
-        let denied = |_: &str, _: usize| -> Result<ProcText, Errno> { Err(Errno::EACCES) };
-        let h = find_holder_with(id, &denied);
-        assert_eq!(h, Holder::Unknown("/proc/locks: Permission denied".into()));
+        let h = find_holder_with(LOCK, &FakeProc::default());
+        assert_eq!(
+            h,
+            Holder::Unknown(
+                "/proc/locks: Permission denied; no process here holds it through a descriptor"
+                    .into()
+            )
+        );
         let held = HeldBy::new(h, owner(), &boot_id());
         assert!(!held.owner_matches);
         assert_eq!(
             held.describe(),
             format!(
-                "an unknown process (holder unknown: /proc/locks: Permission denied); \
-                 state/owner names pid {} (renew, operation op-7, since 2026-11-30T00:00:00Z), \
-                 not confirmed as the holder",
+                "an unknown process (holder unknown: /proc/locks: Permission denied; no process \
+                 here holds it through a descriptor); state/owner names pid {} (renew, operation \
+                 op-7, since 2026-11-30T00:00:00Z), not confirmed as the holder",
                 std::process::id()
             )
         );
-        let line = |pid: &str| format!("1: FLOCK  ADVISORY  WRITE {pid} fe:00:77 0 EOF\n");
-        let gone = |rel: &str, _: usize| -> Result<ProcText, Errno> {
-            match rel {
-                "locks" => Ok(ProcText {
-                    bytes: line("812").into_bytes(),
-                    complete: true,
-                }),
-                _ => Err(Errno::ENOENT),
-            }
+        let hidden = FakeProc {
+            locks: locks_line("0"),
+            ..FakeProc::default()
         };
-        let held = HeldBy::new(find_holder_with(id, &gone), OwnerInfo::Absent, &boot_id());
+        assert_eq!(find_holder_with(LOCK, &hidden), Holder::NotVisible);
+    }
+
+    /// Issue 25: the pid /proc/locks names is only a lead. flock(1) died
+    /// and its child holds the lock: the child is named. The pid was
+    /// reused by an unrelated process: that process is never named; the
+    /// real holder is, or, when none is found, "unknown (pid N claims it)".
+    #[test]
+    fn the_holder_is_verified_through_its_descriptors() {
+        // flock(1), pid 812, took the lock and exited; its child 900 holds
+        // the descriptor. An unrelated 850 has the file open, unlocked.
+        let orphaned = FakeProc {
+            locks: locks_line("812"),
+            procs: vec![
+                (850, "cat", vec![(3, (0xfe00, 77), fdinfo(None))]),
+                (
+                    900,
+                    "sleep",
+                    vec![
+                        (0, (0x5, 3), fdinfo(None)),
+                        (3, (0xfe00, 77), fdinfo(Some(812))),
+                    ],
+                ),
+            ],
+        };
+        match find_holder_with(LOCK, &orphaned) {
+            Holder::Process { pid, command, .. } => {
+                assert_eq!((pid, command.as_deref()), (900, Some("sleep")))
+            }
+            other => panic!("{other:?}"),
+        }
+        // 812 reused by bash, which has no descriptor of the lock file;
+        // nobody else holds it either.
+        let reused = FakeProc {
+            locks: locks_line("812"),
+            procs: vec![(812, "bash", vec![(3, (0xfe00, 78), fdinfo(Some(812)))])],
+        };
+        let h = find_holder_with(LOCK, &reused);
+        assert_eq!(
+            h,
+            Holder::Claimed {
+                pid: 812,
+                why: "no descriptor of it holds the lock (a reused pid); no process here holds \
+                      it through a descriptor"
+                    .into()
+            }
+        );
+        let held = HeldBy::new(h, OwnerInfo::Absent, &boot_id());
         assert_eq!(
             held.describe(),
-            "pid 812 (exited; its descriptor lives on); no owner record (state/owner absent)"
+            "unknown (pid 812 claims it: no descriptor of it holds the lock (a reused pid); no \
+             process here holds it through a descriptor); no owner record (state/owner absent)"
         );
-        let hidden = |_: &str, _: usize| -> Result<ProcText, Errno> {
-            Ok(ProcText {
-                bytes: line("0").into_bytes(),
-                complete: true,
-            })
+        // The claimed pid is gone: said so.
+        let gone = FakeProc {
+            locks: locks_line("812"),
+            ..FakeProc::default()
         };
-        assert_eq!(find_holder_with(id, &hidden), Holder::NotVisible);
-        let cut = |_: &str, _: usize| -> Result<ProcText, Errno> {
-            Ok(ProcText {
-                bytes: b"1: FLOCK  ADVISORY  WRITE 9 fe:00:7".to_vec(),
-                complete: false,
-            })
+        assert!(matches!(
+            find_holder_with(LOCK, &gone),
+            Holder::Claimed { pid: 812, why } if why.starts_with("it has exited;")
+        ));
+        // /proc/locks missed the line (its reads are not one snapshot), or
+        // names the upper file of an overlay: the descriptor decides.
+        let missed = FakeProc {
+            locks: Some(String::new()),
+            procs: vec![(
+                4242,
+                "nvke-cert-runbo",
+                vec![(7, (0xfe00, 77), fdinfo(Some(4242)))],
+            )],
         };
-        assert_eq!(
-            find_holder_with(id, &cut),
-            Holder::Unknown("no flock on fe:00:77 in the first 4 MiB of /proc/locks".into())
+        assert!(matches!(
+            find_holder_with(LOCK, &missed),
+            Holder::Process { pid: 4242, .. }
+        ));
+        let overlay = FakeProc {
+            locks: Some("1: FLOCK  ADVISORY  WRITE 4242 00:2a:77 0 EOF\n".into()),
+            ..missed
+        };
+        assert!(matches!(
+            find_holder_with(LOCK, &overlay),
+            Holder::Process { pid: 4242, .. }
+        ));
+    }
+
+    /// The same with real processes: flock(1) takes the lock and runs a
+    /// shell that keeps the descriptor; flock(1) is killed; /proc/locks
+    /// still names it, the shell is named.
+    #[test]
+    fn a_dead_flock_s_child_is_the_holder() {
+        let (t, state) = state();
+        drop(acquire(&state, Duration::from_secs(1), &|| false).unwrap());
+        let pidfile = t.path().join("child.pid");
+        let mut flock = std::process::Command::new("flock")
+            .arg("-x")
+            .arg(lock_path(&t))
+            .args(["sh", "-c", "echo $$ > \"$0\"; exec sleep 30"])
+            .arg(&pidfile)
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        let child: u32 = loop {
+            if let Some(p) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "no child");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let _ = flock.kill();
+        let _ = flock.wait();
+        let found = match probe(Some(&state)) {
+            Ok(Probe::Held(id)) => find_holder(id),
+            other => Holder::Unknown(format!("{other:?}")),
+        };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child as i32),
+            nix::sys::signal::Signal::SIGKILL,
         );
+        match found {
+            Holder::Process { pid, command, .. } => {
+                assert_eq!((pid, command.as_deref()), (child, Some("sleep")))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     /// A process that holds the lock shared is a holder: the probe says

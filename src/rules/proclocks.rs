@@ -149,6 +149,51 @@ pub fn flock_holders(text: &str, file: FileId, complete: bool) -> Vec<LockPid> {
         .collect()
 }
 
+/// The pids `/proc/locks` names as flock(2) holders of `file`, to be
+/// verified ([`fdinfo_holds_flock`]): a line naming the same inode on
+/// another device counts too, after the exact matches, because on overlayfs
+/// (a container's root) the kernel names the upper file's device, not the
+/// one a stat of the lock file gives. A claim is only a lead: the pid is
+/// the one that took the lock, which may have exited (its descriptor passed
+/// to a child) or been reused.
+pub fn flock_claims(text: &str, file: FileId, complete: bool) -> Vec<LockPid> {
+    let mut exact = flock_holders(text, file, complete);
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    if !complete || lines.last() == Some(&"") {
+        lines.pop();
+    }
+    for l in lines.into_iter().filter_map(parse_line) {
+        if l.class == LockClass::Flock
+            && !l.waiter
+            && l.file.inode == file.inode
+            && l.file != file
+            && !exact.contains(&l.pid)
+        {
+            exact.push(l.pid);
+        }
+    }
+    exact
+}
+
+/// Whether a descriptor's `/proc/PID/fdinfo/N` shows a flock(2) lock held
+/// through it. The kernel (`fs/proc/fd.c`, `show_fd_locks`) lists, after
+/// `pos:`, `flags:` and `mnt_id:`, one `lock:` line per lock held by that
+/// open file description, in the `/proc/locks` format:
+///
+/// ```text
+/// lock:\t1: FLOCK  ADVISORY  WRITE 22287 fe:00:10010672 0 EOF
+/// ```
+///
+/// Only locks of the descriptor's own file are listed, so the line's device
+/// and pid are not compared: the caller has matched the file by a stat of
+/// the descriptor, and the pid is only the process that took the lock.
+pub fn fdinfo_holds_flock(text: &str) -> bool {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("lock:"))
+        .filter_map(parse_line)
+        .any(|l| l.class == LockClass::Flock && !l.waiter)
+}
+
 /// What a process's `comm` or `cmdline` says, as one printable line: NULs
 /// (cmdline's separators) become spaces, every other control or
 /// bidirectional-override character is shown escaped (`\x1b`), at most
@@ -303,6 +348,47 @@ mod tests {
         ] {
             let text = format!("{line}\n");
             assert_eq!(flock_holders(&text, EXT4, true), vec![], "{line:?}");
+        }
+    }
+
+    /// The leads: exact matches first, then the same inode on another
+    /// device (overlayfs names the upper file's), never another inode or a
+    /// waiter.
+    #[test]
+    fn claims_are_exact_first_then_the_same_inode_elsewhere() {
+        let text = "\
+1: FLOCK  ADVISORY  WRITE 300 00:2a:10010672 0 EOF
+2: FLOCK  ADVISORY  WRITE 22287 fe:00:10010672 0 EOF
+2: -> FLOCK  ADVISORY  WRITE 301 00:2a:10010672 0 EOF
+3: FLOCK  ADVISORY  WRITE 302 fe:00:10010673 0 EOF
+4: POSIX  ADVISORY  WRITE 303 00:2a:10010672 0 EOF
+";
+        assert_eq!(
+            flock_claims(text, EXT4, true),
+            vec![LockPid::Pid(22287), LockPid::Pid(300)]
+        );
+        assert_eq!(flock_claims("", EXT4, true), vec![]);
+    }
+
+    /// fdinfo as captured on this project's test machine (Linux 6.18):
+    /// with the flock held through the descriptor, and without; a POSIX
+    /// lock, a waiter's line or a `lock:` line of another shape is not a
+    /// flock held.
+    #[test]
+    fn fdinfo_shows_a_flock_held_through_the_descriptor() {
+        let base = "pos:\t0\nflags:\t0100000\nmnt_id:\t27\nino:\t10010629\n";
+        let held = format!("{base}lock:\t1: FLOCK  ADVISORY  WRITE 28474 fe:00:10010629 0 EOF\n");
+        assert!(fdinfo_holds_flock(&held));
+        let shared = format!("{base}lock:\t1: FLOCK  ADVISORY  READ 28474 fe:00:10010629 0 EOF\n");
+        assert!(fdinfo_holds_flock(&shared));
+        assert!(!fdinfo_holds_flock(base));
+        for other in [
+            "lock:\t1: POSIX  ADVISORY  WRITE 28474 fe:00:10010629 0 EOF\n",
+            "lock:\t1: -> FLOCK  ADVISORY  WRITE 28474 fe:00:10010629 0 EOF\n",
+            "lock:\tFLOCK\n",
+            "flock:\t1: FLOCK  ADVISORY  WRITE 28474 fe:00:10010629 0 EOF\n",
+        ] {
+            assert!(!fdinfo_holds_flock(&format!("{base}{other}")), "{other}");
         }
     }
 
