@@ -170,6 +170,9 @@ fn finish(mut report: Report, json_out: bool) -> u8 {
         obj.insert("exitCode".into(), json!(report.code));
     }
     if json_out {
+        // Text from outside the runbook never reaches a JSON consumer with
+        // a control character in it (issue 25).
+        crate::rules::opid::escape_json_strings(&mut report.json);
         output::emit_json(&report.json);
     } else if report.code == exit::USAGE {
         output::emit_stderr(&report.text);

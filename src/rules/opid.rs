@@ -111,6 +111,59 @@ pub fn push_escaped(out: &mut String, c: char) {
     }
 }
 
+/// Whether `c` is shown escaped by [`push_escaped`] (a backslash aside).
+fn needs_escape(c: char) -> bool {
+    ((c as u32) < 0x100 && c.is_control())
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` as one terminal-safe line when it holds a control, line-separator
+/// or bidirectional character ([`push_escaped`], backslashes doubled so an
+/// escape cannot be forged); else unchanged (so a clean string, the
+/// common case, is never rewritten).
+pub fn escape_if_needed(s: &str) -> Option<String> {
+    if !s.chars().any(needs_escape) {
+        return None;
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        push_escaped(&mut out, c);
+    }
+    Some(out)
+}
+
+/// Every string of a JSON document, keys too, made terminal-safe
+/// ([`escape_if_needed`]; issue 25, SPEC 7): text from outside the runbook
+/// (an agent's operation ID or phase, a process's command line, a file
+/// name) reaches a JSON consumer that prints it with no control character
+/// in it, as `message` always did.
+pub fn escape_json_strings(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => {
+            if let Some(e) = escape_if_needed(s) {
+                *s = e;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(escape_json_strings),
+        Value::Object(o) => {
+            let bad: Vec<String> = o
+                .keys()
+                .filter(|k| escape_if_needed(k).is_some())
+                .cloned()
+                .collect();
+            for k in bad {
+                if let Some(val) = o.remove(&k) {
+                    let e = escape_if_needed(&k).unwrap_or(k);
+                    o.insert(e, val);
+                }
+            }
+            o.values_mut().for_each(escape_json_strings);
+        }
+        _ => {}
+    }
+}
+
 /// How many characters of input an error message may quote.
 const EXCERPT_CHARS: usize = 40;
 
@@ -143,6 +196,40 @@ pub fn excerpt_bytes(b: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 25 item 6: every string of a document, keys too, is escaped
+    /// when it holds a control or bidirectional character; clean strings
+    /// (backslashes included) are left as they are.
+    #[test]
+    fn json_strings_lose_their_control_characters() {
+        let mut v = serde_json::json!({
+            "reasons": ["agent operation op-1\u{1b}[2J\r\nfake: ok", "clean \\ path"],
+            "holder": {"commandLine": "sh -c x\u{202e}gpj.exe", "pid": 7},
+            "key\u{7}": true,
+            "n": null
+        });
+        escape_json_strings(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "reasons": ["agent operation op-1\\x1b[2J\\x0d\\x0afake: ok", "clean \\ path"],
+                "holder": {"commandLine": "sh -c x\\u{202e}gpj.exe", "pid": 7},
+                "key\\x07": true,
+                "n": null
+            })
+        );
+        fn clean(v: &serde_json::Value) -> bool {
+            match v {
+                serde_json::Value::String(s) => escape_if_needed(s).is_none(),
+                serde_json::Value::Array(a) => a.iter().all(clean),
+                serde_json::Value::Object(o) => {
+                    o.keys().all(|k| escape_if_needed(k).is_none()) && o.values().all(clean)
+                }
+                _ => true,
+            }
+        }
+        assert!(clean(&v));
+    }
 
     fn err(s: &str) -> String {
         OperationId::parse(s).unwrap_err()
