@@ -54,8 +54,84 @@ pub const COMPONENTS: [&str; 4] = [
     "kube-scheduler",
 ];
 /// Paths a node's mount namespace replaces (they must exist on the host as
-/// mount points; created empty if missing, never removed: see README).
+/// mount points; created empty if missing, removed by the last lab out:
+/// [`MountPoints`]).
 const MOUNT_POINTS: [&str; 3] = ["/etc/kubernetes", "/var/lib/nvke", "/var/lib/etcd"];
+/// Held shared by every process with a lab alive; the last one out gets it
+/// exclusive and removes what the labs created.
+const MOUNT_POINTS_LOCK: &str = "/run/nvke-e2e-mount-points.lock";
+/// The directories the labs created on the host, one per line.
+const MOUNT_POINTS_CREATED: &str = "/run/nvke-e2e-mount-points.created";
+
+/// This process's labs alive, and its shared lock while there are any.
+static MOUNT_USERS: std::sync::Mutex<(usize, Option<File>)> = std::sync::Mutex::new((0, None));
+
+/// One lab's use of the host's mount points: created (with any missing
+/// parent) when missing and written down; when the last lab of every
+/// process is gone, the directories the labs created are removed, if empty
+/// (removing one that another run still uses as a mount point would detach
+/// its mounts: the lock says nobody does).
+struct MountPoints;
+
+impl MountPoints {
+    fn enter() -> Result<MountPoints> {
+        let mut users = MOUNT_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        if users.0 == 0 {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(MOUNT_POINTS_LOCK)
+                .with_context(|| format!("open {MOUNT_POINTS_LOCK}"))?;
+            // Waits while another process's last lab removes them.
+            f.lock_shared()
+                .with_context(|| format!("flock {MOUNT_POINTS_LOCK}"))?;
+            users.1 = Some(f);
+        }
+        users.0 += 1;
+        for mp in MOUNT_POINTS {
+            let mut missing: Vec<&Path> = Path::new(mp)
+                .ancestors()
+                .take_while(|a| !a.exists())
+                .collect();
+            missing.reverse();
+            for d in missing {
+                std::fs::create_dir(d).with_context(|| format!("mkdir {}", d.display()))?;
+                let mut list = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(MOUNT_POINTS_CREATED)?;
+                std::io::Write::write_all(&mut list, format!("{}\n", d.display()).as_bytes())?;
+            }
+        }
+        Ok(MountPoints)
+    }
+}
+
+impl Drop for MountPoints {
+    fn drop(&mut self) {
+        let mut users = MOUNT_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        users.0 = users.0.saturating_sub(1);
+        if users.0 > 0 {
+            return;
+        }
+        let Some(f) = users.1.take() else { return };
+        // Exclusive only when no other process holds it shared.
+        if f.try_lock().is_err() {
+            return;
+        }
+        let created = std::fs::read_to_string(MOUNT_POINTS_CREATED).unwrap_or_default();
+        for d in created.lines().rev() {
+            if let Err(e) = std::fs::remove_dir(d) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    crate::say(&format!("e2e: left {d} on the host: {e}"));
+                }
+            }
+        }
+        let _ = std::fs::remove_file(MOUNT_POINTS_CREATED);
+    }
+}
 const NAME_PREFIX: &str = "nvke-e2e-";
 
 static LABS: AtomicUsize = AtomicUsize::new(0);
@@ -357,6 +433,9 @@ pub struct Lab {
     pub known_hosts: PathBuf,
     pub keys: Keys,
     namespaces: Vec<String>,
+    /// Dropped after Drop::drop stopped every process (and with them the
+    /// node's mount namespaces).
+    _mounts: MountPoints,
     // Last: removed after Drop::drop stopped every process using it.
     tmp: Option<tempfile::TempDir>,
 }
@@ -392,11 +471,7 @@ impl Lab {
             .prefix(&format!("{name}-"))
             .tempdir()?;
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))?;
-        for mp in MOUNT_POINTS {
-            if !Path::new(mp).exists() {
-                std::fs::create_dir_all(mp).with_context(|| format!("mkdir {mp}"))?;
-            }
-        }
+        let mounts = MountPoints::enter()?;
         let ctl_dir = tmp.path().join("controller");
         std::fs::create_dir_all(&ctl_dir)?;
         let ctl_pki = pki::controller_pki(keys, &ctl_dir.join("pki"))?;
@@ -413,6 +488,7 @@ impl Lab {
             known_hosts,
             keys,
             namespaces: Vec::new(),
+            _mounts: mounts,
             tmp: Some(tmp),
         };
         lab.network(n)?;
