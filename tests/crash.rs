@@ -790,18 +790,13 @@ fn crash_points() {
     let only = std::env::var("NVKE_CRASH_ONLY").ok();
 
     // Record both starting points side by side.
-    let (resume_node, rec_resume, (rec_fresh, fresh_root)) = std::thread::scope(|s| {
-        let fresh = s.spawn(|| {
-            let node = Node::new(VARIANT, knobs());
-            let rec = record(&node, &["--operation-id", "op-rec-fresh", "--force"]);
-            (rec, node.root.canonicalize().unwrap())
-        });
-        let node = Node::new(VARIANT, knobs());
-        let base = base_of(&node);
-        reset_resume(&node, &base).unwrap();
-        let rec = record(&node, &["--operation-id", "op-rec-resume"]);
-        (node, rec, fresh.join().unwrap())
-    });
+    let Starts {
+        node: resume_node,
+        resume: rec_resume,
+        fresh: rec_fresh,
+        fresh_root,
+        ..
+    } = record_starts(|_, _| ());
     let mut skipped = Vec::new();
     let mut points = fresh_points(&rec_fresh, "op-rec-fresh", &fresh_root);
     points.extend(resume_points(&rec_resume, &mut rng, &mut skipped));

@@ -711,24 +711,21 @@ fn io_errors() {
 
     // Record the three starting points (the resume run and the fencing
     // check on one node, the fresh run on another, side by side).
-    let (node, rec_resume, rec_fence, (rec_fresh, fresh_root)) = std::thread::scope(|s| {
-        let fresh = s.spawn(|| {
-            let node = Node::new(VARIANT, knobs());
-            let rec = record(&node, &["--operation-id", "op-rec-fresh", "--force"]);
-            (rec, node.root.canonicalize().unwrap())
-        });
-        let node = Node::new(VARIANT, knobs());
-        let base = base_of(&node);
-        reset_resume(&node, &base).unwrap();
-        let rec_resume = record(&node, &["--operation-id", "op-rec-resume"]);
-        reset_fence(&node, &base).unwrap();
-        let (ran, rec_fence) = record_run(&node, &fence_args(DEAD));
+    let Starts {
+        node,
+        resume: rec_resume,
+        fresh: rec_fresh,
+        fresh_root,
+        more: rec_fence,
+    } = record_starts(|node, base| {
+        reset_fence(node, base).unwrap();
+        let (ran, rec_fence) = record_run(node, &fence_args(DEAD));
         assert!(
             ran.code() == Some(0) && ran.json()["termination"] == "confirmed",
             "the recorded fencing check: {}",
             ran.describe()
         );
-        (node, rec_resume, rec_fence, fresh.join().unwrap())
+        rec_fence
     });
     let fence_dirs: Vec<String> = filter_dirs(&node)
         .iter()

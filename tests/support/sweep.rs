@@ -129,6 +129,43 @@ pub fn record(node: &Node, args: &[&str]) -> Recording {
     rec
 }
 
+/// The starting points both sweeps record, side by side: a fresh renewal
+/// (`--force`, operation `op-rec-fresh`) on a node of its own, and a
+/// resumed one (`op-rec-resume`, after [`reset_resume`]) on the node the
+/// sweep goes on with; `more` records what else the sweep needs on that
+/// node afterwards (its [`Base`] given).
+pub struct Starts<T> {
+    pub node: Node,
+    pub resume: Recording,
+    pub fresh: Recording,
+    /// The fresh node's root, canonical (the recording's paths are).
+    pub fresh_root: PathBuf,
+    pub more: T,
+}
+
+pub fn record_starts<T>(more: impl FnOnce(&Node, &Base) -> T) -> Starts<T> {
+    std::thread::scope(|s| {
+        let fresh = s.spawn(|| {
+            let node = Node::new(VARIANT, knobs());
+            let rec = record(&node, &["--operation-id", "op-rec-fresh", "--force"]);
+            (rec, node.root.canonicalize().unwrap())
+        });
+        let node = Node::new(VARIANT, knobs());
+        let base = base_of(&node);
+        reset_resume(&node, &base).unwrap();
+        let resume = record(&node, &["--operation-id", "op-rec-resume"]);
+        let more = more(&node, &base);
+        let (fresh, fresh_root) = fresh.join().unwrap();
+        Starts {
+            node,
+            resume,
+            fresh,
+            fresh_root,
+            more,
+        }
+    })
+}
+
 /// Record one run of the runbook with `args` (strace without -f: the main
 /// thread), whatever it ends with; the caller judges the run.
 pub fn record_run(node: &Node, args: &[&str]) -> (Ran, Recording) {
