@@ -726,6 +726,7 @@ fn with_evidence(
             code
         }
         doc::EvidenceView::NotWritten(n) => {
+            tracing::warn!("evidence not written: {}", output::escape(&n.error));
             text.push_str(&format!(
                 "EVIDENCE NOT WRITTEN: {}\n",
                 output::escape(&n.error)

@@ -220,6 +220,7 @@ impl<'a> Bundle<'a> {
             .any(|p| name.starts_with(p));
         let content = refusal(&bytes).or_else(|| foreign.then(|| not_text(&bytes)).flatten());
         if let Some(why) = content {
+            tracing::info!("evidence: {} left out: {why}", shown(&shown_as));
             return self.skip(&shown_as, why);
         }
         // Foreign files are text here (not_text above): their credentials
