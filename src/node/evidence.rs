@@ -4,8 +4,8 @@
 //! What goes in, under `nvke-evidence/`: `evidence.json` (this bundle's
 //! manifest: the runbook's version and commit, the running binary's sha256,
 //! every member with its size and sha256, what was skipped and why), then
-//! `status.json` (the status document), `state/phase`, `state/owner`, every
-//! `state/completed/*`, the logs of the operations named
+//! `status.json` (the status document), `state/phase`, `state/owner`, the
+//! receipts of `state/completed/` (below), the logs of the operations named
 //! (`state/log/<ID>.log`), and every file of the runbook's staging directory
 //! (`staging/`), the node agent's (`agent-staging/`) and `manifests/`.
 //!
@@ -16,10 +16,21 @@
 //! content that looks like a private key or a kubeconfig ([`refusal`]).
 //! Each file left out is recorded with its reason.
 //!
+//! v1.2: no credential either. The text of every member from `manifests/`
+//! and the staging directories goes through [`crate::rules::redact`]
+//! (credential values become `<redacted sha256:HEX>`; the rule is written
+//! there). `completed/` goes in as the asked operation's receipt, then the
+//! ones the status document lists, then the rest newest first (by mtime, as
+//! the view lists them), at most [`DIR_ENTRIES_MAX`]; the bundle counts the
+//! receipts it holds and those it left out.
+//!
 //! The archive is built in memory, then created once
-//! ([`Dir::create_once`]: a 0600 temp file beside it, fsynced, linked
+//! ([`Dir::create_once_unless`]: a 0600 temp file beside it, fsynced, linked
 //! without replacing): an existing file or symlink at PATH is never
-//! replaced, and nothing half-written is left there.
+//! replaced, and nothing half-written is left there. A `stop` callback (the
+//! view's signal flag) is asked between entries and once more before the
+//! temp file is named: when it says stop, the temp file is removed and
+//! nothing is left at PATH or beside it.
 
 use crate::contract as doc;
 use crate::node::fsx::{self, Dir, FsError, Root, Trust};

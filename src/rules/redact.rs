@@ -25,7 +25,7 @@
 //!    `key` itself and names ending in `name` or `ref` (`secretKeyRef`,
 //!    `secretName`: references, not values); a block scalar (`|`, `>`) is
 //!    redacted line by line.
-//! 5. **Long base64**: anywhere, a run of at least [`BASE64_MIN`]
+//! 5. **Long base64**: anywhere, a run of at least `BASE64_MIN` (64)
 //!    characters of `A-Z a-z 0-9 + / - _` (then any `=` padding) that holds
 //!    an upper-case letter, a lower-case letter and a digit: a DER key or a
 //!    JWT without PEM armour. Hex (digests, `sha256:...` image references)
