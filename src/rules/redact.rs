@@ -7,7 +7,8 @@
 //!
 //! A **credential name** (lower-cased) contains `password`, `passwd`,
 //! `passphrase`, `token`, `secret` or `key`, or one of its parts (split at
-//! `-`, `_`, `.`) ends in `pass` (kube-vip's `bgp_peerpass`).
+//! `-`, `_`, `.`) ends in `pass` (kube-vip's `bgp_peerpass`), or it is
+//! kube-vip's `bgp_peers` (each peer's `address:AS:password:multihop`).
 //!
 //! What is redacted:
 //!
@@ -31,6 +32,7 @@
 //!    JWT without PEM armour. Hex (digests, `sha256:...` image references)
 //!    is never mixed-case, so it stays; so do flag names and paths, which
 //!    a `.`, `=`, `:` or space breaks into short runs.
+//! 6. **URL credentials**: the password of `scheme://user:PASSWORD@host`.
 //!
 //! A value named by 1 to 4 is kept when it is not a credential by its
 //! shape: empty, `true` or `false`, an absolute path (`/` first, no blank:
@@ -71,6 +73,7 @@ pub fn credential_name(name: &str) -> bool {
         .iter()
         .any(|w| n.contains(w))
         || n.split(['-', '_', '.']).any(|p| p.ends_with("pass"))
+        || n.replace(['-', '_'], "") == "bgppeers"
 }
 
 /// A value that is not a credential by its shape (see the module doc).
@@ -490,6 +493,24 @@ fn json_pairs(spans: &mut Spans, lines: &[&str], i: usize) {
     }
 }
 
+/// Rule 6 on one line: `scheme://user:PASSWORD@`.
+fn url_passwords(spans: &mut Spans, lines: &[&str], i: usize) {
+    let line = lines[i];
+    let mut from = 0;
+    while let Some(at) = line[from..].find("://").map(|a| from + a + 3) {
+        let end = line[at..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '/' | '"' | '\'' | ',' | ']' | '}'))
+            .map_or(line.len(), |e| at + e);
+        let authority = &line[at..end];
+        if let Some(amp) = authority.rfind('@') {
+            if let Some(colon) = authority[..amp].find(':') {
+                push(spans, lines, i, (at + colon + 1, at + amp));
+            }
+        }
+        from = end.max(at);
+    }
+}
+
 /// Rule 5 on one line, outside the spans already taken.
 fn base64_runs(spans: &mut Spans, lines: &[&str], i: usize) {
     let b = lines[i].as_bytes();
@@ -525,6 +546,7 @@ pub fn redact(text: &str) -> Redacted {
         keys(&mut spans, &lines, i);
         flow_env(&mut spans, &lines, i);
         json_pairs(&mut spans, &lines, i);
+        url_passwords(&mut spans, &lines, i);
     }
     for i in 0..lines.len() {
         base64_runs(&mut spans, &lines, i);
@@ -770,6 +792,27 @@ mod tests {
     }
 
     #[test]
+    fn kube_vip_bgp_peers_and_url_passwords_are_redacted() {
+        let peers = "    - name: bgp_peers\n      value: 10.0.0.1:65000:s3cr3t:false\n";
+        assert_eq!(
+            r(peers),
+            peers.replace(
+                "10.0.0.1:65000:s3cr3t:false",
+                &mark("10.0.0.1:65000:s3cr3t:false")
+            )
+        );
+        assert_eq!(
+            r("    - --etcd-servers=https://root:s3cr3t@10.0.0.1:2379,https://b:2379\n"),
+            format!(
+                "    - --etcd-servers=https://root:{}@10.0.0.1:2379,https://b:2379\n",
+                mark("s3cr3t")
+            )
+        );
+        let plain = "    - --etcd-servers=https://127.0.0.1:2379\n    - http://user@host/x:y@z\n";
+        assert_eq!(r(plain), plain);
+    }
+
+    #[test]
     fn credential_names() {
         for n in [
             "etcd-password",
@@ -779,6 +822,7 @@ mod tests {
             "api-key",
             "bgp_peerpass",
             "passwd",
+            "bgp_peers",
         ] {
             assert!(credential_name(n), "{n}");
         }
