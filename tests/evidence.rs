@@ -629,10 +629,15 @@ fn the_lock_holders_command_line_stays_out_of_the_bundle() {
 /// The credentials planted by [`secret_node`], as they must never appear
 /// in a bundle: each with the member it is in and what its mark must
 /// follow there.
-const PLANTED: [(&str, &str, &str); 8] = [
+const PLANTED: [(&str, &str, &str); 9] = [
     (
         "EtcdPass-456",
         "manifests/kube-apiserver.yaml",
+        "--etcd-password=",
+    ),
+    (
+        "EtcdPass-457",
+        "agent-staging/kube-apiserver.yaml",
         "--etcd-password=",
     ),
     ("SepToken-789", "manifests/kube-apiserver.yaml", "    - "),
@@ -656,9 +661,11 @@ const PLANTED: [(&str, &str, &str); 8] = [
 const JWT: &str = "eyJhbGciOiJSUzI1NiIsImtpZCI6Ik5vdFJlYWwxMjMifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50Iiwic3ViIjoic3lzdGVtOnNlcnZpY2VhY2NvdW50In0.c2lnbmF0dXJlMDEyMzQ1Njc4OWFiY2RlZkFCQ0RFRg";
 
 /// Every secret shape of SPEC 6 v1.2 planted in manifests/ and the
-/// staging directory: kube-vip's `bgp_peerpass` and env vars named
+/// staging directories: kube-vip's `bgp_peerpass` and env vars named
 /// `*_TOKEN`, `*_SECRET`; `--etcd-password=`, a separate-arg `--token`, a
-/// staged copy's `--client-secret=`; a stray with a base64 DER key without
+/// staged copy's `--client-secret=`, the agent's copy of kube-apiserver
+/// with another password (a staging conflict: the status document quotes
+/// both in its diff); a stray with a base64 DER key without
 /// PEM armour, a kubeconfig-looking `token:` (a JWT), a flow-style
 /// `--bootstrap-token`, a `password:` key, and one with a PEM private key.
 fn secret_node() -> (tempfile::TempDir, PathBuf) {
@@ -668,6 +675,8 @@ sed -i 's|^    - kube-apiserver$|&\n    - --etcd-password=EtcdPass-456\n    - --
 sed -i 's|^    - name: address$|    - name: bgp_peerpass\n      value: "PeerPass-123"\n    - name: VIP_TOKEN\n      value: VipToken-234\n    - name: API_SECRET\n      value: ApiSecret-345\n&|' "$K/manifests/kube-vip.yaml"
 sed -i 's|^    - kube-scheduler$|&\n    - --client-secret=StagedSecret-567|' "$K/manifests/kube-scheduler.yaml"
 stage kube-scheduler
+agent_staging_dir
+sed 's/EtcdPass-456/EtcdPass-457/' "$K/manifests/kube-apiserver.yaml" | put "$K/nvke-cert-renewal-manifests/kube-apiserver.yaml"
 DER=$(openssl pkey -in "$K/pki/sa.key" -outform DER | base64 -w0)
 put "$K/manifests/extra.yaml" 0600 <<YAML
 apiVersion: v1
@@ -746,6 +755,13 @@ fn credentials_in_manifests_are_redacted_and_paths_stay() {
             "{member}: {secret:?} not redacted in place:\n{text}"
         );
     }
+    // The conflict's diff in the bundle's status.json: marks, not values
+    // (the printed document keeps them, for the operator's screen).
+    let status = get("status.json");
+    for secret in ["EtcdPass-456", "EtcdPass-457", "SepToken-789"] {
+        assert!(status.contains(&mark(secret)), "{secret}: {status}");
+    }
+    assert!(r.stdout.contains("EtcdPass-457"), "{}", r.stdout);
     let extra = get("manifests/extra.yaml");
     assert!(
         extra.contains(&format!("example.com/blob: {}", mark(&der))),
@@ -774,11 +790,15 @@ fn credentials_in_manifests_are_redacted_and_paths_stay() {
     );
     // Counted in the document, the bundle's manifest and the text.
     let m: Value = serde_json::from_str(&get("evidence.json")).unwrap();
-    assert_eq!(ev["redacted"], 11, "{ev}");
+    // kube-apiserver 2, the agent's copy 2, kube-vip 3, the staged
+    // scheduler 1, extra.yaml 5 (DER, the JWT twice, the bootstrap token,
+    // the password in a block), the conflict's diff 3 (both passwords and
+    // the separate-arg token in its context).
+    assert_eq!(ev["redacted"], 16, "{ev}");
     assert_eq!(m["redacted"], ev["redacted"]);
     std::fs::remove_file(root.join("tmp/x.tgz")).unwrap();
     let text = run(&root, &["--evidence", "/tmp/x.tgz"]).stdout;
-    assert!(text.contains("11 credential values redacted"), "{text}");
+    assert!(text.contains("16 credential values redacted"), "{text}");
     // Two bundles of the same node still compare.
     let again = get("manifests/kube-apiserver.yaml");
     assert_eq!(again, api);

@@ -778,6 +778,17 @@ fn try_write(
     if let Some(h) = shown.lock.holder.as_mut() {
         h.command_line = None;
     }
+    // A staging conflict's diff quotes both copies of a manifest: redacted
+    // as the manifests are (the printed document keeps it, as the screen
+    // keeps the holder's command line).
+    let mut diff_redacted = 0u64;
+    for c in &mut shown.conflicts {
+        let r = crate::rules::redact::redact_diff(&c.diff);
+        if r.count > 0 {
+            diff_redacted += r.count as u64;
+            c.diff = r.text.split('\n').map(str::to_string).collect();
+        }
+    }
     let mut status_json = crate::contract::to_json(&shown).to_string().into_bytes();
     status_json.push(b'\n');
     let first = receipts_first(status, asked);
@@ -789,6 +800,7 @@ fn try_write(
         &first,
         stop,
     );
+    bundle.redacted += diff_redacted;
     if bundle.stopping() {
         return Err(INTERRUPTED.to_string());
     }

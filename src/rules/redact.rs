@@ -579,6 +579,40 @@ pub fn redact(text: &str) -> Redacted {
     Redacted { text: out, count }
 }
 
+/// A unified diff of two manifests (`--- a`, `+++ b`, `@@ ... @@`, then
+/// lines marked ` `, `-` or `+`), as the status document carries a staging
+/// conflict: the marked lines redacted as one text without their marks
+/// (so an env var's `value:` still finds its `name:`), marks and headers
+/// kept.
+pub fn redact_diff(diff: &[String]) -> Redacted {
+    let body = |l: &str| !(l.starts_with("--- ") || l.starts_with("+++ ") || l.starts_with("@@"));
+    let text: Vec<&str> = diff
+        .iter()
+        .map(|l| {
+            if body(l) {
+                let mut c = l.chars();
+                c.next();
+                c.as_str()
+            } else {
+                ""
+            }
+        })
+        .collect();
+    let r = redact(&text.join("\n"));
+    let lines: Vec<String> = diff
+        .iter()
+        .zip(r.text.split('\n'))
+        .map(|(l, red)| match l.chars().next() {
+            Some(mark) if body(l) => format!("{mark}{red}"),
+            _ => l.clone(),
+        })
+        .collect();
+    Redacted {
+        text: lines.join("\n"),
+        count: r.count,
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // reads the fixture manifests directly
 mod tests {
@@ -810,6 +844,46 @@ mod tests {
         );
         let plain = "    - --etcd-servers=https://127.0.0.1:2379\n    - http://user@host/x:y@z\n";
         assert_eq!(r(plain), plain);
+    }
+
+    #[test]
+    fn a_diffs_lines_are_redacted_with_their_marks_kept() {
+        let diff: Vec<String> = [
+            "--- /etc/kubernetes/manifests/etcd.yaml",
+            "+++ /etc/kubernetes/nvke-cert-renewal-staging/etcd.yaml",
+            "@@ -3,3 +3,3 @@",
+            "     - name: DB_TOKEN",
+            "-      value: old-s3cr3t",
+            "+      value: new-s3cr3t",
+            "-    - --etcd-password=a",
+            "+    - --etcd-password=b",
+            "     - --v=2",
+        ]
+        .map(String::from)
+        .to_vec();
+        let out = redact_diff(&diff);
+        assert_eq!(out.count, 4);
+        let want = [
+            diff[0].clone(),
+            diff[1].clone(),
+            diff[2].clone(),
+            diff[3].clone(),
+            format!("-      value: {}", mark("old-s3cr3t")),
+            format!("+      value: {}", mark("new-s3cr3t")),
+            format!("-    - --etcd-password={}", mark("a")),
+            format!("+    - --etcd-password={}", mark("b")),
+            diff[8].clone(),
+        ];
+        assert_eq!(out.text, want.join("\n"));
+        let odd = [
+            "\u{e9}--token=x".to_string(),
+            String::new(),
+            "(over 1000 lines)".into(),
+        ];
+        assert_eq!(
+            redact_diff(&odd).text,
+            format!("\u{e9}--token={}\n\n(over 1000 lines)", mark("x"))
+        );
     }
 
     #[test]
