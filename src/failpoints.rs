@@ -5,6 +5,12 @@
 //!
 //! Every `crash_point!` name in the source must be listed in [`ALL`]; a test
 //! checks both directions.
+//!
+//! One hold point is not a crash point: `evidence-before-link`
+//! (`src/node/evidence.rs`, a plain `fail::fail_point!`), reached once the
+//! evidence bundle's temp file is written and fsynced, before it is named.
+//! `FAILPOINTS="evidence-before-link=sleep(1500)"` holds the temp file there
+//! so a test can send a real signal while it exists (tests/evidence.rs).
 
 /// Every crash point, in the order a renewal reaches them.
 pub const ALL: &[&str] = &[

@@ -250,13 +250,14 @@ fn the_bundle_holds_what_the_guide_asks_and_never_a_secret() {
     }
     let names: Vec<&str> = list.iter().map(|(_, _, n)| n.as_str()).collect();
     let long_receipt = format!("nvke-evidence/state/completed/{}.json", long_id());
+    // Receipts newest first (v1.2): the long ID's was written last.
     let want = [
         "nvke-evidence/evidence.json",
         "nvke-evidence/status.json",
         "nvke-evidence/state/phase",
         "nvke-evidence/state/owner",
-        "nvke-evidence/state/completed/op-0.json",
         long_receipt.as_str(),
+        "nvke-evidence/state/completed/op-0.json",
         "nvke-evidence/state/log/op-0.log",
         "nvke-evidence/state/log/op-1.log",
         "nvke-evidence/staging/kube-apiserver.yaml",
@@ -622,5 +623,328 @@ fn the_lock_holders_command_line_stays_out_of_the_bundle() {
             !String::from_utf8_lossy(bytes).contains("SECRET-TOKEN-123"),
             "{name} carries the holder's command line"
         );
+    }
+}
+
+/// The credentials planted by [`secret_node`], as they must never appear
+/// in a bundle: each with the member it is in and what its mark must
+/// follow there.
+const PLANTED: [(&str, &str, &str); 9] = [
+    (
+        "EtcdPass-456",
+        "manifests/kube-apiserver.yaml",
+        "--etcd-password=",
+    ),
+    (
+        "EtcdPass-457",
+        "agent-staging/kube-apiserver.yaml",
+        "--etcd-password=",
+    ),
+    ("SepToken-789", "manifests/kube-apiserver.yaml", "    - "),
+    ("PeerPass-123", "manifests/kube-vip.yaml", "value: \""),
+    ("VipToken-234", "manifests/kube-vip.yaml", "value: "),
+    ("ApiSecret-345", "manifests/kube-vip.yaml", "value: "),
+    (
+        "StagedSecret-567",
+        "staging/kube-scheduler.yaml",
+        "--client-secret=",
+    ),
+    (
+        "k8stok.q7w8e9r0t1y2u3i4",
+        "manifests/extra.yaml",
+        "[\"--bootstrap-token\", \"",
+    ),
+    ("x-planted-password", "manifests/extra.yaml", "password: "),
+];
+
+/// A JWT, as a kubeconfig's `token:` carries it.
+const JWT: &str = "eyJhbGciOiJSUzI1NiIsImtpZCI6Ik5vdFJlYWwxMjMifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50Iiwic3ViIjoic3lzdGVtOnNlcnZpY2VhY2NvdW50In0.c2lnbmF0dXJlMDEyMzQ1Njc4OWFiY2RlZkFCQ0RFRg";
+
+/// Every secret shape of SPEC 6 v1.2 planted in manifests/ and the
+/// staging directories: kube-vip's `bgp_peerpass` and env vars named
+/// `*_TOKEN`, `*_SECRET`; `--etcd-password=`, a separate-arg `--token`, a
+/// staged copy's `--client-secret=`, the agent's copy of kube-apiserver
+/// with another password (a staging conflict: the status document quotes
+/// both in its diff); a stray with a base64 DER key without
+/// PEM armour, a kubeconfig-looking `token:` (a JWT), a flow-style
+/// `--bootstrap-token`, a `password:` key, and one with a PEM private key.
+fn secret_node() -> (tempfile::TempDir, PathBuf) {
+    node(&format!(
+        r#"
+sed -i 's|^    - kube-apiserver$|&\n    - --etcd-password=EtcdPass-456\n    - --token\n    - SepToken-789|' "$K/manifests/kube-apiserver.yaml"
+sed -i 's|^    - name: address$|    - name: bgp_peerpass\n      value: "PeerPass-123"\n    - name: VIP_TOKEN\n      value: VipToken-234\n    - name: API_SECRET\n      value: ApiSecret-345\n&|' "$K/manifests/kube-vip.yaml"
+sed -i 's|^    - kube-scheduler$|&\n    - --client-secret=StagedSecret-567|' "$K/manifests/kube-scheduler.yaml"
+stage kube-scheduler
+agent_staging_dir
+sed 's/EtcdPass-456/EtcdPass-457/' "$K/manifests/kube-apiserver.yaml" | put "$K/nvke-cert-renewal-manifests/kube-apiserver.yaml"
+DER=$(openssl pkey -in "$K/pki/sa.key" -outform DER | base64 -w0)
+put "$K/manifests/extra.yaml" 0600 <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: extra
+  annotations:
+    example.com/blob: $DER
+    example.com/user: '{{"token": "{JWT}"}}'
+spec:
+  containers:
+  - name: extra
+    image: registry.k8s.io/pause:3.9@sha256:{digest}
+    args: ["--bootstrap-token", "k8stok.q7w8e9r0t1y2u3i4"]
+    env:
+    - name: KUBE_TOKEN
+      value: {JWT}
+    - name: DB
+      value: x-plain-value
+    - name: CONFIG
+      value: |
+        password: x-planted-password
+YAML
+printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  annotations:\n    k: |\n' | put "$K/manifests/pem.yaml"
+sed 's/^/      /' "$K/pki/sa.key" >> "$K/manifests/pem.yaml"
+"#,
+        digest = "ab12".repeat(16),
+    ))
+}
+
+/// SPEC 6 v1.2 (issue 25 item 2): no credential leaves the node in the
+/// bundle; each is `<redacted sha256:HEX>` of its bytes, where it was;
+/// paths, booleans and digests an operator needs stay.
+#[test]
+fn credentials_in_manifests_are_redacted_and_paths_stay() {
+    let (_t, root) = secret_node();
+    let r = run(&root, &["--output", "json", "--evidence", "/tmp/x.tgz"]);
+    let doc = json(&r);
+    let ev = &doc["evidence"];
+    assert_eq!(ev["written"], true, "{ev}");
+    let (_x, files) = extract(&root.join("tmp/x.tgz"));
+    let get = |n: &str| {
+        let name = format!("nvke-evidence/{n}");
+        let bytes = &files
+            .iter()
+            .find(|(f, _)| *f == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .1;
+        String::from_utf8(bytes.clone()).unwrap()
+    };
+    let der = {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "openssl pkey -in {:?} -outform DER | base64 -w0",
+                root.join(K).join("pki/sa.key")
+            ))
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(der.len() > 1000, "{der}");
+    let mark = |v: &str| format!("<redacted sha256:{}>", sha256_hex(v.as_bytes()));
+    for (name, bytes) in &files {
+        let text = String::from_utf8_lossy(bytes);
+        for (secret, _, _) in PLANTED {
+            assert!(!text.contains(secret), "{name} holds {secret:?}");
+        }
+        assert!(!text.contains(&der[..64]), "{name} holds the DER key");
+        assert!(!text.contains(&JWT[40..]), "{name} holds the JWT");
+    }
+    for (secret, member, before) in PLANTED {
+        let text = get(member);
+        assert!(
+            text.contains(&format!("{before}{}", mark(secret))),
+            "{member}: {secret:?} not redacted in place:\n{text}"
+        );
+    }
+    // The conflict's diff in the bundle's status.json: marks, not values
+    // (the printed document keeps them, for the operator's screen).
+    let status = get("status.json");
+    for secret in ["EtcdPass-456", "EtcdPass-457", "SepToken-789"] {
+        assert!(status.contains(&mark(secret)), "{secret}: {status}");
+    }
+    assert!(r.stdout.contains("EtcdPass-457"), "{}", r.stdout);
+    let extra = get("manifests/extra.yaml");
+    assert!(
+        extra.contains(&format!("example.com/blob: {}", mark(&der))),
+        "{extra}"
+    );
+    assert!(extra.contains(&format!("value: {}", mark(JWT))), "{extra}");
+    // Kept: paths, booleans, plain values, a digest.
+    let api = get("manifests/kube-apiserver.yaml");
+    for kept in [
+        "    - --service-account-key-file=/etc/kubernetes/pki/sa.pub\n",
+        "    - --tls-private-key-file=/etc/kubernetes/pki/apiserver.key\n",
+        "    - --enable-bootstrap-token-auth=true\n",
+        "    - --token\n",
+    ] {
+        assert!(api.contains(kept), "{kept:?} lost:\n{api}");
+    }
+    assert!(extra.contains(&format!("@sha256:{}\n", "ab12".repeat(16))));
+    assert!(extra.contains("      value: x-plain-value\n"), "{extra}");
+    assert!(get("manifests/kube-vip.yaml").contains("      value: 10.0.0.10\n"));
+    // The PEM key is refused whole, as before.
+    let skipped = ev["skipped"].to_string();
+    assert!(
+        skipped
+            .contains("/etc/kubernetes/manifests/pem.yaml\",\"reason\":\"looks like a private key"),
+        "{skipped}"
+    );
+    // Counted in the document, the bundle's manifest and the text.
+    let m: Value = serde_json::from_str(&get("evidence.json")).unwrap();
+    // kube-apiserver 2, the agent's copy 2, kube-vip 3, the staged
+    // scheduler 1, extra.yaml 5 (DER, the JWT twice, the bootstrap token,
+    // the password in a block), the conflict's diff 3 (both passwords and
+    // the separate-arg token in its context).
+    assert_eq!(ev["redacted"], 16, "{ev}");
+    assert_eq!(m["redacted"], ev["redacted"]);
+    std::fs::remove_file(root.join("tmp/x.tgz")).unwrap();
+    let text = run(&root, &["--evidence", "/tmp/x.tgz"]).stdout;
+    assert!(text.contains("16 credential values redacted"), "{text}");
+    // Two bundles of the same node still compare.
+    let again = get("manifests/kube-apiserver.yaml");
+    assert_eq!(again, api);
+}
+
+/// SPEC 6 v1.2 (issue 25 item 3): 1,100 receipts whose IDs and times
+/// agree: the bundle holds the asked (old) operation's receipt, then the
+/// newest, 1,000 in all, and says it left 100 out.
+#[test]
+fn receipts_go_in_newest_first_the_asked_ones_always() {
+    let (_t, root) = node("receipt op-template renewed");
+    let completed = root.join(STATE).join("completed");
+    let template = std::fs::read_to_string(completed.join("op-template.json")).unwrap();
+    std::fs::remove_file(completed.join("op-template.json")).unwrap();
+    let id = |i: u64| format!("op-2025{:06}", i);
+    let base = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_735_689_600);
+    for i in 0..1100u64 {
+        let p = completed.join(format!("{}.json", id(i)));
+        std::fs::write(&p, template.replace("op-template", &id(i))).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.set_modified(base + std::time::Duration::from_secs(43_200 * i))
+            .unwrap();
+    }
+    let asked = id(3);
+    let r = run(
+        &root,
+        &[
+            "--output",
+            "json",
+            "--operation-id",
+            &asked,
+            "--evidence",
+            "/tmp/x.tgz",
+        ],
+    );
+    let doc = json(&r);
+    let ev = &doc["evidence"];
+    assert_eq!(ev["written"], true, "{ev}");
+    let names: Vec<String> = listing(&root.join("tmp/x.tgz"))
+        .into_iter()
+        .filter_map(|(_, _, n)| {
+            n.strip_prefix("nvke-evidence/state/completed/")
+                .and_then(|n| n.strip_suffix(".json"))
+                .map(str::to_string)
+        })
+        .collect();
+    let mut want = vec![asked.clone()];
+    want.extend((100..1100).rev().map(id).take(999));
+    assert_eq!(names.len(), 1000);
+    assert_eq!(names[..25], want[..25], "the asked one, then the newest");
+    assert_eq!(names, want);
+    assert_eq!(ev["receipts"], 1000, "{ev}");
+    assert_eq!(ev["receiptsLeftOut"], 100, "{ev}");
+    let (_x, files) = extract(&root.join("tmp/x.tgz"));
+    let m: Value = serde_json::from_slice(
+        &files
+            .iter()
+            .find(|(f, _)| f == "nvke-evidence/evidence.json")
+            .unwrap()
+            .1,
+    )
+    .unwrap();
+    assert_eq!(m["receipts"], 1000);
+    assert_eq!(m["receiptsLeftOut"], 100);
+    assert!(
+        ev["skipped"]
+            .to_string()
+            .contains("100 older entries left out"),
+        "{ev}"
+    );
+    std::fs::remove_file(root.join("tmp/x.tgz")).unwrap();
+    let text = run(
+        &root,
+        &["--operation-id", &asked, "--evidence", "/tmp/x.tgz"],
+    )
+    .stdout;
+    assert!(text.contains("receipts 1000 (100 left out)"), "{text}");
+}
+
+/// SPEC 6 v1.2 (issue 25 item 4): SIGTERM, SIGINT or SIGHUP while the
+/// bundle is being written (its temp file is there, beside PATH, held by
+/// the failpoint `evidence-before-link`) leaves no file at PATH and no temp
+/// file, and the view still prints exactly one JSON document that says so.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_signal_while_writing_evidence_leaves_no_file_and_one_document() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        let (_t, root) = node("");
+        let tmp = root.join("tmp");
+        let child = Command::new(RUNBOOK)
+            .args([
+                "--root",
+                root.to_str().unwrap(),
+                "--now",
+                NOW,
+                "--status-only",
+            ])
+            .args(["--output", "json", "--evidence", "/tmp/x.tgz"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("FAILPOINTS", "evidence-before-link=sleep(1500)")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let entries = || -> Vec<String> {
+            std::fs::read_dir(&tmp)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        };
+        let start = Instant::now();
+        while !entries().iter().any(|n| n.starts_with(".x.tgz.tmp-")) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{sig}: no temp file beside PATH: {:?}",
+                entries()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{sig}: {:?} {stdout}",
+            out.status
+        );
+        assert_eq!(stdout.lines().count(), 1, "{sig}: {stdout}");
+        let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(doc["evidence"]["written"], false, "{sig}: {doc}");
+        assert!(
+            doc["evidence"]["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("interrupted by a signal"),
+            "{sig}: {doc}"
+        );
+        assert_eq!(doc["exitCode"], 1);
+        assert!(entries().is_empty(), "{sig}: left behind: {:?}", entries());
     }
 }

@@ -31,7 +31,12 @@
 //!   create, write, delete, attribute change) is a failure, so "followed a
 //!   symlink to read" is caught as well as "wrote through it";
 //! - the plain cases get tripwire tools (`--crictl`/`--kubeadm` point at
-//!   scripts that record that they ran): none of them may run.
+//!   scripts that record that they ran): none of them may run;
+//! - the `evidence` rows (`evidence_cases`) plant a secret where the
+//!   evidence bundle reads and ask for the bundle: the bundle is the one
+//!   file they may write, and it is extracted with the real `tar` and must
+//!   hold none of the secret (its `<redacted sha256:...>` mark instead, or
+//!   the file refused whole).
 //!
 //! A NUL byte cannot be passed in argv (execve takes C strings; std refuses
 //! to spawn such a command), and the runbook has no other way to take an
@@ -603,6 +608,9 @@ enum Allow {
     /// A fencing check abandoned the operation: `state/owner` and the
     /// `abandoned` receipt (SPEC 6).
     Abandon,
+    /// The operator view wrote the evidence bundle it was asked for
+    /// (`--evidence /tmp/evidence.tgz`, SPEC 6), and nothing else.
+    Evidence,
 }
 
 impl Allow {
@@ -619,6 +627,7 @@ impl Allow {
             Allow::Receipt => any(&[&owner, &log, &receipt]),
             Allow::Renew => any(&[&owner, &log, &receipt]) || renew,
             Allow::Abandon => any(&[&owner, &receipt]),
+            Allow::Evidence => rel == EVIDENCE_BUNDLE,
         }
     }
 
@@ -632,6 +641,7 @@ impl Allow {
                 " (SPEC writes: lock owner, log, failure receipt, phase=renewing, backup; PKI rolled back)"
             }
             Allow::Abandon => " (SPEC writes: lock owner, abandoned receipt)",
+            Allow::Evidence => " (SPEC writes: the evidence bundle, holding none of it)",
         }
     }
 }
@@ -639,6 +649,12 @@ impl Allow {
 type SetupFn = Box<dyn Fn(&Env) -> Result<(), String> + Send + Sync>;
 type ArgsFn = Box<dyn Fn(&Env) -> Vec<OsString> + Send + Sync>;
 type PathFn = Box<dyn Fn(&Env) -> String + Send + Sync>;
+/// The planted secrets an evidence bundle must not hold, each with whether
+/// its `<redacted sha256:...>` mark must be there instead (false: the file
+/// is refused whole).
+type BundleFn = Box<dyn Fn(&Env) -> Vec<(String, bool)> + Send + Sync>;
+/// Where the `evidence` rows ask for the bundle (a node path under the root).
+const EVIDENCE_BUNDLE: &str = "tmp/evidence.tgz";
 
 struct Case {
     id: &'static str,
@@ -668,6 +684,8 @@ struct Case {
     receipt_outcomes: &'static [&'static str],
     /// Host conditions under which the case cannot be built.
     skip_if: Option<fn() -> Option<String>>,
+    /// An `evidence` row: what the bundle must not hold.
+    bundle: Option<BundleFn>,
 }
 
 fn os(v: &[&str]) -> Vec<OsString> {
@@ -693,6 +711,7 @@ fn case(cat: &'static str, id: &'static str, planted: impl Into<String>) -> Case
         receipt: false,
         receipt_outcomes: &["failed", "failed_not_restored"],
         skip_if: None,
+        bundle: None,
     }
 }
 
@@ -756,6 +775,13 @@ impl Case {
         self.skip_if = Some(f);
         self
     }
+    fn bundle_lacks(
+        mut self,
+        f: impl Fn(&Env) -> Vec<(String, bool)> + Send + Sync + 'static,
+    ) -> Case {
+        self.bundle = Some(Box::new(f));
+        self
+    }
 }
 
 /// An operation ID case: a usage error (exit 2), nothing written anywhere.
@@ -787,8 +813,252 @@ fn not_root() -> Option<String> {
     })
 }
 
+/// The `evidence` rows (SPEC 6 v1.2, issue 25 item 2): each secret shape
+/// planted in `manifests/` or a staging directory of a plain copy of the
+/// node, then `--status-only --evidence /tmp/evidence.tgz`. The secret is
+/// the hostile input and the bundle its refusal: the view writes the
+/// bundle (and nothing else), which must not hold the secret but its
+/// `<redacted sha256:...>` mark (or, for a PEM key, not the file at all);
+/// stderr names the file. The view exits 1 (a plain copy has no runtime:
+/// the live node is not checked), 4 with a manifest staged. Then the
+/// bundle's own refusals of PATH: a file already there, a symlink to the
+/// outside sentinel, a directory the bundle reads. tests/evidence.rs checks
+/// every shape again in one bundle, member by member.
+fn evidence_cases() -> Vec<Case> {
+    const M: &str = "etc/kubernetes/manifests";
+    const EV: &[&str] = &["--status-only", "--evidence", "/tmp/evidence.tgz"];
+    fn edit(e: &Env, rel: &str, from: &str, to: &str) {
+        let p = e.p(rel);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains(from), "{rel} has no {from:?}");
+        write_mode(&p, text.replacen(from, to, 1).as_bytes(), 0o600);
+    }
+    fn tmp_dir(e: &Env) {
+        std::fs::create_dir_all(e.p("tmp")).unwrap();
+        chmod(&e.p("tmp"), 0o755);
+    }
+    /// The service-account key in DER, in base64 without PEM armour.
+    fn der_b64(e: &Env) -> String {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("openssl pkey -in \"$1\" -outform DER | base64 -w0")
+            .arg("sh")
+            .arg(e.p("etc/kubernetes/pki/sa.key"))
+            .output()
+            .unwrap();
+        assert!(out.status.success() && out.stdout.len() > 600);
+        String::from_utf8(out.stdout).unwrap()
+    }
+    const JWT: &str = "eyJhbGciOiJSUzI1NiIsImtpZCI6Ik5vdFJlYWwxMjMifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50In0.c2lnbmF0dXJlMDEyMzQ1Njc4OWFiY2RlZkFCQ0RFRg";
+    let mut v = Vec::new();
+    // (id, what, file, text replaced, by, the secret)
+    let planted: [(&'static str, &'static str, &'static str, &'static str, &'static str, &'static str); 7] = [
+        (
+            "evidence-bgp-peerpass",
+            "kube-vip env bgp_peerpass: \"Peer-Pass-1\"",
+            "kube-vip.yaml",
+            "    - name: address\n",
+            "    - name: bgp_peerpass\n      value: \"Peer-Pass-1\"\n    - name: address\n",
+            "Peer-Pass-1",
+        ),
+        (
+            "evidence-etcd-password-flag",
+            "kube-apiserver - --etcd-password=Etcd-Pass-2",
+            "kube-apiserver.yaml",
+            "    - kube-apiserver\n",
+            "    - kube-apiserver\n    - --etcd-password=Etcd-Pass-2\n",
+            "Etcd-Pass-2",
+        ),
+        (
+            "evidence-token-separate-arg",
+            "kube-apiserver - --token then - Sep-Token-3",
+            "kube-apiserver.yaml",
+            "    - kube-apiserver\n",
+            "    - kube-apiserver\n    - --token\n    - Sep-Token-3\n",
+            "Sep-Token-3",
+        ),
+        (
+            "evidence-env-secret",
+            "kube-vip env CLIENT_SECRET",
+            "kube-vip.yaml",
+            "    - name: address\n",
+            "    - name: CLIENT_SECRET\n      value: Env-Secret-4\n    - name: address\n",
+            "Env-Secret-4",
+        ),
+        (
+            "evidence-env-token",
+            "kube-vip env API_TOKEN, value before name",
+            "kube-vip.yaml",
+            "    - name: address\n",
+            "    - value: 'Env-Token-5'\n      name: API_TOKEN\n    - name: address\n",
+            "Env-Token-5",
+        ),
+        (
+            "evidence-flow-password-arg",
+            "kube-scheduler args: [\"--password\", \"Flow-Pass-6\"]",
+            "kube-scheduler.yaml",
+            "  - command:\n",
+            "  - args: [\"--password\", \"Flow-Pass-6\"]\n    command:\n",
+            "Flow-Pass-6",
+        ),
+        (
+            "evidence-kubeconfig-token",
+            "kube-vip annotation user: {token: <a JWT>} (a kubeconfig's user)",
+            "kube-vip.yaml",
+            "  name: kube-vip\n",
+            concat!(
+                "  annotations:\n    example.com/user: |\n      user:\n        token: ",
+                "eyJhbGciOiJSUzI1NiIsImtpZCI6Ik5vdFJlYWwxMjMifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50In0.c2lnbmF0dXJlMDEyMzQ1Njc4OWFiY2RlZkFCQ0RFRg",
+                "\n  name: kube-vip\n"
+            ),
+            JWT,
+        ),
+    ];
+    for (id, what, file, from, to, secret) in planted {
+        v.push(
+            case("evidence", id, what)
+                .setup(move |e| {
+                    tmp_dir(e);
+                    edit(e, &format!("{M}/{file}"), from, to);
+                })
+                .args(EV)
+                .no_tools()
+                .expect(1, "", &[file, "redacted"])
+                .allow(Allow::Evidence)
+                .bundle_lacks(move |_| vec![(secret.to_string(), true)]),
+        );
+    }
+    v.push(
+        case(
+            "evidence",
+            "evidence-der-base64",
+            "kube-vip annotation: the sa key in DER, base64, no PEM armour",
+        )
+        .setup(|e| {
+            tmp_dir(e);
+            let to = format!(
+                "  annotations:\n    example.com/blob: {}\n  name: kube-vip\n",
+                der_b64(e)
+            );
+            edit(e, &format!("{M}/kube-vip.yaml"), "  name: kube-vip\n", &to);
+        })
+        .args(EV)
+        .no_tools()
+        .expect(1, "", &["kube-vip.yaml", "redacted"])
+        .allow(Allow::Evidence)
+        .bundle_lacks(|e| vec![(der_b64(e), true)]),
+    );
+    v.push(
+        case(
+            "evidence",
+            "evidence-staged-client-secret",
+            "staging/kube-scheduler.yaml - --client-secret=Staged-Secret-8",
+        )
+        .setup(|e| {
+            tmp_dir(e);
+            edit(
+                e,
+                &format!("{M}/kube-scheduler.yaml"),
+                "    - kube-scheduler\n",
+                "    - kube-scheduler\n    - --client-secret=Staged-Secret-8\n",
+            );
+            let staging = e.p("etc/kubernetes/nvke-cert-renewal-staging");
+            std::fs::create_dir_all(&staging).unwrap();
+            chmod(&staging, 0o700);
+            std::fs::rename(
+                e.p(&format!("{M}/kube-scheduler.yaml")),
+                staging.join("kube-scheduler.yaml"),
+            )
+            .unwrap();
+        })
+        .args(EV)
+        .no_tools()
+        .expect(
+            4,
+            "",
+            &["nvke-cert-renewal-staging/kube-scheduler.yaml", "redacted"],
+        )
+        .allow(Allow::Evidence)
+        .bundle_lacks(|_| vec![("Staged-Secret-8".to_string(), true)]),
+    );
+    v.push(
+        case(
+            "evidence",
+            "evidence-pem-in-manifest",
+            "kube-vip annotation: the sa key as PEM",
+        )
+        .setup(|e| {
+            tmp_dir(e);
+            let pem = std::fs::read_to_string(e.p("etc/kubernetes/pki/sa.key")).unwrap();
+            let block: String = pem.lines().map(|l| format!("      {l}\n")).collect();
+            let to = format!("  annotations:\n    example.com/key: |\n{block}  name: kube-vip\n");
+            edit(e, &format!("{M}/kube-vip.yaml"), "  name: kube-vip\n", &to);
+        })
+        .args(EV)
+        .no_tools()
+        .expect(1, "", &["kube-vip.yaml", "looks like a private key"])
+        .allow(Allow::Evidence)
+        .bundle_lacks(|e| {
+            let pem = std::fs::read_to_string(e.p("etc/kubernetes/pki/sa.key")).unwrap();
+            pem.lines()
+                .filter(|l| !l.starts_with("-----"))
+                .map(|l| (l.to_string(), false))
+                .collect()
+        }),
+    );
+    // PATH itself: never replaced, never followed, never where the bundle reads.
+    v.push(
+        case(
+            "evidence",
+            "evidence-path-exists",
+            "/tmp/evidence.tgz is a file already",
+        )
+        .setup(|e| {
+            tmp_dir(e);
+            plant_file(e, EVIDENCE_BUNDLE, b"an operator's own file\n", 0o644);
+        })
+        .args(EV)
+        .no_tools()
+        .expect(1, "", &["/tmp/evidence.tgz", "already exists"]),
+    );
+    v.push(
+        case(
+            "evidence",
+            "evidence-path-symlink-out",
+            "/tmp/evidence.tgz -> the outside sentinel",
+        )
+        .setup(|e| {
+            tmp_dir(e);
+            plant_symlink(e, EVIDENCE_BUNDLE, &e.o("secret"));
+        })
+        .args(EV)
+        .no_tools()
+        .expect(1, "", &["/tmp/evidence.tgz", "already exists"]),
+    );
+    v.push(
+        case(
+            "evidence",
+            "evidence-path-in-manifests",
+            "--evidence /etc/kubernetes/manifests/evidence.tgz",
+        )
+        .args(&[
+            "--status-only",
+            "--evidence",
+            "/etc/kubernetes/manifests/evidence.tgz",
+        ])
+        .no_tools()
+        .expect(
+            1,
+            "",
+            &["/etc/kubernetes/manifests", "a directory the bundle reads"],
+        ),
+    );
+    v
+}
+
 fn cases() -> Vec<Case> {
     let mut v = Vec::new();
+    v.extend(evidence_cases());
 
     // ------------------------------------------------------------ operation IDs
     let bad_char = "not allowed";
@@ -2778,6 +3048,35 @@ fn run_case(c: &Case) -> Outcome {
         let phase = std::fs::read_to_string(e.p(&st("phase"))).unwrap_or_default();
         if !phase.is_empty() && !phase.contains("\"state\": \"renewing\"") {
             f.push(format!("phase file is not `renewing`: {phase}"));
+        }
+    }
+    // An evidence row: the bundle is there, and holds none of the secret.
+    if let Some(lacks) = &c.bundle {
+        let out = Command::new("tar")
+            .arg("-xzOf")
+            .arg(e.p(EVIDENCE_BUNDLE))
+            .output()
+            .unwrap();
+        if out.status.success() {
+            let has = |n: &[u8]| out.stdout.windows(n.len()).any(|w| w == n);
+            for (secret, marked) in lacks(&e) {
+                let shown = clip(&secret, 12);
+                if has(secret.as_bytes()) {
+                    f.push(format!("the evidence bundle holds the planted {shown}"));
+                }
+                let mark = format!(
+                    "<redacted sha256:{}>",
+                    support::hex::sha256_hex(secret.as_bytes())
+                );
+                if marked && !has(mark.as_bytes()) {
+                    f.push(format!("no {mark} in the bundle for {shown}"));
+                }
+            }
+        } else {
+            f.push(format!(
+                "no evidence bundle at {EVIDENCE_BUNDLE}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
     }
     // The sentinel: not touched, not even read or listed.

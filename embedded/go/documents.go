@@ -510,15 +510,22 @@ type EvidenceSkip struct {
 }
 
 // Evidence is the bundle of --status-only --evidence PATH: written (SHA256,
-// Bytes, Members, Skipped) or not (Error).
+// Bytes, Members, Receipts, ReceiptsLeftOut, Redacted, Skipped) or not
+// (Error). From v1.2: Receipts in the bundle (the asked operation's, the
+// listed ones, then the newest), ReceiptsLeftOut of completed/ not in it,
+// and Redacted, the credential values in manifests replaced by
+// "<redacted sha256:HEX>".
 type Evidence struct {
-	Path    string         `json:"path"`
-	Written bool           `json:"written"`
-	SHA256  *string        `json:"sha256,omitempty"`
-	Bytes   *uint64        `json:"bytes,omitempty"`
-	Members *uint64        `json:"members,omitempty"`
-	Skipped []EvidenceSkip `json:"skipped,omitempty"`
-	Error   *string        `json:"error,omitempty"`
+	Path            string         `json:"path"`
+	Written         bool           `json:"written"`
+	SHA256          *string        `json:"sha256,omitempty"`
+	Bytes           *uint64        `json:"bytes,omitempty"`
+	Members         *uint64        `json:"members,omitempty"`
+	Receipts        *uint64        `json:"receipts,omitempty"`
+	ReceiptsLeftOut *uint64        `json:"receiptsLeftOut,omitempty"`
+	Redacted        *uint64        `json:"redacted,omitempty"`
+	Skipped         []EvidenceSkip `json:"skipped,omitempty"`
+	Error           *string        `json:"error,omitempty"`
 }
 
 // FenceResult is what `--status-only --operation-id ID --fence` prints.

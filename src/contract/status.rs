@@ -227,6 +227,16 @@ pub struct EvidenceWritten {
     pub bytes: u64,
     /// Files in the archive, `nvke-evidence/evidence.json` included.
     pub members: u64,
+    /// Receipts in the archive (v1.2): the asked operation's, the ones the
+    /// document lists, then the newest.
+    pub receipts: u64,
+    /// Receipts of `completed/` the archive left out (v1.2): the oldest,
+    /// and any skipped below.
+    #[serde(rename = "receiptsLeftOut")]
+    pub receipts_left_out: u64,
+    /// Credential values in manifests replaced by `<redacted sha256:...>`
+    /// (v1.2).
+    pub redacted: u64,
     /// What was left out, and why (at most 100; the last says how many more).
     #[cfg_attr(feature = "schema", schemars(length(max = 101)))]
     pub skipped: Vec<EvidenceSkip>,
@@ -295,6 +305,13 @@ pub struct EvidenceManifest {
     pub now: Timestamp,
     /// The other members, in archive order.
     pub members: Vec<EvidenceMember>,
+    /// Receipts in the bundle (v1.2).
+    pub receipts: u64,
+    /// Receipts of `completed/` left out (v1.2).
+    pub receipts_left_out: u64,
+    /// Credential values in manifests replaced by `<redacted sha256:...>`
+    /// (v1.2).
+    pub redacted: u64,
     /// What was left out, and why (at most 100; the last says how many more).
     #[cfg_attr(feature = "schema", schemars(length(max = 101)))]
     pub skipped: Vec<EvidenceSkip>,

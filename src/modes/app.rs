@@ -213,16 +213,25 @@ fn dispatch(inv: &Invocation) -> Report {
             operation_id,
             evidence,
             receipts,
-        } => crate::modes::status::view(
-            &root,
-            &inv.global,
-            &crate::modes::status::Ask {
-                id: operation_id.as_ref(),
-                evidence: evidence.as_deref(),
-                receipts: *receipts,
-            },
-            &crate::modes::live::observe(&root, &inv.global),
-        ),
+        } => {
+            // Writing evidence (SPEC 6, v1.2): SIGTERM, SIGINT and SIGHUP
+            // stop the bundle, never the view; installed before the view
+            // starts, so a signal at any time leaves no file and one document.
+            let cancel = evidence
+                .is_some()
+                .then(crate::tools::signals::install_for_evidence);
+            crate::modes::status::view(
+                &root,
+                &inv.global,
+                &crate::modes::status::Ask {
+                    id: operation_id.as_ref(),
+                    evidence: evidence.as_deref(),
+                    receipts: *receipts,
+                    cancel: cancel.as_ref(),
+                },
+                &crate::modes::live::observe(&root, &inv.global),
+            )
+        }
         Mode::Fence { operation_id } => {
             // SIGTERM/SIGINT end its lock wait, never its work (SPEC 6).
             crate::modes::status::fence(

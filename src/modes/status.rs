@@ -185,6 +185,9 @@ pub struct Ask<'a> {
     /// `--evidence PATH`, relative to the root.
     pub evidence: Option<&'a str>,
     pub receipts: ReceiptFilter,
+    /// The signals that stop an evidence bundle (SPEC 6, v1.2): asked
+    /// between its entries and before it gets its name.
+    pub cancel: Option<&'a Cancel>,
 }
 
 /// How this run's commands name the runbook and the node.
@@ -693,15 +696,19 @@ fn with_evidence(
     let Some(rel) = ask.evidence else {
         return code;
     };
-    let ev = crate::node::evidence::write(root, rel, document, ask.id);
+    let stop = || ask.cancel.is_some_and(Cancel::is_cancelled);
+    let ev = crate::node::evidence::write(root, rel, document, ask.id, &stop);
     let code = match &ev {
         doc::EvidenceView::Written(w) => {
             text.push_str(&format!(
-                "EVIDENCE: {} ({} files, {} bytes)\n  sha256 {}\n",
+                "EVIDENCE: {} ({} files, {} bytes)\n  sha256 {}\n  receipts {} ({} left out), {} credential values redacted\n",
                 output::escape(&w.path),
                 w.members,
                 w.bytes,
-                w.sha256.0
+                w.sha256.0,
+                w.receipts,
+                w.receipts_left_out,
+                w.redacted
             ));
             let mut skipped: Vec<String> = w
                 .skipped
@@ -719,6 +726,7 @@ fn with_evidence(
             code
         }
         doc::EvidenceView::NotWritten(n) => {
+            tracing::warn!("evidence not written: {}", output::escape(&n.error));
             text.push_str(&format!(
                 "EVIDENCE NOT WRITTEN: {}\n",
                 output::escape(&n.error)
@@ -1487,6 +1495,73 @@ mod tests {
     /// SPEC 6: the operator view of a clean node is clean (exit 0) and
     /// creates nothing, not even the state directory; with an ID it says
     /// what a fencing check would do.
+    /// SPEC 6 (v1.2): a signal at any point of an evidence bundle (before
+    /// it, between any two of its entries, or once it is written but not
+    /// yet named) leaves nothing at PATH or beside it, and the view still
+    /// gives its one document, saying why.
+    #[test]
+    fn evidence_stopped_at_any_point_leaves_nothing_behind() {
+        let t = node_tree("rsa");
+        let tmp = t.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let live = healthy(&root);
+        let g = global(t.path());
+        let listing = || {
+            let mut v: Vec<String> = std::fs::read_dir(&tmp)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let sigterm = Cancel::new();
+        sigterm.cancel();
+        let r = view(
+            &root,
+            &g,
+            &Ask {
+                evidence: Some("tmp/x.tgz"),
+                cancel: Some(&sigterm),
+                ..Ask::default()
+            },
+            &live,
+        );
+        assert_eq!(r.json["evidence"]["written"], false, "{:#}", r.json);
+        assert_eq!(
+            r.json["evidence"]["error"],
+            crate::node::evidence::INTERRUPTED
+        );
+        assert_ne!(r.code, exit::OK);
+        assert!(r
+            .text
+            .contains("EVIDENCE NOT WRITTEN: interrupted by a signal"));
+        assert!(listing().is_empty(), "{:?}", listing());
+
+        // Stopped at the n-th question, for every n until one that completes.
+        let shown = view(&root, &g, &Ask::default(), &live).json;
+        let document: doc::StatusDocument = serde_json::from_value(shown).unwrap();
+        for n in 0.. {
+            let asked = std::cell::Cell::new(0usize);
+            let stop = || {
+                asked.set(asked.get() + 1);
+                asked.get() > n
+            };
+            match crate::node::evidence::write(&root, "tmp/x.tgz", &document, None, &stop) {
+                doc::EvidenceView::NotWritten(e) => {
+                    assert_eq!(e.error, crate::node::evidence::INTERRUPTED, "at {n}");
+                    assert!(listing().is_empty(), "at {n}: {:?}", listing());
+                }
+                doc::EvidenceView::Written(w) => {
+                    assert!(n > 10, "asked only {n} times: {w:?}");
+                    assert_eq!(asked.get(), n, "asked once more than it was stopped");
+                    assert_eq!(listing(), ["x.tgz"]);
+                    break;
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_view_of_a_clean_node_is_clean_and_creates_nothing() {
         let t = node_tree("rsa");

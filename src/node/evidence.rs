@@ -4,8 +4,8 @@
 //! What goes in, under `nvke-evidence/`: `evidence.json` (this bundle's
 //! manifest: the runbook's version and commit, the running binary's sha256,
 //! every member with its size and sha256, what was skipped and why), then
-//! `status.json` (the status document), `state/phase`, `state/owner`, every
-//! `state/completed/*`, the logs of the operations named
+//! `status.json` (the status document), `state/phase`, `state/owner`, the
+//! receipts of `state/completed/` (below), the logs of the operations named
 //! (`state/log/<ID>.log`), and every file of the runbook's staging directory
 //! (`staging/`), the node agent's (`agent-staging/`) and `manifests/`.
 //!
@@ -16,10 +16,21 @@
 //! content that looks like a private key or a kubeconfig ([`refusal`]).
 //! Each file left out is recorded with its reason.
 //!
+//! v1.2: no credential either. The text of every member from `manifests/`
+//! and the staging directories goes through [`crate::rules::redact`]
+//! (credential values become `<redacted sha256:HEX>`; the rule is written
+//! there). `completed/` goes in as the asked operation's receipt, then the
+//! ones the status document lists, then the rest newest first (by mtime, as
+//! the view lists them), at most [`DIR_ENTRIES_MAX`]; the bundle counts the
+//! receipts it holds and those it left out.
+//!
 //! The archive is built in memory, then created once
-//! ([`Dir::create_once`]: a 0600 temp file beside it, fsynced, linked
+//! ([`Dir::create_once_unless`]: a 0600 temp file beside it, fsynced, linked
 //! without replacing): an existing file or symlink at PATH is never
-//! replaced, and nothing half-written is left there.
+//! replaced, and nothing half-written is left there. A `stop` callback (the
+//! view's signal flag) is asked between entries and once more before the
+//! temp file is named: when it says stop, the temp file is removed and
+//! nothing is left at PATH or beside it.
 
 use crate::contract as doc;
 use crate::node::fsx::{self, Dir, FsError, Root, Trust};
@@ -159,14 +170,40 @@ struct Member {
 }
 
 /// What is gathered: the members in archive order, the skips.
-#[derive(Debug, Default)]
-struct Bundle {
+struct Bundle<'a> {
     members: Vec<Member>,
     skipped: Vec<doc::EvidenceSkip>,
     total: u64,
+    /// Receipts in the bundle, and those of `completed/` left out.
+    receipts: u64,
+    receipts_left_out: u64,
+    /// Credential values replaced in manifests ([`crate::rules::redact`]).
+    redacted: u64,
+    /// Asked between entries: a signal came (the bundle is then abandoned).
+    stop: &'a dyn Fn() -> bool,
+    stopped: bool,
 }
 
-impl Bundle {
+impl<'a> Bundle<'a> {
+    fn new(stop: &'a dyn Fn() -> bool) -> Bundle<'a> {
+        Bundle {
+            members: Vec::new(),
+            skipped: Vec::new(),
+            total: 0,
+            receipts: 0,
+            receipts_left_out: 0,
+            redacted: 0,
+            stop,
+            stopped: false,
+        }
+    }
+
+    /// Whether to stop now (asked once per entry; once true, stays true).
+    fn stopping(&mut self) -> bool {
+        self.stopped = self.stopped || (self.stop)();
+        self.stopped
+    }
+
     fn skip(&mut self, path: &str, reason: impl Into<String>) {
         // A name is recorded as found, unless it looks like key material
         // itself: then only its directory.
@@ -194,8 +231,26 @@ impl Bundle {
             .any(|p| name.starts_with(p));
         let content = refusal(&bytes).or_else(|| foreign.then(|| not_text(&bytes)).flatten());
         if let Some(why) = content {
+            tracing::info!("evidence: {} left out: {why}", shown(&shown_as));
             return self.skip(&shown_as, why);
         }
+        // Foreign files are text here (not_text above): their credentials
+        // go out as `<redacted sha256:...>` (SPEC 6, v1.2).
+        let bytes = match std::str::from_utf8(&bytes) {
+            Ok(text) if foreign => {
+                let r = crate::rules::redact::redact(text);
+                if r.count > 0 {
+                    tracing::info!(
+                        "evidence: {} credential value(s) of {} redacted",
+                        r.count,
+                        shown(&shown_as)
+                    );
+                }
+                self.redacted += r.count as u64;
+                r.text.into_bytes()
+            }
+            _ => bytes,
+        };
         let size = bytes.len() as u64;
         if self.total + size > TOTAL_MAX {
             return self.skip(
@@ -215,6 +270,9 @@ impl Bundle {
     /// `dir/entry` as member `name`, if it is a regular file that passes.
     /// `absent`: record a missing file as a skip (a named log) or not.
     fn file(&mut self, dir: &Dir, entry: &str, name: String, max: u64, absent: bool) {
+        if self.stopping() {
+            return;
+        }
         let path = dir.entry_path(entry);
         match dir.read_copy(entry, max) {
             Ok(Some(c)) if c.links > 1 => self.skip(
@@ -246,6 +304,9 @@ impl Bundle {
             Err(e) => return self.skip(&dir.path(), e.to_string()),
         };
         for (i, entry) in names.iter().enumerate() {
+            if self.stopping() {
+                return;
+            }
             if i == DIR_ENTRIES_MAX {
                 self.skip(
                     &dir.path(),
@@ -265,6 +326,80 @@ impl Bundle {
             }
             self.file(dir, entry, format!("{prefix}/{entry}"), MEMBER_MAX, false);
         }
+    }
+
+    /// `completed/`: the receipt of the operation asked about first, then
+    /// those the status document lists, then the rest newest first (by
+    /// modification time, then name, as the view lists them), at most
+    /// [`DIR_ENTRIES_MAX`] looked at; every one not in the bundle is counted
+    /// in `receipts_left_out`.
+    fn receipts(&mut self, dir: &Dir, prefix: &str, first: &[String]) {
+        use std::cmp::Reverse;
+        let mut total = 0u64;
+        // The newest DIR_ENTRIES_MAX names only, while the directory
+        // streams by (100,000 receipts must not mean 100,000 names).
+        let mut heap: std::collections::BinaryHeap<Reverse<(i64, i64, String)>> =
+            Default::default();
+        let mut present = std::collections::BTreeSet::new();
+        let listed = dir.for_each_name(|name| {
+            total += 1;
+            if first.iter().any(|f| f == name) {
+                present.insert(name.to_string());
+                return;
+            }
+            let key = match dir.stat_entry(name) {
+                Ok(Some(st)) => (st.st_mtime, st.st_mtime_nsec),
+                _ => (i64::MIN, 0),
+            };
+            if heap.len() == DIR_ENTRIES_MAX
+                && heap.peek().is_some_and(|min| {
+                    (min.0 .0, min.0 .1, min.0 .2.as_str()) >= (key.0, key.1, name)
+                })
+            {
+                return;
+            }
+            heap.push(Reverse((key.0, key.1, name.to_string())));
+            if heap.len() > DIR_ENTRIES_MAX {
+                heap.pop();
+            }
+        });
+        if let Err(e) = listed {
+            return self.skip(&dir.path(), e.to_string());
+        }
+        let mut newest: Vec<(i64, i64, String)> = heap.into_iter().map(|r| r.0).collect();
+        newest.sort_by(|a, b| b.cmp(a));
+        let mut order: Vec<String> = Vec::new();
+        for f in first {
+            if present.contains(f) && !order.contains(f) {
+                order.push(f.clone());
+            }
+        }
+        order.extend(newest.into_iter().map(|(_, _, n)| n));
+        let looked = order.len().min(DIR_ENTRIES_MAX);
+        let mut added = 0u64;
+        for entry in &order[..looked] {
+            if !safe_name(entry) {
+                self.skip(
+                    &dir.entry_path(entry),
+                    "a name outside A-Z a-z 0-9 . _ - : @ + = , ~",
+                );
+                continue;
+            }
+            let before = self.members.len();
+            self.file(dir, entry, format!("{prefix}/{entry}"), MEMBER_MAX, false);
+            added += (self.members.len() - before) as u64;
+        }
+        let not_looked = total.saturating_sub(looked as u64);
+        if not_looked > 0 && !self.stopped {
+            self.skip(
+                &dir.path(),
+                format!(
+                    "{not_looked} older entries left out (at most {DIR_ENTRIES_MAX} receipts, newest first)"
+                ),
+            );
+        }
+        self.receipts = added;
+        self.receipts_left_out = total - added;
     }
 
     /// A directory under the root, if it is there.
@@ -319,9 +454,29 @@ pub fn logs_named(
     logs
 }
 
-/// Gather the members (evidence.json aside) in archive order.
-fn gather(root: &Root, status_json: Vec<u8>, mtime: i64, logs: &BTreeMap<String, bool>) -> Bundle {
-    let mut b = Bundle::default();
+/// The receipt names that go first: the asked operation's, then the ones
+/// the status document lists.
+fn receipts_first(status: &doc::StatusDocument, asked: Option<&OperationId>) -> Vec<String> {
+    asked
+        .map(|i| i.as_str().to_string())
+        .into_iter()
+        .chain(status.receipts.iter().map(|r| r.operation_id.clone()))
+        .filter_map(|id| OperationId::parse(&id).ok())
+        .map(|id| format!("{}.json", id.as_str()))
+        .collect()
+}
+
+/// Gather the members (evidence.json aside) in archive order; `stop` is
+/// asked between entries.
+fn gather<'a>(
+    root: &Root,
+    status_json: Vec<u8>,
+    mtime: i64,
+    logs: &BTreeMap<String, bool>,
+    first: &[String],
+    stop: &'a dyn Fn() -> bool,
+) -> Bundle<'a> {
+    let mut b = Bundle::new(stop);
     b.add(format!("{TOP}/status.json"), None, status_json, mtime);
     match StateDir::open(root) {
         Ok(Some(state)) => {
@@ -335,7 +490,7 @@ fn gather(root: &Root, status_json: Vec<u8>, mtime: i64, logs: &BTreeMap<String,
                 );
             }
             match state.open_subdir(COMPLETED_DIR, Trust::TypeOnly) {
-                Ok(Some(d)) => b.dir_files(&d, &format!("{TOP}/state/{COMPLETED_DIR}")),
+                Ok(Some(d)) => b.receipts(&d, &format!("{TOP}/state/{COMPLETED_DIR}"), first),
                 Ok(None) => {}
                 Err(e) => b.skip(&state.entry_path(COMPLETED_DIR), e.to_string()),
             }
@@ -489,6 +644,9 @@ fn archive(b: &Bundle, now: &doc::Timestamp, mtime: i64) -> Result<Vec<u8>, Stri
                 sha256: doc::Sha256Hex(sha256_hex(&m.bytes)),
             })
             .collect(),
+        receipts: b.receipts,
+        receipts_left_out: b.receipts_left_out,
+        redacted: b.redacted,
         skipped: listed(&b.skipped),
     };
     let mut manifest_json = crate::contract::to_json(&manifest).to_string().into_bytes();
@@ -536,22 +694,29 @@ fn collected_dirs(root: &Root) -> Vec<Dir> {
 
 /// Write the bundle to `rel` (a node path under the root, from
 /// `--evidence`): what the view reports. `status` is the status document
-/// as printed without this field; `asked` the `--operation-id`.
+/// as printed without this field; `asked` the `--operation-id`. `stop` is
+/// asked between entries and once more before the archive gets its name
+/// (a signal, SPEC 6 v1.2): when it says stop, or on any error, nothing is
+/// left at `rel` or beside it, and the view says why.
 pub fn write(
     root: &Root,
     rel: &str,
     status: &doc::StatusDocument,
     asked: Option<&OperationId>,
+    stop: &dyn Fn() -> bool,
 ) -> doc::EvidenceView {
     let path = paths::node(rel);
-    match try_write(root, rel, status, asked) {
-        Ok((sha256, bytes, members, skipped)) => doc::EvidenceView::Written(doc::EvidenceWritten {
+    match try_write(root, rel, status, asked, stop) {
+        Ok(w) => doc::EvidenceView::Written(doc::EvidenceWritten {
             path,
             written: doc::ConstBool,
-            sha256: doc::Sha256Hex(sha256),
-            bytes,
-            members,
-            skipped,
+            sha256: doc::Sha256Hex(w.sha256),
+            bytes: w.bytes,
+            members: w.members,
+            receipts: w.receipts,
+            receipts_left_out: w.receipts_left_out,
+            redacted: w.redacted,
+            skipped: w.skipped,
         }),
         Err(error) => doc::EvidenceView::NotWritten(doc::EvidenceNotWritten {
             path,
@@ -561,14 +726,31 @@ pub fn write(
     }
 }
 
-type Written = (String, u64, u64, Vec<doc::EvidenceSkip>);
+/// What a written bundle reports.
+struct Written {
+    sha256: String,
+    bytes: u64,
+    members: u64,
+    receipts: u64,
+    receipts_left_out: u64,
+    redacted: u64,
+    skipped: Vec<doc::EvidenceSkip>,
+}
+
+/// Why a bundle cut short by `stop` was not written.
+pub const INTERRUPTED: &str =
+    "interrupted by a signal (SIGTERM, SIGINT or SIGHUP): no bundle written, nothing left behind";
 
 fn try_write(
     root: &Root,
     rel: &str,
     status: &doc::StatusDocument,
     asked: Option<&OperationId>,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Written, String> {
+    if stop() {
+        return Err(INTERRUPTED.to_string());
+    }
     let path = paths::node(rel);
     let (dir, name) = root
         .open_parent(rel)
@@ -596,21 +778,56 @@ fn try_write(
     if let Some(h) = shown.lock.holder.as_mut() {
         h.command_line = None;
     }
+    // A staging conflict's diff quotes both copies of a manifest: redacted
+    // as the manifests are (the printed document keeps it, as the screen
+    // keeps the holder's command line).
+    let mut diff_redacted = 0u64;
+    for c in &mut shown.conflicts {
+        let r = crate::rules::redact::redact_diff(&c.diff);
+        if r.count > 0 {
+            diff_redacted += r.count as u64;
+            c.diff = r.text.split('\n').map(str::to_string).collect();
+        }
+    }
     let mut status_json = crate::contract::to_json(&shown).to_string().into_bytes();
     status_json.push(b'\n');
-    let bundle = gather(root, status_json, mtime, &logs_named(status, asked));
+    let first = receipts_first(status, asked);
+    let mut bundle = gather(
+        root,
+        status_json,
+        mtime,
+        &logs_named(status, asked),
+        &first,
+        stop,
+    );
+    bundle.redacted += diff_redacted;
+    if bundle.stopping() {
+        return Err(INTERRUPTED.to_string());
+    }
     let gz = archive(&bundle, &status.now, mtime)?;
-    dir.create_once(name, &gz, STATE_FILE_MODE)
+    let last_look = || {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!("evidence-before-link");
+        stop()
+    };
+    let created = dir
+        .create_once_unless(name, &gz, STATE_FILE_MODE, &last_look)
         .map_err(|e| match e {
             FsError::Exists { path } => format!("{path} already exists; it is never replaced"),
             e => e.to_string(),
         })?;
-    Ok((
-        sha256_hex(&gz),
-        gz.len() as u64,
-        bundle.members.len() as u64 + 1,
-        listed(&bundle.skipped),
-    ))
+    if !created {
+        return Err(INTERRUPTED.to_string());
+    }
+    Ok(Written {
+        sha256: sha256_hex(&gz),
+        bytes: gz.len() as u64,
+        members: bundle.members.len() as u64 + 1,
+        receipts: bundle.receipts,
+        receipts_left_out: bundle.receipts_left_out,
+        redacted: bundle.redacted,
+        skipped: listed(&bundle.skipped),
+    })
 }
 
 #[cfg(test)]

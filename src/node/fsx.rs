@@ -673,7 +673,26 @@ impl Dir {
     /// but whose name now holds exactly `bytes` with the temp name gone is
     /// done; a succeeded link is done whatever the fsync after it says.
     pub fn create_once(&self, name: &str, bytes: &[u8], mode: u32) -> FsResult<()> {
+        self.create_once_unless(name, bytes, mode, &|| false)
+            .map(|_| ())
+    }
+
+    /// [`Dir::create_once`], asking `stop` once the temp file is written and
+    /// fsynced, before it gets its name: `Ok(false)` when `stop` says so,
+    /// the temp file removed and nothing at `name` (a signal during
+    /// `--evidence`). `Ok(true)`: created.
+    pub fn create_once_unless(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        mode: u32,
+        stop: &dyn Fn() -> bool,
+    ) -> FsResult<bool> {
         let tmp = self.write_temp(name, bytes, mode)?;
+        if stop() {
+            self.remove_file(&tmp)?;
+            return Ok(false);
+        }
         let res = match renameat2(
             &self.fd,
             tmp.as_str(),
@@ -697,7 +716,7 @@ impl Dir {
         match res {
             Ok(()) => {
                 self.sync_after_done(name);
-                Ok(())
+                Ok(true)
             }
             Err(Errno::EEXIST) => {
                 let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
@@ -714,7 +733,7 @@ impl Dir {
                         e.desc()
                     );
                     self.sync_after_done(name);
-                    return Ok(());
+                    return Ok(true);
                 }
                 let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
                 Err(self.io(name, "create", e))

@@ -28,6 +28,8 @@ pub mod pki;
 pub mod proclocks;
 /// Receipts (SPEC 3): parse, render, bounded messages.
 pub mod receipt;
+/// Credentials out of the evidence bundle (SPEC 6, v1.2).
+pub mod redact;
 /// The resume rule (SPEC 4 step 3), one for renew, check and status.
 pub(crate) mod resume;
 /// A bounded unified line diff and the nearest names to a mistyped one.

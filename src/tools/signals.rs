@@ -1,6 +1,7 @@
 //! Cancellation: SIGTERM and SIGINT set a flag that every step and every wait
 //! loop checks; SIGHUP is ignored (the SSH session going away must not stop a
-//! renewal half-way). SIGPIPE is already ignored by the Rust runtime, so a
+//! renewal half-way), except while the operator view writes evidence
+//! ([`install_for_evidence`]). SIGPIPE is already ignored by the Rust runtime, so a
 //! closed stdout or stderr only makes writes fail, which we ignore.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,6 +86,23 @@ pub fn install() -> Cancel {
         signal_hook::consts::SIGHUP,
         Arc::new(AtomicBool::new(false)),
     );
+    c
+}
+
+/// Install the handlers for the operator view writing an evidence bundle
+/// (`--status-only --evidence`): SIGTERM, SIGINT and SIGHUP all set the
+/// flag. The view changes nothing on the node, so a hang-up has nothing to
+/// protect: the bundle is abandoned (no file left, not even its temp file)
+/// and the view still prints its one document.
+pub fn install_for_evidence() -> Cancel {
+    let c = Cancel::new();
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&c.flag));
+    }
     c
 }
 
