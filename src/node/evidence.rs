@@ -789,7 +789,11 @@ fn try_write(
             c.diff = r.text.split('\n').map(str::to_string).collect();
         }
     }
-    let mut status_json = crate::contract::to_json(&shown).to_string().into_bytes();
+    // No control character in any string, as the printed document (issue
+    // 25): the bundle's reader prints it too.
+    let mut shown_json = crate::contract::to_json(&shown);
+    crate::rules::opid::escape_json_strings(&mut shown_json);
+    let mut status_json = shown_json.to_string().into_bytes();
     status_json.push(b'\n');
     let first = receipts_first(status, asked);
     let mut bundle = gather(
