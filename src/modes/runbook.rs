@@ -257,7 +257,7 @@ impl Env<'_> {
         message: &str,
         failed: Option<Component>,
     ) -> Receipt {
-        let m = manifests::inspect(self.root);
+        let m = manifests::placement(self.root);
         Receipt {
             operation_id: id.clone(),
             outcome,
@@ -701,7 +701,9 @@ impl Run<'_> {
     /// Topology and step 4 (staging preflight).
     fn preflight(&mut self) -> Result<(), Fail> {
         let _step = Step::new("staging-preflight");
-        let m = manifests::inspect(self.env.root);
+        // Where the manifests are: no file's contents read, so that a
+        // hostile file cannot stop the put-back below (SPEC 10).
+        let m = manifests::placement(self.env.root);
         if let Some(e) = &m.manifests_dir_error {
             return Err(fail(Phase::Topology, e.clone()));
         }
@@ -763,6 +765,14 @@ impl Run<'_> {
                     ),
                 }
             }
+        }
+        // Then what `manifests/` holds, within the bounds (SPEC 10,
+        // "Bounded reads"): a file over one is refused as hostile, naming
+        // it, before anything of the renewal is done.
+        let mut hostile = manifests::inspect(self.env.root).hostile;
+        hostile.extend(crate::node::kubelet::hostile_config(self.env.root));
+        if !hostile.is_empty() {
+            return Err(fail(Phase::StagingConflict, hostile.join("; ")));
         }
         Ok(())
     }
@@ -1381,7 +1391,7 @@ fn early_failure(
     phase: EarlyPhase,
     message: String,
 ) -> Report {
-    let m = manifests::inspect(root);
+    let m = manifests::placement(root);
     let code = code.unwrap_or_else(|| exit_code_for(Outcome::Failed, m.all_active()));
     let places = m.receipt_locations();
     let doc = RenewEarlyFailure {
@@ -1735,7 +1745,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
         let (_, note) = put_back_if_staged(run.env.root, c);
         notes.extend(note);
     }
-    let m = manifests::inspect(run.env.root);
+    let m = manifests::placement(run.env.root);
     let head = format!("internal error (a panic) while finishing the run: {why}");
     let message = if notes.is_empty() {
         receipt::bounded_message(&head)
@@ -1784,7 +1794,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
 /// is now active with no differing staged copy, and what to say about it
 /// (None when there was nothing to do).
 fn put_back_if_staged(root: &Root, c: Component) -> (bool, Option<String>) {
-    let (active, staged, error) = manifests::inspect(root)
+    let (active, staged, error) = manifests::placement(root)
         .manifests
         .get(&c)
         .map(|v| (v.active, v.runbook_staged, v.error.clone()))
@@ -1836,7 +1846,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
             tracing::warn!("pruning old backups failed: {e}");
         }
     }
-    let m = manifests::inspect(run.env.root);
+    let m = manifests::placement(run.env.root);
     end.manifests = m.receipt_locations();
     let code = exit_code_for(end.outcome, m.all_active());
     let now = run.env.now();

@@ -439,6 +439,7 @@ pub fn view(
     reasons.extend(s.pki.expired_reasons(now));
     reasons.extend(s.kubelet.expired(now));
     reasons.extend(s.kubelet.unreadable());
+    reasons.extend(s.kubelet.hostile.clone());
     if let Some(e) = &receipts.error {
         reasons.push(format!("receipts directory: {e}"));
     }
@@ -1003,7 +1004,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
         now,
         written: false,
     };
-    let m = manifests::inspect(root);
+    let m = manifests::placement(root);
     let completed = match StateDir::new(&state).completed() {
         Ok(c) => c,
         Err(e) => {
@@ -1116,7 +1117,7 @@ fn abandon(
         ..
     } = pb;
     crate::crash_point!("fence-after-restore-before-receipt");
-    let after = manifests::inspect(root);
+    let after = manifests::placement(root);
     for (c, v) in &after.manifests {
         if v.location == doc::ManifestLocation::Missing && v.error.is_none() {
             conflicts.push(format!(
@@ -1241,7 +1242,7 @@ struct Fencing<'a> {
 /// once it holds the lock, which then takes milliseconds.
 pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Report {
     let o = fence_inner(root, g, id, cancel);
-    let m = manifests::inspect(root);
+    let m = manifests::placement(root);
     let receipt = o.receipt.as_ref().map(doc::Receipt::from);
     let document = doc::FenceDocument {
         mode: doc::StatusMode::Status,

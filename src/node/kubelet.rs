@@ -40,6 +40,9 @@ pub struct KubeletReport {
     pub certs: Vec<KubeletCert>,
     /// Why nothing is listed (no kubelet.conf: not a kubeadm node).
     pub note: Option<String>,
+    /// The kubelet's configuration refused as hostile (SPEC 10, "Bounded
+    /// reads"): over its size cap or a bound of the YAML reader.
+    pub hostile: Option<String>,
 }
 
 /// `rotateCertificates` and `serverTLSBootstrap` of the kubelet's
@@ -50,10 +53,14 @@ pub fn parse_rotation(bytes: &[u8]) -> Result<(bool, bool), String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok((false, false));
     }
-    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
-        .map_err(|e| format!("does not parse as the kubelet's configuration: {e}"))?;
+    let doc = crate::rules::yaml::parse_value(bytes).map_err(|e| match e {
+        crate::rules::yaml::YamlError::Bound(_) => e.to_string(),
+        crate::rules::yaml::YamlError::Syntax(_) => {
+            format!("{e}: not the kubelet's configuration")
+        }
+    })?;
     let flag = |key: &str| match doc.get(key) {
-        None | Some(serde_yaml::Value::Null) => Ok(false),
+        None | Some(serde_json::Value::Null) => Ok(false),
         Some(v) => v
             .as_bool()
             .ok_or_else(|| format!("{key} in the kubelet's configuration is not true or false")),
@@ -133,7 +140,26 @@ fn cert(
 }
 
 /// Read the kubelet's certificates and whether it rotates them.
+/// The kubelet's configuration refused as hostile: over its size cap or a
+/// bound of the YAML reader (SPEC 10, "Bounded reads"), named. None: within
+/// the bounds, absent, or refused for another reason (reported where it is
+/// read).
+pub fn hostile_config(root: &Root) -> Option<String> {
+    match root.read_file(KUBELET_CONFIG, CONFIG_MAX, Trust::TypeOnly) {
+        Ok(Some(b)) => match crate::rules::yaml::parse_value(&b) {
+            Err(e) if e.is_bound() => Some(format!(
+                "{} is {e}",
+                crate::node::paths::node(KUBELET_CONFIG)
+            )),
+            _ => None,
+        },
+        Err(e @ FsError::TooLarge { .. }) => Some(format!("{e} (hostile input)")),
+        _ => None,
+    }
+}
+
 pub fn read(root: &Root) -> KubeletReport {
+    let hostile = hostile_config(root);
     let conf = match root.read_file(KUBELET_CONF, CONFIG_MAX, Trust::TypeOnly) {
         Ok(Some(b)) => Ok(b),
         Ok(None) => {
@@ -143,6 +169,7 @@ pub fn read(root: &Root) -> KubeletReport {
                     "no {}: the kubelet's certificates are not listed",
                     crate::node::paths::node(KUBELET_CONF)
                 )),
+                hostile,
             }
         }
         Err(e) => Err(e.to_string()),
@@ -194,7 +221,11 @@ pub fn read(root: &Root) -> KubeletReport {
         }
     }
     certs.extend(serving);
-    KubeletReport { certs, note: None }
+    KubeletReport {
+        certs,
+        note: None,
+        hostile,
+    }
 }
 
 impl KubeletCert {

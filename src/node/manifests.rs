@@ -37,6 +37,10 @@ pub struct ManifestsReport {
     pub runbook_staging: StagingView,
     pub agent_staging: StagingView,
     pub strays: Vec<Stray>,
+    /// Files in `manifests/` (the four and the strays) over a bound of the
+    /// YAML reader or its size cap: refused as hostile, each message
+    /// naming its file (SPEC 10, "Bounded reads"). Empty from [`placement`].
+    pub hostile: Vec<String>,
     /// The manifests directory itself could not be read.
     pub manifests_dir_error: Option<String>,
 }
@@ -157,8 +161,26 @@ fn staging_view(root: &Root, rel: &str) -> (Option<Dir>, StagingView) {
     }
 }
 
-/// Look at the manifests directory and both staging directories.
+/// Look at the manifests directory and both staging directories, and read
+/// what `manifests/` holds (within the bounds): the strays, and what is
+/// hostile. The read-only modes and the renewal's preflight.
 pub fn inspect(root: &Root) -> ManifestsReport {
+    let mut m = placement(root);
+    if let Ok(Some(dir)) = root.open_dir(MANIFESTS_DIR, Trust::Strict) {
+        let (strays, hostile) = read_contents(&dir);
+        m.strays = strays;
+        m.hostile = hostile;
+    }
+    m
+}
+
+/// Where the four manifests are, and what the staging directories hold:
+/// names and file types only, no file's contents read (`strays` and
+/// `hostile` stay empty). Every put-back (a failed run's, the restore
+/// guard's, the fencing check's, the preflight's) and every report of
+/// where the manifests are uses this: a hostile file never keeps a pod
+/// down (SPEC 10, "Bounded reads").
+pub fn placement(root: &Root) -> ManifestsReport {
     let (manifests_dir, manifests_dir_error) = match root.open_dir(MANIFESTS_DIR, Trust::Strict) {
         Ok(Some(d)) => (Some(d), None),
         Ok(None) => (
@@ -207,25 +229,57 @@ pub fn inspect(root: &Root) -> ManifestsReport {
             },
         );
     }
-    let strays = manifests_dir.as_ref().map(find_strays).unwrap_or_default();
     ManifestsReport {
         manifests,
         runbook_staging,
         agent_staging,
-        strays,
+        strays: Vec::new(),
+        hostile: Vec::new(),
         manifests_dir_error,
     }
+}
+
+/// A file of `manifests/` refused as hostile: over the size cap or a bound
+/// of the YAML reader, named.
+fn hostile(path: &str, e: &crate::rules::yaml::YamlError) -> String {
+    format!("{path} is {e}")
+}
+
+/// What the files of `manifests/` say, read within the bounds: the strays
+/// ([`find_strays`]) and the files refused as hostile (the four manifests
+/// and every file kubelet would load).
+pub fn read_contents(dir: &Dir) -> (Vec<Stray>, Vec<String>) {
+    let (strays, mut refused) = find_strays(dir);
+    for c in Component::ALL {
+        let name = c.manifest_file();
+        match dir.read_file(&name, NODE_FILE_MAX, Trust::Strict) {
+            Ok(Some(bytes)) => {
+                if let Err(e) = crate::rules::yaml::parse_value(&bytes) {
+                    if e.is_bound() {
+                        refused.push(hostile(&dir.entry_path(&name), &e));
+                    }
+                }
+            }
+            Err(e @ FsError::TooLarge { .. }) => refused.push(format!("{e} (hostile input)")),
+            // Refused by its placement (type, owner, mode), or absent.
+            _ => {}
+        }
+    }
+    (strays, refused)
 }
 
 /// Files kubelet would load (it skips dot files and subdirectories) that
 /// duplicate one of the four components: by name (`etcd.yaml.bak`,
 /// `kube-apiserver-old.yaml`) or by content (a pod labelled
-/// `component: etcd`, or named like one).
-pub fn find_strays(dir: &Dir) -> Vec<Stray> {
+/// `component: etcd`, or named like one). And those refused as hostile:
+/// over the size cap or a bound of the YAML reader (a file that is merely
+/// not a pod is not a stray).
+pub fn find_strays(dir: &Dir) -> (Vec<Stray>, Vec<String>) {
     let Ok(names) = dir.list() else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut strays = Vec::new();
+    let mut refused = Vec::new();
     for name in names {
         if name.starts_with('.') || Component::ALL.iter().any(|c| c.manifest_file() == name) {
             continue;
@@ -257,22 +311,31 @@ pub fn find_strays(dir: &Dir) -> Vec<Stray> {
             });
             continue;
         }
-        if let Ok(Some(bytes)) = dir.read_file(&name, NODE_FILE_MAX, Trust::TypeOnly) {
-            if let Some(c) = pod_component(&bytes) {
-                strays.push(Stray {
+        match dir.read_file(&name, NODE_FILE_MAX, Trust::TypeOnly) {
+            Ok(Some(bytes)) => match pod_component(&bytes) {
+                Ok(Some(c)) => strays.push(Stray {
                     path,
                     reason: format!("a pod for {c}; kubelet would run a second {c}"),
-                });
-            }
+                }),
+                Err(e) if e.is_bound() => refused.push(hostile(&path, &e)),
+                _ => {}
+            },
+            Err(e @ FsError::TooLarge { .. }) => refused.push(format!("{e} (hostile input)")),
+            _ => {}
         }
     }
-    strays
+    (strays, refused)
 }
 
 /// The component a static pod manifest runs, by its `component` label or its
-/// name (`etcd`, `etcd-<node>`), if it is one of the four.
-pub fn pod_component(bytes: &[u8]) -> Option<Component> {
-    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes).ok()?;
+/// name (`etcd`, `etcd-<node>`), if it is one of the four. Err: not YAML
+/// within the bounds.
+pub fn pod_component(bytes: &[u8]) -> Result<Option<Component>, crate::rules::yaml::YamlError> {
+    let doc = crate::rules::yaml::parse_value(bytes)?;
+    Ok(component_of(&doc))
+}
+
+fn component_of(doc: &serde_json::Value) -> Option<Component> {
     let meta = doc.get("metadata")?;
     if let Some(label) = meta
         .get("labels")
@@ -298,12 +361,14 @@ pub fn container_flag(
     flag: &str,
     syntax: crate::rules::flags::Syntax,
 ) -> Result<Option<String>, String> {
-    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
-        .map_err(|e| format!("{what} manifest does not parse: {e}"))?;
+    let doc = crate::rules::yaml::parse_value(bytes).map_err(|e| match e {
+        crate::rules::yaml::YamlError::Bound(_) => format!("{what} manifest: {e}"),
+        crate::rules::yaml::YamlError::Syntax(_) => format!("{what} manifest {e}"),
+    })?;
     let containers = doc
         .get("spec")
         .and_then(|s| s.get("containers"))
-        .and_then(|c| c.as_sequence())
+        .and_then(|c| c.as_array())
         .ok_or_else(|| format!("{what} manifest has no spec.containers"))?;
     let Some(c) = containers
         .iter()
@@ -316,7 +381,7 @@ pub fn container_flag(
     for key in ["command", "args"] {
         let Some(v) = c.get(key) else { continue };
         let items = v
-            .as_sequence()
+            .as_array()
             .ok_or_else(|| format!("{what} manifest: {key} is not a list"))?;
         for item in items {
             // Kubernetes decodes command and args as strings: a manifest
@@ -444,18 +509,18 @@ pub fn renewed_mounts(bytes: &[u8]) -> Option<(String, Vec<String>)> {
         "/etc/kubernetes/controller-manager.conf",
         "/etc/kubernetes/scheduler.conf",
     ];
-    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes).ok()?;
+    let doc = crate::rules::yaml::parse_value(bytes).ok()?;
     let spec = doc.get("spec")?;
     let name = spec
         .get("containers")?
-        .as_sequence()?
+        .as_array()?
         .first()?
         .get("name")?
         .as_str()?
         .to_string();
     let mounts: Vec<String> = spec
         .get("volumes")
-        .and_then(|v| v.as_sequence())
+        .and_then(|v| v.as_array())
         .into_iter()
         .flatten()
         .filter_map(|v| v.get("hostPath")?.get("path")?.as_str())
@@ -472,12 +537,12 @@ mod tests {
     #[test]
     fn pod_component_by_label_and_name() {
         let etcd = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\n  namespace: kube-system\n  labels:\n    component: etcd\n";
-        assert_eq!(pod_component(etcd), Some(Component::Etcd));
+        assert_eq!(pod_component(etcd), Ok(Some(Component::Etcd)));
         let named = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-scheduler\n";
-        assert_eq!(pod_component(named), Some(Component::KubeScheduler));
+        assert_eq!(pod_component(named), Ok(Some(Component::KubeScheduler)));
         let vip = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-vip\n  labels:\n    app: kube-vip\n";
-        assert_eq!(pod_component(vip), None);
-        assert_eq!(pod_component(b"\xff\xfe not yaml"), None);
+        assert_eq!(pod_component(vip), Ok(None));
+        assert!(pod_component(b"\xff\xfe not yaml").is_err_and(|e| !e.is_bound()));
     }
 
     #[test]

@@ -365,15 +365,13 @@ fn nonempty(v: Option<String>) -> Option<String> {
 
 /// The user entry of the current context (or the only user), with its name.
 fn kubeconfig_user(yaml: &[u8]) -> Result<(String, KcUser), PkiError> {
-    // serde_yaml's messages can quote the offending value (which may be key
-    // data): report only where the YAML went wrong.
-    let kc: KcFile = serde_yaml::from_slice(yaml).map_err(|e| match e.location() {
-        Some(l) => bad_kubeconfig(format!(
-            "not a kubeconfig (YAML error at line {}, column {})",
-            l.line(),
-            l.column()
-        )),
-        None => bad_kubeconfig("not a kubeconfig (YAML error)"),
+    // Within the YAML bounds (SPEC 10); the error says where the YAML went
+    // wrong or which bound it is over, never the value (it may be key data).
+    let kc: KcFile = crate::rules::yaml::parse(yaml).map_err(|e| match e {
+        crate::rules::yaml::YamlError::Bound(_) => bad_kubeconfig(e.to_string()),
+        crate::rules::yaml::YamlError::Syntax(s) => {
+            bad_kubeconfig(format!("not a kubeconfig ({s})"))
+        }
     })?;
     let users = kc.users.unwrap_or_default();
     let user = match nonempty(kc.current_context) {
