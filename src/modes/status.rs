@@ -1609,6 +1609,48 @@ mod tests {
         );
     }
 
+    /// SPEC 10, "Bounded reads" (issue 25): an alias bomb among the strays
+    /// of `manifests/` (6,000 aliases: about 10^8 nodes once expanded, which
+    /// aborted every mode before) never keeps a pod down: with etcd left
+    /// staged by a dead run, the fencing check puts it back and confirms,
+    /// reading no file's contents on the way; the operator view then
+    /// refuses the bomb, naming it.
+    #[test]
+    fn a_hostile_stray_never_keeps_a_staged_manifest_from_going_back() {
+        let t = node_tree("rsa");
+        let c = Component::Etcd;
+        write_phase(t.path(), &v2("op-1", PhaseState::RestartPending, Some(c)));
+        leave_staged(t.path(), c);
+        let mut bomb = String::from(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd-copy\n  annotations:\n    a: &a [x, x, x, x, x, x, x, x, x, x]\n    b: [",
+        );
+        bomb.push_str(&["*a"; 6000].join(", "));
+        bomb.push_str("]\n");
+        write_raw(
+            &t.path().join(MANIFESTS_DIR).join("bomb.yaml"),
+            bomb.as_bytes(),
+        );
+        let root = Root::open(t.path()).unwrap();
+        let g = global(t.path());
+        let r = fence(&root, &g, &id("op-1"), &Cancel::new());
+        assert_eq!(r.code, exit::OK, "{:#}", r.json);
+        assert_eq!(r.json["termination"], "confirmed");
+        assert_eq!(r.json["restored"], serde_json::json!(["etcd"]));
+        assert!(active(t.path(), c));
+        assert!(!t.path().join(STAGING_DIR).join(c.manifest_file()).exists());
+        // What the read-only modes read: the bomb is refused, named.
+        let m = manifests::inspect(&root);
+        assert_eq!(
+            m.hostile,
+            vec!["/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 256 aliases); refusing to read it".to_string()]
+        );
+        assert!(crate::modes::check::manifest_problems(&m)
+            .iter()
+            .any(|p| p.contains("bomb.yaml is hostile YAML")));
+        // And the put-back itself never reads it: placement alone.
+        assert!(manifests::placement(&root).hostile.is_empty());
+    }
+
     /// SPEC 6: unfinished legacy work carries no operation ID and is never
     /// abandoned: unconfirmed, no receipt; still (v1.1) the staged manifest
     /// goes back.

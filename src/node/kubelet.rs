@@ -522,4 +522,57 @@ mod tests {
             assert!(under_root(bad).is_err(), "{bad}");
         }
     }
+
+    /// A large real-looking KubeletConfiguration (every field kubeadm
+    /// writes, 300 feature gates, 200 eviction entries, a 100 KB
+    /// `staticPodURLHeader`-style map) is read within every bound; the
+    /// same keys behind an alias bomb are refused as hostile, named, in the
+    /// report the read-only modes print, and the rotation flags are then
+    /// unknown, never guessed.
+    #[test]
+    fn the_kubelets_configuration_is_read_within_the_bounds() {
+        let mut real = String::from("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    cacheTTL: 0s\n    enabled: true\n  x509:\n    clientCAFile: /etc/kubernetes/pki/ca.crt\nauthorization:\n  mode: Webhook\ncgroupDriver: systemd\nclusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\ncontainerRuntimeEndpoint: unix:///run/containerd/containerd.sock\nrotateCertificates: true\nserverTLSBootstrap: true\nstaticPodPath: /etc/kubernetes/manifests\nfeatureGates:\n");
+        for i in 0..300 {
+            real.push_str(&format!("  FeatureGateNumber{i}: true\n"));
+        }
+        real.push_str("evictionHard:\n");
+        for i in 0..200 {
+            real.push_str(&format!("  signal{i}.available: 5%\n"));
+        }
+        real.push_str("staticPodURLHeader:\n");
+        for i in 0..100 {
+            real.push_str(&format!("  X-Header-{i}:\n  - \"{}\"\n", "h".repeat(1000)));
+        }
+        assert!(real.len() < CONFIG_MAX as usize);
+        assert_eq!(parse_rotation(real.as_bytes()), Ok((true, true)));
+        let t = node(CONF);
+        std::fs::write(t.path().join(KUBELET_CONFIG), &real).unwrap();
+        let r = read_at(&t);
+        assert_eq!(r.hostile, None);
+        assert!(r.certs.iter().all(|c| c.rotates == Some(true)), "{r:?}");
+
+        let mut bomb =
+            String::from("rotateCertificates: true\nx: &a [a, a, a, a, a, a, a, a, a, a]\ny: [");
+        bomb.push_str(&["*a"; 6000].join(", "));
+        bomb.push_str("]\n");
+        std::fs::write(t.path().join(KUBELET_CONFIG), &bomb).unwrap();
+        let r = read_at(&t);
+        assert_eq!(
+            r.hostile.as_deref(),
+            Some("/var/lib/kubelet/config.yaml is hostile YAML (more than 256 aliases); refusing to read it")
+        );
+        assert!(r.certs.iter().all(|c| c.rotates.is_none()), "{r:?}");
+        // Over the size cap: hostile too.
+        std::fs::write(
+            t.path().join(KUBELET_CONFIG),
+            vec![b'#'; CONFIG_MAX as usize + 1],
+        )
+        .unwrap();
+        assert!(read_at(&t)
+            .hostile
+            .is_some_and(|h| h.contains("is larger than 262144 bytes")));
+        // Merely not YAML: not hostile (the flags are unknown, as before).
+        std::fs::write(t.path().join(KUBELET_CONFIG), b"rotateCertificates: [").unwrap();
+        assert_eq!(read_at(&t).hostile, None);
+    }
 }

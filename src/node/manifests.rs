@@ -531,6 +531,7 @@ pub fn renewed_mounts(bytes: &[u8]) -> Option<(String, Vec<String>)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files in their temp dirs
 mod tests {
     use super::*;
 
@@ -605,5 +606,171 @@ mod tests {
     fn etcd_port_as_go_flag_reads_it() {
         let two = b"spec:\n  containers:\n  - name: etcd\n    command:\n    - etcd\n    - -listen-client-urls\n    - https://127.0.0.1:32379\n    - --listen-client-urls=https://127.0.0.1:42379,https://10.0.0.11:2379\n";
         assert_eq!(etcd_client_port(two), Ok(42379), "last wins");
+    }
+
+    /// Nodes and nesting of a parsed document.
+    fn size(v: &serde_json::Value) -> (usize, usize) {
+        match v {
+            serde_json::Value::Array(a) => a
+                .iter()
+                .map(size)
+                .fold((1, 1), |(n, d), (cn, cd)| (n + cn, d.max(cd + 1))),
+            serde_json::Value::Object(o) => o
+                .values()
+                .map(size)
+                .fold((1, 1), |(n, d), (cn, cd)| (n + 1 + cn, d.max(cd + 1))),
+            _ => (1, 1),
+        }
+    }
+
+    /// The largest real-looking kube-apiserver manifest: the fixture's, with
+    /// 400 more flags, a 20 KB flag value, 250 env vars, 120 hostPath
+    /// volumes, 200 annotations of 1 KB and one of about 700 KB (a
+    /// `last-applied-configuration`-style JSON blob), just under the 1 MiB
+    /// cap. Every bound of `rules::yaml` stays at least ten times away, and
+    /// the file is read as before.
+    pub(crate) fn largest_real_manifest() -> Vec<u8> {
+        let base =
+            include_str!("../../fixtures/nodes/rsa/etc/kubernetes/manifests/kube-apiserver.yaml");
+        let mut flags = String::new();
+        for i in 0..400 {
+            flags.push_str(&format!(
+                "    - --feature-flag-number-{i}=some-long-value-{i}-{}\n",
+                "v".repeat(40)
+            ));
+        }
+        flags.push_str(&format!(
+            "    - --tls-cipher-suites={}\n",
+            ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"; 540].join(",")
+        ));
+        let m = base.replacen(
+            "    - kube-apiserver\n",
+            &format!("    - kube-apiserver\n{flags}"),
+            1,
+        );
+        let mut ann = String::new();
+        for i in 0..200 {
+            ann.push_str(&format!(
+                "    example.com/annotation-{i}: \"{}\"\n",
+                "a".repeat(1000)
+            ));
+        }
+        let blob: String = (0..9_000)
+            .map(|i| {
+                format!(
+                    "{{\"k{i}\":\"value-{i}-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}},"
+                )
+            })
+            .collect();
+        ann.push_str(&format!(
+            "    kubectl.kubernetes.io/last-applied-configuration: '[{blob}{{}}]'\n"
+        ));
+        let m = m.replacen("  annotations:\n", &format!("  annotations:\n{ann}"), 1);
+        let mut env = String::from("    env:\n");
+        for i in 0..250 {
+            env.push_str(&format!(
+                "    - name: VAR_{i}\n      value: \"value-{i}\"\n"
+            ));
+        }
+        let m = m.replacen("    image:", &format!("{env}    image:"), 1);
+        let mut vols = String::new();
+        for i in 0..120 {
+            vols.push_str(&format!("  - hostPath:\n      path: /etc/extra/{i}\n      type: DirectoryOrCreate\n    name: extra-{i}\n"));
+        }
+        let m = m.replacen("  volumes:\n", &format!("  volumes:\n{vols}"), 1);
+        m.into_bytes()
+    }
+
+    #[test]
+    fn the_largest_real_looking_manifest_is_well_within_every_bound() {
+        use crate::rules::yaml;
+        let m = largest_real_manifest();
+        let len = m.len();
+        assert!((900_000..yaml::MAX_BYTES).contains(&len), "{len} bytes");
+        let v = yaml::parse_value(&m).unwrap();
+        let (nodes, depth) = size(&v);
+        assert!(nodes * 10 < yaml::MAX_NODES, "{nodes} nodes");
+        assert!(depth * 5 < yaml::MAX_DEPTH, "{depth} deep");
+        assert_eq!(
+            v["spec"]["containers"][0]["command"]
+                .as_array()
+                .unwrap()
+                .len()
+                > 400,
+            true
+        );
+        assert_eq!(v["spec"]["volumes"].as_array().unwrap().len() > 120, true);
+        assert_eq!(pod_component(&m), Ok(Some(Component::KubeApiserver)));
+        assert_eq!(apiserver_secure_port(&m), Ok(6443));
+        assert_eq!(
+            container_flag(
+                &m,
+                "kube-apiserver",
+                "--feature-flag-number-399",
+                crate::rules::flags::Syntax::Pflag
+            )
+            .unwrap()
+            .map(|f| f.len()),
+            Some(60)
+        );
+        // As a file of manifests/ and as a stray: nothing refused.
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("m");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("kube-apiserver.yaml"), &m).unwrap();
+        std::fs::write(dir.join("kube-apiserver-copy.txt"), &m).unwrap();
+        std::fs::write(dir.join("big-pod.yaml"), &m).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let d = root.open_dir("m", Trust::TypeOnly).unwrap().unwrap();
+        let (strays, hostile) = read_contents(&d);
+        assert!(hostile.is_empty(), "{hostile:?}");
+        assert_eq!(strays.len(), 2, "{strays:?}");
+        // Every real fixture manifest too.
+        for variant in ["rsa", "ecdsa"] {
+            let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/nodes")
+                .join(variant)
+                .join(MANIFESTS_DIR);
+            for e in std::fs::read_dir(p).unwrap() {
+                let b = std::fs::read(e.unwrap().path()).unwrap();
+                assert!(yaml::parse_value(&b).is_ok());
+            }
+        }
+    }
+
+    /// A bomb among the strays, one in a component's manifest, one too
+    /// large: each refused as hostile, named; a file that is merely not
+    /// YAML is not.
+    #[test]
+    fn hostile_files_of_the_manifests_directory_are_named() {
+        let bomb = {
+            let mut s = String::from("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  annotations:\n    a: &a [x, x, x, x, x, x, x, x, x, x]\n    b: [");
+            s.push_str(&["*a"; 6000].join(", "));
+            s.push_str("]\n");
+            s
+        };
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("m");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("bomb.yaml"), &bomb).unwrap();
+        std::fs::write(dir.join("etcd.yaml"), &bomb).unwrap();
+        std::fs::write(dir.join("huge.yaml"), vec![b'#'; 2 << 20]).unwrap();
+        std::fs::write(dir.join("garbage.yaml"), b"\xff\xfe: : [").unwrap();
+        std::fs::write(dir.join(".hidden.yaml"), &bomb).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let d = root.open_dir("m", Trust::TypeOnly).unwrap().unwrap();
+        let (strays, hostile) = read_contents(&d);
+        assert!(strays.is_empty(), "{strays:?}");
+        assert_eq!(hostile.len(), 3, "{hostile:?}");
+        let all = hostile.join("\n");
+        for needle in [
+            "/m/bomb.yaml is hostile YAML (more than 256 aliases); refusing to read it",
+            "/m/huge.yaml is larger than 1048576 bytes; refusing to read it (hostile input)",
+            "/m/etcd.yaml is hostile YAML (more than 256 aliases)",
+        ] {
+            assert!(all.contains(needle), "{needle} not in {all}");
+        }
+        assert!(!all.contains("garbage") && !all.contains("hidden"), "{all}");
+        assert!(!all.chars().any(|c| c.is_control() && c != '\n'));
     }
 }
