@@ -151,11 +151,11 @@ fn classify(e: &serde_saphyr::Error) -> YamlError {
         | E::AliasReplayCounterOverflow { .. } => YamlError::Bound(format!(
             "its aliases replay more than {MAX_REPLAYED} events"
         )),
-        E::IOError { .. } => YamlError::Bound(format!("over {MAX_BYTES} bytes")),
+        E::IOError { .. } => YamlError::Bound(format!("more than {MAX_BYTES} bytes")),
         // The scanner's own flow-nesting limit (one past the budget's depth)
         // can stop a deep flow collection before the budget counts it.
         other if other.to_string().contains("recursion limit exceeded") => {
-            YamlError::Bound(format!("over {MAX_DEPTH} levels of nesting"))
+            YamlError::Bound(format!("more than {MAX_DEPTH} levels of nesting"))
         }
         other => YamlError::Syntax(match other.location() {
             Some(l) => format!(
@@ -268,7 +268,10 @@ mod tests {
             block.push_str("k:\n");
         }
         assert!(bound(parse_value(block.as_bytes())).contains("nesting"));
-        bound(parse_value(&deep(100_000)));
+        assert_eq!(
+            bound(parse_value(&deep(100_000))),
+            "more than 64 levels of nesting"
+        );
     }
 
     #[test]
