@@ -154,7 +154,9 @@ fn classify(e: &serde_saphyr::Error) -> YamlError {
         E::IOError { .. } => YamlError::Bound(format!("more than {MAX_BYTES} bytes")),
         // The scanner's own flow-nesting limit (one past the budget's depth)
         // can stop a deep flow collection before the budget counts it.
-        other if other.to_string().contains("recursion limit exceeded") => {
+        // (Matched on the parser's own words, not the error's Display,
+        // which would link the snippet renderer into the binary.)
+        E::ExternalMessage { msg, .. } if msg.contains("recursion limit exceeded") => {
             YamlError::Bound(format!("more than {MAX_DEPTH} levels of nesting"))
         }
         other => YamlError::Syntax(match other.location() {
