@@ -1621,8 +1621,10 @@ mod tests {
         let c = Component::Etcd;
         write_phase(t.path(), &v2("op-1", PhaseState::RestartPending, Some(c)));
         leave_staged(t.path(), c);
-        let mut bomb = String::from(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd-copy\n  annotations:\n    a: &a [x, x, x, x, x, x, x, x, x, x]\n    b: [",
+        // The 56 KB file of issue 25: one anchor of 16,000 scalars.
+        let mut bomb = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd-copy\n  annotations:\n    a: &a [{}]\n    b: [",
+            ["x"; 16_000].join(",")
         );
         bomb.push_str(&["*a"; 6000].join(", "));
         bomb.push_str("]\n");
@@ -1642,7 +1644,7 @@ mod tests {
         let m = manifests::inspect(&root);
         assert_eq!(
             m.hostile,
-            vec!["/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 256 aliases); refusing to read it".to_string()]
+            vec!["/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 100000 nodes); refusing to read it".to_string()]
         );
         assert!(crate::modes::check::manifest_problems(&m)
             .iter()

@@ -551,15 +551,18 @@ mod tests {
         assert_eq!(r.hostile, None);
         assert!(r.certs.iter().all(|c| c.rotates == Some(true)), "{r:?}");
 
-        let mut bomb =
-            String::from("rotateCertificates: true\nx: &a [a, a, a, a, a, a, a, a, a, a]\ny: [");
+        // The 56 KB file of issue 25: one anchor of 16,000 scalars.
+        let mut bomb = format!(
+            "rotateCertificates: true\nx: &a [{}]\ny: [",
+            ["a"; 16_000].join(",")
+        );
         bomb.push_str(&["*a"; 6000].join(", "));
         bomb.push_str("]\n");
         std::fs::write(t.path().join(KUBELET_CONFIG), &bomb).unwrap();
         let r = read_at(&t);
         assert_eq!(
             r.hostile.as_deref(),
-            Some("/var/lib/kubelet/config.yaml is hostile YAML (more than 256 aliases); refusing to read it")
+            Some("/var/lib/kubelet/config.yaml is hostile YAML (more than 100000 nodes); refusing to read it")
         );
         assert!(r.certs.iter().all(|c| c.rotates.is_none()), "{r:?}");
         // Over the size cap: hostile too.

@@ -197,8 +197,17 @@ pub fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, YamlErro
 mod tests {
     use super::*;
 
-    /// One anchor, `n` aliases of it, each alias a list of the previous:
-    /// the classic expansion (10^8 nodes at n = 6000 in serde_yaml).
+    /// The 56 KB file of issue 25: one anchor of 16,000 scalars and 6,000
+    /// aliases of it, about 10^8 nodes once expanded (serde_yaml aborted
+    /// at 2 GiB).
+    fn issue_25_bomb() -> Vec<u8> {
+        let mut s = format!("a: &a [{}]\nb: [", ["x"; 16_000].join(","));
+        s.push_str(&["*a"; 6000].join(", "));
+        s.push_str("]\n");
+        s.into_bytes()
+    }
+
+    /// One anchor of ten scalars, `n` aliases of it.
     fn alias_bomb(n: usize) -> Vec<u8> {
         let mut s = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\nb: [");
         for i in 0..n {
@@ -235,6 +244,9 @@ mod tests {
     fn an_alias_bomb_is_refused_by_its_aliases() {
         let b = bound(parse_value(&alias_bomb(6000)));
         assert_eq!(b, "more than 256 aliases");
+        let b = bound(parse_value(&issue_25_bomb()));
+        // Its expansion is stopped at the node bound, before the aliases run out.
+        assert_eq!(b, "more than 100000 nodes");
         // Within the bound, aliases are read as YAML means them.
         let v = parse_value(&alias_bomb(MAX_ALIASES)).unwrap();
         assert_eq!(v["b"].as_array().unwrap().len(), MAX_ALIASES);
