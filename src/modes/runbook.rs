@@ -2252,6 +2252,38 @@ mod tests {
         );
     }
 
+    /// SPEC 10, "Bounded reads" (issue 25): the staging preflight puts back
+    /// what a dead run left staged without reading any file's contents,
+    /// then refuses a hostile stray (the 56 KB alias bomb), naming it,
+    /// before anything of its own: etcd is active again, kubeadm never ran.
+    #[test]
+    fn the_preflight_puts_etcd_back_then_refuses_a_hostile_stray() {
+        let (t, root, g, fake) = setup(true, None);
+        let manifests = t.path().join("etc/kubernetes/manifests");
+        let staging = t.path().join("etc/kubernetes/nvke-cert-renewal-staging");
+        std::fs::create_dir(&staging).unwrap();
+        std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::rename(manifests.join("etcd.yaml"), staging.join("etcd.yaml")).unwrap();
+        let mut bomb = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  annotations:\n    a: &a [{}]\n    b: [",
+            ["x"; 16_000].join(",")
+        );
+        bomb.push_str(&["*a"; 6000].join(", "));
+        bomb.push_str("]\n");
+        std::fs::write(manifests.join("bomb.yaml"), bomb).unwrap();
+        let r = run(&root, &g, &req("op-bomb", true), &fake, &Cancel::new());
+        assert_eq!(r.code, 1, "{:#}", r.json);
+        assert_eq!(r.json["phase"], "staging-conflict", "{:#}", r.json);
+        assert_eq!(
+            r.json["message"],
+            "/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 100000 nodes); refusing to read it"
+        );
+        assert!(manifests.join("etcd.yaml").is_file());
+        assert!(!staging.join("etcd.yaml").exists());
+        assert_eq!(fake.calls.renew(), 0);
+        assert!(restarted(&r).is_empty());
+    }
+
     #[test]
     fn kubeadm_failure_rolls_back_and_restarts_nothing() {
         let (t, root, g, fake) = setup(false, None);
