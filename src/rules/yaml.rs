@@ -161,7 +161,7 @@ fn classify(e: &serde_saphyr::Error) -> YamlError {
         }
         other => YamlError::Syntax(match other.location() {
             Some(l) => format!(
-                "does not parse as YAML (at line {}, column {})",
+                "does not parse as YAML at line {}, column {}",
                 l.line(),
                 l.column()
             ),
@@ -190,7 +190,7 @@ pub fn parse_value(bytes: &[u8]) -> Result<serde_json::Value, YamlError> {
 /// names no value.
 pub fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, YamlError> {
     let v = parse_value(bytes)?;
-    serde_json::from_value(v).map_err(|_| YamlError::Syntax("has not the expected shape".into()))
+    serde_json::from_value(v).map_err(|_| YamlError::Syntax("is not of the expected shape".into()))
 }
 
 #[cfg(test)]
