@@ -87,6 +87,12 @@ fn options() -> serde_saphyr::Options {
     o.alias_limits.max_replay_stack_depth = MAX_DEPTH;
     // Errors never quote the input (a kubeconfig holds key data).
     o.with_snippet = false;
+    // Scalars typed as serde_yaml (YAML 1.2 core) typed them, as the code
+    // before read them: `y`, `yes`, `on` are strings, not booleans (a
+    // kubeconfig user named `y` stays a name); `0755` and `1_000` too.
+    o.strict_booleans = true;
+    o.leading_zero_numbers_as_strings = true;
+    o.underscored_numbers_as_strings = true;
     o
 }
 
@@ -298,6 +304,24 @@ mod tests {
         assert!(bound(parse_value(docs.as_bytes())).contains("documents"));
         let big = vec![b'x'; MAX_BYTES + 1];
         assert!(bound(parse_value(&big)).contains("bytes"));
+    }
+
+    /// Scalars are typed as serde_yaml typed them (YAML 1.2 core).
+    #[test]
+    fn scalars_are_typed_as_yaml_1_2_core() {
+        let v = parse_value(
+            b"a: y\nb: yes\nc: on\nd: true\ne: 0755\nf: 1_000\ng: 12\nh: ~\ni: False\n",
+        )
+        .unwrap();
+        assert_eq!(v["a"], "y");
+        assert_eq!(v["b"], "yes");
+        assert_eq!(v["c"], "on");
+        assert_eq!(v["d"], true);
+        assert_eq!(v["e"], "0755");
+        assert_eq!(v["f"], "1_000");
+        assert_eq!(v["g"], 12);
+        assert!(v["h"].is_null());
+        assert_eq!(v["i"], false);
     }
 
     #[test]
