@@ -191,14 +191,6 @@ pub fn parse_value(bytes: &[u8]) -> Result<serde_json::Value, YamlError> {
     Ok(docs.into_iter().next().unwrap_or(serde_json::Value::Null))
 }
 
-/// The first document read into `T` (through [`parse_value`], so within
-/// the same bounds). A value of the wrong shape is a `Syntax` error that
-/// names no value.
-pub fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, YamlError> {
-    let v = parse_value(bytes)?;
-    serde_json::from_value(v).map_err(|_| YamlError::Syntax("is not of the expected shape".into()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
