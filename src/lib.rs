@@ -16,10 +16,13 @@
 //! - [`rules`]: pure decisions on values, parsed from bytes: operation IDs,
 //!   components, outcomes and phases, the phase file, receipts, the resume
 //!   rule (`rules::resume::resume`), PKI, what crictl and etcdctl print and
-//!   the etcd quorum judgement.
+//!   the etcd quorum judgement, and YAML within bounds (`rules::yaml`:
+//!   manifests, the kubelet's configuration, kubeconfigs).
 //! - [`node`]: the files under `--root`: the no-follow walk and the durable
 //!   writes (`node::fsx`), the lock, the state directory
-//!   (`node::statedir::StateDir`), manifests and staging (`Staged`), the
+//!   (`node::statedir::StateDir`), manifests and staging (`Staged`; where
+//!   they are, `manifests::placement`, reads no contents; what `manifests/`
+//!   holds, `manifests::inspect`, reads it within the bounds), the
 //!   node PKI, backups, the operation log, and the one read of the node that
 //!   check and status share (`node::snapshot::NodeSnapshot`).
 //! - [`tools`]: subprocesses (`tools::proc`), crictl, etcdctl and kubeadm

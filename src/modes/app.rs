@@ -129,7 +129,7 @@ fn install_panic_hook() {
 /// manifests is not active (an operator must act), else 1.
 fn panic_report(inv: &Invocation, why: &str) -> Report {
     let all_active = Root::open(&inv.global.root)
-        .map(|r| crate::node::manifests::inspect(&r).all_active())
+        .map(|r| crate::node::manifests::placement(&r).all_active())
         .unwrap_or(false);
     let (code, json, message) = arguments_failed(
         inv,

@@ -173,12 +173,15 @@ pub fn decide(f: &Facts) -> Verdict {
 }
 
 /// Manifest problems that fail a check: any of the four staged or missing
-/// (or refused), and anything unexpected in the runbook's staging directory.
+/// (or refused), a file of `manifests/` refused as hostile (SPEC 10,
+/// "Bounded reads"), and anything unexpected in the runbook's staging
+/// directory.
 pub fn manifest_problems(m: &ManifestsReport) -> Vec<String> {
     let mut v = Vec::new();
     if let Some(e) = &m.manifests_dir_error {
         v.push(e.clone());
     }
+    v.extend(m.hostile.iter().cloned());
     for (c, view) in &m.manifests {
         if let Some(e) = &view.error {
             v.push(e.clone());
@@ -245,6 +248,8 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     facts.agent = Some(s.agent.clone());
     facts.manifest_problems = manifest_problems(&s.manifests);
     facts.pki_errors = s.pki.errors();
+    // The kubelet's configuration over a bound (SPEC 10): refused, named.
+    facts.pki_errors.extend(s.kubelet.hostile.clone());
     facts.leaves_due = s.pki.leaves_due(now, threshold);
     facts.soonest_leaf = s.pki.soonest_leaf(now);
     facts.expired_leaves = s

@@ -257,7 +257,7 @@ impl Env<'_> {
         message: &str,
         failed: Option<Component>,
     ) -> Receipt {
-        let m = manifests::inspect(self.root);
+        let m = manifests::placement(self.root);
         Receipt {
             operation_id: id.clone(),
             outcome,
@@ -701,7 +701,9 @@ impl Run<'_> {
     /// Topology and step 4 (staging preflight).
     fn preflight(&mut self) -> Result<(), Fail> {
         let _step = Step::new("staging-preflight");
-        let m = manifests::inspect(self.env.root);
+        // Where the manifests are: no file's contents read, so that a
+        // hostile file cannot stop the put-back below (SPEC 10).
+        let m = manifests::placement(self.env.root);
         if let Some(e) = &m.manifests_dir_error {
             return Err(fail(Phase::Topology, e.clone()));
         }
@@ -763,6 +765,14 @@ impl Run<'_> {
                     ),
                 }
             }
+        }
+        // Then what `manifests/` holds, within the bounds (SPEC 10,
+        // "Bounded reads"): a file over one is refused as hostile, naming
+        // it, before anything of the renewal is done.
+        let mut hostile = manifests::inspect(self.env.root).hostile;
+        hostile.extend(crate::node::kubelet::hostile_config(self.env.root));
+        if !hostile.is_empty() {
+            return Err(fail(Phase::StagingConflict, hostile.join("; ")));
         }
         Ok(())
     }
@@ -1381,7 +1391,7 @@ fn early_failure(
     phase: EarlyPhase,
     message: String,
 ) -> Report {
-    let m = manifests::inspect(root);
+    let m = manifests::placement(root);
     let code = code.unwrap_or_else(|| exit_code_for(Outcome::Failed, m.all_active()));
     let places = m.receipt_locations();
     let doc = RenewEarlyFailure {
@@ -1735,7 +1745,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
         let (_, note) = put_back_if_staged(run.env.root, c);
         notes.extend(note);
     }
-    let m = manifests::inspect(run.env.root);
+    let m = manifests::placement(run.env.root);
     let head = format!("internal error (a panic) while finishing the run: {why}");
     let message = if notes.is_empty() {
         receipt::bounded_message(&head)
@@ -1784,7 +1794,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
 /// is now active with no differing staged copy, and what to say about it
 /// (None when there was nothing to do).
 fn put_back_if_staged(root: &Root, c: Component) -> (bool, Option<String>) {
-    let (active, staged, error) = manifests::inspect(root)
+    let (active, staged, error) = manifests::placement(root)
         .manifests
         .get(&c)
         .map(|v| (v.active, v.runbook_staged, v.error.clone()))
@@ -1836,7 +1846,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
             tracing::warn!("pruning old backups failed: {e}");
         }
     }
-    let m = manifests::inspect(run.env.root);
+    let m = manifests::placement(run.env.root);
     end.manifests = m.receipt_locations();
     let code = exit_code_for(end.outcome, m.all_active());
     let now = run.env.now();
@@ -2240,6 +2250,38 @@ mod tests {
             phase.starts_with("STATE=done\nCOMPONENT=none\nSTARTED=1764460800\n"),
             "{phase}"
         );
+    }
+
+    /// SPEC 10, "Bounded reads" (issue 25): the staging preflight puts back
+    /// what a dead run left staged without reading any file's contents,
+    /// then refuses a hostile stray (the 56 KB alias bomb), naming it,
+    /// before anything of its own: etcd is active again, kubeadm never ran.
+    #[test]
+    fn the_preflight_puts_etcd_back_then_refuses_a_hostile_stray() {
+        let (t, root, g, fake) = setup(true, None);
+        let manifests = t.path().join("etc/kubernetes/manifests");
+        let staging = t.path().join("etc/kubernetes/nvke-cert-renewal-staging");
+        std::fs::create_dir(&staging).unwrap();
+        std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::rename(manifests.join("etcd.yaml"), staging.join("etcd.yaml")).unwrap();
+        let mut bomb = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  annotations:\n    a: &a [{}]\n    b: [",
+            ["x"; 16_000].join(",")
+        );
+        bomb.push_str(&["*a"; 6000].join(", "));
+        bomb.push_str("]\n");
+        std::fs::write(manifests.join("bomb.yaml"), bomb).unwrap();
+        let r = run(&root, &g, &req("op-bomb", true), &fake, &Cancel::new());
+        assert_eq!(r.code, 1, "{:#}", r.json);
+        assert_eq!(r.json["phase"], "staging-conflict", "{:#}", r.json);
+        assert_eq!(
+            r.json["message"],
+            "/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 100000 nodes); refusing to read it"
+        );
+        assert!(manifests.join("etcd.yaml").is_file());
+        assert!(!staging.join("etcd.yaml").exists());
+        assert_eq!(fake.calls.renew(), 0);
+        assert!(restarted(&r).is_empty());
     }
 
     #[test]

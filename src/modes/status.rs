@@ -442,6 +442,7 @@ pub fn view(
     reasons.extend(s.pki.expired_reasons(now));
     reasons.extend(s.kubelet.expired(now));
     reasons.extend(s.kubelet.unreadable());
+    reasons.extend(s.kubelet.hostile.clone());
     if let Some(e) = &receipts.error {
         reasons.push(format!("receipts directory: {e}"));
     }
@@ -1011,7 +1012,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
         now,
         written: false,
     };
-    let m = manifests::inspect(root);
+    let m = manifests::placement(root);
     let completed = match StateDir::new(&state).completed() {
         Ok(c) => c,
         Err(e) => {
@@ -1124,7 +1125,7 @@ fn abandon(
         ..
     } = pb;
     crate::crash_point!("fence-after-restore-before-receipt");
-    let after = manifests::inspect(root);
+    let after = manifests::placement(root);
     for (c, v) in &after.manifests {
         if v.location == doc::ManifestLocation::Missing && v.error.is_none() {
             conflicts.push(format!(
@@ -1249,7 +1250,7 @@ struct Fencing<'a> {
 /// once it holds the lock, which then takes milliseconds.
 pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Report {
     let o = fence_inner(root, g, id, cancel);
-    let m = manifests::inspect(root);
+    let m = manifests::placement(root);
     let receipt = o.receipt.as_ref().map(doc::Receipt::from);
     let document = doc::FenceDocument {
         mode: doc::StatusMode::Status,
@@ -1681,6 +1682,50 @@ mod tests {
             std::fs::read(receipt_path(t.path(), "op-1")).unwrap(),
             receipt
         );
+    }
+
+    /// SPEC 10, "Bounded reads" (issue 25): an alias bomb among the strays
+    /// of `manifests/` (6,000 aliases: about 10^8 nodes once expanded, which
+    /// aborted every mode before) never keeps a pod down: with etcd left
+    /// staged by a dead run, the fencing check puts it back and confirms,
+    /// reading no file's contents on the way; the operator view then
+    /// refuses the bomb, naming it.
+    #[test]
+    fn a_hostile_stray_never_keeps_a_staged_manifest_from_going_back() {
+        let t = node_tree("rsa");
+        let c = Component::Etcd;
+        write_phase(t.path(), &v2("op-1", PhaseState::RestartPending, Some(c)));
+        leave_staged(t.path(), c);
+        // The 56 KB file of issue 25: one anchor of 16,000 scalars.
+        let mut bomb = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd-copy\n  annotations:\n    a: &a [{}]\n    b: [",
+            ["x"; 16_000].join(",")
+        );
+        bomb.push_str(&["*a"; 6000].join(", "));
+        bomb.push_str("]\n");
+        write_raw(
+            &t.path().join(MANIFESTS_DIR).join("bomb.yaml"),
+            bomb.as_bytes(),
+        );
+        let root = Root::open(t.path()).unwrap();
+        let g = global(t.path());
+        let r = fence(&root, &g, &id("op-1"), &Cancel::new());
+        assert_eq!(r.code, exit::OK, "{:#}", r.json);
+        assert_eq!(r.json["termination"], "confirmed");
+        assert_eq!(r.json["restored"], serde_json::json!(["etcd"]));
+        assert!(active(t.path(), c));
+        assert!(!t.path().join(STAGING_DIR).join(c.manifest_file()).exists());
+        // What the read-only modes read: the bomb is refused, named.
+        let m = manifests::inspect(&root);
+        assert_eq!(
+            m.hostile,
+            vec!["/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 100000 nodes); refusing to read it".to_string()]
+        );
+        assert!(crate::modes::check::manifest_problems(&m)
+            .iter()
+            .any(|p| p.contains("bomb.yaml is hostile YAML")));
+        // And the put-back itself never reads it: placement alone.
+        assert!(manifests::placement(&root).hostile.is_empty());
     }
 
     /// SPEC 6: unfinished legacy work carries no operation ID and is never

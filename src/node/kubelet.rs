@@ -40,6 +40,9 @@ pub struct KubeletReport {
     pub certs: Vec<KubeletCert>,
     /// Why nothing is listed (no kubelet.conf: not a kubeadm node).
     pub note: Option<String>,
+    /// The kubelet's configuration refused as hostile (SPEC 10, "Bounded
+    /// reads"): over its size cap or a bound of the YAML reader.
+    pub hostile: Option<String>,
 }
 
 /// `rotateCertificates` and `serverTLSBootstrap` of the kubelet's
@@ -50,10 +53,14 @@ pub fn parse_rotation(bytes: &[u8]) -> Result<(bool, bool), String> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok((false, false));
     }
-    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
-        .map_err(|e| format!("does not parse as the kubelet's configuration: {e}"))?;
+    let doc = crate::rules::yaml::parse_value(bytes).map_err(|e| match e {
+        crate::rules::yaml::YamlError::Bound(_) => e.to_string(),
+        crate::rules::yaml::YamlError::Syntax(_) => {
+            format!("{e}: not the kubelet's configuration")
+        }
+    })?;
     let flag = |key: &str| match doc.get(key) {
-        None | Some(serde_yaml::Value::Null) => Ok(false),
+        None | Some(serde_json::Value::Null) => Ok(false),
         Some(v) => v
             .as_bool()
             .ok_or_else(|| format!("{key} in the kubelet's configuration is not true or false")),
@@ -133,7 +140,26 @@ fn cert(
 }
 
 /// Read the kubelet's certificates and whether it rotates them.
+/// The kubelet's configuration refused as hostile: over its size cap or a
+/// bound of the YAML reader (SPEC 10, "Bounded reads"), named. None: within
+/// the bounds, absent, or refused for another reason (reported where it is
+/// read).
+pub fn hostile_config(root: &Root) -> Option<String> {
+    match root.read_file(KUBELET_CONFIG, CONFIG_MAX, Trust::TypeOnly) {
+        Ok(Some(b)) => match crate::rules::yaml::parse_value(&b) {
+            Err(e) if e.is_bound() => Some(format!(
+                "{} is {e}",
+                crate::node::paths::node(KUBELET_CONFIG)
+            )),
+            _ => None,
+        },
+        Err(e @ FsError::TooLarge { .. }) => Some(format!("{e} (hostile input)")),
+        _ => None,
+    }
+}
+
 pub fn read(root: &Root) -> KubeletReport {
+    let hostile = hostile_config(root);
     let conf = match root.read_file(KUBELET_CONF, CONFIG_MAX, Trust::TypeOnly) {
         Ok(Some(b)) => Ok(b),
         Ok(None) => {
@@ -143,6 +169,7 @@ pub fn read(root: &Root) -> KubeletReport {
                     "no {}: the kubelet's certificates are not listed",
                     crate::node::paths::node(KUBELET_CONF)
                 )),
+                hostile,
             }
         }
         Err(e) => Err(e.to_string()),
@@ -194,7 +221,11 @@ pub fn read(root: &Root) -> KubeletReport {
         }
     }
     certs.extend(serving);
-    KubeletReport { certs, note: None }
+    KubeletReport {
+        certs,
+        note: None,
+        hostile,
+    }
 }
 
 impl KubeletCert {
@@ -490,5 +521,61 @@ mod tests {
         ] {
             assert!(under_root(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A large real-looking KubeletConfiguration (every field kubeadm
+    /// writes, 300 feature gates, 200 eviction entries, a 100 KB
+    /// `staticPodURLHeader`-style map) is read within every bound; the
+    /// same keys behind an alias bomb are refused as hostile, named, in the
+    /// report the read-only modes print, and the rotation flags are then
+    /// unknown, never guessed.
+    #[test]
+    fn the_kubelets_configuration_is_read_within_the_bounds() {
+        let mut real = String::from("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    cacheTTL: 0s\n    enabled: true\n  x509:\n    clientCAFile: /etc/kubernetes/pki/ca.crt\nauthorization:\n  mode: Webhook\ncgroupDriver: systemd\nclusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\ncontainerRuntimeEndpoint: unix:///run/containerd/containerd.sock\nrotateCertificates: true\nserverTLSBootstrap: true\nstaticPodPath: /etc/kubernetes/manifests\nfeatureGates:\n");
+        for i in 0..300 {
+            real.push_str(&format!("  FeatureGateNumber{i}: true\n"));
+        }
+        real.push_str("evictionHard:\n");
+        for i in 0..200 {
+            real.push_str(&format!("  signal{i}.available: 5%\n"));
+        }
+        real.push_str("staticPodURLHeader:\n");
+        for i in 0..100 {
+            real.push_str(&format!("  X-Header-{i}:\n  - \"{}\"\n", "h".repeat(1000)));
+        }
+        assert!(real.len() < CONFIG_MAX as usize);
+        assert_eq!(parse_rotation(real.as_bytes()), Ok((true, true)));
+        let t = node(CONF);
+        std::fs::write(t.path().join(KUBELET_CONFIG), &real).unwrap();
+        let r = read_at(&t);
+        assert_eq!(r.hostile, None);
+        assert!(r.certs.iter().all(|c| c.rotates == Some(true)), "{r:?}");
+
+        // The 56 KB file of issue 25: one anchor of 16,000 scalars.
+        let mut bomb = format!(
+            "rotateCertificates: true\nx: &a [{}]\ny: [",
+            ["a"; 16_000].join(",")
+        );
+        bomb.push_str(&["*a"; 6000].join(", "));
+        bomb.push_str("]\n");
+        std::fs::write(t.path().join(KUBELET_CONFIG), &bomb).unwrap();
+        let r = read_at(&t);
+        assert_eq!(
+            r.hostile.as_deref(),
+            Some("/var/lib/kubelet/config.yaml is hostile YAML (more than 100000 nodes); refusing to read it")
+        );
+        assert!(r.certs.iter().all(|c| c.rotates.is_none()), "{r:?}");
+        // Over the size cap: hostile too.
+        std::fs::write(
+            t.path().join(KUBELET_CONFIG),
+            vec![b'#'; CONFIG_MAX as usize + 1],
+        )
+        .unwrap();
+        assert!(read_at(&t)
+            .hostile
+            .is_some_and(|h| h.contains("is larger than 262144 bytes")));
+        // Merely not YAML: not hostile (the flags are unknown, as before).
+        std::fs::write(t.path().join(KUBELET_CONFIG), b"rotateCertificates: [").unwrap();
+        assert_eq!(read_at(&t).hostile, None);
     }
 }

@@ -37,6 +37,10 @@ pub struct ManifestsReport {
     pub runbook_staging: StagingView,
     pub agent_staging: StagingView,
     pub strays: Vec<Stray>,
+    /// Files in `manifests/` (the four and the strays) over a bound of the
+    /// YAML reader or its size cap: refused as hostile, each message
+    /// naming its file (SPEC 10, "Bounded reads"). Empty from [`placement`].
+    pub hostile: Vec<String>,
     /// The manifests directory itself could not be read.
     pub manifests_dir_error: Option<String>,
 }
@@ -157,8 +161,26 @@ fn staging_view(root: &Root, rel: &str) -> (Option<Dir>, StagingView) {
     }
 }
 
-/// Look at the manifests directory and both staging directories.
+/// Look at the manifests directory and both staging directories, and read
+/// what `manifests/` holds (within the bounds): the strays, and what is
+/// hostile. The read-only modes and the renewal's preflight.
 pub fn inspect(root: &Root) -> ManifestsReport {
+    let mut m = placement(root);
+    if let Ok(Some(dir)) = root.open_dir(MANIFESTS_DIR, Trust::Strict) {
+        let (strays, hostile) = read_contents(&dir);
+        m.strays = strays;
+        m.hostile = hostile;
+    }
+    m
+}
+
+/// Where the four manifests are, and what the staging directories hold:
+/// names and file types only, no file's contents read (`strays` and
+/// `hostile` stay empty). Every put-back (a failed run's, the restore
+/// guard's, the fencing check's, the preflight's) and every report of
+/// where the manifests are uses this: a hostile file never keeps a pod
+/// down (SPEC 10, "Bounded reads").
+pub fn placement(root: &Root) -> ManifestsReport {
     let (manifests_dir, manifests_dir_error) = match root.open_dir(MANIFESTS_DIR, Trust::Strict) {
         Ok(Some(d)) => (Some(d), None),
         Ok(None) => (
@@ -207,25 +229,57 @@ pub fn inspect(root: &Root) -> ManifestsReport {
             },
         );
     }
-    let strays = manifests_dir.as_ref().map(find_strays).unwrap_or_default();
     ManifestsReport {
         manifests,
         runbook_staging,
         agent_staging,
-        strays,
+        strays: Vec::new(),
+        hostile: Vec::new(),
         manifests_dir_error,
     }
+}
+
+/// A file of `manifests/` refused as hostile: over the size cap or a bound
+/// of the YAML reader, named.
+fn hostile(path: &str, e: &crate::rules::yaml::YamlError) -> String {
+    format!("{path} is {e}")
+}
+
+/// What the files of `manifests/` say, read within the bounds: the strays
+/// ([`find_strays`]) and the files refused as hostile (the four manifests
+/// and every file kubelet would load).
+pub fn read_contents(dir: &Dir) -> (Vec<Stray>, Vec<String>) {
+    let (strays, mut refused) = find_strays(dir);
+    for c in Component::ALL {
+        let name = c.manifest_file();
+        match dir.read_file(&name, NODE_FILE_MAX, Trust::Strict) {
+            Ok(Some(bytes)) => {
+                if let Err(e) = crate::rules::yaml::parse_value(&bytes) {
+                    if e.is_bound() {
+                        refused.push(hostile(&dir.entry_path(&name), &e));
+                    }
+                }
+            }
+            Err(e @ FsError::TooLarge { .. }) => refused.push(format!("{e} (hostile input)")),
+            // Refused by its placement (type, owner, mode), or absent.
+            _ => {}
+        }
+    }
+    (strays, refused)
 }
 
 /// Files kubelet would load (it skips dot files and subdirectories) that
 /// duplicate one of the four components: by name (`etcd.yaml.bak`,
 /// `kube-apiserver-old.yaml`) or by content (a pod labelled
-/// `component: etcd`, or named like one).
-pub fn find_strays(dir: &Dir) -> Vec<Stray> {
+/// `component: etcd`, or named like one). And those refused as hostile:
+/// over the size cap or a bound of the YAML reader (a file that is merely
+/// not a pod is not a stray).
+pub fn find_strays(dir: &Dir) -> (Vec<Stray>, Vec<String>) {
     let Ok(names) = dir.list() else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut strays = Vec::new();
+    let mut refused = Vec::new();
     for name in names {
         if name.starts_with('.') || Component::ALL.iter().any(|c| c.manifest_file() == name) {
             continue;
@@ -257,22 +311,31 @@ pub fn find_strays(dir: &Dir) -> Vec<Stray> {
             });
             continue;
         }
-        if let Ok(Some(bytes)) = dir.read_file(&name, NODE_FILE_MAX, Trust::TypeOnly) {
-            if let Some(c) = pod_component(&bytes) {
-                strays.push(Stray {
+        match dir.read_file(&name, NODE_FILE_MAX, Trust::TypeOnly) {
+            Ok(Some(bytes)) => match pod_component(&bytes) {
+                Ok(Some(c)) => strays.push(Stray {
                     path,
                     reason: format!("a pod for {c}; kubelet would run a second {c}"),
-                });
-            }
+                }),
+                Err(e) if e.is_bound() => refused.push(hostile(&path, &e)),
+                _ => {}
+            },
+            Err(e @ FsError::TooLarge { .. }) => refused.push(format!("{e} (hostile input)")),
+            _ => {}
         }
     }
-    strays
+    (strays, refused)
 }
 
 /// The component a static pod manifest runs, by its `component` label or its
-/// name (`etcd`, `etcd-<node>`), if it is one of the four.
-pub fn pod_component(bytes: &[u8]) -> Option<Component> {
-    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes).ok()?;
+/// name (`etcd`, `etcd-<node>`), if it is one of the four. Err: not YAML
+/// within the bounds.
+pub fn pod_component(bytes: &[u8]) -> Result<Option<Component>, crate::rules::yaml::YamlError> {
+    let doc = crate::rules::yaml::parse_value(bytes)?;
+    Ok(component_of(&doc))
+}
+
+fn component_of(doc: &serde_json::Value) -> Option<Component> {
     let meta = doc.get("metadata")?;
     if let Some(label) = meta
         .get("labels")
@@ -298,12 +361,14 @@ pub fn container_flag(
     flag: &str,
     syntax: crate::rules::flags::Syntax,
 ) -> Result<Option<String>, String> {
-    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes)
-        .map_err(|e| format!("{what} manifest does not parse: {e}"))?;
+    let doc = crate::rules::yaml::parse_value(bytes).map_err(|e| match e {
+        crate::rules::yaml::YamlError::Bound(_) => format!("{what} manifest: {e}"),
+        crate::rules::yaml::YamlError::Syntax(_) => format!("{what} manifest {e}"),
+    })?;
     let containers = doc
         .get("spec")
         .and_then(|s| s.get("containers"))
-        .and_then(|c| c.as_sequence())
+        .and_then(|c| c.as_array())
         .ok_or_else(|| format!("{what} manifest has no spec.containers"))?;
     let Some(c) = containers
         .iter()
@@ -316,7 +381,7 @@ pub fn container_flag(
     for key in ["command", "args"] {
         let Some(v) = c.get(key) else { continue };
         let items = v
-            .as_sequence()
+            .as_array()
             .ok_or_else(|| format!("{what} manifest: {key} is not a list"))?;
         for item in items {
             // Kubernetes decodes command and args as strings: a manifest
@@ -444,18 +509,18 @@ pub fn renewed_mounts(bytes: &[u8]) -> Option<(String, Vec<String>)> {
         "/etc/kubernetes/controller-manager.conf",
         "/etc/kubernetes/scheduler.conf",
     ];
-    let doc: serde_yaml::Value = serde_yaml::from_slice(bytes).ok()?;
+    let doc = crate::rules::yaml::parse_value(bytes).ok()?;
     let spec = doc.get("spec")?;
     let name = spec
         .get("containers")?
-        .as_sequence()?
+        .as_array()?
         .first()?
         .get("name")?
         .as_str()?
         .to_string();
     let mounts: Vec<String> = spec
         .get("volumes")
-        .and_then(|v| v.as_sequence())
+        .and_then(|v| v.as_array())
         .into_iter()
         .flatten()
         .filter_map(|v| v.get("hostPath")?.get("path")?.as_str())
@@ -466,18 +531,19 @@ pub fn renewed_mounts(bytes: &[u8]) -> Option<(String, Vec<String>)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files in their temp dirs
 mod tests {
     use super::*;
 
     #[test]
     fn pod_component_by_label_and_name() {
         let etcd = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\n  namespace: kube-system\n  labels:\n    component: etcd\n";
-        assert_eq!(pod_component(etcd), Some(Component::Etcd));
+        assert_eq!(pod_component(etcd), Ok(Some(Component::Etcd)));
         let named = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-scheduler\n";
-        assert_eq!(pod_component(named), Some(Component::KubeScheduler));
+        assert_eq!(pod_component(named), Ok(Some(Component::KubeScheduler)));
         let vip = b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-vip\n  labels:\n    app: kube-vip\n";
-        assert_eq!(pod_component(vip), None);
-        assert_eq!(pod_component(b"\xff\xfe not yaml"), None);
+        assert_eq!(pod_component(vip), Ok(None));
+        assert!(pod_component(b"\xff\xfe not yaml").is_err_and(|e| !e.is_bound()));
     }
 
     #[test]
@@ -540,5 +606,171 @@ mod tests {
     fn etcd_port_as_go_flag_reads_it() {
         let two = b"spec:\n  containers:\n  - name: etcd\n    command:\n    - etcd\n    - -listen-client-urls\n    - https://127.0.0.1:32379\n    - --listen-client-urls=https://127.0.0.1:42379,https://10.0.0.11:2379\n";
         assert_eq!(etcd_client_port(two), Ok(42379), "last wins");
+    }
+
+    /// Nodes and nesting of a parsed document.
+    fn size(v: &serde_json::Value) -> (usize, usize) {
+        match v {
+            serde_json::Value::Array(a) => a
+                .iter()
+                .map(size)
+                .fold((1, 1), |(n, d), (cn, cd)| (n + cn, d.max(cd + 1))),
+            serde_json::Value::Object(o) => o
+                .values()
+                .map(size)
+                .fold((1, 1), |(n, d), (cn, cd)| (n + 1 + cn, d.max(cd + 1))),
+            _ => (1, 1),
+        }
+    }
+
+    /// The largest real-looking kube-apiserver manifest: the fixture's, with
+    /// 400 more flags, a 20 KB flag value, 250 env vars, 120 hostPath
+    /// volumes, 200 annotations of 1 KB and one of about 700 KB (a
+    /// `last-applied-configuration`-style JSON blob), just under the 1 MiB
+    /// cap. Every bound of `rules::yaml` stays at least ten times away, and
+    /// the file is read as before.
+    pub(crate) fn largest_real_manifest() -> Vec<u8> {
+        let base =
+            include_str!("../../fixtures/nodes/rsa/etc/kubernetes/manifests/kube-apiserver.yaml");
+        let mut flags = String::new();
+        for i in 0..400 {
+            flags.push_str(&format!(
+                "    - --feature-flag-number-{i}=some-long-value-{i}-{}\n",
+                "v".repeat(40)
+            ));
+        }
+        flags.push_str(&format!(
+            "    - --tls-cipher-suites={}\n",
+            ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"; 540].join(",")
+        ));
+        let m = base.replacen(
+            "    - kube-apiserver\n",
+            &format!("    - kube-apiserver\n{flags}"),
+            1,
+        );
+        let mut ann = String::new();
+        for i in 0..200 {
+            ann.push_str(&format!(
+                "    example.com/annotation-{i}: \"{}\"\n",
+                "a".repeat(1000)
+            ));
+        }
+        let blob: String = (0..9_000)
+            .map(|i| {
+                format!(
+                    "{{\"k{i}\":\"value-{i}-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}},"
+                )
+            })
+            .collect();
+        ann.push_str(&format!(
+            "    kubectl.kubernetes.io/last-applied-configuration: '[{blob}{{}}]'\n"
+        ));
+        let m = m.replacen("  annotations:\n", &format!("  annotations:\n{ann}"), 1);
+        let mut env = String::from("    env:\n");
+        for i in 0..250 {
+            env.push_str(&format!(
+                "    - name: VAR_{i}\n      value: \"value-{i}\"\n"
+            ));
+        }
+        let m = m.replacen("    image:", &format!("{env}    image:"), 1);
+        let mut vols = String::new();
+        for i in 0..120 {
+            vols.push_str(&format!("  - hostPath:\n      path: /etc/extra/{i}\n      type: DirectoryOrCreate\n    name: extra-{i}\n"));
+        }
+        let m = m.replacen("  volumes:\n", &format!("  volumes:\n{vols}"), 1);
+        m.into_bytes()
+    }
+
+    #[test]
+    fn the_largest_real_looking_manifest_is_well_within_every_bound() {
+        use crate::rules::yaml;
+        let m = largest_real_manifest();
+        let len = m.len();
+        assert!((900_000..yaml::MAX_BYTES).contains(&len), "{len} bytes");
+        let v = yaml::parse_value(&m).unwrap();
+        let (nodes, depth) = size(&v);
+        assert!(nodes * 10 < yaml::MAX_NODES, "{nodes} nodes");
+        assert!(depth * 5 < yaml::MAX_DEPTH, "{depth} deep");
+        assert!(
+            v["spec"]["containers"][0]["command"]
+                .as_array()
+                .unwrap()
+                .len()
+                > 400
+        );
+        assert!(v["spec"]["volumes"].as_array().unwrap().len() > 120);
+        assert_eq!(pod_component(&m), Ok(Some(Component::KubeApiserver)));
+        assert_eq!(apiserver_secure_port(&m), Ok(6443));
+        assert_eq!(
+            container_flag(
+                &m,
+                "kube-apiserver",
+                "--feature-flag-number-399",
+                crate::rules::flags::Syntax::Pflag
+            )
+            .unwrap()
+            .map(|f| f.len()),
+            Some(60)
+        );
+        // As a file of manifests/ and as a stray: nothing refused.
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("m");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("kube-apiserver.yaml"), &m).unwrap();
+        std::fs::write(dir.join("kube-apiserver-copy.txt"), &m).unwrap();
+        std::fs::write(dir.join("big-pod.yaml"), &m).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let d = root.open_dir("m", Trust::TypeOnly).unwrap().unwrap();
+        let (strays, hostile) = read_contents(&d);
+        assert!(hostile.is_empty(), "{hostile:?}");
+        assert_eq!(strays.len(), 2, "{strays:?}");
+        // Every real fixture manifest too.
+        for variant in ["rsa", "ecdsa"] {
+            let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/nodes")
+                .join(variant)
+                .join(MANIFESTS_DIR);
+            for e in std::fs::read_dir(p).unwrap() {
+                let b = std::fs::read(e.unwrap().path()).unwrap();
+                assert!(yaml::parse_value(&b).is_ok());
+            }
+        }
+    }
+
+    /// A bomb among the strays, one in a component's manifest, one too
+    /// large: each refused as hostile, named; a file that is merely not
+    /// YAML is not.
+    #[test]
+    fn hostile_files_of_the_manifests_directory_are_named() {
+        let bomb = {
+            // The 56 KB file of issue 25: one anchor of 16,000 scalars.
+            let mut s = format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  annotations:\n    a: &a [{}]\n    b: [", ["x"; 16_000].join(","));
+            s.push_str(&["*a"; 6000].join(", "));
+            s.push_str("]\n");
+            s
+        };
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("m");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("bomb.yaml"), &bomb).unwrap();
+        std::fs::write(dir.join("etcd.yaml"), &bomb).unwrap();
+        std::fs::write(dir.join("huge.yaml"), vec![b'#'; 2 << 20]).unwrap();
+        std::fs::write(dir.join("garbage.yaml"), b"\xff\xfe: : [").unwrap();
+        std::fs::write(dir.join(".hidden.yaml"), &bomb).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let d = root.open_dir("m", Trust::TypeOnly).unwrap().unwrap();
+        let (strays, hostile) = read_contents(&d);
+        assert!(strays.is_empty(), "{strays:?}");
+        assert_eq!(hostile.len(), 3, "{hostile:?}");
+        let all = hostile.join("\n");
+        for needle in [
+            "/m/bomb.yaml is hostile YAML (more than 100000 nodes); refusing to read it",
+            "/m/huge.yaml is larger than 1048576 bytes; refusing to read it (hostile input)",
+            "/m/etcd.yaml is hostile YAML (more than 100000 nodes)",
+        ] {
+            assert!(all.contains(needle), "{needle} not in {all}");
+        }
+        assert!(!all.contains("garbage") && !all.contains("hidden"), "{all}");
+        assert!(!all.chars().any(|c| c.is_control() && c != '\n'));
     }
 }

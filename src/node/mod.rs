@@ -16,6 +16,11 @@ pub(crate) mod kubelet;
 pub(crate) mod lock;
 /// The four manifests, the staging directories, strays.
 pub(crate) mod manifests;
+/// The kubelet's rotation flags, for the YAML fuzz target
+/// (fuzz/fuzz_targets/yaml.rs).
+pub use kubelet::parse_rotation;
+/// The other parse entry points of a manifest, for the YAML fuzz target.
+pub use manifests::{apiserver_secure_port, pod_component, renewed_mounts};
 /// etcd's local client port as the runbook reads it from a manifest (the
 /// tests find the port of the node they build with it).
 pub use manifests::{etcd_client_port, etcd_peer_address};

@@ -142,7 +142,7 @@ pub enum PutBack {
 /// and the fencing check alike.
 pub fn put_back(root: &Root, c: Component) -> PutBack {
     let moved = Dirs::open(root, false).and_then(|d| d.unstage(c));
-    let in_place = crate::node::manifests::inspect(root)
+    let in_place = crate::node::manifests::placement(root)
         .manifests
         .get(&c)
         .is_some_and(|v| v.active && !v.runbook_staged && v.error.is_none());

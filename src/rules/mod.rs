@@ -34,3 +34,6 @@ pub mod redact;
 pub(crate) mod resume;
 /// A bounded unified line diff and the nearest names to a mistyped one.
 pub(crate) mod textdiff;
+/// YAML within bounds: aliases, anchors, nodes, depth, documents, size
+/// (SPEC 10, "Bounded reads").
+pub mod yaml;

@@ -345,6 +345,19 @@ struct KcUser {
     key_file: Option<String>,
 }
 
+/// Every value the kubeconfig's shape reads is a string: a name such as
+/// `1` or `true` is its text, as a typed YAML reader (and kubectl) reads it.
+fn scalars_as_text(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => *v = Value::String(n.to_string()),
+        Value::Bool(b) => *v = Value::String(b.to_string()),
+        Value::Array(a) => a.iter_mut().for_each(scalars_as_text),
+        Value::Object(o) => o.values_mut().for_each(scalars_as_text),
+        Value::Null | Value::String(_) => {}
+    }
+}
+
 fn bad_kubeconfig(msg: impl Into<String>) -> PkiError {
     PkiError::BadKubeconfig(msg.into())
 }
@@ -365,16 +378,17 @@ fn nonempty(v: Option<String>) -> Option<String> {
 
 /// The user entry of the current context (or the only user), with its name.
 fn kubeconfig_user(yaml: &[u8]) -> Result<(String, KcUser), PkiError> {
-    // serde_yaml's messages can quote the offending value (which may be key
-    // data): report only where the YAML went wrong.
-    let kc: KcFile = serde_yaml::from_slice(yaml).map_err(|e| match e.location() {
-        Some(l) => bad_kubeconfig(format!(
-            "not a kubeconfig (YAML error at line {}, column {})",
-            l.line(),
-            l.column()
-        )),
-        None => bad_kubeconfig("not a kubeconfig (YAML error)"),
+    // Within the YAML bounds (SPEC 10); the error says where the YAML went
+    // wrong or which bound it is over, never the value (it may be key data).
+    let mut doc = crate::rules::yaml::parse_value(yaml).map_err(|e| match e {
+        crate::rules::yaml::YamlError::Bound(_) => bad_kubeconfig(e.to_string()),
+        crate::rules::yaml::YamlError::Syntax(s) => {
+            bad_kubeconfig(format!("not a kubeconfig ({s})"))
+        }
     })?;
+    scalars_as_text(&mut doc);
+    let kc: KcFile = serde_json::from_value(doc)
+        .map_err(|_| bad_kubeconfig("not a kubeconfig (it is not of the kubeconfig's shape)"))?;
     let users = kc.users.unwrap_or_default();
     let user = match nonempty(kc.current_context) {
         Some(cc) => {
@@ -1330,6 +1344,19 @@ users:
         // the embedded key given where a certificate is expected
         let err = parse_pem_certificate(&key).unwrap_err();
         assert_eq!(err, PkiError::NoCertificate);
+    }
+
+    /// Names that YAML would type as a number or a boolean are read as
+    /// their text, as serde_yaml's typed reader read them before.
+    #[test]
+    fn kubeconfig_names_are_text_whatever_yaml_would_type_them() {
+        for name in ["1", "true", "y", "0755", "1.5"] {
+            let kc = format!(
+                "contexts:\n- context:\n    user: {name}\n  name: {name}\ncurrent-context: {name}\nusers:\n- name: {name}\n  user:\n    client-key-data: AAEC\n"
+            );
+            let key = kubeconfig_client_key(kc.as_bytes()).map_err(|e| e.to_string());
+            assert_eq!(key, Ok(Some(vec![0, 1, 2])), "{name}");
+        }
     }
 
     #[test]

@@ -42,10 +42,9 @@ pub fn valid(e: &str) -> bool {
 /// Pure: `containerRuntimeEndpoint` of a KubeletConfiguration (None when
 /// unset or empty).
 pub fn parse_kubelet_config(bytes: &[u8]) -> Result<Option<String>, String> {
-    let doc: serde_yaml::Value =
-        serde_yaml::from_slice(bytes).map_err(|e| format!("does not parse as YAML: {e}"))?;
+    let doc = crate::rules::yaml::parse_value(bytes).map_err(|e| e.to_string())?;
     match doc.get("containerRuntimeEndpoint") {
-        None | Some(serde_yaml::Value::Null) => Ok(None),
+        None | Some(serde_json::Value::Null) => Ok(None),
         Some(v) => {
             let s = v
                 .as_str()
