@@ -647,7 +647,7 @@ impl Allow {
 }
 
 type SetupFn = Box<dyn Fn(&Env) -> Result<(), String> + Send + Sync>;
-type ArgsFn = Box<dyn Fn(&Env) -> Vec<OsString> + Send + Sync>;
+type ArgsFn = Box<dyn Fn(&Env) -> Args + Send + Sync>;
 type PathFn = Box<dyn Fn(&Env) -> String + Send + Sync>;
 /// The planted secrets an evidence bundle must not hold, each with whether
 /// its `<redacted sha256:...>` mark must be there instead (false: the file
@@ -692,6 +692,54 @@ fn os(v: &[&str]) -> Vec<OsString> {
     v.iter().map(OsString::from).collect()
 }
 
+/// A row's argument list, said by what the row runs: `Args::renew()` is a
+/// forced renewal under the table's operation ID (the default of every
+/// row), `Args::renew_unforced()` the same without `--force`; `.with(flag,
+/// value)` and `.flag(flag)` add to it. A literal list converts too
+/// (`.args(&["--status-only", ...])`), for rows whose point is the argv
+/// itself (the `args-*` and `opid-*` rows). `full_args` adds the defaults
+/// (`--root`, `--output json`, short timeouts, the tools) that a row does
+/// not name.
+#[derive(Clone)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn of(v: &[&str]) -> Args {
+        Args(os(v))
+    }
+    fn renew() -> Args {
+        Args::of(&["--operation-id", ID, "--force"])
+    }
+    fn renew_unforced() -> Args {
+        Args::of(&["--operation-id", ID])
+    }
+    fn with(self, flag: &str, value: impl Into<OsString>) -> Args {
+        self.with_raw(flag).with_raw(value)
+    }
+    fn flag(self, flag: &str) -> Args {
+        self.with_raw(flag)
+    }
+    fn with_raw(mut self, arg: impl Into<OsString>) -> Args {
+        self.0.push(arg.into());
+        self
+    }
+    fn has(&self, flag: &str) -> bool {
+        self.0.iter().any(|a| a == flag)
+    }
+}
+
+impl<const N: usize> From<&[&str; N]> for Args {
+    fn from(v: &[&str; N]) -> Args {
+        Args::of(v)
+    }
+}
+
+impl From<&[&str]> for Args {
+    fn from(v: &[&str]) -> Args {
+        Args::of(v)
+    }
+}
+
 fn case(cat: &'static str, id: &'static str, planted: impl Into<String>) -> Case {
     Case {
         id,
@@ -700,7 +748,7 @@ fn case(cat: &'static str, id: &'static str, planted: impl Into<String>) -> Case
         sim: None,
         variant: "rsa",
         setup: Box::new(|_| Ok(())),
-        args: Box::new(|_| os(&["--operation-id", ID, "--force"])),
+        args: Box::new(|_| Args::renew()),
         defaults: true,
         tools: true,
         path: None,
@@ -735,11 +783,16 @@ impl Case {
         self.setup = Box::new(f);
         self
     }
-    fn args(mut self, a: &'static [&'static str]) -> Case {
-        self.args = Box::new(move |_| os(a));
+    /// A fixed argument list: `Args::status()`, or a literal list for rows
+    /// whose point is the exact argv.
+    fn args(mut self, a: impl Into<Args>) -> Case {
+        let a = a.into();
+        self.args = Box::new(move |_| a.clone());
         self
     }
-    fn args_with(mut self, f: impl Fn(&Env) -> Vec<OsString> + Send + Sync + 'static) -> Case {
+    /// An argument list that names something of the case's node (a
+    /// scripted tool, a path under the root).
+    fn args_with(mut self, f: impl Fn(&Env) -> Args + Send + Sync + 'static) -> Case {
         self.args = Box::new(f);
         self
     }
@@ -790,7 +843,7 @@ fn opid(id: &'static str, planted: &str, value: OsString, needles: &[&'static st
     let mut arg = OsString::from("--operation-id=");
     arg.push(&value);
     case("opid", id, planted)
-        .args_with(move |_| vec![arg.clone(), "--force".into()])
+        .args_with(move |_| Args::of(&[]).with_raw(arg.clone()).flag("--force"))
         .expect(2, "arguments", needles)
 }
 
@@ -1171,13 +1224,7 @@ fn cases() -> Vec<Case> {
             "args-kubeadm-config-dotdot",
             "--kubeadm-config /etc/../../etc/shadow",
         )
-        .args(&[
-            "--operation-id",
-            ID,
-            "--force",
-            "--kubeadm-config",
-            "/etc/../../etc/shadow",
-        ])
+        .args(Args::renew().with("--kubeadm-config", "/etc/../../etc/shadow"))
         .expect(2, "arguments", &["--kubeadm-config", "'..'"]),
     );
     v.push(
@@ -1187,7 +1234,7 @@ fn cases() -> Vec<Case> {
             "--kubeadm kubeadm (relative)",
         )
         .no_tools()
-        .args(&["--operation-id", ID, "--force", "--kubeadm", "kubeadm"])
+        .args(Args::renew().with("--kubeadm", "kubeadm"))
         .expect(2, "arguments", &["--kubeadm", "absolute"]),
     );
     v.push(
@@ -1214,12 +1261,7 @@ fn cases() -> Vec<Case> {
             "--expect-ca-sha256 ca.key=<hex>",
         )
         .args_with(|_| {
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--expect-ca-sha256".into(),
-                format!("ca.key={}", "0".repeat(64)).into(),
-            ]
+            Args::renew_unforced().with("--expect-ca-sha256", format!("ca.key={}", "0".repeat(64)))
         })
         .expect(2, "arguments", &["ca.key"]),
     );
@@ -1960,7 +2002,7 @@ fn cases() -> Vec<Case> {
     );
     v.push(
         case("ca", "ca-expired", "clock 2035-02-01: every CA expired")
-            .args(&["--operation-id", ID, "--now", "2035-02-01T00:00:00Z"])
+            .args(Args::renew_unforced().with("--now", "2035-02-01T00:00:00Z"))
             .expect(1, "ca-check", &["ca.crt", "expired"])
             .allow(Allow::Receipt),
     );
@@ -1970,13 +2012,7 @@ fn cases() -> Vec<Case> {
             "ca-not-yet-valid",
             "clock 2024-12-15: no CA valid yet",
         )
-        .args(&[
-            "--operation-id",
-            ID,
-            "--force",
-            "--now",
-            "2024-12-15T00:00:00Z",
-        ])
+        .args(Args::renew().with("--now", "2024-12-15T00:00:00Z"))
         .expect(1, "ca-check", &["ca.crt", "not valid until"])
         .allow(Allow::Receipt),
     );
@@ -2053,7 +2089,7 @@ fn cases() -> Vec<Case> {
             "leaf-garbage",
             "pki/apiserver.crt = garbage (not forced)",
         )
-        .args(&["--operation-id", ID])
+        .args(Args::renew_unforced())
         .setup(|e| {
             plant_file(
                 e,
@@ -2071,7 +2107,7 @@ fn cases() -> Vec<Case> {
             "kubeconfig-symlink",
             "admin.conf -> outside/secret (not forced)",
         )
-        .args(&["--operation-id", ID])
+        .args(Args::renew_unforced())
         .setup(|e| plant_symlink(e, "etc/kubernetes/admin.conf", &e.o("secret")))
         .expect(1, "expiry", &["/etc/kubernetes/admin.conf is a symlink"])
         .allow(Allow::Receipt),
@@ -2094,13 +2130,7 @@ fn cases() -> Vec<Case> {
         })
         .args_with(|e| {
             let k = e.script("kubeadm-noop", "exit 0");
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--force".into(),
-                "--kubeadm".into(),
-                k.into(),
-            ]
+            Args::renew().with("--kubeadm", k)
         })
         .no_tools_but_crictl()
         .expect(1, "renew-certs", &["apiserver", "not valid until"])
@@ -2124,14 +2154,9 @@ fn cases() -> Vec<Case> {
         })
         .args_with(|e| {
             let k = e.script("kubeadm-noop", "exit 0");
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--now".into(),
-                DUE.into(),
-                "--kubeadm".into(),
-                k.into(),
-            ]
+            Args::renew_unforced()
+                .with("--now", DUE)
+                .with("--kubeadm", k)
         })
         .no_tools_but_crictl()
         .expect(1, "renew-certs", &["apiserver", "not signed by its CA"])
@@ -2278,9 +2303,7 @@ fn cases() -> Vec<Case> {
             .sim(json!({}))
             .args_with(|e| {
                 let c = e.script("crictl-hang", "exec sleep 60");
-                let mut v = os(LIVE);
-                v.extend(["--crictl".into(), c.into()]);
-                v
+                Args::of(LIVE).with("--crictl", c)
             })
             .no_tools_but_kubeadm()
             .expect(1, "", &["containers not checked", "timed out"]),
@@ -2297,9 +2320,7 @@ fn cases() -> Vec<Case> {
                 "crictl-garbage",
                 "printf '\\377{\"containers\": [garbage\\n'; exit 0",
             );
-            let mut v = os(LIVE);
-            v.extend(["--crictl".into(), c.into()]);
-            v
+            Args::of(LIVE).with("--crictl", c)
         })
         .no_tools_but_kubeadm()
         .expect(1, "", &["containers not checked", "not the expected JSON"]),
@@ -2311,15 +2332,9 @@ fn cases() -> Vec<Case> {
             .sim(json!({}))
             .args_with(|e| {
                 let c = e.script("crictl-hang", "exec sleep 60");
-                vec![
-                    "--operation-id".into(),
-                    ID.into(),
-                    "--force".into(),
-                    "--command-timeout".into(),
-                    "1".into(),
-                    "--crictl".into(),
-                    c.into(),
-                ]
+                Args::renew()
+                    .with("--command-timeout", "1")
+                    .with("--crictl", c)
             })
             .no_tools_but_kubeadm()
             .expect(1, "health", &["timed out"])
@@ -2337,13 +2352,7 @@ fn cases() -> Vec<Case> {
                 "crictl-garbage",
                 "printf '\\377{\"containers\": [garbage\\n'; exit 0",
             );
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--force".into(),
-                "--crictl".into(),
-                c.into(),
-            ]
+            Args::renew().with("--crictl", c)
         })
         .no_tools_but_kubeadm()
         .expect(1, "health", &["crictl ps output is not the expected JSON"])
@@ -2358,15 +2367,9 @@ fn cases() -> Vec<Case> {
         .sim(json!({}))
         .args_with(|e| {
             let c = e.script("crictl-yes", "exec yes");
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--force".into(),
-                "--command-timeout".into(),
-                "60".into(),
-                "--crictl".into(),
-                c.into(),
-            ]
+            Args::renew()
+                .with("--command-timeout", "60")
+                .with("--crictl", c)
         })
         .no_tools_but_kubeadm()
         .expect(1, "health", &["printed more than 4194304 bytes"])
@@ -2374,30 +2377,14 @@ fn cases() -> Vec<Case> {
     );
     v.push(
         case("tool", "crictl-missing", "--crictl names a missing file")
-            .args_with(|e| {
-                vec![
-                    "--operation-id".into(),
-                    ID.into(),
-                    "--force".into(),
-                    "--crictl".into(),
-                    e.work.join("no-such-crictl").into(),
-                ]
-            })
+            .args_with(|e| Args::renew().with("--crictl", e.work.join("no-such-crictl")))
             .no_tools_but_kubeadm()
             .expect(1, "health", &["crictl not found at", "no-such-crictl"])
             .allow(Allow::Receipt),
     );
     v.push(
         case("tool", "kubeadm-missing", "--kubeadm names a missing file")
-            .args_with(|e| {
-                vec![
-                    "--operation-id".into(),
-                    ID.into(),
-                    "--force".into(),
-                    "--kubeadm".into(),
-                    e.work.join("no-such-kubeadm").into(),
-                ]
-            })
+            .args_with(|e| Args::renew().with("--kubeadm", e.work.join("no-such-kubeadm")))
             .no_tools_but_crictl()
             .expect(
                 1,
@@ -2433,7 +2420,7 @@ fn cases() -> Vec<Case> {
     v.push(
         case("tool", "kubeadm-hangs", "kubeadm sleeps 60 s (hangSecs)")
             .sim(json!({ "kubeadm": { "hangSecs": 60 } }))
-            .args(&["--operation-id", ID, "--force", "--command-timeout", "1"])
+            .args(Args::renew().with("--command-timeout", "1"))
             .expect(1, "renew-certs", &["kubeadm", "timed out"])
             .allow(Allow::Renew),
     );
@@ -2449,14 +2436,9 @@ fn cases() -> Vec<Case> {
                 "kubeadm-garbage",
                 "printf '\\377\\033[2J[certs] renewed everything\\n'; exit 0",
             );
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--now".into(),
-                DUE.into(),
-                "--kubeadm".into(),
-                k.into(),
-            ]
+            Args::renew_unforced()
+                .with("--now", DUE)
+                .with("--kubeadm", k)
         })
         .no_tools_but_crictl()
         .expect(1, "renew-certs", &["etcd-peer still expires"])
@@ -2471,15 +2453,9 @@ fn cases() -> Vec<Case> {
         .sim(json!({}))
         .args_with(|e| {
             let k = e.script("kubeadm-3gb", "head -c 3000000000 /dev/zero\nexit 0");
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--force".into(),
-                "--command-timeout".into(),
-                "60".into(),
-                "--kubeadm".into(),
-                k.into(),
-            ]
+            Args::renew()
+                .with("--command-timeout", "60")
+                .with("--kubeadm", k)
         })
         .no_tools_but_crictl()
         .expect(1, "renew-certs", &["printed more than 4194304 bytes"])
@@ -2497,13 +2473,7 @@ fn cases() -> Vec<Case> {
                 "kubeadm-esc",
                 "printf '\\033]0;pwned\\007\\033[2J\\rboom\\n' >&2; exit 1",
             );
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--force".into(),
-                "--kubeadm".into(),
-                k.into(),
-            ]
+            Args::renew().with("--kubeadm", k)
         })
         .no_tools_but_crictl()
         .expect(
@@ -2522,13 +2492,7 @@ fn cases() -> Vec<Case> {
         .sim(json!({}))
         .args_with(|e| {
             let k = kubeadm_writes(e, "apiserver-foreign.crt", "apiserver-foreign.key");
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--force".into(),
-                "--kubeadm".into(),
-                k.into(),
-            ]
+            Args::renew().with("--kubeadm", k)
         })
         .no_tools_but_crictl()
         .expect(1, "renew-certs", &["apiserver is not signed by its CA"])
@@ -2547,13 +2511,7 @@ fn cases() -> Vec<Case> {
                 "apiserver-not-yet-valid.crt",
                 "apiserver-not-yet-valid.key",
             );
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--force".into(),
-                "--kubeadm".into(),
-                k.into(),
-            ]
+            Args::renew().with("--kubeadm", k)
         })
         .no_tools_but_crictl()
         .expect(1, "renew-certs", &["apiserver", "not valid until"])
@@ -2567,7 +2525,7 @@ fn cases() -> Vec<Case> {
         )
         .sim(json!({ "kubeadm": { "changeCA": true } }))
         .ecdsa()
-        .args(&["--operation-id", ID, "--force", "--command-timeout", "60"])
+        .args(Args::renew().with("--command-timeout", "60"))
         .expect(1, "renew-certs", &["CA"])
         .allow(Allow::Renew),
     );
@@ -2579,7 +2537,7 @@ fn cases() -> Vec<Case> {
         )
         .sim(json!({ "kubeadm": { "keyMismatch": true } }))
         .ecdsa()
-        .args(&["--operation-id", ID, "--force", "--command-timeout", "60"])
+        .args(Args::renew().with("--command-timeout", "60"))
         .expect(1, "renew-certs", &["does not match its certificate"])
         .allow(Allow::Renew),
     );
@@ -2622,7 +2580,7 @@ fn cases() -> Vec<Case> {
                     "*etcdctl*\"endpoint health\"*",
                     "[{\"endpoint\":\"https://127.0.0.1:2379\",\"health\":false,\"took\":\"5s\",\"error\":\"etcdserver: no leader\"}]",
                 );
-                vec!["--operation-id".into(), ID.into(), "--force".into(), "--crictl".into(), c.into()]
+                Args::renew().with("--crictl", c)
             })
             .no_tools_but_kubeadm()
             .expect(1, "health", &["no leader"])
@@ -2637,7 +2595,7 @@ fn cases() -> Vec<Case> {
                     "*etcdctl*\"member list\"*",
                     "{\"header\":{\"cluster_id\":14841639068965178418,\"member_id\":10276657743932975437,\"raft_term\":2},\"members\":[{\"ID\":10276657743932975436,\"name\":\"cp-1\",\"peerURLs\":[\"https://10.0.0.11:2380\"],\"clientURLs\":[\"https://10.0.0.11:2379\"]}]}",
                 );
-                vec!["--operation-id".into(), ID.into(), "--force".into(), "--crictl".into(), c.into()]
+                Args::renew().with("--crictl", c)
             })
             .no_tools_but_kubeadm()
             .expect(1, "health", &["is not in the member list"])
@@ -2652,7 +2610,7 @@ fn cases() -> Vec<Case> {
                     "*etcdctl*\"member list\"*",
                     "{\"header\":{\"cluster_id\":1,\"member_id\":18446744073709551616,\"raft_term\":2},\"members\":[{\"ID\":18446744073709551616,\"name\":\"cp-1\",\"clientURLs\":[\"https://10.0.0.11:2379\"]}]}",
                 );
-                vec!["--operation-id".into(), ID.into(), "--force".into(), "--crictl".into(), c.into()]
+                Args::renew().with("--crictl", c)
             })
             .no_tools_but_kubeadm()
             .expect(1, "health", &["member list output is not the expected JSON"])
@@ -2672,13 +2630,7 @@ fn cases() -> Vec<Case> {
                 "*etcdctl*\"endpoint health --cluster\"*",
                 &format!("[{one},{one},{one}]"),
             );
-            vec![
-                "--operation-id".into(),
-                ID.into(),
-                "--force".into(),
-                "--crictl".into(),
-                c.into(),
-            ]
+            Args::renew().with("--crictl", c)
         })
         .no_tools_but_kubeadm()
         .expect(1, "health", &["only 1 of 3 etcd voters are healthy"])
@@ -2715,7 +2667,7 @@ fn cases() -> Vec<Case> {
         v.push(
             case("etcd", name, what)
                 .sim(json!({ "etcd": { "gatewayAnswer": answer } }))
-                .args(&["--operation-id", ID, "--force", "--health-timeout", "2"])
+                .args(Args::renew().with("--health-timeout", "2"))
                 .expect(1, if name.contains("two-voters") { "two-control-plane-voters" } else { "health" }, &[needle])
                 .allow(Allow::Receipt),
         );
@@ -2796,12 +2748,12 @@ impl Case {
         let inner = self.args;
         self.tools = false;
         self.args = Box::new(move |e| {
-            let mut v = inner(e);
-            if !v.iter().any(|a| a == "--crictl") {
-                v.push("--crictl".into());
-                v.push(e.crictl().into());
+            let v = inner(e);
+            if v.has("--crictl") {
+                v
+            } else {
+                v.with("--crictl", e.crictl())
             }
-            v
         });
         self
     }
@@ -2810,12 +2762,12 @@ impl Case {
         let inner = self.args;
         self.tools = false;
         self.args = Box::new(move |e| {
-            let mut v = inner(e);
-            if !v.iter().any(|a| a == "--kubeadm") {
-                v.push("--kubeadm".into());
-                v.push(e.kubeadm().into());
+            let v = inner(e);
+            if v.has("--kubeadm") {
+                v
+            } else {
+                v.with("--kubeadm", e.kubeadm())
             }
-            v
         });
         self
     }
@@ -2839,7 +2791,7 @@ struct Outcome {
 
 fn full_args(e: &Env, c: &Case) -> Vec<OsString> {
     let case_args = (c.args)(e);
-    let has = |flag: &str| case_args.iter().any(|a| a == flag);
+    let has = |flag: &str| case_args.has(flag);
     let mut v: Vec<OsString> = Vec::new();
     if c.defaults {
         v.push("--root".into());
@@ -2868,7 +2820,7 @@ fn full_args(e: &Env, c: &Case) -> Vec<OsString> {
             }
         }
     }
-    v.extend(case_args);
+    v.extend(case_args.0);
     v
 }
 
