@@ -33,6 +33,7 @@ use crate::rules::resume::{resume, Asker, Resume, Start};
 use crate::tools::health::{self, GateError, GateOk, Health};
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
+use crate::tools::targets;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -1201,16 +1202,16 @@ impl Run<'_> {
         };
         served(
             "kube-apiserver",
-            health::apiserver_port(self.env.root),
+            targets::apiserver_port(self.env.root),
             "kubernetes",
-            health::apiserver_identity(self.env.root),
+            targets::apiserver_identity(self.env.root),
             "etc/kubernetes/pki/apiserver.crt",
         )?;
         served(
             "etcd",
-            health::etcd_port(self.env.root),
+            targets::etcd_port(self.env.root),
             "127.0.0.1",
-            health::etcd_identity(self.env.root),
+            targets::etcd_identity(self.env.root),
             "etc/kubernetes/pki/etcd/server.crt",
         )?;
         self.peer_served()

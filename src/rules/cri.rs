@@ -186,6 +186,14 @@ struct InspectStatus {
     finished_at: Option<String>,
 }
 
+/// How a container ended, as `crictl inspect` tells it (either may be
+/// unknown: the runtime was not asked, or did not say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Exit {
+    pub code: Option<i32>,
+    pub finished: Option<time::OffsetDateTime>,
+}
+
 #[derive(Debug, Deserialize)]
 struct InspectExit {
     #[serde(default)]
@@ -194,7 +202,7 @@ struct InspectExit {
 
 /// How a container ended, from `crictl inspect -o json ID` (`status.exitCode`,
 /// `status.finishedAt` as RFC 3339; the zero time is none).
-pub fn parse_inspect_exit(bytes: &[u8]) -> Result<crate::rules::live::Exit, String> {
+pub fn parse_inspect_exit(bytes: &[u8]) -> Result<Exit, String> {
     let v: InspectExit = serde_json::from_slice(bytes)
         .map_err(|e| format!("crictl inspect output is not the expected JSON: {e}"))?;
     let s = v.status.ok_or("crictl inspect output has no status")?;
@@ -205,7 +213,7 @@ pub fn parse_inspect_exit(bytes: &[u8]) -> Result<crate::rules::live::Exit, Stri
             time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
         })
         .filter(|t| t.unix_timestamp() > 0);
-    Ok(crate::rules::live::Exit {
+    Ok(Exit {
         code: s.exit_code,
         finished,
     })

@@ -3,6 +3,7 @@
 //! check and the renewal's health gate alike. Pure: the observation is
 //! made in [`crate::tools::live`]; here it is only judged and worded.
 
+pub use crate::rules::cri::Exit;
 use crate::rules::cri::{Container, Listing};
 use time::{Duration, OffsetDateTime};
 
@@ -12,14 +13,6 @@ use time::{Duration, OffsetDateTime};
 /// and the gate waits. A restart by the runbook (its manifest moved out and
 /// back) gets a new sandbox and is not one.
 pub const STAY_UP: Duration = Duration::seconds(60);
-
-/// How a container ended, as `crictl inspect` tells it (either may be
-/// unknown: the runtime was not asked, or did not say).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Exit {
-    pub code: Option<i32>,
-    pub finished: Option<OffsetDateTime>,
-}
 
 /// What one listing says of a component's static pod.
 #[derive(Debug, Clone, PartialEq, Eq)]

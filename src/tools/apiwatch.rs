@@ -12,7 +12,7 @@ use crate::rules::availability::{longest_unavailable_ms, Probe};
 use crate::rules::live::Health;
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
-use crate::tools::{health, live};
+use crate::tools::{live, targets};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Mutex;
 use std::thread::{Scope, ScopedJoinHandle};
@@ -43,8 +43,8 @@ impl<'scope> Watch<'scope> {
         let (stop, stopped) = mpsc::channel::<()>();
         // Read once, now: the manifest is staged for part of the watch,
         // while the old container may still serve.
-        let target = health::apiserver_port(root)
-            .and_then(|port| Ok((port, health::apiserver_identity(root)?)));
+        let target = targets::apiserver_port(root)
+            .and_then(|port| Ok((port, targets::apiserver_identity(root)?)));
         let probes = s.spawn(move || {
             // Nothing to ask (the gate before this restart read both a
             // moment ago, so only a node changing under us): not measured.

@@ -11,8 +11,8 @@ use crate::node::fsx::Root;
 use crate::rules::cri::{self, EndpointHealth, EtcdVerdict, MemberList};
 use crate::rules::live::{self, Health};
 use crate::rules::outcome::Phase;
-use crate::tools::health::{self, Quorum};
 use crate::tools::runtime::Runtime;
+use crate::tools::targets;
 use crate::tools::tlsprobe::{Question, TlsIdentity, Trust};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -91,11 +91,11 @@ impl Client<'_> {
 /// health, within `deadline`.
 pub fn direct(rt: &dyn Runtime, root: &Root, now: OffsetDateTime, deadline: Instant) -> Direct {
     let asked = |q| Direct::Asked(q);
-    let port = match health::etcd_port(root) {
+    let port = match targets::etcd_port(root) {
         Ok(p) => p,
         Err(e) => return asked(Quorum::NotYet(e)),
     };
-    let id = match health::etcd_identity(root) {
+    let id = match targets::etcd_identity(root) {
         Ok(i) => i,
         Err(e) => return asked(Quorum::NotYet(e)),
     };
@@ -258,7 +258,7 @@ pub fn settle(
                 _ if left(deadline).is_zero() => Quorum::NotYet(
                     "etcd's JSON gateway is off and no time is left for etcdctl".into(),
                 ),
-                Some(id) => health::etcdctl_quorum(rt, root, id, deadline),
+                Some(id) => etcdctl_quorum(rt, root, id, deadline),
                 None => Quorum::NotYet(
                     "etcd's JSON gateway is off (404) and no etcd container runs to ask etcdctl in"
                         .into(),
@@ -275,6 +275,130 @@ static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(
 pub fn say_fallback() {
     if !SAID.swap(true, std::sync::atomic::Ordering::SeqCst) {
         tracing::warn!("{FALLBACK}");
+    }
+}
+
+const PANICKED: &str = "etcdctl probe panicked";
+
+/// etcdctl's own timeouts for one call (the guide's 10 s and 30 s), never
+/// more than the time left.
+fn etcd_timeouts(left: Duration) -> (Duration, Duration) {
+    let left = left.max(Duration::from_millis(1));
+    (
+        Duration::from_secs(10).min(left),
+        Duration::from_secs(30).min(left),
+    )
+}
+
+/// How much sooner etcdctl's own timeout ends than the `crictl exec` call
+/// around it, so that its answer (a dead member's `health: false`) comes
+/// back before the call is killed: crictl, containerd and runc's exec take
+/// hundreds of milliseconds on a loaded node (200 ms was seen to lose the
+/// answer, tests/containers.rs). A fifth of what is left, 200 ms to 1 s.
+pub(crate) fn etcdctl_margin(left: Duration) -> Duration {
+    (left / 5).clamp(Duration::from_millis(200), Duration::from_secs(1))
+}
+
+/// A Go duration for etcdctl (`1500ms`).
+fn go_duration(d: Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
+
+/// etcdctl flags of the guide's validation section: paths as the etcd
+/// container sees them, whatever --root is; its timeouts bounded by `left`.
+pub fn etcdctl_flags(port: u16, left: Duration) -> Vec<String> {
+    let (dial, command) = etcd_timeouts(left);
+    vec![
+        format!("--endpoints=https://127.0.0.1:{port}"),
+        "--cacert=/etc/kubernetes/pki/etcd/ca.crt".into(),
+        "--cert=/etc/kubernetes/pki/etcd/server.crt".into(),
+        "--key=/etc/kubernetes/pki/etcd/server.key".into(),
+        format!("--dial-timeout={}", go_duration(dial)),
+        format!("--command-timeout={}", go_duration(command)),
+    ]
+}
+
+/// What etcd's members say of the cluster (SPEC 4 step 7): the quorum
+/// rule over the member list and each voter's health, as the renewal's
+/// gate and the live view both ask it (`tools::etcd`).
+pub enum Quorum {
+    Ok {
+        voters: usize,
+        healthy_voters: usize,
+    },
+    /// Not now (a member down, etcdctl failing): the gate waits.
+    NotYet(String),
+    /// Will not pass by waiting: the gate fails at once with this phase.
+    Structural(Phase, String),
+}
+
+impl Quorum {
+    /// In a view's words: `Ok`, or what is wrong.
+    pub fn problem(&self) -> Option<String> {
+        match self {
+            Quorum::Ok { .. } => None,
+            Quorum::NotYet(m) | Quorum::Structural(_, m) => Some(m.clone()),
+        }
+    }
+}
+
+/// v1.1's way, when etcd's JSON gateway is off: etcdctl's `member list`
+/// and `endpoint health --cluster`, in etcd's container `etcd_id`, within
+/// `deadline`.
+pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: Instant) -> Quorum {
+    {
+        let port = match targets::etcd_port(root) {
+            Ok(p) => p,
+            Err(e) => return Quorum::NotYet(e),
+        };
+        // A local learner, told by the member list's failure: refused at once.
+        let learner = std::sync::OnceLock::new();
+        let run = |cmd: &[&str]| -> Result<Vec<u8>, String> {
+            let left = rt.call_limit(deadline.saturating_duration_since(Instant::now()));
+            let mut args = etcdctl_flags(port, left.saturating_sub(etcdctl_margin(left)));
+            args.extend(cmd.iter().map(|s| s.to_string()));
+            let out = rt
+                .etcdctl(etcd_id, &args, left)
+                .map_err(|e| e.to_string())?;
+            if out.stdout.is_empty() {
+                if cmd[0] == "member" {
+                    if let Some(why) = cri::local_learner(&String::from_utf8_lossy(&out.stderr)) {
+                        let _ = learner.set(why);
+                    }
+                }
+                return Err(format!(
+                    "etcdctl {} failed ({}): {}",
+                    cmd.join(" "),
+                    crate::tools::proc::describe_exit(out.code),
+                    out.stderr_tail()
+                ));
+            }
+            Ok(out.stdout)
+        };
+        // The two etcdctl calls are independent: run them side by side. The
+        // local member's health is its own entry in the cluster's answer
+        // (the member list's header names the member that answered it).
+        let (members, cluster) = std::thread::scope(|s| {
+            let m = s.spawn(|| {
+                run(&["member", "list", "-w", "json"]).and_then(|b| cri::parse_member_list(&b))
+            });
+            let c = run(&["endpoint", "health", "--cluster", "-w", "json"])
+                .and_then(|b| cri::parse_endpoint_health(&b));
+            (m.join().unwrap_or_else(|_| Err(PANICKED.to_string())), c)
+        });
+        if let Some(why) = learner.into_inner() {
+            return Quorum::Structural(Phase::Health, why);
+        }
+        let members = match members {
+            Ok(m) => m,
+            Err(e) => return Quorum::NotYet(e),
+        };
+        let cluster = match cluster {
+            Ok(v) => v,
+            Err(e) => return Quorum::NotYet(e),
+        };
+        let local = cri::local_health(&cluster, &members);
+        judged(&local, &cluster, &members)
     }
 }
 

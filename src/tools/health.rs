@@ -2,23 +2,17 @@
 //! Every wait polls at a short interval to a deadline and checks the cancel
 //! flag; structural refusals (two voters, a learner, not a voter) end at once.
 
-use crate::node::fsx::{Root, Trust, NODE_FILE_MAX};
-use crate::node::manifests;
-use crate::node::paths::MANIFESTS_DIR;
+use crate::node::fsx::Root;
 use crate::rules::component::Component;
 use crate::rules::cri::{self, Container, Listing, Sandbox};
 use crate::rules::outcome::Phase;
-use crate::rules::pki::{self, KubeconfigCert};
-use crate::tools::etcd;
+use crate::tools::etcd::{self, Quorum};
 use crate::tools::runtime::{RtError, Runtime};
 use crate::tools::signals::Cancel;
-use crate::tools::tlsprobe::TlsIdentity;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
-
-const PANICKED: &str = "etcdctl probe panicked";
 
 /// Waits poll with back-off (SPEC 4 "Waits", v1.1): dense right after a
 /// move, where detection latency matters, then cheap.
@@ -57,44 +51,6 @@ impl Backoff {
         self.next = (self.next * 3 / 2).min(POLL_MAX);
         d
     }
-}
-
-/// etcdctl's own timeouts for one call (the guide's 10 s and 30 s), never
-/// more than the time left.
-fn etcd_timeouts(left: Duration) -> (Duration, Duration) {
-    let left = left.max(Duration::from_millis(1));
-    (
-        Duration::from_secs(10).min(left),
-        Duration::from_secs(30).min(left),
-    )
-}
-
-/// How much sooner etcdctl's own timeout ends than the `crictl exec` call
-/// around it, so that its answer (a dead member's `health: false`) comes
-/// back before the call is killed: crictl, containerd and runc's exec take
-/// hundreds of milliseconds on a loaded node (200 ms was seen to lose the
-/// answer, tests/containers.rs). A fifth of what is left, 200 ms to 1 s.
-fn etcdctl_margin(left: Duration) -> Duration {
-    (left / 5).clamp(Duration::from_millis(200), Duration::from_secs(1))
-}
-
-/// A Go duration for etcdctl (`1500ms`).
-fn go_duration(d: Duration) -> String {
-    format!("{}ms", d.as_millis().max(1))
-}
-
-/// etcdctl flags of the guide's validation section: paths as the etcd
-/// container sees them, whatever --root is; its timeouts bounded by `left`.
-pub fn etcdctl_flags(port: u16, left: Duration) -> Vec<String> {
-    let (dial, command) = etcd_timeouts(left);
-    vec![
-        format!("--endpoints=https://127.0.0.1:{port}"),
-        "--cacert=/etc/kubernetes/pki/etcd/ca.crt".into(),
-        "--cert=/etc/kubernetes/pki/etcd/server.crt".into(),
-        "--key=/etc/kubernetes/pki/etcd/server.key".into(),
-        format!("--dial-timeout={}", go_duration(dial)),
-        format!("--command-timeout={}", go_duration(command)),
-    ]
 }
 
 #[derive(Debug, Clone)]
@@ -192,137 +148,6 @@ impl Sandboxes {
     fn take_handed(&self) -> Option<Vec<Container>> {
         let handed = self.1.lock().unwrap_or_else(|p| p.into_inner()).take()?;
         (handed.0.elapsed() < HANDED_FRESH).then_some(handed.1)
-    }
-}
-
-fn read(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
-    root.read_file(rel, NODE_FILE_MAX, Trust::TypeOnly)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("{} does not exist", crate::node::paths::node(rel)))
-}
-
-/// The identity to probe kube-apiserver with: pki/ca.crt and admin.conf's
-/// client certificate and key (re-read each time: kubeadm renews them).
-pub fn apiserver_identity(root: &Root) -> Result<TlsIdentity, String> {
-    let ca_pem = read(root, "etc/kubernetes/pki/ca.crt")?;
-    let admin = read(root, "etc/kubernetes/admin.conf")?;
-    let client_cert_pem =
-        match pki::kubeconfig_client_cert(&admin).map_err(|e| format!("admin.conf: {e}"))? {
-            KubeconfigCert::Embedded(p) => p,
-            KubeconfigCert::File(p) => read(root, p.trim_start_matches('/'))?,
-        };
-    let client_key_pem = pki::kubeconfig_client_key(&admin)
-        .map_err(|e| format!("admin.conf: {e}"))?
-        .ok_or("admin.conf has no embedded client key")?;
-    Ok(TlsIdentity {
-        ca_pem,
-        client_cert_pem,
-        client_key_pem,
-    })
-}
-
-/// The identity to probe etcd's client port with (healthcheck client).
-pub fn etcd_identity(root: &Root) -> Result<TlsIdentity, String> {
-    Ok(TlsIdentity {
-        ca_pem: read(root, "etc/kubernetes/pki/etcd/ca.crt")?,
-        client_cert_pem: read(root, "etc/kubernetes/pki/etcd/healthcheck-client.crt")?,
-        client_key_pem: read(root, "etc/kubernetes/pki/etcd/healthcheck-client.key")?,
-    })
-}
-
-/// kube-apiserver's secure port, from its active manifest.
-pub fn apiserver_port(root: &Root) -> Result<u16, String> {
-    let m = read(root, &format!("{MANIFESTS_DIR}/kube-apiserver.yaml"))?;
-    manifests::apiserver_secure_port(&m)
-}
-
-/// etcd's local client port, from its active manifest.
-pub fn etcd_port(root: &Root) -> Result<u16, String> {
-    let m = read(root, &format!("{MANIFESTS_DIR}/etcd.yaml"))?;
-    manifests::etcd_client_port(&m)
-}
-
-/// What etcd's members say of the cluster (SPEC 4 step 7): the quorum
-/// rule over the member list and each voter's health, as the renewal's
-/// gate and the live view both ask it (`tools::etcd`).
-pub enum Quorum {
-    Ok {
-        voters: usize,
-        healthy_voters: usize,
-    },
-    /// Not now (a member down, etcdctl failing): the gate waits.
-    NotYet(String),
-    /// Will not pass by waiting: the gate fails at once with this phase.
-    Structural(Phase, String),
-}
-
-impl Quorum {
-    /// In a view's words: `Ok`, or what is wrong.
-    pub fn problem(&self) -> Option<String> {
-        match self {
-            Quorum::Ok { .. } => None,
-            Quorum::NotYet(m) | Quorum::Structural(_, m) => Some(m.clone()),
-        }
-    }
-}
-
-/// v1.1's way, when etcd's JSON gateway is off: etcdctl's `member list`
-/// and `endpoint health --cluster`, in etcd's container `etcd_id`, within
-/// `deadline`.
-pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: Instant) -> Quorum {
-    {
-        let port = match etcd_port(root) {
-            Ok(p) => p,
-            Err(e) => return Quorum::NotYet(e),
-        };
-        // A local learner, told by the member list's failure: refused at once.
-        let learner = std::sync::OnceLock::new();
-        let run = |cmd: &[&str]| -> Result<Vec<u8>, String> {
-            let left = rt.call_limit(deadline.saturating_duration_since(Instant::now()));
-            let mut args = etcdctl_flags(port, left.saturating_sub(etcdctl_margin(left)));
-            args.extend(cmd.iter().map(|s| s.to_string()));
-            let out = rt
-                .etcdctl(etcd_id, &args, left)
-                .map_err(|e| e.to_string())?;
-            if out.stdout.is_empty() {
-                if cmd[0] == "member" {
-                    if let Some(why) = cri::local_learner(&String::from_utf8_lossy(&out.stderr)) {
-                        let _ = learner.set(why);
-                    }
-                }
-                return Err(format!(
-                    "etcdctl {} failed ({}): {}",
-                    cmd.join(" "),
-                    crate::tools::proc::describe_exit(out.code),
-                    out.stderr_tail()
-                ));
-            }
-            Ok(out.stdout)
-        };
-        // The two etcdctl calls are independent: run them side by side. The
-        // local member's health is its own entry in the cluster's answer
-        // (the member list's header names the member that answered it).
-        let (members, cluster) = std::thread::scope(|s| {
-            let m = s.spawn(|| {
-                run(&["member", "list", "-w", "json"]).and_then(|b| cri::parse_member_list(&b))
-            });
-            let c = run(&["endpoint", "health", "--cluster", "-w", "json"])
-                .and_then(|b| cri::parse_endpoint_health(&b));
-            (m.join().unwrap_or_else(|_| Err(PANICKED.to_string())), c)
-        });
-        if let Some(why) = learner.into_inner() {
-            return Quorum::Structural(Phase::Health, why);
-        }
-        let members = match members {
-            Ok(m) => m,
-            Err(e) => return Quorum::NotYet(e),
-        };
-        let cluster = match cluster {
-            Ok(v) => v,
-            Err(e) => return Quorum::NotYet(e),
-        };
-        let local = cri::local_health(&cluster, &members);
-        crate::tools::etcd::judged(&local, &cluster, &members)
     }
 }
 
@@ -829,7 +654,10 @@ mod tests {
     //! calls.
     use super::*;
     use crate::rules::cri::Listing;
+    use crate::rules::pki;
+    use crate::tools::etcd::{etcdctl_flags, etcdctl_margin};
     use crate::tools::runtime::double::{self, container, sandbox, Double};
+    use crate::tools::targets::{apiserver_identity, apiserver_port, etcd_identity};
 
     #[test]
     fn backoff_is_dense_first_then_capped() {

@@ -11,8 +11,8 @@ use crate::rules::component::Component;
 use crate::rules::cri::Listing;
 use crate::rules::live::{self, Exit, Health, Observed, Port, Seen, Served, Written};
 use crate::tools::etcd;
-use crate::tools::health;
 use crate::tools::runtime::Runtime;
+use crate::tools::targets;
 use crate::tools::tlsprobe::{Question, Trust};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -202,16 +202,16 @@ impl Ask<'_> {
         let root = self.root;
         match c {
             Component::KubeApiserver => self.endpoint(
-                local(health::apiserver_port(root)),
-                Some(health::apiserver_identity(root)),
+                local(targets::apiserver_port(root)),
+                Some(targets::apiserver_identity(root)),
                 "kubernetes",
                 Some("/readyz"),
                 Some("etc/kubernetes/pki/apiserver.crt"),
                 live::http_health,
             ),
             Component::Etcd => self.endpoint(
-                local(health::etcd_port(root)),
-                Some(health::etcd_identity(root)),
+                local(targets::etcd_port(root)),
+                Some(targets::etcd_identity(root)),
                 "127.0.0.1",
                 Some("/health"),
                 Some("etc/kubernetes/pki/etcd/server.crt"),
@@ -257,7 +257,7 @@ impl Ask<'_> {
             .unwrap_or_default();
         self.endpoint(
             addr,
-            Some(health::etcd_identity(self.root)),
+            Some(targets::etcd_identity(self.root)),
             &name,
             None,
             Some("etc/kubernetes/pki/etcd/peer.crt"),
@@ -401,7 +401,7 @@ pub fn observe(
         let direct = s.spawn(move || etcd::direct(rt, root, now, deadline));
         let direct = move || {
             direct.join().unwrap_or_else(|_| {
-                etcd::Direct::Asked(health::Quorum::NotYet("the etcd probe panicked".into()))
+                etcd::Direct::Asked(etcd::Quorum::NotYet("the etcd probe panicked".into()))
             })
         };
         let listed = containers(rt, root, &names, direct, deadline);
@@ -430,7 +430,7 @@ pub fn observe(
         match c {
             Component::Etcd => {
                 ports.push(port(
-                    health::etcd_port(root),
+                    targets::etcd_port(root),
                     "etc/kubernetes/pki/etcd/server.crt",
                     a.served,
                 ));
@@ -442,7 +442,7 @@ pub fn observe(
                 q = quorum.take().flatten();
             }
             Component::KubeApiserver => ports.push(port(
-                health::apiserver_port(root),
+                targets::apiserver_port(root),
                 "etc/kubernetes/pki/apiserver.crt",
                 a.served,
             )),

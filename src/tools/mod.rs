@@ -18,12 +18,14 @@ pub(crate) mod proc;
 pub(crate) mod runtime;
 /// SIGTERM and SIGINT cancel, SIGHUP ignored.
 pub(crate) mod signals;
+/// Ports and TLS identities of the local control plane, from the node.
+pub(crate) mod targets;
 /// TLS probes of the local kube-apiserver and etcd.
 pub(crate) mod tlsprobe;
 
 /// What the tests that compare the simulated node with the real tools run
 /// and judge exactly as the runbook does (tests/sim_vs_real.rs).
-pub use health::etcdctl_flags;
+pub use etcd::etcdctl_flags;
 pub use runtime::is_unreachable;
 /// The TLS question the live observation asks (tests/sim_vs_real.rs asks
 /// real etcd and the simulated one the same way).
