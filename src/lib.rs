@@ -10,14 +10,16 @@
 //!   or written (`contract::RenewResult`, `CheckDocument`, `StatusDocument`,
 //!   `FenceDocument`, `Receipt`, `PhaseV2File`, `LockOwnerFile`, ...), from
 //!   which `embedded/schema/` is generated (feature `schema`), and the
-//!   versions. It and [`rules`] are the pure core: the contract's checked
-//!   strings use the rules' validators, the rules read and write the
-//!   contract's types.
+//!   versions. The state files' types and the documents' building blocks
+//!   (checked strings, closed vocabularies) are defined on the floor below,
+//!   in `rules::files` and `rules::values`, and re-exported here: the
+//!   contract uses the rules, never the other way.
 //! - [`rules`]: pure decisions on values, parsed from bytes: operation IDs,
 //!   components, outcomes and phases, the phase file, receipts, the resume
 //!   rule (`rules::resume::resume`), PKI, what crictl and etcdctl print and
 //!   the etcd quorum judgement, and YAML within bounds (`rules::yaml`:
-//!   manifests, the kubelet's configuration, kubeconfigs).
+//!   manifests, the kubelet's configuration, kubeconfigs). It imports no
+//!   other layer.
 //! - [`node`]: the files under `--root`: the no-follow walk and the durable
 //!   writes (`node::fsx`), the lock, the state directory
 //!   (`node::statedir::StateDir`), manifests and staging (`Staged`; where

@@ -10,18 +10,16 @@
 
 mod args;
 mod check;
-mod files;
 mod renew;
 mod status;
-mod values;
 mod views;
 
+pub use crate::rules::files::*;
+pub use crate::rules::values::*;
 pub use args::*;
 pub use check::*;
-pub use files::*;
 pub use renew::*;
 pub use status::*;
-pub use values::*;
 pub use views::*;
 
 #[cfg(feature = "schema")]

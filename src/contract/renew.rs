@@ -19,33 +19,6 @@ pub struct CertificateChange {
     pub days_left_after: Option<i64>,
 }
 
-/// One component's restart.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Restart {
-    #[cfg_attr(feature = "schema", schemars(with = "Component"))]
-    pub component: crate::rules::component::Component,
-    #[serde(rename = "oldContainerID")]
-    pub old_container_id: String,
-    #[serde(rename = "newContainerID")]
-    pub new_container_id: String,
-    /// Milliseconds from staging the manifest to the old container gone.
-    pub stop_ms: u64,
-    /// Milliseconds from putting it back to the new container healthy.
-    pub healthy_ms: u64,
-    /// The whole step, health gate before and phase write after included.
-    pub total_ms: u64,
-    /// v1.2: the longest run of failed `/readyz` probes of the local
-    /// kube-apiserver, probed in-process every 200 ms from staging the
-    /// manifest to the new container healthy: from a failed probe to the
-    /// next answered one, in milliseconds. Null when it was not measured
-    /// (kube-apiserver's port or client identity unreadable, or no probe
-    /// ran: the run was cancelled at once). Required, null or a number.
-    #[serde(deserialize_with = "de_nullable")]
-    pub api_unavailable_ms: Option<u64>,
-}
-
 /// etcd membership seen by the health gate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

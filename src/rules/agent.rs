@@ -2,7 +2,7 @@
 //! `contract::AgentStateFile`. Pure.
 //! File: `{"k8sCertRenewalState": {"phase": "...", "operationID": "..."}}`.
 
-use crate::contract::{AgentPhase, AgentStateFile};
+use crate::rules::files::{AgentPhase, AgentStateFile};
 use crate::rules::opid::excerpt;
 use crate::rules::phase::parse_json_strict;
 use serde::Deserialize;

@@ -12,6 +12,9 @@ pub mod component;
 pub mod cri;
 /// Expiry severity: ok, due, expired (v1.2).
 pub mod expiry;
+/// The JSON state files' types: receipt, phase file, lock owner, the
+/// agent's state (re-exported by `crate::contract`).
+pub mod files;
 /// Pflag-style flag lists in static pod manifests.
 pub(crate) mod flags;
 /// The live node's judgement (SPEC 10, v1.2).
@@ -34,6 +37,9 @@ pub mod redact;
 pub(crate) mod resume;
 /// A bounded unified line diff and the nearest names to a mistyped one.
 pub(crate) mod textdiff;
+/// The documents' building blocks: checked strings, closed vocabularies,
+/// shared objects (re-exported by `crate::contract`).
+pub mod values;
 /// YAML within bounds: aliases, anchors, nodes, depth, documents, size
 /// (SPEC 10, "Bounded reads").
 pub mod yaml;

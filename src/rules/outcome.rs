@@ -245,34 +245,6 @@ impl<'de> Deserialize<'de> for Phase {
     }
 }
 
-/// The contract's flat list of the same phases.
-impl From<Phase> for crate::contract::Phase {
-    fn from(p: Phase) -> Self {
-        use crate::contract::Phase as C;
-        match p {
-            Phase::Arguments => C::Arguments,
-            Phase::Lock => C::Lock,
-            Phase::Receipt => C::Receipt,
-            Phase::PhaseFile => C::PhaseFile,
-            Phase::Topology => C::Topology,
-            Phase::StagingConflict => C::StagingConflict,
-            Phase::CaCheck => C::CaCheck,
-            Phase::Expiry => C::Expiry,
-            Phase::Health => C::Health,
-            Phase::TwoControlPlaneVoters => C::TwoControlPlaneVoters,
-            Phase::Backup => C::Backup,
-            Phase::RenewCerts => C::RenewCerts,
-            Phase::Restart(Component::Etcd) => C::RestartEtcd,
-            Phase::Restart(Component::KubeApiserver) => C::RestartKubeApiserver,
-            Phase::Restart(Component::KubeControllerManager) => C::RestartKubeControllerManager,
-            Phase::Restart(Component::KubeScheduler) => C::RestartKubeScheduler,
-            Phase::Postflight => C::Postflight,
-            Phase::Cancelled => C::Cancelled,
-            Phase::Done => C::Done,
-        }
-    }
-}
-
 /// The exit code a run with this outcome has, given where the four manifests
 /// ended (`all_active` false: some manifest is staged, both or missing).
 /// Success 0; abandoned/superseded 5; failed_not_restored 4; any other outcome

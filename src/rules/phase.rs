@@ -1,10 +1,10 @@
 //! The phase file (SPEC section 3): V2 JSON and the legacy five-line format.
 //! Pure: parse from bytes, render to bytes. One writer each.
 
-use crate::contract;
 use crate::rules::component::Component;
 use crate::rules::opid::{excerpt, excerpt_bytes, OperationId};
-use serde::{Deserialize, Serialize};
+use crate::rules::{files, values};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -20,44 +20,7 @@ pub const MAX_THRESHOLD_DAYS: u32 = 90;
 /// Readers should not read more than this plus one byte.
 pub const MAX_PHASE_FILE_BYTES: usize = 64 * 1024;
 
-// The doc comment is the contract's description (the schema's text).
-/// `state` of a phase file (either format).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum PhaseState {
-    Renewing,
-    RestartPending,
-    Done,
-}
-
-impl PhaseState {
-    /// `renewing`, `restart_pending`, `done`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PhaseState::Renewing => "renewing",
-            PhaseState::RestartPending => "restart_pending",
-            PhaseState::Done => "done",
-        }
-    }
-
-    /// The exact state string of either format.
-    pub fn from_name(s: &str) -> Option<PhaseState> {
-        [
-            PhaseState::Renewing,
-            PhaseState::RestartPending,
-            PhaseState::Done,
-        ]
-        .into_iter()
-        .find(|p| p.as_str() == s)
-    }
-
-    /// Valid `state`/component pairs (both formats): only `restart_pending`
-    /// may name a component.
-    pub fn allows_component(self, c: Option<Component>) -> bool {
-        c.is_none() || self == PhaseState::RestartPending
-    }
-}
+pub use crate::rules::values::PhaseState;
 
 impl std::fmt::Display for PhaseState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -166,30 +129,30 @@ pub fn parse_phase_file(bytes: &[u8]) -> Result<PhaseFile, String> {
 /// Render a V2 phase file (pretty JSON, trailing newline) through its
 /// contract type. Must round-trip through `parse_phase_file`.
 pub fn render_v2(p: &PhaseV2) -> Vec<u8> {
-    pretty_json_line(&contract::PhaseV2File::from(p))
+    pretty_json_line(&files::PhaseV2File::from(p))
 }
 
 /// The one conversion from the domain value to the file's contract type. A
 /// CA key that is missing renders as an empty string (which `validate_v2`
 /// refuses first); keys other than `CA_KEYS` are not written.
-impl From<&PhaseV2> for contract::PhaseV2File {
+impl From<&PhaseV2> for files::PhaseV2File {
     fn from(p: &PhaseV2) -> Self {
-        let ca = |k: &str| contract::Sha256Hex(p.ca_sha256.get(k).cloned().unwrap_or_default());
-        contract::PhaseV2File {
-            format: contract::PhaseV2Format::V2,
+        let ca = |k: &str| values::Sha256Hex(p.ca_sha256.get(k).cloned().unwrap_or_default());
+        files::PhaseV2File {
+            format: files::PhaseV2Format::V2,
             operation_id: (&p.operation_id).into(),
             state: p.state,
             next_component: p.next_component,
-            ca_sha256: contract::CaSha256All {
+            ca_sha256: values::CaSha256All {
                 ca: ca(CA_KEYS[0]),
                 etcd_ca: ca(CA_KEYS[1]),
                 front_proxy_ca: ca(CA_KEYS[2]),
             },
             force: p.force,
             threshold_days: p.threshold_days,
-            started_at: contract::Timestamp(p.started_at.clone()),
-            updated_at: contract::Timestamp(p.updated_at.clone()),
-            resumed_from: p.resumed_from.as_ref().map(contract::ResumedFrom::from),
+            started_at: values::Timestamp(p.started_at.clone()),
+            updated_at: values::Timestamp(p.updated_at.clone()),
+            resumed_from: p.resumed_from.as_ref().map(values::ResumedFrom::from),
         }
     }
 }
@@ -697,12 +660,7 @@ pub(crate) fn pretty_json_line<T: Serialize>(v: &T) -> Vec<u8> {
     out
 }
 
-/// True for exactly 64 lowercase hex digits.
-pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+pub use crate::rules::values::is_sha256_hex;
 
 #[cfg(test)]
 mod tests {

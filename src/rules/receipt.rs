@@ -1,6 +1,5 @@
 //! Receipts (SPEC section 3): `state/completed/<ID>.json`. Pure.
 
-use crate::contract;
 use crate::rules::component::Component;
 use crate::rules::opid::{excerpt, OperationId};
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
@@ -8,12 +7,12 @@ use crate::rules::phase::{
     check_ca_map, check_keys, check_time, get_ca_map, get_id, get_opt_component, get_str, get_time,
     parse_json_strict, pretty_json_line,
 };
+use crate::rules::{files, values};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub const RECEIPT_FORMAT: &str = "nvke-cert-runbook/receipt/v1";
-/// `message` bound, in bytes.
-pub const MAX_MESSAGE_BYTES: usize = 512;
+pub use crate::rules::values::MAX_MESSAGE_BYTES;
 /// `runbookVersion` bound, in characters.
 pub const MAX_VERSION_CHARS: usize = 100;
 /// A receipt larger than this is malformed (a real one is under 2 KiB).
@@ -40,7 +39,7 @@ pub struct Receipt {
     pub ca_sha256: BTreeMap<String, String>,
     /// v1.2: the restarts this run made, in order; optional on parse (a
     /// v1.1 receipt has none), not written when empty.
-    pub restarts: Vec<contract::Restart>,
+    pub restarts: Vec<files::Restart>,
 }
 
 /// Parse strictly. `file_id` is the ID from the file name: a receipt whose
@@ -141,14 +140,14 @@ pub fn parse_receipt(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, Str
 pub const MAX_RESTARTS: usize = 4;
 
 /// `restarts` (v1.2): the renew document's restart rows, at most four.
-fn parse_restarts(v: Value) -> Result<Vec<contract::Restart>, String> {
-    let restarts: Vec<contract::Restart> =
+fn parse_restarts(v: Value) -> Result<Vec<files::Restart>, String> {
+    let restarts: Vec<files::Restart> =
         serde_json::from_value(v).map_err(|e| format!("restarts: {}", excerpt(&e.to_string())))?;
     check_restarts(&restarts)?;
     Ok(restarts)
 }
 
-fn check_restarts(restarts: &[contract::Restart]) -> Result<(), String> {
+fn check_restarts(restarts: &[files::Restart]) -> Result<(), String> {
     if restarts.len() > MAX_RESTARTS {
         return Err(format!(
             "restarts has {} entries (at most {MAX_RESTARTS})",
@@ -193,23 +192,23 @@ fn check_version(v: &str) -> Result<(), String> {
 /// `bounded_message`. Call `validate_receipt` first: a receipt is written
 /// once and never repaired.
 pub fn render_receipt(r: &Receipt) -> Vec<u8> {
-    pretty_json_line(&contract::Receipt::from(r))
+    pretty_json_line(&files::Receipt::from(r))
 }
 
 /// The one conversion from the domain value to the file's contract type. A
 /// component missing from `manifests` renders as `missing` and CA keys other
 /// than `CA_KEYS` are not written (`validate_receipt` refuses both first).
-impl From<&Receipt> for contract::Receipt {
+impl From<&Receipt> for files::Receipt {
     fn from(r: &Receipt) -> Self {
-        contract::Receipt {
-            format: contract::ReceiptFormat::V1,
+        files::Receipt {
+            format: files::ReceiptFormat::V1,
             operation_id: (&r.operation_id).into(),
             outcome: r.outcome,
             phase: r.phase.into(),
-            message: contract::Message(bounded_message(&r.message)),
+            message: values::Message(bounded_message(&r.message)),
             failed_component: r.failed_component,
             manifests: (&r.manifests).into(),
-            finished_at: contract::Timestamp(r.finished_at.clone()),
+            finished_at: values::Timestamp(r.finished_at.clone()),
             runbook_version: r.runbook_version.clone(),
             ca_sha256: (&r.ca_sha256).into(),
             restarts: r.restarts.clone(),

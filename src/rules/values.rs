@@ -162,7 +162,7 @@ checked_string!(
     /// 64 lowercase hex digits.
     Sha256Hex,
     |s| {
-        if crate::rules::phase::is_sha256_hex(s) {
+        if is_sha256_hex(s) {
             Ok(())
         } else {
             Err(format!("{s:?} is not 64 lowercase hex digits"))
@@ -191,7 +191,7 @@ checked_string!(
     /// A human message: at most 512 bytes, no control characters, never key material.
     Message,
     |s| {
-        if s.len() > crate::rules::receipt::MAX_MESSAGE_BYTES {
+        if s.len() > MAX_MESSAGE_BYTES {
             Err(format!("message is {} bytes (at most 512)", s.len()))
         } else if s.chars().any(char::is_control) {
             Err("message contains a control character".to_string())
@@ -209,7 +209,7 @@ checked_string!(
 
 /// Serialize the inner value of a present `Option<Option<T>>` field (used
 /// with `skip_serializing_if = "Option::is_none"`: absent, null, or a value).
-pub(super) fn ser_present<S: Serializer, T: Serialize>(
+pub(crate) fn ser_present<S: Serializer, T: Serialize>(
     v: &Option<Option<T>>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
@@ -221,14 +221,14 @@ pub(super) fn ser_present<S: Serializer, T: Serialize>(
 
 /// A required field that may be null: missing is an error (serde would
 /// take a missing `Option` for null).
-pub(super) fn de_nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+pub(crate) fn de_nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
     Option::<T>::deserialize(d)
 }
 
 /// A present field (null or a value) of an `Option<Option<T>>`.
-pub(super) fn de_present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+pub(crate) fn de_present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
@@ -241,7 +241,6 @@ pub(super) fn de_present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 /// doc comments are the schema's descriptions).
 pub use crate::rules::component::Component;
 pub use crate::rules::outcome::{ManifestLocation, Outcome};
-pub use crate::rules::phase::PhaseState;
 
 /// The closed list of phases (SPEC section 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -467,4 +466,82 @@ pub struct ResumedFrom {
     #[serde(rename = "operationID")]
     pub operation_id: Option<OperationId>,
     pub format: PhaseFormat,
+}
+
+/// `message` bound, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 512;
+
+/// True for exactly 64 lowercase hex digits.
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+// The doc comment is the contract's description (the schema's text).
+/// `state` of a phase file (either format).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseState {
+    Renewing,
+    RestartPending,
+    Done,
+}
+
+impl PhaseState {
+    /// `renewing`, `restart_pending`, `done`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseState::Renewing => "renewing",
+            PhaseState::RestartPending => "restart_pending",
+            PhaseState::Done => "done",
+        }
+    }
+
+    /// The exact state string of either format.
+    pub fn from_name(s: &str) -> Option<PhaseState> {
+        [
+            PhaseState::Renewing,
+            PhaseState::RestartPending,
+            PhaseState::Done,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == s)
+    }
+
+    /// Valid `state`/component pairs (both formats): only `restart_pending`
+    /// may name a component.
+    pub fn allows_component(self, c: Option<Component>) -> bool {
+        c.is_none() || self == PhaseState::RestartPending
+    }
+}
+
+/// The contract's flat list of the same phases.
+impl From<crate::rules::outcome::Phase> for Phase {
+    fn from(p: crate::rules::outcome::Phase) -> Self {
+        use crate::rules::outcome::Phase as P;
+        use Phase as C;
+        match p {
+            P::Arguments => C::Arguments,
+            P::Lock => C::Lock,
+            P::Receipt => C::Receipt,
+            P::PhaseFile => C::PhaseFile,
+            P::Topology => C::Topology,
+            P::StagingConflict => C::StagingConflict,
+            P::CaCheck => C::CaCheck,
+            P::Expiry => C::Expiry,
+            P::Health => C::Health,
+            P::TwoControlPlaneVoters => C::TwoControlPlaneVoters,
+            P::Backup => C::Backup,
+            P::RenewCerts => C::RenewCerts,
+            P::Restart(Component::Etcd) => C::RestartEtcd,
+            P::Restart(Component::KubeApiserver) => C::RestartKubeApiserver,
+            P::Restart(Component::KubeControllerManager) => C::RestartKubeControllerManager,
+            P::Restart(Component::KubeScheduler) => C::RestartKubeScheduler,
+            P::Postflight => C::Postflight,
+            P::Cancelled => C::Cancelled,
+            P::Done => C::Done,
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! The JSON state files: the receipt, the V2 phase file, the lock owner, and
-//! the node agent's state file (read only).
+//! the node agent's state file (read only). The contract re-exports them
+//! (`crate::contract`); they live here, on the floor of the rules that read
+//! and write them, so no rule imports the contract.
 
-use super::*;
+use crate::rules::values::*;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// Always `nvke-cert-runbook/receipt/v1`.
@@ -41,7 +43,7 @@ pub struct Receipt {
     /// document). Absent when it made none, and in v1.1 receipts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(length(max = 4)))]
-    pub restarts: Vec<super::Restart>,
+    pub restarts: Vec<Restart>,
 }
 
 /// Always `nvke-cert-runbook/phase/v2`.
@@ -165,4 +167,31 @@ fn de_string_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>,
 pub struct AgentStateFile {
     #[serde(rename = "k8sCertRenewalState")]
     pub k8s_cert_renewal_state: AgentRenewalState,
+}
+
+/// One component's restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Restart {
+    #[cfg_attr(feature = "schema", schemars(with = "Component"))]
+    pub component: crate::rules::component::Component,
+    #[serde(rename = "oldContainerID")]
+    pub old_container_id: String,
+    #[serde(rename = "newContainerID")]
+    pub new_container_id: String,
+    /// Milliseconds from staging the manifest to the old container gone.
+    pub stop_ms: u64,
+    /// Milliseconds from putting it back to the new container healthy.
+    pub healthy_ms: u64,
+    /// The whole step, health gate before and phase write after included.
+    pub total_ms: u64,
+    /// v1.2: the longest run of failed `/readyz` probes of the local
+    /// kube-apiserver, probed in-process every 200 ms from staging the
+    /// manifest to the new container healthy: from a failed probe to the
+    /// next answered one, in milliseconds. Null when it was not measured
+    /// (kube-apiserver's port or client identity unreadable, or no probe
+    /// ran: the run was cancelled at once). Required, null or a number.
+    #[serde(deserialize_with = "de_nullable")]
+    pub api_unavailable_ms: Option<u64>,
 }
