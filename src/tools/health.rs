@@ -219,6 +219,13 @@ impl Health<'_> {
                 return Attempt::Structural(Phase::Restart(*c), m);
             }
         }
+        // What etcd's member list says that waiting will not change (two
+        // voters, a local learner) is refused at once, even while a
+        // member's /health says unhealthy: the gate would otherwise wait
+        // for its whole timeout to refuse what it already knows.
+        if let etcd::Direct::Asked(Quorum::Structural(p, m)) = &direct {
+            return Attempt::Structural(*p, m.clone());
+        }
         let mut healths = healths.into_iter();
         let mut running = Vec::new();
         for c in Component::ALL {
@@ -1104,6 +1111,27 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(rt.calls.ps(), 1, "refused on the first attempt");
+    }
+
+    /// Two voters are refused at once even when this member's own /health
+    /// says unhealthy: the member list already tells what waiting will not
+    /// change (the model test's case `EtcdHealth(2, 2, 0)`, which waited
+    /// for the whole timeout).
+    #[test]
+    fn two_etcd_voters_are_refused_at_once_while_etcd_is_unhealthy() {
+        let rt = counting();
+        let list = gateway_members(2, false);
+        rt.set_answer(crate::tools::etcd::MEMBER_LIST, 2379, Ok((200, &list)));
+        rt.set_answer("/health", 2379, Ok((503, r#"{"health":"false"}"#)));
+        let (r, _) = gate(&rt, Duration::from_secs(5));
+        match r {
+            Err(GateError::Structural { phase, .. }) => {
+                assert_eq!(phase, Phase::TwoControlPlaneVoters)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(rt.calls.ps(), 1, "refused on the first attempt");
+        assert_eq!(rt.calls.etcdctl(), 0);
     }
 
     /// SPEC 4 step 7: this member a learner is refused at once; etcd 3.4
