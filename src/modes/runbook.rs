@@ -37,6 +37,9 @@ use crate::tools::targets;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+mod steps;
+use steps::Step;
+
 /// What was asked.
 #[derive(Debug, Clone)]
 pub enum Request {
@@ -83,23 +86,23 @@ impl Request {
 }
 
 /// Logs a step's start, and its end with the duration (SPEC section 8).
-struct Step {
+struct StepLog {
     name: String,
     started: Instant,
 }
 
-impl Step {
-    fn new(name: impl Into<String>) -> Step {
+impl StepLog {
+    fn new(name: impl Into<String>) -> StepLog {
         let name = name.into();
         tracing::info!(step = %name, "step started");
-        Step {
+        StepLog {
             name,
             started: Instant::now(),
         }
     }
 }
 
-impl Drop for Step {
+impl Drop for StepLog {
     fn drop(&mut self) {
         tracing::info!(step = %self.name, ms = self.started.elapsed().as_millis() as u64, "step ended");
     }
@@ -161,25 +164,6 @@ enum Progress {
 }
 
 impl Progress {
-    /// Where the work goes once this step succeeded.
-    fn on_success(self) -> Progress {
-        match self {
-            Progress::Renewing => Progress::Restart(Some(Component::Etcd)),
-            Progress::Restart(Some(c)) => Progress::Restart(c.next()),
-            Progress::Restart(None) | Progress::Done => Progress::Done,
-        }
-    }
-
-    /// The phase a failure of this step (or a panic in it) is reported at.
-    fn failure_phase(self) -> Phase {
-        match self {
-            Progress::Renewing => Phase::RenewCerts,
-            Progress::Restart(Some(c)) => Phase::Restart(c),
-            Progress::Restart(None) => Phase::Postflight,
-            Progress::Done => Phase::Done,
-        }
-    }
-
     /// The phase file's `state` and next component.
     fn phase_state(self) -> (PhaseState, Option<Component>) {
         match self {
@@ -305,9 +289,9 @@ struct PhaseWriter {
 }
 
 impl PhaseWriter {
-    /// Step 3: read the phase file and decide where to start.
+    /// StepLog 3: read the phase file and decide where to start.
     fn read_phase(&mut self, env: &Env<'_>) -> Result<Start, Fail> {
-        let _step = Step::new("phase-file");
+        let _step = StepLog::new("phase-file");
         let bytes = StateDir::new(&self.state)
             .read_phase()
             .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
@@ -553,8 +537,10 @@ struct Run<'a> {
     phase: PhaseWriter,
     restore: RestoreState,
     report: RunReport,
-    /// The phase the run is in: what a panic is reported as.
-    at: Phase,
+    /// The step the run is in: its phase is what a panic is reported as.
+    step: Step,
+    /// Where the work starts, as the phase file says (step 3).
+    start: Start,
     /// The last health gate that passed, and when; cleared by every move
     /// and by the renewal of the certificates.
     last_gate: Option<(Instant, GateOk)>,
@@ -592,12 +578,6 @@ impl Ending {
         }
     }
 }
-
-/// A gate that passed this recently, with no manifest moved and no
-/// certificate renewed since, is the
-/// "whole health gate again" of SPEC 4 step 9 for the next component and
-/// the postflight's (it is the same check, a moment later).
-const GATE_FRESH: Duration = Duration::from_secs(1);
 
 impl Run<'_> {
     /// The result document; `after`: the certificates read again after a
@@ -637,745 +617,6 @@ impl Run<'_> {
             }),
             duration_ms: 0,
             exit_code: 0,
-        }
-    }
-
-    fn health(&self) -> Health<'_> {
-        Health {
-            rt: self.env.rt,
-            root: self.env.root,
-            cancel: self.env.cancel,
-            now: self.env.now(),
-            sandboxes: &self.sandboxes,
-            stay: &self.stay,
-        }
-    }
-
-    /// The whole health gate (SPEC 4 step 7): the one that just passed when
-    /// it is fresh, else a new wait for it.
-    fn gate(&mut self, timeout: Duration, component: Option<Component>) -> Result<GateOk, Fail> {
-        if let Some((at, ok)) = &self.last_gate {
-            let ago = at.elapsed();
-            if ago < GATE_FRESH {
-                tracing::info!(
-                    ms_ago = ago.as_millis() as u64,
-                    "health gate passed a moment ago, nothing moved since: not repeated"
-                );
-                let ok = ok.clone();
-                self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
-                return Ok(ok);
-            }
-        }
-        let ok = self
-            .health()
-            .wait_gate(timeout)
-            .map_err(|e| self.gate_fail(e, component))?;
-        self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
-        self.last_gate = Some((Instant::now(), ok.clone()));
-        Ok(ok)
-    }
-
-    fn gate_fail(&self, e: GateError, component: Option<Component>) -> Fail {
-        match e {
-            GateError::Cancelled => cancelled(self.env.cancel, component),
-            // A component restarted earlier that crashed since: its
-            // restart is what failed.
-            GateError::Structural {
-                phase: Phase::Restart(crashed),
-                message,
-            } => restart_failed(crashed, message),
-            GateError::Structural { phase, message } => Fail {
-                phase,
-                message,
-                component,
-                cancelled: false,
-            },
-            GateError::TimedOut { message } => Fail {
-                phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
-                message,
-                component,
-                cancelled: false,
-            },
-        }
-    }
-
-    /// Topology and step 4 (staging preflight).
-    fn preflight(&mut self) -> Result<(), Fail> {
-        let _step = Step::new("staging-preflight");
-        // Where the manifests are: no file's contents read, so that a
-        // hostile file cannot stop the put-back below (SPEC 10).
-        let m = manifests::placement(self.env.root);
-        if let Some(e) = &m.manifests_dir_error {
-            return Err(fail(Phase::Topology, e.clone()));
-        }
-        let etcd = &m.manifests[&Component::Etcd];
-        if !etcd.active && !etcd.runbook_staged && !etcd.agent_staged && etcd.error.is_none() {
-            return Err(fail(
-                Phase::Topology,
-                "no manifests/etcd.yaml: only stacked etcd is supported; refusing this node",
-            ));
-        }
-        let mut conflicts = Vec::new();
-        for (c, v) in &m.manifests {
-            if let Some(e) = &v.error {
-                conflicts.push(e.clone());
-            } else if v.agent_staged {
-                conflicts.push(format!(
-                    "{c} manifest is in the node agent's staging directory {}",
-                    m.agent_staging.path
-                ));
-            } else if v.active && v.runbook_staged {
-                conflicts.push(format!(
-                    "{c} manifest is both active and staged in {}: keep exactly one copy",
-                    m.runbook_staging.path
-                ));
-            } else if !v.active && !v.runbook_staged {
-                return Err(fail(Phase::Topology, format!("{c} manifest is missing: this is not a complete kubeadm control-plane node")));
-            }
-        }
-        for e in [&m.runbook_staging.error, &m.agent_staging.error]
-            .into_iter()
-            .flatten()
-        {
-            conflicts.push(e.clone());
-        }
-        for name in &m.runbook_staging.unexpected {
-            conflicts.push(format!(
-                "unexpected entry {}/{name} in the runbook's staging directory",
-                m.runbook_staging.path
-            ));
-        }
-        if let Some(e) = crate::node::staging::mount_mismatch(self.env.root) {
-            conflicts.push(e);
-        }
-        if !conflicts.is_empty() {
-            return Err(fail(Phase::StagingConflict, conflicts.join("; ")));
-        }
-        for (c, v) in &m.manifests {
-            if v.runbook_staged && !v.active {
-                let dirs = Dirs::open(self.env.root, false)
-                    .map_err(|e| fail(Phase::StagingConflict, e.to_string()))?;
-                match dirs
-                    .unstage(*c)
-                    .map_err(|e| fail(Phase::StagingConflict, e.to_string()))?
-                {
-                    Restore::Conflict(msg) => return Err(fail(Phase::StagingConflict, msg)),
-                    _ => tracing::info!(
-                        component = c.name(),
-                        "restored a manifest an interrupted run left staged"
-                    ),
-                }
-            }
-        }
-        // Then what `manifests/` holds, within the bounds (SPEC 10,
-        // "Bounded reads"): a file over one is refused as hostile, naming
-        // it, before anything of the renewal is done.
-        let mut hostile = manifests::inspect(self.env.root).hostile;
-        hostile.extend(crate::node::kubelet::hostile_config(self.env.root));
-        if !hostile.is_empty() {
-            return Err(fail(Phase::StagingConflict, hostile.join("; ")));
-        }
-        Ok(())
-    }
-
-    /// Step 5: the CA fingerprints.
-    fn ca_check(&mut self) -> Result<(), Fail> {
-        let _step = Step::new("ca-check");
-        let cas = node_pki::read_cas(self.env.root);
-        if let Some(e) = cas.iter().find_map(|c| c.error.clone()) {
-            return Err(fail(Phase::CaCheck, e));
-        }
-        // The CAs are what every renewed leaf is signed with: a CA certificate
-        // or key that someone other than root can replace is refused before
-        // kubeadm signs anything with it (root-owned, not group/world
-        // writable; a missing key, as with an external CA, is kubeadm's to
-        // report). --check and --status-only read them as before.
-        for ca in &cas {
-            let cert = ca.id.cert_path();
-            let key = cert.replace(".crt", ".key");
-            for rel in [cert, key] {
-                if let Err(e) = self.env.root.read_file(&rel, NODE_FILE_MAX, Trust::Strict) {
-                    return Err(fail(
-                        Phase::CaCheck,
-                        format!("CA {}: {e}; refusing to renew leaves under it", ca.id.key()),
-                    ));
-                }
-            }
-        }
-        // CAs are never rotated here: leaves renewed under a CA that is not
-        // valid now could never be trusted.
-        let clock_now = self.env.now();
-        for ca in &cas {
-            let Some(cert) = &ca.cert else { continue };
-            let path = crate::node::paths::node(&ca.id.cert_path());
-            if cert.not_after <= clock_now {
-                return Err(fail(
-                    Phase::CaCheck,
-                    format!(
-                        "CA {} ({path}) expired at {}: CAs are never renewed here; rotate it first",
-                        ca.id.key(),
-                        clock::rfc3339(cert.not_after)
-                    ),
-                ));
-            }
-            if cert.not_before > clock_now {
-                return Err(fail(
-                    Phase::CaCheck,
-                    format!(
-                        "CA {} ({path}) is not valid until {}: check the node's clock",
-                        ca.id.key(),
-                        clock::rfc3339(cert.not_before)
-                    ),
-                ));
-            }
-        }
-        let now = node_pki::ca_fingerprints(&cas);
-        let expected = match self.env.req {
-            Request::V2 { expect_ca, .. } => expect_ca.iter().collect(),
-            Request::Legacy { .. } => Vec::new(),
-        };
-        for (name, want) in expected {
-            if now.get(name) != Some(want) {
-                return Err(fail(
-                    Phase::CaCheck,
-                    format!(
-                        "CA {name} has sha256 {}, expected {want}",
-                        now.get(name).cloned().unwrap_or_default()
-                    ),
-                ));
-            }
-        }
-        for (name, want) in &self.phase.ca {
-            if now.get(name) != Some(want) {
-                return Err(fail(
-                    Phase::CaCheck,
-                    format!(
-                        "CA {name} changed since the resumed work began: sha256 {} now, {want} recorded",
-                        now.get(name).cloned().unwrap_or_default()
-                    ),
-                ));
-            }
-        }
-        self.phase.ca = CA_KEYS
-            .iter()
-            .filter_map(|k| now.get(*k).map(|v| (k.to_string(), v.clone())))
-            .collect();
-        Ok(())
-    }
-
-    /// Step 8's checks after kubeadm ran.
-    fn verify_renewed(&self) -> Result<(), String> {
-        let now = self.env.now();
-        let pki = node_pki::read(self.env.root);
-        let errors = pki.errors();
-        if !errors.is_empty() {
-            return Err(errors.join("; "));
-        }
-        for l in &pki.leaves {
-            let Some(cert) = &l.cert else { continue };
-            // A leaf not valid yet would pass every other check and then
-            // break the component it is restarted with.
-            if cert.not_before > now {
-                return Err(format!(
-                    "{} is not valid until {} after kubeadm (the node's clock or kubeadm is wrong)",
-                    l.spec.name,
-                    clock::rfc3339(cert.not_before)
-                ));
-            }
-            if node_pki::within_threshold(now, cert.not_after, self.env.g.threshold_days) {
-                return Err(format!(
-                    "{} still expires {} (within {} days) after kubeadm",
-                    l.spec.name,
-                    clock::rfc3339(cert.not_after),
-                    self.env.g.threshold_days
-                ));
-            }
-            if l.chains_to_ca != Some(true) {
-                return Err(format!(
-                    "{} is not signed by its CA {}",
-                    l.spec.name,
-                    l.spec.ca.name()
-                ));
-            }
-            let key = match l.spec.kind {
-                LeafKind::Pem => self
-                    .env
-                    .root
-                    .read_file(
-                        l.spec.key_path,
-                        crate::node::fsx::NODE_FILE_MAX,
-                        Trust::TypeOnly,
-                    )
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| {
-                        format!(
-                            "{} does not exist",
-                            crate::node::paths::node(l.spec.key_path)
-                        )
-                    })?,
-                LeafKind::Kubeconfig => {
-                    let conf = self
-                        .env
-                        .root
-                        .read_file(
-                            l.spec.path,
-                            crate::node::fsx::NODE_FILE_MAX,
-                            Trust::TypeOnly,
-                        )
-                        .map_err(|e| e.to_string())?
-                        .unwrap_or_default();
-                    pki::kubeconfig_client_key(&conf)
-                        .map_err(|e| format!("{}: {e}", l.spec.name))?
-                        .ok_or_else(|| format!("{} has no embedded client key", l.spec.name))?
-                }
-            };
-            match pki::key_matches_cert(cert, &key) {
-                Ok(true) => {}
-                Ok(false) => {
-                    return Err(format!(
-                        "the private key of {} does not match its certificate",
-                        l.spec.name
-                    ))
-                }
-                Err(e) => return Err(format!("the private key of {}: {e}", l.spec.name)),
-            }
-        }
-        let now_ca = pki.ca_sha256();
-        if now_ca != self.phase.ca {
-            return Err("a CA changed while renewing: CAs are never rotated here".into());
-        }
-        Ok(())
-    }
-
-    /// Step 8: record, back up, kubeadm, verify; roll back on any failure.
-    fn renew(&mut self) -> Result<(), Fail> {
-        let _step = Step::new("renew-certs");
-        self.phase.record(&self.env, Progress::Renewing)?;
-        crate::crash_point!("renew-after-phase-renewing");
-        let (kind, name) = self.phase.backup_kind_name(self.env.req);
-        let n = backup::create(self.env.root, &self.phase.state, kind, &name)
-            .map_err(|e| fail(Phase::Backup, e.to_string()))?;
-        tracing::info!(
-            files = n,
-            "backed up pki/ and the kubeconfigs to {}/{name}",
-            kind
-        );
-        self.env.check_cancel(None)?;
-        crate::crash_point!("renew-after-backup");
-        let mut kubeadm_ok = false;
-        let result = match self.env.rt.renew_certs() {
-            Ok(out) if out.success() => {
-                crate::crash_point!("renew-after-kubeadm");
-                kubeadm_ok = true;
-                self.verify_renewed()
-            }
-            Ok(out) => Err(format!(
-                "kubeadm certs renew all failed ({}): {}",
-                crate::tools::proc::describe_exit(out.code),
-                out.stderr_tail()
-            )),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(why) = result {
-            let restored = backup::restore(self.env.root, &self.phase.state, kind, &name);
-            let tail = match restored {
-                Ok(n) => format!("the backup was put back ({n} files rewritten)"),
-                Err(e) => {
-                    // kubeadm's certificates stay where the backup could
-                    // not be put back.
-                    self.report.resigned = kubeadm_ok;
-                    format!("PUTTING THE BACKUP BACK FAILED: {e}")
-                }
-            };
-            // The backup's fate survives the 512-byte cut of kubeadm's words.
-            if self.env.cancel.is_cancelled() {
-                let mut f = cancelled(self.env.cancel, None);
-                f.message = with_tail(&f.message, "; ", &tail);
-                return Err(f);
-            }
-            return Err(fail(Phase::RenewCerts, with_tail(&why, "; ", &tail)));
-        }
-        self.report.resigned = true;
-        tracing::info!("certificates renewed and verified");
-        crate::crash_point!("renew-after-verify");
-        Ok(())
-    }
-
-    /// Step 9 for one component; `next` is recorded once it is healthy.
-    fn restart(&mut self, c: Component, next: Progress) -> Result<(), Fail> {
-        let _step = Step::new(format!("restart:{c}"));
-        let t_start = Instant::now();
-        let gate = self.gate(self.env.g.health_timeout, Some(c))?;
-        let old = gate
-            .containers
-            .iter()
-            .find(|(x, _)| *x == c)
-            .map(|(_, id)| id.clone())
-            .unwrap_or_default();
-        self.env.check_cancel(Some(c))?;
-        // The local kube-apiserver's /readyz, probed beside the restart
-        // from the staging of the manifest to the new container healthy
-        // (SPEC 7, v1.2: apiUnavailableMs).
-        let (rt, root, now, cancel) = (self.env.rt, self.env.root, self.env.now(), self.env.cancel);
-        let (moved, api_unavailable_ms) = std::thread::scope(|s| {
-            let api = crate::tools::apiwatch::Watch::start(s, rt, root, now, cancel);
-            let moved = self.restart_moves(c, &old);
-            (moved, api.finish())
-        });
-        let (new, stop_ms, healthy_ms) = moved?;
-        tracing::info!(
-            component = c.name(),
-            old = health::short(&old),
-            new = health::short(&new),
-            stop_ms,
-            healthy_ms,
-            api_unavailable_ms,
-            "restarted"
-        );
-        crate::crash_point!("restart-before-record");
-        self.phase.record(&self.env, next)?;
-        self.report.restarts.push(Restart {
-            component: c,
-            old_container_id: old,
-            new_container_id: new,
-            stop_ms,
-            healthy_ms,
-            total_ms: t_start.elapsed().as_millis() as u64,
-            api_unavailable_ms,
-        });
-        Ok(())
-    }
-
-    /// Step 9's moves for one component whose container `old` runs: stage
-    /// its manifest, wait for `old` to stop, put the manifest back, wait
-    /// for a new container to run and the whole gate to pass. The new
-    /// container's ID, and the milliseconds to stop and to healthy.
-    fn restart_moves(&mut self, c: Component, old: &str) -> Result<(String, u64, u64), Fail> {
-        let dirs = Dirs::open(self.env.root, true).map_err(|e| restart_failed(c, e.to_string()))?;
-        // The kubelet's link of the old container, looked for while it runs:
-        // whether the start wait may sleep until the kubelet links the new one.
-        let linked = self.env.kubelet_links(old);
-        // Staged from the moment the move is tried: after any error the
-        // failure path looks where the manifest is and puts it back.
-        self.last_gate = None;
-        self.restore.staged = Some(c);
-        let staged = dirs
-            .stage(c)
-            .map_err(|e| restart_failed(c, e.to_string()))?;
-        crate::crash_point!("restart-after-stage");
-        tracing::info!(
-            component = c.name(),
-            old = health::short(old),
-            "manifest staged; waiting for the container to stop"
-        );
-        let t0 = Instant::now();
-        self.health()
-            .wait_stopped(c, old, self.env.g.stop_timeout)
-            .map_err(|e| self.gate_fail(e, Some(c)))?;
-        let stop_ms = t0.elapsed().as_millis() as u64;
-        crate::crash_point!("restart-after-stop");
-        // Watch for the kubelet's new container before the manifest goes
-        // back, so that its creation cannot slip by (a wake-up hint only).
-        let created = crate::tools::pidwatch::NewContainers::watch(
-            &self
-                .env
-                .root
-                .host_path()
-                .join(crate::node::paths::CONTAINER_LOGS_DIR),
-            linked,
-        );
-        match staged
-            .unstage(&dirs)
-            .map_err(|e| restart_failed(c, format!("putting the manifest back failed: {e}")))?
-        {
-            Restore::Conflict(msg) => {
-                self.restore.not_restored = Some(msg.clone());
-                self.restore.staged = None;
-                return Err(restart_failed(c, msg));
-            }
-            _ => self.restore.staged = None,
-        }
-        crate::crash_point!("restart-after-unstage");
-        let t1 = Instant::now();
-        let deadline = t1 + self.env.g.health_timeout;
-        let new = self
-            .health()
-            .wait_new_running(
-                c,
-                old,
-                deadline,
-                self.env.g.health_timeout,
-                created.as_ref(),
-            )
-            .map_err(|e| self.gate_fail(e, Some(c)))?;
-        // From now on every gate checks it still runs this container.
-        self.stay.push((c, new.clone()));
-        self.last_restart = Some(Instant::now());
-        let left = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
-        self.gate(left, Some(c))?;
-        let healthy_ms = t1.elapsed().as_millis() as u64;
-        Ok((new, stop_ms, healthy_ms))
-    }
-
-    /// Step 10.
-    fn postflight(&mut self) -> Result<(), Fail> {
-        let _step = Step::new("postflight");
-        // Until the last restart is --settle old (SPEC 4 step 10, v1.2): a
-        // component that crash-loops is caught by the gate after it,
-        // without a fixed wait per component.
-        if let Some(at) = self.last_restart {
-            let until = at + self.env.g.settle;
-            let wait = until.saturating_duration_since(Instant::now());
-            if !wait.is_zero() {
-                tracing::info!(
-                    settle_ms = wait.as_millis() as u64,
-                    "waiting until the last restart is --settle old"
-                );
-                health::sleep_until(
-                    Instant::now() + self.env.cancel.bound(wait),
-                    wait,
-                    self.env.cancel,
-                );
-                self.env.check_cancel(None)?;
-                self.last_gate = None;
-            }
-        }
-        self.gate(self.env.g.health_timeout, None)
-            .map_err(|mut f| {
-                // A restarted component that crashed since: its restart
-                // failed, wherever that was seen.
-                if !f.cancelled && !matches!(f.phase, Phase::Restart(_)) {
-                    f.phase = Phase::Postflight;
-                }
-                f
-            })?;
-        let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
-        if now_ca != self.phase.ca {
-            return Err(fail(
-                Phase::Postflight,
-                "a CA fingerprint changed during the renewal",
-            ));
-        }
-        let served = |what: &str,
-                      port: Result<u16, String>,
-                      name: &str,
-                      id: Result<crate::tools::tlsprobe::TlsIdentity, String>,
-                      disk: &str|
-         -> Result<(), Fail> {
-            let port = port.map_err(|e| fail(Phase::Postflight, e))?;
-            let id = id.map_err(|e| fail(Phase::Postflight, e))?;
-            // Never past the controller's deadline (SPEC 4, v1.1).
-            self.env.check_cancel(None)?;
-            let r = self
-                .env
-                .rt
-                .probe(
-                    port,
-                    name,
-                    &id,
-                    self.env.now(),
-                    None,
-                    self.env.cancel.bound(self.env.g.health_timeout),
-                )
-                .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
-            let disk_pem = self
-                .env
-                .root
-                .read_file(disk, crate::node::fsx::NODE_FILE_MAX, Trust::TypeOnly)
-                .map_err(|e| fail(Phase::Postflight, e.to_string()))?
-                .unwrap_or_default();
-            let disk_der = pki::parse_pem_certificate(&disk_pem)
-                .map_err(|e| fail(Phase::Postflight, e.to_string()))?
-                .der;
-            if r.peer_cert != disk_der {
-                return Err(fail(
-                    Phase::Postflight,
-                    format!(
-                        "{what} does not serve the renewed certificate {}",
-                        crate::node::paths::node(disk)
-                    ),
-                ));
-            }
-            Ok(())
-        };
-        served(
-            "kube-apiserver",
-            targets::apiserver_port(self.env.root),
-            "kubernetes",
-            targets::apiserver_identity(self.env.root),
-            "etc/kubernetes/pki/apiserver.crt",
-        )?;
-        served(
-            "etcd",
-            targets::etcd_port(self.env.root),
-            "127.0.0.1",
-            targets::etcd_identity(self.env.root),
-            "etc/kubernetes/pki/etcd/server.crt",
-        )?;
-        self.peer_served()
-    }
-
-    /// Postflight (SPEC 4 step 10, v1.2): etcd's peer port (its
-    /// `--listen-peer-urls`) presents the renewed `peer.crt`, asked as a
-    /// peer asks, presenting `peer.crt`. etcd reloads its files per
-    /// connection, so this proves the renewed files load, not the restart
-    /// (the new container IDs prove that). A peer URL on no address of this
-    /// host cannot be asked here: said in the log, not a failure.
-    fn peer_served(&self) -> Result<(), Fail> {
-        let pf = |m: String| fail(Phase::Postflight, m);
-        let manifest = self
-            .env
-            .root
-            .read_file(
-                &format!("{}/etcd.yaml", crate::node::paths::MANIFESTS_DIR),
-                crate::node::fsx::NODE_FILE_MAX,
-                Trust::TypeOnly,
-            )
-            .map_err(|e| pf(e.to_string()))?
-            .ok_or_else(|| pf("etcd.yaml is not in manifests/".into()))?;
-        let mut addr = manifests::etcd_peer_address(&manifest).map_err(pf)?;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-        }
-        if !crate::tools::live::is_local(addr.ip()) {
-            tracing::warn!(
-                peer = %addr,
-                "etcd's peer URL is not an address of this host: its certificate not asked"
-            );
-            return Ok(());
-        }
-        let read = |rel: &str| -> Result<Vec<u8>, Fail> {
-            self.env
-                .root
-                .read_file(rel, crate::node::fsx::NODE_FILE_MAX, Trust::TypeOnly)
-                .map_err(|e| pf(e.to_string()))?
-                .ok_or_else(|| pf(format!("{} does not exist", crate::node::paths::node(rel))))
-        };
-        let peer_pem = read("etc/kubernetes/pki/etcd/peer.crt")?;
-        let id = crate::tools::tlsprobe::TlsIdentity {
-            ca_pem: read("etc/kubernetes/pki/etcd/ca.crt")?,
-            client_cert_pem: peer_pem.clone(),
-            client_key_pem: read("etc/kubernetes/pki/etcd/peer.key")?,
-        };
-        self.env.check_cancel(None)?;
-        let name = addr.ip().to_string();
-        let a = self.env.rt.ask(&crate::tools::tlsprobe::Question {
-            host: addr.ip(),
-            port: addr.port(),
-            trust: crate::tools::tlsprobe::Trust::Pinned {
-                id: &id,
-                name: &name,
-            },
-            now: self.env.now(),
-            path: None,
-            body: None,
-            budget: self.env.cancel.bound(self.env.g.health_timeout),
-        });
-        if let Err(e) = &a.reply {
-            return Err(pf(format!("etcd's peer port {addr}: {e}")));
-        }
-        let disk = pki::parse_pem_certificate(&peer_pem)
-            .map_err(|e| pf(e.to_string()))?
-            .der;
-        if a.presented.as_deref() != Some(&disk[..]) || !a.proven {
-            return Err(pf(format!(
-                "etcd's peer port {addr} does not serve the renewed certificate /etc/kubernetes/pki/etcd/peer.crt"
-            )));
-        }
-        tracing::info!(peer = %addr, "etcd's peer port serves the renewed peer.crt");
-        Ok(())
-    }
-
-    fn steps(&mut self) -> Result<Success, Fail> {
-        // Right after the own-receipt check: an attempt that arrives after
-        // the controller's deadline fences itself, reading and changing
-        // nothing else (SPEC 4 "Deadline", v1.1); a signal already
-        // received is honoured here too.
-        if self.env.cancel.is_cancelled() {
-            self.at = Phase::Cancelled;
-            let mut f = cancelled(self.env.cancel, None);
-            f.message.push_str(
-                " before this attempt began: the phase file was not read, nothing changed",
-            );
-            return Err(f);
-        }
-        self.at = Phase::PhaseFile;
-        let start = self.phase.read_phase(&self.env)?;
-        self.env.check_cancel(None)?;
-        self.at = Phase::StagingConflict;
-        self.preflight()?;
-        self.env.check_cancel(None)?;
-        self.at = Phase::CaCheck;
-        self.ca_check()?;
-        self.at = Phase::Expiry;
-        let expiry_step = Step::new("expiry");
-        let pki = node_pki::read(self.env.root);
-        let now = self.env.now();
-        if start == Start::Fresh && !self.env.req.force() {
-            let errors = pki.errors();
-            if !errors.is_empty() {
-                return Err(fail(Phase::Expiry, errors.join("; ")));
-            }
-            let due = pki.leaves_due(now, self.env.g.threshold_days);
-            if due.is_empty() {
-                self.report.before = Some(pki.clone());
-                let soonest = pki
-                    .soonest_leaf(now)
-                    .map(|(n, d)| format!(" (soonest: {n} in {d} days)"))
-                    .unwrap_or_default();
-                return Ok(Success::Unchanged(format!(
-                    "no leaf expires within {} days{soonest}; nothing renewed, nothing restarted",
-                    self.env.g.threshold_days
-                )));
-            }
-        }
-        self.report.before = Some(pki);
-        drop(expiry_step);
-        for (tool, why) in self.env.rt.missing_tools() {
-            let phase = if tool == "kubeadm" && matches!(start, Start::Fresh | Start::Renewing) {
-                Phase::RenewCerts
-            } else if tool == "kubeadm" {
-                continue;
-            } else {
-                Phase::Health
-            };
-            return Err(fail(phase, format!("{why}; nothing was changed")));
-        }
-        self.env.check_cancel(None)?;
-        self.at = Phase::Health;
-        let health_step = Step::new("health");
-        self.gate(self.env.g.health_timeout, None)?;
-        drop(health_step);
-        self.env.check_cancel(None)?;
-        let mut progress = Progress::from(start);
-        if let Progress::Restart(_) = progress {
-            // Resumed between restarts: recorded again (the first write of
-            // a run that took over another operation supersedes it).
-            self.phase.record(&self.env, progress)?;
-        }
-        loop {
-            self.at = progress.failure_phase();
-            let next = progress.on_success();
-            match progress {
-                Progress::Renewing => {
-                    // kubeadm rewrites the certificates: the gate is run again.
-                    self.last_gate = None;
-                    self.renew()?;
-                    self.phase.record(&self.env, next)?;
-                }
-                Progress::Restart(Some(c)) => {
-                    self.env.check_cancel(Some(c))?;
-                    self.restart(c, next)?;
-                }
-                Progress::Restart(None) => {
-                    self.env.check_cancel(None)?;
-                    self.postflight()?;
-                }
-                Progress::Done => return Ok(Success::Renewed),
-            }
-            progress = next;
         }
     }
 }
@@ -1512,7 +753,7 @@ fn cert_rows(
         .collect()
 }
 
-/// Step 1: the state directory, the lock, the owner record and the log
+/// StepLog 1: the state directory, the lock, the owner record and the log
 /// file; a report when the run cannot go on.
 fn lock_and_log(
     root: &Root,
@@ -1606,7 +847,7 @@ fn lock_and_log(
     Ok((state, guard))
 }
 
-/// Step 2: this operation's own receipt first: replayed when it exists.
+/// StepLog 2: this operation's own receipt first: replayed when it exists.
 fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
     let Request::V2 { id, .. } = req else {
         return None;
@@ -1679,7 +920,8 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         },
         restore: RestoreState::default(),
         report: RunReport::default(),
-        at: Phase::PhaseFile,
+        step: Step::FIRST,
+        start: Start::Fresh,
         last_gate: None,
         sandboxes: health::Sandboxes::default(),
         stay: Vec::new(),
@@ -1693,11 +935,14 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.steps()))
         .unwrap_or_else(|payload| {
             let why = panic_message(payload.as_ref());
-            tracing::error!(phase = %run.at, "internal error (a panic): {why}");
+            tracing::error!(phase = %run.step.phase(), "internal error (a panic): {why}");
             Err(Fail {
-                phase: run.at,
-                message: format!("internal error (a panic) at phase {}: {why}", run.at),
-                component: run.restore.staged.or(match run.at {
+                phase: run.step.phase(),
+                message: format!(
+                    "internal error (a panic) at phase {}: {why}",
+                    run.step.phase()
+                ),
+                component: run.restore.staged.or(match run.step.phase() {
                     Phase::Restart(c) => Some(c),
                     _ => None,
                 }),
@@ -1765,7 +1010,9 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
             .as_ref()
             .map(|d| inspect::lookup_receipt(Some(d), id))
         {
-            let mut r = run.env.make_receipt(id, outcome, run.at, &message, None);
+            let mut r = run
+                .env
+                .make_receipt(id, outcome, run.step.phase(), &message, None);
             r.restarts = run.report.restarts.clone();
             written = run.phase.write_receipt(&r).is_ok();
         }
@@ -1773,7 +1020,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     let doc = run.result(
         &Ending {
             outcome,
-            phase: run.at,
+            phase: run.step.phase(),
             message: message.clone(),
             notes: Vec::new(),
             failed_component: None,

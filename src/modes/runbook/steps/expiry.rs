@@ -1,0 +1,34 @@
+//! Step 6: is any leaf due. Fresh work that is not forced ends here,
+//! `unchanged`, when none is.
+
+use crate::modes::runbook::*;
+
+impl Run<'_> {
+    /// The certificates before the run touches them; `Some(unchanged)` when
+    /// fresh, unforced work finds no leaf due.
+    pub(in crate::modes::runbook) fn expiry(&mut self) -> Result<Option<Success>, Fail> {
+        let _step = StepLog::new("expiry");
+        let pki = node_pki::read(self.env.root);
+        let now = self.env.now();
+        if self.start == Start::Fresh && !self.env.req.force() {
+            let errors = pki.errors();
+            if !errors.is_empty() {
+                return Err(fail(Phase::Expiry, errors.join("; ")));
+            }
+            let due = pki.leaves_due(now, self.env.g.threshold_days);
+            if due.is_empty() {
+                self.report.before = Some(pki.clone());
+                let soonest = pki
+                    .soonest_leaf(now)
+                    .map(|(n, d)| format!(" (soonest: {n} in {d} days)"))
+                    .unwrap_or_default();
+                return Ok(Some(Success::Unchanged(format!(
+                    "no leaf expires within {} days{soonest}; nothing renewed, nothing restarted",
+                    self.env.g.threshold_days
+                ))));
+            }
+        }
+        self.report.before = Some(pki);
+        Ok(None)
+    }
+}

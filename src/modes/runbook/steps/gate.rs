@@ -1,0 +1,107 @@
+//! Step 7: the tools the next steps need, and the health gate: the
+//! whole local control plane healthy before anything changes; the gate's
+//! helpers, which the restarts and the postflight ask again.
+
+use crate::modes::runbook::*;
+
+/// A gate that passed this recently, with no manifest moved and no
+/// certificate renewed since, is the
+/// "whole health gate again" of SPEC 4 step 9 for the next component and
+/// the postflight's (it is the same check, a moment later).
+const GATE_FRESH: Duration = Duration::from_secs(1);
+
+impl Run<'_> {
+    pub(in crate::modes::runbook) fn health(&self) -> Health<'_> {
+        Health {
+            rt: self.env.rt,
+            root: self.env.root,
+            cancel: self.env.cancel,
+            now: self.env.now(),
+            sandboxes: &self.sandboxes,
+            stay: &self.stay,
+        }
+    }
+
+    /// The whole health gate (SPEC 4 step 7): the one that just passed when
+    /// it is fresh, else a new wait for it.
+    pub(in crate::modes::runbook) fn gate(
+        &mut self,
+        timeout: Duration,
+        component: Option<Component>,
+    ) -> Result<GateOk, Fail> {
+        if let Some((at, ok)) = &self.last_gate {
+            let ago = at.elapsed();
+            if ago < GATE_FRESH {
+                tracing::info!(
+                    ms_ago = ago.as_millis() as u64,
+                    "health gate passed a moment ago, nothing moved since: not repeated"
+                );
+                let ok = ok.clone();
+                self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+                return Ok(ok);
+            }
+        }
+        let ok = self
+            .health()
+            .wait_gate(timeout)
+            .map_err(|e| self.gate_fail(e, component))?;
+        self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+        self.last_gate = Some((Instant::now(), ok.clone()));
+        Ok(ok)
+    }
+
+    pub(in crate::modes::runbook) fn gate_fail(
+        &self,
+        e: GateError,
+        component: Option<Component>,
+    ) -> Fail {
+        match e {
+            GateError::Cancelled => cancelled(self.env.cancel, component),
+            // A component restarted earlier that crashed since: its
+            // restart is what failed.
+            GateError::Structural {
+                phase: Phase::Restart(crashed),
+                message,
+            } => restart_failed(crashed, message),
+            GateError::Structural { phase, message } => Fail {
+                phase,
+                message,
+                component,
+                cancelled: false,
+            },
+            GateError::TimedOut { message } => Fail {
+                phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
+                message,
+                component,
+                cancelled: false,
+            },
+        }
+    }
+
+    /// Step 7: a tool the next steps need and cannot find fails at once,
+    /// nothing changed; then the gate. Resumed between restarts, the phase
+    /// file is recorded again (the first write of a run that took over
+    /// another operation supersedes it).
+    pub(in crate::modes::runbook) fn gate_step(&mut self) -> Result<(), Fail> {
+        let start = self.start;
+        for (tool, why) in self.env.rt.missing_tools() {
+            let phase = if tool == "kubeadm" && matches!(start, Start::Fresh | Start::Renewing) {
+                Phase::RenewCerts
+            } else if tool == "kubeadm" {
+                continue;
+            } else {
+                Phase::Health
+            };
+            return Err(fail(phase, format!("{why}; nothing was changed")));
+        }
+        self.env.check_cancel(None)?;
+        let health_step = StepLog::new("health");
+        self.gate(self.env.g.health_timeout, None)?;
+        drop(health_step);
+        self.env.check_cancel(None)?;
+        if let Start::Restart(next) = start {
+            self.phase.record(&self.env, Progress::Restart(next))?;
+        }
+        Ok(())
+    }
+}

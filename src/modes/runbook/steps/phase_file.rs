@@ -1,0 +1,27 @@
+//! Before anything is read, the deadline; then step 3: the phase file, and
+//! where the work starts.
+
+use crate::modes::runbook::*;
+
+impl Run<'_> {
+    /// Right after the own-receipt check: an attempt that arrives after the
+    /// controller's deadline fences itself, reading and changing nothing
+    /// else (SPEC 4 "Deadline", v1.1); a signal already received is
+    /// honoured here too.
+    pub(in crate::modes::runbook) fn deadline(&mut self) -> Result<(), Fail> {
+        if self.env.cancel.is_cancelled() {
+            let mut f = cancelled(self.env.cancel, None);
+            f.message.push_str(
+                " before this attempt began: the phase file was not read, nothing changed",
+            );
+            return Err(f);
+        }
+        Ok(())
+    }
+
+    /// Step 3: read the phase file; `start` is where the work begins.
+    pub(in crate::modes::runbook) fn phase_file(&mut self) -> Result<(), Fail> {
+        self.start = self.phase.read_phase(&self.env)?;
+        self.env.check_cancel(None)
+    }
+}

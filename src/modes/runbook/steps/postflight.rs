@@ -1,0 +1,180 @@
+//! Step 10: the postflight.
+
+use crate::modes::runbook::*;
+
+impl Run<'_> {
+    /// StepLog 10.
+    pub(in crate::modes::runbook) fn postflight(&mut self) -> Result<(), Fail> {
+        let _step = StepLog::new("postflight");
+        // Until the last restart is --settle old (SPEC 4 step 10, v1.2): a
+        // component that crash-loops is caught by the gate after it,
+        // without a fixed wait per component.
+        if let Some(at) = self.last_restart {
+            let until = at + self.env.g.settle;
+            let wait = until.saturating_duration_since(Instant::now());
+            if !wait.is_zero() {
+                tracing::info!(
+                    settle_ms = wait.as_millis() as u64,
+                    "waiting until the last restart is --settle old"
+                );
+                health::sleep_until(
+                    Instant::now() + self.env.cancel.bound(wait),
+                    wait,
+                    self.env.cancel,
+                );
+                self.env.check_cancel(None)?;
+                self.last_gate = None;
+            }
+        }
+        self.gate(self.env.g.health_timeout, None)
+            .map_err(|mut f| {
+                // A restarted component that crashed since: its restart
+                // failed, wherever that was seen.
+                if !f.cancelled && !matches!(f.phase, Phase::Restart(_)) {
+                    f.phase = Phase::Postflight;
+                }
+                f
+            })?;
+        let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
+        if now_ca != self.phase.ca {
+            return Err(fail(
+                Phase::Postflight,
+                "a CA fingerprint changed during the renewal",
+            ));
+        }
+        let served = |what: &str,
+                      port: Result<u16, String>,
+                      name: &str,
+                      id: Result<crate::tools::tlsprobe::TlsIdentity, String>,
+                      disk: &str|
+         -> Result<(), Fail> {
+            let port = port.map_err(|e| fail(Phase::Postflight, e))?;
+            let id = id.map_err(|e| fail(Phase::Postflight, e))?;
+            // Never past the controller's deadline (SPEC 4, v1.1).
+            self.env.check_cancel(None)?;
+            let r = self
+                .env
+                .rt
+                .probe(
+                    port,
+                    name,
+                    &id,
+                    self.env.now(),
+                    None,
+                    self.env.cancel.bound(self.env.g.health_timeout),
+                )
+                .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
+            let disk_pem = self
+                .env
+                .root
+                .read_file(disk, crate::node::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                .map_err(|e| fail(Phase::Postflight, e.to_string()))?
+                .unwrap_or_default();
+            let disk_der = pki::parse_pem_certificate(&disk_pem)
+                .map_err(|e| fail(Phase::Postflight, e.to_string()))?
+                .der;
+            if r.peer_cert != disk_der {
+                return Err(fail(
+                    Phase::Postflight,
+                    format!(
+                        "{what} does not serve the renewed certificate {}",
+                        crate::node::paths::node(disk)
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        served(
+            "kube-apiserver",
+            targets::apiserver_port(self.env.root),
+            "kubernetes",
+            targets::apiserver_identity(self.env.root),
+            "etc/kubernetes/pki/apiserver.crt",
+        )?;
+        served(
+            "etcd",
+            targets::etcd_port(self.env.root),
+            "127.0.0.1",
+            targets::etcd_identity(self.env.root),
+            "etc/kubernetes/pki/etcd/server.crt",
+        )?;
+        self.peer_served()
+    }
+
+    /// Postflight (SPEC 4 step 10, v1.2): etcd's peer port (its
+    /// `--listen-peer-urls`) presents the renewed `peer.crt`, asked as a
+    /// peer asks, presenting `peer.crt`. etcd reloads its files per
+    /// connection, so this proves the renewed files load, not the restart
+    /// (the new container IDs prove that). A peer URL on no address of this
+    /// host cannot be asked here: said in the log, not a failure.
+    pub(in crate::modes::runbook) fn peer_served(&self) -> Result<(), Fail> {
+        let pf = |m: String| fail(Phase::Postflight, m);
+        let manifest = self
+            .env
+            .root
+            .read_file(
+                &format!("{}/etcd.yaml", crate::node::paths::MANIFESTS_DIR),
+                crate::node::fsx::NODE_FILE_MAX,
+                Trust::TypeOnly,
+            )
+            .map_err(|e| pf(e.to_string()))?
+            .ok_or_else(|| pf("etcd.yaml is not in manifests/".into()))?;
+        let mut addr = manifests::etcd_peer_address(&manifest).map_err(pf)?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        if !crate::tools::live::is_local(addr.ip()) {
+            tracing::warn!(
+                peer = %addr,
+                "etcd's peer URL is not an address of this host: its certificate not asked"
+            );
+            return Ok(());
+        }
+        let read = |rel: &str| -> Result<Vec<u8>, Fail> {
+            self.env
+                .root
+                .read_file(rel, crate::node::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+                .map_err(|e| pf(e.to_string()))?
+                .ok_or_else(|| pf(format!("{} does not exist", crate::node::paths::node(rel))))
+        };
+        let peer_pem = read("etc/kubernetes/pki/etcd/peer.crt")?;
+        let id = crate::tools::tlsprobe::TlsIdentity {
+            ca_pem: read("etc/kubernetes/pki/etcd/ca.crt")?,
+            client_cert_pem: peer_pem.clone(),
+            client_key_pem: read("etc/kubernetes/pki/etcd/peer.key")?,
+        };
+        self.env.check_cancel(None)?;
+        let name = addr.ip().to_string();
+        let a = self.env.rt.ask(&crate::tools::tlsprobe::Question {
+            host: addr.ip(),
+            port: addr.port(),
+            trust: crate::tools::tlsprobe::Trust::Pinned {
+                id: &id,
+                name: &name,
+            },
+            now: self.env.now(),
+            path: None,
+            body: None,
+            budget: self.env.cancel.bound(self.env.g.health_timeout),
+        });
+        if let Err(e) = &a.reply {
+            return Err(pf(format!("etcd's peer port {addr}: {e}")));
+        }
+        let disk = pki::parse_pem_certificate(&peer_pem)
+            .map_err(|e| pf(e.to_string()))?
+            .der;
+        if a.presented.as_deref() != Some(&disk[..]) || !a.proven {
+            return Err(pf(format!(
+                "etcd's peer port {addr} does not serve the renewed certificate /etc/kubernetes/pki/etcd/peer.crt"
+            )));
+        }
+        tracing::info!(peer = %addr, "etcd's peer port serves the renewed peer.crt");
+        Ok(())
+    }
+
+    /// Step 10, unless a signal came.
+    pub(in crate::modes::runbook) fn postflight_step(&mut self) -> Result<(), Fail> {
+        self.env.check_cancel(None)?;
+        self.postflight()
+    }
+}
