@@ -246,7 +246,7 @@ pub fn advise(
         }
         _ => {}
     }
-    warnings.extend(crate::modes::check::stray_warnings(m));
+    warnings.extend(m.stray_warnings());
     warnings.extend(s.pki.warnings(now, threshold));
     warnings.extend(s.pki.errors());
     warnings.extend(s.kubelet.warnings(now, threshold));
@@ -328,7 +328,7 @@ pub fn advise(
         }
         // What the fencing check would put back (the runbook's staging
         // only); the other pods that are down get steps of their own.
-        let fence_restores = crate::modes::status::staged_not_active(m);
+        let fence_restores = m.staged_not_active();
         let down_steps = |next: &mut Vec<NextStep>, c: Component| {
             let v = &m.manifests[&c];
             if v.runbook_staged && !v.agent_staged {
@@ -658,4 +658,32 @@ fn command_split(c: &str, width: Option<usize>) -> Vec<String> {
         words.push(cur);
     }
     crate::modes::screen::command_lines(&words, 5, width)
+}
+
+/// How this run's commands name the runbook and the node.
+pub fn commands(g: &crate::modes::cli::Global, s: &NodeSnapshot) -> Commands {
+    let program = std::env::args_os()
+        .next()
+        .and_then(|a| a.into_string().ok())
+        .filter(|a| a.contains('/'))
+        .unwrap_or_else(|| "nvke-cert-runbook".to_string());
+    let c = Commands {
+        program,
+        root: (!crate::modes::cli::is_host_root(&g.root)).then(|| g.root.display().to_string()),
+        lock: None,
+    };
+    let lock_file = matches!(
+        s.lock.probe,
+        Ok(crate::node::lock::Probe::Free | crate::node::lock::Probe::Held(_))
+    );
+    Commands {
+        lock: lock_file.then(|| {
+            c.host(&format!(
+                "{}/{}",
+                crate::node::paths::STATE_DIR,
+                crate::node::paths::LOCK_FILE
+            ))
+        }),
+        ..c
+    }
 }

@@ -6,7 +6,6 @@ use crate::modes::cli::Global;
 use crate::modes::output::{self, Report};
 use crate::node::fsx::Root;
 use crate::node::inspect::RunbookIntent;
-use crate::node::manifests::ManifestsReport;
 use crate::node::snapshot::NodeSnapshot;
 use crate::rules::agent::AgentIntent;
 use crate::rules::expiry;
@@ -172,66 +171,6 @@ pub fn decide(f: &Facts) -> Verdict {
     }
 }
 
-/// Manifest problems that fail a check: any of the four staged or missing
-/// (or refused), a file of `manifests/` refused as hostile (SPEC 10,
-/// "Bounded reads"), and anything unexpected in the runbook's staging
-/// directory.
-pub fn manifest_problems(m: &ManifestsReport) -> Vec<String> {
-    let mut v = Vec::new();
-    if let Some(e) = &m.manifests_dir_error {
-        v.push(e.clone());
-    }
-    v.extend(m.hostile.iter().cloned());
-    for (c, view) in &m.manifests {
-        if let Some(e) = &view.error {
-            v.push(e.clone());
-            continue;
-        }
-        let mut where_: Vec<&str> = Vec::new();
-        if view.runbook_staged {
-            where_.push("the runbook's staging directory");
-        }
-        if view.agent_staged {
-            where_.push("the node agent's staging directory");
-        }
-        if !view.active && where_.is_empty() {
-            v.push(format!("{c} manifest is missing"));
-        } else if !view.active {
-            v.push(format!(
-                "{c} manifest is staged in {} and not active",
-                where_.join(" and ")
-            ));
-        } else if !where_.is_empty() {
-            v.push(format!(
-                "{c} manifest is both active and staged in {}",
-                where_.join(" and ")
-            ));
-        }
-    }
-    for (view, who) in [
-        (&m.runbook_staging, "runbook"),
-        (&m.agent_staging, "node agent"),
-    ] {
-        if let Some(e) = &view.error {
-            v.push(format!("{who} staging directory: {e}"));
-        }
-    }
-    for name in &m.runbook_staging.unexpected {
-        v.push(format!(
-            "unexpected entry {}/{name} in the runbook's staging directory",
-            m.runbook_staging.path
-        ));
-    }
-    v
-}
-
-pub fn stray_warnings(m: &ManifestsReport) -> Vec<String> {
-    m.strays
-        .iter()
-        .map(|s| format!("stray manifest {}: {}", s.path, s.reason))
-        .collect()
-}
-
 /// The facts of a snapshot, at the clock and threshold (pure).
 pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32) -> Facts {
     let mut facts = Facts {
@@ -246,7 +185,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     }
     facts.runbook = Some(s.phase.intent.clone());
     facts.agent = Some(s.agent.clone());
-    facts.manifest_problems = manifest_problems(&s.manifests);
+    facts.manifest_problems = s.manifests.problems();
     facts.pki_errors = s.pki.errors();
     // The kubelet's configuration over a bound (SPEC 10): refused, named.
     facts.pki_errors.extend(s.kubelet.hostile.clone());
@@ -267,7 +206,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
             w.words(now)
         ));
     }
-    facts.warnings.extend(stray_warnings(&s.manifests));
+    facts.warnings.extend(s.manifests.stray_warnings());
     facts.warnings.extend(s.kubelet.expired(now));
     facts.warnings.extend(s.kubelet.unreadable());
     facts.warnings.extend(s.kubelet.warnings(now, threshold));
@@ -330,13 +269,13 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
             &mut text,
             &s.lock.describe(),
             &s.phase.describe(),
-            &agent_summary(&s.agent),
+            &s.agent.summary(),
             &s.manifests,
         );
         text.push('\n');
         crate::modes::live::text(&mut text, &observed, &judged);
         text.push('\n');
-        crate::modes::status::text_conflicts(&mut text, &conflicts, g.wide);
+        crate::modes::screen::text_conflicts(&mut text, &conflicts, g.wide);
     }
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
@@ -352,7 +291,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         output::text_kubelet(&mut text, &kubelet, s.kubelet.note.as_deref());
         if verdict.decision == Decision::Failed {
             // The verdict again, and what to do, last.
-            let cmd = crate::modes::status::commands(g, &s);
+            let cmd = crate::modes::advice::commands(g, &s);
             let advice = crate::modes::advice::advise(
                 &s,
                 &verdict.reasons,
@@ -362,7 +301,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
                 threshold,
             );
             text.push('\n');
-            text.push_str(&crate::modes::status::closing(&head, code, term.width));
+            text.push_str(&crate::modes::screen::closing(&head, code, term.width));
             crate::modes::advice::render_next(&mut text, &advice.next, term.width);
         }
     }
@@ -405,24 +344,6 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         code,
         json: crate::contract::to_json(&document),
         text,
-    }
-}
-
-pub fn agent_summary(a: &AgentIntent) -> String {
-    match a {
-        AgentIntent::Absent => "absent (no typed intent)".to_string(),
-        AgentIntent::Idle { phase, .. } => format!("idle ({phase})"),
-        AgentIntent::Pending {
-            phase,
-            operation_id,
-        } => format!(
-            "pending ({phase}{})",
-            operation_id
-                .as_deref()
-                .map(|i| format!(", operation {i}"))
-                .unwrap_or_default()
-        ),
-        AgentIntent::Unknown { reason } => format!("unknown: {reason}"),
     }
 }
 

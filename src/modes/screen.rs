@@ -241,6 +241,83 @@ pub fn command_lines(words: &[String], indent: usize, width: Option<usize>) -> V
     lines
 }
 
+/// The verdict again with the exit code, which is never split from it:
+/// on the same line when it fits, else on the next.
+pub(crate) fn closing(head: &str, code: u8, width: Option<usize>) -> String {
+    let tail = format!("[exit {code}]");
+    if width.is_none_or(|w| head.chars().count() + 1 + tail.len() <= w) {
+        format!("{head} {tail}\n")
+    } else {
+        format!("{head}\n{tail}\n")
+    }
+}
+
+/// The copies of each staging conflict, compared.
+pub(crate) fn text_conflicts(
+    out: &mut String,
+    conflicts: &[crate::contract::StagingConflict],
+    wide: bool,
+) {
+    for k in conflicts {
+        let verdict = match k.identical {
+            Some(true) => "IDENTICAL",
+            Some(false) => "DIFFER",
+            None => "UNREADABLE",
+        };
+        let who = if k.staging == "agent" {
+            "agent"
+        } else {
+            "runbook"
+        };
+        out.push_str(&format!(
+            "CONFLICT {}: active and staged ({who}) copies {verdict}\n",
+            k.component
+        ));
+        for (label, c, newer) in [
+            ("active", &k.active, "active"),
+            ("staged", &k.staged, "staged"),
+        ] {
+            out.push_str(&format!("  {label}  {}\n", c.path));
+            match (&c.sha256, c.size, &c.error) {
+                (Some(h), Some(n), _) => {
+                    let when = c
+                        .modified_at
+                        .as_ref()
+                        .map(|t| format!(", modified {}", t.0))
+                        .unwrap_or_default();
+                    let mark = if k.newer.as_deref() == Some(newer) {
+                        " (newer)"
+                    } else {
+                        ""
+                    };
+                    out.push_str(&format!("    {n} bytes{when}{mark}\n"));
+                    out.push_str(&format!("    sha256 {}\n", h.0));
+                }
+                (_, _, Some(e)) => out.push_str(&format!(
+                    "    UNREADABLE: {}\n",
+                    crate::modes::output::escape(e)
+                )),
+                _ => out.push_str("    UNREADABLE\n"),
+            }
+        }
+        let shown = if wide {
+            k.diff.len()
+        } else {
+            k.diff.len().min(24)
+        };
+        for l in &k.diff[..shown] {
+            out.push_str(&format!("  {}\n", crate::modes::output::escape(l)));
+        }
+        if shown < k.diff.len() {
+            out.push_str(&format!(
+                "  ({} more diff lines: --wide, or diff -u the two paths)\n",
+                k.diff.len() - shown
+            ));
+        }
+        out.push('\n');
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

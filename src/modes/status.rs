@@ -3,7 +3,6 @@
 
 use crate::contract as doc;
 use crate::modes::advice;
-use crate::modes::check::agent_summary;
 use crate::modes::cli::{Global, ReceiptFilter};
 use crate::modes::output::{self, Report};
 use crate::node::conflict;
@@ -54,21 +53,10 @@ impl FencePlan {
     }
 }
 
-/// The four manifests that are in the runbook's staging directory and not
-/// in `manifests/`, neither refused: what a dead run's exit would have put
-/// back. A manifest both staged and active is never moved.
-pub fn staged_not_active(m: &ManifestsReport) -> Vec<Component> {
-    m.manifests
-        .iter()
-        .filter(|(_, v)| v.runbook_staged && !v.active && v.error.is_none())
-        .map(|(c, _)| *c)
-        .collect()
-}
-
 /// Pure: decide the fencing action from the receipt lookup, the phase file
 /// and where the manifests are.
 pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsReport) -> FencePlan {
-    let restore = staged_not_active(m);
+    let restore = m.staged_not_active();
     match receipt {
         ReceiptLookup::Found(r) => {
             return FencePlan::Confirm {
@@ -151,7 +139,7 @@ pub fn not_clean_reasons(
         RunbookIntent::Malformed(e) => v.push(format!("phase file: {e}")),
         _ => {}
     }
-    v.extend(crate::modes::check::manifest_problems(m));
+    v.extend(m.problems());
     for (view, who) in [
         (&m.runbook_staging, "runbook"),
         (&m.agent_staging, "node agent"),
@@ -188,31 +176,6 @@ pub struct Ask<'a> {
     /// The signals that stop an evidence bundle (SPEC 6, v1.2): asked
     /// between its entries and before it gets its name.
     pub cancel: Option<&'a Cancel>,
-}
-
-/// How this run's commands name the runbook and the node.
-pub fn commands(g: &Global, s: &NodeSnapshot) -> advice::Commands {
-    let program = std::env::args_os()
-        .next()
-        .and_then(|a| a.into_string().ok())
-        .filter(|a| a.contains('/'))
-        .unwrap_or_else(|| "nvke-cert-runbook".to_string());
-    let c = advice::Commands {
-        program,
-        root: (!crate::modes::cli::is_host_root(&g.root)).then(|| g.root.display().to_string()),
-        lock: None,
-    };
-    let lock_file = matches!(s.lock.probe, Ok(lock::Probe::Free | lock::Probe::Held(_)));
-    advice::Commands {
-        lock: lock_file.then(|| {
-            c.host(&format!(
-                "{}/{}",
-                crate::node::paths::STATE_DIR,
-                crate::node::paths::LOCK_FILE
-            ))
-        }),
-        ..c
-    }
 }
 
 /// The headline: the verdict, its severity and the counts.
@@ -254,78 +217,6 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
         (true, false) => format!("NODE: {verdict} ({counts})"),
         (false, true) => format!("NODE: {verdict}: {detail}"),
         (false, false) => format!("NODE: {verdict}: {detail} ({counts})"),
-    }
-}
-
-/// The verdict again with the exit code, which is never split from it:
-/// on the same line when it fits, else on the next.
-pub(crate) fn closing(head: &str, code: u8, width: Option<usize>) -> String {
-    let tail = format!("[exit {code}]");
-    if width.is_none_or(|w| head.chars().count() + 1 + tail.len() <= w) {
-        format!("{head} {tail}\n")
-    } else {
-        format!("{head}\n{tail}\n")
-    }
-}
-
-/// The copies of each staging conflict, compared.
-pub(crate) fn text_conflicts(out: &mut String, conflicts: &[doc::StagingConflict], wide: bool) {
-    for k in conflicts {
-        let verdict = match k.identical {
-            Some(true) => "IDENTICAL",
-            Some(false) => "DIFFER",
-            None => "UNREADABLE",
-        };
-        let who = if k.staging == "agent" {
-            "agent"
-        } else {
-            "runbook"
-        };
-        out.push_str(&format!(
-            "CONFLICT {}: active and staged ({who}) copies {verdict}\n",
-            k.component
-        ));
-        for (label, c, newer) in [
-            ("active", &k.active, "active"),
-            ("staged", &k.staged, "staged"),
-        ] {
-            out.push_str(&format!("  {label}  {}\n", c.path));
-            match (&c.sha256, c.size, &c.error) {
-                (Some(h), Some(n), _) => {
-                    let when = c
-                        .modified_at
-                        .as_ref()
-                        .map(|t| format!(", modified {}", t.0))
-                        .unwrap_or_default();
-                    let mark = if k.newer.as_deref() == Some(newer) {
-                        " (newer)"
-                    } else {
-                        ""
-                    };
-                    out.push_str(&format!("    {n} bytes{when}{mark}\n"));
-                    out.push_str(&format!("    sha256 {}\n", h.0));
-                }
-                (_, _, Some(e)) => {
-                    out.push_str(&format!("    UNREADABLE: {}\n", output::escape(e)))
-                }
-                _ => out.push_str("    UNREADABLE\n"),
-            }
-        }
-        let shown = if wide {
-            k.diff.len()
-        } else {
-            k.diff.len().min(24)
-        };
-        for l in &k.diff[..shown] {
-            out.push_str(&format!("  {}\n", output::escape(l)));
-        }
-        if shown < k.diff.len() {
-            out.push_str(&format!(
-                "  ({} more diff lines: --wide, or diff -u the two paths)\n",
-                k.diff.len() - shown
-            ));
-        }
-        out.push('\n');
     }
 }
 
@@ -434,7 +325,7 @@ pub fn view(
         (receipts.count, &receipts.recent, receipts.asked.as_ref());
     let m = &s.manifests;
     let term = g.term;
-    let cmd = commands(g, &s);
+    let cmd = advice::commands(g, &s);
 
     let foreign = manifests::not_a_control_plane(root, m);
     let judged = observed.judged();
@@ -558,13 +449,13 @@ pub fn view(
             &mut text,
             &s.lock.describe(),
             &s.phase.describe(),
-            &agent_summary(&s.agent),
+            &s.agent.summary(),
             m,
         );
         text.push('\n');
         crate::modes::live::text(&mut text, observed, &judged);
         text.push('\n');
-        text_conflicts(&mut text, &conflicts, g.wide);
+        crate::modes::screen::text_conflicts(&mut text, &conflicts, g.wide);
         if let (Some(id), Some(asked), Some(plan)) = (id, asked, &plan) {
             let r = match asked {
                 ReceiptLookup::Absent if unknown_id.is_some() => {
@@ -674,7 +565,7 @@ pub fn view(
         // The verdict again (with the exit code, the evidence's included),
         // and what to do, last: what a scrolled terminal still shows.
         text.push('\n');
-        text.push_str(&closing(&head, code, term.width));
+        text.push_str(&crate::modes::screen::closing(&head, code, term.width));
         advice::render_next(&mut text, &advice.next, term.width);
     }
     Report {
@@ -1016,7 +907,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
     let completed = match StateDir::new(&state).completed() {
         Ok(c) => c,
         Err(e) => {
-            let pb = put_back(root, &m, &staged_not_active(&m), &mut owner);
+            let pb = put_back(root, &m, &m.staged_not_active(), &mut owner);
             let message = format!("receipts directory: {e}{}", pb.describe());
             return unconfirmed_after(
                 exit::FAILED,
@@ -1490,7 +1381,7 @@ mod tests {
         .unwrap();
         leave_staged(t.path(), Component::Etcd);
         let m = manifests::inspect(&Root::open(t.path()).unwrap());
-        assert_eq!(staged_not_active(&m), [Component::Etcd]);
+        assert_eq!(m.staged_not_active(), [Component::Etcd]);
     }
 
     /// SPEC 6: the operator view of a clean node is clean (exit 0) and
@@ -1721,7 +1612,8 @@ mod tests {
             m.hostile,
             vec!["/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 100000 nodes); refusing to read it".to_string()]
         );
-        assert!(crate::modes::check::manifest_problems(&m)
+        assert!(m
+            .problems()
             .iter()
             .any(|p| p.contains("bomb.yaml is hostile YAML")));
         // And the put-back itself never reads it: placement alone.

@@ -530,6 +530,85 @@ pub fn renewed_mounts(bytes: &[u8]) -> Option<(String, Vec<String>)> {
     (!mounts.is_empty()).then_some((name, mounts))
 }
 
+/// What an operator is told of `manifests/` and the staging directories
+/// (check, the operator view and the fencing check say it alike).
+impl ManifestsReport {
+    /// Manifest problems that fail a check: any of the four staged or missing
+    /// (or refused), a file of `manifests/` refused as hostile (SPEC 10,
+    /// "Bounded reads"), and anything unexpected in the runbook's staging
+    /// directory.
+    pub fn problems(&self) -> Vec<String> {
+        let m = self;
+        let mut v = Vec::new();
+        if let Some(e) = &m.manifests_dir_error {
+            v.push(e.clone());
+        }
+        v.extend(m.hostile.iter().cloned());
+        for (c, view) in &m.manifests {
+            if let Some(e) = &view.error {
+                v.push(e.clone());
+                continue;
+            }
+            let mut where_: Vec<&str> = Vec::new();
+            if view.runbook_staged {
+                where_.push("the runbook's staging directory");
+            }
+            if view.agent_staged {
+                where_.push("the node agent's staging directory");
+            }
+            if !view.active && where_.is_empty() {
+                v.push(format!("{c} manifest is missing"));
+            } else if !view.active {
+                v.push(format!(
+                    "{c} manifest is staged in {} and not active",
+                    where_.join(" and ")
+                ));
+            } else if !where_.is_empty() {
+                v.push(format!(
+                    "{c} manifest is both active and staged in {}",
+                    where_.join(" and ")
+                ));
+            }
+        }
+        for (view, who) in [
+            (&m.runbook_staging, "runbook"),
+            (&m.agent_staging, "node agent"),
+        ] {
+            if let Some(e) = &view.error {
+                v.push(format!("{who} staging directory: {e}"));
+            }
+        }
+        for name in &m.runbook_staging.unexpected {
+            v.push(format!(
+                "unexpected entry {}/{name} in the runbook's staging directory",
+                m.runbook_staging.path
+            ));
+        }
+        v
+    }
+
+    /// The strays of `manifests/`, as warnings.
+    pub fn stray_warnings(&self) -> Vec<String> {
+        let m = self;
+        m.strays
+            .iter()
+            .map(|s| format!("stray manifest {}: {}", s.path, s.reason))
+            .collect()
+    }
+
+    /// The four manifests that are in the runbook's staging directory and not
+    /// in `manifests/`, neither refused: what a dead run's exit would have put
+    /// back. A manifest both staged and active is never moved.
+    pub fn staged_not_active(&self) -> Vec<Component> {
+        let m = self;
+        m.manifests
+            .iter()
+            .filter(|(_, v)| v.runbook_staged && !v.active && v.error.is_none())
+            .map(|(c, _)| *c)
+            .collect()
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests plant files in their temp dirs
 mod tests {

@@ -101,6 +101,28 @@ fn parse(bytes: &[u8]) -> Result<AgentIntent, String> {
     })
 }
 
+impl AgentIntent {
+    /// The intent in a few words (check and the operator view).
+    pub fn summary(&self) -> String {
+        let a = self;
+        match a {
+            AgentIntent::Absent => "absent (no typed intent)".to_string(),
+            AgentIntent::Idle { phase, .. } => format!("idle ({phase})"),
+            AgentIntent::Pending {
+                phase,
+                operation_id,
+            } => format!(
+                "pending ({phase}{})",
+                operation_id
+                    .as_deref()
+                    .map(|i| format!(", operation {i}"))
+                    .unwrap_or_default()
+            ),
+            AgentIntent::Unknown { reason } => format!("unknown: {reason}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
