@@ -10,6 +10,7 @@
 
 mod args;
 mod check;
+mod printed;
 mod renew;
 mod status;
 mod views;
@@ -18,6 +19,7 @@ pub use crate::rules::files::*;
 pub use crate::rules::values::*;
 pub use args::*;
 pub use check::*;
+pub use printed::*;
 pub use renew::*;
 pub use status::*;
 pub use views::*;

@@ -7,10 +7,6 @@ pub const GIT_COMMIT: &str = env!("NVKE_GIT_COMMIT");
 /// The version of the contract (SPEC: CLI, files, exit codes) this binary honours.
 pub const CONTRACT_VERSION: &str = "nvke-cert-runbook/contract/v1";
 
-pub fn json() -> serde_json::Value {
-    crate::contract::to_json(&crate::contract::VersionDocument::current())
-}
-
 pub fn text() -> String {
     format!(
         "nvke-cert-runbook {RUNBOOK_VERSION} (commit {GIT_COMMIT}, contract {CONTRACT_VERSION})"

@@ -7,7 +7,6 @@ use crate::modes::output::{self, Report};
 use crate::node::fsx::Root;
 use crate::rules::outcome::exit;
 use clap::Parser;
-use serde_json::{json, Value};
 use std::ffi::OsString;
 
 fn usage_report(e: &UsageError) -> Report {
@@ -15,16 +14,20 @@ fn usage_report(e: &UsageError) -> Report {
     Report {
         code: exit::USAGE,
         text: format!("error: {}\n(see nvke-cert-runbook --help)", doc.message.0),
-        json: contract::to_json(&doc),
+        doc: Box::new(doc),
     }
 }
 
 /// `failed`, phase `arguments`: the mode could not start (`--root` cannot
 /// be opened) or panicked.
-fn arguments_failed(inv: &Invocation, code: u8, message: &str) -> (u8, Value, String) {
+fn arguments_failed(
+    inv: &Invocation,
+    code: u8,
+    message: &str,
+) -> (u8, Box<dyn contract::Printed>, String) {
     let doc = UsageErrorDocument::new(Some(inv.mode.name()), ArgumentsOutcome::Failed, message);
     let message = doc.message.0.clone();
-    (code, contract::to_json(&doc), message)
+    (code, Box::new(doc), message)
 }
 
 fn init_logging(format: cli::LogFormat) {
@@ -50,7 +53,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
             if e.kind() == ErrorKind::DisplayHelp {
                 let help = cli::help();
                 if json_out {
-                    output::emit_json(&contract::to_json(&HelpDocument::new(help)));
+                    output::emit_json(contract::help_line(&HelpDocument::new(help)));
                 } else {
                     output::emit_text(&help);
                 }
@@ -66,12 +69,12 @@ pub fn run(args: Vec<OsString>) -> u8 {
                 message: first,
                 mode: cli::guess_mode(&args),
             };
-            return finish(usage_report(&err), json_out);
+            return finish(usage_report(&err), json_out, 0);
         }
     };
     let inv = match cli::validate(cli) {
         Ok(inv) => inv,
-        Err(e) => return finish(usage_report(&e), json_out),
+        Err(e) => return finish(usage_report(&e), json_out, 0),
     };
     let json_out = inv.global.output == OutputFormat::Json;
     init_logging(inv.global.log_format);
@@ -91,18 +94,13 @@ pub fn run(args: Vec<OsString>) -> u8 {
         // theirs already, with their verdict lines coloured).
         report.text = crate::modes::screen::fit(&report.text, inv.global.term.width);
     }
-    if let Some(obj) = report.json.as_object_mut() {
-        if inv.global.clock.is_fixed() {
-            // Golden tests fix the clock; durations would make them flaky.
-            obj.insert("durationMs".into(), json!(0));
-        } else {
-            obj.insert(
-                "durationMs".into(),
-                json!(start.elapsed().as_millis() as u64),
-            );
-        }
-    }
-    finish(report, json_out)
+    // Golden tests fix the clock; durations would make them flaky.
+    let duration_ms = if inv.global.clock.is_fixed() {
+        0
+    } else {
+        start.elapsed().as_millis() as u64
+    };
+    finish(report, json_out, duration_ms)
 }
 
 /// A panic's message goes to the log (never straight to a stderr that may
@@ -131,14 +129,14 @@ fn panic_report(inv: &Invocation, why: &str) -> Report {
     let all_active = Root::open(&inv.global.root)
         .map(|r| crate::node::manifests::placement(&r).all_active())
         .unwrap_or(false);
-    let (code, json, message) = arguments_failed(
+    let (code, doc, message) = arguments_failed(
         inv,
         crate::rules::outcome::exit_code_for(crate::rules::outcome::Outcome::Failed, all_active),
         &format!("internal error (a panic): {why}"),
     );
     Report {
         code,
-        json,
+        doc,
         text: format!("FAILED: {message}"),
     }
 }
@@ -163,17 +161,15 @@ fn non_utf8_argument(args: &[OsString]) -> Option<String> {
 }
 
 /// Print the report once and return its exit code, which the JSON document
-/// carries too (`exitCode`, SPEC 7, v1.1): set here, from the one code the
-/// process exits with, so the two cannot differ.
-fn finish(mut report: Report, json_out: bool) -> u8 {
-    if let Some(obj) = report.json.as_object_mut() {
-        obj.insert("exitCode".into(), json!(report.code));
-    }
+/// carries too (`exitCode`, SPEC 7, v1.1): stamped here, with the run's
+/// duration, from the one code the process exits with, so the two cannot
+/// differ.
+fn finish(mut report: Report, json_out: bool, duration_ms: u64) -> u8 {
+    report.doc.stamp(duration_ms, report.code);
     if json_out {
         // Text from outside the runbook never reaches a JSON consumer with
-        // a control character in it (issue 25).
-        crate::rules::opid::escape_json_strings(&mut report.json);
-        output::emit_json(&report.json);
+        // a control character in it (issue 25): `contract::line`.
+        output::emit_json(contract::line(report.doc.as_ref()));
     } else if report.code == exit::USAGE {
         output::emit_stderr(&report.text);
     } else {
@@ -184,10 +180,10 @@ fn finish(mut report: Report, json_out: bool) -> u8 {
 
 fn open_root(inv: &Invocation) -> Result<Root, Report> {
     Root::open(&inv.global.root).map_err(|e| {
-        let (code, json, _) = arguments_failed(inv, exit::FAILED, &e.to_string());
+        let (code, doc, _) = arguments_failed(inv, exit::FAILED, &e.to_string());
         Report {
             code,
-            json,
+            doc,
             text: format!("error: {e}"),
         }
     })
@@ -197,7 +193,7 @@ fn dispatch(inv: &Invocation) -> Report {
     if let Mode::Version = inv.mode {
         return Report {
             code: exit::OK,
-            json: crate::contract::version::json(),
+            doc: Box::new(crate::contract::VersionDocument::current()),
             text: crate::contract::version::text(),
         };
     }

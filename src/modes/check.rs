@@ -342,7 +342,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     };
     Report {
         code,
-        json: crate::contract::to_json(&document),
+        doc: Box::new(document),
         text,
     }
 }

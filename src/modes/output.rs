@@ -8,7 +8,6 @@
 use crate::contract::{self, LeafStatus};
 use crate::node::manifests::ManifestsReport;
 use crate::rules::component::Component;
-use serde_json::Value;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
@@ -21,18 +20,25 @@ const LOGS_FIRST: Duration = Duration::from_secs(1);
 /// once poll(2) says it is writable, so a write after POLLOUT does not block.
 const CHUNK: usize = 4096;
 
-/// What a mode produced: its exit code and both renderings.
-#[derive(Debug, Clone)]
+/// What a mode produced: its exit code, its document (typed; its trailer
+/// is stamped by `modes::app`) and its text.
+#[derive(Debug)]
 pub struct Report {
     pub code: u8,
-    pub json: Value,
+    pub doc: Box<dyn contract::Printed>,
     pub text: String,
 }
 
-/// Write the JSON object (one line, newline-terminated) to stdout.
-pub fn emit_json(v: &Value) {
-    let mut line = serde_json::to_vec(v).unwrap_or_else(|_| b"{}".to_vec());
-    line.push(b'\n');
+impl Report {
+    /// The document as built, as JSON (the unit tests read it).
+    #[cfg(test)]
+    pub fn json(&self) -> serde_json::Value {
+        self.doc.to_json()
+    }
+}
+
+/// Write one JSON line (`contract::line`) to stdout.
+pub fn emit_json(line: Vec<u8>) {
     emit_stdout(line);
 }
 
@@ -135,10 +141,10 @@ pub fn escape(s: &str) -> String {
 
 /// The JSON string a closed vocabulary's value prints as (`renew`, `etcd`).
 pub fn word<T: serde::Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(Value::String(s)) => s,
-        _ => String::new(),
-    }
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 pub fn text_list(out: &mut String, title: &str, items: &[String]) {

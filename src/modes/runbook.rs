@@ -679,7 +679,7 @@ fn early_failure(
     Report {
         code,
         text,
-        json: contract::to_json(&doc),
+        doc: Box::new(doc),
     }
 }
 
@@ -714,7 +714,7 @@ fn replay_report(r: &Receipt) -> Report {
     };
     Report {
         code,
-        json: contract::to_json(&doc),
+        doc: Box::new(doc),
         text: format!(
             "{} (replayed receipt of operation {}, finished {}): {}",
             r.outcome.as_str().to_uppercase(),
@@ -1032,7 +1032,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     );
     Report {
         code: exit_code_for(outcome, m.all_active()),
-        json: contract::to_json(&doc),
+        doc: Box::new(doc),
         text: format!("{}: {message}", outcome.as_str().to_uppercase()),
     }
 }
@@ -1108,7 +1108,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
     let doc = run.result(&end, after.as_ref(), now);
     Report {
         code,
-        json: contract::to_json(&doc),
+        doc: Box::new(doc),
         text: result_text(run, &end),
     }
 }
@@ -1339,7 +1339,7 @@ mod tests {
     }
 
     fn restarted(r: &Report) -> Vec<String> {
-        r.json["restarts"]
+        r.json()["restarts"]
             .as_array()
             .unwrap()
             .iter()
@@ -1368,13 +1368,14 @@ mod tests {
             }
             let r = run(&root, &g, &req("op-peer", true), &fake, &Cancel::new());
             if bad {
-                assert_eq!(r.code, 1, "{:#}", r.json);
-                assert_eq!(r.json["phase"], "postflight", "{:#}", r.json);
-                let msg = r.json["message"].as_str().unwrap();
+                assert_eq!(r.code, 1, "{:#}", r.json());
+                assert_eq!(r.json()["phase"], "postflight", "{:#}", r.json());
+                let json = r.json();
+                let msg = json["message"].as_str().unwrap();
                 assert!(msg.contains("etcd's peer port 127.0.0.1:2380"), "{msg}");
             } else {
-                assert_eq!(r.code, 0, "{:#}", r.json);
-                assert_eq!(r.json["outcome"], "renewed");
+                assert_eq!(r.code, 0, "{:#}", r.json());
+                assert_eq!(r.json()["outcome"], "renewed");
             }
         }
     }
@@ -1383,7 +1384,7 @@ mod tests {
     fn forced_run_restarts_all_four_in_order_and_commits() {
         let (t, root, g, fake) = setup(true, None);
         let r = run(&root, &g, &req("op-1", true), &fake, &Cancel::new());
-        assert_eq!(r.code, 0, "{:#}", r.json);
+        assert_eq!(r.code, 0, "{:#}", r.json());
         assert_eq!(
             restarted(&r),
             [
@@ -1393,7 +1394,7 @@ mod tests {
                 "kube-scheduler"
             ]
         );
-        assert_eq!(r.json["restarts"][0]["newContainerID"], "etcd-1");
+        assert_eq!(r.json()["restarts"][0]["newContainerID"], "etcd-1");
         let phase =
             std::fs::read_to_string(t.path().join("var/lib/nvke/k8s-cert-renewal/phase")).unwrap();
         assert!(phase.contains("\"state\": \"done\""));
@@ -1415,10 +1416,10 @@ mod tests {
         let (_t, root, g, fake) = setup(true, None);
         let r = run(&root, &g, &req("op-fresh", true), &fake, &Cancel::new());
         assert_eq!(
-            (r.code, r.json["resigned"].as_bool()),
+            (r.code, r.json()["resigned"].as_bool()),
             (0, Some(true)),
             "{:#}",
-            r.json
+            r.json()
         );
         assert!(
             r.text.starts_with("RENEWED  phase done\nrenewed; "),
@@ -1451,23 +1452,23 @@ mod tests {
         assert_eq!(
             (
                 r.code,
-                r.json["outcome"].as_str(),
-                r.json["resigned"].as_bool()
+                r.json()["outcome"].as_str(),
+                r.json()["resigned"].as_bool()
             ),
             (0, Some("renewed"), Some(false)),
             "{:#}",
-            r.json
+            r.json()
         );
         assert_eq!(fake.calls.renew(), 0);
         assert_eq!(
-            r.json["message"],
+            r.json()["message"],
             "resumed: finished the restarts of operation op-dead (restarted kube-scheduler one at a time); no certificate re-signed"
         );
         assert!(r.text.starts_with("RESUMED  phase done\n"), "{}", r.text);
         // Nothing due, nothing resumed: unchanged, nothing re-signed.
         let r = run(&root, &g, &req("op-later", false), &fake, &Cancel::new());
         assert_eq!(
-            (r.json["outcome"].as_str(), r.json["resigned"].as_bool()),
+            (r.json()["outcome"].as_str(), r.json()["resigned"].as_bool()),
             (Some("unchanged"), Some(false))
         );
     }
@@ -1490,7 +1491,7 @@ mod tests {
             &fake,
             &Cancel::new(),
         );
-        assert_eq!(r.code, 0, "{:#}", r.json);
+        assert_eq!(r.code, 0, "{:#}", r.json());
         assert_eq!(restarted(&r), ["kube-scheduler"]);
         assert_eq!(fake.calls.renew(), 0);
         let phase = std::fs::read_to_string(state.join("phase")).unwrap();
@@ -1520,10 +1521,10 @@ mod tests {
         bomb.push_str("]\n");
         std::fs::write(manifests.join("bomb.yaml"), bomb).unwrap();
         let r = run(&root, &g, &req("op-bomb", true), &fake, &Cancel::new());
-        assert_eq!(r.code, 1, "{:#}", r.json);
-        assert_eq!(r.json["phase"], "staging-conflict", "{:#}", r.json);
+        assert_eq!(r.code, 1, "{:#}", r.json());
+        assert_eq!(r.json()["phase"], "staging-conflict", "{:#}", r.json());
         assert_eq!(
-            r.json["message"],
+            r.json()["message"],
             "/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 100000 nodes); refusing to read it"
         );
         assert!(manifests.join("etcd.yaml").is_file());
@@ -1538,17 +1539,21 @@ mod tests {
         let before = std::fs::read(t.path().join("etc/kubernetes/pki/apiserver.crt")).unwrap();
         let r = run(&root, &g, &req("op-2", true), &fake, &Cancel::new());
         assert_eq!(
-            (r.code, r.json["phase"].as_str()),
+            (r.code, r.json()["phase"].as_str()),
             (1, Some("renew-certs")),
             "{:#}",
-            r.json
+            r.json()
         );
         assert_eq!(
             std::fs::read(t.path().join("etc/kubernetes/pki/apiserver.crt")).unwrap(),
             before
         );
         assert!(restarted(&r).is_empty());
-        assert_eq!(r.json["resigned"], false, "rolled back: nothing re-signed");
+        assert_eq!(
+            r.json()["resigned"],
+            false,
+            "rolled back: nothing re-signed"
+        );
     }
 
     /// SPEC 4 step 8 (v1.1): the rollback puts back owner and group too.
@@ -1569,10 +1574,10 @@ mod tests {
         let before = std::fs::read(&crt).unwrap();
         let r = run(&root, &g, &req("op-2", true), &fake, &Cancel::new());
         assert_eq!(
-            (r.code, r.json["phase"].as_str()),
+            (r.code, r.json()["phase"].as_str()),
             (1, Some("renew-certs")),
             "{:#}",
-            r.json
+            r.json()
         );
         assert_eq!(std::fs::read(&crt).unwrap(), before);
         for (p, mode) in [(&crt, 0o640), (&conf, 0o600)] {
@@ -1592,10 +1597,10 @@ mod tests {
         let (t, root, g, fake) = setup(true, Some(Component::KubeApiserver));
         let r = run(&root, &g, &req("op-3", true), &fake, &Cancel::new());
         assert_eq!(
-            (r.code, r.json["phase"].as_str()),
+            (r.code, r.json()["phase"].as_str()),
             (1, Some("restart:kube-apiserver")),
             "{:#}",
-            r.json
+            r.json()
         );
         assert_eq!(restarted(&r), ["etcd"]);
         assert!(t
@@ -1623,10 +1628,10 @@ mod tests {
         c.cancel();
         let r = run(&root, &g, &req("op-4", true), &fake, &c);
         assert_eq!(
-            (r.code, r.json["outcome"].as_str()),
+            (r.code, r.json()["outcome"].as_str()),
             (1, Some("cancelled")),
             "{:#}",
-            r.json
+            r.json()
         );
         assert!(t
             .path()

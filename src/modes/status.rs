@@ -570,7 +570,7 @@ pub fn view(
     }
     Report {
         code,
-        json: crate::contract::to_json(&document),
+        doc: Box::new(document),
         text: term.render(&text, "NODE:", advice.severity),
     }
 }
@@ -1162,7 +1162,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Repo
         duration_ms: 0,
         exit_code: 0,
     };
-    let json = crate::contract::to_json(&document);
+    let doc: Box<dyn doc::Printed> = Box::new(document);
     let mut text = format!(
         "FENCE {id}: {}\n",
         output::word(&o.termination).to_uppercase()
@@ -1184,7 +1184,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Repo
     );
     Report {
         code: o.code,
-        json,
+        doc,
         text,
     }
 }
@@ -1419,9 +1419,9 @@ mod tests {
             },
             &live,
         );
-        assert_eq!(r.json["evidence"]["written"], false, "{:#}", r.json);
+        assert_eq!(r.json()["evidence"]["written"], false, "{:#}", r.json());
         assert_eq!(
-            r.json["evidence"]["error"],
+            r.json()["evidence"]["error"],
             crate::node::evidence::INTERRUPTED
         );
         assert_ne!(r.code, exit::OK);
@@ -1431,7 +1431,7 @@ mod tests {
         assert!(listing().is_empty(), "{:?}", listing());
 
         // Stopped at the n-th question, for every n until one that completes.
-        let shown = view(&root, &g, &Ask::default(), &live).json;
+        let shown = view(&root, &g, &Ask::default(), &live).json();
         let document: doc::StatusDocument = serde_json::from_value(shown).unwrap();
         for n in 0.. {
             let asked = std::cell::Cell::new(0usize);
@@ -1469,16 +1469,16 @@ mod tests {
             },
             &live,
         );
-        assert_eq!(r.code, exit::OK, "{:#}", r.json);
-        assert_eq!(r.json["clean"], true);
-        assert_eq!(r.json["fencing"]["action"], "abandon");
+        assert_eq!(r.code, exit::OK, "{:#}", r.json());
+        assert_eq!(r.json()["clean"], true);
+        assert_eq!(r.json()["fencing"]["action"], "abandon");
         // Clean, with one thing to know: the node never saw op-1.
         assert!(
             r.text.starts_with("NODE: CLEAN (1 warning)\n"),
             "{}",
             r.text
         );
-        assert!(r.json["warnings"][0]
+        assert!(r.json()["warnings"][0]
             .as_str()
             .unwrap()
             .starts_with("operation op-1 is unknown to this node"));
@@ -1504,10 +1504,10 @@ mod tests {
             &healthy(&root),
         );
         assert_ne!(r.code, exit::OK);
-        assert_eq!(r.json["clean"], false);
-        let reasons = r.json["reasons"].to_string();
+        assert_eq!(r.json()["clean"], false);
+        let reasons = r.json()["reasons"].to_string();
         assert!(reasons.contains("etcd"), "{reasons}");
-        assert_eq!(r.json["fencing"]["restore"], serde_json::json!(["etcd"]));
+        assert_eq!(r.json()["fencing"]["restore"], serde_json::json!(["etcd"]));
         assert_eq!(snapshot(t.path()), before, "the view changed the node");
         // Put it back; hold the lock instead.
         std::fs::rename(
@@ -1521,11 +1521,11 @@ mod tests {
         let r = view(&root, &g, &Ask::default(), &healthy(&root));
         assert_ne!(r.code, exit::OK);
         assert!(
-            r.json["reasons"][0]
+            r.json()["reasons"][0]
                 .as_str()
                 .is_some_and(|s| s.starts_with("the renewal lock is held by ")),
             "{:#}",
-            r.json["reasons"]
+            r.json()["reasons"]
         );
     }
 
@@ -1547,10 +1547,10 @@ mod tests {
         let root = Root::open(t.path()).unwrap();
         let g = global(t.path());
         let r = fence(&root, &g, &id("op-1"), &Cancel::new());
-        assert_eq!(r.code, exit::OK, "{:#}", r.json);
-        assert_eq!(r.json["termination"], "confirmed");
-        assert_eq!(r.json["action"], "abandoned");
-        assert_eq!(r.json["restored"], serde_json::json!(["kube-apiserver"]));
+        assert_eq!(r.code, exit::OK, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "confirmed");
+        assert_eq!(r.json()["action"], "abandoned");
+        assert_eq!(r.json()["restored"], serde_json::json!(["kube-apiserver"]));
         assert!(active(t.path(), c));
         assert!(!t.path().join(STAGING_DIR).join(c.manifest_file()).exists());
         let receipt = std::fs::read(receipt_path(t.path(), "op-1")).unwrap();
@@ -1566,9 +1566,9 @@ mod tests {
         let owner = std::fs::read_to_string(t.path().join(STATE_DIR).join("owner")).unwrap();
         assert!(owner.contains("\"mode\":\"status-fence\""), "{owner}");
         let again = fence(&root, &g, &id("op-1"), &Cancel::new());
-        assert_eq!(again.code, exit::OK, "{:#}", again.json);
-        assert_eq!(again.json["action"], "existing-receipt");
-        assert_eq!(again.json["outcome"], "abandoned");
+        assert_eq!(again.code, exit::OK, "{:#}", again.json());
+        assert_eq!(again.json()["action"], "existing-receipt");
+        assert_eq!(again.json()["outcome"], "abandoned");
         assert_eq!(
             std::fs::read(receipt_path(t.path(), "op-1")).unwrap(),
             receipt
@@ -1601,9 +1601,9 @@ mod tests {
         let root = Root::open(t.path()).unwrap();
         let g = global(t.path());
         let r = fence(&root, &g, &id("op-1"), &Cancel::new());
-        assert_eq!(r.code, exit::OK, "{:#}", r.json);
-        assert_eq!(r.json["termination"], "confirmed");
-        assert_eq!(r.json["restored"], serde_json::json!(["etcd"]));
+        assert_eq!(r.code, exit::OK, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "confirmed");
+        assert_eq!(r.json()["restored"], serde_json::json!(["etcd"]));
         assert!(active(t.path(), c));
         assert!(!t.path().join(STAGING_DIR).join(c.manifest_file()).exists());
         // What the read-only modes read: the bomb is refused, named.
@@ -1631,9 +1631,9 @@ mod tests {
         leave_staged(t.path(), c);
         let root = Root::open(t.path()).unwrap();
         let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
-        assert_eq!(r.code, exit::FAILED, "{:#}", r.json);
-        assert_eq!(r.json["termination"], "unconfirmed");
-        assert_eq!(r.json["restored"], serde_json::json!(["etcd"]));
+        assert_eq!(r.code, exit::FAILED, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "unconfirmed");
+        assert_eq!(r.json()["restored"], serde_json::json!(["etcd"]));
         assert!(active(t.path(), c));
         assert!(!receipt_path(t.path(), "op-1").exists());
     }
@@ -1648,8 +1648,8 @@ mod tests {
         write_raw(&receipt_path(t.path(), "op-1"), b"{\"format\": 1}");
         let root = Root::open(t.path()).unwrap();
         let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
-        assert_eq!(r.code, exit::FAILED, "{:#}", r.json);
-        assert_eq!(r.json["termination"], "unconfirmed");
+        assert_eq!(r.code, exit::FAILED, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "unconfirmed");
         assert_eq!(
             std::fs::read(receipt_path(t.path(), "op-1")).unwrap(),
             b"{\"format\": 1}"
@@ -1667,9 +1667,9 @@ mod tests {
         let state = StateDir::open(&root).unwrap().unwrap();
         let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
         let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
-        assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json);
-        assert_eq!(r.json["termination"], "unconfirmed");
-        assert_eq!(r.json["reason"], "lock-timeout");
+        assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "unconfirmed");
+        assert_eq!(r.json()["reason"], "lock-timeout");
         assert!(!receipt_path(t.path(), "op-1").exists());
         // SIGTERM (the executor's context ended) ends the wait at once,
         // long before --lock-timeout: unconfirmed, reason deadline, exit 3.
@@ -1685,15 +1685,15 @@ mod tests {
             started.elapsed() < Duration::from_secs(30),
             "the wait was not ended"
         );
-        assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json);
-        assert_eq!(r.json["reason"], "deadline");
+        assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json());
+        assert_eq!(r.json()["reason"], "deadline");
         assert!(
-            r.json["message"]
+            r.json()["message"]
                 .as_str()
                 .unwrap()
                 .contains("a signal (SIGTERM/SIGINT) ended the wait"),
             "{:#}",
-            r.json
+            r.json()
         );
         assert!(!receipt_path(t.path(), "op-1").exists());
     }
@@ -1709,8 +1709,8 @@ mod tests {
         let sigterm = Cancel::new();
         sigterm.cancel();
         let r = fence(&root, &global(t.path()), &id("op-1"), &sigterm);
-        assert_eq!(r.code, exit::OK, "{:#}", r.json);
-        assert_eq!(r.json["reason"], "abandoned");
+        assert_eq!(r.code, exit::OK, "{:#}", r.json());
+        assert_eq!(r.json()["reason"], "abandoned");
         assert!(active(t.path(), Component::KubeApiserver));
         assert!(receipt_path(t.path(), "op-1").exists());
     }
