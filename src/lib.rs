@@ -31,9 +31,11 @@
 //!   behind `tools::runtime::Runtime` (real node and test double side by
 //!   side), TLS probes, the health gate and the waits, signals.
 //! - [`modes`]: the command line (`modes::cli`), the entry point
-//!   (`modes::app::run`), and the thin drivers: the renewal
-//!   (`modes::runbook::run`), `--check` (`modes::check`), `--status-only`
-//!   and the fencing check (`modes::status`); the output (`modes::output`).
+//!   (`modes::app::run`, which stamps each printed document's trailer:
+//!   `contract::Printed`), and the thin drivers: the renewal
+//!   (`modes::runbook::run`, its steps a table in `modes::runbook::steps`),
+//!   `--check` (`modes::check`), `--status-only` and the fencing check
+//!   (`modes::status`); the output (`modes::output`).
 //!
 //! House rules as lints (Cargo.toml `[lints]`, clippy.toml): `std::fs` only
 //! in the node file layer (`fsx`), `Command::new` only in `proc`, the flock
