@@ -242,19 +242,18 @@ impl Env<'_> {
         message: &str,
         failed: Option<Component>,
     ) -> Receipt {
-        let m = manifests::placement(self.root);
-        Receipt {
-            operation_id: id.clone(),
-            outcome,
-            phase,
-            message: receipt::bounded_message(message),
-            failed_component: failed,
-            manifests: m.receipt_locations(),
-            finished_at: clock::rfc3339(self.now()),
-            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-            ca_sha256: node_pki::ca_fingerprints(&node_pki::read_cas(self.root)),
-            restarts: Vec::new(),
-        }
+        crate::node::statedir::new_receipt(
+            self.root,
+            id,
+            crate::node::statedir::Ended {
+                outcome,
+                phase,
+                message,
+                failed_component: failed,
+            },
+            manifests::placement(self.root).receipt_locations(),
+            self.now(),
+        )
     }
 }
 

@@ -10,7 +10,6 @@ use crate::node::fsx::{Dir, FsError, Root};
 use crate::node::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
 use crate::node::lock::{self, LockError};
 use crate::node::manifests::{self, ManifestsReport};
-use crate::node::node_pki;
 use crate::node::paths::{MANIFESTS_DIR, STAGING_DIR};
 use crate::node::snapshot::{NodeSnapshot, Receipts};
 use crate::node::statedir::{CheckedReceipt, StateDir};
@@ -1039,19 +1038,18 @@ fn abandon(
     if phase.intent.is_pending() {
         message.push_str("; the unfinished phase file is left for the next operation to resume");
     }
-    let cas = node_pki::read_cas(root);
-    let r = Receipt {
-        operation_id: id.clone(),
-        outcome: Outcome::Abandoned,
-        phase: ph,
-        message: receipt::bounded_message(&message),
-        failed_component,
-        manifests: after.receipt_locations(),
-        finished_at: crate::rules::clock::rfc3339(now),
-        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        ca_sha256: node_pki::ca_fingerprints(&cas),
-        restarts: Vec::new(),
-    };
+    let r = crate::node::statedir::new_receipt(
+        root,
+        id,
+        crate::node::statedir::Ended {
+            outcome: Outcome::Abandoned,
+            phase: ph,
+            message: &message,
+            failed_component,
+        },
+        after.receipt_locations(),
+        now,
+    );
     let pb = PutBack {
         restored,
         conflicts,

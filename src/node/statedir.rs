@@ -11,7 +11,47 @@ use crate::node::fsx::{Dir, FsResult, Root, Trust, SMALL_FILE_MAX};
 use crate::node::paths::{
     COMPLETED_DIR, LOG_DIR, OWNER_FILE, PHASE_FILE, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
 };
+use crate::rules::component::Component;
+use crate::rules::opid::OperationId;
+use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 use crate::rules::receipt::{self, Receipt};
+use std::collections::BTreeMap;
+
+/// How an operation ended, as its receipt records it.
+#[derive(Debug, Clone, Copy)]
+pub struct Ended<'m> {
+    pub outcome: Outcome,
+    pub phase: Phase,
+    /// Bounded by [`new_receipt`].
+    pub message: &'m str,
+    pub failed_component: Option<Component>,
+}
+
+/// The one receipt constructor (SPEC 3): for the renewal (its own, and the
+/// `superseded` one of the operation it took over), its last resort after a
+/// panic, and the fencing check. The message is bounded, the CAs are
+/// fingerprinted as they are now, the version is this binary's; no
+/// restarts (the renewal adds the ones it made).
+pub fn new_receipt(
+    root: &Root,
+    id: &OperationId,
+    end: Ended<'_>,
+    manifests: BTreeMap<Component, ManifestLocation>,
+    finished_at: time::OffsetDateTime,
+) -> Receipt {
+    Receipt {
+        operation_id: id.clone(),
+        outcome: end.outcome,
+        phase: end.phase,
+        message: receipt::bounded_message(end.message),
+        failed_component: end.failed_component,
+        manifests,
+        finished_at: crate::rules::clock::rfc3339(finished_at),
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
+        ca_sha256: crate::node::node_pki::ca_fingerprints(&crate::node::node_pki::read_cas(root)),
+        restarts: Vec::new(),
+    }
+}
 
 /// The open state directory.
 #[derive(Debug, Clone, Copy)]
@@ -128,11 +168,8 @@ impl<'a> StateDir<'a> {
 #[allow(clippy::disallowed_methods)] // tests look at their temp state directory directly
 mod tests {
     use super::*;
-    use crate::node::fsx::{FsError, Root};
+    use crate::node::fsx::FsError;
     use crate::node::paths::STATE_DIR;
-    use crate::rules::component::Component;
-    use crate::rules::opid::OperationId;
-    use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 
     fn receipt() -> Receipt {
         Receipt {
@@ -150,6 +187,37 @@ mod tests {
             ca_sha256: Default::default(),
             restarts: Vec::new(),
         }
+    }
+
+    /// The one constructor: the message bounded to 512 bytes, the node's
+    /// CAs fingerprinted, this binary's version, no restarts; what it makes
+    /// passes the writer's check.
+    #[test]
+    fn the_one_receipt_constructor_bounds_and_fingerprints() {
+        let t = crate::tools::runtime::double::node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let long = "x".repeat(2000);
+        let r = new_receipt(
+            &root,
+            &OperationId::parse("op-9").unwrap(),
+            Ended {
+                outcome: Outcome::Abandoned,
+                phase: Phase::Restart(Component::Etcd),
+                message: &long,
+                failed_component: Some(Component::Etcd),
+            },
+            Component::ALL
+                .into_iter()
+                .map(|c| (c, ManifestLocation::Active))
+                .collect(),
+            time::OffsetDateTime::from_unix_timestamp(1_790_000_000).unwrap(),
+        );
+        assert!(r.message.len() <= 512, "{}", r.message.len());
+        assert_eq!(r.ca_sha256.len(), 3, "{:?}", r.ca_sha256);
+        assert_eq!(r.runbook_version, crate::contract::version::RUNBOOK_VERSION);
+        assert!(r.restarts.is_empty());
+        assert_eq!(r.finished_at, "2026-09-21T14:13:20Z");
+        CheckedReceipt::check(&r).unwrap();
     }
 
     /// SPEC 3: a receipt is checked before anything is written, created
