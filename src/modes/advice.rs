@@ -217,74 +217,10 @@ pub fn advise(
     threshold: u32,
 ) -> Advice {
     let m: &ManifestsReport = &s.manifests;
-    let not_active: Vec<Component> = if m.manifests_dir_error.is_some() {
-        Vec::new()
-    } else {
-        Component::ALL
-            .into_iter()
-            .filter(|c| {
-                m.manifests
-                    .get(c)
-                    .is_some_and(|v| !v.active && v.error.is_none())
-            })
-            .collect()
-    };
-    let mut warnings = Vec::new();
-    match &s.agent {
-        AgentIntent::Pending {
-            phase,
-            operation_id,
-        } => warnings.push(format!(
-            "the node agent has a pending renewal ({phase}{}): the controller finishes it on the typed executor",
-            operation_id
-                .as_deref()
-                .map(|i| format!(", operation {i}"))
-                .unwrap_or_default()
-        )),
-        AgentIntent::Unknown { reason } => {
-            warnings.push(format!("the node agent's state is unknown: {reason}"))
-        }
-        _ => {}
-    }
-    warnings.extend(m.stray_warnings());
-    warnings.extend(s.pki.warnings(now, threshold));
-    warnings.extend(s.pki.errors());
-    warnings.extend(s.kubelet.warnings(now, threshold));
-    let due: Vec<(String, i64)> = s
-        .pki
-        .leaves_due(now, threshold)
-        .into_iter()
-        .filter(|(n, _)| {
-            s.pki
-                .leaf_times()
-                .iter()
-                .any(|(m, t)| m == n && expiry::judge(now, *t, threshold) == Expiry::Due)
-        })
-        .collect();
-    if !due.is_empty() {
-        warnings.push(format!(
-            "{} certificate(s) due for renewal (within {threshold} days): {}",
-            due.len(),
-            due.iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-
+    let not_active = not_active(m);
+    let warnings = warnings(s, now, threshold);
     let mut next = Vec::new();
-    let holder = live_holder(s);
-    let in_progress = holder.map(|o| {
-        let mut parts = vec![format!("pid {}", o.pid), format!("mode {}", o.mode)];
-        if let Some(i) = &o.operation_id {
-            parts.push(format!("operation {i}"));
-        }
-        parts.push(format!("step {}", phase_step(&s.phase)));
-        if let Some(e) = elapsed(&o.started_at, now) {
-            parts.push(format!("running for {e}"));
-        }
-        parts.join(", ")
-    });
+    let in_progress = in_progress(s, now);
     if let Some(p) = &in_progress {
         next.push(step(
             format!("renewal in progress: {p}: do not move manifests; look again when it ends"),
@@ -303,22 +239,6 @@ pub fn advise(
         ));
     }
     let busy = s.lock.is_held();
-    // From the log directory: the file name alone fits a terminal line.
-    // From the log directory (the file name alone fits a terminal line),
-    // when the log exists.
-    let log_of = |name: &str| {
-        s.logs.iter().any(|l| l == name).then(|| {
-            format!(
-                "{} && {}",
-                cmd.file(
-                    "cd",
-                    &[cmd.host(&format!("{}/{LOG_DIR}", paths::STATE_DIR))]
-                ),
-                cmd.file("tail", &["-n".into(), "40".into(), name.to_string()])
-            )
-        })
-    };
-
     if !busy {
         if let Some(e) = &s.state_error {
             next.push(step(
@@ -326,196 +246,12 @@ pub fn advise(
                 Some(cmd.file("ls", &["-ld".into(), cmd.host(paths::STATE_DIR)])),
             ));
         }
-        // What the fencing check would put back (the runbook's staging
-        // only); the other pods that are down get steps of their own.
-        let fence_restores = m.staged_not_active();
-        let down_steps = |next: &mut Vec<NextStep>, c: Component| {
-            let v = &m.manifests[&c];
-            if v.runbook_staged && !v.agent_staged {
-                next.push(step(
-                    format!("{c} is down on this node: its manifest is staged and no renewal is unfinished: put it back"),
-                    Some(put_back(cmd, STAGING_DIR, c)),
-                ));
-            } else if v.agent_staged && !v.runbook_staged {
-                next.push(step(
-                    format!("{c} is down on this node: the node agent staged its manifest; unless the agent is at work, put it back"),
-                    Some(put_back(cmd, AGENT_STAGING_DIR, c)),
-                ));
-            } else if v.agent_staged {
-                next.push(step(
-                    format!("{c} is down on this node and staged in both staging directories: compare them, keep one, move it to {}", paths::node(MANIFESTS_DIR)),
-                    Some(cmd.in_kubernetes("diff", &["-u".into(), kube_rel(STAGING_DIR, c.manifest_file()), kube_rel(AGENT_STAGING_DIR, c.manifest_file())])),
-                ));
-            } else {
-                next.push(step(
-                    format!("{c} is down on this node: its manifest is in no directory; restore it (another control-plane node, your backups, or kubeadm) before its pod can run"),
-                    None,
-                ));
-            }
-        };
-        match (&s.phase.intent, &s.phase.file) {
-            (RunbookIntent::Pending, Some(PhaseFile::V2(p))) => {
-                let id = p.operation_id.as_str();
-                let put = if fence_restores.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " and puts back {}",
-                        fence_restores
-                            .iter()
-                            .map(|c| c.name())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                };
-                next.push(step(
-                    format!("the renewal stopped at {}; fence it: the controller's termination check records it abandoned{put}, and a later renewal resumes", phase_step(&s.phase)),
-                    Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
-                ));
-                next.push(step(
-                    format!("or finish it now (it resumes at {}):", phase_step(&s.phase)),
-                    Some(cmd.runbook(&["--operation-id", id])),
-                ));
-                if let Some(c) = log_of(&format!("{id}.log")) {
-                    next.push(step("its log:", Some(c)));
-                }
-                for c in not_active.iter().filter(|c| !fence_restores.contains(c)) {
-                    down_steps(&mut next, *c);
-                }
-            }
-            (RunbookIntent::Pending, Some(PhaseFile::Legacy(_))) => {
-                for c in &not_active {
-                    down_steps(&mut next, *c);
-                }
-                next.push(step(
-                    format!("a legacy (V1) renewal stopped at {}: the next legacy run resumes it; by hand:", phase_step(&s.phase)),
-                    Some(cmd.runbook(&["--legacy-v1"])),
-                ));
-                if let Some(c) = log_of("legacy-v1.log") {
-                    next.push(step("its log:", Some(c)));
-                }
-            }
-            (RunbookIntent::Malformed(_), _) => {
-                next.push(step(
-                    "the phase file cannot be read as one: every renewal refuses this node until it is repaired; keep the evidence bundle (above) before changing it",
-                    Some(cmd.file("cat", &["-v".into(), cmd.host(&format!("{}/{PHASE_FILE}", paths::STATE_DIR))])),
-                ));
-                for c in &not_active {
-                    down_steps(&mut next, *c);
-                }
-            }
-            _ => {
-                for c in &not_active {
-                    down_steps(&mut next, *c);
-                }
-            }
-        }
-        let aside = cmd.host(SET_ASIDE);
-        for k in conflicts {
-            let (dir, who) = if k.staging == "agent" {
-                (AGENT_STAGING_DIR, "the node agent's staging directory")
-            } else {
-                (STAGING_DIR, "the runbook's staging directory")
-            };
-            let file = k.component.manifest_file();
-            let staged = kube_rel(dir, &file);
-            let active = kube_rel(MANIFESTS_DIR, &file);
-            let set_aside = |from: &str, suffix: &str| {
-                format!(
-                    "{} && {}",
-                    cmd.file("mkdir", &["-p".into(), aside.clone()]),
-                    cmd.in_kubernetes(
-                        "mv",
-                        &[
-                            "-n".into(),
-                            from.to_string(),
-                            format!("{aside}/{file}.{suffix}")
-                        ]
-                    )
-                )
-            };
-            match k.identical {
-                Some(true) => next.push(step(
-                    format!(
-                        "{}: the copy in {who} is identical to the active one: set it aside",
-                        k.component
-                    ),
-                    Some(set_aside(&staged, "staged")),
-                )),
-                _ => {
-                    next.push(step(
-                        format!("{}: the copies differ (see CONFLICT above); keep the active one, the copy kubelet runs (the staged one is set aside):", k.component),
-                        Some(set_aside(&staged, "staged")),
-                    ));
-                    next.push(step(
-                        "or keep the staged one instead (the active one is set aside; the pod restarts with the staged one):".to_string(),
-                        Some(format!(
-                            "{} && {}",
-                            set_aside(&active, "active"),
-                            cmd.in_kubernetes("mv", &["-n".into(), staged, kube_rel(MANIFESTS_DIR, "")])
-                        )),
-                    ));
-                }
-            }
-        }
-        for (view, who) in [
-            (&m.runbook_staging, "runbook"),
-            (&m.agent_staging, "node agent"),
-        ] {
-            for name in &view.unexpected {
-                next.push(step(
-                    format!("unexpected {}/{name} in the {who} staging directory: move it out (it is not one of the four manifests)", view.path),
-                    Some(cmd.file("ls", &["-la".into(), cmd.host(view.path.trim_start_matches('/'))])),
-                ));
-            }
-        }
-        for stray in &m.strays {
-            next.push(step(
-                format!(
-                    "kubelet loads {} as a pod: set it aside, out of {}",
-                    stray.path,
-                    paths::node(MANIFESTS_DIR)
-                ),
-                Some(format!(
-                    "{} && {}",
-                    cmd.file("mkdir", &["-p".into(), aside.clone()]),
-                    cmd.in_kubernetes(
-                        "mv",
-                        &[
-                            "-n".into(),
-                            stray
-                                .path
-                                .trim_start_matches("/etc/kubernetes/")
-                                .to_string(),
-                            format!("{aside}/"),
-                        ],
-                    )
-                )),
-            ));
-        }
+        phase_steps(s, cmd, &not_active, &mut next);
+        conflict_steps(conflicts, cmd, &mut next);
+        file_steps(m, cmd, &mut next);
     }
     if !reasons.is_empty() && !busy {
-        // First when a step below moves a file: the bundle holds the node
-        // as it is now.
-        let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
-        let evidence = step(
-            "hand off the sanitized evidence first (no keys, no kubeconfigs):",
-            Some(cmd.runbook(&[
-                "--status-only",
-                "--evidence",
-                &format!("/root/nvke-evidence-{stamp}.tgz"),
-            ])),
-        );
-        let moves = next.iter().any(|n| {
-            n.command
-                .as_deref()
-                .is_some_and(|c| c.contains(" mv ") || c.contains(" rm "))
-        });
-        if moves {
-            next.insert(0, evidence);
-        } else {
-            next.push(evidence);
-        }
+        evidence_step(cmd, now, &mut next);
     }
     let worst = expiry::worst(s.pki.leaf_times(), now, threshold);
     let expiry = worst.as_ref().map(|w| (w.expiry, w.words(now)));
@@ -568,6 +304,323 @@ pub fn advise(
         live: Vec::new(),
         warnings,
         next,
+    }
+}
+
+/// The four whose manifest is not active (none refused), when
+/// `manifests/` could be read.
+fn not_active(m: &ManifestsReport) -> Vec<Component> {
+    if m.manifests_dir_error.is_some() {
+        return Vec::new();
+    }
+    Component::ALL
+        .into_iter()
+        .filter(|c| {
+            m.manifests
+                .get(c)
+                .is_some_and(|v| !v.active && v.error.is_none())
+        })
+        .collect()
+}
+
+/// What does not make the node not clean but is worth saying: the agent's
+/// pending or unknown state, strays, certificate warnings and errors, the
+/// kubelet's, and the leaves due.
+fn warnings(s: &NodeSnapshot, now: OffsetDateTime, threshold: u32) -> Vec<String> {
+    let mut warnings = Vec::new();
+    match &s.agent {
+        AgentIntent::Pending {
+            phase,
+            operation_id,
+        } => warnings.push(format!(
+            "the node agent has a pending renewal ({phase}{}): the controller finishes it on the typed executor",
+            operation_id
+                .as_deref()
+                .map(|i| format!(", operation {i}"))
+                .unwrap_or_default()
+        )),
+        AgentIntent::Unknown { reason } => {
+            warnings.push(format!("the node agent's state is unknown: {reason}"))
+        }
+        _ => {}
+    }
+    warnings.extend(s.manifests.stray_warnings());
+    warnings.extend(s.pki.warnings(now, threshold));
+    warnings.extend(s.pki.errors());
+    warnings.extend(s.kubelet.warnings(now, threshold));
+    let due: Vec<(String, i64)> = s
+        .pki
+        .leaves_due(now, threshold)
+        .into_iter()
+        .filter(|(n, _)| {
+            s.pki
+                .leaf_times()
+                .iter()
+                .any(|(m, t)| m == n && expiry::judge(now, *t, threshold) == Expiry::Due)
+        })
+        .collect();
+    if !due.is_empty() {
+        warnings.push(format!(
+            "{} certificate(s) due for renewal (within {threshold} days): {}",
+            due.len(),
+            due.iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    warnings
+}
+
+/// The renewal at work, in words, when the lock's holder is the runbook on
+/// record.
+fn in_progress(s: &NodeSnapshot, now: OffsetDateTime) -> Option<String> {
+    live_holder(s).map(|o| {
+        let mut parts = vec![format!("pid {}", o.pid), format!("mode {}", o.mode)];
+        if let Some(i) = &o.operation_id {
+            parts.push(format!("operation {i}"));
+        }
+        parts.push(format!("step {}", phase_step(&s.phase)));
+        if let Some(e) = elapsed(&o.started_at, now) {
+            parts.push(format!("running for {e}"));
+        }
+        parts.join(", ")
+    })
+}
+
+/// A log of the state directory, from the log directory (the file name
+/// alone fits a terminal line), when the log exists.
+fn log_of(s: &NodeSnapshot, cmd: &Commands, name: &str) -> Option<String> {
+    s.logs.iter().any(|l| l == name).then(|| {
+        format!(
+            "{} && {}",
+            cmd.file(
+                "cd",
+                &[cmd.host(&format!("{}/{LOG_DIR}", paths::STATE_DIR))]
+            ),
+            cmd.file("tail", &["-n".into(), "40".into(), name.to_string()])
+        )
+    })
+}
+
+/// The step for a component that is down and that the fencing check does
+/// not put back, by where its manifest is.
+fn down_step(m: &ManifestsReport, cmd: &Commands, c: Component) -> NextStep {
+    let v = &m.manifests[&c];
+    if v.runbook_staged && !v.agent_staged {
+        step(
+            format!("{c} is down on this node: its manifest is staged and no renewal is unfinished: put it back"),
+            Some(put_back(cmd, STAGING_DIR, c)),
+        )
+    } else if v.agent_staged && !v.runbook_staged {
+        step(
+            format!("{c} is down on this node: the node agent staged its manifest; unless the agent is at work, put it back"),
+            Some(put_back(cmd, AGENT_STAGING_DIR, c)),
+        )
+    } else if v.agent_staged {
+        step(
+            format!("{c} is down on this node and staged in both staging directories: compare them, keep one, move it to {}", paths::node(MANIFESTS_DIR)),
+            Some(cmd.in_kubernetes("diff", &["-u".into(), kube_rel(STAGING_DIR, c.manifest_file()), kube_rel(AGENT_STAGING_DIR, c.manifest_file())])),
+        )
+    } else {
+        step(
+            format!("{c} is down on this node: its manifest is in no directory; restore it (another control-plane node, your backups, or kubeadm) before its pod can run"),
+            None,
+        )
+    }
+}
+
+/// The steps the phase file calls for (an unfinished V2 or legacy
+/// renewal, a malformed file), and those of the pods that are down.
+fn phase_steps(
+    s: &NodeSnapshot,
+    cmd: &Commands,
+    not_active: &[Component],
+    next: &mut Vec<NextStep>,
+) {
+    let m = &s.manifests;
+    // What the fencing check would put back (the runbook's staging
+    // only); the other pods that are down get steps of their own.
+    let fence_restores = m.staged_not_active();
+    match (&s.phase.intent, &s.phase.file) {
+        (RunbookIntent::Pending, Some(PhaseFile::V2(p))) => {
+            let id = p.operation_id.as_str();
+            let put = if fence_restores.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " and puts back {}",
+                    fence_restores
+                        .iter()
+                        .map(|c| c.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            next.push(step(
+                format!("the renewal stopped at {}; fence it: the controller's termination check records it abandoned{put}, and a later renewal resumes", phase_step(&s.phase)),
+                Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
+            ));
+            next.push(step(
+                format!("or finish it now (it resumes at {}):", phase_step(&s.phase)),
+                Some(cmd.runbook(&["--operation-id", id])),
+            ));
+            if let Some(c) = log_of(s, cmd, &format!("{id}.log")) {
+                next.push(step("its log:", Some(c)));
+            }
+            for c in not_active.iter().filter(|c| !fence_restores.contains(c)) {
+                next.push(down_step(m, cmd, *c));
+            }
+        }
+        (RunbookIntent::Pending, Some(PhaseFile::Legacy(_))) => {
+            for c in not_active {
+                next.push(down_step(m, cmd, *c));
+            }
+            next.push(step(
+                format!(
+                    "a legacy (V1) renewal stopped at {}: the next legacy run resumes it; by hand:",
+                    phase_step(&s.phase)
+                ),
+                Some(cmd.runbook(&["--legacy-v1"])),
+            ));
+            if let Some(c) = log_of(s, cmd, "legacy-v1.log") {
+                next.push(step("its log:", Some(c)));
+            }
+        }
+        (RunbookIntent::Malformed(_), _) => {
+            next.push(step(
+                "the phase file cannot be read as one: every renewal refuses this node until it is repaired; keep the evidence bundle (above) before changing it",
+                Some(cmd.file("cat", &["-v".into(), cmd.host(&format!("{}/{PHASE_FILE}", paths::STATE_DIR))])),
+            ));
+            for c in not_active {
+                next.push(down_step(m, cmd, *c));
+            }
+        }
+        _ => {
+            for c in not_active {
+                next.push(down_step(m, cmd, *c));
+            }
+        }
+    }
+}
+
+/// `mkdir -p ASIDE && mv -n FROM ASIDE/FILE.SUFFIX`: a copy set aside,
+/// never deleted.
+fn set_aside(cmd: &Commands, from: &str, file: &str, suffix: &str) -> String {
+    let aside = cmd.host(SET_ASIDE);
+    format!(
+        "{} && {}",
+        cmd.file("mkdir", &["-p".into(), aside.clone()]),
+        cmd.in_kubernetes(
+            "mv",
+            &[
+                "-n".into(),
+                from.to_string(),
+                format!("{aside}/{file}.{suffix}")
+            ]
+        )
+    )
+}
+
+/// Each staging conflict: which copy to keep, and how.
+fn conflict_steps(conflicts: &[StagingConflict], cmd: &Commands, next: &mut Vec<NextStep>) {
+    for k in conflicts {
+        let (dir, who) = if k.staging == "agent" {
+            (AGENT_STAGING_DIR, "the node agent's staging directory")
+        } else {
+            (STAGING_DIR, "the runbook's staging directory")
+        };
+        let file = k.component.manifest_file();
+        let staged = kube_rel(dir, &file);
+        let active = kube_rel(MANIFESTS_DIR, &file);
+        match k.identical {
+            Some(true) => next.push(step(
+                format!(
+                    "{}: the copy in {who} is identical to the active one: set it aside",
+                    k.component
+                ),
+                Some(set_aside(cmd, &staged, &file, "staged")),
+            )),
+            _ => {
+                next.push(step(
+                    format!("{}: the copies differ (see CONFLICT above); keep the active one, the copy kubelet runs (the staged one is set aside):", k.component),
+                    Some(set_aside(cmd, &staged, &file, "staged")),
+                ));
+                next.push(step(
+                    "or keep the staged one instead (the active one is set aside; the pod restarts with the staged one):".to_string(),
+                    Some(format!(
+                        "{} && {}",
+                        set_aside(cmd, &active, &file, "active"),
+                        cmd.in_kubernetes("mv", &["-n".into(), staged, kube_rel(MANIFESTS_DIR, "")])
+                    )),
+                ));
+            }
+        }
+    }
+}
+
+/// Unexpected entries of the staging directories, and strays kubelet loads
+/// as pods.
+fn file_steps(m: &ManifestsReport, cmd: &Commands, next: &mut Vec<NextStep>) {
+    for (view, who) in [
+        (&m.runbook_staging, "runbook"),
+        (&m.agent_staging, "node agent"),
+    ] {
+        for name in &view.unexpected {
+            next.push(step(
+                format!("unexpected {}/{name} in the {who} staging directory: move it out (it is not one of the four manifests)", view.path),
+                Some(cmd.file("ls", &["-la".into(), cmd.host(view.path.trim_start_matches('/'))])),
+            ));
+        }
+    }
+    let aside = cmd.host(SET_ASIDE);
+    for stray in &m.strays {
+        next.push(step(
+            format!(
+                "kubelet loads {} as a pod: set it aside, out of {}",
+                stray.path,
+                paths::node(MANIFESTS_DIR)
+            ),
+            Some(format!(
+                "{} && {}",
+                cmd.file("mkdir", &["-p".into(), aside.clone()]),
+                cmd.in_kubernetes(
+                    "mv",
+                    &[
+                        "-n".into(),
+                        stray
+                            .path
+                            .trim_start_matches("/etc/kubernetes/")
+                            .to_string(),
+                        format!("{aside}/"),
+                    ],
+                )
+            )),
+        ));
+    }
+}
+
+/// The evidence bundle's step: first when a step moves a file (the bundle
+/// holds the node as it is now), else last.
+fn evidence_step(cmd: &Commands, now: OffsetDateTime, next: &mut Vec<NextStep>) {
+    let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
+    let evidence = step(
+        "hand off the sanitized evidence first (no keys, no kubeconfigs):",
+        Some(cmd.runbook(&[
+            "--status-only",
+            "--evidence",
+            &format!("/root/nvke-evidence-{stamp}.tgz"),
+        ])),
+    );
+    let moves = next.iter().any(|n| {
+        n.command
+            .as_deref()
+            .is_some_and(|c| c.contains(" mv ") || c.contains(" rm "))
+    });
+    if moves {
+        next.insert(0, evidence);
+    } else {
+        next.push(evidence);
     }
 }
 
