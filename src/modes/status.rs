@@ -177,6 +177,125 @@ pub struct Ask<'a> {
     pub cancel: Option<&'a Cancel>,
 }
 
+/// An operation the node never saw: said so, with the IDs it knows that
+/// are nearest (a typo is likelier than a lost receipt).
+fn unknown_id(
+    s: &NodeSnapshot,
+    id: Option<&OperationId>,
+    asked: Option<&ReceiptLookup>,
+    receipts: &Receipts,
+) -> Option<String> {
+    match (id, asked) {
+        (Some(i), Some(ReceiptLookup::Absent)) if !matches!(&s.phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == i) =>
+        {
+            let near = crate::rules::textdiff::nearest(
+                i.as_str(),
+                receipts.known_ids.iter().map(String::as_str),
+                3,
+            );
+            Some(if near.is_empty() {
+                format!("operation {i} is unknown to this node: no receipt, and the phase file does not name it")
+            } else {
+                format!(
+                    "operation {i} is unknown to this node (no receipt, not in the phase file); nearest known: {}",
+                    near.join(", ")
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A receipt that cannot be read leaves its operation unconfirmable: the
+/// first three named, the rest counted.
+fn unreadable_receipts(recent: &[doc::ReceiptSummary]) -> Vec<String> {
+    let unreadable: Vec<&doc::ReceiptSummary> =
+        recent.iter().filter(|r| r.error.is_some()).collect();
+    let mut warnings: Vec<String> = unreadable
+        .iter()
+        .take(3)
+        .map(|r| {
+            format!(
+                "receipt {} cannot be read ({}): a fencing check for that operation is unconfirmed",
+                r.operation_id,
+                r.error.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    if unreadable.len() > 3 {
+        warnings.push(format!(
+            "{} more receipts cannot be read (--receipts failed lists them)",
+            unreadable.len() - 3
+        ));
+    }
+    warnings
+}
+
+/// What a fencing check would do: it needs the state dir and the lock
+/// first, and is unconfirmed when either is refused.
+fn fence_preview(s: &NodeSnapshot, r: &ReceiptLookup) -> FencePlan {
+    match (&s.state_error, &s.lock.probe) {
+        (Some(e), _) => FencePlan::Refuse {
+            why: format!("state directory: {e}"),
+            reason: doc::FenceReason::WriteFailed,
+            restore: Vec::new(),
+        },
+        (None, Err(e)) => FencePlan::Refuse {
+            why: format!("lock: {e}"),
+            reason: doc::FenceReason::WriteFailed,
+            restore: Vec::new(),
+        },
+        _ => fence_plan(r, &s.phase, &s.manifests),
+    }
+}
+
+/// The asked operation: its receipt and what a fencing check would do.
+fn text_operation(
+    text: &mut String,
+    id: &OperationId,
+    asked: &ReceiptLookup,
+    plan: &FencePlan,
+    unknown: bool,
+) {
+    let r = match asked {
+        ReceiptLookup::Absent if unknown => "none: unknown to this node".to_string(),
+        ReceiptLookup::Absent => "none".to_string(),
+        ReceiptLookup::Found(r) => format!(
+            "{} at {} ({}): {}",
+            r.outcome, r.finished_at, r.phase, r.message
+        ),
+        ReceiptLookup::Malformed(e) => format!("MALFORMED: {e}"),
+    };
+    let names = names(plan.restore());
+    let p = match plan {
+        FencePlan::Confirm { restore, .. } if restore.is_empty() => {
+            "confirm (receipt exists)".to_string()
+        }
+        FencePlan::Confirm { .. } => format!("confirm (receipt exists; put back {names})"),
+        FencePlan::Abandon { restore } if restore.is_empty() => {
+            "abandon (record an abandoned receipt)".into()
+        }
+        FencePlan::Abandon { .. } => {
+            format!("abandon (put back {names} and record an abandoned receipt)")
+        }
+        FencePlan::Refuse { why, restore, .. } if restore.is_empty() => {
+            format!("refuse: unconfirmed ({why})")
+        }
+        FencePlan::Refuse { why, .. } => {
+            format!("refuse: unconfirmed ({why}); still put back {names}")
+        }
+    };
+    output::table(
+        text,
+        &[
+            vec!["OPERATION".to_string(), id.to_string()],
+            vec!["RECEIPT".to_string(), r],
+            vec!["FENCING WOULD".to_string(), p],
+        ],
+    );
+    text.push('\n');
+}
+
 /// The headline: the verdict, its severity and the counts.
 fn headline(a: &advice::Advice, problems: usize) -> String {
     let counts = advice::counts(problems, a.warnings.len());
@@ -363,61 +482,12 @@ pub fn view(
                 .is_some_and(|c| c.contains(" --evidence "))
         });
     }
-    // An operation the node never saw: say so, with the IDs it knows that
-    // are nearest (a typo is likelier than a lost receipt).
-    let unknown_id = match (id, asked) {
-        (Some(i), Some(ReceiptLookup::Absent)) if !matches!(&s.phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == i) =>
-        {
-            let near = crate::rules::textdiff::nearest(
-                i.as_str(),
-                receipts.known_ids.iter().map(String::as_str),
-                3,
-            );
-            Some(if near.is_empty() {
-                format!("operation {i} is unknown to this node: no receipt, and the phase file does not name it")
-            } else {
-                format!(
-                    "operation {i} is unknown to this node (no receipt, not in the phase file); nearest known: {}",
-                    near.join(", ")
-                )
-            })
-        }
-        _ => None,
-    };
+    let unknown_id = unknown_id(&s, id, asked, receipts);
     if let Some(u) = &unknown_id {
         advice.warnings.insert(0, u.clone());
     }
-    // A receipt that cannot be read leaves its operation unconfirmable.
-    let unreadable: Vec<&doc::ReceiptSummary> =
-        recent.iter().filter(|r| r.error.is_some()).collect();
-    for r in unreadable.iter().take(3) {
-        advice.warnings.push(format!(
-            "receipt {} cannot be read ({}): a fencing check for that operation is unconfirmed",
-            r.operation_id,
-            r.error.as_deref().unwrap_or_default()
-        ));
-    }
-    if unreadable.len() > 3 {
-        advice.warnings.push(format!(
-            "{} more receipts cannot be read (--receipts failed lists them)",
-            unreadable.len() - 3
-        ));
-    }
-    // What a fencing check would do: it needs the state dir and the lock
-    // first, and is unconfirmed when either is refused.
-    let plan = asked.map(|r| match (&s.state_error, &s.lock.probe) {
-        (Some(e), _) => FencePlan::Refuse {
-            why: format!("state directory: {e}"),
-            reason: doc::FenceReason::WriteFailed,
-            restore: Vec::new(),
-        },
-        (None, Err(e)) => FencePlan::Refuse {
-            why: format!("lock: {e}"),
-            reason: doc::FenceReason::WriteFailed,
-            restore: Vec::new(),
-        },
-        _ => fence_plan(r, &s.phase, m),
-    });
+    advice.warnings.extend(unreadable_receipts(recent));
+    let plan = asked.map(|r| fence_preview(&s, r));
 
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
@@ -456,45 +526,7 @@ pub fn view(
         text.push('\n');
         crate::modes::screen::text_conflicts(&mut text, &conflicts, g.wide);
         if let (Some(id), Some(asked), Some(plan)) = (id, asked, &plan) {
-            let r = match asked {
-                ReceiptLookup::Absent if unknown_id.is_some() => {
-                    "none: unknown to this node".to_string()
-                }
-                ReceiptLookup::Absent => "none".to_string(),
-                ReceiptLookup::Found(r) => format!(
-                    "{} at {} ({}): {}",
-                    r.outcome, r.finished_at, r.phase, r.message
-                ),
-                ReceiptLookup::Malformed(e) => format!("MALFORMED: {e}"),
-            };
-            let names = names(plan.restore());
-            let p = match plan {
-                FencePlan::Confirm { restore, .. } if restore.is_empty() => {
-                    "confirm (receipt exists)".to_string()
-                }
-                FencePlan::Confirm { .. } => format!("confirm (receipt exists; put back {names})"),
-                FencePlan::Abandon { restore } if restore.is_empty() => {
-                    "abandon (record an abandoned receipt)".into()
-                }
-                FencePlan::Abandon { .. } => {
-                    format!("abandon (put back {names} and record an abandoned receipt)")
-                }
-                FencePlan::Refuse { why, restore, .. } if restore.is_empty() => {
-                    format!("refuse: unconfirmed ({why})")
-                }
-                FencePlan::Refuse { why, .. } => {
-                    format!("refuse: unconfirmed ({why}); still put back {names}")
-                }
-            };
-            output::table(
-                &mut text,
-                &[
-                    vec!["OPERATION".to_string(), id.to_string()],
-                    vec!["RECEIPT".to_string(), r],
-                    vec!["FENCING WOULD".to_string(), p],
-                ],
-            );
-            text.push('\n');
+            text_operation(&mut text, id, asked, plan, unknown_id.is_some());
         }
         output::text_cert_tables(
             &mut text,
