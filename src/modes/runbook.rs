@@ -174,16 +174,6 @@ impl Progress {
     }
 }
 
-impl From<Start> for Progress {
-    /// Fresh work and recorded `renewing` both begin with kubeadm.
-    fn from(start: Start) -> Progress {
-        match start {
-            Start::Fresh | Start::Renewing => Progress::Renewing,
-            Start::Restart(next) => Progress::Restart(next),
-        }
-    }
-}
-
 /// The phase file format the run writes: V2 (always with the run's
 /// operation ID), or the five lines of legacy work (a `--legacy-v1` run, or
 /// a V2 run that resumed legacy work, keeping its format).

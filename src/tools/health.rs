@@ -1095,6 +1095,18 @@ mod tests {
         assert_eq!(rt.calls.ps(), 1);
     }
 
+    /// The gate's answer is `two-control-plane-voters` on its first attempt.
+    fn refused_at_once_as_two_voters(rt: &Double) {
+        let (r, _) = gate(rt, Duration::from_secs(5));
+        match r {
+            Err(GateError::Structural { phase, .. }) => {
+                assert_eq!(phase, Phase::TwoControlPlaneVoters)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(rt.calls.ps(), 1, "refused on the first attempt");
+    }
+
     /// SPEC 4 step 7: two voters is refused at once, with its own phase.
     #[test]
     fn two_etcd_voters_are_refused_at_once_with_their_phase() {
@@ -1103,14 +1115,7 @@ mod tests {
             r#"{"header":{"member_id":1},"members":[{"ID":1,"name":"cp-1","clientURLs":["https://10.0.0.11:2379"]},{"ID":2,"name":"cp-2","clientURLs":["https://10.0.0.12:2379"]}]}"#,
             r#"[{"endpoint":"https://10.0.0.11:2379","health":true},{"endpoint":"https://10.0.0.12:2379","health":true}]"#,
         );
-        let (r, _) = gate(&rt, Duration::from_secs(5));
-        match r {
-            Err(GateError::Structural { phase, .. }) => {
-                assert_eq!(phase, Phase::TwoControlPlaneVoters)
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(rt.calls.ps(), 1, "refused on the first attempt");
+        refused_at_once_as_two_voters(&rt);
     }
 
     /// Two voters are refused at once even when this member's own /health
@@ -1123,14 +1128,7 @@ mod tests {
         let list = gateway_members(2, false);
         rt.set_answer(crate::tools::etcd::MEMBER_LIST, 2379, Ok((200, &list)));
         rt.set_answer("/health", 2379, Ok((503, r#"{"health":"false"}"#)));
-        let (r, _) = gate(&rt, Duration::from_secs(5));
-        match r {
-            Err(GateError::Structural { phase, .. }) => {
-                assert_eq!(phase, Phase::TwoControlPlaneVoters)
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(rt.calls.ps(), 1, "refused on the first attempt");
+        refused_at_once_as_two_voters(&rt);
         assert_eq!(rt.calls.etcdctl(), 0);
     }
 
