@@ -2133,6 +2133,33 @@ fn cases() -> Vec<Case> {
             Args::renew().with("--kubeadm", k)
         })
         .no_tools_but_crictl()
+        // SPEC 11 (v1.2): refused before the gate, a clock problem.
+        .expect(1, "expiry", &["apiserver", "notBefore", "clock problem"])
+        .allow(Allow::Receipt),
+    );
+    v.push(
+        case(
+            "cert",
+            "leaf-renewed-not-yet-valid",
+            "kubeadm writes an apiserver.crt valid from 2030",
+        )
+        .sim(json!({}))
+        .args_with(|e| {
+            let copy = ["crt", "key"]
+                .iter()
+                .map(|ext| {
+                    format!(
+                        "cp '{}' '{}'",
+                        extra(&format!("apiserver-not-yet-valid.{ext}")).display(),
+                        e.p(&format!("{PKI}/apiserver.{ext}")).display()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let k = e.script("kubeadm-future", &format!("{copy}\nexit 0"));
+            Args::renew().with("--kubeadm", k)
+        })
+        .no_tools_but_crictl()
         .expect(1, "renew-certs", &["apiserver", "not valid until"])
         .allow(Allow::Renew),
     );

@@ -1271,3 +1271,114 @@ fn a_scheduler_whose_healthz_answers_500_fails_the_gate_with_the_answer() {
     node.assert_all_active();
     assert!(node.kubeadm_calls().is_empty(), "nothing renewed");
 }
+
+/// SPEC 11 (v1.2): a renewal refuses at once when a leaf has expired: phase
+/// `expiry`, exit 1, nothing changed (no kubeadm, no crictl call, no phase
+/// file, every container as it was), the leaf and its notAfter named with
+/// the next step; forced work too. The fixture's etcd-peer expires
+/// 2027-03-01, every other leaf 2027-06-01.
+#[test]
+fn an_expired_leaf_is_refused_at_once_and_nothing_changes() {
+    let node = Node::new("rsa", json!({}));
+    let ids: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
+    let cases: [(&str, &[&str], &str); 3] = [
+        (
+            "2027-07-01T00:00:00Z",
+            &[],
+            "leaf etcd-peer expired 2027-03-01T00:00:00Z (122 days ago; /etc/kubernetes/pki/etcd/peer.crt) and 10 more (admin.conf, apiserver, apiserver-etcd-client, ...): ",
+        ),
+        (
+            "2027-03-03T00:00:00Z",
+            &["--force"],
+            "leaf etcd-peer expired 2027-03-01T00:00:00Z (2 days ago; /etc/kubernetes/pki/etcd/peer.crt): ",
+        ),
+        (
+            "2026-05-01T00:00:00Z",
+            &[],
+            "the node's clock (2026-05-01T00:00:00Z) is before leaf ",
+        ),
+    ];
+    for (i, (now, extra, starts)) in cases.iter().enumerate() {
+        let id = format!("op-expired-{i}");
+        let crictl_before =
+            std::fs::read_to_string(node.sim.join("crictl.log")).unwrap_or_default();
+        let mut args = vec!["--operation-id", id.as_str(), "--now", now];
+        args.extend_from_slice(extra);
+        // The gate's timeout would be 300 s: the refusal never reaches it.
+        args.extend_from_slice(&["--health-timeout", "300"]);
+        let (code, v, e) = node.run(&args);
+        assert_eq!(
+            (code, v["outcome"].as_str(), v["phase"].as_str()),
+            (1, Some("failed"), Some("expiry")),
+            "{now}: {v:#}\n{e}"
+        );
+        let message = v["message"].as_str().unwrap();
+        assert!(message.starts_with(starts), "{now}: {message}");
+        if i < 2 {
+            assert!(
+                message.ends_with("README \"Expired certificates\" says: kubeadm certs renew all, then restart the four static pods one at a time, etcd first"),
+                "{message}"
+            );
+        } else {
+            assert!(message.contains("a clock problem, not an expiry"), "{message}");
+        }
+        let receipt = node.receipt(&id).unwrap();
+        assert_eq!(
+            (receipt["outcome"].as_str(), receipt["phase"].as_str()),
+            (Some("failed"), Some("expiry"))
+        );
+        assert!(node.kubeadm_calls().is_empty(), "kubeadm never runs");
+        assert_eq!(
+            std::fs::read_to_string(node.sim.join("crictl.log")).unwrap_or_default(),
+            crictl_before,
+            "no gate attempt: not one crictl call"
+        );
+        assert!(node.phase().is_empty(), "no phase file: nothing began");
+        node.assert_all_active();
+        let now_ids: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
+        assert_eq!(now_ids, ids, "no container restarted");
+    }
+}
+
+/// SPEC 11 (v1.2): resumed work over an expired leaf is refused the same
+/// way and its phase file is left for the next run; a staged manifest from
+/// the interrupted run is put back first (the staging preflight runs before
+/// expiry); the legacy runbook refuses too.
+#[test]
+fn an_expired_leaf_refuses_resumed_and_legacy_work_after_putting_back() {
+    let node = Node::new("rsa", json!({}));
+    let phase = node.v2_phase("op-killed", "restart_pending", Some("kube-apiserver"));
+    node.write_state("phase", &phase);
+    let staging = node.root.join("etc/kubernetes/nvke-cert-renewal-staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    chmod(&staging, 0o700);
+    std::fs::rename(
+        node.manifest("kube-apiserver"),
+        node.staged("kube-apiserver"),
+    )
+    .unwrap();
+    let (code, v, e) = node.run(&[
+        "--operation-id",
+        "op-after-kill",
+        "--now",
+        "2027-07-01T00:00:00Z",
+    ]);
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("expiry")),
+        "{v:#}\n{e}"
+    );
+    node.assert_all_active();
+    assert_eq!(node.phase(), phase, "the resumed work stays recorded");
+    assert!(node.kubeadm_calls().is_empty());
+
+    let node = Node::new("rsa", json!({}));
+    let (code, v, e) = node.run(&["--legacy-v1", "--now", "2027-07-01T00:00:00Z"]);
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("expiry")),
+        "{v:#}\n{e}"
+    );
+    assert!(node.phase().is_empty());
+    assert!(node.kubeadm_calls().is_empty());
+}

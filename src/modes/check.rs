@@ -202,7 +202,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
         .filter(|w| w.expiry == expiry::Expiry::Expired)
     {
         facts.warnings.push(format!(
-            "{}: a renewal's health gate cannot pass while a leaf is expired (kube-apiserver and etcd refuse it); see README \"Expired certificates\"",
+            "{}: a renewal refuses at once while a leaf is expired (kube-apiserver and etcd refuse it, so its health gate could not pass); recover by hand as README \"Expired certificates\" says",
             w.words(now)
         ));
     }

@@ -288,6 +288,22 @@ impl PkiReport {
             .collect()
     }
 
+    /// Every leaf that could be read, with its node path and validity: what
+    /// the renewal's refusal judges (SPEC 11).
+    pub fn validity(&self) -> Vec<crate::rules::expiry::LeafValidity> {
+        self.leaves
+            .iter()
+            .filter_map(|l| {
+                l.cert.as_ref().map(|c| crate::rules::expiry::LeafValidity {
+                    name: l.spec.name.to_string(),
+                    path: crate::node::paths::node(l.spec.path),
+                    not_before: c.not_before,
+                    not_after: c.not_after,
+                })
+            })
+            .collect()
+    }
+
     /// The expired leaves, in leaf order: the name and the reason's words
     /// (`leaf apiserver expired 2026-11-30 (2 days ago)`; v1.2).
     pub fn expired(&self, now: OffsetDateTime) -> Vec<(&'static str, OffsetDateTime, String)> {

@@ -141,6 +141,69 @@ pub fn expired_reason(name: &str, not_after: OffsetDateTime, now: OffsetDateTime
     )
 }
 
+/// A leaf as the renewal's refusal judges it (SPEC 11): kubeadm's name,
+/// its node path and its validity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafValidity {
+    pub name: String,
+    pub path: String,
+    pub not_before: OffsetDateTime,
+    pub not_after: OffsetDateTime,
+}
+
+/// What a refused renewal says next, while `--recover-expired` (SPEC 11)
+/// is not in this build: the manual procedure of README "Expired
+/// certificates".
+pub const EXPIRED_NEXT: &str = "recover the node by hand, as README \"Expired certificates\" says: kubeadm certs renew all, then restart the four static pods one at a time, etcd first";
+
+/// Why a renewal must not begin on these leaves at `now` (SPEC 11, v1.2),
+/// or None. A leaf not valid yet is a clock problem and is named first (a
+/// clock that is wrong makes every expiry suspect); otherwise an expired
+/// leaf: the health gate cannot pass (kube-apiserver and etcd refuse an
+/// expired certificate), so waiting for it is pointless. The words name
+/// the leaf, its path and the instant, then at most three more leaves, and
+/// fit a receipt's 512-byte message.
+pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime) -> Option<String> {
+    fn others(rest: &[&LeafValidity]) -> String {
+        match rest.len() {
+            0 => String::new(),
+            n => {
+                let mut names: Vec<&str> = rest.iter().take(3).map(|l| l.name.as_str()).collect();
+                if n > 3 {
+                    names.push("...");
+                }
+                format!(" and {n} more ({})", names.join(", "))
+            }
+        }
+    }
+    let mut early: Vec<&LeafValidity> = leaves.iter().filter(|l| l.not_before > now).collect();
+    early.sort_by_key(|l| (std::cmp::Reverse(l.not_before), l.name.clone()));
+    if let Some((first, rest)) = early.split_first() {
+        return Some(format!(
+            "the node's clock ({}) is before leaf {}'s notBefore {} ({}){}: a clock problem, not an expiry; nothing was changed; set the node's clock right (chrony, timedatectl), then run again",
+            crate::rules::clock::rfc3339(now),
+            first.name,
+            crate::rules::clock::rfc3339(first.not_before),
+            first.path,
+            others(rest)
+        ));
+    }
+    let mut expired: Vec<&LeafValidity> = leaves
+        .iter()
+        .filter(|l| is_expired(now, l.not_after))
+        .collect();
+    expired.sort_by_key(|l| (l.not_after, l.name.clone()));
+    let (first, rest) = expired.split_first()?;
+    Some(format!(
+        "leaf {} expired {} ({}; {}){}: the health gate cannot pass while a leaf is expired, so nothing was changed; {EXPIRED_NEXT}",
+        first.name,
+        crate::rules::clock::rfc3339(first.not_after),
+        ago(now, first.not_after),
+        first.path,
+        others(rest)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,5 +298,78 @@ mod tests {
         let r = expired_reason("apiserver", datetime!(2026-11-30 00:00:00 UTC), NOW);
         assert_eq!(r, "leaf apiserver expired 2026-11-30 (2 days ago)");
         assert!(!r.contains("in -") && !r.contains("-2"));
+    }
+    fn leaf(name: &str, not_before: OffsetDateTime, not_after: OffsetDateTime) -> LeafValidity {
+        LeafValidity {
+            name: name.to_string(),
+            path: format!("/etc/kubernetes/pki/{name}.crt"),
+            not_before,
+            not_after,
+        }
+    }
+
+    const BEGIN: OffsetDateTime = datetime!(2026-06-01 00:00:00 UTC);
+
+    #[test]
+    fn no_refusal_while_every_leaf_is_valid_even_when_due() {
+        let leaves = [
+            leaf("apiserver", BEGIN, NOW + time::Duration::days(3)),
+            leaf("etcd-peer", BEGIN, NOW),
+        ];
+        assert_eq!(refusal(&leaves, NOW), None, "notAfter itself is valid");
+        assert_eq!(refusal(&[], NOW), None);
+    }
+
+    #[test]
+    fn an_expired_leaf_is_named_with_its_path_instant_and_the_next_step() {
+        let leaves = [
+            leaf("apiserver", BEGIN, datetime!(2026-11-30 00:00:00 UTC)),
+            leaf("etcd-peer", BEGIN, NOW + time::Duration::days(90)),
+        ];
+        assert_eq!(
+            refusal(&leaves, NOW).unwrap(),
+            format!("leaf apiserver expired 2026-11-30T00:00:00Z (2 days ago; /etc/kubernetes/pki/apiserver.crt): the health gate cannot pass while a leaf is expired, so nothing was changed; {EXPIRED_NEXT}")
+        );
+    }
+
+    #[test]
+    fn the_longest_expired_leaf_comes_first_then_at_most_three_more() {
+        let names = ["a", "b", "c", "d", "e"];
+        let leaves: Vec<_> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| leaf(n, BEGIN, NOW - time::Duration::days(5 - i as i64)))
+            .collect();
+        let r = refusal(&leaves, NOW).unwrap();
+        assert!(r.starts_with("leaf a expired 2026-11-27T00:00:00Z (5 days ago; "), "{r}");
+        assert!(r.contains(") and 4 more (b, c, d, ...): "), "{r}");
+        let all: Vec<_> = crate::rules::pki::LEAVES
+            .iter()
+            .map(|l| LeafValidity {
+                name: l.name.to_string(),
+                path: format!("/{}", l.path),
+                not_before: BEGIN,
+                not_after: BEGIN,
+            })
+            .collect();
+        let r = refusal(&all, NOW).unwrap();
+        assert!(
+            r.len() <= 512,
+            "every leaf expired still fits a receipt's message: {} bytes",
+            r.len()
+        );
+    }
+
+    #[test]
+    fn a_clock_before_a_leafs_not_before_is_a_clock_problem_named_first() {
+        let leaves = [
+            leaf("apiserver", BEGIN, datetime!(2026-11-30 00:00:00 UTC)),
+            leaf("etcd-server", NOW + time::Duration::hours(1), NOW + time::Duration::days(365)),
+        ];
+        let r = refusal(&leaves, NOW).unwrap();
+        assert!(
+            r.starts_with("the node's clock (2026-12-02T00:00:00Z) is before leaf etcd-server's notBefore 2026-12-02T01:00:00Z (/etc/kubernetes/pki/etcd-server.crt): a clock problem, not an expiry; "),
+            "{r}"
+        );
     }
 }

@@ -1,15 +1,21 @@
 //! Step 6: is any leaf due. Fresh work that is not forced ends here,
-//! `unchanged`, when none is.
+//! `unchanged`, when none is. Any work, forced or resumed, ends here,
+//! failed, when a leaf has expired or is not valid yet (SPEC 11, v1.2):
+//! the health gate that follows could never pass.
 
 use crate::modes::runbook::*;
 
 impl Run<'_> {
     /// The certificates before the run touches them; `Some(unchanged)` when
-    /// fresh, unforced work finds no leaf due.
+    /// fresh, unforced work finds no leaf due; a failure when a leaf has
+    /// expired or is not valid yet.
     pub(in crate::modes::runbook) fn expiry(&mut self) -> Result<Option<Success>, Fail> {
         let _step = StepLog::new("expiry");
         let pki = node_pki::read(self.env.root);
         let now = self.env.now();
+        if let Some(why) = crate::rules::expiry::refusal(&pki.validity(), now) {
+            return Err(fail(Phase::Expiry, why));
+        }
         if self.start == Start::Fresh && !self.env.req.force() {
             let errors = pki.errors();
             if !errors.is_empty() {

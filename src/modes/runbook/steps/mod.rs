@@ -31,7 +31,8 @@ pub(in crate::modes::runbook) enum Step {
     Preflight,
     /// Step 5: the CA fingerprints.
     CaCheck,
-    /// Step 6: is any leaf due (skipped by `--force` and by resumed work).
+    /// Step 6: is any leaf due (skipped by `--force` and by resumed work);
+    /// an expired leaf, or one not valid yet, fails any work here.
     Expiry,
     /// Step 7: the tools the next steps need, then the health gate.
     Gate,
