@@ -290,9 +290,20 @@ fn run(sim: &Sim, cfg: &SimConfig, args: &[String]) -> Result<i32> {
             }
         }
         None => {
+            // kubeadm's getInternalCfg: without --config it reads the
+            // kubeadm-config ConfigMap through admin.conf; when the API
+            // cannot be reached it says so and renews with its defaults (the
+            // SANs and names come from the existing certificates either way).
             println!("[renew] Reading configuration from the cluster...");
             println!("[renew] FYI: You can look at this config file with 'kubectl -n kube-system get cm kubeadm-config -o yaml'");
-            println!();
+            match api_unreachable(&root, cfg) {
+                Some(why) => {
+                    sim.append_log("kubeadm.log", &format!("# the API is unreachable: {why}"));
+                    println!("[renew] Error reading configuration from the Cluster. Falling back to default configuration");
+                    println!();
+                }
+                None => println!(),
+            }
         }
     }
     let pki = sim::under_root(&root, &cert_dir);
@@ -563,6 +574,42 @@ fn gen_key_now(work: &TempDir, alg: &KeyAlg) -> Result<Vec<u8>> {
         KeyAlg::Ec(curve) => openssl(&["ecparam", "-name", curve, "-genkey", "-noout", "-out", o])?,
     }
     Ok(std::fs::read(&out)?)
+}
+
+/// Why kubeadm could not read the cluster's configuration through the
+/// local API, as the simulated node stands (None: it could): an expired
+/// `apiserver.crt` (the client refuses the server) or `admin.conf` client
+/// certificate (the server refuses the client), judged at `tlsNow` like the
+/// TLS stand-ins (else the real clock).
+fn api_unreachable(root: &Path, cfg: &SimConfig) -> Option<String> {
+    let now = cfg
+        .tls_now_unix()
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| ::time::OffsetDateTime::now_utc().unix_timestamp());
+    let expired = |pem: &[u8]| -> Option<i64> {
+        let p = parse_pem_cert(pem).ok()?;
+        let cert = p.parse_x509().ok()?;
+        let not_after = cert.validity().not_after.timestamp();
+        (not_after < now).then_some(not_after)
+    };
+    let server = std::fs::read(sim::under_root(root, "/etc/kubernetes/pki/apiserver.crt")).ok()?;
+    if let Some(t) = expired(&server) {
+        return Some(format!("apiserver.crt expired at unix {t}"));
+    }
+    let admin = std::fs::read(sim::under_root(root, "/etc/kubernetes/admin.conf")).ok()?;
+    let doc = serde_yaml::from_slice::<serde_yaml::Value>(&admin).ok()?;
+    let data = doc
+        .get("users")?
+        .as_sequence()?
+        .first()?
+        .get("user")?
+        .get("client-certificate-data")?
+        .as_str()?;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .ok()?;
+    expired(&pem).map(|t| format!("admin.conf's client certificate expired at unix {t}"))
 }
 
 /// An openssl `[ ext ]` section reproducing the old certificate's usages
