@@ -745,6 +745,7 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
         started_at: "2026-11-30T00:00:00Z".into(),
         updated_at: "2026-11-30T00:03:00.5Z".into(),
         resumed_from: None,
+        recovery: false,
     };
     let variants = [
         base.clone(),
@@ -764,6 +765,11 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
                 operation_id: Some(Id::parse("cycle-6").unwrap()),
                 format: phase::V2_FORMAT.into(),
             }),
+            ..base.clone()
+        },
+        // v1.2 (SPEC 11): a recovery's work says so.
+        PhaseV2 {
+            recovery: true,
             ..base.clone()
         },
     ];
@@ -808,6 +814,10 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
                     api_unavailable_ms: (k != 1).then_some(200 * k as u64),
                 })
                 .collect(),
+            // v1.2 (SPEC 11): a recovery's receipt says so, with the
+            // health seen at its end (absent otherwise).
+            recovery: i == 1,
+            health_at_end: (i == 1).then(|| "etcd 1 of 3 voters healthy: no quorum".into()),
         };
         receipt::validate_receipt(&r).unwrap();
         let bytes = receipt::render_receipt(&r);
@@ -817,6 +827,11 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
         let back = receipt::parse_receipt(&again, &r.operation_id).unwrap();
         assert_eq!(back.restarts, r.restarts);
         assert_eq!(v.get("restarts").is_some(), !r.restarts.is_empty());
+        assert_eq!(
+            (back.recovery, &back.health_at_end),
+            (r.recovery, &r.health_at_end)
+        );
+        assert_eq!(v.get("recovery").is_some(), r.recovery);
     }
     // Every phase name of the closed list has its contract value.
     for p in nvke_cert_runbook::rules::outcome::Phase::all() {

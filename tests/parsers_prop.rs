@@ -92,9 +92,20 @@ fn arb_v2() -> impl Strategy<Value = PhaseV2> {
         arb_time(),
         arb_time(),
         arb_resumed_from(),
+        any::<bool>(),
     )
         .prop_map(
-            |(operation_id, (state, next_component), ca_sha256, force, threshold_days, s, u, r)| {
+            |(
+                operation_id,
+                (state, next_component),
+                ca_sha256,
+                force,
+                threshold_days,
+                s,
+                u,
+                r,
+                recovery,
+            )| {
                 PhaseV2 {
                     operation_id,
                     state,
@@ -105,6 +116,7 @@ fn arb_v2() -> impl Strategy<Value = PhaseV2> {
                     started_at: s,
                     updated_at: u,
                     resumed_from: r,
+                    recovery,
                 }
             },
         )
@@ -156,6 +168,8 @@ fn arb_receipt() -> impl Strategy<Value = Receipt> {
         "\\PC{1,100}",
         arb_partial_ca_map(),
         prop::collection::vec(arb_restart(), 0..=4),
+        any::<bool>(),
+        prop::option::of(any::<String>().prop_map(|m| bounded_message(&m))),
     )
         .prop_map(
             |(
@@ -169,6 +183,8 @@ fn arb_receipt() -> impl Strategy<Value = Receipt> {
                 runbook_version,
                 ca_sha256,
                 restarts,
+                recovery,
+                health_at_end,
             )| Receipt {
                 operation_id,
                 outcome,
@@ -180,6 +196,8 @@ fn arb_receipt() -> impl Strategy<Value = Receipt> {
                 runbook_version,
                 ca_sha256,
                 restarts,
+                recovery,
+                health_at_end,
             },
         )
 }

@@ -1316,11 +1316,14 @@ fn an_expired_leaf_is_refused_at_once_and_nothing_changes() {
         assert!(message.starts_with(starts), "{now}: {message}");
         if i < 2 {
             assert!(
-                message.ends_with("README \"Expired certificates\" says: kubeadm certs renew all, then restart the four static pods one at a time, etcd first"),
+                message.ends_with("next: recover this node with nvke-cert-runbook --operation-id ID --recover-expired --kubeadm-config PATH (its saved ClusterConfiguration), then every other control-plane node whose certificates expired"),
                 "{message}"
             );
         } else {
-            assert!(message.contains("a clock problem, not an expiry"), "{message}");
+            assert!(
+                message.contains("a clock problem, not an expiry"),
+                "{message}"
+            );
         }
         let receipt = node.receipt(&id).unwrap();
         assert_eq!(
@@ -1381,4 +1384,263 @@ fn an_expired_leaf_refuses_resumed_and_legacy_work_after_putting_back() {
     );
     assert!(node.phase().is_empty());
     assert!(node.kubeadm_calls().is_empty());
+}
+
+/// The simulated node at `now`: its TLS stand-ins judge certificates as of
+/// that instant too, so the fixture's leaves are as expired for etcd and
+/// kube-apiserver as for the runbook.
+fn node_at(now: &str) -> Node {
+    Node::new("rsa", json!({ "tlsNow": now }))
+}
+
+const ALL_EXPIRED: &str = "2027-07-01T00:00:00Z";
+
+/// SPEC 11 (v1.2): `--recover-expired` on a node whose every leaf expired
+/// renews without a gate before, restarts the four one at a time, each new
+/// container serving its renewed certificate, and records `renewed` with
+/// `recovery: true` and the health seen at the end; the text ends with the
+/// next steps across the control plane. Then a plain renewal's whole gate
+/// passes.
+#[test]
+fn recover_expired_brings_an_all_expired_node_back() {
+    let node = node_at(ALL_EXPIRED);
+    let now = ["--now", ALL_EXPIRED];
+    let (code, v, e) = node.run(&[&["--operation-id", "op-plain"][..], &now].concat());
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("expiry")),
+        "{v:#}\n{e}"
+    );
+    let (code, v, e) = node.run(
+        &[
+            &["--operation-id", "op-recover", "--recover-expired"][..],
+            &now,
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(v["recovery"], true, "{v:#}");
+    assert_eq!(restarted(&v), COMPONENTS.to_vec());
+    let message = v["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("recovered (--recover-expired): renewed every leaf (expired: etcd-peer expired 2027-03-01 and 10 more); restarted etcd, "),
+        "{message}"
+    );
+    let health = v["healthAtEnd"].as_str().unwrap();
+    assert!(
+        health.starts_with("the whole local health gate passes"),
+        "{health}"
+    );
+    let receipt = node.receipt("op-recover").unwrap();
+    assert_eq!(
+        (
+            &receipt["outcome"],
+            &receipt["recovery"],
+            &receipt["healthAtEnd"]
+        ),
+        (&json!("renewed"), &json!(true), &json!(health))
+    );
+    // kubeadm ran once, without the cluster's API: it said so and fell
+    // back to its defaults (the simulated kubeadm, as the real one does).
+    let calls = node.kubeadm_calls();
+    assert_eq!(
+        calls.lines().filter(|l| !l.starts_with('#')).count(),
+        1,
+        "{calls}"
+    );
+    assert!(
+        calls.contains("# the API is unreachable: apiserver.crt expired"),
+        "{calls}"
+    );
+    node.assert_all_active();
+    assert!(
+        node.phase().contains("\"state\": \"done\""),
+        "{}",
+        node.phase()
+    );
+    if std::env::var_os("NVKE_SHOW").is_some() {
+        eprintln!(
+            "{}",
+            std::fs::read_to_string(node.state().join("log/op-recover.log")).unwrap()
+        );
+    }
+    // Every leaf renewed: a plain renewal (forced) passes its whole gate.
+    let (code, v, e) = node.run(&[&["--operation-id", "op-after", "--force"][..], &now].concat());
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert!(
+        v.get("recovery").is_none(),
+        "a plain renewal says nothing of recovery"
+    );
+}
+
+/// SPEC 11: one leaf expired (etcd-peer) on a member of three voters whose
+/// two others are unhealthy (their certificates expired too): no quorum,
+/// so `/readyz` cannot pass; the recovery still brings this node's
+/// components back serving renewed certificates, and reports the health it
+/// saw at the end, not required.
+#[test]
+fn recover_expired_reports_missing_quorum_without_requiring_it() {
+    let now = "2027-03-03T00:00:00Z";
+    let node = Node::new(
+        "rsa",
+        json!({ "tlsNow": now, "etcd": { "voters": 3, "unhealthy": 2 } }),
+    );
+    // The node's saved ClusterConfiguration (SPEC 11: recommended): kubeadm
+    // reads it, not the cluster's API.
+    std::fs::write(
+        node.root.join("etc/kubernetes/kubeadm-config.yaml"),
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n",
+    )
+    .unwrap();
+    let (code, v, e) = node.run(&[
+        "--operation-id",
+        "op-one",
+        "--recover-expired",
+        "--kubeadm-config",
+        "/etc/kubernetes/kubeadm-config.yaml",
+        "--now",
+        now,
+        "--health-timeout",
+        "10",
+    ]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("(expired: etcd-peer expired 2027-03-01); "),
+        "{v:#}"
+    );
+    let health = v["healthAtEnd"].as_str().unwrap();
+    assert!(health.starts_with("not healthy yet: "), "{health}");
+    assert_eq!(node.receipt("op-one").unwrap()["healthAtEnd"], health);
+    node.assert_all_active();
+    let calls = node.kubeadm_calls();
+    assert!(
+        calls.contains("--config /etc/kubernetes/kubeadm-config.yaml"),
+        "{calls}"
+    );
+    assert!(!calls.contains("unreachable"), "{calls}");
+}
+
+/// SPEC 11 with SPEC 4 step 4: every leaf expired and a manifest left
+/// staged by an interrupted run; the recovery puts it back first, then
+/// renews and restarts all four.
+#[test]
+fn recover_expired_puts_a_staged_manifest_back_first() {
+    let node = node_at(ALL_EXPIRED);
+    let staging = node.root.join("etc/kubernetes/nvke-cert-renewal-staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    chmod(&staging, 0o700);
+    std::fs::rename(
+        node.manifest("kube-scheduler"),
+        node.staged("kube-scheduler"),
+    )
+    .unwrap();
+    let (code, v, e) = node.run(&[
+        "--operation-id",
+        "op-staged",
+        "--recover-expired",
+        "--now",
+        ALL_EXPIRED,
+    ]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(restarted(&v), COMPONENTS.to_vec());
+    node.assert_all_active();
+}
+
+/// SPEC 11: `--recover-expired` on a node where no leaf expired is refused
+/// (phase `expiry`, exit 1, nothing changed): renew it normally.
+#[test]
+fn recover_expired_is_refused_on_a_healthy_node() {
+    let node = Node::new("rsa", json!({}));
+    let (code, v, e) = node.run(&["--operation-id", "op-healthy", "--recover-expired"]);
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["phase"].as_str()),
+        (1, Some("failed"), Some("expiry")),
+        "{v:#}\n{e}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("no leaf has expired: "),
+        "{v:#}"
+    );
+    assert!(node.kubeadm_calls().is_empty());
+    assert!(node.phase().is_empty());
+    assert_eq!(node.receipt("op-healthy").unwrap()["recovery"], true);
+}
+
+/// SPEC 11: a recovery killed (SIGKILL) with a manifest staged; the
+/// fencing check puts it back and records it abandoned; the next operation,
+/// a plain renewal, resumes the work as a recovery (no gate: it could not
+/// pass while the other restarts are pending), not as a normal renewal.
+#[test]
+fn sigkill_mid_recovery_then_the_next_operation_resumes_the_recovery() {
+    let mut node = node_at(ALL_EXPIRED);
+    node.set_knobs(json!({ "neverStop": ["kube-controller-manager"] }));
+    let mut child = node
+        .command(&[
+            "--operation-id",
+            "op-rk",
+            "--recover-expired",
+            "--now",
+            ALL_EXPIRED,
+            "--stop-timeout",
+            "60",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !node.staged("kube-controller-manager").exists() {
+        assert!(Instant::now() < deadline, "never staged");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let phase = node.phase();
+    assert!(phase.contains("\"recovery\": true"), "{phase}");
+    assert!(
+        phase.contains("\"nextComponent\": \"kube-controller-manager\""),
+        "{phase}"
+    );
+    node.set_knobs(json!({ "neverStop": [] }));
+    node.fence("op-rk");
+    assert_eq!(node.receipt("op-rk").unwrap()["outcome"], "abandoned");
+    node.assert_all_active();
+    let (code, v, e) = node.run(&["--operation-id", "op-rk2", "--now", ALL_EXPIRED]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(v["recovery"], true, "{v:#}");
+    assert_eq!(restarted(&v), ["kube-controller-manager", "kube-scheduler"]);
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("(a recovery: no health gate; health at the end: "),
+        "{v:#}"
+    );
+    assert_eq!(node.receipt("op-rk2").unwrap()["recovery"], true);
 }

@@ -192,6 +192,20 @@ func isHex64(s string) bool {
 	return true
 }
 
+// RecoverExpired builds the arguments of the recovery of a node whose leaf
+// certificates already expired (`--operation-id ID --recover-expired`,
+// SPEC 11): no health gate before the renewal; set g.KubeadmConfig to the
+// node's saved ClusterConfiguration. An operator's path: the controller's
+// cycle never starts it by itself (a plain renewal of such a node fails at
+// once in phase "expiry" and names this command).
+func RecoverExpired(g Global, operationID string, expectCASHA256 map[string]string) ([]string, error) {
+	a, err := Renew(g, RenewOptions{OperationID: operationID, ExpectCASHA256: expectCASHA256})
+	if err != nil {
+		return nil, err
+	}
+	return append(a, "--recover-expired"), nil
+}
+
 // LegacyV1 builds the arguments of a V1-compatible renewal (`--legacy-v1`).
 func LegacyV1(g Global, force bool) ([]string, error) {
 	a, err := g.args()

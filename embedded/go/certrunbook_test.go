@@ -348,6 +348,19 @@ func TestBuildersRefuseWhatTheBinaryRefuses(t *testing.T) {
 	if got := strings.Join(a, " "); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
+	// SPEC 11: the operator's recovery, never forced, with the saved
+	// ClusterConfiguration.
+	a, err = RecoverExpired(Global{KubeadmConfig: "/root/kubeadm-config.yaml"}, "recover-1@cp-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "--output json --kubeadm-config /root/kubeadm-config.yaml --operation-id recover-1@cp-1 --recover-expired"
+	if got := strings.Join(a, " "); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if _, err := RecoverExpired(Global{}, "../x", nil); err == nil {
+		t.Error("a bad operation ID accepted")
+	}
 }
 
 // Every JSON document of the Rust golden cases decodes into its type.

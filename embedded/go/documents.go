@@ -70,6 +70,11 @@ type Receipt struct {
 	// Restarts (v1.2): the restarts the run made, in order; absent when
 	// it made none and in v1.1 receipts.
 	Restarts []Restart `json:"restarts,omitempty"`
+	// Recovery (v1.2, SPEC 11): a --recover-expired run; absent otherwise.
+	Recovery bool `json:"recovery,omitempty"`
+	// HealthAtEnd (v1.2, SPEC 11): a recovery's health as observed at its
+	// end (quorum and /readyz reported, not required); absent otherwise.
+	HealthAtEnd *string `json:"healthAtEnd,omitempty"`
 }
 
 // PhaseV2 is the V2 phase file, state/phase.
@@ -84,6 +89,9 @@ type PhaseV2 struct {
 	StartedAt     string            `json:"startedAt"`
 	UpdatedAt     string            `json:"updatedAt"`
 	ResumedFrom   *ResumedFrom      `json:"resumedFrom"`
+	// Recovery (v1.2, SPEC 11): the work is a --recover-expired run's (a
+	// resumed run goes on as a recovery); absent otherwise.
+	Recovery bool `json:"recovery,omitempty"`
 }
 
 // LockOwner is state/owner (and the lock holder in check and status).
@@ -171,6 +179,8 @@ type RenewResult struct {
 	Manifests       ManifestLocations   `json:"manifests"`
 	Restarts        []Restart           `json:"restarts"`
 	Etcd            *EtcdVoters         `json:"etcd,omitempty"`
+	Recovery        bool                `json:"recovery,omitempty"`    // v1.2 (SPEC 11): a recovery
+	HealthAtEnd     *string             `json:"healthAtEnd,omitempty"` // v1.2 (SPEC 11): a recovery's health at its end
 	Receipt         *Receipt            `json:"receipt,omitempty"`
 	DurationMs      uint64              `json:"durationMs"`
 	ExitCode        int                 `json:"exitCode"` // the process's exit code (v1.1)

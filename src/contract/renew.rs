@@ -66,6 +66,14 @@ pub struct RenewResult {
     pub restarts: Vec<Restart>,
     /// Null when the health gate never read the member list.
     pub etcd: Option<EtcdVoters>,
+    /// v1.2 (SPEC 11): true for a recovery (`--recover-expired`, or work
+    /// resumed from one); absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovery: bool,
+    /// v1.2 (SPEC 11): a recovery's health as observed at its end (quorum
+    /// and `/readyz` reported, not required); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_at_end: Option<Message>,
     pub duration_ms: u64,
     /// The process's exit code (v1.1): a caller that lost the exit status
     /// (a dropped SSH session) still has the answer.

@@ -132,6 +132,15 @@ impl Advice {
     }
 }
 
+/// Whether a CA's notAfter has passed (SPEC 11: a recovery refuses then).
+fn ca_expired(s: &NodeSnapshot, now: time::OffsetDateTime) -> bool {
+    s.pki
+        .cas
+        .iter()
+        .filter_map(|c| c.cert.as_ref())
+        .any(|c| expiry::is_expired(now, c.not_after))
+}
+
 fn step(what: impl Into<String>, command: Option<String>) -> NextStep {
     NextStep {
         what: what.into(),
@@ -256,10 +265,21 @@ pub fn advise(
     let worst = expiry::worst(s.pki.leaf_times(), now, threshold);
     let expiry = worst.as_ref().map(|w| (w.expiry, w.words(now)));
     match worst.as_ref().map(|w| w.expiry) {
-        Some(Expiry::Expired) if !busy => next.push(step(
-            "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass; follow README \"Expired certificates\" (renew with kubeadm, restart the four static pods), then look again:",
+        Some(Expiry::Expired) if !busy && ca_expired(s, now) => next.push(step(
+            "a leaf certificate and a CA have expired: CAs are never rotated by this runbook and leaves renewed under an expired CA would never be trusted, so a recovery refuses; rotate the CA first (kubeadm's \"Manual rotation of CA certificates\"), then look again:",
             Some(cmd.runbook(&["--status-only"])),
         )),
+        Some(Expiry::Expired) if !busy => {
+            let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
+            next.push(step(
+                "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass and a renewal refuses; recover this node (SPEC 11; add --kubeadm-config PATH with the node's saved ClusterConfiguration), then every other control-plane node whose certificates expired:",
+                Some(cmd.runbook(&[
+                    "--operation-id",
+                    &format!("recover-{stamp}"),
+                    "--recover-expired",
+                ])),
+            ))
+        }
         Some(Expiry::Due) if reasons.is_empty() && next.is_empty() => {
             let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
             next.push(step(

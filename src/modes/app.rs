@@ -241,6 +241,7 @@ fn dispatch(inv: &Invocation) -> Report {
             operation_id,
             force,
             expect_ca_sha256,
+            recover_expired,
         } => renew(
             &root,
             inv,
@@ -248,6 +249,7 @@ fn dispatch(inv: &Invocation) -> Report {
                 id: operation_id.clone(),
                 force: *force,
                 expect_ca: expect_ca_sha256.clone(),
+                recovery: *recover_expired,
             },
         ),
         Mode::LegacyV1 { force } => renew(

@@ -39,6 +39,8 @@ pub enum LogFormat {
 const USAGE: &str = "\
 nvke-cert-runbook [GLOBAL] --operation-id ID [--force]
            [--threshold-days N] [--expect-ca-sha256 NAME=HEX]...
+       nvke-cert-runbook [GLOBAL] --operation-id ID --recover-expired
+           [--kubeadm-config PATH] [--expect-ca-sha256 NAME=HEX]...
        nvke-cert-runbook [GLOBAL] --legacy-v1 [--force] [--threshold-days N]
        nvke-cert-runbook [GLOBAL] --check [--force] [--threshold-days N]
            [--agent-state PATH] [--wide]
@@ -81,7 +83,10 @@ Examples:
   nvke-cert-runbook --status-only --evidence /root/evidence.tgz
                                    also write the evidence bundle
   nvke-cert-runbook --status-only --receipts failed
-                                   list every receipt that is not a success";
+                                   list every receipt that is not a success
+  nvke-cert-runbook --operation-id recover-1@cp-1 --recover-expired \\
+      --kubeadm-config /root/kubeadm-config.yaml
+                                   renew a node whose certificates expired";
 
 /// Raw command line. Validation that clap cannot express lives in [`validate`].
 #[derive(Debug, Parser)]
@@ -117,6 +122,11 @@ pub struct Cli {
     /// Print this help.
     #[arg(short = 'h', long, action = clap::ArgAction::HelpLong, help_heading = "Modes (choose one)")]
     pub help: Option<bool>,
+    /// With --operation-id: renew a node whose leaf certificates have
+    /// already expired, without the health gate before (SPEC 11); an
+    /// operator's path.
+    #[arg(long, help_heading = "Renew and check options")]
+    pub recover_expired: bool,
     /// Renew regardless of expiry (renew, --legacy-v1, --check).
     #[arg(long, help_heading = "Renew and check options")]
     pub force: bool,
@@ -299,6 +309,8 @@ pub enum Mode {
         force: bool,
         /// CA key (`ca.crt`, ...) to lowercase hex.
         expect_ca_sha256: BTreeMap<String, String>,
+        /// `--recover-expired` (SPEC 11): no health gate before renewal.
+        recover_expired: bool,
     },
     LegacyV1 {
         force: bool,
@@ -642,19 +654,36 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             ),
         ));
     }
-    if cli.version && (!chosen.is_empty() || cli.operation_id.is_some()) {
+    if cli.version && (!chosen.is_empty() || cli.operation_id.is_some() || cli.recover_expired) {
         return Err(usage(None, "--version takes no mode"));
     }
     let mode_name: Option<ModeName> = if cli.version {
         Some(ModeName::Version)
     } else if let Some((_, _, m)) = chosen.first() {
         Some(*m)
-    } else if cli.operation_id.is_some() {
+    } else if cli.operation_id.is_some() || cli.recover_expired {
         Some(ModeName::Renew)
     } else {
         None
     };
     let m = mode_name;
+    if cli.recover_expired {
+        if let Some((_, flag, _)) = chosen.first() {
+            return Err(usage(
+                m,
+                format!("--recover-expired does not go with {flag}: it is a renewal (--operation-id ID --recover-expired)"),
+            ));
+        }
+        if cli.force {
+            return Err(usage(
+                m,
+                "--force does not go with --recover-expired: a recovery renews every leaf whatever its expiry",
+            ));
+        }
+        if cli.operation_id.is_none() {
+            return Err(usage(m, "--recover-expired needs --operation-id ID"));
+        }
+    }
 
     let threshold_days = match cli.threshold_days {
         None => DEFAULT_THRESHOLD_DAYS,
@@ -814,6 +843,7 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             operation_id,
             force: cli.force,
             expect_ca_sha256: parse_expect_ca(m, &cli.expect_ca_sha256)?,
+            recover_expired: cli.recover_expired,
         },
         (ModeName::Renew, None) => return Err(usage(m, "a V2 renewal needs --operation-id ID")),
         (ModeName::LegacyV1, _) => Mode::LegacyV1 { force: cli.force },

@@ -49,6 +49,8 @@ pub enum Request {
         force: bool,
         /// CA key (`ca.crt`, ...) to the lowercase hex it must have.
         expect_ca: BTreeMap<String, String>,
+        /// `--recover-expired` (SPEC 11): the recovery's table of steps.
+        recovery: bool,
     },
     /// `--legacy-v1`: no receipts.
     Legacy { force: bool },
@@ -67,6 +69,11 @@ impl Request {
         match self {
             Request::V2 { force, .. } | Request::Legacy { force } => *force,
         }
+    }
+
+    /// `--recover-expired` was asked for (SPEC 11).
+    fn recovery(&self) -> bool {
+        matches!(self, Request::V2 { recovery: true, .. })
     }
 
     fn mode(&self) -> RenewMode {
@@ -275,6 +282,10 @@ struct PhaseWriter {
     legacy_started: u64,
     /// CA fingerprints the run holds the node to.
     ca: BTreeMap<String, String>,
+    /// The work is a recovery (SPEC 11): asked with `--recover-expired`, or
+    /// resumed from a V2 phase file that says so (a recovery killed midway
+    /// goes on as a recovery, whoever resumes it).
+    recovery: bool,
 }
 
 impl PhaseWriter {
@@ -345,6 +356,7 @@ impl PhaseWriter {
             )),
             (Resume::Own { start }, PhaseFile::V2(p)) => {
                 self.ca = p.ca_sha256.clone();
+                self.recovery |= p.recovery;
                 self.started_at = p.started_at.clone();
                 self.resumed_from = p.resumed_from.clone();
                 self.resumed = Some(Resumed::Own);
@@ -376,6 +388,7 @@ impl PhaseWriter {
                 PhaseFile::V2(p),
             ) => {
                 self.ca = p.ca_sha256.clone();
+                self.recovery |= p.recovery;
                 if supersede {
                     self.supersede = Some(from.clone());
                 }
@@ -422,6 +435,7 @@ impl PhaseWriter {
                     started_at: self.started_at.clone(),
                     updated_at: clock::rfc3339(env.now()),
                     resumed_from: self.resumed_from.clone(),
+                    recovery: self.recovery,
                 };
                 phase::validate_v2(&p).map_err(|e| {
                     fail(
@@ -519,6 +533,8 @@ struct RunReport {
     /// This run's kubeadm re-signed the leaves (and they were not rolled
     /// back).
     resigned: bool,
+    /// A recovery's health as its postflight observed it (SPEC 11).
+    health_at_end: Option<String>,
 }
 
 struct Run<'a> {
@@ -604,6 +620,8 @@ impl Run<'_> {
                 voters: v as u64,
                 healthy_voters: h as u64,
             }),
+            recovery: self.phase.recovery,
+            health_at_end: self.report.health_at_end.clone().map(Message),
             duration_ms: 0,
             exit_code: 0,
         }
@@ -906,6 +924,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             started_at: clock::rfc3339(start_clock),
             legacy_started: start_clock.unix_timestamp().max(0) as u64,
             ca: BTreeMap::new(),
+            recovery: req.recovery(),
         },
         restore: RestoreState::default(),
         report: RunReport::default(),
@@ -1003,6 +1022,8 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
                 .env
                 .make_receipt(id, outcome, run.step.phase(), &message, None);
             r.restarts = run.report.restarts.clone();
+            r.recovery = run.phase.recovery;
+            r.health_at_end = run.report.health_at_end.clone();
             written = run.phase.write_receipt(&r).is_ok();
         }
     }
@@ -1159,6 +1180,18 @@ fn renewed_message(run: &Run<'_>) -> String {
     } else {
         format!("restarted {} one at a time", names.join(", "))
     };
+    if run.phase.recovery && run.report.resigned {
+        let expired = recovered_words(run);
+        let what = match expired.split_first() {
+            Some((first, [])) => first.clone(),
+            Some((first, rest)) => format!("{first} and {} more", rest.len()),
+            None => "none any more".to_string(),
+        };
+        return format!(
+            "recovered (--recover-expired): renewed every leaf (expired: {what}); {restarted}, each serving its renewed certificate; health at the end: {}",
+            run.report.health_at_end.as_deref().unwrap_or("not observed")
+        );
+    }
     if run.report.resigned {
         return format!("renewed; {restarted}");
     }
@@ -1167,7 +1200,54 @@ fn renewed_message(run: &Run<'_>) -> String {
         Some(Resumed::Legacy) => "unfinished legacy work".to_string(),
         Some(Resumed::Own) | None => "this operation's earlier attempt".to_string(),
     };
-    format!("resumed: finished the restarts of {whose} ({restarted}); no certificate re-signed")
+    let recovery = if run.phase.recovery {
+        format!(
+            " (a recovery: no health gate; health at the end: {})",
+            run.report
+                .health_at_end
+                .as_deref()
+                .unwrap_or("not observed")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "resumed: finished the restarts of {whose} ({restarted}){recovery}; no certificate re-signed"
+    )
+}
+
+/// The leaves that had expired when a recovery began, longest expired
+/// first (`etcd-peer expired 2027-03-01`).
+fn recovered_words(run: &Run<'_>) -> Vec<String> {
+    run.report
+        .before
+        .as_ref()
+        .map(|b| crate::rules::expiry::expired_words(&b.validity(), run.env.now()))
+        .unwrap_or_default()
+}
+
+/// What a recovery's text ends with (SPEC 11): what had expired, the
+/// health seen, and the next steps across the control plane.
+fn recovery_text(run: &Run<'_>) -> String {
+    let mut text = String::new();
+    let expired = recovered_words(run);
+    if !expired.is_empty() {
+        text.push_str(&format!("had expired: {}\n", expired.join(", ")));
+    }
+    if let Some(h) = &run.report.health_at_end {
+        text.push_str(&format!("health at the end: {h}\n"));
+    }
+    let config = run
+        .env
+        .g
+        .kubeadm_config
+        .as_deref()
+        .map(|c| format!(" --kubeadm-config {}", crate::node::paths::node(c)))
+        .unwrap_or_default();
+    text.push_str(&format!(
+        "next:\n  1. run the same on every other control-plane node whose certificates\n     expired, one node at a time (etcd has quorum again once a majority of\n     its voters serve renewed certificates):\n       nvke-cert-runbook --operation-id recover-<date>@<node> --recover-expired{config}\n  2. then on each control-plane node the whole health gate must pass:\n       nvke-cert-runbook --check\n  3. copy the renewed /etc/kubernetes/admin.conf to whoever uses it (its\n     client certificate was renewed too)\n"
+    ));
+    text
 }
 
 /// Write this operation's receipt. No success without its receipt (SPEC 3,
@@ -1187,6 +1267,9 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
     );
     // The restarts this run made (SPEC 7, v1.2), as its document lists them.
     r.restarts = run.report.restarts.clone();
+    // A recovery says so, with the health it saw at its end (SPEC 11).
+    r.recovery = run.phase.recovery;
+    r.health_at_end = run.report.health_at_end.clone();
     match run.phase.write_receipt(&r) {
         Ok(()) => end.receipt_written = true,
         Err(e) => {
@@ -1248,6 +1331,9 @@ fn result_text(run: &Run<'_>, end: &Ending) -> String {
             ]);
         }
         crate::modes::output::table(&mut text, &rows);
+    }
+    if run.phase.recovery && end.outcome == Outcome::Renewed {
+        text.push_str(&recovery_text(run));
     }
     text
 }
@@ -1324,6 +1410,7 @@ mod tests {
             id: OperationId::parse(id).unwrap(),
             force,
             expect_ca: BTreeMap::new(),
+            recovery: false,
         }
     }
 
@@ -1430,6 +1517,7 @@ mod tests {
             started_at: "2026-11-29T23:00:00Z".into(),
             updated_at: "2026-11-29T23:10:00Z".into(),
             resumed_from: None,
+            recovery: false,
         };
         let state = t.path().join("var/lib/nvke/k8s-cert-renewal");
         std::fs::create_dir_all(&state).unwrap();

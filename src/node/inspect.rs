@@ -576,6 +576,7 @@ pub(crate) mod state_files {
             started_at: "2026-11-30T00:00:00Z".into(),
             updated_at: "2026-11-30T00:00:00Z".into(),
             resumed_from: None,
+            recovery: false,
         })
     }
 
@@ -608,6 +609,8 @@ pub(crate) mod state_files {
             runbook_version: "0.1.0".into(),
             ca_sha256: Default::default(),
             restarts: Vec::new(),
+            recovery: false,
+            health_at_end: None,
         }
     }
 

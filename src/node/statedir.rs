@@ -50,6 +50,8 @@ pub fn new_receipt(
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         ca_sha256: crate::node::node_pki::ca_fingerprints(&crate::node::node_pki::read_cas(root)),
         restarts: Vec::new(),
+        recovery: false,
+        health_at_end: None,
     }
 }
 
@@ -186,6 +188,8 @@ mod tests {
             runbook_version: "0.1.0".to_string(),
             ca_sha256: Default::default(),
             restarts: Vec::new(),
+            recovery: false,
+            health_at_end: None,
         }
     }
 

@@ -151,10 +151,9 @@ pub struct LeafValidity {
     pub not_after: OffsetDateTime,
 }
 
-/// What a refused renewal says next, while `--recover-expired` (SPEC 11)
-/// is not in this build: the manual procedure of README "Expired
-/// certificates".
-pub const EXPIRED_NEXT: &str = "recover the node by hand, as README \"Expired certificates\" says: kubeadm certs renew all, then restart the four static pods one at a time, etcd first";
+/// What a refused renewal says next (SPEC 11): the recovery, on this node
+/// and then on every other control-plane node whose leaves expired.
+pub const EXPIRED_NEXT: &str = "next: recover this node with nvke-cert-runbook --operation-id ID --recover-expired --kubeadm-config PATH (its saved ClusterConfiguration), then every other control-plane node whose certificates expired";
 
 /// Why a renewal must not begin on these leaves at `now` (SPEC 11, v1.2),
 /// or None. A leaf not valid yet is a clock problem and is named first (a
@@ -164,41 +163,78 @@ pub const EXPIRED_NEXT: &str = "recover the node by hand, as README \"Expired ce
 /// the leaf, its path and the instant, then at most three more leaves, and
 /// fit a receipt's 512-byte message.
 pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime) -> Option<String> {
-    fn others(rest: &[&LeafValidity]) -> String {
-        match rest.len() {
-            0 => String::new(),
-            n => {
-                let mut names: Vec<&str> = rest.iter().take(3).map(|l| l.name.as_str()).collect();
-                if n > 3 {
-                    names.push("...");
-                }
-                format!(" and {n} more ({})", names.join(", "))
-            }
-        }
-    }
-    let mut early: Vec<&LeafValidity> = leaves.iter().filter(|l| l.not_before > now).collect();
-    early.sort_by_key(|l| (std::cmp::Reverse(l.not_before), l.name.clone()));
-    if let Some((first, rest)) = early.split_first() {
-        return Some(format!(
-            "the node's clock ({}) is before leaf {}'s notBefore {} ({}){}: a clock problem, not an expiry; nothing was changed; set the node's clock right (chrony, timedatectl), then run again",
-            crate::rules::clock::rfc3339(now),
+    clock_refusal(leaves, now).or_else(|| {
+        let expired = expired_first(leaves, now);
+        let (first, rest) = expired.split_first()?;
+        Some(format!(
+            "leaf {} expired {} ({}; {}){}: the health gate cannot pass while a leaf is expired, so nothing was changed; {EXPIRED_NEXT}",
             first.name,
-            crate::rules::clock::rfc3339(first.not_before),
+            crate::rules::clock::rfc3339(first.not_after),
+            ago(now, first.not_after),
             first.path,
             others(rest)
-        ));
-    }
+        ))
+    })
+}
+
+/// Why a recovery (`--recover-expired`, SPEC 11) must not begin, or None:
+/// a clock problem as for a renewal; for fresh work, no leaf expired (a
+/// healthy node is renewed normally, gate and all). Resumed recovery work
+/// is finished whatever the leaves say (its renewal may be done already).
+pub fn recovery_refusal(
+    leaves: &[LeafValidity],
+    now: OffsetDateTime,
+    fresh: bool,
+) -> Option<String> {
+    clock_refusal(leaves, now).or_else(|| {
+        (fresh && expired_first(leaves, now).is_empty()).then(|| {
+            "no leaf has expired: --recover-expired is for a node whose certificates already expired and skips the health gate; nothing was changed; renew this node normally (the same command without --recover-expired)".to_string()
+        })
+    })
+}
+
+/// The expired leaves, the longest expired first: the words a recovery
+/// reports (`etcd-peer expired 2027-03-01`), empty when none.
+pub fn expired_words(leaves: &[LeafValidity], now: OffsetDateTime) -> Vec<String> {
+    expired_first(leaves, now)
+        .iter()
+        .map(|l| format!("{} expired {}", l.name, date(l.not_after)))
+        .collect()
+}
+
+fn expired_first(leaves: &[LeafValidity], now: OffsetDateTime) -> Vec<&LeafValidity> {
     let mut expired: Vec<&LeafValidity> = leaves
         .iter()
         .filter(|l| is_expired(now, l.not_after))
         .collect();
     expired.sort_by_key(|l| (l.not_after, l.name.clone()));
-    let (first, rest) = expired.split_first()?;
+    expired
+}
+
+/// ` and 4 more (b, c, d, ...)`: at most three names.
+fn others(rest: &[&LeafValidity]) -> String {
+    match rest.len() {
+        0 => String::new(),
+        n => {
+            let mut names: Vec<&str> = rest.iter().take(3).map(|l| l.name.as_str()).collect();
+            if n > 3 {
+                names.push("...");
+            }
+            format!(" and {n} more ({})", names.join(", "))
+        }
+    }
+}
+
+/// A leaf not valid yet at `now`: the node's clock is wrong (SPEC 11).
+fn clock_refusal(leaves: &[LeafValidity], now: OffsetDateTime) -> Option<String> {
+    let mut early: Vec<&LeafValidity> = leaves.iter().filter(|l| l.not_before > now).collect();
+    early.sort_by_key(|l| (std::cmp::Reverse(l.not_before), l.name.clone()));
+    let (first, rest) = early.split_first()?;
     Some(format!(
-        "leaf {} expired {} ({}; {}){}: the health gate cannot pass while a leaf is expired, so nothing was changed; {EXPIRED_NEXT}",
+        "the node's clock ({}) is before leaf {}'s notBefore {} ({}){}: a clock problem, not an expiry; nothing was changed; set the node's clock right (chrony, timedatectl), then run again",
+        crate::rules::clock::rfc3339(now),
         first.name,
-        crate::rules::clock::rfc3339(first.not_after),
-        ago(now, first.not_after),
+        crate::rules::clock::rfc3339(first.not_before),
         first.path,
         others(rest)
     ))
@@ -341,7 +377,10 @@ mod tests {
             .map(|(i, n)| leaf(n, BEGIN, NOW - time::Duration::days(5 - i as i64)))
             .collect();
         let r = refusal(&leaves, NOW).unwrap();
-        assert!(r.starts_with("leaf a expired 2026-11-27T00:00:00Z (5 days ago; "), "{r}");
+        assert!(
+            r.starts_with("leaf a expired 2026-11-27T00:00:00Z (5 days ago; "),
+            "{r}"
+        );
         assert!(r.contains(") and 4 more (b, c, d, ...): "), "{r}");
         let all: Vec<_> = crate::rules::pki::LEAVES
             .iter()
@@ -364,12 +403,49 @@ mod tests {
     fn a_clock_before_a_leafs_not_before_is_a_clock_problem_named_first() {
         let leaves = [
             leaf("apiserver", BEGIN, datetime!(2026-11-30 00:00:00 UTC)),
-            leaf("etcd-server", NOW + time::Duration::hours(1), NOW + time::Duration::days(365)),
+            leaf(
+                "etcd-server",
+                NOW + time::Duration::hours(1),
+                NOW + time::Duration::days(365),
+            ),
         ];
         let r = refusal(&leaves, NOW).unwrap();
         assert!(
             r.starts_with("the node's clock (2026-12-02T00:00:00Z) is before leaf etcd-server's notBefore 2026-12-02T01:00:00Z (/etc/kubernetes/pki/etcd-server.crt): a clock problem, not an expiry; "),
             "{r}"
         );
+    }
+
+    #[test]
+    fn a_recovery_needs_an_expired_leaf_when_fresh_and_never_a_right_clock() {
+        let fresh_leaves = [leaf("apiserver", BEGIN, NOW + time::Duration::days(3))];
+        let r = recovery_refusal(&fresh_leaves, NOW, true).unwrap();
+        assert!(r.starts_with("no leaf has expired: "), "{r}");
+        assert_eq!(
+            recovery_refusal(&fresh_leaves, NOW, false),
+            None,
+            "resumed recovery work is finished"
+        );
+        let expired = [
+            leaf("apiserver", BEGIN, datetime!(2026-11-30 00:00:00 UTC)),
+            leaf("etcd-peer", BEGIN, datetime!(2026-11-01 00:00:00 UTC)),
+        ];
+        assert_eq!(recovery_refusal(&expired, NOW, true), None);
+        assert_eq!(
+            expired_words(&expired, NOW),
+            [
+                "etcd-peer expired 2026-11-01",
+                "apiserver expired 2026-11-30"
+            ]
+        );
+        let early = [leaf(
+            "apiserver",
+            NOW + time::Duration::hours(1),
+            NOW + time::Duration::days(9),
+        )];
+        for fresh in [true, false] {
+            let r = recovery_refusal(&early, NOW, fresh).unwrap();
+            assert!(r.contains("a clock problem, not an expiry"), "{r}");
+        }
     }
 }

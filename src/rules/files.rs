@@ -44,6 +44,14 @@ pub struct Receipt {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(length(max = 4)))]
     pub restarts: Vec<Restart>,
+    /// v1.2 (SPEC 11): true for a `--recover-expired` run; absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovery: bool,
+    /// v1.2 (SPEC 11): a recovery's health as observed at its end (quorum
+    /// and `/readyz` are reported, not required); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_at_end: Option<Message>,
 }
 
 /// Always `nvke-cert-runbook/phase/v2`.
@@ -83,6 +91,10 @@ pub struct PhaseV2File {
     pub started_at: Timestamp,
     pub updated_at: Timestamp,
     pub resumed_from: Option<ResumedFrom>,
+    /// v1.2 (SPEC 11): true while the work is a `--recover-expired` run's
+    /// (a resumed run goes on as a recovery); absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovery: bool,
 }
 
 /// The mode of the process that holds (or last held) the lock.

@@ -52,6 +52,9 @@ pub struct PhaseV2 {
     pub started_at: String,
     pub updated_at: String,
     pub resumed_from: Option<ResumedFrom>,
+    /// v1.2 (SPEC 11): the work is a `--recover-expired` run's; optional on
+    /// parse, not written when false.
+    pub recovery: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +156,7 @@ impl From<&PhaseV2> for files::PhaseV2File {
             started_at: values::Timestamp(p.started_at.clone()),
             updated_at: values::Timestamp(p.updated_at.clone()),
             resumed_from: p.resumed_from.as_ref().map(values::ResumedFrom::from),
+            recovery: p.recovery,
         }
     }
 }
@@ -202,9 +206,17 @@ pub fn validate_legacy(p: &LegacyPhase) -> Result<(), String> {
 
 fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
     let value = parse_json_strict(bytes)?;
-    let obj = value
+    let mut obj = value
         .as_object()
-        .ok_or_else(|| "not a JSON object".to_string())?;
+        .ok_or_else(|| "not a JSON object".to_string())?
+        .clone();
+    // v1.2's optional key, then the required ones.
+    let recovery = match obj.remove("recovery") {
+        None => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => return Err("recovery is not a boolean".to_string()),
+    };
+    let obj = &obj;
     check_keys(
         obj,
         &[
@@ -291,6 +303,7 @@ fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
         started_at,
         updated_at,
         resumed_from,
+        recovery,
     })
 }
 
@@ -685,6 +698,7 @@ mod tests {
             started_at: "2026-11-30T00:00:00Z".to_string(),
             updated_at: "2026-11-30T00:05:00Z".to_string(),
             resumed_from: None,
+            recovery: false,
         }
     }
 

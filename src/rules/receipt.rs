@@ -40,6 +40,12 @@ pub struct Receipt {
     /// v1.2: the restarts this run made, in order; optional on parse (a
     /// v1.1 receipt has none), not written when empty.
     pub restarts: Vec<files::Restart>,
+    /// v1.2 (SPEC 11): a `--recover-expired` run; optional on parse, not
+    /// written when false.
+    pub recovery: bool,
+    /// v1.2 (SPEC 11): a recovery's health observed at its end (bounded
+    /// like the message); optional on parse, not written when None.
+    pub health_at_end: Option<String>,
 }
 
 /// Parse strictly. `file_id` is the ID from the file name: a receipt whose
@@ -60,6 +66,19 @@ pub fn parse_receipt(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, Str
     let restarts = match obj.remove("restarts") {
         None => Vec::new(),
         Some(v) => parse_restarts(v)?,
+    };
+    let recovery = match obj.remove("recovery") {
+        None => false,
+        Some(Value::Bool(b)) => b,
+        Some(_) => return Err("recovery is not a boolean".to_string()),
+    };
+    let health_at_end = match obj.remove("healthAtEnd") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(h)) => {
+            check_message(&h).map_err(|e| format!("healthAtEnd: {e}"))?;
+            Some(h)
+        }
+        Some(_) => return Err("healthAtEnd is not a string".to_string()),
     };
     let obj = &obj;
     check_keys(
@@ -132,6 +151,8 @@ pub fn parse_receipt(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, Str
         runbook_version: runbook_version.to_string(),
         ca_sha256,
         restarts,
+        recovery,
+        health_at_end,
     })
 }
 
@@ -212,6 +233,11 @@ impl From<&Receipt> for files::Receipt {
             runbook_version: r.runbook_version.clone(),
             ca_sha256: (&r.ca_sha256).into(),
             restarts: r.restarts.clone(),
+            recovery: r.recovery,
+            health_at_end: r
+                .health_at_end
+                .as_deref()
+                .map(|h| values::Message(bounded_message(h))),
         }
     }
 }
@@ -320,6 +346,8 @@ mod tests {
                 .map(|k| (k.to_string(), H1.to_string()))
                 .collect(),
             restarts: Vec::new(),
+            recovery: false,
+            health_at_end: None,
         }
     }
 

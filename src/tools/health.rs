@@ -300,6 +300,60 @@ impl Health<'_> {
         ))
     }
 
+    /// A recovery's restart (SPEC 11), with no gate before it: the
+    /// container of `c`'s static pod the restart replaces: the running one,
+    /// else the newest (a component crash-looping on an expired
+    /// certificate may have none running at this instant), else none ("").
+    /// Two static pods for one component, or a runtime that cannot be
+    /// reached: refused at once, as by the gate.
+    pub fn current(&self, c: Component, budget: Duration) -> Result<String, GateError> {
+        let listing = match self.list(budget) {
+            Ok(l) => l,
+            Err(RtError::Unreachable(m)) => {
+                return Err(GateError::Structural {
+                    phase: Phase::Health,
+                    message: m,
+                })
+            }
+            Err(e) => {
+                return Err(GateError::TimedOut {
+                    message: format!("listing {c}'s containers failed: {e}"),
+                })
+            }
+        };
+        let mine = listing
+            .component(c.name())
+            .map_err(|message| GateError::Structural {
+                phase: Phase::Health,
+                message,
+            })?;
+        Ok(mine
+            .iter()
+            .find(|x| x.is_running())
+            .or(mine.first())
+            .map(|x| x.id.clone())
+            .unwrap_or_default())
+    }
+
+    /// Every component this run restarted still runs the container its
+    /// restart started (SPEC 4 step 10, v1.2), asked without the rest of
+    /// the gate (a recovery's postflight, SPEC 11): one listing.
+    pub fn stayed(&self, budget: Duration) -> Result<(), GateError> {
+        let deadline = Instant::now() + budget;
+        let listing = self.list(budget).map_err(|e| GateError::TimedOut {
+            message: format!("listing the restarted containers failed: {e}"),
+        })?;
+        for (c, id) in self.stay {
+            if let Some(message) = self.crashed(&listing, *c, id, deadline) {
+                return Err(GateError::Structural {
+                    phase: Phase::Restart(*c),
+                    message,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// One look at kube-system: `crictl ps`, then `crictl pods` only when a
     /// component's container belongs to a sandbox not seen before (SPEC 4
     /// "Waits": at most two listing calls per gate attempt).

@@ -13,7 +13,23 @@ impl Run<'_> {
         let _step = StepLog::new("expiry");
         let pki = node_pki::read(self.env.root);
         let now = self.env.now();
-        if let Some(why) = crate::rules::expiry::refusal(&pki.validity(), now) {
+        let leaves = pki.validity();
+        if self.phase.recovery {
+            // A recovery (SPEC 11): for a node whose leaves expired; it
+            // renews whatever is due, so nothing ends it `unchanged`.
+            let fresh = self.start == Start::Fresh;
+            if let Some(why) = crate::rules::expiry::recovery_refusal(&leaves, now, fresh) {
+                return Err(fail(Phase::Expiry, why));
+            }
+            let expired = crate::rules::expiry::expired_words(&leaves, now);
+            tracing::info!(
+                expired = expired.join(", "),
+                "recovery: no health gate before the renewal; after each restart the new container must serve the renewed certificate"
+            );
+            self.report.before = Some(pki);
+            return Ok(None);
+        }
+        if let Some(why) = crate::rules::expiry::refusal(&leaves, now) {
             return Err(fail(Phase::Expiry, why));
         }
         if self.start == Start::Fresh && !self.env.req.force() {

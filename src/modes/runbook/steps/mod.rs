@@ -13,6 +13,7 @@ mod gate;
 mod phase_file;
 mod postflight;
 mod preflight;
+mod recovery;
 mod renew;
 mod restart;
 

@@ -26,15 +26,21 @@ impl Run<'_> {
                 self.last_gate = None;
             }
         }
-        self.gate(self.env.g.health_timeout, None)
-            .map_err(|mut f| {
-                // A restarted component that crashed since: its restart
-                // failed, wherever that was seen.
-                if !f.cancelled && !matches!(f.phase, Phase::Restart(_)) {
-                    f.phase = Phase::Postflight;
-                }
-                f
-            })?;
+        if self.phase.recovery {
+            // No gate to pass (SPEC 11): the restarted containers still
+            // run; the health is observed after the certificates below.
+            self.stayed()?;
+        } else {
+            self.gate(self.env.g.health_timeout, None)
+                .map_err(|mut f| {
+                    // A restarted component that crashed since: its restart
+                    // failed, wherever that was seen.
+                    if !f.cancelled && !matches!(f.phase, Phase::Restart(_)) {
+                        f.phase = Phase::Postflight;
+                    }
+                    f
+                })?;
+        }
         let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
         if now_ca != self.phase.ca {
             return Err(fail(
@@ -42,63 +48,95 @@ impl Run<'_> {
                 "a CA fingerprint changed during the renewal",
             ));
         }
-        let served = |what: &str,
-                      port: Result<u16, String>,
-                      name: &str,
-                      id: Result<crate::tools::tlsprobe::TlsIdentity, String>,
-                      disk: &str|
-         -> Result<(), Fail> {
-            let port = port.map_err(|e| fail(Phase::Postflight, e))?;
-            let id = id.map_err(|e| fail(Phase::Postflight, e))?;
-            // Never past the controller's deadline (SPEC 4, v1.1).
-            self.env.check_cancel(None)?;
-            let r = self
-                .env
-                .rt
-                .probe(
-                    port,
-                    name,
-                    &id,
-                    self.env.now(),
-                    None,
-                    self.env.cancel.bound(self.env.g.health_timeout),
-                )
-                .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
-            let disk_pem = self
-                .env
-                .root
-                .read_file(disk, crate::node::fsx::NODE_FILE_MAX, Trust::TypeOnly)
-                .map_err(|e| fail(Phase::Postflight, e.to_string()))?
-                .unwrap_or_default();
-            let disk_der = pki::parse_pem_certificate(&disk_pem)
-                .map_err(|e| fail(Phase::Postflight, e.to_string()))?
-                .der;
-            if r.peer_cert != disk_der {
-                return Err(fail(
-                    Phase::Postflight,
-                    format!(
-                        "{what} does not serve the renewed certificate {}",
-                        crate::node::paths::node(disk)
-                    ),
-                ));
+        let budget = self.env.g.health_timeout;
+        self.serves_renewed(Component::KubeApiserver, budget)?;
+        self.serves_renewed(Component::Etcd, budget)?;
+        if self.phase.recovery {
+            self.health_at_end()?;
+        }
+        Ok(())
+    }
+
+    /// What `c` serves is the renewed certificate on disk (SPEC 4 step 10):
+    /// kube-apiserver its `apiserver.crt` on its secure port, etcd its
+    /// `server.crt` on its client port and `peer.crt` on its peer port;
+    /// nothing for the other two. One look, each probe within `budget`
+    /// (and the controller's deadline); a failure is the postflight's.
+    pub(in crate::modes::runbook) fn serves_renewed(
+        &self,
+        c: Component,
+        budget: Duration,
+    ) -> Result<(), Fail> {
+        match c {
+            Component::KubeApiserver => self.served(
+                "kube-apiserver",
+                targets::apiserver_port(self.env.root),
+                "kubernetes",
+                targets::apiserver_identity(self.env.root),
+                "etc/kubernetes/pki/apiserver.crt",
+                budget,
+            ),
+            Component::Etcd => {
+                self.served(
+                    "etcd",
+                    targets::etcd_port(self.env.root),
+                    "127.0.0.1",
+                    targets::etcd_identity(self.env.root),
+                    "etc/kubernetes/pki/etcd/server.crt",
+                    budget,
+                )?;
+                self.peer_served(budget)
             }
-            Ok(())
-        };
-        served(
-            "kube-apiserver",
-            targets::apiserver_port(self.env.root),
-            "kubernetes",
-            targets::apiserver_identity(self.env.root),
-            "etc/kubernetes/pki/apiserver.crt",
-        )?;
-        served(
-            "etcd",
-            targets::etcd_port(self.env.root),
-            "127.0.0.1",
-            targets::etcd_identity(self.env.root),
-            "etc/kubernetes/pki/etcd/server.crt",
-        )?;
-        self.peer_served()
+            _ => Ok(()),
+        }
+    }
+
+    /// The TLS peer certificate on `port`, verified for `name` with `id`,
+    /// is the file `disk`.
+    fn served(
+        &self,
+        what: &str,
+        port: Result<u16, String>,
+        name: &str,
+        id: Result<crate::tools::tlsprobe::TlsIdentity, String>,
+        disk: &str,
+        budget: Duration,
+    ) -> Result<(), Fail> {
+        let port = port.map_err(|e| fail(Phase::Postflight, e))?;
+        let id = id.map_err(|e| fail(Phase::Postflight, e))?;
+        // Never past the controller's deadline (SPEC 4, v1.1).
+        self.env.check_cancel(None)?;
+        let r = self
+            .env
+            .rt
+            .probe(
+                port,
+                name,
+                &id,
+                self.env.now(),
+                None,
+                self.env.cancel.bound(budget),
+            )
+            .map_err(|e| fail(Phase::Postflight, format!("{what}: {e}")))?;
+        let disk_pem = self
+            .env
+            .root
+            .read_file(disk, crate::node::fsx::NODE_FILE_MAX, Trust::TypeOnly)
+            .map_err(|e| fail(Phase::Postflight, e.to_string()))?
+            .unwrap_or_default();
+        let disk_der = pki::parse_pem_certificate(&disk_pem)
+            .map_err(|e| fail(Phase::Postflight, e.to_string()))?
+            .der;
+        if r.peer_cert != disk_der {
+            return Err(fail(
+                Phase::Postflight,
+                format!(
+                    "{what} does not serve the renewed certificate {}",
+                    crate::node::paths::node(disk)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Postflight (SPEC 4 step 10, v1.2): etcd's peer port (its
@@ -107,7 +145,7 @@ impl Run<'_> {
     /// connection, so this proves the renewed files load, not the restart
     /// (the new container IDs prove that). A peer URL on no address of this
     /// host cannot be asked here: said in the log, not a failure.
-    pub(in crate::modes::runbook) fn peer_served(&self) -> Result<(), Fail> {
+    pub(in crate::modes::runbook) fn peer_served(&self, budget: Duration) -> Result<(), Fail> {
         let pf = |m: String| fail(Phase::Postflight, m);
         let manifest = self
             .env
@@ -155,7 +193,7 @@ impl Run<'_> {
             now: self.env.now(),
             path: None,
             body: None,
-            budget: self.env.cancel.bound(self.env.g.health_timeout),
+            budget: self.env.cancel.bound(budget),
         });
         if let Err(e) = &a.reply {
             return Err(pf(format!("etcd's peer port {addr}: {e}")));

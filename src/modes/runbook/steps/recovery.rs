@@ -1,0 +1,115 @@
+//! What a recovery (`--recover-expired`, SPEC 11) does in place of the
+//! health gate: its restarts start from the component's current container
+//! and end when the new one runs and serves the renewed certificate; its
+//! postflight checks the restarted containers stayed up and reports the
+//! health it sees, quorum and `/readyz` included, without requiring it.
+
+use crate::modes::runbook::*;
+
+/// How long the recovery's last look at the whole gate may take: one or
+/// two attempts, reported, never waited for (etcd may lack quorum until the
+/// other members are recovered too).
+const LAST_LOOK: Duration = Duration::from_secs(3);
+
+impl Run<'_> {
+    /// The container a recovery's restart of `c` replaces (no gate before
+    /// it): the running one, else the newest, else none.
+    pub(in crate::modes::runbook) fn recovery_old(&self, c: Component) -> Result<String, Fail> {
+        let budget = self.env.cancel.bound(self.env.g.health_timeout);
+        let old = self
+            .health()
+            .current(c, budget)
+            .map_err(|e| self.gate_fail(e, Some(c)))?;
+        tracing::info!(
+            component = c.name(),
+            old = health::short(&old),
+            "recovery: no health gate before this restart"
+        );
+        Ok(old)
+    }
+
+    /// After a recovery's restart of `c` (SPEC 11): until `deadline`, wait
+    /// for `c` to serve the renewed certificate (etcd on its client and
+    /// peer ports, kube-apiserver on its secure port; the other two only
+    /// run, which the start wait saw). Polled with back-off; each look
+    /// bounded by the time left.
+    pub(in crate::modes::runbook) fn wait_serving(
+        &self,
+        c: Component,
+        deadline: Instant,
+    ) -> Result<(), Fail> {
+        let mut backoff = health::Backoff::default();
+        loop {
+            backoff.polls += 1;
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(100));
+            match self.serves_renewed(c, left) {
+                Ok(()) => {
+                    if matches!(c, Component::Etcd | Component::KubeApiserver) {
+                        tracing::info!(
+                            component = c.name(),
+                            looks = backoff.polls,
+                            "serves the renewed certificate"
+                        );
+                    }
+                    return Ok(());
+                }
+                Err(f) if f.cancelled => return Err(f),
+                Err(f) if Instant::now() >= deadline => {
+                    return Err(restart_failed(
+                        c,
+                        format!(
+                            "{c} did not serve the renewed certificate within {}s ({} looks): {}",
+                            self.env.g.health_timeout.as_secs(),
+                            backoff.polls,
+                            f.message
+                        ),
+                    ))
+                }
+                Err(_) => {
+                    health::sleep_until(deadline, backoff.pause(), self.env.cancel);
+                    self.env.check_cancel(Some(c))?;
+                }
+            }
+        }
+    }
+
+    /// A recovery's postflight (SPEC 11): every component this run
+    /// restarted still runs the container its restart started.
+    pub(in crate::modes::runbook) fn stayed(&self) -> Result<(), Fail> {
+        let budget = self.env.cancel.bound(self.env.g.health_timeout);
+        self.health()
+            .stayed(budget)
+            .map_err(|e| match self.gate_fail(e, None) {
+                f if f.cancelled || matches!(f.phase, Phase::Restart(_)) => f,
+                f => Fail {
+                    phase: Phase::Postflight,
+                    ..f
+                },
+            })
+    }
+
+    /// The health a recovery ends with (SPEC 11: reported, not required):
+    /// one short look at the whole local gate, quorum and `/readyz`
+    /// included. Only a signal or the deadline stops the run here.
+    pub(in crate::modes::runbook) fn health_at_end(&mut self) -> Result<(), Fail> {
+        self.env.check_cancel(None)?;
+        let seen = match self.health().wait_gate(LAST_LOOK) {
+            Ok(ok) => {
+                self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+                format!(
+                    "the whole local health gate passes (etcd: {} of {} voters healthy)",
+                    ok.etcd_healthy_voters, ok.etcd_voters
+                )
+            }
+            Err(GateError::Cancelled) => return Err(cancelled(self.env.cancel, None)),
+            Err(GateError::Structural { message, .. }) | Err(GateError::TimedOut { message }) => {
+                format!("not healthy yet: {message}")
+            }
+        };
+        tracing::info!(health = seen.as_str(), "recovery: the health at its end");
+        self.report.health_at_end = Some(seen);
+        Ok(())
+    }
+}
