@@ -17,9 +17,10 @@
 //!   change, the phase file parses (`--check`), CA files unchanged; after
 //!   recovery everything active, staging empty, the phase done, the
 //!   operator view clean, the work resumed at the component the phase file
-//!   named. Two starting trees: a V2 `restart_pending`/etcd phase file of
-//!   another operation (no kubeadm), and a forced fresh run (a smaller set,
-//!   kubeadm included). Prints `crash points: N recovered of N`.
+//!   named. Three starting trees: a V2 `restart_pending`/etcd phase file of
+//!   another operation (no kubeadm), a forced fresh run and a fresh
+//!   recovery (`--recover-expired`, SPEC 11) (smaller sets, kubeadm
+//!   included). Prints `crash points: N recovered of N`.
 //!
 //! strace runs without `-f` for injection: its `when=` counters are per
 //! traced thread, so with `-f` it would also kill crictl and kubeadm at
@@ -450,6 +451,9 @@ enum Scn {
     Resume,
     /// A forced fresh run (kubeadm included).
     Fresh,
+    /// A fresh recovery (`--recover-expired`, SPEC 11, kubeadm included):
+    /// the next plain operation resumes its phase file as a recovery.
+    Recover,
 }
 
 #[derive(Clone, Debug)]
@@ -464,14 +468,21 @@ struct Point {
     compound: Option<(String, usize)>,
 }
 
+impl Scn {
+    fn name(self) -> &'static str {
+        match self {
+            Scn::Resume => "resume",
+            Scn::Fresh => "fresh",
+            Scn::Recover => "recover",
+        }
+    }
+}
+
 impl Point {
     fn label(&self) -> String {
         format!(
             "{}:{}#{}{}:SIG{}{}",
-            match self.scn {
-                Scn::Resume => "resume",
-                Scn::Fresh => "fresh",
-            },
+            self.scn.name(),
             self.sc,
             self.k,
             if self.path_filter { "(state dirs)" } else { "" },
@@ -563,8 +574,10 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
     let mut seen = Seen::default();
     let mut note = Note::default();
     let mut args = vec!["--operation-id", crash_id.as_str()];
-    if p.scn == Scn::Fresh {
-        args.push("--force");
+    match p.scn {
+        Scn::Fresh => args.push("--force"),
+        Scn::Recover => args = recover_args(&crash_id),
+        Scn::Resume => {}
     }
     let inj = inject(node, p.sig, &p.sc, p.k, p.path_filter, &args)?;
     note.hit = inj.landed.is_some();
@@ -682,7 +695,7 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
         &obs.receipts,
         &last,
         After {
-            phase_may_be_absent: p.scn == Scn::Fresh,
+            phase_may_be_absent: p.scn != Scn::Resume,
             taken_over: (p.scn == Scn::Resume).then_some(("op-prev", "superseded")),
             kept: (&crash_id, &note.crash_outcome),
         },
@@ -760,17 +773,17 @@ fn resume_points(rec: &Recording, rng: &mut Rng, skipped: &mut Vec<String>) -> V
     v
 }
 
-fn fresh_points(rec: &Recording, id: &str, root: &Path) -> Vec<Point> {
+fn fresh_points(scn: Scn, rec: &Recording, id: &str, root: &Path) -> Vec<Point> {
     let fresh = fresh_sites(rec, id, root);
     let mut v: Vec<Point> = fresh
         .sites
         .iter()
-        .map(|st| kill(Scn::Fresh, &st.sc, st.k))
+        .map(|st| kill(scn, &st.sc, st.k))
         .collect();
     if let Some(st) = &fresh.kubeadm_wait {
         v.push(Point {
             sig: Sig::Term,
-            ..kill(Scn::Fresh, &st.sc, st.k)
+            ..kill(scn, &st.sc, st.k)
         });
     }
     v
@@ -795,23 +808,33 @@ fn crash_points() {
         resume: rec_resume,
         fresh: rec_fresh,
         fresh_root,
+        recover: rec_recover,
+        recover_root,
         ..
     } = record_starts(|_, _| ());
     let mut skipped = Vec::new();
-    let mut points = fresh_points(&rec_fresh, "op-rec-fresh", &fresh_root);
+    let mut points = fresh_points(Scn::Fresh, &rec_fresh, "op-rec-fresh", &fresh_root);
+    points.extend(fresh_points(
+        Scn::Recover,
+        &rec_recover,
+        "op-rec-recover",
+        &recover_root,
+    ));
     points.extend(resume_points(&rec_resume, &mut rng, &mut skipped));
     if let Some(only) = &only {
         // Debugging aid: run only the points whose label contains this.
         points.retain(|p| p.label().contains(only.as_str()));
     }
-    let n_fresh = points.iter().filter(|p| p.scn == Scn::Fresh).count();
+    let count = |scn: Scn| points.iter().filter(|p| p.scn == scn).count();
     say(&format!(
-        "crash-points setup: recorded (main thread) resume run {:?}; fresh run {:?}; {} points ({} fresh, {} resume), {jobs} node(s) side by side, compound seed {seed}",
+        "crash-points setup: recorded (main thread) resume run {:?}; fresh run {:?}; recovery {:?}; {} points ({} fresh, {} recovery, {} resume), {jobs} node(s) side by side, compound seed {seed}",
         rec_resume.counts,
         rec_fresh.counts,
+        rec_recover.counts,
         points.len(),
-        n_fresh,
-        points.len() - n_fresh
+        count(Scn::Fresh),
+        count(Scn::Recover),
+        count(Scn::Resume)
     ));
     let setup = started.elapsed();
 
@@ -820,7 +843,7 @@ fn crash_points() {
         jobs,
         Some(resume_node),
         |p: &Point| match p.scn {
-            Scn::Fresh => Start::New,
+            Scn::Fresh | Scn::Recover => Start::New,
             Scn::Resume => Start::Reused(reset_resume),
         },
         run_point,
@@ -849,15 +872,7 @@ fn crash_points() {
     let (mut creat_landed, mut creat_points) = (0, 0);
     let (mut compound_ok, mut compound_n, mut compound_hit) = (0, 0, 0);
     for (_, p, r, _) in &results {
-        let key = format!(
-            "{} {} SIG{}",
-            match p.scn {
-                Scn::Resume => "resume",
-                Scn::Fresh => "fresh",
-            },
-            p.sc,
-            p.sig.name()
-        );
+        let key = format!("{} {} SIG{}", p.scn.name(), p.sc, p.sig.name());
         let e = by_kind.entry(key).or_default();
         e.0 += 1;
         if let Ok(note) = r {
@@ -900,7 +915,7 @@ fn crash_points() {
         say(&format!("  skipped: {s}"));
     }
     say("  skipped: syscalls of the runbook's threads and of the tools it runs: strace without -f injects into the main thread only (with -f its per-process counters would also kill crictl and kubeadm); every runbook file mutation happens on the main thread");
-    for scn in [Scn::Fresh, Scn::Resume] {
+    for scn in [Scn::Fresh, Scn::Recover, Scn::Resume] {
         let ts: Vec<(Duration, Duration, Duration)> = results
             .iter()
             .filter(|r| r.1.scn == scn)
@@ -914,7 +929,7 @@ fn crash_points() {
         };
         say(&format!(
             "  time per {} point: {:?} on average (injected run {:?}, recovery renewal {:?})",
-            if scn == Scn::Fresh { "fresh" } else { "resume" },
+            scn.name(),
             avg(&|t| t.0),
             avg(&|t| t.1),
             avg(&|t| t.2)

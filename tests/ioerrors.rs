@@ -14,9 +14,10 @@
 //! (owner, phase, receipts) are also aimed at one by one: by their count in
 //! the recording, aimed again (at most 3 runs) where a run made the write at
 //! another count. (stdout is written by a thread of its own, which strace
-//! without -f does not reach.) Three starting
+//! without -f does not reach.) Four starting
 //! trees: a V2 `restart_pending`/etcd phase file of another operation (the
-//! crash sweep's resume tree), a forced fresh run, and a fencing check over
+//! crash sweep's resume tree), a forced fresh run, a fresh recovery
+//! (`--recover-expired`, SPEC 11: the same chosen calls), and a fencing check over
 //! a dead run's tree (its phase file `restart_pending`/etcd, etcd's manifest
 //! staged, no receipt).
 //!
@@ -78,6 +79,8 @@ enum Scn {
     Resume,
     /// A forced fresh run (kubeadm included).
     Fresh,
+    /// A fresh recovery (`--recover-expired`, SPEC 11, kubeadm included).
+    Recover,
     /// The fencing check over a dead run's staged etcd manifest.
     Fence,
 }
@@ -87,6 +90,7 @@ impl Scn {
         match self {
             Scn::Resume => "resume",
             Scn::Fresh => "fresh",
+            Scn::Recover => "recover",
             Scn::Fence => "fence",
         }
     }
@@ -208,7 +212,7 @@ fn reset_fence(node: &Node, base: &Base) -> Result<(), String> {
 
 fn start_of(p: &Point) -> Start {
     match p.scn {
-        Scn::Fresh => Start::New,
+        Scn::Fresh | Scn::Recover => Start::New,
         Scn::Resume => Start::Reused(reset_resume),
         Scn::Fence => Start::Reused(reset_fence),
     }
@@ -551,7 +555,7 @@ fn recover(
     let taken_over = match p.scn {
         Scn::Resume => Some(("op-prev", "superseded")),
         Scn::Fence => Some((DEAD, "abandoned")),
-        Scn::Fresh => None,
+        Scn::Fresh | Scn::Recover => None,
     };
     let r = new_operation(
         node,
@@ -560,7 +564,7 @@ fn recover(
         &obs.receipts,
         &format!("op-{idx}-rec"),
         After {
-            phase_may_be_absent: p.scn == Scn::Fresh,
+            phase_may_be_absent: matches!(p.scn, Scn::Fresh | Scn::Recover),
             taken_over,
             kept: (id, &id_outcome),
         },
@@ -669,6 +673,7 @@ fn run_once(
     let args: Vec<&str> = match p.scn {
         Scn::Resume => vec!["--operation-id", id],
         Scn::Fresh => vec!["--operation-id", id, "--force"],
+        Scn::Recover => recover_args(id),
         Scn::Fence => fence_args(id),
     };
     let (ran, landed, log) = inject(node, p.errno, site, &args)?;
@@ -716,6 +721,8 @@ fn io_errors() {
         resume: rec_resume,
         fresh: rec_fresh,
         fresh_root,
+        recover: rec_recover,
+        recover_root,
         more: rec_fence,
     } = record_starts(|node, base| {
         reset_fence(node, base).unwrap();
@@ -753,6 +760,8 @@ fn io_errors() {
     };
     let fresh = fresh_sites(&rec_fresh, "op-rec-fresh", &fresh_root);
     add(Scn::Fresh, &fresh.sites);
+    let recover = fresh_sites(&rec_recover, "op-rec-recover", &recover_root);
+    add(Scn::Recover, &recover.sites);
     let resume = every_site(&rec_resume);
     add(Scn::Resume, &resume.sites);
     let fence_sites = every_site(&rec_fence);
@@ -786,13 +795,15 @@ fn io_errors() {
         .map(|(t, k)| format!("{}#{} at write#{k}", t.class, t.nth))
         .collect();
     say(&format!(
-        "io-errors setup: recorded (main thread) resume run {:?}; fresh run {:?}; fencing check {:?}; {} points ({} resume, {} fresh, {} fence; EIO at each, ENOSPC too at writes and creates; writes every {}th of {} on the resume run, every {}th of {} in the fencing check, and aimed at {aimed_list:?}), {jobs} node(s) side by side",
+        "io-errors setup: recorded (main thread) resume run {:?}; fresh run {:?}; recovery {:?}; fencing check {:?}; {} points ({} resume, {} fresh, {} recovery, {} fence; EIO at each, ENOSPC too at writes and creates; writes every {}th of {} on the resume run, every {}th of {} in the fencing check, and aimed at {aimed_list:?}), {jobs} node(s) side by side",
         rec_resume.counts,
         rec_fresh.counts,
+        rec_recover.counts,
         rec_fence.counts,
         points.len(),
         count(Scn::Resume),
         count(Scn::Fresh),
+        count(Scn::Recover),
         count(Scn::Fence),
         resume.write_step,
         resume.writes,

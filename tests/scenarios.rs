@@ -1462,12 +1462,6 @@ fn recover_expired_brings_an_all_expired_node_back() {
         "{}",
         node.phase()
     );
-    if std::env::var_os("NVKE_SHOW").is_some() {
-        eprintln!(
-            "{}",
-            std::fs::read_to_string(node.state().join("log/op-recover.log")).unwrap()
-        );
-    }
     // Every leaf renewed: a plain renewal (forced) passes its whole gate.
     let (code, v, e) = node.run(&[&["--operation-id", "op-after", "--force"][..], &now].concat());
     assert_eq!(

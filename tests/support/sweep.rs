@@ -140,7 +140,26 @@ pub struct Starts<T> {
     pub fresh: Recording,
     /// The fresh node's root, canonical (the recording's paths are).
     pub fresh_root: PathBuf,
+    /// A recovery (`--recover-expired` at [`RECOVER_NOW`], SPEC 11) on a
+    /// node of its own, and its root.
+    pub recover: Recording,
+    pub recover_root: PathBuf,
     pub more: T,
+}
+
+/// The recovery's clock (SPEC 11): the fixture's etcd-peer expired two days
+/// before, every other leaf is still valid.
+pub const RECOVER_NOW: &str = "2027-03-03T00:00:00Z";
+
+/// The arguments of a recovery under `id`.
+pub fn recover_args(id: &str) -> Vec<&str> {
+    vec![
+        "--operation-id",
+        id,
+        "--recover-expired",
+        "--now",
+        RECOVER_NOW,
+    ]
 }
 
 pub fn record_starts<T>(more: impl FnOnce(&Node, &Base) -> T) -> Starts<T> {
@@ -150,17 +169,25 @@ pub fn record_starts<T>(more: impl FnOnce(&Node, &Base) -> T) -> Starts<T> {
             let rec = record(&node, &["--operation-id", "op-rec-fresh", "--force"]);
             (rec, node.root.canonicalize().unwrap())
         });
+        let recover = s.spawn(|| {
+            let node = Node::new(VARIANT, knobs());
+            let rec = record(&node, &recover_args("op-rec-recover"));
+            (rec, node.root.canonicalize().unwrap())
+        });
         let node = Node::new(VARIANT, knobs());
         let base = base_of(&node);
         reset_resume(&node, &base).unwrap();
         let resume = record(&node, &["--operation-id", "op-rec-resume"]);
         let more = more(&node, &base);
         let (fresh, fresh_root) = fresh.join().unwrap();
+        let (recover, recover_root) = recover.join().unwrap();
         Starts {
             node,
             resume,
             fresh,
             fresh_root,
+            recover,
+            recover_root,
             more,
         }
     })
