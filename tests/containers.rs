@@ -806,6 +806,139 @@ fn three_etcd_voters_renewed_and_the_cluster_keeps_quorum() {
     ));
 }
 
+/// SPEC 11 for real: a three-member etcd cluster (the node's member in its
+/// container, two on the host) whose server and peer certificates have all
+/// expired (re-signed by the node's etcd CA with notAfter in the past) and
+/// whose members restarted: no handshake passes, so no quorum. A plain
+/// renewal refuses at once; `--recover-expired` renews and restarts the
+/// node's four components, its etcd member serving the renewed
+/// certificates, and reports the missing quorum; renewing the two host
+/// members' certificates, as the same recovery on their nodes would, brings
+/// quorum back; then `--check` decides and a renewal's whole gate passes.
+#[test]
+fn recover_expired_brings_an_expired_etcd_cluster_back() {
+    let Some((t, mut m)) = cluster(2) else {
+        return;
+    };
+    let t0 = Instant::now();
+    let ep = t.etcd.client_url();
+    let etcd_pki = t.node.root.join("etc/kubernetes/pki/etcd");
+    let (ca_crt, ca_key) = (etcd_pki.join("ca.crt"), etcd_pki.join("ca.key"));
+    // Expired before the tests' clock (--now 2026-11-30) and the real one.
+    let (old_start, old_end) = ("20250601000000Z", "20251201000000Z");
+    let mut dirs = vec![etcd_pki.clone()];
+    dirs.extend(m.list.iter().map(|x| x.pki().to_path_buf()));
+    for d in &dirs {
+        for leaf in ["server", "peer"] {
+            etcd_cluster::resign(
+                &ca_crt,
+                &ca_key,
+                &d.join(format!("{leaf}.crt")),
+                &d.join(format!("{leaf}.key")),
+                old_start,
+                old_end,
+            );
+        }
+    }
+    // Every connection a new handshake: the host members restart (the
+    // node's member then cannot reach them, nor they it).
+    let initial: Vec<String> = std::iter::once(t.etcd.initial())
+        .chain(m.list.iter().map(|x| x.initial()))
+        .collect();
+    let initial = initial.join(",");
+    for x in &mut m.list {
+        x.kill();
+        x.start(&initial, "existing");
+    }
+    let b = Before::take(&t);
+    let (code, v, e) = t.run(&["--operation-id", "op-plain", "--force"]);
+    b.assert_refused(&t, "op-plain", code, &v, "expiry");
+    let msg = v["message"].as_str().unwrap();
+    assert!(msg.contains("--recover-expired"), "{msg}\n{e}");
+    let before = t.ids();
+    let t1 = Instant::now();
+    let (code, v, stderr) = t.run(&[
+        "--operation-id",
+        "op-recover",
+        "--recover-expired",
+        "--health-timeout",
+        "60",
+    ]);
+    let took = t1.elapsed();
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{stderr}"
+    );
+    t.renewed();
+    assert_eq!(v["recovery"], true, "{v:#}");
+    assert_eq!(restarted(&v), COMPONENTS);
+    let after = t.ids();
+    for (i, c) in COMPONENTS.iter().enumerate() {
+        assert_ne!(before[i], after[i], "{c}");
+    }
+    let health = v["healthAtEnd"].as_str().unwrap().to_string();
+    assert!(
+        health.starts_with("not healthy yet: "),
+        "the other members still hold expired certificates: {health}"
+    );
+    let receipt = t.node.receipt("op-recover").unwrap();
+    assert_eq!(receipt["recovery"], true, "{receipt:#}");
+    report_restarts("recovery", &v);
+    // The two host members renewed, as their own recovery would, and
+    // restarted: the cluster has quorum again, the node's member among it.
+    let now = time::OffsetDateTime::now_utc();
+    let stamp = |t: time::OffsetDateTime| {
+        format!(
+            "{:04}{:02}{:02}{:02}{:02}{:02}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second()
+        )
+    };
+    let (start, end) = (
+        stamp(now - time::Duration::days(400)),
+        stamp(now + time::Duration::days(365)),
+    );
+    for x in &mut m.list {
+        for leaf in ["server", "peer"] {
+            etcd_cluster::resign(
+                &ca_crt,
+                &ca_key,
+                &x.pki().join(format!("{leaf}.crt")),
+                &x.pki().join(format!("{leaf}.key")),
+                &start,
+                &end,
+            );
+        }
+        x.kill();
+        x.start(&initial, "existing");
+    }
+    m.wait("three healthy voters after the recovery", 120, |m| {
+        all_healthy_voters(m, &ep, 3)
+    });
+    // --check decides, and a renewal's whole gate passes (quorum included).
+    let (code, c, _) = t.run(&["--check"]);
+    assert_eq!(code, 0, "{c:#}");
+    let (code, v, stderr) = t.run(&["--operation-id", "op-after", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{stderr}"
+    );
+    t.renewed();
+    assert_eq!(v["etcd"]["voters"], 3, "{v:#}");
+    say(&format!(
+        "containers: recovery: refused at once, recovered in {} ms (runbook wall clock; health at the end: {health}), quorum back {} ms after the start",
+        took.as_millis(),
+        t0.elapsed().as_millis()
+    ));
+    say("recovery: 3 expired nodes brought back on containerd (this node by --recover-expired, the two host members renewed as their recovery would)");
+}
+
 /// SPEC 4 step 7 (v1.2): real etcd with its JSON gateway off
 /// (`--enable-grpc-gateway=false`) answers 404: the runbook falls back to
 /// etcdctl through `crictl exec`, says so, and renews.
