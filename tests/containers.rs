@@ -830,7 +830,7 @@ fn recover_expired_brings_an_expired_etcd_cluster_back() {
     dirs.extend(m.list.iter().map(|x| x.pki().to_path_buf()));
     for d in &dirs {
         for leaf in ["server", "peer"] {
-            etcd_cluster::resign(
+            support::tree::resign(
                 &ca_crt,
                 &ca_key,
                 &d.join(format!("{leaf}.crt")),
@@ -905,7 +905,7 @@ fn recover_expired_brings_an_expired_etcd_cluster_back() {
     );
     for x in &mut m.list {
         for leaf in ["server", "peer"] {
-            etcd_cluster::resign(
+            support::tree::resign(
                 &ca_crt,
                 &ca_key,
                 &x.pki().join(format!("{leaf}.crt")),

@@ -1462,6 +1462,15 @@ fn recover_expired_brings_an_all_expired_node_back() {
         "{}",
         node.phase()
     );
+    // Healthy at its end: the view asks nothing more of the other nodes.
+    let (_, view, _) = node.run(&[&["--status-only"][..], &now].concat());
+    assert!(
+        !view["nextSteps"]
+            .to_string()
+            .contains("this node was recovered"),
+        "{:#}",
+        view["nextSteps"]
+    );
     // Every leaf renewed: a plain renewal (forced) passes its whole gate.
     let (code, v, e) = node.run(&[&["--operation-id", "op-after", "--force"][..], &now].concat());
     assert_eq!(
@@ -1521,6 +1530,22 @@ fn recover_expired_reports_missing_quorum_without_requiring_it() {
     assert!(health.starts_with("not healthy yet: "), "{health}");
     assert_eq!(node.receipt("op-one").unwrap()["healthAtEnd"], health);
     node.assert_all_active();
+    // The operator view names what the other nodes still need (SPEC 11).
+    let (_, view, _) = node.run(&["--status-only", "--now", now]);
+    let steps = view["nextSteps"].as_array().unwrap();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["what"].as_str().unwrap().starts_with(
+                "this node was recovered by op-one but the cluster was not healthy at its end"
+            )),
+        "{steps:#?}"
+    );
+    assert_eq!(
+        view["receipts"][0]["recovery"], true,
+        "{:#}",
+        view["receipts"]
+    );
     let calls = node.kubeadm_calls();
     assert!(
         calls.contains("--config /etc/kubernetes/kubeadm-config.yaml"),
@@ -1637,4 +1662,53 @@ fn sigkill_mid_recovery_then_the_next_operation_resumes_the_recovery() {
         "{v:#}"
     );
     assert_eq!(node.receipt("op-rk2").unwrap()["recovery"], true);
+}
+
+/// SPEC 11: one leaf expired, kube-apiserver's serving certificate
+/// (re-signed by the node's CA with notAfter in the past; the TLS stand-ins
+/// judge it at the tests' clock): a plain renewal is refused naming it, the
+/// recovery renews every leaf and kube-apiserver serves the renewed one.
+#[test]
+fn recover_expired_when_only_the_apiserver_certificate_expired() {
+    let node = Node::new("rsa", json!({}));
+    let pki = node.root.join("etc/kubernetes/pki");
+    support::tree::resign(
+        &pki.join("ca.crt"),
+        &pki.join("ca.key"),
+        &pki.join("apiserver.crt"),
+        &pki.join("apiserver.key"),
+        "20250601000000Z",
+        "20251201000000Z",
+    );
+    let (code, v, e) = node.run(&["--operation-id", "op-api-plain"]);
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("expiry")),
+        "{v:#}\n{e}"
+    );
+    let msg = v["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("leaf apiserver expired 2025-12-01T00:00:00Z (364 days ago; /etc/kubernetes/pki/apiserver.crt): "),
+        "{msg}"
+    );
+    let (code, v, e) = node.run(&["--operation-id", "op-api", "--recover-expired"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("(expired: apiserver expired 2025-12-01); "),
+        "{v:#}"
+    );
+    assert_eq!(restarted(&v), COMPONENTS.to_vec());
+    let health = v["healthAtEnd"].as_str().unwrap();
+    assert!(
+        health.starts_with("the whole local health gate passes"),
+        "{health}"
+    );
+    node.assert_all_active();
 }

@@ -439,6 +439,10 @@ type ReceiptSummary struct {
 	FinishedAt  *string  `json:"finishedAt"`
 	Message     *string  `json:"message"`
 	Error       *string  `json:"error,omitempty"`
+	// Recovery and HealthAtEnd (v1.2, SPEC 11): a recovery's receipt and
+	// the health seen at its end; absent otherwise.
+	Recovery    bool    `json:"recovery,omitempty"`
+	HealthAtEnd *string `json:"healthAtEnd,omitempty"`
 }
 
 // FencingPlan is what a fencing check would do now.

@@ -127,6 +127,12 @@ pub struct ReceiptSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub error: Option<String>,
+    /// v1.2 (SPEC 11): the receipt of a recovery; absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovery: bool,
+    /// v1.2 (SPEC 11): a recovery's health at its end; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_at_end: Option<Message>,
 }
 
 /// What `--status-only [--operation-id ID]` prints with `--output json`

@@ -132,6 +132,29 @@ impl Advice {
     }
 }
 
+/// The phase file records a recovery's work (SPEC 11).
+fn recovery_work(s: &NodeSnapshot) -> bool {
+    matches!(&s.phase.file, Some(crate::rules::phase::PhaseFile::V2(p)) if p.recovery)
+}
+
+/// What the other control-plane nodes still need after this node's
+/// recovery (SPEC 11), when its newest receipt is a recovery that ended
+/// without a healthy cluster (etcd without quorum: the other members still
+/// hold expired certificates).
+fn after_recovery(s: &NodeSnapshot) -> Option<String> {
+    let r = s.receipts.as_ref()?.recent.first()?;
+    let health = r.health_at_end.as_ref()?;
+    (r.recovery
+        && r.outcome == Some(crate::rules::outcome::Outcome::Renewed)
+        && health.0.starts_with("not healthy yet"))
+    .then(|| {
+        format!(
+            "this node was recovered by {} but the cluster was not healthy at its end (etcd needs a majority of its members with renewed certificates): run the same recovery (--operation-id recover-<date>@<node> --recover-expired --kubeadm-config PATH) on every other control-plane node whose certificates expired, one at a time, then check each:",
+            r.operation_id
+        )
+    })
+}
+
 /// Whether a CA's notAfter has passed (SPEC 11: a recovery refuses then).
 fn ca_expired(s: &NodeSnapshot, now: time::OffsetDateTime) -> bool {
     s.pki
@@ -297,6 +320,13 @@ pub fn advise(
         }
         _ => {}
     }
+    // While the node is not clean (once the cluster is healthy again, the
+    // step would only be stale).
+    if let Some(w) = after_recovery(s) {
+        if !busy && !reasons.is_empty() {
+            next.push(step(w, Some(cmd.runbook(&["--check"]))));
+        }
+    }
     let kubelet_expired = s.kubelet.expired_words(now);
     if !kubelet_expired.is_empty() && !busy {
         next.push(step(
@@ -399,6 +429,9 @@ fn in_progress(s: &NodeSnapshot, now: OffsetDateTime) -> Option<String> {
         let mut parts = vec![format!("pid {}", o.pid), format!("mode {}", o.mode)];
         if let Some(i) = &o.operation_id {
             parts.push(format!("operation {i}"));
+        }
+        if recovery_work(s) {
+            parts.push("a recovery (--recover-expired)".to_string());
         }
         parts.push(format!("step {}", phase_step(&s.phase)));
         if let Some(e) = elapsed(&o.started_at, now) {

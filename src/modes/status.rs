@@ -318,8 +318,10 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
             if !down.is_empty() {
                 parts.push(format!("{down} down"));
             }
+            // An expired leaf leads (SPEC 11): it is why the live findings
+            // (an expired certificate served, etcd without quorum) are.
+            parts.extend(expired.map(|w| format!("certificates expired: {w}")));
             parts.extend(a.live.iter().cloned());
-            parts.extend(expired.map(str::to_string));
             parts.extend(a.kubelet_expired.iter().cloned());
             ("ACTION NEEDED", parts.join("; "))
         }

@@ -489,6 +489,8 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                     finished_at: None,
                     message: None,
                     error: Some(format!("file name is not an operation ID: {e}")),
+                    recovery: false,
+                    health_at_end: None,
                 },
                 Ok(id) => match lookup_receipt(Some(dir), &id) {
                     ReceiptLookup::Found(r) => {
@@ -500,6 +502,8 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                             finished_at: Some(d.finished_at),
                             message: Some(d.message),
                             error: None,
+                            recovery: d.recovery,
+                            health_at_end: d.health_at_end,
                         }
                     }
                     ReceiptLookup::Malformed(e) => ReceiptSummary {
@@ -509,6 +513,8 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                         finished_at: None,
                         message: None,
                         error: Some(e),
+                        recovery: false,
+                        health_at_end: None,
                     },
                     ReceiptLookup::Absent => ReceiptSummary {
                         operation_id: stem,
@@ -517,6 +523,8 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                         finished_at: None,
                         message: None,
                         error: Some("vanished while listing".into()),
+                        recovery: false,
+                        health_at_end: None,
                     },
                 },
             }

@@ -200,3 +200,73 @@ pub fn all_dirs(top: &Path) -> Vec<PathBuf> {
     }
     v
 }
+
+/// Re-signs the leaf `crt` (its key, subject and extensions kept) with the
+/// CA `ca_crt`/`ca_key`, valid from `start` to `end` (openssl's
+/// `YYYYMMDDHHMMSSZ`): `openssl ca`, since `x509 -req` in OpenSSL 3.0 can
+/// only date a certificate from now. For certificates that have already
+/// expired (SPEC 11's recovery), and for their renewal by hand.
+pub fn resign(ca_crt: &Path, ca_key: &Path, crt: &Path, key: &Path, start: &str, end: &str) {
+    let work = tempfile::Builder::new()
+        .prefix("nvke-resign-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let w = work.path();
+    std::fs::write(w.join("index.txt"), "").unwrap();
+    std::fs::write(w.join("serial"), "7A01\n").unwrap();
+    let cnf = format!(
+        "[ca]\ndefault_ca = ca_default\n[ca_default]\ndatabase = {d}/index.txt\n\
+         new_certs_dir = {d}\nserial = {d}/serial\npolicy = any\n\
+         copy_extensions = copyall\nunique_subject = no\ndefault_md = sha256\n\
+         [any]\ncommonName = optional\norganizationName = optional\n",
+        d = w.display()
+    );
+    std::fs::write(w.join("ca.cnf"), cnf).unwrap();
+    let openssl = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let csr = w.join("req.csr");
+    let new = w.join("new.crt");
+    openssl(&[
+        "x509".as_ref(),
+        "-x509toreq".as_ref(),
+        "-copy_extensions".as_ref(),
+        "copyall".as_ref(),
+        "-in".as_ref(),
+        crt.as_os_str(),
+        "-signkey".as_ref(),
+        key.as_os_str(),
+        "-out".as_ref(),
+        csr.as_os_str(),
+    ]);
+    openssl(&[
+        "ca".as_ref(),
+        "-batch".as_ref(),
+        "-notext".as_ref(),
+        "-preserveDN".as_ref(),
+        "-config".as_ref(),
+        w.join("ca.cnf").as_os_str(),
+        "-cert".as_ref(),
+        ca_crt.as_os_str(),
+        "-keyfile".as_ref(),
+        ca_key.as_os_str(),
+        "-startdate".as_ref(),
+        start.as_ref(),
+        "-enddate".as_ref(),
+        end.as_ref(),
+        "-in".as_ref(),
+        csr.as_os_str(),
+        "-out".as_ref(),
+        new.as_os_str(),
+    ]);
+    // Replaced in place, as kubeadm writes it (mode kept).
+    std::fs::write(crt, std::fs::read(&new).unwrap()).unwrap();
+}
