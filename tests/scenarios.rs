@@ -1712,3 +1712,70 @@ fn recover_expired_when_only_the_apiserver_certificate_expired() {
     );
     node.assert_all_active();
 }
+
+/// SPEC 11 with SPEC 4 "Deadline": the controller's deadline passing while
+/// a recovery waits for kube-apiserver to stop cancels it as it cancels a
+/// renewal: the manifest back, a `cancelled` receipt (a recovery's), the
+/// phase file left as a recovery's work for the next operation.
+#[test]
+fn a_deadline_mid_recovery_cancels_and_restores() {
+    let mut node = node_at(ALL_EXPIRED);
+    node.set_knobs(json!({ "neverStop": ["kube-apiserver"] }));
+    let (code, v, stderr) = node.run(&[
+        "--operation-id",
+        "op-rd",
+        "--recover-expired",
+        "--now",
+        ALL_EXPIRED,
+        "--stop-timeout",
+        "60",
+        "--deadline",
+        "2027-07-01T00:00:05Z",
+    ]);
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["failedComponent"].as_str()),
+        (1, Some("cancelled"), Some("kube-apiserver")),
+        "{v:#}\n{stderr}"
+    );
+    node.assert_all_active();
+    let r = node.receipt("op-rd").unwrap();
+    assert_eq!(
+        (&r["outcome"], &r["recovery"]),
+        (&json!("cancelled"), &json!(true))
+    );
+    let phase: Value = serde_json::from_str(&node.phase()).unwrap();
+    assert_eq!(
+        (&phase["state"], &phase["nextComponent"], &phase["recovery"]),
+        (
+            &json!("restart_pending"),
+            &json!("kube-apiserver"),
+            &json!(true)
+        )
+    );
+}
+
+/// SPEC 11: an expired CA refuses a recovery too (phase `ca-check`, named):
+/// CAs are never rotated here.
+#[test]
+fn an_expired_ca_refuses_a_recovery() {
+    let node = Node::new("rsa", json!({}));
+    let (code, v, e) = node.run(&[
+        "--operation-id",
+        "op-ca",
+        "--recover-expired",
+        "--now",
+        "2035-02-01T00:00:00Z",
+    ]);
+    assert_eq!(
+        (code, v["phase"].as_str()),
+        (1, Some("ca-check")),
+        "{v:#}\n{e}"
+    );
+    let msg = v["message"].as_str().unwrap();
+    assert!(
+        msg.contains("expired at") && msg.contains("CAs are never renewed here"),
+        "{msg}"
+    );
+    assert!(node.kubeadm_calls().is_empty());
+    node.assert_all_active();
+}
