@@ -1386,6 +1386,18 @@ fn an_expired_leaf_refuses_resumed_and_legacy_work_after_putting_back() {
     assert!(node.kubeadm_calls().is_empty());
 }
 
+/// Runs the runbook with `args` and checks it failed in `phase` (exit 1,
+/// outcome `failed`); its document.
+fn failed_in(node: &Node, args: &[&str], phase: &str) -> Value {
+    let (code, v, e) = node.run(args);
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["phase"].as_str()),
+        (1, Some("failed"), Some(phase)),
+        "{args:?}: {v:#}\n{e}"
+    );
+    v
+}
+
 /// The simulated node at `now`: its TLS stand-ins judge certificates as of
 /// that instant too, so the fixture's leaves are as expired for etcd and
 /// kube-apiserver as for the runbook.
@@ -1589,11 +1601,10 @@ fn recover_expired_puts_a_staged_manifest_back_first() {
 #[test]
 fn recover_expired_is_refused_on_a_healthy_node() {
     let node = Node::new("rsa", json!({}));
-    let (code, v, e) = node.run(&["--operation-id", "op-healthy", "--recover-expired"]);
-    assert_eq!(
-        (code, v["outcome"].as_str(), v["phase"].as_str()),
-        (1, Some("failed"), Some("expiry")),
-        "{v:#}\n{e}"
+    let v = failed_in(
+        &node,
+        &["--operation-id", "op-healthy", "--recover-expired"],
+        "expiry",
     );
     assert!(
         v["message"]
@@ -1680,12 +1691,7 @@ fn recover_expired_when_only_the_apiserver_certificate_expired() {
         "20250601000000Z",
         "20251201000000Z",
     );
-    let (code, v, e) = node.run(&["--operation-id", "op-api-plain"]);
-    assert_eq!(
-        (code, v["phase"].as_str()),
-        (1, Some("expiry")),
-        "{v:#}\n{e}"
-    );
+    let v = failed_in(&node, &["--operation-id", "op-api-plain"], "expiry");
     let msg = v["message"].as_str().unwrap();
     assert!(
         msg.starts_with("leaf apiserver expired 2025-12-01T00:00:00Z (364 days ago; /etc/kubernetes/pki/apiserver.crt): "),
@@ -1759,17 +1765,16 @@ fn a_deadline_mid_recovery_cancels_and_restores() {
 #[test]
 fn an_expired_ca_refuses_a_recovery() {
     let node = Node::new("rsa", json!({}));
-    let (code, v, e) = node.run(&[
-        "--operation-id",
-        "op-ca",
-        "--recover-expired",
-        "--now",
-        "2035-02-01T00:00:00Z",
-    ]);
-    assert_eq!(
-        (code, v["phase"].as_str()),
-        (1, Some("ca-check")),
-        "{v:#}\n{e}"
+    let v = failed_in(
+        &node,
+        &[
+            "--operation-id",
+            "op-ca",
+            "--recover-expired",
+            "--now",
+            "2035-02-01T00:00:00Z",
+        ],
+        "ca-check",
     );
     let msg = v["message"].as_str().unwrap();
     assert!(

@@ -56,6 +56,7 @@ phase_legacy() {
 }
 
 # A receipt: receipt ID OUTCOME [PHASE] [a manifest location for all four]
+# ($RECEIPT_MORE: further fields, each line starting with a comma)
 receipt() {
   completed_dir
   local loc="${4:-active}"
@@ -79,9 +80,18 @@ receipt() {
     "ca.crt": "$(ca_sha ca.crt)",
     "etcd/ca.crt": "$(ca_sha etcd/ca.crt)",
     "front-proxy-ca.crt": "$(ca_sha front-proxy-ca.crt)"
-  }
+  }${RECEIPT_MORE:-}
 }
 JSON
+}
+
+# A recovery's receipt (SPEC 11) that ended without quorum:
+# recovery_receipt ID
+recovery_receipt() {
+  RECEIPT_MORE=',
+  "recovery": true,
+  "healthAtEnd": "not healthy yet: local health gate did not pass within 3s (1 attempts): etcd: 1 of 3 voters healthy"' \
+    receipt "$1" renewed done
 }
 
 # Move a manifest into the runbook's staging directory.

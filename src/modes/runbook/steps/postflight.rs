@@ -84,14 +84,7 @@ impl Run<'_> {
             ),
             Component::Etcd if self.phase.recovery => self.recovered_etcd_serves(budget),
             Component::Etcd => {
-                self.served(
-                    "etcd",
-                    targets::etcd_port(self.env.root),
-                    "127.0.0.1",
-                    targets::etcd_identity(self.env.root),
-                    "etc/kubernetes/pki/etcd/server.crt",
-                    budget,
-                )?;
+                self.etcd_client_served(budget)?;
                 self.peer_served(budget)
             }
             _ => Ok(()),
@@ -107,14 +100,7 @@ impl Run<'_> {
     /// that answers with another certificate is.
     fn recovered_etcd_serves(&self, budget: Duration) -> Result<(), Fail> {
         self.peer_served(budget)?;
-        match self.served(
-            "etcd",
-            targets::etcd_port(self.env.root),
-            "127.0.0.1",
-            targets::etcd_identity(self.env.root),
-            "etc/kubernetes/pki/etcd/server.crt",
-            budget.min(CLIENT_LOOK),
-        ) {
+        match self.etcd_client_served(budget.min(CLIENT_LOOK)) {
             Err(f) if !f.cancelled && !f.message.contains(NOT_RENEWED) => {
                 tracing::info!(
                     "etcd's client port does not answer yet ({}): etcd serves its clients once it has a quorum; reported, not required in a recovery",
@@ -124,6 +110,19 @@ impl Run<'_> {
             }
             other => other,
         }
+    }
+
+    /// etcd's client port (the manifest's client URL) serves the renewed
+    /// `server.crt`, asked as the runbook's health checks ask it.
+    fn etcd_client_served(&self, budget: Duration) -> Result<(), Fail> {
+        self.served(
+            "etcd",
+            targets::etcd_port(self.env.root),
+            "127.0.0.1",
+            targets::etcd_identity(self.env.root),
+            "etc/kubernetes/pki/etcd/server.crt",
+            budget,
+        )
     }
 
     /// The TLS peer certificate on `port`, verified for `name` with `id`,
