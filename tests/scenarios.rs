@@ -1657,6 +1657,10 @@ fn sigkill_mid_recovery_then_the_next_operation_resumes_the_recovery() {
     node.fence("op-rk");
     assert_eq!(node.receipt("op-rk").unwrap()["outcome"], "abandoned");
     node.assert_all_active();
+    // The legacy runbook refuses to run over it, as over any V2 work.
+    let v = failed_in(&node, &["--legacy-v1", "--now", ALL_EXPIRED], "phase-file");
+    assert!(v["message"].as_str().unwrap().contains("op-rk"), "{v:#}");
+    assert_eq!(node.phase(), phase);
     let (code, v, e) = node.run(&["--operation-id", "op-rk2", "--now", ALL_EXPIRED]);
     assert_eq!(
         (code, v["outcome"].as_str()),
