@@ -638,6 +638,31 @@ pub fn parse_expect_ca(
 
 /// Turn the parsed command line into an invocation, or a usage error.
 pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
+    let mode_name = mode_name(&cli)?;
+    let m = mode_name;
+    let global = global(&cli, m)?;
+    let Some(mode_name) = mode_name else {
+        return Err(usage(
+            None,
+            "no mode given: use --operation-id ID, --legacy-v1, --check or --status-only (see --help)",
+        ));
+    };
+    if mode_name == ModeName::Version {
+        return Ok(Invocation {
+            mode: Mode::Version,
+            global,
+        });
+    }
+
+    let operation_id = mode_options(&cli, m, mode_name)?;
+    let mode = mode(&cli, m, mode_name, operation_id)?;
+    Ok(Invocation { mode, global })
+}
+
+/// The mode the command line asks for (None: none named), after the
+/// combinations no mode allows: two modes, `--version` with a mode,
+/// `--recover-expired` outside a V2 renewal.
+fn mode_name(cli: &Cli) -> Result<Option<ModeName>, UsageError> {
     let mode_flags = [
         (cli.check, "--check", ModeName::Check),
         (cli.status_only, "--status-only", ModeName::Status),
@@ -684,7 +709,12 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             return Err(usage(m, "--recover-expired needs --operation-id ID"));
         }
     }
+    Ok(m)
+}
 
+/// The settings every mode shares, checked (`m`: the mode asked for, named
+/// in a usage error).
+fn global(cli: &Cli, m: Option<ModeName>) -> Result<Global, UsageError> {
     let threshold_days = match cli.threshold_days {
         None => DEFAULT_THRESHOLD_DAYS,
         Some(n) if (7..=90).contains(&n) => n as u32,
@@ -774,20 +804,15 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
         wide: cli.wide,
         term: crate::modes::screen::Term::detect(cli.wide),
     };
+    Ok(global)
+}
 
-    let Some(mode_name) = mode_name else {
-        return Err(usage(
-            None,
-            "no mode given: use --operation-id ID, --legacy-v1, --check or --status-only (see --help)",
-        ));
-    };
-    if mode_name == ModeName::Version {
-        return Ok(Invocation {
-            mode: Mode::Version,
-            global,
-        });
-    }
-
+/// The operation ID, after the options the mode does not take.
+fn mode_options(
+    cli: &Cli,
+    m: Option<ModeName>,
+    mode_name: ModeName,
+) -> Result<Option<OperationId>, UsageError> {
     let operation_id = cli
         .operation_id
         .as_deref()
@@ -837,8 +862,17 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
     if operation_id.is_some() && matches!(mode_name, ModeName::Check | ModeName::LegacyV1) {
         return Err(not_here("--operation-id"));
     }
+    Ok(operation_id)
+}
 
-    let mode = match (mode_name, operation_id) {
+/// The mode, its own options parsed.
+fn mode(
+    cli: &Cli,
+    m: Option<ModeName>,
+    mode_name: ModeName,
+    operation_id: Option<OperationId>,
+) -> Result<Mode, UsageError> {
+    Ok(match (mode_name, operation_id) {
         (ModeName::Renew, Some(operation_id)) => Mode::Renew {
             operation_id,
             force: cli.force,
@@ -869,8 +903,7 @@ pub fn validate(cli: Cli) -> Result<Invocation, UsageError> {
             },
         },
         (ModeName::Version, _) => Mode::Version,
-    };
-    Ok(Invocation { mode, global })
+    })
 }
 
 fn mode_flag(mode: ModeName) -> &'static str {
