@@ -213,6 +213,39 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     facts
 }
 
+/// The document's one-line message for a verdict.
+fn message(verdict: &Verdict) -> String {
+    let executors: Vec<String> = verdict.executors.iter().map(output::word).collect();
+    match verdict.decision {
+        Decision::Failed => format!(
+            "check failed: {}",
+            verdict.reasons.first().cloned().unwrap_or_default()
+        ),
+        Decision::Unchanged => verdict.reasons.first().cloned().unwrap_or_default(),
+        Decision::Renew => format!("renew with executors [{}]", executors.join(", ")),
+    }
+}
+
+/// The text's headline: `CHECK: RENEW with typed (1 warning)`.
+fn headline(verdict: &Verdict) -> String {
+    let executors: Vec<String> = verdict.executors.iter().map(output::word).collect();
+    let decision = output::word(&verdict.decision).to_uppercase();
+    let problems = if verdict.decision == Decision::Failed {
+        verdict.reasons.len()
+    } else {
+        0
+    };
+    let counts = crate::modes::advice::counts(problems, verdict.warnings.len());
+    let mut head = format!("CHECK: {decision}");
+    if !executors.is_empty() {
+        head.push_str(&format!(" with {}", executors.join(", ")));
+    }
+    if !counts.is_empty() {
+        head.push_str(&format!(" ({counts})"));
+    }
+    head
+}
+
 /// Run the check: read the node once, decide, report. Writes nothing to
 /// the node.
 pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> Report {
@@ -229,32 +262,10 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         Decision::Failed => exit::FAILED,
         _ => exit::OK,
     };
-    let executors: Vec<String> = verdict.executors.iter().map(output::word).collect();
-    let message = match verdict.decision {
-        Decision::Failed => format!(
-            "check failed: {}",
-            verdict.reasons.first().cloned().unwrap_or_default()
-        ),
-        Decision::Unchanged => verdict.reasons.first().cloned().unwrap_or_default(),
-        Decision::Renew => format!("renew with executors [{}]", executors.join(", ")),
-    };
-
+    let message = message(&verdict);
     let term = g.term;
     let foreign = crate::node::manifests::not_a_control_plane(root, &s.manifests);
-    let decision = output::word(&verdict.decision).to_uppercase();
-    let problems = if verdict.decision == Decision::Failed {
-        verdict.reasons.len()
-    } else {
-        0
-    };
-    let counts = crate::modes::advice::counts(problems, verdict.warnings.len());
-    let mut head = format!("CHECK: {decision}");
-    if !executors.is_empty() {
-        head.push_str(&format!(" with {}", executors.join(", ")));
-    }
-    if !counts.is_empty() {
-        head.push_str(&format!(" ({counts})"));
-    }
+    let head = headline(&verdict);
     let conflicts = crate::node::conflict::conflicts(root, &s.manifests);
     let mut text = String::new();
     if let (Some(f), Decision::Failed) = (&foreign, verdict.decision) {
