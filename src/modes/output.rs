@@ -316,11 +316,28 @@ pub fn text_cert_tables(
     threshold: u32,
     wide: bool,
 ) {
-    let leaf_note = |l: &contract::CertificateView| -> String {
+    let t = CertTables { threshold, wide };
+    if wide {
+        t.every_one(out, leaves, cas);
+    } else {
+        t.summary(out, leaves, cas);
+    }
+}
+
+/// How the certificate tables are laid out: the threshold the notes name,
+/// and `--wide` (every row, instants, digests) or not (counts, then only
+/// what needs attention, days).
+struct CertTables {
+    threshold: u32,
+    wide: bool,
+}
+
+impl CertTables {
+    fn leaf_note(&self, l: &contract::CertificateView) -> String {
         let mut note = match (&l.not_after, l.days_left, l.status) {
             (Some(_), Some(d), _) if d < 0 => "expired".to_string(),
             (Some(_), Some(_), _) if l.within_threshold == Some(true) => {
-                format!("within {threshold}d")
+                format!("within {}d", self.threshold)
             }
             (Some(_), Some(_), _) => String::new(),
             (_, _, LeafStatus::Skipped) => "skipped (optional, absent)".into(),
@@ -330,45 +347,53 @@ pub fn text_cert_tables(
             note = format!("{note} NOT SIGNED BY CA").trim().to_string();
         }
         note
-    };
-    let healthy = |l: &contract::CertificateView| {
-        let n = leaf_note(l);
-        n.is_empty() || l.status == LeafStatus::Skipped
-    };
-    // Narrow tables show the day; --wide the instant.
-    let when = |t: &contract::Timestamp| {
-        if wide {
+    }
+
+    fn healthy(&self, l: &contract::CertificateView) -> bool {
+        self.leaf_note(l).is_empty() || l.status == LeafStatus::Skipped
+    }
+
+    /// Narrow tables show the day; --wide the instant.
+    fn when(&self, t: &contract::Timestamp) -> String {
+        if self.wide {
             t.0.clone()
         } else {
             t.0.chars().take(10).collect()
         }
-    };
-    let leaf_row = |l: &contract::CertificateView| {
-        let (exp, res) = match (&l.not_after, l.days_left) {
-            (Some(t), Some(d)) => (when(t), residual(d)),
+    }
+
+    fn expires(&self, t: Option<&contract::Timestamp>, days: Option<i64>) -> (String, String) {
+        match (t, days) {
+            (Some(t), Some(d)) => (self.when(t), residual(d)),
             _ => ("-".into(), "-".into()),
-        };
-        vec![word(&l.name), exp, res, word(&l.ca), leaf_note(l)]
-    };
-    let header = vec![
-        "CERTIFICATE".to_string(),
-        "EXPIRES".to_string(),
-        "RESIDUAL".to_string(),
-        "CA".to_string(),
-        "NOTE".to_string(),
-    ];
-    let ca_healthy = |c: &contract::CaView| c.error.is_none() && c.within_threshold != Some(true);
-    let ca_row = |c: &contract::CaView, digest: bool| {
-        let (exp, res) = match (&c.not_after, c.days_left) {
-            (Some(t), Some(d)) => (when(t), residual(d)),
-            _ => ("-".into(), "-".into()),
-        };
+        }
+    }
+
+    fn leaf_row(&self, l: &contract::CertificateView) -> Vec<String> {
+        let (exp, res) = self.expires(l.not_after.as_ref(), l.days_left);
+        vec![word(&l.name), exp, res, word(&l.ca), self.leaf_note(l)]
+    }
+
+    fn leaf_header() -> Vec<String> {
+        ["CERTIFICATE", "EXPIRES", "RESIDUAL", "CA", "NOTE"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    fn ca_healthy(c: &contract::CaView) -> bool {
+        c.error.is_none() && c.within_threshold != Some(true)
+    }
+
+    fn ca_row(&self, c: &contract::CaView, digest: bool) -> Vec<String> {
+        let (exp, res) = self.expires(c.not_after.as_ref(), c.days_left);
         let note = match (&c.error, c.within_threshold) {
             (Some(e), _) => format!("ERROR: {e}"),
             (None, _) if c.days_left.is_some_and(|d| d < 0) => {
                 "EXPIRED: never renewed by this runbook".to_string()
             }
-            (None, Some(true)) => format!("within {threshold}d: never renewed by this runbook"),
+            (None, Some(true)) => {
+                format!("within {}d: never renewed by this runbook", self.threshold)
+            }
             _ => String::new(),
         };
         let mut r = vec![word(&c.name), exp, res];
@@ -382,94 +407,118 @@ pub fn text_cert_tables(
         }
         r.push(note);
         r
-    };
-    if wide {
-        let mut rows = vec![header];
-        rows.extend(leaves.iter().map(leaf_row));
-        table(out, &rows);
-        out.push('\n');
-        let mut rows = vec![vec![
-            "CERTIFICATE AUTHORITY".to_string(),
-            "EXPIRES".to_string(),
-            "RESIDUAL".to_string(),
-            "SHA256".to_string(),
-            "NOTE".to_string(),
-        ]];
-        rows.extend(cas.iter().map(|c| ca_row(c, true)));
-        table(out, &rows);
-        return;
     }
-    let earliest = |items: Vec<(String, &contract::Timestamp, i64)>| {
+
+    /// `, earliest NAME DAY (RESIDUAL)` of the soonest of `items`.
+    fn earliest(&self, items: Vec<(String, &contract::Timestamp, i64)>) -> String {
         items
             .into_iter()
             .min_by(|a, b| a.1 .0.cmp(&b.1 .0))
-            .map(|(n, t, d)| format!(", earliest {n} {} ({})", when(t), residual(d)))
+            .map(|(n, t, d)| format!(", earliest {n} {} ({})", self.when(t), residual(d)))
             .unwrap_or_default()
-    };
-    let ok: Vec<&contract::CertificateView> = leaves.iter().filter(|l| healthy(l)).collect();
-    let ok_cas: Vec<&contract::CaView> = cas.iter().filter(|c| ca_healthy(c)).collect();
-    let mut rows = vec![
-        vec![
-            "CERTIFICATES".to_string(),
-            format!(
-                "{} of {} ok{}",
-                ok.len(),
-                leaves.len(),
-                // The soonest leaf of all, an expired one first (v1.2).
-                earliest(
-                    leaves
-                        .iter()
-                        .filter_map(|l| Some((word(&l.name), l.not_after.as_ref()?, l.days_left?)))
-                        .collect()
-                )
-            ),
-        ],
-        vec![
-            "CAS".to_string(),
-            format!(
-                "{} of {} ok{}",
-                ok_cas.len(),
-                cas.len(),
-                earliest(
-                    ok_cas
-                        .iter()
-                        .filter_map(|c| Some((word(&c.name), c.not_after.as_ref()?, c.days_left?)))
-                        .collect()
-                )
-            ),
-        ],
-    ];
-    rows.push(vec![
-        String::new(),
-        "(every one, and the CA digests: --wide)".into(),
-    ]);
-    table(out, &rows);
-    let bad: Vec<Vec<String>> = leaves
-        .iter()
-        .filter(|l| !healthy(l))
-        .map(leaf_row)
-        .collect();
-    if !bad.is_empty() {
+    }
+
+    /// `--wide`: every leaf, then every CA with its digest.
+    fn every_one(
+        &self,
+        out: &mut String,
+        leaves: &[contract::CertificateView],
+        cas: &[contract::CaView],
+    ) {
+        let mut rows = vec![Self::leaf_header()];
+        rows.extend(leaves.iter().map(|l| self.leaf_row(l)));
+        table(out, &rows);
         out.push('\n');
-        let mut rows = vec![header];
-        rows.extend(bad);
+        let mut rows = vec![[
+            "CERTIFICATE AUTHORITY",
+            "EXPIRES",
+            "RESIDUAL",
+            "SHA256",
+            "NOTE",
+        ]
+        .map(String::from)
+        .to_vec()];
+        rows.extend(cas.iter().map(|c| self.ca_row(c, true)));
         table(out, &rows);
     }
-    let bad: Vec<Vec<String>> = cas
-        .iter()
-        .filter(|c| !ca_healthy(c))
-        .map(|c| ca_row(c, false))
-        .collect();
-    if !bad.is_empty() {
-        out.push('\n');
-        let mut rows = vec![vec![
-            "CA".to_string(),
-            "EXPIRES".to_string(),
-            "RESIDUAL".to_string(),
-            "NOTE".to_string(),
-        ]];
-        rows.extend(bad);
+
+    /// The counts with the earliest of each, then only the leaves and CAs
+    /// that need attention.
+    fn summary(
+        &self,
+        out: &mut String,
+        leaves: &[contract::CertificateView],
+        cas: &[contract::CaView],
+    ) {
+        let ok = leaves.iter().filter(|l| self.healthy(l)).count();
+        let ok_cas: Vec<&contract::CaView> = cas.iter().filter(|c| Self::ca_healthy(c)).collect();
+        let rows = vec![
+            vec![
+                "CERTIFICATES".to_string(),
+                format!(
+                    "{ok} of {} ok{}",
+                    leaves.len(),
+                    // The soonest leaf of all, an expired one first (v1.2).
+                    self.earliest(
+                        leaves
+                            .iter()
+                            .filter_map(|l| Some((
+                                word(&l.name),
+                                l.not_after.as_ref()?,
+                                l.days_left?
+                            )))
+                            .collect()
+                    )
+                ),
+            ],
+            vec![
+                "CAS".to_string(),
+                format!(
+                    "{} of {} ok{}",
+                    ok_cas.len(),
+                    cas.len(),
+                    self.earliest(
+                        ok_cas
+                            .iter()
+                            .filter_map(|c| Some((
+                                word(&c.name),
+                                c.not_after.as_ref()?,
+                                c.days_left?
+                            )))
+                            .collect()
+                    )
+                ),
+            ],
+            vec![
+                String::new(),
+                "(every one, and the CA digests: --wide)".into(),
+            ],
+        ];
         table(out, &rows);
+        let bad: Vec<Vec<String>> = leaves
+            .iter()
+            .filter(|l| !self.healthy(l))
+            .map(|l| self.leaf_row(l))
+            .collect();
+        if !bad.is_empty() {
+            out.push('\n');
+            let mut rows = vec![Self::leaf_header()];
+            rows.extend(bad);
+            table(out, &rows);
+        }
+        let bad: Vec<Vec<String>> = cas
+            .iter()
+            .filter(|c| !Self::ca_healthy(c))
+            .map(|c| self.ca_row(c, false))
+            .collect();
+        if !bad.is_empty() {
+            out.push('\n');
+            let mut rows = vec![["CA", "EXPIRES", "RESIDUAL", "NOTE"]
+                .map(String::from)
+                .to_vec()];
+            rows.extend(bad);
+            table(out, &rows);
+        }
     }
 }
 
