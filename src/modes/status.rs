@@ -433,12 +433,7 @@ pub fn view(
     let id = ask.id;
     let now = g.clock.now();
     let threshold = g.threshold_days;
-    let listing = match ask.receipts {
-        ReceiptFilter::Recent => inspect::Listing::Newest(inspect::RECENT_RECEIPTS),
-        ReceiptFilter::All => inspect::Listing::All,
-        ReceiptFilter::Failed => inspect::Listing::Failed,
-    };
-    let s = NodeSnapshot::for_status(root, id, listing);
+    let s = NodeSnapshot::for_status(root, id, listing(ask.receipts));
     let none = Receipts::default();
     let receipts = s.receipts.as_ref().unwrap_or(&none);
     let (receipt_count, recent, asked) =
@@ -449,19 +444,10 @@ pub fn view(
 
     let foreign = manifests::not_a_control_plane(root, m);
     let judged = observed.judged();
-    let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, m);
-    reasons.extend(s.pki.expired_reasons(now));
-    reasons.extend(s.kubelet.expired(now));
-    reasons.extend(s.kubelet.unreadable());
-    reasons.extend(s.kubelet.hostile.clone());
-    if let Some(e) = &receipts.error {
-        reasons.push(format!("receipts directory: {e}"));
-    }
-    // What the files say first, then the live node.
-    reasons.extend(judged.problems(observed.wall));
-    if let Some(f) = &foreign {
-        reasons = vec![f.clone()];
-    }
+    let reasons = match &foreign {
+        Some(f) => vec![f.clone()],
+        None => problems(&s, receipts, &judged, observed.wall, now),
+    };
     let clean = reasons.is_empty();
     let conflicts = conflict::conflicts(root, m);
     let mut advice = advice::advise(&s, &reasons, &conflicts, &cmd, now, threshold);
@@ -495,15 +481,7 @@ pub fn view(
     let certificate_authorities = s.pki.authorities(now, threshold);
     let kubelet = s.kubelet.views(now, threshold);
     let head = headline(&advice, reasons.len());
-    let code = if foreign.is_some() {
-        exit::FAILED
-    } else if !advice.not_active.is_empty() || advice.expired || !advice.live.is_empty() {
-        exit::OPERATOR_MUST_ACT
-    } else if clean {
-        exit::OK
-    } else {
-        exit::FAILED
-    };
+    let code = view_code(foreign.is_some(), &advice, clean);
     let mut text = String::new();
     if let Some(f) = &foreign {
         text.push_str(&format!("NODE: NOT CLEAN: {f}\n"));
@@ -570,12 +548,7 @@ pub fn view(
         agent_state: s.agent_view(),
         receipt_count: receipt_count as u64,
         receipts: recent.to_vec(),
-        receipts_listed: match ask.receipts {
-            ReceiptFilter::Recent => "recent",
-            ReceiptFilter::All => "all",
-            ReceiptFilter::Failed => "failed",
-        }
-        .to_string(),
+        receipts_listed: listed_word(ask.receipts).to_string(),
         receipt: asked.and_then(ReceiptLookup::view),
         fencing: plan.as_ref().map(FencePlan::view),
         manifests: m.views(),
@@ -605,6 +578,61 @@ pub fn view(
         code,
         doc: Box::new(document),
         text: term.render(&text, "NODE:", advice.severity),
+    }
+}
+
+/// What the view lists of the receipts (`--receipts`).
+fn listing(which: ReceiptFilter) -> inspect::Listing {
+    match which {
+        ReceiptFilter::Recent => inspect::Listing::Newest(inspect::RECENT_RECEIPTS),
+        ReceiptFilter::All => inspect::Listing::All,
+        ReceiptFilter::Failed => inspect::Listing::Failed,
+    }
+}
+
+/// `receiptsListed`: which receipts the view lists.
+fn listed_word(which: ReceiptFilter) -> &'static str {
+    match which {
+        ReceiptFilter::Recent => "recent",
+        ReceiptFilter::All => "all",
+        ReceiptFilter::Failed => "failed",
+    }
+}
+
+/// The view's problems: what the files say first (state, lock, phase,
+/// manifests, expired leaves, the kubelet's certificates, the receipts
+/// directory), then the live node.
+fn problems(
+    s: &NodeSnapshot,
+    receipts: &Receipts,
+    judged: &crate::rules::live::Judged,
+    wall: time::OffsetDateTime,
+    now: time::OffsetDateTime,
+) -> Vec<String> {
+    let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, &s.manifests);
+    reasons.extend(s.pki.expired_reasons(now));
+    reasons.extend(s.kubelet.expired(now));
+    reasons.extend(s.kubelet.unreadable());
+    reasons.extend(s.kubelet.hostile.clone());
+    if let Some(e) = &receipts.error {
+        reasons.push(format!("receipts directory: {e}"));
+    }
+    reasons.extend(judged.problems(wall));
+    reasons
+}
+
+/// The view's exit code (SPEC 6, 7): 1 for a node that is not a control
+/// plane; 4 when an operator must act (a pod down, a certificate expired,
+/// a live finding); 0 clean; 1 otherwise.
+fn view_code(foreign: bool, advice: &advice::Advice, clean: bool) -> u8 {
+    if foreign {
+        exit::FAILED
+    } else if !advice.not_active.is_empty() || advice.expired || !advice.live.is_empty() {
+        exit::OPERATOR_MUST_ACT
+    } else if clean {
+        exit::OK
+    } else {
+        exit::FAILED
     }
 }
 
