@@ -1788,3 +1788,64 @@ fn an_expired_ca_refuses_a_recovery() {
     assert!(node.kubeadm_calls().is_empty());
     node.assert_all_active();
 }
+
+/// SPEC 11: a recovery over a renewal's unfinished work on a node where no
+/// leaf has expired is refused like a fresh one (that renewal's gate is
+/// what must pass), and changes nothing: not the phase file, not a
+/// container.
+#[test]
+fn a_recovery_over_a_renewals_work_without_an_expired_leaf_is_refused() {
+    let node = Node::new("rsa", json!({ "etcd": { "voters": 3, "unhealthy": 1 } }));
+    let phase = node.v2_phase("op-a", "restart_pending", Some("etcd"));
+    node.write_state("phase", &phase);
+    let ids: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
+    let v = failed_in(
+        &node,
+        &["--operation-id", "op-b", "--recover-expired"],
+        "expiry",
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("no leaf has expired: "),
+        "{v:#}"
+    );
+    assert_eq!(node.phase(), phase);
+    let now: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
+    assert_eq!(now, ids, "no container restarted");
+}
+
+/// SPEC 6 "Next steps" with SPEC 11: a renewal's unfinished work on a node
+/// whose leaves expired: the view's step finishes it as a recovery (a
+/// renewal would refuse), and pasted, it does.
+#[test]
+fn the_view_finishes_a_renewals_work_on_an_expired_node_as_a_recovery() {
+    let node = node_at(ALL_EXPIRED);
+    node.write_state("phase", &node.v2_phase("op-a", "renewing", None));
+    let (_, view, _) = node.run(&["--status-only", "--now", ALL_EXPIRED]);
+    let commands: Vec<String> = view["nextSteps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["command"].as_str().map(str::to_string))
+        .collect();
+    let finish = commands
+        .iter()
+        .find(|c| c.ends_with("--operation-id op-a --recover-expired"))
+        .unwrap_or_else(|| panic!("{commands:#?}"));
+    assert!(
+        !commands.iter().any(|c| c.ends_with("--operation-id op-a")),
+        "a plain renewal would refuse: {commands:#?}"
+    );
+    // Pasted as printed (its words after the program and --root).
+    let words: Vec<&str> = finish.split_whitespace().skip(3).collect();
+    assert_eq!(words, ["--operation-id", "op-a", "--recover-expired"]);
+    let (code, v, e) = node.run(&[&words[..], &["--now", ALL_EXPIRED]].concat());
+    assert_eq!(
+        (code, v["outcome"].as_str(), &v["recovery"]),
+        (0, Some("renewed"), &json!(true)),
+        "{v:#}\n{e}"
+    );
+    node.assert_all_active();
+}

@@ -149,7 +149,7 @@ fn after_recovery(s: &NodeSnapshot) -> Option<String> {
         && health.0.starts_with("not healthy yet"))
     .then(|| {
         format!(
-            "this node was recovered by {} but the cluster was not healthy at its end (etcd needs a majority of its members with renewed certificates): run the same recovery (--operation-id recover-<date>@<node> --recover-expired --kubeadm-config PATH) on every other control-plane node whose certificates expired, one at a time, then check each:",
+            "this node was recovered by {} but the cluster was not healthy at its end (etcd needs a majority of its members with renewed certificates): run the same recovery (--recover-expired, with a new operation ID and the node's saved ClusterConfiguration as --kubeadm-config) on every other control-plane node whose certificates expired, one at a time, then check each:",
             r.operation_id
         )
     })
@@ -278,7 +278,7 @@ pub fn advise(
                 Some(cmd.file("ls", &["-ld".into(), cmd.host(paths::STATE_DIR)])),
             ));
         }
-        phase_steps(s, cmd, &not_active, &mut next);
+        phase_steps(s, cmd, &not_active, now, &mut next);
         conflict_steps(conflicts, cmd, &mut next);
         file_steps(m, cmd, &mut next);
     }
@@ -489,9 +489,13 @@ fn phase_steps(
     s: &NodeSnapshot,
     cmd: &Commands,
     not_active: &[Component],
+    now: OffsetDateTime,
     next: &mut Vec<NextStep>,
 ) {
     let m = &s.manifests;
+    // A renewal refuses while a leaf is expired (SPEC 11): the work is
+    // then finished by a recovery, which resumes it.
+    let expired = !s.pki.expired(now).is_empty();
     // What the fencing check would put back (the runbook's staging
     // only); the other pods that are down get steps of their own.
     let fence_restores = m.staged_not_active();
@@ -510,14 +514,27 @@ fn phase_steps(
                         .join(", ")
                 )
             };
+            let as_recovery = expired && !p.recovery;
+            let later = if as_recovery {
+                "a later recovery (--recover-expired: a leaf has expired) resumes"
+            } else {
+                "a later renewal resumes"
+            };
             next.push(step(
-                format!("the renewal stopped at {}; fence it: the controller's termination check records it abandoned{put}, and a later renewal resumes", phase_step(&s.phase)),
+                format!("the renewal stopped at {}; fence it: the controller's termination check records it abandoned{put}, and {later}", phase_step(&s.phase)),
                 Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
             ));
-            next.push(step(
-                format!("or finish it now (it resumes at {}):", phase_step(&s.phase)),
-                Some(cmd.runbook(&["--operation-id", id])),
-            ));
+            if as_recovery {
+                next.push(step(
+                    format!("or finish it now as a recovery (a renewal refuses while a leaf is expired; it resumes at {}):", phase_step(&s.phase)),
+                    Some(cmd.runbook(&["--operation-id", id, "--recover-expired"])),
+                ));
+            } else {
+                next.push(step(
+                    format!("or finish it now (it resumes at {}):", phase_step(&s.phase)),
+                    Some(cmd.runbook(&["--operation-id", id])),
+                ));
+            }
             if let Some(c) = log_of(s, cmd, &format!("{id}.log")) {
                 next.push(step("its log:", Some(c)));
             }
@@ -529,13 +546,28 @@ fn phase_steps(
             for c in not_active {
                 next.push(down_step(m, cmd, *c));
             }
-            next.push(step(
-                format!(
-                    "a legacy (V1) renewal stopped at {}: the next legacy run resumes it; by hand:",
-                    phase_step(&s.phase)
-                ),
-                Some(cmd.runbook(&["--legacy-v1"])),
-            ));
+            if expired {
+                let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
+                next.push(step(
+                    format!(
+                        "a legacy (V1) renewal stopped at {}, and a leaf has expired (a renewal, legacy too, refuses): a recovery resumes it, keeping its format:",
+                        phase_step(&s.phase)
+                    ),
+                    Some(cmd.runbook(&[
+                        "--operation-id",
+                        &format!("recover-{stamp}"),
+                        "--recover-expired",
+                    ])),
+                ));
+            } else {
+                next.push(step(
+                    format!(
+                        "a legacy (V1) renewal stopped at {}: the next legacy run resumes it; by hand:",
+                        phase_step(&s.phase)
+                    ),
+                    Some(cmd.runbook(&["--legacy-v1"])),
+                ));
+            }
             if let Some(c) = log_of(s, cmd, "legacy-v1.log") {
                 next.push(step("its log:", Some(c)));
             }

@@ -286,6 +286,9 @@ struct PhaseWriter {
     /// resumed from a V2 phase file that says so (a recovery killed midway
     /// goes on as a recovery, whoever resumes it).
     recovery: bool,
+    /// The work resumed is a recovery's (its phase file says so): finished
+    /// as one even when no leaf has expired any more.
+    resumed_recovery: bool,
 }
 
 impl PhaseWriter {
@@ -356,6 +359,7 @@ impl PhaseWriter {
             )),
             (Resume::Own { start }, PhaseFile::V2(p)) => {
                 self.ca = p.ca_sha256.clone();
+                self.resumed_recovery = p.recovery;
                 self.recovery |= p.recovery;
                 self.started_at = p.started_at.clone();
                 self.resumed_from = p.resumed_from.clone();
@@ -388,6 +392,7 @@ impl PhaseWriter {
                 PhaseFile::V2(p),
             ) => {
                 self.ca = p.ca_sha256.clone();
+                self.resumed_recovery = p.recovery;
                 self.recovery |= p.recovery;
                 if supersede {
                     self.supersede = Some(from.clone());
@@ -925,6 +930,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             legacy_started: start_clock.unix_timestamp().max(0) as u64,
             ca: BTreeMap::new(),
             recovery: req.recovery(),
+            resumed_recovery: false,
         },
         restore: RestoreState::default(),
         report: RunReport::default(),
@@ -1237,16 +1243,46 @@ fn recovery_text(run: &Run<'_>) -> String {
     if let Some(h) = &run.report.health_at_end {
         text.push_str(&format!("health at the end: {h}\n"));
     }
+    let id = format!(
+        "recover-{}",
+        clock::rfc3339(run.env.now()).replace([':', '-'], "")
+    );
+    let mut again = vec![
+        "nvke-cert-runbook",
+        "--operation-id",
+        &id,
+        "--recover-expired",
+    ];
     let config = run
         .env
         .g
         .kubeadm_config
         .as_deref()
-        .map(|c| format!(" --kubeadm-config {}", crate::node::paths::node(c)))
-        .unwrap_or_default();
-    text.push_str(&format!(
-        "next:\n  1. run the same on every other control-plane node whose certificates\n     expired, one node at a time (etcd has quorum again once a majority of\n     its voters serve renewed certificates):\n       nvke-cert-runbook --operation-id recover-<date>@<node> --recover-expired{config}\n  2. then on each control-plane node the whole health gate must pass:\n       nvke-cert-runbook --check\n  3. copy the renewed /etc/kubernetes/admin.conf to whoever uses it (its\n     client certificate was renewed too)\n"
-    ));
+        .map(crate::node::paths::node);
+    if let Some(c) = &config {
+        again.extend(["--kubeadm-config", c]);
+    }
+    let words = |w: &[&str]| {
+        w.iter()
+            .map(|x| crate::modes::screen::shell_word(x))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let steps = [
+        crate::contract::NextStep {
+            what: "run the same on every other control-plane node whose certificates expired, one node at a time (etcd has quorum again once a majority of its voters serve renewed certificates):".into(),
+            command: Some(words(&again)),
+        },
+        crate::contract::NextStep {
+            what: "then on each control-plane node the whole health gate must pass:".into(),
+            command: Some(words(&["nvke-cert-runbook", "--check"])),
+        },
+        crate::contract::NextStep {
+            what: "copy the renewed /etc/kubernetes/admin.conf to whoever uses it (its client certificate was renewed too)".into(),
+            command: None,
+        },
+    ];
+    crate::modes::advice::render_next(&mut text, &steps, run.env.g.term.width);
     text
 }
 

@@ -178,16 +178,17 @@ pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime) -> Option<String> {
 }
 
 /// Why a recovery (`--recover-expired`, SPEC 11) must not begin, or None:
-/// a clock problem as for a renewal; for fresh work, no leaf expired (a
-/// healthy node is renewed normally, gate and all). Resumed recovery work
-/// is finished whatever the leaves say (its renewal may be done already).
+/// a clock problem as for a renewal; unless it resumes a recovery's own
+/// work (`needs_expired` false: its renewal may be done already), no leaf
+/// expired (a healthy node, or a renewal's unfinished work on it, is
+/// renewed normally, gate and all).
 pub fn recovery_refusal(
     leaves: &[LeafValidity],
     now: OffsetDateTime,
-    fresh: bool,
+    needs_expired: bool,
 ) -> Option<String> {
     clock_refusal(leaves, now).or_else(|| {
-        (fresh && expired_first(leaves, now).is_empty()).then(|| {
+        (needs_expired && expired_first(leaves, now).is_empty()).then(|| {
             "no leaf has expired: --recover-expired is for a node whose certificates already expired and skips the health gate; nothing was changed; renew this node normally (the same command without --recover-expired)".to_string()
         })
     })

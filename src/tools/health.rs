@@ -309,6 +309,8 @@ impl Health<'_> {
     pub fn current(&self, c: Component, budget: Duration) -> Result<String, GateError> {
         let listing = match self.list(budget) {
             Ok(l) => l,
+            // The deadline (or a signal) cut the listing short.
+            Err(_) if self.cancel.is_cancelled() => return Err(GateError::Cancelled),
             Err(RtError::Unreachable(m)) => {
                 return Err(GateError::Structural {
                     phase: Phase::Health,
@@ -340,8 +342,14 @@ impl Health<'_> {
     /// the gate (a recovery's postflight, SPEC 11): one listing.
     pub fn stayed(&self, budget: Duration) -> Result<(), GateError> {
         let deadline = Instant::now() + budget;
-        let listing = self.list(budget).map_err(|e| GateError::TimedOut {
-            message: format!("listing the restarted containers failed: {e}"),
+        let listing = self.list(budget).map_err(|e| {
+            if self.cancel.is_cancelled() {
+                GateError::Cancelled
+            } else {
+                GateError::TimedOut {
+                    message: format!("listing the restarted containers failed: {e}"),
+                }
+            }
         })?;
         for (c, id) in self.stay {
             if let Some(message) = self.crashed(&listing, *c, id, deadline) {

@@ -15,10 +15,13 @@ impl Run<'_> {
         let now = self.env.now();
         let leaves = pki.validity();
         if self.phase.recovery {
-            // A recovery (SPEC 11): for a node whose leaves expired; it
-            // renews whatever is due, so nothing ends it `unchanged`.
-            let fresh = self.start == Start::Fresh;
-            if let Some(why) = crate::rules::expiry::recovery_refusal(&leaves, now, fresh) {
+            // A recovery (SPEC 11): for a node whose leaves expired (work
+            // it takes over from a renewal too: without an expired leaf,
+            // that renewal's gate is what must pass); a recovery's own work
+            // resumed is finished whatever the leaves say. It renews
+            // whatever is due, so nothing ends it `unchanged`.
+            let needs_expired = !self.phase.resumed_recovery;
+            if let Some(why) = crate::rules::expiry::recovery_refusal(&leaves, now, needs_expired) {
                 return Err(fail(Phase::Expiry, why));
             }
             let expired = crate::rules::expiry::expired_words(&leaves, now);

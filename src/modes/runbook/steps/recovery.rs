@@ -109,7 +109,9 @@ impl Run<'_> {
             }
         };
         tracing::info!(health = seen.as_str(), "recovery: the health at its end");
-        self.report.health_at_end = Some(seen);
+        // Bounded like every message (the receipt's copy is too): every
+        // unhealthy voter's error could make it long.
+        self.report.health_at_end = Some(crate::rules::receipt::bounded_message(&seen));
         Ok(())
     }
 }
