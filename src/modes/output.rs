@@ -452,6 +452,14 @@ impl CertTables {
     ) {
         let ok = leaves.iter().filter(|l| self.healthy(l)).count();
         let ok_cas: Vec<&contract::CaView> = cas.iter().filter(|c| Self::ca_healthy(c)).collect();
+        let soonest = |items: Vec<(String, Option<&contract::Timestamp>, Option<i64>)>| {
+            self.earliest(
+                items
+                    .into_iter()
+                    .filter_map(|(n, t, d)| Some((n, t?, d?)))
+                    .collect(),
+            )
+        };
         let rows = vec![
             vec![
                 "CERTIFICATES".to_string(),
@@ -459,14 +467,10 @@ impl CertTables {
                     "{ok} of {} ok{}",
                     leaves.len(),
                     // The soonest leaf of all, an expired one first (v1.2).
-                    self.earliest(
+                    soonest(
                         leaves
                             .iter()
-                            .filter_map(|l| Some((
-                                word(&l.name),
-                                l.not_after.as_ref()?,
-                                l.days_left?
-                            )))
+                            .map(|l| (word(&l.name), l.not_after.as_ref(), l.days_left))
                             .collect()
                     )
                 ),
@@ -477,14 +481,10 @@ impl CertTables {
                     "{} of {} ok{}",
                     ok_cas.len(),
                     cas.len(),
-                    self.earliest(
+                    soonest(
                         ok_cas
                             .iter()
-                            .filter_map(|c| Some((
-                                word(&c.name),
-                                c.not_after.as_ref()?,
-                                c.days_left?
-                            )))
+                            .map(|c| (word(&c.name), c.not_after.as_ref(), c.days_left))
                             .collect()
                     )
                 ),
