@@ -4,7 +4,7 @@
 //! unclean state the runbook can name. Pure: it judges a snapshot.
 
 use crate::contract::{NextStep, Severity, StagingConflict};
-use crate::node::inspect::{PhaseReport, RunbookIntent};
+use crate::node::inspect::{PhaseReport, ReceiptLookup, RunbookIntent};
 use crate::node::lock::OwnerInfo;
 use crate::node::manifests::ManifestsReport;
 use crate::node::paths::{
@@ -24,8 +24,11 @@ pub struct Commands {
     pub program: String,
     /// The root as given, None for `/`.
     pub root: Option<String>,
-    /// The lock file's host path, when it exists (file moves take it).
-    pub lock: Option<String>,
+    /// The lock file's host path (file moves take it).
+    pub lock: String,
+    /// Whether the lock file exists (else a move creates it, as the
+    /// runbook would: mode 0600 in a 0700 state directory).
+    pub lock_exists: bool,
 }
 
 impl Commands {
@@ -52,16 +55,24 @@ impl Commands {
     /// started after this view was printed is never disturbed.
     pub fn in_kubernetes(&self, tool: &str, args: &[String]) -> String {
         let mut w = Vec::new();
-        if let (Some(lock), "mv" | "rm") = (&self.lock, tool) {
-            w.extend(["flock".to_string(), "-n".to_string(), lock.clone()]);
+        let guarded = matches!(tool, "mv" | "rm");
+        if guarded {
+            w.extend(["flock".to_string(), "-n".to_string(), self.lock.clone()]);
         }
         w.push(tool.to_string());
         w.extend(args.iter().cloned());
-        format!(
-            "{} && {}",
-            self.file("cd", &[self.host(KUBE_DIR)]),
-            words(&w)
-        )
+        let cd = self.file("cd", &[self.host(KUBE_DIR)]);
+        if guarded && !self.lock_exists {
+            // No lock file yet: made as the runbook makes it, in a
+            // subshell (the operator's umask is left alone).
+            let state = self.host(paths::STATE_DIR);
+            return format!(
+                "{cd} && (umask 077 && {} && {})",
+                self.file("mkdir", &["-p".into(), state]),
+                words(&w)
+            );
+        }
+        format!("{cd} && {}", words(&w))
     }
     /// A file command: `tool args...`, every word quoted for the shell.
     pub fn file(&self, tool: &str, args: &[String]) -> String {
@@ -204,15 +215,19 @@ fn elapsed(since: &str, now: OffsetDateTime) -> Option<String> {
     })
 }
 
-/// What the phase file says the renewal was doing.
+/// What the phase file says the renewal was doing, in plain words.
 fn phase_step(p: &PhaseReport) -> String {
     match &p.file {
-        Some(f) => match f.next_component() {
-            Some(c) => format!("{} (next {c})", f.state().as_str()),
-            None => f.state().as_str().to_string(),
-        },
+        Some(f) => f.plain_step(),
         None => "starting".to_string(),
     }
+}
+
+/// A new operation ID for a renewal by hand (`manual-STAMP`, or
+/// `recover-STAMP`): never one the controller uses, never one fenced.
+fn new_id(prefix: &str, now: OffsetDateTime) -> String {
+    let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
+    format!("{prefix}-{stamp}")
 }
 
 /// The put-back command of a staged manifest: never replacing an active
@@ -255,7 +270,7 @@ pub fn advise(
     let in_progress = in_progress(s, now);
     if let Some(p) = &in_progress {
         next.push(step(
-            format!("renewal in progress: {p}: do not move manifests; look again when it ends"),
+            format!("a renewal is at work ({p}): do not move manifests; look again when it ends:"),
             Some(cmd.runbook(&["--status-only"])),
         ));
     } else if s.lock.is_held() {
@@ -293,26 +308,24 @@ pub fn advise(
             Some(cmd.runbook(&["--status-only"])),
         )),
         Some(Expiry::Expired) if !busy => {
-            let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
-            next.push(step(
+                        next.push(step(
                 "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass and a renewal refuses; recover this node (SPEC 11; add --kubeadm-config PATH with the node's saved ClusterConfiguration), then every other control-plane node whose certificates expired:",
                 Some(cmd.runbook(&[
                     "--operation-id",
-                    &format!("recover-{stamp}"),
+                    &new_id("recover", now),
                     "--recover-expired",
                 ])),
             ))
         }
         Some(Expiry::Due) if reasons.is_empty() && next.is_empty() => {
-            let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
-            next.push(step(
+                        next.push(step(
                 format!(
                     "renew before {}: the controller renews due certificates on its next run; to renew now, by hand:",
                     worst.as_ref().map(|w| expiry::date(w.not_after)).unwrap_or_default()
                 ),
                 Some(cmd.runbook(&[
                     "--operation-id",
-                    &format!("manual-{stamp}"),
+                    &new_id("manual", now),
                     "--threshold-days",
                     &threshold.to_string(),
                 ])),
@@ -383,7 +396,8 @@ fn warnings(s: &NodeSnapshot, now: OffsetDateTime, threshold: u32) -> Vec<String
             phase,
             operation_id,
         } => warnings.push(format!(
-            "the node agent has a pending renewal ({phase}{}): the controller finishes it on the typed executor",
+            "the node agent has a pending renewal ({}{}): the controller finishes it with the node agent",
+            crate::rules::agent::phase_words(phase),
             operation_id
                 .as_deref()
                 .map(|i| format!(", operation {i}"))
@@ -426,14 +440,14 @@ fn warnings(s: &NodeSnapshot, now: OffsetDateTime, threshold: u32) -> Vec<String
 /// record.
 fn in_progress(s: &NodeSnapshot, now: OffsetDateTime) -> Option<String> {
     live_holder(s).map(|o| {
-        let mut parts = vec![format!("pid {}", o.pid), format!("mode {}", o.mode)];
-        if let Some(i) = &o.operation_id {
-            parts.push(format!("operation {i}"));
-        }
+        let mut parts = vec![match &o.operation_id {
+            Some(i) => format!("{} {i} (pid {})", o.mode, o.pid),
+            None => format!("{} (pid {})", o.mode, o.pid),
+        }];
         if recovery_work(s) {
             parts.push("a recovery (--recover-expired)".to_string());
         }
-        parts.push(format!("step {}", phase_step(&s.phase)));
+        parts.push(phase_step(&s.phase));
         if let Some(e) = elapsed(&o.started_at, now) {
             parts.push(format!("running for {e}"));
         }
@@ -441,17 +455,17 @@ fn in_progress(s: &NodeSnapshot, now: OffsetDateTime) -> Option<String> {
     })
 }
 
-/// A log of the state directory, from the log directory (the file name
-/// alone fits a terminal line), when the log exists.
+/// A log of the state directory as one full path (SPEC 6, v1.2), when the
+/// log exists.
 fn log_of(s: &NodeSnapshot, cmd: &Commands, name: &str) -> Option<String> {
     s.logs.iter().any(|l| l == name).then(|| {
-        format!(
-            "{} && {}",
-            cmd.file(
-                "cd",
-                &[cmd.host(&format!("{}/{LOG_DIR}", paths::STATE_DIR))]
-            ),
-            cmd.file("tail", &["-n".into(), "40".into(), name.to_string()])
+        cmd.file(
+            "tail",
+            &[
+                "-n".into(),
+                "40".into(),
+                cmd.host(&format!("{}/{LOG_DIR}/{name}", paths::STATE_DIR)),
+            ],
         )
     })
 }
@@ -502,38 +516,67 @@ fn phase_steps(
     match (&s.phase.intent, &s.phase.file) {
         (RunbookIntent::Pending, Some(PhaseFile::V2(p))) => {
             let id = p.operation_id.as_str();
-            let put = if fence_restores.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " and puts back {}",
-                    fence_restores
-                        .iter()
-                        .map(|c| c.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
+            let at = phase_step(&s.phase);
+            let who = if p.recovery { "recovery" } else { "renewal" };
+            // A leaf expired since: the work is finished by a recovery
+            // (a renewal refuses), which resumes it.
             let as_recovery = expired && !p.recovery;
-            let later = if as_recovery {
-                "a later recovery (--recover-expired: a leaf has expired) resumes"
-            } else {
-                "a later renewal resumes"
+            let resume_new = || {
+                let mut args = vec!["--operation-id".to_string()];
+                if as_recovery {
+                    args.push(new_id("recover", now));
+                    args.push("--recover-expired".into());
+                } else {
+                    args.push(new_id("manual", now));
+                }
+                cmd.runbook(&args.iter().map(String::as_str).collect::<Vec<_>>())
             };
-            next.push(step(
-                format!("the renewal stopped at {}; fence it: the controller's termination check records it abandoned{put}, and {later}", phase_step(&s.phase)),
-                Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
-            ));
-            if as_recovery {
+            let later = if as_recovery {
+                "a recovery (--recover-expired: a leaf has expired)"
+            } else {
+                "the next renewal"
+            };
+            if let ReceiptLookup::Found(r) = &s.phase.receipt_of_phase_op {
+                // Fenced (or ended) already: that ID is spent, a delayed
+                // attempt with it only replays its receipt (exit 5). The
+                // work goes on under a new ID (SPEC 6, v1.2).
                 next.push(step(
-                    format!("or finish it now as a recovery (a renewal refuses while a leaf is expired; it resumes at {}):", phase_step(&s.phase)),
-                    Some(cmd.runbook(&["--operation-id", id, "--recover-expired"])),
+                    format!(
+                        "the {who} {id} is recorded {} (its receipt), but its work stopped while {at}: {later}, under a new operation ID, resumes it (the controller's next cycle does); to finish it now, by hand:",
+                        r.outcome
+                    ),
+                    Some(resume_new()),
                 ));
             } else {
+                let put = if fence_restores.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "put {} back and ",
+                        fence_restores
+                            .iter()
+                            .map(|c| c.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
                 next.push(step(
-                    format!("or finish it now (it resumes at {}):", phase_step(&s.phase)),
-                    Some(cmd.runbook(&["--operation-id", id])),
+                    format!(
+                        "the {who} {id} died while {at}, leaving no receipt: {put}record it as finished (abandoned), as the controller's termination check does (the fencing check, --fence); {later}, under a new ID, then resumes the work:"
+                    ),
+                    Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
                 ));
+                if as_recovery {
+                    next.push(step(
+                        format!("or finish it now, under the same ID, as a recovery (a renewal refuses while a leaf is expired; it resumes while {at}):"),
+                        Some(cmd.runbook(&["--operation-id", id, "--recover-expired"])),
+                    ));
+                } else {
+                    next.push(step(
+                        format!("or finish it now, under the same ID (it resumes while {at}):"),
+                        Some(cmd.runbook(&["--operation-id", id])),
+                    ));
+                }
             }
             if let Some(c) = log_of(s, cmd, &format!("{id}.log")) {
                 next.push(step("its log:", Some(c)));
@@ -547,22 +590,21 @@ fn phase_steps(
                 next.push(down_step(m, cmd, *c));
             }
             if expired {
-                let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
                 next.push(step(
                     format!(
-                        "a legacy (V1) renewal stopped at {}, and a leaf has expired (a renewal, legacy too, refuses): a recovery resumes it, keeping its format:",
+                        "the legacy runbook's renewal stopped while {}, and a leaf has expired (a renewal, legacy too, refuses): a recovery resumes it, keeping its format:",
                         phase_step(&s.phase)
                     ),
                     Some(cmd.runbook(&[
                         "--operation-id",
-                        &format!("recover-{stamp}"),
+                        &new_id("recover", now),
                         "--recover-expired",
                     ])),
                 ));
             } else {
                 next.push(step(
                     format!(
-                        "a legacy (V1) renewal stopped at {}: the next legacy run resumes it; by hand:",
+                        "the legacy runbook's renewal stopped while {}: the next legacy runbook run resumes it; by hand:",
                         phase_step(&s.phase)
                     ),
                     Some(cmd.runbook(&["--legacy-v1"])),
@@ -685,28 +727,18 @@ fn file_steps(m: &ManifestsReport, cmd: &Commands, next: &mut Vec<NextStep>) {
     }
 }
 
-/// The evidence bundle's step: first when a step moves a file (the bundle
-/// holds the node as it is now), else last.
+/// The evidence bundle's step: first whenever the node is not clean (SPEC
+/// 6, v1.2: the bundle holds the node as it is now, before any step).
 fn evidence_step(cmd: &Commands, now: OffsetDateTime, next: &mut Vec<NextStep>) {
-    let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
     let evidence = step(
         "hand off the sanitized evidence first (no keys, no kubeconfigs):",
         Some(cmd.runbook(&[
             "--status-only",
             "--evidence",
-            &format!("/root/nvke-evidence-{stamp}.tgz"),
+            &format!("/root/{}.tgz", new_id("nvke-evidence", now)),
         ])),
     );
-    let moves = next.iter().any(|n| {
-        n.command
-            .as_deref()
-            .is_some_and(|c| c.contains(" mv ") || c.contains(" rm "))
-    });
-    if moves {
-        next.insert(0, evidence);
-    } else {
-        next.push(evidence);
-    }
+    next.insert(0, evidence);
 }
 
 /// The first `n` of `items` joined, and how many more (a message stays
@@ -808,20 +840,17 @@ pub fn commands(g: &crate::modes::cli::Global, s: &NodeSnapshot) -> Commands {
     let c = Commands {
         program,
         root: (!crate::modes::cli::is_host_root(&g.root)).then(|| g.root.display().to_string()),
-        lock: None,
+        lock: String::new(),
+        // Unusable (a refused state directory): flock then fails, and the
+        // move does not run.
+        lock_exists: !matches!(s.lock.probe, Ok(crate::node::lock::Probe::Absent)),
     };
-    let lock_file = matches!(
-        s.lock.probe,
-        Ok(crate::node::lock::Probe::Free | crate::node::lock::Probe::Held(_))
-    );
     Commands {
-        lock: lock_file.then(|| {
-            c.host(&format!(
-                "{}/{}",
-                crate::node::paths::STATE_DIR,
-                crate::node::paths::LOCK_FILE
-            ))
-        }),
+        lock: c.host(&format!(
+            "{}/{}",
+            crate::node::paths::STATE_DIR,
+            crate::node::paths::LOCK_FILE
+        )),
         ..c
     }
 }

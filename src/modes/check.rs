@@ -80,12 +80,12 @@ pub fn decide(f: &Facts) -> Verdict {
     if let AgentIntent::Unknown { reason } = &agent {
         if legacy_pending {
             warnings.push(format!(
-                "agent state unknown ({reason}); legacy intent is pending, so only the legacy executor is selected"
+                "the node agent's state is unknown ({reason}); the legacy runbook has unfinished work, so only the legacy runbook is selected"
             ));
         } else {
             failures.push((
                 CheckFailure::AgentState,
-                format!("agent state unknown: {reason}"),
+                format!("the node agent's state is unknown: {reason}"),
             ));
         }
     }
@@ -104,7 +104,7 @@ pub fn decide(f: &Facts) -> Verdict {
     let mut reasons = Vec::new();
     let agent_unknown = matches!(agent, AgentIntent::Unknown { .. });
     if legacy_pending {
-        reasons.push("legacy intent pending: the runbook's phase file is unfinished and must finish its restarts".to_string());
+        reasons.push("the legacy runbook has unfinished work (its phase file): its restarts must finish first".to_string());
     }
     if typed_pending && !agent_unknown {
         if let AgentIntent::Pending {
@@ -113,7 +113,8 @@ pub fn decide(f: &Facts) -> Verdict {
         } = &agent
         {
             reasons.push(format!(
-                "typed intent pending: the node agent's renewal is {phase}{} and must finish (no legacy fallback)",
+                "the node agent has a pending renewal ({}{}): it must finish on the node agent (the legacy runbook may not take over)",
+                crate::rules::agent::phase_words(phase),
                 operation_id.as_deref().map(|id| format!(" (operation {id})")).unwrap_or_default()
             ));
         }
@@ -226,9 +227,22 @@ fn message(verdict: &Verdict) -> String {
     }
 }
 
-/// The text's headline: `CHECK: RENEW with typed (1 warning)`.
+/// An executor in plain words (SPEC 6, v1.2): JSON keeps `typed` and
+/// `legacy`.
+fn executor_words(e: Executor) -> &'static str {
+    match e {
+        Executor::Typed => "the node agent",
+        Executor::Legacy => "the legacy runbook",
+    }
+}
+
+/// The text's headline: `CHECK: RENEW with the node agent (1 warning)`.
 fn headline(verdict: &Verdict) -> String {
-    let executors: Vec<String> = verdict.executors.iter().map(output::word).collect();
+    let executors: Vec<&str> = verdict
+        .executors
+        .iter()
+        .map(|e| executor_words(*e))
+        .collect();
     let decision = output::word(&verdict.decision).to_uppercase();
     let problems = if verdict.decision == Decision::Failed {
         verdict.reasons.len()
@@ -238,7 +252,7 @@ fn headline(verdict: &Verdict) -> String {
     let counts = crate::modes::advice::counts(problems, verdict.warnings.len());
     let mut head = format!("CHECK: {decision}");
     if !executors.is_empty() {
-        head.push_str(&format!(" with {}", executors.join(", ")));
+        head.push_str(&format!(" with {}", executors.join(", then ")));
     }
     if !counts.is_empty() {
         head.push_str(&format!(" ({counts})"));
@@ -300,7 +314,11 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
             g.wide,
         );
         output::text_kubelet(&mut text, &kubelet, s.kubelet.note.as_deref());
-        if verdict.decision == Decision::Failed {
+        if verdict.decision != Decision::Failed {
+            // The verdict again, last: what a scrolled terminal still shows.
+            text.push('\n');
+            text.push_str(&crate::modes::screen::closing(&head, code, term.width));
+        } else {
             // The verdict again, and what to do, last.
             let cmd = crate::modes::advice::commands(g, &s);
             let advice = crate::modes::advice::advise(
@@ -471,7 +489,10 @@ mod tests {
         let v = decide(&f);
         assert_eq!(v.decision, Decision::Renew);
         assert_eq!(v.executors, vec![Executor::Legacy]);
-        assert!(v.warnings.iter().any(|w| w.contains("agent state unknown")));
+        assert!(v
+            .warnings
+            .iter()
+            .any(|w| w.contains("node agent's state is unknown")));
     }
 
     #[test]

@@ -228,7 +228,7 @@ pub fn text_node_summary(
         vec!["PHASE FILE".to_string(), phase.to_string()],
     ];
     if !agent.is_empty() {
-        rows.push(vec!["AGENT STATE".to_string(), agent.to_string()]);
+        rows.push(vec!["NODE AGENT".to_string(), agent.to_string()]);
     }
     for c in Component::ALL {
         rows.push(vec![c.manifest_file(), manifest_cell(m, c)]);
@@ -384,7 +384,7 @@ impl CertTables {
         c.error.is_none() && c.within_threshold != Some(true)
     }
 
-    fn ca_row(&self, c: &contract::CaView, digest: bool) -> Vec<String> {
+    fn ca_row(&self, c: &contract::CaView) -> Vec<String> {
         let (exp, res) = self.expires(c.not_after.as_ref(), c.days_left);
         let note = match (&c.error, c.within_threshold) {
             (Some(e), _) => format!("ERROR: {e}"),
@@ -396,17 +396,7 @@ impl CertTables {
             }
             _ => String::new(),
         };
-        let mut r = vec![word(&c.name), exp, res];
-        if digest {
-            r.push(
-                c.sha256
-                    .as_ref()
-                    .map(|h| h.0.clone())
-                    .unwrap_or_else(|| "-".into()),
-            );
-        }
-        r.push(note);
-        r
+        vec![word(&c.name), exp, res, note]
     }
 
     /// `, earliest NAME DAY (RESIDUAL)` of the soonest of `items`.
@@ -429,17 +419,21 @@ impl CertTables {
         rows.extend(leaves.iter().map(|l| self.leaf_row(l)));
         table(out, &rows);
         out.push('\n');
-        let mut rows = vec![[
-            "CERTIFICATE AUTHORITY",
-            "EXPIRES",
-            "RESIDUAL",
-            "SHA256",
-            "NOTE",
-        ]
-        .map(String::from)
-        .to_vec()];
-        rows.extend(cas.iter().map(|c| self.ca_row(c, true)));
+        let mut rows = vec![["CERTIFICATE AUTHORITY", "EXPIRES", "RESIDUAL", "NOTE"]
+            .map(String::from)
+            .to_vec()];
+        rows.extend(cas.iter().map(|c| self.ca_row(c)));
         table(out, &rows);
+        // Each digest on a line of its own: 64 characters stay whole on an
+        // 80-column terminal (a table column would be soft-wrapped).
+        out.push_str("\nCA SHA256\n");
+        for c in cas {
+            out.push_str(&format!(
+                "  {}\n    {}\n",
+                word(&c.name),
+                c.sha256.as_ref().map(|h| h.0.as_str()).unwrap_or("-")
+            ));
+        }
     }
 
     /// The counts with the earliest of each, then only the leaves and CAs
@@ -509,7 +503,7 @@ impl CertTables {
         let bad: Vec<Vec<String>> = cas
             .iter()
             .filter(|c| !Self::ca_healthy(c))
-            .map(|c| self.ca_row(c, false))
+            .map(|c| self.ca_row(c))
             .collect();
         if !bad.is_empty() {
             out.push('\n');

@@ -245,11 +245,19 @@ pub fn command_lines(words: &[String], indent: usize, width: Option<usize>) -> V
 /// on the same line when it fits, else on the next.
 pub(crate) fn closing(head: &str, code: u8, width: Option<usize>) -> String {
     let tail = format!("[exit {code}]");
-    if width.is_none_or(|w| head.chars().count() + 1 + tail.len() <= w) {
-        format!("{head} {tail}\n")
-    } else {
-        format!("{head}\n{tail}\n")
+    let Some(w) = width else {
+        return format!("{head} {tail}\n");
+    };
+    // Wrapped here, so the code stays whole, after the headline's last word.
+    let mut lines = wrap_line(head, w, false);
+    match lines.last_mut() {
+        Some(last) if last.chars().count() + 1 + tail.len() <= w => {
+            last.push(' ');
+            last.push_str(&tail);
+        }
+        _ => lines.push(tail),
     }
+    lines.join("\n") + "\n"
 }
 
 /// The copies of each staging conflict, compared.

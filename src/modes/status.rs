@@ -134,7 +134,7 @@ pub fn not_clean_reasons(
         v.push(format!("lock: {e}"));
     }
     match &phase.intent {
-        RunbookIntent::Pending => v.push(format!("unfinished phase: {}", phase.describe())),
+        RunbookIntent::Pending => v.push(phase.describe()),
         RunbookIntent::Malformed(e) => v.push(format!("phase file: {e}")),
         _ => {}
     }
@@ -296,15 +296,47 @@ fn text_operation(
     text.push('\n');
 }
 
-/// The headline: the verdict, its severity and the counts.
-fn headline(a: &advice::Advice, problems: usize) -> String {
-    let counts = advice::counts(problems, a.warnings.len());
-    let down = a
-        .not_active
+/// What the headline says besides the verdict: the renewal at work, the
+/// staging conflicts.
+struct HeadlineFacts<'a> {
+    /// Where a renewal at work is, in plain words.
+    step: Option<String>,
+    /// The component a renewal at work is restarting (its pod is down by
+    /// design).
+    restarting: Option<Component>,
+    conflicts: &'a [doc::StagingConflict],
+}
+
+/// `kube-apiserver.yaml in both directories (they differ)`.
+fn conflict_words(conflicts: &[doc::StagingConflict]) -> String {
+    conflicts
         .iter()
-        .map(|c| c.name())
+        .map(|k| {
+            format!(
+                "{} in both directories ({})",
+                k.component.manifest_file(),
+                match k.identical {
+                    Some(true) => "identical",
+                    Some(false) => "they differ",
+                    None => "one cannot be read",
+                }
+            )
+        })
         .collect::<Vec<_>>()
-        .join(", ");
+        .join("; ")
+}
+
+/// The headline: the verdict, its severity and the counts.
+fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> String {
+    let counts = advice::counts(problems, a.warnings.len());
+    let down = |skip: Option<Component>| {
+        a.not_active
+            .iter()
+            .filter(|c| Some(**c) != skip)
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let expired = match &a.expiry {
         Some((Expiry::Expired, words)) => Some(words.as_str()),
         _ => None,
@@ -312,9 +344,13 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
     let (verdict, detail) = match (a.severity, &a.expiry) {
         (doc::Severity::Clean, Some((Expiry::Due, words))) => ("RENEWAL DUE", words.clone()),
         (doc::Severity::Clean, _) => ("CLEAN", String::new()),
+        (doc::Severity::NotClean, _) if !f.conflicts.is_empty() => {
+            ("CONFLICT", conflict_words(f.conflicts))
+        }
         (doc::Severity::NotClean, _) => ("NOT CLEAN", String::new()),
         (doc::Severity::ActionNeeded, _) => {
             let mut parts = Vec::new();
+            let down = down(None);
             if !down.is_empty() {
                 parts.push(format!("{down} down"));
             }
@@ -323,13 +359,21 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
             parts.extend(expired.map(|w| format!("certificates expired: {w}")));
             parts.extend(a.live.iter().cloned());
             parts.extend(a.kubelet_expired.iter().cloned());
+            if !f.conflicts.is_empty() {
+                parts.push(format!("CONFLICT: {}", conflict_words(f.conflicts)));
+            }
             ("ACTION NEEDED", parts.join("; "))
         }
-        (doc::Severity::InProgress, _) if a.not_active.is_empty() => {
-            ("RENEWAL IN PROGRESS", "do not touch".to_string())
-        }
         (doc::Severity::InProgress, _) => {
-            ("RENEWAL IN PROGRESS", format!("{down} down, do not touch"))
+            // Its progress, not problems (SPEC 6, v1.2): the pod it
+            // restarts is down by design; any other is named.
+            let mut parts = vec![f.step.clone().unwrap_or_else(|| "starting".to_string())];
+            let others = down(f.restarting);
+            if !others.is_empty() {
+                parts.push(format!("{others} down"));
+            }
+            parts.push("do not touch".to_string());
+            ("RENEWAL IN PROGRESS", parts.join("; "))
         }
     };
     match (detail.is_empty(), counts.is_empty()) {
@@ -338,6 +382,37 @@ fn headline(a: &advice::Advice, problems: usize) -> String {
         (false, true) => format!("NODE: {verdict}: {detail}"),
         (false, false) => format!("NODE: {verdict}: {detail} ({counts})"),
     }
+}
+
+/// A renewal at work (SPEC 6, v1.2): the reasons that are its progress
+/// (the lock it holds, its phase file, the component it restarts: staged,
+/// down, not answering) apart from the problems.
+fn progress_apart(
+    reasons: &[String],
+    s: &NodeSnapshot,
+    restarting: Option<Component>,
+) -> (Vec<String>, Vec<String>) {
+    let lock = s
+        .lock
+        .held_by()
+        .map(|w| format!("the renewal lock is held by {w}"));
+    let phase = s.phase.describe();
+    let staging = format!(
+        "the runbook staging directory {} is not empty",
+        s.manifests.runbook_staging.path
+    );
+    let only_restarting = s
+        .manifests
+        .runbook_staging
+        .entries
+        .iter()
+        .all(|e| restarting.is_some_and(|c| *e == c.manifest_file()));
+    reasons.iter().cloned().partition(|r| {
+        Some(r) == lock.as_ref()
+            || *r == phase
+            || (only_restarting && *r == staging)
+            || restarting.is_some_and(|c| r.starts_with(&format!("{c} ")))
+    })
 }
 
 /// The receipts listed: a table when it fits, else each ID on its own
@@ -480,7 +555,17 @@ pub fn view(
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
     let kubelet = s.kubelet.views(now, threshold);
-    let head = headline(&advice, reasons.len());
+    let restarting = s.phase.file.as_ref().and_then(PhaseFile::next_component);
+    let (progress, shown) = match advice.severity {
+        doc::Severity::InProgress => progress_apart(&reasons, &s, restarting),
+        _ => (Vec::new(), reasons.clone()),
+    };
+    let facts = HeadlineFacts {
+        step: s.phase.file.as_ref().map(PhaseFile::plain_step),
+        restarting,
+        conflicts: &conflicts,
+    };
+    let head = headline(&advice, shown.len(), &facts);
     let code = view_code(foreign.is_some(), &advice, clean);
     let mut text = String::new();
     if let Some(f) = &foreign {
@@ -491,9 +576,12 @@ pub fn view(
         if let Some(p) = &advice.in_progress {
             text.push_str(&format!("in progress: {p}\n"));
         }
-        output::text_list(&mut text, "problems", &reasons);
+        output::text_list(&mut text, "progress", &progress);
+        output::text_list(&mut text, "problems", &shown);
         output::text_list(&mut text, "warnings", &advice.warnings);
         text.push('\n');
+        // A conflict's copies and their diff on the first screen.
+        crate::modes::screen::text_conflicts(&mut text, &conflicts, g.wide);
         output::text_node_summary(
             &mut text,
             &s.lock.describe(),
@@ -504,7 +592,6 @@ pub fn view(
         text.push('\n');
         crate::modes::live::text(&mut text, observed, &judged);
         text.push('\n');
-        crate::modes::screen::text_conflicts(&mut text, &conflicts, g.wide);
         if let (Some(id), Some(asked), Some(plan)) = (id, asked, &plan) {
             text_operation(&mut text, id, asked, plan, unknown_id.is_some());
         }
@@ -566,10 +653,17 @@ pub fn view(
         // that is written leaves the code as it is).
         exit_code: code,
     };
+    let viewed = code;
     let code = with_evidence(root, ask, &mut document, &mut text, code);
     if foreign.is_none() {
         // The verdict again (with the exit code, the evidence's included),
-        // and what to do, last: what a scrolled terminal still shows.
+        // and what to do, last: what a scrolled terminal still shows. The
+        // headline never contradicts the code (SPEC 6, v1.2).
+        let head = if code == viewed {
+            head
+        } else {
+            format!("{head}; EVIDENCE NOT WRITTEN")
+        };
         text.push('\n');
         text.push_str(&crate::modes::screen::closing(&head, code, term.width));
         advice::render_next(&mut text, &advice.next, term.width);
@@ -721,6 +815,9 @@ struct FenceOutcome {
     receipt: Option<Receipt>,
     restored: Vec<Component>,
     conflicts: Vec<String>,
+    /// Abandoned an operation this node never saw (no receipt, and the
+    /// phase file does not name it): said on the verdict's line.
+    never_seen: bool,
 }
 
 fn unconfirmed(code: u8, reason: doc::FenceReason, message: String) -> FenceOutcome {
@@ -743,6 +840,7 @@ fn unconfirmed_after(
         receipt: None,
         restored: pb.restored,
         conflicts: pb.conflicts,
+        never_seen: false,
     }
 }
 
@@ -1008,6 +1106,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
                 receipt: Some(*r),
                 restored: pb.restored,
                 conflicts: pb.conflicts,
+                never_seen: false,
             }
         }
         FencePlan::Refuse {
@@ -1086,8 +1185,14 @@ fn abandon(
         }
     }
     let (ph, failed_component) = abandoned_phase(phase, id);
+    let never_seen = !matches!(&phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == id);
     let mut message = format!(
-        "abandoned by the fencing status check: no receipt for {id}; {}",
+        "abandoned by the fencing status check: no receipt for {id}{}; {}",
+        if never_seen {
+            " and the phase file does not name it (this node never ran it)"
+        } else {
+            ""
+        },
         if restored.is_empty() {
             "no staged manifest to put back".to_string()
         } else {
@@ -1146,6 +1251,7 @@ fn abandon(
                 receipt: Some(r),
                 restored: pb.restored,
                 conflicts: pb.conflicts,
+                never_seen,
             }
         }
         Err(FsError::Exists { .. }) => match inspect::lookup_receipt(Some(&completed), id) {
@@ -1161,6 +1267,7 @@ fn abandon(
                 receipt: Some(r),
                 restored: pb.restored,
                 conflicts: pb.conflicts,
+                never_seen: false,
             },
             _ => {
                 let message = format!(
@@ -1224,8 +1331,13 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Repo
     };
     let doc: Box<dyn doc::Printed> = Box::new(document);
     let mut text = format!(
-        "FENCE {id}: {}\n",
-        output::word(&o.termination).to_uppercase()
+        "FENCE {id}: {}{}\n",
+        output::word(&o.termination).to_uppercase(),
+        if o.never_seen {
+            " (this node never ran that operation: a mistyped ID? it is now recorded abandoned here)"
+        } else {
+            ""
+        }
     );
     output::table(
         &mut text,

@@ -181,29 +181,32 @@ impl PhaseReport {
             (_, RunbookIntent::Malformed(e)) => format!("malformed: {e}"),
             (None, _) => "absent".to_string(),
             (Some(p), intent) => {
+                // Plain words (SPEC 6, v1.2): the state names stay in JSON.
                 let who = match p {
-                    PhaseFile::V2(p2) => format!("V2 operation {}", p2.operation_id),
+                    PhaseFile::V2(_) => p.plain_who(),
                     PhaseFile::Legacy(l) => {
                         let started = i64::try_from(l.started)
                             .ok()
                             .and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok())
                             .map(crate::rules::clock::rfc3339)
                             .unwrap_or_else(|| format!("unix {}", l.started));
-                        format!("legacy five-line (pid {}, started {started})", l.pid)
+                        format!("legacy runbook renewal (pid {}, started {started})", l.pid)
                     }
                 };
-                let next = p
-                    .next_component()
-                    .map(|c| format!(" next={c}"))
-                    .unwrap_or_default();
-                let tail = match intent {
+                let step = p.plain_step();
+                match intent {
                     RunbookIntent::DoneByReceipt => {
-                        " (its success receipt exists: treated as done)"
+                        format!("{who}, {step} (its success receipt exists: treated as done)")
                     }
-                    RunbookIntent::Pending => " (unfinished: the next renewal resumes it)",
-                    _ => "",
-                };
-                format!("{} {}{next}{tail}", who, p.state().as_str())
+                    RunbookIntent::Pending => match &self.receipt_of_phase_op {
+                        ReceiptLookup::Found(r) => format!(
+                            "{who}, unfinished while {step}; recorded {} by its receipt (the next renewal, under a new ID, resumes it)",
+                            r.outcome
+                        ),
+                        _ => format!("{who}, unfinished while {step} (the next renewal resumes it)"),
+                    },
+                    _ => format!("{who}, {step}"),
+                }
             }
         }
     }
@@ -329,7 +332,7 @@ impl LockReport {
         }
     }
     pub fn describe(&self) -> String {
-        match (&self.probe, self.held_by()) {
+        match (&self.probe, self.held.as_ref().map(HeldBy::describe_full)) {
             (Ok(Probe::Held(_)), Some(who)) => format!("held by {who}"),
             (Ok(Probe::Held(_)), None) => "held".to_string(),
             (Ok(Probe::Free), _) => "free".to_string(),

@@ -359,13 +359,32 @@ impl HeldBy {
         HeldBy::new(find_holder(file), read_owner(state), &boot_id())
     }
 
-    /// What follows "held by": the real holder, then whether `state/owner`
-    /// agrees.
+    /// What follows "held by": the real holder (its `comm`), then whether
+    /// `state/owner` agrees. In documents (and so in an evidence bundle).
     pub fn describe(&self) -> String {
+        self.describe_as(false)
+    }
+
+    /// As [`HeldBy::describe`], with the holder's full command line (SPEC
+    /// 6, v1.2): the operator's screen only, never a document (its
+    /// arguments may carry a secret).
+    pub fn describe_full(&self) -> String {
+        self.describe_as(true)
+    }
+
+    fn describe_as(&self, full: bool) -> String {
         let who = match &self.holder {
-            Holder::Process { pid, command, .. } => {
-                let what = command
+            Holder::Process {
+                pid,
+                command,
+                command_line,
+            } => {
+                // The kernel's 15-byte comm when the command line is
+                // empty (or not asked for).
+                let what = command_line
                     .clone()
+                    .filter(|c| full && !c.trim().is_empty())
+                    .or_else(|| command.clone())
                     .unwrap_or_else(|| "exited; its descriptor lives on".to_string());
                 if let (true, OwnerInfo::Known(o)) = (self.owner_matches, &self.owner) {
                     let op = o.operation_id.as_deref().unwrap_or("none");

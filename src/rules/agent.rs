@@ -101,18 +101,28 @@ fn parse(bytes: &[u8]) -> Result<AgentIntent, String> {
     })
 }
 
+/// The agent's phase in plain words (SPEC 6, v1.2; JSON keeps the name).
+pub fn phase_words(phase: &str) -> &str {
+    match phase {
+        "renewing" => "renewing the certificates",
+        "restart_pending" => "restarting the control-plane pods",
+        other => other,
+    }
+}
+
 impl AgentIntent {
     /// The intent in a few words (check and the operator view).
     pub fn summary(&self) -> String {
         let a = self;
         match a {
-            AgentIntent::Absent => "absent (no typed intent)".to_string(),
-            AgentIntent::Idle { phase, .. } => format!("idle ({phase})"),
+            AgentIntent::Absent => "no state file (no renewal of its own)".to_string(),
+            AgentIntent::Idle { phase, .. } => format!("idle, no renewal of its own ({phase})"),
             AgentIntent::Pending {
                 phase,
                 operation_id,
             } => format!(
-                "pending ({phase}{})",
+                "a renewal of its own is unfinished ({}{})",
+                phase_words(phase),
                 operation_id
                     .as_deref()
                     .map(|i| format!(", operation {i}"))

@@ -92,6 +92,32 @@ impl PhaseFile {
             PhaseFile::Legacy(p) => p.component,
         }
     }
+    /// Where the work stood, in plain words for an operator (SPEC 6,
+    /// v1.2): "renewing the certificates", "restarting kube-apiserver (2
+    /// of 4)", "checking the restarted components", "finished". The
+    /// phase-file state names stay in JSON.
+    pub fn plain_step(&self) -> String {
+        match (self.state(), self.next_component()) {
+            (PhaseState::Renewing, _) => "renewing the certificates (before any restart)".into(),
+            (PhaseState::RestartPending, Some(c)) => {
+                let i = Component::ALL.iter().position(|x| *x == c).unwrap_or(0) + 1;
+                format!("restarting {c} ({i} of {})", Component::ALL.len())
+            }
+            (PhaseState::RestartPending, None) => {
+                "checking the restarted components (all four restarted)".into()
+            }
+            (PhaseState::Done, _) => "finished".into(),
+        }
+    }
+    /// Who did the work, in plain words: "renewal ID", "recovery ID", or
+    /// "legacy runbook renewal (pid P)".
+    pub fn plain_who(&self) -> String {
+        match self {
+            PhaseFile::V2(p) if p.recovery => format!("recovery {}", p.operation_id),
+            PhaseFile::V2(p) => format!("renewal {}", p.operation_id),
+            PhaseFile::Legacy(l) => format!("legacy runbook renewal (pid {})", l.pid),
+        }
+    }
     /// `V2_FORMAT` or `LEGACY_FORMAT`.
     pub fn format_name(&self) -> &'static str {
         match self {
@@ -699,6 +725,35 @@ mod tests {
             updated_at: "2026-11-30T00:05:00Z".to_string(),
             resumed_from: None,
             recovery: false,
+        }
+    }
+
+    #[test]
+    fn plain_words_say_where_the_work_stood() {
+        let mut p = v2();
+        let step = |p: &PhaseV2| PhaseFile::V2(p.clone()).plain_step();
+        assert_eq!(step(&p), "restarting kube-apiserver (2 of 4)");
+        p.next_component = Some(Component::Etcd);
+        assert_eq!(step(&p), "restarting etcd (1 of 4)");
+        p.next_component = Some(Component::KubeScheduler);
+        assert_eq!(step(&p), "restarting kube-scheduler (4 of 4)");
+        p.next_component = None;
+        assert!(step(&p).starts_with("checking the restarted"));
+        p.state = PhaseState::Renewing;
+        assert!(step(&p).starts_with("renewing the certificates"));
+        p.state = PhaseState::Done;
+        assert_eq!(step(&p), "finished");
+        assert_eq!(
+            PhaseFile::V2(p.clone()).plain_who(),
+            "renewal cycle-1@node-a"
+        );
+        p.recovery = true;
+        assert_eq!(PhaseFile::V2(p).plain_who(), "recovery cycle-1@node-a");
+        let l = parse_phase_file(LEGACY.as_bytes()).unwrap();
+        assert_eq!(l.plain_who(), "legacy runbook renewal (pid 4242)");
+        assert_eq!(l.plain_step(), "restarting kube-apiserver (2 of 4)");
+        for w in [l.plain_step(), l.plain_who()] {
+            assert!(!w.contains("restart_pending") && !w.contains("V2"), "{w}");
         }
     }
 
