@@ -168,7 +168,7 @@ fn a_killed_renewal_is_fenced_and_its_manifest_put_back_by_the_printed_command()
     ));
     let (code, doc, text) = n.status(&[]);
     assert_eq!(code, 4);
-    let fence = commands(&doc, "fence it");
+    let fence = commands(&doc, "record it as finished");
     assert_eq!(fence.len(), 1, "{doc:#}");
     assert!(fence[0].contains(id) && fence[0].ends_with("--fence"));
     assert!(text_commands(&text).contains(&fence[0]), "{text}");
@@ -253,7 +253,7 @@ fn a_200_character_operation_id_pastes_whole_from_the_wrapped_text() {
     ));
     let (_, doc, text) = n.status(&[]);
     let from_text = text_commands(&text);
-    for what in ["fence it", "finish it now"] {
+    for what in ["record it as finished", "finish it now"] {
         let c = commands(&doc, what);
         assert_eq!(c.len(), 1, "{doc:#}");
         assert!(c[0].contains(&id));
@@ -306,4 +306,517 @@ fn a_printed_move_does_nothing_once_a_runbook_holds_the_lock() {
         .root
         .join("etc/kubernetes/manifests/kube-apiserver.yaml")
         .exists());
+}
+
+// ---------------------------------------------------------------------
+// Walks (issue 28, SPEC 6 v1.2 "Next steps"): on a simulated node
+// (tests/simnode: a kubelet, crictl, kubeadm and health endpoints that
+// answer), each situation is set up, then its printed steps are run in
+// order, as printed (the text's commands, `\` continuations joined, equal
+// to the JSON's), one at a time, the view read again after each: no step
+// is a no-op, none exits 5 (a spent operation ID replayed), none fails;
+// an alternative ("or ...") is not run after the step it stands for. The
+// walk ends when the view is clean with no step left, or when what is
+// left is for a person (a step without a command, a look, a wait).
+
+use support::node::Node as SimNode;
+
+/// A simulated node, running, with the `/root` a real node has (where the
+/// printed evidence step writes its bundle).
+fn sim_node(knobs: Value) -> SimNode {
+    let node = SimNode::new("rsa", knobs);
+    std::fs::create_dir_all(node.root.join("root")).unwrap();
+    node
+}
+
+/// The runbook's tool and timing options on the simulated node (what the
+/// node's own paths would be on a real one).
+fn sim_tools(node: &SimNode, now: &str) -> Vec<String> {
+    let mut v = vec![
+        "--crictl".to_string(),
+        node.sim.join("bin/crictl").display().to_string(),
+        "--kubeadm".to_string(),
+        node.sim.join("bin/kubeadm").display().to_string(),
+    ];
+    for (k, val) in [
+        ("--now", now),
+        ("--health-timeout", "20"),
+        ("--stop-timeout", "10"),
+        ("--lock-timeout", "5"),
+        ("--settle", "0"),
+    ] {
+        v.push(k.to_string());
+        v.push(val.to_string());
+    }
+    v
+}
+
+/// The operator view, as JSON and as an 80-column text, of the simulated
+/// node.
+fn sim_view(node: &SimNode, now: &str) -> (i32, Value, String) {
+    let run = |json: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"));
+        c.arg0("nvke-cert-runbook")
+            .args(["--root", node.root.to_str().unwrap()])
+            .args(sim_tools(node, now))
+            .arg("--status-only")
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("COLUMNS", "80");
+        if json {
+            c.args(["--output", "json"]);
+        }
+        c.output().unwrap()
+    };
+    // The simulated kubelet may be restarting a pod a step put back: the
+    // two views are taken again until they agree (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (j, t) = (run(true), run(false));
+        let doc: Value = serde_json::from_slice(&j.stdout).unwrap();
+        let text = String::from_utf8(t.stdout).unwrap();
+        let steps: Vec<Option<String>> = doc["nextSteps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["command"].as_str().map(str::to_string))
+            .collect();
+        let same = j.status.code() == t.status.code()
+            && text_steps(&text)
+                .into_iter()
+                .map(|s| s.1)
+                .collect::<Vec<_>>()
+                == steps;
+        if same || std::time::Instant::now() > deadline {
+            return (j.status.code().unwrap(), doc, text);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The steps of the text: (what, command), the command's continuations
+/// joined.
+fn text_steps(text: &str) -> Vec<(String, Option<String>)> {
+    let mut steps: Vec<(String, Option<String>)> = Vec::new();
+    let mut in_command = false;
+    for l in text.lines().skip_while(|l| *l != "next:").skip(1) {
+        let t = l.trim();
+        let numbered = l.starts_with("  ")
+            && !l.starts_with("     ")
+            && t.split_once(". ")
+                .is_some_and(|(n, _)| n.chars().all(|c| c.is_ascii_digit()));
+        if numbered && !in_command {
+            steps.push((t.split_once(". ").unwrap().1.to_string(), None));
+            continue;
+        }
+        let Some(last) = steps.last_mut() else {
+            continue;
+        };
+        let looks_like_command = [
+            "nvke-cert-runbook ",
+            "cd ",
+            "tail ",
+            "mkdir ",
+            "ps ",
+            "ls ",
+            "cat ",
+            "lslocks ",
+        ]
+        .iter()
+        .any(|p| t.starts_with(p));
+        match &mut last.1 {
+            Some(c) if in_command => {
+                c.push_str(t.strip_suffix('\\').unwrap_or(t));
+                in_command = t.ends_with('\\');
+            }
+            None if looks_like_command => {
+                last.1 = Some(t.strip_suffix('\\').unwrap_or(t).to_string());
+                in_command = t.ends_with('\\');
+            }
+            // The step's words, wrapped.
+            None => {
+                last.0.push(' ');
+                last.0.push_str(t);
+            }
+            Some(_) => {}
+        }
+    }
+    steps
+}
+
+/// What a step changes, compared before and after it: the view's findings
+/// and every file under the root (with its size and content digest).
+fn situation(node: &SimNode, doc: &Value) -> String {
+    let mut files = Vec::new();
+    for e in walkdir(&node.root) {
+        files.push(e);
+    }
+    files.sort();
+    format!(
+        "{}\n{}\n{}\n{}\n{}\n{}",
+        doc["reasons"],
+        doc["manifests"],
+        doc["phaseFile"],
+        doc["receipts"],
+        doc["conflicts"],
+        files.join("\n")
+    )
+}
+
+fn walkdir(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        if m.is_dir() {
+            out.push(format!("{}/", p.display()));
+            out.extend(walkdir(&p));
+        } else {
+            let sum = std::fs::read(&p)
+                .map(|b| support::hex::sha256_hex(&b))
+                .unwrap_or_default();
+            out.push(format!("{} {} {sum}", p.display(), m.len()));
+        }
+    }
+    out
+}
+
+/// A step an operator reads rather than runs to change the node: a look
+/// again, a listing, a process to find out about.
+fn for_a_person(command: &str) -> bool {
+    let t = command.trim();
+    ["ps ", "ls ", "cat ", "lslocks ", "diff "]
+        .iter()
+        .any(|p| t.starts_with(p))
+        || (t.starts_with("nvke-cert-runbook ")
+            && t.ends_with(" --status-only")
+            && !t.contains(" --evidence "))
+}
+
+/// Run `command` as printed, with the simulated node's tools.
+fn sim_paste(node: &SimNode, now: &str, command: &str) -> std::process::Output {
+    let bin = Path::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"));
+    let tools = sim_tools(node, now).join(" ");
+    let path = format!("{}:/usr/bin:/bin", bin.parent().unwrap().display());
+    Command::new("/bin/sh")
+        .arg("-c")
+        .arg(command.replace(
+            "nvke-cert-runbook ",
+            &format!("{} {tools} --output json ", bin.display()),
+        ))
+        .env_clear()
+        .env("PATH", path)
+        .output()
+        .unwrap()
+}
+
+/// The walk: returns the last view (code, JSON, text) and the commands run.
+fn walk(node: &SimNode, now: &str, what: &str) -> (i32, Value, String, Vec<String>) {
+    let mut ran: Vec<String> = Vec::new();
+    for _ in 0..10 {
+        let (code, doc, text) = sim_view(node, now);
+        let steps = text_steps(&text);
+        // The text prints exactly the JSON's steps.
+        let json_steps: Vec<Option<String>> = doc["nextSteps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["command"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(
+            steps.iter().map(|s| s.1.clone()).collect::<Vec<_>>(),
+            json_steps,
+            "{what}: text and JSON steps differ\n{text}"
+        );
+        for (w, _) in &steps {
+            for word in ["restart_pending", "typed", "V2 operation"] {
+                assert!(!w.contains(word), "{what}: {word:?} in step {w:?}");
+            }
+        }
+        // The first step not run yet that is not an alternative to one
+        // before it.
+        let mut next = None;
+        for (i, (w, c)) in steps.iter().enumerate() {
+            let Some(c) = c else { continue };
+            if ran.contains(c) {
+                continue;
+            }
+            if w.starts_with("or ") && i > 0 {
+                continue;
+            }
+            next = Some(c.clone());
+            break;
+        }
+        let Some(command) = next.filter(|c| !for_a_person(c)) else {
+            return (code, doc, text, ran);
+        };
+        let before = situation(node, &doc);
+        let out = sim_paste(node, now, &command);
+        let c = out.status.code().unwrap_or(-1);
+        assert_ne!(c, 5, "{what}: {command} replayed a spent operation\n{text}");
+        // The evidence step answers with the view's code (the node is
+        // not clean): it did its work when the bundle is written.
+        let done = if command.contains(" --evidence ") {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            v["evidence"]["written"] == true
+        } else {
+            c == 0
+        };
+        assert!(
+            done,
+            "{what}: {command} failed ({c}): {}\n{}\n{text}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (_, after_doc, _) = sim_view(node, now);
+        assert_ne!(
+            before,
+            situation(node, &after_doc),
+            "{what}: {command} changed nothing\n{text}"
+        );
+        ran.push(command);
+    }
+    panic!("{what}: the steps never settled: {ran:#?}");
+}
+
+/// The walk ends clean, every step run, and the node all active.
+fn walks_to_clean(node: &SimNode, now: &str, what: &str) -> Vec<String> {
+    let (code, doc, text, ran) = walk(node, now, what);
+    assert_eq!(
+        (code, doc["clean"].as_bool()),
+        (0, Some(true)),
+        "{what}:\n{text}"
+    );
+    assert!(
+        doc["nextSteps"].as_array().unwrap().is_empty(),
+        "{what}: steps left on a clean node\n{text}"
+    );
+    node.assert_all_active();
+    ran
+}
+
+const KILLED_ID: &str = "renew-k8s-certs-2026-11-29T23-00-00Z-7f3e9c1a2b4d4e6f8a0b1c2d3e4f5a6b";
+
+/// A renewal killed while restarting kube-apiserver: its phase file, its
+/// manifest left staged (the pod down).
+fn killed_mid_restart() -> SimNode {
+    let node = sim_node(serde_json::json!({}));
+    node.write_state(
+        "phase",
+        &node.v2_phase(KILLED_ID, "restart_pending", Some("kube-apiserver")),
+    );
+    std::fs::create_dir_all(node.staged("kube-apiserver").parent().unwrap()).unwrap();
+    std::fs::rename(
+        node.manifest("kube-apiserver"),
+        node.staged("kube-apiserver"),
+    )
+    .unwrap();
+    node
+}
+
+#[test]
+fn walk_killed_mid_restart() {
+    let node = killed_mid_restart();
+    let (code, _, text) = sim_view(&node, support::node::NOW);
+    assert_eq!(code, 4, "{text}");
+    let steps = text_steps(&text);
+    assert!(
+        steps[0].0.starts_with("hand off the sanitized evidence"),
+        "{text}"
+    );
+    assert!(
+        steps[1]
+            .0
+            .contains("put kube-apiserver back and record it as finished"),
+        "{text}"
+    );
+    let ran = walks_to_clean(&node, support::node::NOW, "killed mid-restart");
+    // The evidence, the fence, then a renewal under a new ID.
+    assert_eq!(ran.len(), 3, "{ran:#?}");
+    assert!(ran[1].ends_with("--fence"), "{ran:#?}");
+    assert!(ran[2].contains("--operation-id manual-"), "{ran:#?}");
+    assert_eq!(node.receipt(KILLED_ID).unwrap()["outcome"], "abandoned");
+}
+
+#[test]
+fn walk_after_a_fence() {
+    let node = killed_mid_restart();
+    node.fence(KILLED_ID);
+    let (_, doc, text) = sim_view(&node, support::node::NOW);
+    // Nothing offers that ID again.
+    for s in doc["nextSteps"].as_array().unwrap() {
+        assert!(
+            !s["command"].as_str().unwrap_or("").contains(KILLED_ID),
+            "{text}"
+        );
+    }
+    let ran = walks_to_clean(&node, support::node::NOW, "after a fence");
+    assert!(
+        ran.iter().any(|c| c.contains("--operation-id manual-")),
+        "{ran:#?}"
+    );
+}
+
+#[test]
+fn walk_a_pod_down() {
+    let node = sim_node(serde_json::json!({}));
+    std::fs::create_dir_all(node.staged("kube-scheduler").parent().unwrap()).unwrap();
+    std::fs::rename(
+        node.manifest("kube-scheduler"),
+        node.staged("kube-scheduler"),
+    )
+    .unwrap();
+    walks_to_clean(&node, support::node::NOW, "a pod down");
+}
+
+#[test]
+fn walk_staging_conflicts() {
+    for differ in [false, true] {
+        let node = sim_node(serde_json::json!({}));
+        std::fs::create_dir_all(node.staged("kube-scheduler").parent().unwrap()).unwrap();
+        std::fs::copy(
+            node.manifest("kube-scheduler"),
+            node.staged("kube-scheduler"),
+        )
+        .unwrap();
+        if differ {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(node.staged("kube-scheduler"))
+                .unwrap();
+            std::io::Write::write_all(&mut f, b"# edited\n").unwrap();
+        }
+        let (_, _, text) = sim_view(&node, support::node::NOW);
+        assert!(
+            text.starts_with(&format!(
+                "NODE: CONFLICT: kube-scheduler.yaml in both directories ({})",
+                if differ { "they differ" } else { "identical" }
+            )),
+            "{text}"
+        );
+        walks_to_clean(&node, support::node::NOW, "staging conflict");
+    }
+}
+
+#[test]
+fn walk_certificates_expired() {
+    const ALL_EXPIRED: &str = "2027-07-01T00:00:00Z";
+    let node = sim_node(serde_json::json!({ "tlsNow": ALL_EXPIRED }));
+    let (code, _, text) = sim_view(&node, ALL_EXPIRED);
+    assert_eq!(code, 4, "{text}");
+    let ran = walks_to_clean(&node, ALL_EXPIRED, "certificates expired");
+    assert!(
+        ran.iter().any(|c| c.contains("--recover-expired")),
+        "{ran:#?}"
+    );
+}
+
+#[test]
+fn walk_certificates_due() {
+    // etcd-peer expires 2027-03-01: due within 30 days from here.
+    const DUE: &str = "2027-02-10T00:00:00Z";
+    let node = sim_node(serde_json::json!({ "tlsNow": DUE }));
+    let (code, doc, text) = sim_view(&node, DUE);
+    assert_eq!(
+        (code, doc["severity"].as_str()),
+        (0, Some("clean")),
+        "{text}"
+    );
+    assert!(
+        text.starts_with("NODE: RENEWAL DUE: etcd-peer in 19 days"),
+        "{text}"
+    );
+    let (code, doc, text, ran) = walk(&node, DUE, "certificates due");
+    assert_eq!(ran.len(), 1, "{ran:#?}");
+    assert!(ran[0].contains("--operation-id manual-"), "{ran:#?}");
+    assert_eq!(
+        (code, doc["severity"].as_str()),
+        (0, Some("clean")),
+        "{text}"
+    );
+    assert!(text.starts_with("NODE: CLEAN"), "{text}");
+}
+
+#[test]
+fn walk_a_renewal_in_progress() {
+    let mut node = sim_node(serde_json::json!({}));
+    node.set_knobs(serde_json::json!({ "neverStop": ["kube-controller-manager"] }));
+    node.write_state(
+        "phase",
+        &node.v2_phase(
+            "op-busy",
+            "restart_pending",
+            Some("kube-controller-manager"),
+        ),
+    );
+    let mut child = node
+        .command(&["--operation-id", "op-busy", "--stop-timeout", "60"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !node.staged("kube-controller-manager").exists() {
+        assert!(t0.elapsed().as_secs() < 20, "never staged");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let (code, doc, text, ran) = walk(&node, support::node::NOW, "a renewal in progress");
+    let _ = child.kill();
+    let _ = child.wait();
+    // Nothing to run: look again when it ends.
+    assert!(ran.is_empty(), "{ran:#?}");
+    assert_eq!(doc["severity"], "in_progress", "{text}");
+    let head = text
+        .split("\nin progress: ")
+        .next()
+        .unwrap()
+        .replace("\n ", "");
+    // Its progress is not counted as problems.
+    assert_eq!(
+        head,
+        "NODE: RENEWAL IN PROGRESS: restarting kube-controller-manager (3 of 4); do not touch",
+        "{text}"
+    );
+    assert!(!text.contains("nvke-cert-runbo:"), "{text}");
+    assert!(text.contains("\nprogress:\n"), "{text}");
+    assert_ne!(code, 0);
+}
+
+#[test]
+fn walk_the_lock_held_by_a_dead_holders_child() {
+    let node = sim_node(serde_json::json!({}));
+    let state = node.state();
+    std::fs::create_dir_all(&state).unwrap();
+    support::tree::chmod(&state, 0o700);
+    let lock = state.join("lock");
+    std::fs::write(&lock, "").unwrap();
+    support::tree::chmod(&lock, 0o600);
+    // A runbook took the lock and died; its child (a hung tool) keeps the
+    // descriptor: `sh` exits at once, `sleep` holds the lock.
+    let mut holder = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec 9>>'{}'; flock -x 9; (sleep 37.5 &) ; exit 0",
+            lock.display()
+        ))
+        .spawn()
+        .unwrap();
+    holder.wait().unwrap();
+    let (code, doc, text, ran) = walk(
+        &node,
+        support::node::NOW,
+        "lock held by a dead holder's child",
+    );
+    assert!(ran.is_empty(), "{ran:#?}");
+    assert_ne!(code, 0, "{text}");
+    // What is left is for a person: find out what holds it, by its pid,
+    // and its full command line is on screen.
+    let steps = doc["nextSteps"].as_array().unwrap();
+    let ps = steps[0]["command"].as_str().unwrap();
+    let pid = ps.strip_prefix("ps -o pid,etime,args --pid ").expect(&text);
+    assert!(text.contains("sleep 37.5"), "{text}");
+    let _ = Command::new("kill").arg(pid).status();
 }

@@ -388,6 +388,9 @@ impl HeldBy {
                     .unwrap_or_else(|| "exited; its descriptor lives on".to_string());
                 if let (true, OwnerInfo::Known(o)) = (self.owner_matches, &self.owner) {
                     let op = o.operation_id.as_deref().unwrap_or("none");
+                    // The runbook on record: named so, not by the kernel's
+                    // 15-byte comm ("nvke-cert-runbo").
+                    let what = if full { what.as_str() } else { "the runbook" };
                     return format!(
                         "pid {pid} ({what}: {}, operation {op}, since {})",
                         o.mode, o.started_at

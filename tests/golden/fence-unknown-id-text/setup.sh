@@ -1,0 +1,2 @@
+base rsa
+phase_v2 op-running restart_pending etcd
