@@ -271,6 +271,9 @@ fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
             ));
         }
     }
+    if !json {
+        plain_words(&raw, &code)?;
+    }
     let holder = std::fs::read_to_string(&holder_file)
         .ok()
         .and_then(|p| p.trim().parse().ok());
@@ -335,4 +338,71 @@ fn golden_cases() {
         failed.len()
     );
     eprintln!("golden: {ran} cases passed");
+}
+
+/// Text is in plain words (SPEC 6, v1.2): no phase-file state, executor
+/// or format name an operator would have to look up; and the closing
+/// verdict never contradicts the exit code.
+fn plain_words(text: &str, code: &str) -> Result<(), String> {
+    for word in ["restart_pending", "typed", "V2 operation"] {
+        let whole = |l: &str| {
+            l.match_indices(word).any(|(i, _)| {
+                let before = l[..i].chars().next_back();
+                let after = l[i + word.len()..].chars().next();
+                !before.is_some_and(char::is_alphanumeric)
+                    && !after.is_some_and(char::is_alphanumeric)
+            })
+        };
+        if let Some(l) = text.lines().find(|l| whole(l)) {
+            return Err(format!("text says {word:?}:\n{l}"));
+        }
+    }
+    // The closing verdict: the headline again, then `[exit N]`.
+    let Some(at) = text.find(&format!("[exit {code}]")) else {
+        return if text.contains("[exit ") {
+            Err(format!(
+                "the closing line's code is not the exit code {code}"
+            ))
+        } else {
+            Ok(())
+        };
+    };
+    let start = text[..at]
+        .rfind("\nNODE: ")
+        .or_else(|| text[..at].rfind("\nCHECK: "))
+        .map_or(0, |i| i + 1);
+    let verdict = text[start..at].replace("\n ", "");
+    let allowed: &[&str] = match code {
+        "0" => &[
+            "NODE: CLEAN",
+            "NODE: RENEWAL DUE",
+            "CHECK: RENEW",
+            "CHECK: UNCHANGED",
+        ],
+        "4" => &["NODE: ACTION NEEDED", "NODE: RENEWAL IN PROGRESS"],
+        "1" => &[
+            "NODE: NOT CLEAN",
+            "NODE: CONFLICT",
+            "NODE: RENEWAL IN PROGRESS",
+            "CHECK: FAILED",
+            // The node is clean; the bundle asked for was not written.
+            "NODE: CLEAN",
+            "NODE: RENEWAL DUE",
+        ],
+        _ => &[],
+    };
+    if !allowed.iter().any(|a| verdict.starts_with(a)) {
+        return Err(format!(
+            "the closing verdict {verdict:?} contradicts exit {code}"
+        ));
+    }
+    if code == "1"
+        && (verdict.starts_with("NODE: CLEAN") || verdict.starts_with("NODE: RENEWAL DUE"))
+        && !verdict.contains("EVIDENCE NOT WRITTEN")
+    {
+        return Err(format!(
+            "the closing verdict {verdict:?} contradicts exit {code}"
+        ));
+    }
+    Ok(())
 }
