@@ -367,6 +367,14 @@ fn a_refused_bundle_on_a_clean_node_exits_1() {
         std::fs::read(node.root.join("tmp/x.tgz")).unwrap(),
         b"keep\n"
     );
+    // The text's closing verdict does not contradict the code (SPEC 6,
+    // v1.2): clean, and the bundle not written.
+    let (code, t) = text(&node, &["--evidence", "/tmp/x.tgz"]);
+    assert_eq!(code, 1);
+    assert!(
+        t.contains("\nNODE: CLEAN; EVIDENCE NOT WRITTEN [exit 1]\n"),
+        "{t}"
+    );
 }
 
 /// SPEC 10 "Budget": an endpoint that accepts and never answers is `not
