@@ -854,7 +854,7 @@ fn sigkill_mid_restart_is_fenced_then_resumed_by_the_next_cycle() {
 
 /// The Go Executor (`embedded/go/executor.go`) over the real SSHTransport
 /// against one lab node: `embedded/go/lab_e2e_test.go`, run inside the lab's
-/// network namespace (README, "Cases").
+/// network namespace (tests/e2e/README.md, "Cases").
 #[test]
 fn go_executor_over_real_ssh() {
     let Some(_serial) = setup("go-executor") else {
