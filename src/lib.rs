@@ -1,5 +1,5 @@
 //! nvke-cert-runbook: renews kubeadm leaf certificates on one control-plane
-//! node and restarts its static pods one at a time. See SPEC and README.
+//! node and restarts its static pods one at a time. See SPEC, README and docs/.
 //!
 //! # The map
 //!

@@ -7,8 +7,8 @@
 //! died of it. Here a file over a bound is [`YamlError::Bound`], which names
 //! the bound: the callers refuse the file as hostile, naming it. The bounds
 //! are far above any real kubeadm or kubelet file (the largest real-looking
-//! manifests, in the tests below, use less than a tenth of each); README,
-//! "YAML", lists them.
+//! manifests, in the tests below, use less than a tenth of each);
+//! docs/decisions.md, "YAML within bounds", lists them.
 //!
 //! Pure: bytes in, a value out. Only the first document counts, as the
 //! kubelet's own decoder (sigs.k8s.io/yaml) reads a file; the others still

@@ -7,7 +7,7 @@
 //! `$KUBELET_KUBEADM_ARGS` from `/var/lib/kubelet/kubeadm-flags.env`; a flag
 //! given on the command line takes precedence over the file (kubelet's
 //! `kubeletConfigFlagPrecedence`). So do we: the flags file first, then the
-//! configuration file (README, "Decisions").
+//! configuration file (docs/decisions.md, "Contract v1.1 decisions").
 
 use crate::node::fsx::{Root, Trust, SMALL_FILE_MAX};
 
