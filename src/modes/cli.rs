@@ -419,7 +419,9 @@ pub fn clap_error_message(e: &clap::Error) -> String {
                 format!("{arg}: invalid value '{value}'")
             };
             if let Some(ContextValue::Strings(valid)) = e.get(ContextKind::ValidValue) {
-                msg.push_str(&format!(" (one of: {})", valid.join(", ")));
+                if !valid.is_empty() {
+                    msg.push_str(&format!(" (one of: {})", valid.join(", ")));
+                }
             }
             if let Some(s) = text(ContextKind::SuggestedValue) {
                 msg.push_str(&format!("; did you mean '{s}'?"));
@@ -1131,6 +1133,11 @@ mod tests {
         assert_eq!(
             clap_message(&["--check", "--output"]),
             "--output needs a value (one of: text, json)"
+        );
+        // A value with no fixed list has no empty one.
+        assert_eq!(
+            clap_message(&["--operation-id"]),
+            "--operation-id needs a value"
         );
     }
 
