@@ -50,8 +50,10 @@ pub fn run(args: Vec<OsString>) -> u8 {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
-            if e.kind() == ErrorKind::DisplayHelp {
-                let help = cli::help();
+            // `--help` alone is the full page; with a mode's flag, in
+            // either order, that mode's page (SPEC 6 v1.2).
+            if e.kind() == ErrorKind::DisplayHelp || cli::help_after_operation_id(&args, &e) {
+                let help = cli::help_for(&args);
                 if json_out {
                     output::emit_json(contract::help_line(&HelpDocument::new(help)));
                 } else {

@@ -237,6 +237,416 @@ pub fn help() -> String {
     crate::modes::screen::fit_keeping_indent(&trimmed.join("\n"), HELP_WIDTH)
 }
 
+/// The modes `--help` has a page of its own for (SPEC 6 v1.2, issue 28
+/// item 3): `--status-only --help`, `--check --help`, and so on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HelpPage {
+    /// `--status-only` (the operator view, and the fencing check).
+    Status,
+    Check,
+    /// `--operation-id ID`: a V2 renewal.
+    Renew,
+    /// `--operation-id ID --recover-expired` (SPEC 11).
+    RecoverExpired,
+    LegacyV1,
+}
+
+/// What one mode's page says besides clap's own texts: which of clap's
+/// arguments it shows, its examples and its exit codes. The options' texts
+/// are their doc comments above, never copied here.
+struct ModePage {
+    /// A word only the mode's entry of [`USAGE`] has.
+    usage: &'static str,
+    /// The mode's options (clap ids), each with its doc comment.
+    options: &'static [&'static str],
+    /// The global options the mode uses (clap ids), named only.
+    globals: &'static [&'static str],
+    /// An operator's examples first, then the controller's.
+    examples: &'static str,
+    /// The exit codes the mode can return, in two lines at most.
+    exit_codes: &'static str,
+}
+
+/// The global options every mode accepts (whether or not it uses them):
+/// a page names those its mode does not use as "also accepted".
+const GLOBAL_IDS: &[&str] = &[
+    "root",
+    "output",
+    "log_format",
+    "threshold_days",
+    "wide",
+    "lock_timeout",
+    "stop_timeout",
+    "health_timeout",
+    "command_timeout",
+    "probe_timeout",
+    "settle",
+    "kubeadm",
+    "crictl",
+    "kubeadm_config",
+    "runtime_endpoint",
+];
+
+/// The globals a renewal uses (V2, recovery and legacy alike; a page names
+/// one that is among its options there only).
+const RENEW_GLOBALS: &[&str] = &[
+    "root",
+    "output",
+    "log_format",
+    "lock_timeout",
+    "stop_timeout",
+    "health_timeout",
+    "command_timeout",
+    "settle",
+    "kubeadm",
+    "crictl",
+    "kubeadm_config",
+    "runtime_endpoint",
+];
+
+/// The exit codes of a renewal.
+const RENEW_EXIT_CODES: &str = "\
+Exit codes: 0 renewed or unchanged; 1 failed or refused, manifests in place;
+  2 usage error; 3 lock held; 4 a pod is down: an operator must act; 5 fenced";
+
+impl HelpPage {
+    #[cfg(test)]
+    const ALL: [HelpPage; 5] = [
+        HelpPage::Status,
+        HelpPage::Check,
+        HelpPage::Renew,
+        HelpPage::RecoverExpired,
+        HelpPage::LegacyV1,
+    ];
+
+    /// The page the command line asks for: the one mode it names
+    /// (`--operation-id` alone is a renewal; with a mode flag it is that
+    /// mode's), else none (the full page).
+    fn of(cli: &Cli) -> Option<HelpPage> {
+        let named: Vec<Option<HelpPage>> = [
+            (cli.status_only, Some(HelpPage::Status)),
+            (cli.check, Some(HelpPage::Check)),
+            (cli.legacy_v1, Some(HelpPage::LegacyV1)),
+            (cli.recover_expired, Some(HelpPage::RecoverExpired)),
+            (cli.version, None),
+        ]
+        .into_iter()
+        .filter_map(|(on, p)| on.then_some(p))
+        .collect();
+        match named.as_slice() {
+            [one] => *one,
+            [] if cli.operation_id.is_some() => Some(HelpPage::Renew),
+            _ => None,
+        }
+    }
+
+    fn page(self) -> ModePage {
+        match self {
+            HelpPage::Status => ModePage {
+                usage: "--status-only",
+                options: &[
+                    "status_only",
+                    "operation_id",
+                    "fence",
+                    "evidence",
+                    "receipts",
+                    "wide",
+                ],
+                globals: &[
+                    "root",
+                    "output",
+                    "log_format",
+                    "threshold_days",
+                    "probe_timeout",
+                    "command_timeout",
+                    "crictl",
+                    "runtime_endpoint",
+                    "lock_timeout",
+                    "deadline",
+                ],
+                examples: "\
+Examples (an operator's first, then the controller's):
+  nvke-cert-runbook --status-only                  the node at a glance
+  nvke-cert-runbook --status-only --wide           every certificate in full
+  nvke-cert-runbook --status-only --evidence /root/nvke-evidence.tgz
+                                   also write the evidence bundle
+  nvke-cert-runbook --status-only --receipts failed
+                                   every receipt that is not a success
+  nvke-cert-runbook --status-only --operation-id cycle-2026-12-01 --fence
+                                   the controller's termination check",
+                exit_codes: "\
+Exit codes: 0 clean or renewal due; 1 not clean; 4 action needed;
+  --fence: 0 confirmed, 1 unconfirmed, 3 lock held; 2 usage error",
+            },
+            HelpPage::Check => ModePage {
+                usage: "--check",
+                options: &["check", "force", "threshold_days", "agent_state", "wide"],
+                globals: &[
+                    "root",
+                    "output",
+                    "log_format",
+                    "probe_timeout",
+                    "command_timeout",
+                    "crictl",
+                    "runtime_endpoint",
+                ],
+                examples: "\
+Examples (an operator's first, then the controller's):
+  nvke-cert-runbook --check                  would a renewal run now, and why
+  nvke-cert-runbook --check --wide           every certificate in full
+  nvke-cert-runbook --check --force          as if the renewal were forced
+  nvke-cert-runbook --check --output json    the controller's check (JSON)",
+                exit_codes: "\
+Exit codes: 0 decided (renew or unchanged); 1 the check failed; 2 usage error",
+            },
+            HelpPage::Renew => ModePage {
+                usage: "--operation-id ID [--force]",
+                options: &[
+                    "operation_id",
+                    "force",
+                    "threshold_days",
+                    "expect_ca_sha256",
+                    "deadline",
+                ],
+                globals: RENEW_GLOBALS,
+                examples: "\
+Examples (an operator's first, then the controller's):
+  nvke-cert-runbook --check                  first: would it renew, and why
+  nvke-cert-runbook --operation-id manual-2026-12-01       renew by hand
+  nvke-cert-runbook --operation-id manual-2026-12-01 --force
+                                   renew whatever the expiry
+  nvke-cert-runbook --output json --operation-id cycle-2026-12-01 \\
+      --deadline 2026-12-01T10:00:00Z --expect-ca-sha256 ca.crt=HEX
+                                   the controller's renewal",
+                exit_codes: RENEW_EXIT_CODES,
+            },
+            HelpPage::RecoverExpired => ModePage {
+                usage: "--recover-expired",
+                options: &[
+                    "recover_expired",
+                    "operation_id",
+                    "kubeadm_config",
+                    "expect_ca_sha256",
+                    "deadline",
+                ],
+                globals: RENEW_GLOBALS,
+                examples: "\
+Examples (an operator's path: the controller never takes it):
+  nvke-cert-runbook --operation-id recover-1@cp-1 --recover-expired \\
+      --kubeadm-config /root/kubeadm-config.yaml
+                                   renew a node whose certificates expired
+  nvke-cert-runbook --status-only  what is left to do on this node
+  nvke-cert-runbook --check        on every control-plane node, once each one
+                                   whose certificates expired is recovered",
+                exit_codes: RENEW_EXIT_CODES,
+            },
+            HelpPage::LegacyV1 => ModePage {
+                usage: "--legacy-v1",
+                options: &["legacy_v1", "force", "threshold_days", "deadline"],
+                globals: RENEW_GLOBALS,
+                examples: "\
+Examples (an operator's first, then the controller's):
+  nvke-cert-runbook --legacy-v1              renew the V1-compatible way
+  nvke-cert-runbook --legacy-v1 --force      whatever the expiry
+  nvke-cert-runbook --output json --legacy-v1    as a V1 controller runs it",
+                exit_codes: "\
+Exit codes: 0 renewed or unchanged; 1 failed or refused, manifests in place;
+  2 usage error; 3 lock held; 4 a pod is down: an operator must act",
+            },
+        }
+    }
+}
+
+/// `--help` or `-h`.
+fn is_help_flag(a: &OsString) -> bool {
+    a == "--help" || a == "-h"
+}
+
+/// Whether a command line clap refused asks for help all the same:
+/// `--operation-id --help` (clap takes the flag as the missing ID; it is
+/// never taken as one).
+pub fn help_after_operation_id(args: &[OsString], e: &clap::Error) -> bool {
+    e.kind() == clap::error::ErrorKind::InvalidValue
+        && args
+            .windows(2)
+            .skip(1)
+            .any(|w| w[0] == "--operation-id" && is_help_flag(&w[1]))
+}
+
+/// What `--help` (or `-h`) prints, wherever it is on the command line: the
+/// page of the one mode the rest of the line names ([`mode_help`]), else
+/// the full page ([`help`]), also when the rest does not parse. Right
+/// after `--operation-id` the flag stands for the missing ID: the
+/// renewal's page.
+pub fn help_for(args: &[OsString]) -> String {
+    let mut rest: Vec<OsString> = Vec::with_capacity(args.len());
+    for (k, a) in args.iter().enumerate() {
+        if k == 0 || !is_help_flag(a) {
+            rest.push(a.clone());
+        } else if args[k - 1] == "--operation-id" {
+            rest.push("ID".into());
+        }
+    }
+    Cli::try_parse_from(&rest)
+        .ok()
+        .and_then(|cli| HelpPage::of(&cli))
+        .map_or_else(help, mode_help)
+}
+
+/// One clap argument, by id (a page names only arguments that exist: a
+/// unit test renders every page).
+fn arg(cmd: &clap::Command, id: &str) -> clap::Arg {
+    cmd.get_arguments()
+        .find(|a| a.get_id() == id)
+        .unwrap_or_else(|| panic!("no argument {id}"))
+        .clone()
+}
+
+/// `--name`, and its value as `--help` shows it (`<PATH>`), or as the
+/// usage lines do (`PATH`, `text|json`) when `brief`.
+fn arg_spec(a: &clap::Arg, brief: bool) -> String {
+    let long = format!("--{}", a.get_long().unwrap_or_default());
+    if !a.get_action().takes_values() {
+        return long;
+    }
+    let values: Vec<String> = a
+        .get_possible_values()
+        .iter()
+        .filter(|v| !v.is_hide_set())
+        .map(|v| v.get_name().to_string())
+        .collect();
+    let name = a
+        .get_value_names()
+        .and_then(|n| n.first())
+        .map_or_else(|| a.get_id().as_str().to_uppercase(), |n| n.to_string());
+    match (brief, values.is_empty()) {
+        (true, false) => format!("{long} {}", values.join("|")),
+        (true, true) => format!("{long} {name}"),
+        (false, _) => format!("{long} <{name}>"),
+    }
+}
+
+/// An argument's text: its doc comment, with its values and default when
+/// clap keeps them apart (`--receipts`).
+fn arg_text(a: &clap::Arg) -> String {
+    let mut text = a.get_help().map(ToString::to_string).unwrap_or_default();
+    let possible = a.get_possible_values();
+    let values: Vec<&str> = possible
+        .iter()
+        .filter(|v| !v.is_hide_set())
+        .map(|v| v.get_name())
+        .collect();
+    if a.get_action().takes_values() && !values.is_empty() {
+        text.push_str(&format!(": {}", values.join(", ")));
+    }
+    if let Some(d) = a.get_default_values().first() {
+        if a.get_action().takes_values() && !text.contains("[default:") {
+            text.push_str(&format!(" [default: {}]", d.to_string_lossy()));
+        }
+    }
+    text
+}
+
+/// `words` joined by `sep`, wrapped at [`HELP_WIDTH`]: the first line
+/// after `first`, the others indented by `indent`.
+fn wrap_words(first: &str, words: &[String], sep: &str, indent: usize) -> Vec<String> {
+    let mut lines = vec![first.to_string()];
+    for (k, w) in words.iter().enumerate() {
+        let piece = if k + 1 < words.len() {
+            format!("{w}{sep}")
+        } else {
+            w.clone()
+        };
+        let cur = lines.last_mut().expect("one line at least");
+        // Where the line is only its indent, the word starts there.
+        let blank = cur.trim().is_empty();
+        let gap = usize::from(!blank && !cur.ends_with(' '));
+        if blank || cur.chars().count() + gap + piece.chars().count() <= HELP_WIDTH {
+            cur.push_str(&" ".repeat(gap));
+            cur.push_str(&piece);
+        } else {
+            lines.push(format!("{}{piece}", " ".repeat(indent)));
+        }
+    }
+    lines
+}
+
+/// The column an option's text starts at on a mode's page.
+const OPTION_COLUMN: usize = 24;
+
+/// One mode's page: its usage, its options with their texts, the global
+/// options it uses (named), examples (an operator's first), its exit codes
+/// and where the full page is; under 40 lines of [`HELP_WIDTH`] columns (a
+/// unit test holds every page to it).
+pub fn mode_help(page: HelpPage) -> String {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let p = page.page();
+    let mut out: Vec<String> = Vec::new();
+    // The mode's entry of the usage lines: its first line and those
+    // continuing it.
+    let mut entries: Vec<Vec<&str>> = Vec::new();
+    for line in USAGE.lines() {
+        if line.trim_start().starts_with("nvke-cert-runbook") {
+            entries.push(vec![line.trim_start()]);
+        } else if let Some(e) = entries.last_mut() {
+            e.push(line);
+        }
+    }
+    let entry = entries
+        .iter()
+        .find(|e| e.join(" ").contains(p.usage))
+        .unwrap_or_else(|| panic!("no usage line has {}", p.usage));
+    out.push(format!("Usage: {}", entry[0]));
+    out.extend(entry[1..].iter().map(|l| l.to_string()));
+    out.push(String::new());
+    out.push("Options:".into());
+    for id in p.options {
+        let a = arg(&cmd, id);
+        let spec = format!("  {}", arg_spec(&a, false));
+        let words: Vec<String> = arg_text(&a)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let first = if spec.chars().count() + 2 <= OPTION_COLUMN {
+            format!("{spec:<OPTION_COLUMN$}")
+        } else {
+            out.push(spec);
+            " ".repeat(OPTION_COLUMN)
+        };
+        out.extend(wrap_words(&first, &words, "", OPTION_COLUMN));
+    }
+    let brief = |ids: Vec<&str>| -> Vec<String> {
+        ids.into_iter()
+            .map(|id| arg_spec(&arg(&cmd, id), true))
+            .collect()
+    };
+    let used = brief(
+        p.globals
+            .iter()
+            .copied()
+            .filter(|id| !p.options.contains(id))
+            .collect(),
+    );
+    out.extend(wrap_words("Global options used:", &used, ",", 2));
+    let others = brief(
+        GLOBAL_IDS
+            .iter()
+            .copied()
+            .filter(|id| !p.options.contains(id) && !p.globals.contains(id))
+            .collect(),
+    );
+    if !others.is_empty() {
+        out.extend(wrap_words("Also accepted (see --help):", &others, ",", 2));
+    }
+    out.push(String::new());
+    out.extend(p.examples.lines().map(str::to_string));
+    out.push(String::new());
+    out.extend(p.exit_codes.lines().map(str::to_string));
+    out.push("Every option, the files and all exit codes: nvke-cert-runbook --help".into());
+    out.join("\n") + "\n"
+}
+
 /// Settings every mode shares.
 #[derive(Debug, Clone)]
 pub struct Global {
@@ -419,7 +829,9 @@ pub fn clap_error_message(e: &clap::Error) -> String {
                 format!("{arg}: invalid value '{value}'")
             };
             if let Some(ContextValue::Strings(valid)) = e.get(ContextKind::ValidValue) {
-                msg.push_str(&format!(" (one of: {})", valid.join(", ")));
+                if !valid.is_empty() {
+                    msg.push_str(&format!(" (one of: {})", valid.join(", ")));
+                }
             }
             if let Some(s) = text(ContextKind::SuggestedValue) {
                 msg.push_str(&format!("; did you mean '{s}'?"));
@@ -1096,6 +1508,233 @@ mod tests {
         assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp);
     }
 
+    /// Issue 28 item 3: every mode's page fits 80 columns in under 40
+    /// lines, and ends pointing to the full page.
+    #[test]
+    fn every_mode_page_fits_80_columns_under_40_lines() {
+        for page in HelpPage::ALL {
+            let h = mode_help(page);
+            for line in h.lines() {
+                assert!(
+                    line.chars().count() <= HELP_WIDTH,
+                    "{page:?}: over 80 columns: {line:?}"
+                );
+            }
+            let n = h.lines().count();
+            assert!(n < 40, "{page:?}: {n} lines:\n{h}");
+            for needle in [
+                "Usage: nvke-cert-runbook",
+                "Options:",
+                "Examples",
+                "Exit codes: ",
+            ] {
+                assert!(h.contains(needle), "{page:?}: {needle:?} missing:\n{h}");
+            }
+            let last = h.lines().last().unwrap_or_default();
+            assert!(
+                last.ends_with("nvke-cert-runbook --help"),
+                "{page:?}: {last}"
+            );
+        }
+    }
+
+    /// A value `validate` takes for an option (by its value name).
+    fn sample_value(a: &clap::Arg) -> String {
+        let name = a
+            .get_value_names()
+            .and_then(|n| n.first())
+            .map_or_else(|| a.get_id().as_str().to_uppercase(), |n| n.to_string());
+        match name.as_str() {
+            "ID" => "op-2".into(),
+            "N" => "30".into(),
+            "NAME=HEX" => format!("ca.crt={}", "a".repeat(64)),
+            "PATH" => "/x/y".into(),
+            "WHICH" => "all".into(),
+            "DIR" => "/".into(),
+            "OUTPUT" | "LOG_FORMAT" => "json".into(),
+            "SECS" => "5".into(),
+            "RFC3339" => "2026-12-01T00:00:00Z".into(),
+            "URL" => "unix:///run/containerd/containerd.sock".into(),
+            other => panic!("no sample value for {other} (--{:?})", a.get_long()),
+        }
+    }
+
+    /// The options `validate` accepts with a page's mode: each visible
+    /// option added to the mode's command lines (the status page: the
+    /// operator view, one operation's, and the fencing check).
+    fn accepted(page: HelpPage) -> std::collections::BTreeSet<String> {
+        use clap::CommandFactory;
+        let lines: &[&[&str]] = match page {
+            HelpPage::Status => &[
+                &["--status-only"],
+                &["--status-only", "--operation-id", "op-1"],
+                &["--status-only", "--operation-id", "op-1", "--fence"],
+            ],
+            HelpPage::Check => &[&["--check"]],
+            HelpPage::Renew => &[&["--operation-id", "op-1"]],
+            HelpPage::RecoverExpired => &[&["--operation-id", "op-1", "--recover-expired"]],
+            HelpPage::LegacyV1 => &[&["--legacy-v1"]],
+        };
+        let cmd = Cli::command();
+        let mut ids = std::collections::BTreeSet::new();
+        for line in lines {
+            for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+                let Some(long) = a.get_long() else { continue };
+                let long = format!("--{long}");
+                let mut args: Vec<String> = line.iter().map(|s| s.to_string()).collect();
+                if !args.contains(&long) {
+                    args.push(long);
+                    if a.get_action().takes_values() {
+                        args.push(sample_value(a));
+                    }
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    // Accepted, and still this mode (`--status-only` added
+                    // to a renewal makes it another).
+                    let same = parse(&args).is_ok_and(|inv| {
+                        page == match inv.mode {
+                            Mode::Status { .. } | Mode::Fence { .. } => HelpPage::Status,
+                            Mode::Check { .. } => HelpPage::Check,
+                            Mode::Renew {
+                                recover_expired: true,
+                                ..
+                            } => HelpPage::RecoverExpired,
+                            Mode::Renew { .. } => HelpPage::Renew,
+                            Mode::LegacyV1 { .. } => HelpPage::LegacyV1,
+                            Mode::Version => return false,
+                        }
+                    });
+                    if !same {
+                        continue;
+                    }
+                }
+                ids.insert(a.get_id().to_string());
+            }
+        }
+        ids
+    }
+
+    /// Issue 28 item 3: a mode's page names exactly the options its mode
+    /// accepts (`validate` decides; the page cannot disagree with it), the
+    /// mode's own with their text, the global ones by name.
+    #[test]
+    fn every_option_a_mode_accepts_is_on_its_page() {
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        for page in HelpPage::ALL {
+            let p = page.page();
+            let shown: std::collections::BTreeSet<String> = p
+                .options
+                .iter()
+                .chain(p.globals)
+                .chain(GLOBAL_IDS)
+                .map(|s| s.to_string())
+                .collect();
+            assert_eq!(accepted(page), shown, "{page:?}: accepted vs on its page");
+            let h = mode_help(page);
+            for id in &shown {
+                let long = format!("--{}", arg(&cmd, id).get_long().unwrap());
+                let named = h.match_indices(&long).any(|(i, _)| {
+                    !h[i + long.len()..]
+                        .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+                });
+                assert!(named, "{page:?}: {long} accepted, not on its page:\n{h}");
+            }
+            for id in p.options {
+                let text = arg(&cmd, id).get_help().unwrap().to_string();
+                let first: String = text.split(' ').take(3).collect::<Vec<_>>().join(" ");
+                assert!(h.contains(&first), "{page:?}: {id}'s text missing:\n{h}");
+            }
+        }
+    }
+
+    /// Issue 28 item 3: `--help` with one mode's flag, in either order, is
+    /// that mode's page; alone, or with two modes, the full page.
+    /// `--help` right after `--operation-id` is never taken as the ID.
+    #[test]
+    fn help_with_a_mode_flag_in_either_order() {
+        let h = |args: &[&str]| {
+            let mut v = vec![OsString::from("nvke-cert-runbook")];
+            v.extend(args.iter().map(OsString::from));
+            help_for(&v)
+        };
+        let full = help();
+        assert_eq!(h(&["--help"]), full);
+        assert_eq!(h(&["-h", "--output", "json"]), full);
+        assert_eq!(h(&["--check", "--status-only", "--help"]), full);
+        assert_eq!(h(&["--version", "--help"]), full);
+        assert_eq!(h(&["--help", "--bogus"]), full);
+        for (args, page) in [
+            (&["--status-only", "--help"][..], HelpPage::Status),
+            (&["--help", "--status-only"], HelpPage::Status),
+            (
+                &["--status-only", "--operation-id", "x", "--fence", "-h"],
+                HelpPage::Status,
+            ),
+            (
+                &["--status-only", "--operation-id", "--help"],
+                HelpPage::Status,
+            ),
+            (&["--check", "--help"], HelpPage::Check),
+            (&["-h", "--check", "--threshold-days", "5"], HelpPage::Check),
+            (&["--operation-id", "x", "--help"], HelpPage::Renew),
+            (&["--help", "--operation-id", "x"], HelpPage::Renew),
+            (&["--operation-id", "--help"], HelpPage::Renew),
+            (&["--recover-expired", "--help"], HelpPage::RecoverExpired),
+            (
+                &["--operation-id", "x", "--recover-expired", "--help"],
+                HelpPage::RecoverExpired,
+            ),
+            (&["--legacy-v1", "--help"], HelpPage::LegacyV1),
+            (&["--help", "--legacy-v1"], HelpPage::LegacyV1),
+        ] {
+            assert_eq!(h(args), mode_help(page), "{args:?}");
+        }
+        // clap takes the flag after --operation-id for its missing value:
+        // that is still a request for help.
+        let args: Vec<OsString> = ["x", "--operation-id", "--help"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let e = Cli::try_parse_from(&args).unwrap_err();
+        assert!(help_after_operation_id(&args, &e));
+        let args: Vec<OsString> = ["x", "--operation-id"].iter().map(OsString::from).collect();
+        let e = Cli::try_parse_from(&args).unwrap_err();
+        assert!(!help_after_operation_id(&args, &e));
+    }
+
+    /// The exit codes each page names are those the embedded manifest
+    /// lists for its mode (the status page: status and the fencing check).
+    #[cfg(feature = "schema")]
+    #[test]
+    fn mode_pages_name_the_exit_codes_of_their_modes() {
+        let manifest = crate::contract::schema::manifest_template();
+        let codes_of = |names: &[&str]| -> std::collections::BTreeSet<u64> {
+            manifest["modes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| names.contains(&m["name"].as_str().unwrap()))
+                .flat_map(|m| m["exitCodes"].as_array().unwrap().iter())
+                .map(|c| c.as_u64().unwrap())
+                .collect()
+        };
+        for page in HelpPage::ALL {
+            let modes: &[&str] = match page {
+                HelpPage::Status => &["status", "fence"],
+                HelpPage::Check => &["check"],
+                HelpPage::Renew | HelpPage::RecoverExpired => &["renew"],
+                HelpPage::LegacyV1 => &["legacy-v1"],
+            };
+            let text = page.page().exit_codes;
+            let named: std::collections::BTreeSet<u64> = text
+                .split([' ', ','])
+                .filter(|w| w.len() == 1)
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            assert_eq!(named, codes_of(modes), "{page:?}: {text}");
+        }
+    }
+
     fn clap_message(args: &[&str]) -> String {
         let mut v = vec!["nvke-cert-runbook"];
         v.extend_from_slice(args);
@@ -1131,6 +1770,11 @@ mod tests {
         assert_eq!(
             clap_message(&["--check", "--output"]),
             "--output needs a value (one of: text, json)"
+        );
+        // A value with no fixed list has no empty one.
+        assert_eq!(
+            clap_message(&["--operation-id"]),
+            "--operation-id needs a value"
         );
     }
 
