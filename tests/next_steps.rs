@@ -550,6 +550,12 @@ fn walk(node: &SimNode, now: &str, what: &str) -> (i32, Value, String, Vec<Strin
             next = Some(c.clone());
             break;
         }
+        // No command is printed twice (the second would be a replay).
+        let mut seen: Vec<&String> = steps.iter().filter_map(|s| s.1.as_ref()).collect();
+        let all = seen.len();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), all, "{what}: a command printed twice\n{text}");
         let Some(command) = next.filter(|c| !for_a_person(c)) else {
             return (code, doc, text, ran);
         };
@@ -819,4 +825,130 @@ fn walk_the_lock_held_by_a_dead_holders_child() {
     let pid = ps.strip_prefix("ps -o pid,etime,args --pid ").expect(&text);
     assert!(text.contains("sleep 37.5"), "{text}");
     let _ = Command::new("kill").arg(pid).status();
+}
+
+/// A fenced renewal and a staging conflict of the manifest it had staged:
+/// the conflict is settled first (a renewal refuses while it stands), then
+/// the renewal under a new ID resumes the work.
+#[test]
+fn walk_a_fenced_renewal_behind_a_conflict() {
+    let node = killed_mid_restart();
+    node.fence(KILLED_ID);
+    let staged = node.staged("kube-apiserver");
+    std::fs::copy(node.manifest("kube-apiserver"), &staged).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&staged)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"# edited\n").unwrap();
+    let ran = walks_to_clean(
+        &node,
+        support::node::NOW,
+        "a fenced renewal behind a conflict",
+    );
+    let renew = ran
+        .iter()
+        .position(|c| c.contains("--operation-id manual-"));
+    let settle = ran.iter().position(|c| c.contains("nvke-set-aside"));
+    assert!(settle < renew && settle.is_some(), "{ran:#?}");
+}
+
+/// A copy set aside by an earlier settlement under the same name never
+/// makes a later one a silent no-op (`mv -n` onto an existing name).
+#[test]
+fn walk_a_conflict_again_after_one_was_settled() {
+    let node = sim_node(serde_json::json!({}));
+    let aside = node.root.join("root/nvke-set-aside");
+    std::fs::create_dir_all(&aside).unwrap();
+    for name in ["kube-scheduler.yaml.staged", "kube-scheduler.yaml.active"] {
+        std::fs::write(aside.join(name), b"an earlier copy\n").unwrap();
+    }
+    std::fs::create_dir_all(node.staged("kube-scheduler").parent().unwrap()).unwrap();
+    std::fs::copy(
+        node.manifest("kube-scheduler"),
+        node.staged("kube-scheduler"),
+    )
+    .unwrap();
+    walks_to_clean(&node, support::node::NOW, "a conflict again");
+    assert_eq!(
+        std::fs::read(aside.join("kube-scheduler.yaml.staged")).unwrap(),
+        b"an earlier copy\n"
+    );
+}
+
+/// A manifest staged in both staging directories: one kept, the other set
+/// aside, the pod back.
+#[test]
+fn walk_a_pod_staged_in_both_directories() {
+    let node = sim_node(serde_json::json!({}));
+    let agent = node
+        .root
+        .join("etc/kubernetes/nvke-cert-renewal-manifests/kube-scheduler.yaml");
+    std::fs::create_dir_all(agent.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(node.staged("kube-scheduler").parent().unwrap()).unwrap();
+    std::fs::copy(node.manifest("kube-scheduler"), &agent).unwrap();
+    std::fs::rename(
+        node.manifest("kube-scheduler"),
+        node.staged("kube-scheduler"),
+    )
+    .unwrap();
+    let (code, _, text) = sim_view(&node, support::node::NOW);
+    assert_eq!(code, 4, "{text}");
+    walks_to_clean(&node, support::node::NOW, "staged in both directories");
+}
+
+/// Certificates expired and the unfinished work fenced: one recovery,
+/// printed once, which the controller never takes (said so).
+#[test]
+fn walk_certificates_expired_with_fenced_work() {
+    const ALL_EXPIRED: &str = "2027-07-01T00:00:00Z";
+    let node = sim_node(serde_json::json!({ "tlsNow": ALL_EXPIRED }));
+    node.write_state("phase", &node.v2_phase("op-old", "renewing", None));
+    let (code, v, e) = node.run(&[
+        "--status-only",
+        "--operation-id",
+        "op-old",
+        "--fence",
+        "--now",
+        ALL_EXPIRED,
+    ]);
+    assert_eq!(code, 0, "{v:#}\n{e}");
+    let (_, doc, text) = sim_view(&node, ALL_EXPIRED);
+    let recoveries = doc["nextSteps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            s["command"]
+                .as_str()
+                .unwrap_or("")
+                .contains("--recover-expired")
+        })
+        .count();
+    assert_eq!(recoveries, 1, "{text}");
+    assert!(!text.contains("the controller's next cycle does"), "{text}");
+    walks_to_clean(&node, ALL_EXPIRED, "expired with fenced work");
+}
+
+/// A refused state directory (a symlink): no printed step moves a file
+/// (its `flock` would follow the symlink).
+#[test]
+fn no_move_while_the_state_directory_is_refused() {
+    let n = Node::new(
+        r#"base rsa; stage kube-apiserver; mkdir -p "$ROOT/elsewhere"; mkdir -p "$(dirname "$STATE")"; ln -s "$ROOT/elsewhere" "$STATE""#,
+    );
+    let (_, doc, text) = n.status(&[]);
+    let steps = doc["nextSteps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{text}");
+    for s in steps {
+        let c = s["command"].as_str().unwrap_or("");
+        assert!(!c.contains(" mv ") && !c.contains("flock"), "{text}");
+    }
+    assert!(
+        steps.iter().any(|s| s["what"]
+            .as_str()
+            .unwrap()
+            .starts_with("repair the state directory")),
+        "{text}"
+    );
 }

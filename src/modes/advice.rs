@@ -226,8 +226,12 @@ fn phase_step(p: &PhaseReport) -> String {
 /// A new operation ID for a renewal by hand (`manual-STAMP`, or
 /// `recover-STAMP`): never one the controller uses, never one fenced.
 fn new_id(prefix: &str, now: OffsetDateTime) -> String {
-    let stamp = crate::rules::clock::rfc3339(now).replace([':', '-'], "");
-    format!("{prefix}-{stamp}")
+    format!("{prefix}-{}", stamp(now))
+}
+
+/// `YYYYMMDDTHHMMSSZ` of the view's clock.
+fn stamp(now: OffsetDateTime) -> String {
+    crate::rules::clock::rfc3339(now).replace([':', '-'], "")
 }
 
 /// The put-back command of a staged manifest: never replacing an active
@@ -288,14 +292,20 @@ pub fn advise(
     let busy = s.lock.is_held();
     if !busy {
         if let Some(e) = &s.state_error {
+            // No step moves a file while the state directory (and so its
+            // lock) is refused: a move's `flock` would follow a symlink
+            // there, or take a lock no renewal takes.
             next.push(step(
-                format!("repair the state directory (root-owned, mode 0700, not a symlink): {e}"),
+                format!("repair the state directory (root-owned, mode 0700, not a symlink), then look again; no manifest is moved until then: {e}"),
                 Some(cmd.file("ls", &["-ld".into(), cmd.host(paths::STATE_DIR)])),
             ));
+        } else {
+            // What blocks every renewal first (a conflict, a stray file in
+            // a staging directory), then the renewal's own steps.
+            conflict_steps(conflicts, cmd, now, &mut next);
+            file_steps(m, cmd, now, &mut next);
+            phase_steps(s, cmd, &not_active, now, &mut next);
         }
-        phase_steps(s, cmd, &not_active, now, &mut next);
-        conflict_steps(conflicts, cmd, &mut next);
-        file_steps(m, cmd, &mut next);
     }
     if !reasons.is_empty() && !busy {
         evidence_step(cmd, now, &mut next);
@@ -307,8 +317,16 @@ pub fn advise(
             "a leaf certificate and a CA have expired: CAs are never rotated by this runbook and leaves renewed under an expired CA would never be trusted, so a recovery refuses; rotate the CA first (kubeadm's \"Manual rotation of CA certificates\"), then look again:",
             Some(cmd.runbook(&["--status-only"])),
         )),
-        Some(Expiry::Expired) if !busy => {
-                        next.push(step(
+        // Once: the unfinished work's step may already be this recovery.
+        Some(Expiry::Expired)
+            if !busy
+                && !next.iter().any(|n| {
+                    n.command
+                        .as_deref()
+                        .is_some_and(|c| c.contains(" --recover-expired"))
+                }) =>
+        {
+            next.push(step(
                 "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass and a renewal refuses; recover this node (SPEC 11; add --kubeadm-config PATH with the node's saved ClusterConfiguration), then every other control-plane node whose certificates expired:",
                 Some(cmd.runbook(&[
                     "--operation-id",
@@ -447,11 +465,33 @@ fn in_progress(s: &NodeSnapshot, now: OffsetDateTime) -> Option<String> {
         if recovery_work(s) {
             parts.push("a recovery (--recover-expired)".to_string());
         }
-        parts.push(phase_step(&s.phase));
+        parts.push(work_at(s).map(|(w, _)| w).unwrap_or_default());
         if let Some(e) = elapsed(&o.started_at, now) {
             parts.push(format!("running for {e}"));
         }
         parts.join(", ")
+    })
+}
+
+/// Where the runbook at work is, when one is (the lock's holder is the
+/// runbook on record), and the component it restarts: its phase file's
+/// step only when that file is its own work (another operation's finished
+/// file says nothing of a run still in its health gate).
+pub fn work_at(s: &NodeSnapshot) -> Option<(String, Option<Component>)> {
+    let o = live_holder(s)?;
+    let own = match &s.phase.file {
+        Some(f @ PhaseFile::V2(p)) if f.is_unfinished() => {
+            o.operation_id.as_deref() == Some(p.operation_id.as_str())
+        }
+        Some(f @ PhaseFile::Legacy(_)) => f.is_unfinished(),
+        _ => false,
+    };
+    Some(match (&s.phase.file, own) {
+        (Some(f), true) => (f.plain_step(), f.next_component()),
+        _ => (
+            "starting: checking the node before any change".to_string(),
+            None,
+        ),
     })
 }
 
@@ -472,28 +512,49 @@ fn log_of(s: &NodeSnapshot, cmd: &Commands, name: &str) -> Option<String> {
 
 /// The step for a component that is down and that the fencing check does
 /// not put back, by where its manifest is.
-fn down_step(m: &ManifestsReport, cmd: &Commands, c: Component) -> NextStep {
+fn down_step(
+    m: &ManifestsReport,
+    cmd: &Commands,
+    c: Component,
+    now: OffsetDateTime,
+    next: &mut Vec<NextStep>,
+) {
     let v = &m.manifests[&c];
+    let file = c.manifest_file();
     if v.runbook_staged && !v.agent_staged {
-        step(
-            format!("{c} is down on this node: its manifest is staged and no renewal is unfinished: put it back"),
+        next.push(step(
+            format!("{c} is down on this node: its manifest is left in the runbook's staging directory and no renewal holds the lock: put it back"),
             Some(put_back(cmd, STAGING_DIR, c)),
-        )
+        ));
     } else if v.agent_staged && !v.runbook_staged {
-        step(
+        next.push(step(
             format!("{c} is down on this node: the node agent staged its manifest; unless the agent is at work, put it back"),
             Some(put_back(cmd, AGENT_STAGING_DIR, c)),
-        )
+        ));
     } else if v.agent_staged {
-        step(
-            format!("{c} is down on this node and staged in both staging directories: compare them, keep one, move it to {}", paths::node(MANIFESTS_DIR)),
-            Some(cmd.in_kubernetes("diff", &["-u".into(), kube_rel(STAGING_DIR, c.manifest_file()), kube_rel(AGENT_STAGING_DIR, c.manifest_file())])),
-        )
+        // Both staging directories hold it: keep one (the other set
+        // aside, never deleted), put it back.
+        next.push(step(
+            format!("{c} is down on this node and staged in both staging directories: keep the runbook's copy (the node agent's is set aside) and put it back:"),
+            Some(format!(
+                "{} && {}",
+                set_aside(cmd, &kube_rel(AGENT_STAGING_DIR, &file), &file, "agent", now),
+                put_back(cmd, STAGING_DIR, c)
+            )),
+        ));
+        next.push(step(
+            "or keep the node agent's copy instead (the runbook's is set aside):".to_string(),
+            Some(format!(
+                "{} && {}",
+                set_aside(cmd, &kube_rel(STAGING_DIR, &file), &file, "runbook", now),
+                put_back(cmd, AGENT_STAGING_DIR, c)
+            )),
+        ));
     } else {
-        step(
+        next.push(step(
             format!("{c} is down on this node: its manifest is in no directory; restore it (another control-plane node, your backups, or kubeadm) before its pod can run"),
             None,
-        )
+        ));
     }
 }
 
@@ -539,10 +600,16 @@ fn phase_steps(
             if let ReceiptLookup::Found(r) = &s.phase.receipt_of_phase_op {
                 // Fenced (or ended) already: that ID is spent, a delayed
                 // attempt with it only replays its receipt (exit 5). The
-                // work goes on under a new ID (SPEC 6, v1.2).
+                // work goes on under a new ID (SPEC 6, v1.2). A recovery
+                // is an operator's: the controller never takes it.
+                let who_does = if as_recovery {
+                    "by hand: the controller's renewals refuse while a leaf is expired"
+                } else {
+                    "the controller's next cycle does; to finish it now, by hand"
+                };
                 next.push(step(
                     format!(
-                        "the {who} {id} is recorded {} (its receipt), but its work stopped while {at}: {later}, under a new operation ID, resumes it (the controller's next cycle does); to finish it now, by hand:",
+                        "the {who} {id} is recorded {} (its receipt), but its work stopped while {at}: {later}, under a new operation ID, resumes it ({who_does}):",
                         r.outcome
                     ),
                     Some(resume_new()),
@@ -582,12 +649,12 @@ fn phase_steps(
                 next.push(step("its log:", Some(c)));
             }
             for c in not_active.iter().filter(|c| !fence_restores.contains(c)) {
-                next.push(down_step(m, cmd, *c));
+                down_step(m, cmd, *c, now, next);
             }
         }
         (RunbookIntent::Pending, Some(PhaseFile::Legacy(_))) => {
             for c in not_active {
-                next.push(down_step(m, cmd, *c));
+                down_step(m, cmd, *c, now, next);
             }
             if expired {
                 next.push(step(
@@ -620,20 +687,21 @@ fn phase_steps(
                 Some(cmd.file("cat", &["-v".into(), cmd.host(&format!("{}/{PHASE_FILE}", paths::STATE_DIR))])),
             ));
             for c in not_active {
-                next.push(down_step(m, cmd, *c));
+                down_step(m, cmd, *c, now, next);
             }
         }
         _ => {
             for c in not_active {
-                next.push(down_step(m, cmd, *c));
+                down_step(m, cmd, *c, now, next);
             }
         }
     }
 }
 
-/// `mkdir -p ASIDE && mv -n FROM ASIDE/FILE.SUFFIX`: a copy set aside,
-/// never deleted.
-fn set_aside(cmd: &Commands, from: &str, file: &str, suffix: &str) -> String {
+/// `mkdir -p ASIDE && mv -n FROM ASIDE/FILE.SUFFIX-STAMP`: a copy set
+/// aside, never deleted, under a name no earlier step used (`mv -n` onto
+/// an existing name does nothing, and says nothing).
+fn set_aside(cmd: &Commands, from: &str, file: &str, suffix: &str, now: OffsetDateTime) -> String {
     let aside = cmd.host(SET_ASIDE);
     format!(
         "{} && {}",
@@ -643,14 +711,19 @@ fn set_aside(cmd: &Commands, from: &str, file: &str, suffix: &str) -> String {
             &[
                 "-n".into(),
                 from.to_string(),
-                format!("{aside}/{file}.{suffix}")
+                format!("{aside}/{file}.{suffix}-{}", stamp(now))
             ]
         )
     )
 }
 
 /// Each staging conflict: which copy to keep, and how.
-fn conflict_steps(conflicts: &[StagingConflict], cmd: &Commands, next: &mut Vec<NextStep>) {
+fn conflict_steps(
+    conflicts: &[StagingConflict],
+    cmd: &Commands,
+    now: OffsetDateTime,
+    next: &mut Vec<NextStep>,
+) {
     for k in conflicts {
         let (dir, who) = if k.staging == "agent" {
             (AGENT_STAGING_DIR, "the node agent's staging directory")
@@ -666,18 +739,18 @@ fn conflict_steps(conflicts: &[StagingConflict], cmd: &Commands, next: &mut Vec<
                     "{}: the copy in {who} is identical to the active one: set it aside",
                     k.component
                 ),
-                Some(set_aside(cmd, &staged, &file, "staged")),
+                Some(set_aside(cmd, &staged, &file, "staged", now)),
             )),
             _ => {
                 next.push(step(
                     format!("{}: the copies differ (see CONFLICT above); keep the active one, the copy kubelet runs (the staged one is set aside):", k.component),
-                    Some(set_aside(cmd, &staged, &file, "staged")),
+                    Some(set_aside(cmd, &staged, &file, "staged", now)),
                 ));
                 next.push(step(
                     "or keep the staged one instead (the active one is set aside; the pod restarts with the staged one):".to_string(),
                     Some(format!(
                         "{} && {}",
-                        set_aside(cmd, &active, &file, "active"),
+                        set_aside(cmd, &active, &file, "active", now),
                         cmd.in_kubernetes("mv", &["-n".into(), staged, kube_rel(MANIFESTS_DIR, "")])
                     )),
                 ));
@@ -688,7 +761,7 @@ fn conflict_steps(conflicts: &[StagingConflict], cmd: &Commands, next: &mut Vec<
 
 /// Unexpected entries of the staging directories, and strays kubelet loads
 /// as pods.
-fn file_steps(m: &ManifestsReport, cmd: &Commands, next: &mut Vec<NextStep>) {
+fn file_steps(m: &ManifestsReport, cmd: &Commands, now: OffsetDateTime, next: &mut Vec<NextStep>) {
     for (view, who) in [
         (&m.runbook_staging, "runbook"),
         (&m.agent_staging, "node agent"),
@@ -700,29 +773,16 @@ fn file_steps(m: &ManifestsReport, cmd: &Commands, next: &mut Vec<NextStep>) {
             ));
         }
     }
-    let aside = cmd.host(SET_ASIDE);
     for stray in &m.strays {
+        let rel = stray.path.trim_start_matches("/etc/kubernetes/");
+        let name = rel.rsplit('/').next().unwrap_or(rel);
         next.push(step(
             format!(
                 "kubelet loads {} as a pod: set it aside, out of {}",
                 stray.path,
                 paths::node(MANIFESTS_DIR)
             ),
-            Some(format!(
-                "{} && {}",
-                cmd.file("mkdir", &["-p".into(), aside.clone()]),
-                cmd.in_kubernetes(
-                    "mv",
-                    &[
-                        "-n".into(),
-                        stray
-                            .path
-                            .trim_start_matches("/etc/kubernetes/")
-                            .to_string(),
-                        format!("{aside}/"),
-                    ],
-                )
-            )),
+            Some(set_aside(cmd, rel, name, "stray", now)),
         ));
     }
 }

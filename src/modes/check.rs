@@ -80,7 +80,7 @@ pub fn decide(f: &Facts) -> Verdict {
     if let AgentIntent::Unknown { reason } = &agent {
         if legacy_pending {
             warnings.push(format!(
-                "the node agent's state is unknown ({reason}); the legacy runbook has unfinished work, so only the legacy runbook is selected"
+                "the node agent's state is unknown ({reason}); the runbook has unfinished work, so only the runbook is selected"
             ));
         } else {
             failures.push((
@@ -104,7 +104,10 @@ pub fn decide(f: &Facts) -> Verdict {
     let mut reasons = Vec::new();
     let agent_unknown = matches!(agent, AgentIntent::Unknown { .. });
     if legacy_pending {
-        reasons.push("the legacy runbook has unfinished work (its phase file): its restarts must finish first".to_string());
+        reasons.push(
+            "the runbook has unfinished work (its phase file): its restarts must finish first"
+                .to_string(),
+        );
     }
     if typed_pending && !agent_unknown {
         if let AgentIntent::Pending {
@@ -113,7 +116,7 @@ pub fn decide(f: &Facts) -> Verdict {
         } = &agent
         {
             reasons.push(format!(
-                "the node agent has a pending renewal ({}{}): it must finish on the node agent (the legacy runbook may not take over)",
+                "the node agent has a pending renewal ({}{}): it must finish on the node agent (the runbook may not take over)",
                 crate::rules::agent::phase_words(phase),
                 operation_id.as_deref().map(|id| format!(" (operation {id})")).unwrap_or_default()
             ));
@@ -232,7 +235,9 @@ fn message(verdict: &Verdict) -> String {
 fn executor_words(e: Executor) -> &'static str {
     match e {
         Executor::Typed => "the node agent",
-        Executor::Legacy => "the legacy runbook",
+        // The controller's "legacy executor" is this runbook, whichever
+        // format its phase file has.
+        Executor::Legacy => "the runbook",
     }
 }
 

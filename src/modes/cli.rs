@@ -44,8 +44,10 @@ nvke-cert-runbook [GLOBAL] --operation-id ID [--force]
        nvke-cert-runbook [GLOBAL] --legacy-v1 [--force] [--threshold-days N]
        nvke-cert-runbook [GLOBAL] --check [--force] [--threshold-days N]
            [--agent-state PATH] [--wide]
-       nvke-cert-runbook [GLOBAL] --status-only [--operation-id ID [--fence]]
+       nvke-cert-runbook [GLOBAL] --status-only [--operation-id ID]
            [--evidence PATH] [--receipts recent|all|failed] [--wide]
+       nvke-cert-runbook [GLOBAL] --status-only --operation-id ID --fence
+           [--deadline RFC3339]
        nvke-cert-runbook --version | --help";
 
 /// What `--help` says after the options: the exit codes of SPEC 7, the
@@ -201,9 +203,8 @@ pub struct Cli {
     /// restart started (0..=600) [default: 5].
     #[arg(long, value_name = "SECS", help_heading = "Timeouts (seconds)")]
     pub settle: Option<i64>,
-    /// Renew and --fence: the controller's activity deadline (RFC 3339). No
-    /// wait or tool call runs past it; a renewal then cancels, and one that
-    /// starts after it records `cancelled` and does nothing else.
+    /// Renew and --fence: the controller's deadline (RFC 3339); nothing
+    /// waits past it; a renewal that starts after it records `cancelled`.
     #[arg(long, value_name = "RFC3339", help_heading = "Timeouts (seconds)")]
     pub deadline: Option<String>,
     /// kubeadm to run: an absolute host path [default: looked up on the
@@ -351,6 +352,7 @@ impl HelpPage {
                     "evidence",
                     "receipts",
                     "wide",
+                    "deadline",
                 ],
                 globals: &[
                     "root",
@@ -362,7 +364,6 @@ impl HelpPage {
                     "crictl",
                     "runtime_endpoint",
                     "lock_timeout",
-                    "deadline",
                 ],
                 examples: "\
 Examples (an operator's first, then the controller's):
@@ -370,8 +371,6 @@ Examples (an operator's first, then the controller's):
   nvke-cert-runbook --status-only --wide           every certificate in full
   nvke-cert-runbook --status-only --evidence /root/nvke-evidence.tgz
                                    also write the evidence bundle
-  nvke-cert-runbook --status-only --receipts failed
-                                   every receipt that is not a success
   nvke-cert-runbook --status-only --operation-id cycle-2026-12-01 --fence
                                    the controller's termination check",
                 exit_codes: "\
@@ -593,12 +592,17 @@ pub fn mode_help(page: HelpPage) -> String {
             e.push(line);
         }
     }
-    let entry = entries
+    // Every entry of the mode (the status page: the view and the fence).
+    let mine: Vec<&Vec<&str>> = entries
         .iter()
-        .find(|e| e.join(" ").contains(p.usage))
-        .unwrap_or_else(|| panic!("no usage line has {}", p.usage));
-    out.push(format!("Usage: {}", entry[0]));
-    out.extend(entry[1..].iter().map(|l| l.to_string()));
+        .filter(|e| e.join(" ").contains(p.usage))
+        .collect();
+    assert!(!mine.is_empty(), "no usage line has {}", p.usage);
+    for (i, entry) in mine.iter().enumerate() {
+        let lead = if i == 0 { "Usage: " } else { "       " };
+        out.push(format!("{lead}{}", entry[0]));
+        out.extend(entry[1..].iter().map(|l| l.to_string()));
+    }
     out.push(String::new());
     out.push("Options:".into());
     for id in p.options {

@@ -529,7 +529,7 @@ pub fn view(
     advice.with_live(
         &judged,
         observed.wall,
-        s.phase.file.as_ref().and_then(PhaseFile::next_component),
+        advice::work_at(&s).and_then(|(_, c)| c),
     );
     if foreign.is_some() {
         advice.severity = doc::Severity::NotClean;
@@ -555,13 +555,13 @@ pub fn view(
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
     let kubelet = s.kubelet.views(now, threshold);
-    let restarting = s.phase.file.as_ref().and_then(PhaseFile::next_component);
+    let (step, restarting) = advice::work_at(&s).unwrap_or_default();
     let (progress, shown) = match advice.severity {
         doc::Severity::InProgress => progress_apart(&reasons, &s, restarting),
         _ => (Vec::new(), reasons.clone()),
     };
     let facts = HeadlineFacts {
-        step: s.phase.file.as_ref().map(PhaseFile::plain_step),
+        step: (!step.is_empty()).then_some(step),
         restarting,
         conflicts: &conflicts,
     };
@@ -815,8 +815,9 @@ struct FenceOutcome {
     receipt: Option<Receipt>,
     restored: Vec<Component>,
     conflicts: Vec<String>,
-    /// Abandoned an operation this node never saw (no receipt, and the
-    /// phase file does not name it): said on the verdict's line.
+    /// Abandoned an operation this node has no record of (no receipt, and
+    /// no phase file, owner record or log names it): said on the verdict's
+    /// line.
     never_seen: bool,
 }
 
@@ -1160,6 +1161,18 @@ fn abandon(
     // move, or else the receipt.
     // (A failed owner record still lets the put-back run: see
     // `put_back`; the answer is then unconfirmed.)
+    // What this node has of the operation, read before the owner record
+    // is replaced by this check's own: its phase file, the last runbook's
+    // owner record, its log.
+    let never_seen = {
+        let named = |i: Option<&str>| i == Some(id.as_str());
+        let by_owner = matches!(lock::read_owner(state), lock::OwnerInfo::Known(o) if named(o.operation_id.as_deref()));
+        let by_log = StateDir::new(state)
+            .log_names()
+            .contains(&format!("{id}.log"));
+        let by_phase = matches!(&phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == id);
+        !(by_owner || by_log || by_phase)
+    };
     let owner_error = owner.before_first_change().err();
     let pb = put_back(root, m, restore, owner);
     if let (Some(e), None) = (&owner_error, &pb.failed) {
@@ -1185,11 +1198,10 @@ fn abandon(
         }
     }
     let (ph, failed_component) = abandoned_phase(phase, id);
-    let never_seen = !matches!(&phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == id);
     let mut message = format!(
         "abandoned by the fencing status check: no receipt for {id}{}; {}",
         if never_seen {
-            " and the phase file does not name it (this node never ran it)"
+            " and this node has no record of it (no phase file, owner record or log names it)"
         } else {
             ""
         },
@@ -1334,7 +1346,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Repo
         "FENCE {id}: {}{}\n",
         output::word(&o.termination).to_uppercase(),
         if o.never_seen {
-            " (this node never ran that operation: a mistyped ID? it is now recorded abandoned here)"
+            " (this node has no record of that operation: a mistyped ID? it is now recorded abandoned here)"
         } else {
             ""
         }
