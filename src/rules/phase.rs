@@ -243,7 +243,7 @@ fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
         Some(_) => return Err("recovery is not a boolean".to_string()),
     };
     let obj = &obj;
-    check_keys(
+    check_known_keys(
         obj,
         &[
             "format",
@@ -297,7 +297,7 @@ fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
     let resumed_from = match &obj["resumedFrom"] {
         Value::Null => None,
         Value::Object(r) => {
-            check_keys(r, &["operationID", "format"], "resumedFrom.")?;
+            check_known_keys(r, &["operationID", "format"], "resumedFrom.")?;
             let operation_id = match &r["operationID"] {
                 Value::Null => None,
                 Value::String(s) => Some(
@@ -550,8 +550,23 @@ impl<'de> serde::de::Visitor<'de> for NoDupVisitor {
     }
 }
 
-/// The object has exactly the `keys`: no unknown key, none missing.
-/// `prefix` names the enclosing object in the error (`"resumedFrom."`).
+/// The object has every one of `keys`; a key a newer version added is
+/// ignored (SPEC 3, "Forward compatibility", v1.2). `prefix` names the
+/// enclosing object in the error (`"resumedFrom."`).
+pub(crate) fn check_known_keys(
+    obj: &Map<String, Value>,
+    keys: &[&str],
+    prefix: &str,
+) -> Result<(), String> {
+    match keys.iter().find(|k| !obj.contains_key(**k)) {
+        Some(k) => Err(format!("missing key {prefix}{k}")),
+        None => Ok(()),
+    }
+}
+
+/// The object has exactly the `keys`: no unknown key, none missing (a map
+/// whose keys are data, such as the four components).
+/// `prefix` names the enclosing object in the error (`"manifests."`).
 pub(crate) fn check_keys(
     obj: &Map<String, Value>,
     keys: &[&str],
@@ -909,8 +924,15 @@ mod tests {
 
     #[test]
     fn v2_unknown_and_missing_keys() {
-        bad(with("extra", 1.into()), "unknown key");
-        bad(with("Format", V2_FORMAT.into()), "unknown key");
+        // Forward compatibility (SPEC 3, v1.2): a field a newer version
+        // added is ignored, and the file reads as this version wrote it.
+        for (k, v) in [
+            ("extra", 1.into()),
+            ("Format", "x".into()),
+            ("nextSomething", serde_json::json!({"a": [1, 2]})),
+        ] {
+            assert_eq!(with(k, v).unwrap(), PhaseFile::V2(v2()), "{k}");
+        }
         for k in [
             "format",
             "operationID",
@@ -1079,19 +1101,21 @@ mod tests {
     }
 
     #[test]
-    fn v2_resumed_from_is_strict() {
+    fn v2_resumed_from_is_strict_on_its_known_keys() {
         bad(with("resumedFrom", "x".into()), "resumedFrom");
         bad(
             with("resumedFrom", serde_json::json!({"operationID": null})),
             "missing key resumedFrom.format",
         );
-        bad(
-            with(
-                "resumedFrom",
-                serde_json::json!({"operationID": null, "format": LEGACY_FORMAT, "x": 1}),
-            ),
-            "unknown key resumedFrom.",
-        );
+        // A field a newer version added is ignored (SPEC 3, v1.2).
+        let PhaseFile::V2(p) = with(
+            "resumedFrom",
+            serde_json::json!({"operationID": null, "format": LEGACY_FORMAT, "x": 1}),
+        )
+        .unwrap() else {
+            panic!("not V2")
+        };
+        assert_eq!(p.resumed_from.unwrap().format, LEGACY_FORMAT);
         bad(
             with(
                 "resumedFrom",

@@ -4,8 +4,8 @@ use crate::rules::component::Component;
 use crate::rules::opid::{excerpt, OperationId};
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 use crate::rules::phase::{
-    check_ca_map, check_keys, check_time, get_ca_map, get_id, get_opt_component, get_str, get_time,
-    parse_json_strict, pretty_json_line,
+    check_ca_map, check_keys, check_known_keys, check_time, get_ca_map, get_id, get_opt_component,
+    get_str, get_time, parse_json_strict, pretty_json_line,
 };
 use crate::rules::{files, values};
 use serde_json::Value;
@@ -81,7 +81,7 @@ pub fn parse_receipt(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, Str
         Some(_) => return Err("healthAtEnd is not a string".to_string()),
     };
     let obj = &obj;
-    check_keys(
+    check_known_keys(
         obj,
         &[
             "format",
@@ -161,7 +161,26 @@ pub fn parse_receipt(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, Str
 pub const MAX_RESTARTS: usize = 4;
 
 /// `restarts` (v1.2): the renew document's restart rows, at most four.
-fn parse_restarts(v: Value) -> Result<Vec<files::Restart>, String> {
+/// The fields of a `restarts` entry this version knows: one a newer
+/// version added is ignored (SPEC 3, "Forward compatibility").
+const RESTART_KEYS: [&str; 7] = [
+    "component",
+    "oldContainerID",
+    "newContainerID",
+    "stopMs",
+    "healthyMs",
+    "totalMs",
+    "apiUnavailableMs",
+];
+
+fn parse_restarts(mut v: Value) -> Result<Vec<files::Restart>, String> {
+    if let Value::Array(entries) = &mut v {
+        for e in entries.iter_mut() {
+            if let Value::Object(m) = e {
+                m.retain(|k, _| RESTART_KEYS.contains(&k.as_str()));
+            }
+        }
+    }
     let restarts: Vec<files::Restart> =
         serde_json::from_value(v).map_err(|e| format!("restarts: {}", excerpt(&e.to_string())))?;
     check_restarts(&restarts)?;
@@ -412,9 +431,11 @@ mod tests {
             with("restarts", serde_json::json!([missing])),
             "apiUnavailableMs",
         );
+        // A field a newer version added to an entry is ignored (SPEC 3).
         let mut extra = row("etcd", 0.into());
         extra["surprise"] = 1.into();
-        bad(with("restarts", serde_json::json!([extra])), "surprise");
+        let r = with("restarts", serde_json::json!([extra])).unwrap();
+        assert_eq!(r.restarts.len(), 1);
         bad(
             with("restarts", serde_json::json!([row("kube-vip", 0.into())])),
             "restarts",
@@ -528,8 +549,14 @@ mod tests {
     }
 
     #[test]
-    fn unknown_missing_and_duplicate_keys() {
-        bad(with("replayed", true.into()), "unknown key");
+    fn newer_missing_and_duplicate_keys() {
+        // Forward compatibility (SPEC 3, v1.2): a field a newer version
+        // added is ignored; the receipt reads as this version wrote it.
+        assert_eq!(with("replayed", true.into()).unwrap(), receipt());
+        assert_eq!(
+            with("signature", serde_json::json!({"alg": "x"})).unwrap(),
+            receipt()
+        );
         for k in [
             "format",
             "operationID",
