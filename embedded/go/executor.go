@@ -766,6 +766,12 @@ func (e *Executor) cleanup(ctx context.Context, id string, renew RenewAnswer) *R
 	for attempt := 0; ; attempt++ {
 		f, err := e.fence(ctx, id, false)
 		switch {
+		case err == nil && !f.Confirmed && ctx.Err() != nil:
+			// The budget ended during this attempt: the executor's own
+			// SIGTERM (or the deadline it passed) made the fencing check
+			// answer while it still waited for the lock. That answer
+			// (`deadline`) is the budget's end, not the runbook's verdict.
+			return Decide(id, renew, &FenceAnswer{Doc: f, Failure: FenceBudgetExhausted, Attempts: attempt + 1})
 		case err == nil && !f.Reason.Retryable():
 			return Decide(id, renew, &FenceAnswer{Doc: f, Attempts: attempt + 1})
 		case err == nil:

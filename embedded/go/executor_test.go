@@ -427,6 +427,30 @@ func TestCleanupEndsAtItsBudget(t *testing.T) {
 	}
 }
 
+// Issue 29 item 4: the fencing check still waits for the node lock when
+// the cleanup budget ends; the executor's own SIGTERM makes it answer
+// `deadline`. The result is the budget's end (budget-exhausted, the lock
+// retained), not the runbook's `deadline`.
+func TestCleanupCutAtItsBudgetIsBudgetExhausted(t *testing.T) {
+	for _, budget := range []time.Duration{150 * time.Millisecond, 2 * time.Second} {
+		deadline := fenceReply(op, FenceReasonDeadline, FenceActionNone, "")
+		f := newFake().on("--fence", reply{block: true, onSignal: &deadline})
+		e := testExecutor(f)
+		e.CleanupBudget = budget
+		r := e.Cleanup(context.Background(), op)
+		if r.Reason != ReasonBudgetExhausted || !r.LockRetained() {
+			t.Fatalf("budget %s: %+v", budget, r)
+		}
+	}
+	// A `deadline` answer before the budget ends (the runbook's own
+	// --deadline) stays the runbook's verdict.
+	f := newFake().on("--fence", fenceReply(op, FenceReasonDeadline, FenceActionNone, ""))
+	e := testExecutor(f)
+	if r := e.Cleanup(context.Background(), op); r.Reason == ReasonBudgetExhausted {
+		t.Fatalf("%+v", r)
+	}
+}
+
 func TestCleanupAfterKeepsTheRenewalsAnswer(t *testing.T) {
 	f := newFake().
 		on("--fence", fenceReply(op, FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed)).

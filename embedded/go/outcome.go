@@ -112,7 +112,9 @@ type FenceAnswer struct {
 //	  verified
 //	anything else                    not run                                 FailedLockRetained   cleanup-required (run cleanup)
 //	any                              transport errors until the budget end   FailedLockRetained   unreachable
-//	any                              lock-timeout until the budget end       FailedLockRetained   budget-exhausted
+//	any                              lock-timeout until the budget end,      FailedLockRetained   budget-exhausted
+//	                                   or any unconfirmed answer to the
+//	                                   executor's own SIGTERM at its end
 //	any                              output breaking the contract            FailedLockRetained   malformed
 //	any                              unconfirmed: legacy-unfinished,         FailedLockRetained   unconfirmed (+FenceReason)
 //	                                   malformed-phase, malformed-receipt,
