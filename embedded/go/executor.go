@@ -258,10 +258,40 @@ func (e *LockTimeoutError) Error() string {
 }
 
 // IsRetryable reports whether err is worth retrying with the same operation
-// ID: a transport failure or a lock timeout.
+// ID: a transport failure or a lock timeout, unless the caller's own
+// context had ended (a *CallerDoneError is never retryable).
 func IsRetryable(err error) bool {
 	var l *LockTimeoutError
+	var done *CallerDoneError
+	if errors.As(err, &done) {
+		return false
+	}
 	return IsTransportError(err) || errors.As(err, &l)
+}
+
+// CallerDoneError is what a call returns when the caller's own context
+// ended while it ran (a cancelled or timed-out activity): it wraps both the
+// error the call met (often a *TransportError: the session ended with the
+// context) and ctx.Err(), so errors.Is(err, context.Canceled) holds. It is
+// never retryable: the caller gave up, and a retry is the caller's own
+// decision (run Cleanup, which is always safe).
+type CallerDoneError struct {
+	Err   error // what the call met
+	Cause error // ctx.Err()
+}
+
+func (e *CallerDoneError) Error() string {
+	return fmt.Sprintf("%v (the caller's context ended: %v)", e.Err, e.Cause)
+}
+
+func (e *CallerDoneError) Unwrap() []error { return []error{e.Err, e.Cause} }
+
+// callerDone wraps err when ctx has ended.
+func callerDone(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return &CallerDoneError{Err: err, Cause: ctx.Err()}
 }
 
 // ErrCancelGraceExceeded: the runbook did not end within CancelGrace after
@@ -440,7 +470,7 @@ func isRenewal(args []string) bool {
 func runDoc[T any](ctx context.Context, e *Executor, args []string, decode func([]byte) (*T, error)) (*T, int, error) {
 	res, err := e.exec(ctx, args)
 	if err != nil {
-		return nil, -1, err
+		return nil, -1, callerDone(ctx, err)
 	}
 	doc, err := decode(res.Stdout)
 	if err != nil {
@@ -600,7 +630,8 @@ type RenewRequest struct {
 //     ReasonCleanupRequired for every other answer of the runbook: call
 //     CleanupAfter (or Cleanup) to learn whether the lock is released;
 //   - a *LockTimeoutError (exit 3, nothing written) or a *TransportError:
-//     retryable with the same ID (IsRetryable);
+//     retryable with the same ID (IsRetryable), unless ctx had ended: then
+//     a *CallerDoneError wrapping ctx.Err(), never retryable;
 //   - any other error (arguments refused, a usage error, unusable output):
 //     not retryable; run Cleanup, which is always safe.
 func (e *Executor) Renew(ctx context.Context, req RenewRequest) (*Result, error) {

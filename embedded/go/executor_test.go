@@ -451,6 +451,23 @@ func TestCleanupCutAtItsBudgetIsBudgetExhausted(t *testing.T) {
 	}
 }
 
+// Issue 29 item 3: once the caller's context has ended, an error wraps
+// ctx.Err() and is not retryable, even when it is the transport's.
+func TestAnErrorAfterTheCallersContextEndedIsNotRetryable(t *testing.T) {
+	f := newFake().on("--operation-id", reply{startErr: transportErr})
+	e := testExecutor(f)
+	if _, err := e.Renew(context.Background(), RenewRequest{OperationID: op}); !IsRetryable(err) {
+		t.Fatalf("a transport error with a live context must stay retryable: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := e.Renew(ctx, RenewRequest{OperationID: op})
+	var done *CallerDoneError
+	if err == nil || IsRetryable(err) || !errors.Is(err, context.Canceled) || !errors.As(err, &done) {
+		t.Fatalf("%T %v", err, err)
+	}
+}
+
 func TestCleanupAfterKeepsTheRenewalsAnswer(t *testing.T) {
 	f := newFake().
 		on("--fence", fenceReply(op, FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed)).
