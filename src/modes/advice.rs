@@ -396,11 +396,9 @@ fn not_active(m: &ManifestsReport) -> Vec<Component> {
     }
     Component::ALL
         .into_iter()
-        .filter(|c| {
-            m.manifests
-                .get(c)
-                .is_some_and(|v| !v.active && v.error.is_none())
-        })
+        // Not in `manifests/`: its pod is down, even when a staged copy
+        // is refused (a refused active copy counts as present).
+        .filter(|c| m.manifests.get(c).is_some_and(|v| !v.active))
         .collect()
 }
 
@@ -521,7 +519,21 @@ fn down_step(
 ) {
     let v = &m.manifests[&c];
     let file = c.manifest_file();
-    if v.runbook_staged && !v.agent_staged {
+    if let Some(e) = &v.error {
+        // A staged copy is refused (a symlink, a directory...): never
+        // moved by a printed step; a person puts a regular file back.
+        next.push(step(
+            format!("{c} is down on this node and a staged copy of its manifest is refused ({e}): no step moves it; look at it, then put a regular file back in {} by hand", paths::node(MANIFESTS_DIR)),
+            Some(cmd.file(
+                "ls",
+                &[
+                    "-la".into(),
+                    cmd.host(&format!("{STAGING_DIR}/{file}")),
+                    cmd.host(&format!("{AGENT_STAGING_DIR}/{file}")),
+                ],
+            )),
+        ));
+    } else if v.runbook_staged && !v.agent_staged {
         next.push(step(
             format!("{c} is down on this node: its manifest is left in the runbook's staging directory and no renewal holds the lock: put it back"),
             Some(put_back(cmd, STAGING_DIR, c)),
