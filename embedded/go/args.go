@@ -36,11 +36,11 @@ func seconds(name string, d time.Duration) ([]string, error) {
 		return nil, nil
 	}
 	if d < 0 {
-		return nil, fmt.Errorf("--%s must not be negative", name)
+		return nil, argError("--"+name, "--%s must not be negative", name)
 	}
 	s := int64((d + time.Second - 1) / time.Second)
 	if s > 3600 {
-		return nil, fmt.Errorf("--%s %ds is over 3600 seconds", name, s)
+		return nil, argError("--"+name, "--%s %ds is over 3600 seconds", name, s)
 	}
 	return []string{"--" + name, strconv.FormatInt(s, 10)}, nil
 }
@@ -49,7 +49,7 @@ func (g Global) args() ([]string, error) {
 	a := []string{"--output", "json"}
 	if g.Root != "" {
 		if !strings.HasPrefix(g.Root, "/") {
-			return nil, fmt.Errorf("Root %q must be absolute", g.Root)
+			return nil, argError("Root", "Root %q must be absolute", g.Root)
 		}
 		a = append(a, "--root", g.Root)
 	}
@@ -58,11 +58,11 @@ func (g Global) args() ([]string, error) {
 	case "text", "json":
 		a = append(a, "--log-format", g.LogFormat)
 	default:
-		return nil, fmt.Errorf("LogFormat %q is not text or json", g.LogFormat)
+		return nil, argError("LogFormat", "LogFormat %q is not text or json", g.LogFormat)
 	}
 	if g.ThresholdDays != 0 {
 		if g.ThresholdDays < 7 || g.ThresholdDays > 90 {
-			return nil, fmt.Errorf("ThresholdDays %d is out of range (7..=90)", g.ThresholdDays)
+			return nil, argError("ThresholdDays", "ThresholdDays %d is out of range (7..=90)", g.ThresholdDays)
 		}
 		a = append(a, "--threshold-days", strconv.Itoa(g.ThresholdDays))
 	}
@@ -90,16 +90,16 @@ func (g Global) args() ([]string, error) {
 			continue
 		}
 		if !strings.HasPrefix(p.v, "/") {
-			return nil, fmt.Errorf("%s %q must be an absolute path", p.flag, p.v)
+			return nil, argError(p.flag, "%s %q must be an absolute path", p.flag, p.v)
 		}
 		a = append(a, p.flag, p.v)
 	}
 	if g.Now != "" {
 		if g.Root == "" || strings.Trim(g.Root, "/.") == "" {
-			return nil, fmt.Errorf("Now is refused when Root is /")
+			return nil, argError("Now", "Now is refused when Root is /")
 		}
 		if _, err := time.Parse(time.RFC3339, g.Now); err != nil {
-			return nil, fmt.Errorf("Now: %w", err)
+			return nil, argError("Now", "Now: %w", err)
 		}
 		a = append(a, "--now", g.Now)
 	}
@@ -111,24 +111,24 @@ func (g Global) args() ([]string, error) {
 // containing "..".
 func ValidOperationID(id string) error {
 	if id == "" {
-		return fmt.Errorf("operation ID is empty")
+		return argError("OperationID", "operation ID is empty")
 	}
 	if len(id) > 200 {
-		return fmt.Errorf("operation ID is %d bytes long (at most 200)", len(id))
+		return argError("OperationID", "operation ID is %d bytes long (at most 200)", len(id))
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		ok := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' ||
 			c == '.' || c == '_' || c == ':' || c == '@' || c == '-'
 		if !ok {
-			return fmt.Errorf("operation ID has a character that is not allowed at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", i+1)
+			return argError("OperationID", "operation ID has a character that is not allowed at byte %d (allowed: A-Z a-z 0-9 . _ : @ -)", i+1)
 		}
 	}
 	if id[0] == '.' || id[0] == '-' {
-		return fmt.Errorf("operation ID must not start with '.' or '-'")
+		return argError("OperationID", "operation ID must not start with '.' or '-'")
 	}
 	if strings.Contains(id, "..") {
-		return fmt.Errorf("operation ID must not contain '..'")
+		return argError("OperationID", "operation ID must not contain '..'")
 	}
 	return nil
 }
@@ -169,10 +169,10 @@ func Renew(g Global, o RenewOptions) ([]string, error) {
 			known = known || c == k
 		}
 		if !known {
-			return nil, fmt.Errorf("ExpectCASHA256: unknown CA %q (one of %s)", k, strings.Join(CAKeys, ", "))
+			return nil, argError("ExpectCASHA256", "ExpectCASHA256: unknown CA %q (one of %s)", k, strings.Join(CAKeys, ", "))
 		}
 		if !isHex64(v) {
-			return nil, fmt.Errorf("ExpectCASHA256[%q] is not 64 hex digits", k)
+			return nil, argError("ExpectCASHA256", "ExpectCASHA256[%q] is not 64 hex digits", k)
 		}
 		a = append(a, "--expect-ca-sha256", k+"="+strings.ToLower(v))
 	}
@@ -232,7 +232,7 @@ func Check(g Global, force bool, agentState string) ([]string, error) {
 	}
 	if agentState != "" {
 		if !strings.HasPrefix(agentState, "/") {
-			return nil, fmt.Errorf("agentState %q must be an absolute node path", agentState)
+			return nil, argError("AgentState", "agentState %q must be an absolute node path", agentState)
 		}
 		a = append(a, "--agent-state", agentState)
 	}
@@ -274,3 +274,18 @@ func VersionArgs() []string { return []string{"--version", "--output", "json"} }
 
 // HelpArgs builds `--help --output json`.
 func HelpArgs() []string { return []string{"--help", "--output", "json"} }
+
+// ArgumentError is an argument the package refuses before anything runs
+// (an operation ID, a path, a bound): never retryable, nothing was sent to
+// the node. Field names the option or field.
+type ArgumentError struct {
+	Field string
+	Err   error
+}
+
+func (e *ArgumentError) Error() string { return e.Err.Error() }
+func (e *ArgumentError) Unwrap() error { return e.Err }
+
+func argError(field, format string, a ...any) error {
+	return &ArgumentError{Field: field, Err: fmt.Errorf(format, a...)}
+}

@@ -468,6 +468,24 @@ func TestAnErrorAfterTheCallersContextEndedIsNotRetryable(t *testing.T) {
 	}
 }
 
+// Issue 29 item 3: a refused argument is a typed error, naming its field,
+// never retryable; nothing ran.
+func TestArgumentErrorsAreTyped(t *testing.T) {
+	var a *ArgumentError
+	if err := ValidOperationID("a/b"); !errors.As(err, &a) || a.Field != "OperationID" {
+		t.Fatalf("%T %v", err, err)
+	}
+	f := newFake()
+	_, err := testExecutor(f).Renew(context.Background(), RenewRequest{OperationID: "../x"})
+	if !errors.As(err, &a) || a.Field != "OperationID" || IsRetryable(err) || len(f.calls) != 0 {
+		t.Fatalf("%T %v, %d calls", err, err, len(f.calls))
+	}
+	g := Global{Root: "relative"}
+	if _, err := Renew(g, RenewOptions{OperationID: "op"}); !errors.As(err, &a) || a.Field != "Root" {
+		t.Fatalf("%T %v", err, err)
+	}
+}
+
 func TestCleanupAfterKeepsTheRenewalsAnswer(t *testing.T) {
 	f := newFake().
 		on("--fence", fenceReply(op, FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed)).
