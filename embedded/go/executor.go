@@ -621,6 +621,12 @@ type RenewRequest struct {
 // runbook is sent SIGTERM and its cancelled document is waited for
 // (CancelGrace).
 //
+// The deadline margin: Renew may return up to CancelGrace (45 s by
+// default) after ctx ends, the time the runbook has to put a staged
+// manifest back and write its `cancelled` receipt (it promises 30 s). Give
+// the activity's timeout at least ctx's deadline plus CancelGrace plus the
+// time to send the SIGTERM (10 s at most), or shorten ctx by as much.
+//
 // It returns:
 //   - a Result with Status Succeeded: exit 0, outcome renewed or unchanged,
 //     and a read-only `--status-only --operation-id ID` found that ID's
