@@ -1,4 +1,5 @@
-//! Step 6: is any leaf due. Fresh work that is not forced ends here,
+//! Step 6: is any leaf due (a recovery's: `recovery.rs`). Fresh work
+//! that is not forced ends here,
 //! `unchanged`, when none is. Any work, forced or resumed, ends here,
 //! failed, when a leaf has expired or is not valid yet (SPEC 11, v1.2):
 //! the health gate that follows could never pass.
@@ -14,24 +15,6 @@ impl Run<'_> {
         let pki = node_pki::read(self.env.root);
         let now = self.env.now();
         let leaves = pki.validity();
-        if self.phase.recovery {
-            // A recovery (SPEC 11): for a node whose leaves expired (work
-            // it takes over from a renewal too: without an expired leaf,
-            // that renewal's gate is what must pass); a recovery's own work
-            // resumed is finished whatever the leaves say. It renews
-            // whatever is due, so nothing ends it `unchanged`.
-            let needs_expired = !self.phase.resumed_recovery;
-            if let Some(why) = crate::rules::expiry::recovery_refusal(&leaves, now, needs_expired) {
-                return Err(fail(Phase::Expiry, why));
-            }
-            let expired = crate::rules::expiry::expired_words(&leaves, now);
-            tracing::info!(
-                expired = expired.join(", "),
-                "recovery: no health gate before the renewal; after each restart the new container must serve the renewed certificate"
-            );
-            self.report.before = Some(pki);
-            return Ok(None);
-        }
         if let Some(why) = crate::rules::expiry::refusal(&leaves, now) {
             return Err(fail(Phase::Expiry, why));
         }

@@ -78,14 +78,21 @@ impl Run<'_> {
         }
     }
 
-    /// Step 7: a tool the next steps need and cannot find fails at once,
-    /// nothing changed; then the gate. Resumed between restarts, the phase
-    /// file is recorded again (the first write of a run that took over
-    /// another operation supersedes it).
+    /// Step 7: the tools, then the gate.
     pub(in crate::modes::runbook) fn gate_step(&mut self) -> Result<(), Fail> {
-        let start = self.start;
+        self.tools()?;
+        let health_step = StepLog::new("health");
+        self.gate(self.env.g.health_timeout, None)?;
+        drop(health_step);
+        self.resumed_restarts()
+    }
+
+    /// A tool the next steps need and cannot find fails at once, nothing
+    /// changed.
+    pub(in crate::modes::runbook) fn tools(&mut self) -> Result<(), Fail> {
         for (tool, why) in self.env.rt.missing_tools() {
-            let phase = if tool == "kubeadm" && matches!(start, Start::Fresh | Start::Renewing) {
+            let phase = if tool == "kubeadm" && matches!(self.start, Start::Fresh | Start::Renewing)
+            {
                 Phase::RenewCerts
             } else if tool == "kubeadm" {
                 continue;
@@ -94,20 +101,56 @@ impl Run<'_> {
             };
             return Err(fail(phase, format!("{why}; nothing was changed")));
         }
+        self.env.check_cancel(None)
+    }
+
+    /// Resumed between restarts, the phase file is recorded again (the
+    /// first write of a run that took over another operation supersedes
+    /// it).
+    pub(in crate::modes::runbook) fn resumed_restarts(&mut self) -> Result<(), Fail> {
         self.env.check_cancel(None)?;
-        if self.phase.recovery {
-            // SPEC 11: no gate before a recovery's renewal (it could not
-            // pass: the expired leaves are why).
-            tracing::info!("recovery: the health gate is not asked before the renewal");
-        } else {
-            let health_step = StepLog::new("health");
-            self.gate(self.env.g.health_timeout, None)?;
-            drop(health_step);
-        }
-        self.env.check_cancel(None)?;
-        if let Start::Restart(next) = start {
+        if let Start::Restart(next) = self.start {
             self.phase.record(&self.env, Progress::Restart(next))?;
         }
         Ok(())
+    }
+
+    /// The renewal's restart of `c` begins with the whole gate; the
+    /// container it replaces is the one the gate saw.
+    pub(in crate::modes::runbook) fn gate_old(&mut self, c: Component) -> Result<String, Fail> {
+        let gate = self.gate(self.env.g.health_timeout, Some(c))?;
+        Ok(gate
+            .containers
+            .iter()
+            .find(|(x, _)| *x == c)
+            .map(|(_, id)| id.clone())
+            .unwrap_or_default())
+    }
+
+    /// After the renewal's restart of `c`: the whole gate again, within
+    /// what is left until `deadline`.
+    pub(in crate::modes::runbook) fn gate_after_restart(
+        &mut self,
+        c: Component,
+        deadline: Instant,
+    ) -> Result<(), Fail> {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        self.gate(left, Some(c)).map(|_| ())
+    }
+
+    /// The renewal's postflight passes the whole gate.
+    pub(in crate::modes::runbook) fn gate_at_postflight(&mut self) -> Result<(), Fail> {
+        self.gate(self.env.g.health_timeout, None)
+            .map(|_| ())
+            .map_err(|mut f| {
+                // A restarted component that crashed since: its restart
+                // failed, wherever that was seen.
+                if !f.cancelled && !matches!(f.phase, Phase::Restart(_)) {
+                    f.phase = Phase::Postflight;
+                }
+                f
+            })
     }
 }

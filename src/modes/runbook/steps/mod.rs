@@ -1,11 +1,21 @@
-//! The renewal as a table of steps (SPEC 4). Each step has its phase (what
-//! a failure or a panic in it is reported as), what the phase file records
-//! once it succeeded, and its successor; [`Run::steps`] is the one loop that
-//! runs them. One file per step; what a run ends with (receipt, restore,
-//! result) stays in `modes::runbook`.
+//! The renewal as tables of steps. Each step has its phase (what a
+//! failure or a panic in it is reported as), what the phase file records
+//! once it succeeded; each [`Table`] says which step follows which, and
+//! how the steps two tables share ask the node ([`Way`]); [`Run::steps`]
+//! is the one loop that runs them. One file per step; what a run ends with
+//! (receipt, restore, result) stays in `modes::runbook`.
 //!
-//! Adding a step: a variant here with its phase, record and successor, and
-//! its file with one `impl Run` method that the loop calls.
+//! Two tables: the renewal's (SPEC 4; `--legacy-v1` runs it too: a legacy
+//! run differs in its phase file's format and in writing no receipt, not
+//! in its steps) and the recovery's (`--recover-expired`, SPEC 11: no
+//! health gate before the renewal, restarts that end when the new
+//! container serves the renewed certificate, the health at the end
+//! reported). Which one runs is known once the phase file is read (a
+//! recovery killed midway goes on as one, whoever resumes it).
+//!
+//! Adding a step: a variant here with its phase and record, its place in
+//! the tables' `next`, and its file with one `impl Run` method that the
+//! loop calls.
 
 mod ca_check;
 mod expiry;
@@ -16,6 +26,7 @@ mod preflight;
 mod recovery;
 mod renew;
 mod restart;
+mod serving;
 
 use crate::modes::runbook::*;
 
@@ -35,14 +46,23 @@ pub(in crate::modes::runbook) enum Step {
     /// Step 6: is any leaf due (skipped by `--force` and by resumed work);
     /// an expired leaf, or one not valid yet, fails any work here.
     Expiry,
+    /// A recovery's step 6 (SPEC 11): a leaf has expired (unless the
+    /// recovery's own work resumes), and none is not valid yet.
+    ExpiredLeaves,
     /// Step 7: the tools the next steps need, then the health gate.
     Gate,
+    /// A recovery's step 7: the tools only (the gate could not pass: the
+    /// expired leaves are why).
+    Tools,
     /// Step 8: kubeadm renews the leaves.
     Renew,
     /// Step 9, for one component.
     Restart(Component),
     /// Step 10.
     Postflight,
+    /// A recovery's last look at the whole local gate: reported, not
+    /// required (SPEC 11).
+    HealthAtEnd,
 }
 
 impl Step {
@@ -57,11 +77,11 @@ impl Step {
             Step::PhaseFile => Phase::PhaseFile,
             Step::Preflight => Phase::StagingConflict,
             Step::CaCheck => Phase::CaCheck,
-            Step::Expiry => Phase::Expiry,
-            Step::Gate => Phase::Health,
+            Step::Expiry | Step::ExpiredLeaves => Phase::Expiry,
+            Step::Gate | Step::Tools => Phase::Health,
             Step::Renew => Phase::RenewCerts,
             Step::Restart(c) => Phase::Restart(c),
-            Step::Postflight => Phase::Postflight,
+            Step::Postflight | Step::HealthAtEnd => Phase::Postflight,
         }
     }
 
@@ -75,30 +95,90 @@ impl Step {
             _ => None,
         }
     }
+}
 
-    /// The step after this one once it succeeded; None: the renewal is
-    /// done. After the gate, the work goes where the phase file said it
-    /// stands (`start`).
-    pub(in crate::modes::runbook) fn next(self, start: Start) -> Option<Step> {
-        Some(match self {
+/// A table of steps: which follows which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::modes::runbook) enum Table {
+    /// SPEC 4 (and `--legacy-v1`).
+    Renewal,
+    /// `--recover-expired`, SPEC 11.
+    Recovery,
+}
+
+impl Table {
+    /// The step after `step` once it succeeded; None: the work is done.
+    /// After the gate (a recovery: the tools), the work goes where the
+    /// phase file said it stands (`start`).
+    pub(in crate::modes::runbook) fn next(self, step: Step, start: Start) -> Option<Step> {
+        let recovery = self == Table::Recovery;
+        Some(match step {
             Step::Deadline => Step::PhaseFile,
             Step::PhaseFile => Step::Preflight,
             Step::Preflight => Step::CaCheck,
+            Step::CaCheck if recovery => Step::ExpiredLeaves,
             Step::CaCheck => Step::Expiry,
             Step::Expiry => Step::Gate,
-            Step::Gate => match start {
+            Step::ExpiredLeaves => Step::Tools,
+            Step::Gate | Step::Tools => match start {
                 Start::Fresh | Start::Renewing => Step::Renew,
                 Start::Restart(Some(c)) => Step::Restart(c),
                 Start::Restart(None) => Step::Postflight,
             },
             Step::Renew => Step::Restart(Component::Etcd),
             Step::Restart(c) => c.next().map_or(Step::Postflight, Step::Restart),
-            Step::Postflight => return None,
+            Step::Postflight if recovery => Step::HealthAtEnd,
+            Step::Postflight | Step::HealthAtEnd => return None,
         })
+    }
+
+    /// How the steps both tables run (a restart, the postflight) ask the
+    /// node where the two differ.
+    pub(in crate::modes::runbook) fn way(self) -> Way {
+        match self {
+            Table::Renewal => Way {
+                old: |run, c| run.gate_old(c),
+                after_restart: |run, c, deadline| run.gate_after_restart(c, deadline),
+                still_healthy: |run| run.gate_at_postflight(),
+                etcd_serves: |run, budget| run.etcd_serves(budget),
+            },
+            Table::Recovery => Way {
+                old: |run, c| run.recovery_old(c),
+                after_restart: |run, c, deadline| run.wait_serving(c, deadline),
+                still_healthy: |run| run.stayed(),
+                etcd_serves: |run, budget| run.recovered_etcd_serves(budget),
+            },
+        }
     }
 }
 
+/// What a table's shared steps do where the renewal and the recovery
+/// differ: the renewal asks the whole health gate, the recovery what
+/// SPEC 11 says in its place.
+#[derive(Clone, Copy)]
+pub(in crate::modes::runbook) struct Way {
+    /// The container a restart of the component replaces.
+    pub old: fn(&mut Run<'_>, Component) -> Result<String, Fail>,
+    /// After the component's new container runs, until the deadline: what
+    /// lets the restarts go on.
+    pub after_restart: fn(&mut Run<'_>, Component, Instant) -> Result<(), Fail>,
+    /// The postflight's look at the health.
+    pub still_healthy: fn(&mut Run<'_>) -> Result<(), Fail>,
+    /// etcd serves the renewed certificates, within the budget.
+    pub etcd_serves: fn(&Run<'_>, Duration) -> Result<(), Fail>,
+}
+
 impl Run<'_> {
+    /// The table this work runs: known for certain once the phase file is
+    /// read.
+    pub(in crate::modes::runbook) fn table(&self) -> Table {
+        if self.phase.recovery {
+            Table::Recovery
+        } else {
+            Table::Renewal
+        }
+    }
+
     /// Run the steps from the first: to the end (`renewed`), to a step
     /// that ends the run early (`unchanged`), or to the first failure.
     pub(in crate::modes::runbook) fn steps(&mut self) -> Result<Success, Fail> {
@@ -110,15 +190,18 @@ impl Run<'_> {
                 Step::Preflight => self.preflight_step().map(|()| None),
                 Step::CaCheck => self.ca_check().map(|()| None),
                 Step::Expiry => self.expiry(),
+                Step::ExpiredLeaves => self.expired_leaves().map(|()| None),
                 Step::Gate => self.gate_step().map(|()| None),
+                Step::Tools => self.tools_step().map(|()| None),
                 Step::Renew => self.renew_step().map(|()| None),
                 Step::Restart(c) => self.restart_step(c).map(|()| None),
                 Step::Postflight => self.postflight_step().map(|()| None),
+                Step::HealthAtEnd => self.health_at_end().map(|()| None),
             }?;
             if let Some(success) = ended {
                 return Ok(success);
             }
-            match self.step.next(self.start) {
+            match self.table().next(self.step, self.start) {
                 Some(next) => self.step = next,
                 None => return Ok(Success::Renewed),
             }
@@ -130,13 +213,15 @@ impl Run<'_> {
 mod tests {
     use super::*;
 
-    /// The table in the order SPEC 4 gives, fresh work to the end.
-    fn walk(start: Start) -> Vec<Step> {
+    /// A table in the order SPEC 4 (SPEC 11) gives, from the first step to
+    /// the end.
+    fn walk(table: Table, start: Start) -> Vec<Step> {
         let mut at = Some(Step::FIRST);
         let mut seen = Vec::new();
         while let Some(s) = at {
             seen.push(s);
-            at = s.next(start);
+            assert!(seen.len() < 20, "{seen:?}");
+            at = table.next(s, start);
         }
         seen
     }
@@ -145,7 +230,7 @@ mod tests {
     fn fresh_work_runs_every_step_in_order() {
         use Component::*;
         assert_eq!(
-            walk(Start::Fresh),
+            walk(Table::Renewal, Start::Fresh),
             vec![
                 Step::Deadline,
                 Step::PhaseFile,
@@ -161,13 +246,16 @@ mod tests {
                 Step::Postflight,
             ]
         );
-        assert_eq!(walk(Start::Renewing), walk(Start::Fresh));
+        assert_eq!(
+            walk(Table::Renewal, Start::Renewing),
+            walk(Table::Renewal, Start::Fresh)
+        );
     }
 
     #[test]
     fn resumed_work_goes_from_the_gate_to_the_recorded_step() {
         let after_gate = |start| {
-            walk(start)
+            walk(Table::Renewal, start)
                 .into_iter()
                 .skip_while(|s| *s != Step::Gate)
                 .skip(1)
@@ -208,10 +296,63 @@ mod tests {
             let Some(Progress::Restart(next)) = Step::Restart(c).records() else {
                 panic!("a restart records restart_pending");
             };
-            assert_eq!(
-                Step::Restart(c).next(Start::Fresh),
-                Step::Gate.next(Start::Restart(next))
-            );
+            for table in [Table::Renewal, Table::Recovery] {
+                assert_eq!(
+                    table.next(Step::Restart(c), Start::Fresh),
+                    table.next(Step::Gate, Start::Restart(next))
+                );
+            }
         }
+    }
+
+    const PRELUDE: [Step; 4] = [
+        Step::Deadline,
+        Step::PhaseFile,
+        Step::Preflight,
+        Step::CaCheck,
+    ];
+    const RESTARTS: [Step; 4] = [
+        Step::Restart(Component::Etcd),
+        Step::Restart(Component::KubeApiserver),
+        Step::Restart(Component::KubeControllerManager),
+        Step::Restart(Component::KubeScheduler),
+    ];
+
+    #[test]
+    fn the_recovery_has_no_gate_and_ends_with_its_look_at_the_health() {
+        let mut want = PRELUDE.to_vec();
+        want.extend([Step::ExpiredLeaves, Step::Tools, Step::Renew]);
+        want.extend(RESTARTS);
+        want.extend([Step::Postflight, Step::HealthAtEnd]);
+        assert_eq!(walk(Table::Recovery, Start::Fresh), want);
+        let steps = walk(Table::Recovery, Start::Fresh);
+        assert!(!steps.contains(&Step::Gate) && !steps.contains(&Step::Expiry));
+    }
+
+    #[test]
+    fn both_tables_resume_where_the_phase_file_says() {
+        for table in [Table::Renewal, Table::Recovery] {
+            let from_scheduler = walk(table, Start::Restart(Some(Component::KubeScheduler)));
+            let after_gate = from_scheduler
+                .iter()
+                .position(|s| matches!(s, Step::Gate | Step::Tools))
+                .unwrap();
+            assert_eq!(
+                from_scheduler[after_gate + 1..][..2],
+                [Step::Restart(Component::KubeScheduler), Step::Postflight]
+            );
+            let all_restarted = walk(table, Start::Restart(None));
+            assert!(!all_restarted.contains(&Step::Renew), "{all_restarted:?}");
+            assert!(!all_restarted.iter().any(|s| matches!(s, Step::Restart(_))));
+        }
+    }
+
+    #[test]
+    fn the_recovery_steps_report_the_phases_of_the_steps_they_replace() {
+        assert_eq!(Step::ExpiredLeaves.phase(), Step::Expiry.phase());
+        assert_eq!(Step::Tools.phase(), Step::Gate.phase());
+        assert_eq!(Step::HealthAtEnd.phase(), Phase::Postflight);
+        assert_eq!(Step::Tools.records(), None);
+        assert_eq!(Step::HealthAtEnd.records(), None);
     }
 }

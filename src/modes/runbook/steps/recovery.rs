@@ -4,6 +4,7 @@
 //! postflight checks the restarted containers stayed up and reports the
 //! health it sees, quorum and `/readyz` included, without requiring it.
 
+use super::serving::NOT_RENEWED;
 use crate::modes::runbook::*;
 
 /// How long the recovery's last look at the whole gate may take: one or
@@ -11,7 +12,41 @@ use crate::modes::runbook::*;
 /// other members are recovered too).
 const LAST_LOOK: Duration = Duration::from_secs(3);
 
+/// How long a recovery asks etcd's client port when etcd may lack quorum.
+const CLIENT_LOOK: Duration = Duration::from_secs(2);
+
 impl Run<'_> {
+    /// A recovery's step 6 (SPEC 11): for a node whose leaves expired (work
+    /// it takes over from a renewal too: without an expired leaf, that
+    /// renewal's gate is what must pass); a recovery's own work resumed is
+    /// finished whatever the leaves say. It renews whatever is due, so
+    /// nothing ends it `unchanged`.
+    pub(in crate::modes::runbook) fn expired_leaves(&mut self) -> Result<(), Fail> {
+        let _step = StepLog::new("expiry");
+        let pki = node_pki::read(self.env.root);
+        let now = self.env.now();
+        let leaves = pki.validity();
+        let needs_expired = !self.phase.resumed_recovery;
+        if let Some(why) = crate::rules::expiry::recovery_refusal(&leaves, now, needs_expired) {
+            return Err(fail(Phase::Expiry, why));
+        }
+        let expired = crate::rules::expiry::expired_words(&leaves, now);
+        tracing::info!(
+            expired = expired.join(", "),
+            "recovery: no health gate before the renewal; after each restart the new container must serve the renewed certificate"
+        );
+        self.report.before = Some(pki);
+        Ok(())
+    }
+
+    /// A recovery's step 7 (SPEC 11): the tools, and no gate before the
+    /// renewal (it could not pass: the expired leaves are why).
+    pub(in crate::modes::runbook) fn tools_step(&mut self) -> Result<(), Fail> {
+        self.tools()?;
+        tracing::info!("recovery: the health gate is not asked before the renewal");
+        self.resumed_restarts()
+    }
+
     /// The container a recovery's restart of `c` replaces (no gate before
     /// it): the running one, else the newest, else none.
     pub(in crate::modes::runbook) fn recovery_old(&self, c: Component) -> Result<String, Fail> {
@@ -113,5 +148,29 @@ impl Run<'_> {
         // unhealthy voter's error could make it long.
         self.report.health_at_end = Some(crate::rules::receipt::bounded_message(&seen));
         Ok(())
+    }
+
+    /// etcd in a recovery (SPEC 11): the peer port serves the renewed
+    /// `peer.crt` (required: etcd serves its peers from the start); the
+    /// client port serves the renewed `server.crt` when it answers, but a
+    /// member without quorum does not answer its clients at all (etcd
+    /// serves them only once it is ready, having joined a quorum), so no
+    /// answer within [`CLIENT_LOOK`] is said, not a failure. A client port
+    /// that answers with another certificate is.
+    pub(in crate::modes::runbook) fn recovered_etcd_serves(
+        &self,
+        budget: Duration,
+    ) -> Result<(), Fail> {
+        self.peer_served(budget)?;
+        match self.etcd_client_served(budget.min(CLIENT_LOOK)) {
+            Err(f) if !f.cancelled && !f.message.contains(NOT_RENEWED) => {
+                tracing::info!(
+                    "etcd's client port does not answer yet ({}): etcd serves its clients once it has a quorum; reported, not required in a recovery",
+                    f.message
+                );
+                Ok(())
+            }
+            other => other,
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! Step 9: one component's restart (a recovery's: `recovery.rs`).
+//! Step 9: one component's restart; what it asks before and after, the
+//! table's [`super::Way`] says (a recovery's: `recovery.rs`).
 
 use super::Step;
 use crate::modes::runbook::*;
@@ -12,16 +13,8 @@ impl Run<'_> {
     ) -> Result<(), Fail> {
         let _step = StepLog::new(format!("restart:{c}"));
         let t_start = Instant::now();
-        let old = if self.phase.recovery {
-            self.recovery_old(c)?
-        } else {
-            let gate = self.gate(self.env.g.health_timeout, Some(c))?;
-            gate.containers
-                .iter()
-                .find(|(x, _)| *x == c)
-                .map(|(_, id)| id.clone())
-                .unwrap_or_default()
-        };
+        let way = self.table().way();
+        let old = (way.old)(self, c)?;
         self.env.check_cancel(Some(c))?;
         // The local kube-apiserver's /readyz, probed beside the restart
         // from the staging of the manifest to the new container healthy
@@ -125,16 +118,7 @@ impl Run<'_> {
         // From now on every gate checks it still runs this container.
         self.stay.push((c, new.clone()));
         self.last_restart = Some(Instant::now());
-        if self.phase.recovery {
-            // A recovery (SPEC 11): the new container serves the renewed
-            // certificate; quorum and readiness are not required.
-            self.wait_serving(c, deadline)?;
-        } else {
-            let left = deadline
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(1));
-            self.gate(left, Some(c))?;
-        }
+        (self.table().way().after_restart)(self, c, deadline)?;
         let healthy_ms = t1.elapsed().as_millis() as u64;
         Ok((new, stop_ms, healthy_ms))
     }
