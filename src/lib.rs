@@ -13,7 +13,12 @@
 //!   versions. The state files' types and the documents' building blocks
 //!   (checked strings, closed vocabularies) are defined on the floor below,
 //!   in `rules::files` and `rules::values`, and re-exported here: the
-//!   contract uses the rules, never the other way.
+//!   contract uses the rules, never the other way. Also the rest of what
+//!   the controller and the operator are promised: the command line's
+//!   grammar (`contract::cli`: argv to a typed invocation, the help pages)
+//!   and the text view rendered from the documents' values
+//!   (`contract::text`: escaped cells, aligned tables; `contract::screen`:
+//!   fitted to the terminal).
 //! - [`rules`]: pure decisions on values, parsed from bytes: operation IDs,
 //!   components, outcomes and phases, the phase file, receipts, the resume
 //!   rule (`rules::resume::resume`), PKI, what crictl and etcdctl print and
@@ -30,12 +35,13 @@
 //! - [`tools`]: subprocesses (`tools::proc`), crictl, etcdctl and kubeadm
 //!   behind `tools::runtime::Runtime` (real node and test double side by
 //!   side), TLS probes, the health gate and the waits, signals.
-//! - [`modes`]: the command line (`modes::cli`), the entry point
-//!   (`modes::app::run`, which stamps each printed document's trailer:
-//!   `contract::Printed`), and the thin drivers: the renewal
-//!   (`modes::runbook::run`, its steps a table in `modes::runbook::steps`),
-//!   `--check` (`modes::check`), `--status-only` and the fencing check
-//!   (`modes::status`); the output (`modes::output`).
+//! - [`modes`]: the entry point (`modes::app::run`, which stamps each
+//!   printed document's trailer: `contract::Printed`), and the thin
+//!   drivers: the renewal (`modes::runbook::run`, its steps two tables, the
+//!   renewal's and the recovery's, in `modes::runbook::steps`), `--check`
+//!   (`modes::check`), `--status-only` and the fencing check
+//!   (`modes::status`); the output, written once and bounded
+//!   (`modes::output`).
 //!
 //! House rules as lints (Cargo.toml `[lints]`, clippy.toml): `std::fs` only
 //! in the node file layer (`fsx`), `Command::new` only in `proc`, the flock

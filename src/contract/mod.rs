@@ -24,7 +24,13 @@ pub use renew::*;
 pub use status::*;
 pub use views::*;
 
+/// The command line (SPEC 1): its grammar, parsed into typed requests.
+pub mod cli;
 #[cfg(feature = "schema")]
 pub mod schema;
+/// Text fitted to the terminal: width, wrapping, commands, colour.
+pub mod screen;
+/// The text view of the documents: tables, escaped cells.
+pub mod text;
 /// The runbook and contract versions.
 pub mod version;

@@ -84,7 +84,7 @@ impl Commands {
 
 fn words(w: &[String]) -> String {
     w.iter()
-        .map(|s| crate::modes::screen::shell_word(s))
+        .map(|s| crate::contract::screen::shell_word(s))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -899,11 +899,11 @@ fn command_split(c: &str, width: Option<usize>) -> Vec<String> {
     if !cur.is_empty() {
         words.push(cur);
     }
-    crate::modes::screen::command_lines(&words, 5, width)
+    crate::contract::screen::command_lines(&words, 5, width)
 }
 
 /// How this run's commands name the runbook and the node.
-pub fn commands(g: &crate::modes::cli::Global, s: &NodeSnapshot) -> Commands {
+pub fn commands(g: &crate::contract::cli::Global, s: &NodeSnapshot) -> Commands {
     let program = std::env::args_os()
         .next()
         .and_then(|a| a.into_string().ok())
@@ -911,7 +911,7 @@ pub fn commands(g: &crate::modes::cli::Global, s: &NodeSnapshot) -> Commands {
         .unwrap_or_else(|| "nvke-cert-runbook".to_string());
     let c = Commands {
         program,
-        root: (!crate::modes::cli::is_host_root(&g.root)).then(|| g.root.display().to_string()),
+        root: (!crate::contract::cli::is_host_root(&g.root)).then(|| g.root.display().to_string()),
         lock: String::new(),
         // Unusable (a refused state directory): flock then fails, and the
         // move does not run.

@@ -1,8 +1,8 @@
 //! Dispatch: from raw arguments to a report and an exit code. `main` only
 //! calls [`run`].
 
+use crate::contract::cli::{self, Cli, Invocation, Mode, OutputFormat, UsageError};
 use crate::contract::{self, ArgumentsOutcome, HelpDocument, UsageErrorDocument};
-use crate::modes::cli::{self, Cli, Invocation, Mode, OutputFormat, UsageError};
 use crate::modes::output::{self, Report};
 use crate::node::fsx::Root;
 use crate::rules::outcome::exit;
@@ -94,7 +94,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
     if !inv.global.wide {
         // Every mode's text within the terminal (status and check fit
         // theirs already, with their verdict lines coloured).
-        report.text = crate::modes::screen::fit(&report.text, inv.global.term.width);
+        report.text = crate::contract::screen::fit(&report.text, inv.global.term.width);
     }
     // Golden tests fix the clock; durations would make them flaky.
     let duration_ms = if inv.global.clock.is_fixed() {
@@ -264,7 +264,11 @@ fn dispatch(inv: &Invocation) -> Report {
 }
 
 fn renew(root: &Root, inv: &Invocation, req: crate::modes::runbook::Request) -> Report {
-    let cancel = inv.global.with_deadline(crate::tools::signals::install());
-    let rt = crate::tools::runtime::NodeRuntime::new(&inv.global.tools(), root, cancel.clone());
+    let cancel = crate::tools::signals::install().with_deadline_of(&inv.global);
+    let rt = crate::tools::runtime::NodeRuntime::new(
+        &crate::tools::runtime::ToolOptions::of(&inv.global),
+        root,
+        cancel.clone(),
+    );
     crate::modes::runbook::run(root, &inv.global, &req, &rt, &cancel)
 }

@@ -1,8 +1,8 @@
 //! `--check`: the read-only preflight of SPEC section 5. Gathers facts
 //! (never writing or creating anything), then decides with a pure function.
 
+use crate::contract::cli::Global;
 use crate::contract::{self as doc, CheckFailure, Decision, Executor};
-use crate::modes::cli::Global;
 use crate::modes::output::{self, Report};
 use crate::node::fsx::Root;
 use crate::node::inspect::RunbookIntent;
@@ -305,7 +305,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         text.push('\n');
         crate::modes::live::text(&mut text, &observed, &judged);
         text.push('\n');
-        crate::modes::screen::text_conflicts(&mut text, &conflicts, g.wide);
+        crate::contract::screen::text_conflicts(&mut text, &conflicts, g.wide);
     }
     let certificates = s.pki.certificates(now, threshold);
     let certificate_authorities = s.pki.authorities(now, threshold);
@@ -322,7 +322,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         if verdict.decision != Decision::Failed {
             // The verdict again, last: what a scrolled terminal still shows.
             text.push('\n');
-            text.push_str(&crate::modes::screen::closing(&head, code, term.width));
+            text.push_str(&crate::contract::screen::closing(&head, code, term.width));
         } else {
             // The verdict again, and what to do, last.
             let cmd = crate::modes::advice::commands(g, &s);
@@ -335,7 +335,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
                 threshold,
             );
             text.push('\n');
-            text.push_str(&crate::modes::screen::closing(&head, code, term.width));
+            text.push_str(&crate::contract::screen::closing(&head, code, term.width));
             crate::modes::advice::render_next(&mut text, &advice.next, term.width);
         }
     }

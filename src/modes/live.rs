@@ -4,7 +4,7 @@
 //! JSON documents.
 
 use crate::contract as doc;
-use crate::modes::cli::Global;
+use crate::contract::cli::Global;
 use crate::node::fsx::Root;
 use crate::rules::live::{Containers, Finding, Health, Judged, Served, Weight};
 use crate::tools::live::Observation;
@@ -12,7 +12,11 @@ use crate::tools::live::Observation;
 /// Look at the node once, within `--probe-timeout`, with the node's tools.
 pub fn observe(root: &Root, g: &Global) -> Observation {
     let cancel = crate::tools::signals::Cancel::new();
-    let rt = crate::tools::runtime::NodeRuntime::new(&g.tools(), root, cancel);
+    let rt = crate::tools::runtime::NodeRuntime::new(
+        &crate::tools::runtime::ToolOptions::of(g),
+        root,
+        cancel,
+    );
     crate::tools::live::observe(&rt, root, g.clock.now(), g.probe_timeout)
 }
 

@@ -6,15 +6,11 @@ pub(crate) mod advice;
 pub mod app;
 /// --check: facts, decide, verdict.
 pub(crate) mod check;
-/// The command line (SPEC 1).
-pub(crate) mod cli;
 /// The live node in the views (SPEC 10).
 pub(crate) mod live;
 /// Writing the result once, bounded (SPEC 8).
 pub(crate) mod output;
 /// The renewal (SPEC 4) and --legacy-v1.
 pub(crate) mod runbook;
-/// Text fitted to the terminal: width, wrapping, commands, colour.
-pub(crate) mod screen;
 /// --status-only: the operator view and the fencing check (SPEC 6).
 pub(crate) mod status;

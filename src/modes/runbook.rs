@@ -3,12 +3,12 @@
 //! manifest on every failure path, and exactly one receipt per V2 operation
 //! that got past its own-receipt check.
 
+use crate::contract::cli::Global;
 use crate::contract::{
     self, CaSha256, CertificateChange, ConstBool, EarlyOutcome, EarlyPhase, EmptyObject,
     EtcdVoters, LeafName, ManifestLocations, Message, Null, RenewEarlyFailure, RenewMode,
     RenewOnly, RenewReplay, RenewResult, Restart, Timestamp,
 };
-use crate::modes::cli::Global;
 use crate::modes::output::Report;
 use crate::node::backup;
 use crate::node::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX};
@@ -1264,7 +1264,7 @@ fn recovery_text(run: &Run<'_>) -> String {
     }
     let words = |w: &[&str]| {
         w.iter()
-            .map(|x| crate::modes::screen::shell_word(x))
+            .map(|x| crate::contract::screen::shell_word(x))
             .collect::<Vec<_>>()
             .join(" ")
     };
@@ -1383,7 +1383,7 @@ mod tests {
     //! etcd, and a kubeadm that succeeds or fails as told. No processes, no
     //! root.
     use super::*;
-    use crate::modes::cli::Global;
+    use crate::contract::cli::Global;
     use crate::tools::runtime::double::{self, Double};
     use std::os::unix::fs::PermissionsExt;
 

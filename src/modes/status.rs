@@ -2,8 +2,8 @@
 //! controller's fencing check (`--operation-id ID --fence`).
 
 use crate::contract as doc;
+use crate::contract::cli::{Global, ReceiptFilter};
 use crate::modes::advice;
-use crate::modes::cli::{Global, ReceiptFilter};
 use crate::modes::output::{self, Report};
 use crate::node::conflict;
 use crate::node::fsx::{Dir, FsError, Root};
@@ -581,7 +581,7 @@ pub fn view(
         output::text_list(&mut text, "warnings", &advice.warnings);
         text.push('\n');
         // A conflict's copies and their diff on the first screen.
-        crate::modes::screen::text_conflicts(&mut text, &conflicts, g.wide);
+        crate::contract::screen::text_conflicts(&mut text, &conflicts, g.wide);
         output::text_node_summary(
             &mut text,
             &s.lock.describe(),
@@ -665,7 +665,7 @@ pub fn view(
             format!("{head}; EVIDENCE NOT WRITTEN")
         };
         text.push('\n');
-        text.push_str(&crate::modes::screen::closing(&head, code, term.width));
+        text.push_str(&crate::contract::screen::closing(&head, code, term.width));
         advice::render_next(&mut text, &advice.next, term.width);
     }
     Report {
@@ -988,7 +988,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
     let now = g.clock.now();
     // `--deadline` (SPEC 6, v1.1): a check that begins after it writes
     // nothing; one whose lock wait reaches it stops waiting.
-    let cancel = g.with_deadline(cancel.clone());
+    let cancel = cancel.clone().with_deadline_of(g);
     let deadline = g.deadline.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
     if cancel.deadline_passed() {
         return unconfirmed(

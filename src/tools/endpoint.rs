@@ -34,10 +34,9 @@ impl RuntimeEndpoint {
     }
 }
 
-/// A usable endpoint value: non-empty, no whitespace or control characters.
-pub fn valid(e: &str) -> bool {
-    !e.is_empty() && e.len() <= 4096 && !e.chars().any(|c| c.is_whitespace() || c.is_control())
-}
+/// A usable endpoint value: non-empty, no whitespace or control characters
+/// (the rule `--runtime-endpoint` is checked by).
+pub use crate::contract::cli::valid_endpoint as valid;
 
 /// Pure: `containerRuntimeEndpoint` of a KubeletConfiguration (None when
 /// unset or empty).

@@ -18,9 +18,6 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
-/// `--probe-timeout`'s default (SPEC 10).
-pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
-
 /// The files each component reads at start (node paths under the root):
 /// its serving and client certificates, its kubeconfig.
 pub fn files_of(c: Component) -> &'static [&'static str] {

@@ -153,6 +153,21 @@ pub struct ToolOptions<'a> {
     pub command_timeout: Duration,
 }
 
+impl<'a> ToolOptions<'a> {
+    /// What the command line gives the node's tools.
+    pub fn of(g: &'a crate::contract::cli::Global) -> ToolOptions<'a> {
+        ToolOptions {
+            root: &g.root,
+            host_root: crate::contract::cli::is_host_root(&g.root),
+            crictl: g.crictl.as_deref(),
+            kubeadm: g.kubeadm.as_deref(),
+            kubeadm_config: g.kubeadm_config.as_deref(),
+            runtime_endpoint: g.runtime_endpoint.as_deref(),
+            command_timeout: g.command_timeout,
+        }
+    }
+}
+
 impl NodeRuntime {
     pub fn new(o: &ToolOptions<'_>, root: &crate::node::fsx::Root, cancel: Cancel) -> NodeRuntime {
         let endpoint = crate::tools::endpoint::resolve(root, o.runtime_endpoint);
@@ -908,7 +923,7 @@ mod tests {
     //! `cmd/crictl/container.go` (`listing containers: call list containers
     //! RPC: %w`).
     use super::*;
-    use crate::modes::cli::Global;
+    use crate::contract::cli::Global;
 
     const SOCK: &str = "/run/containerd/containerd.sock";
 
@@ -1070,7 +1085,7 @@ mod tests {
 
     fn runtime(g: &Global) -> NodeRuntime {
         let root = crate::node::fsx::Root::open(&g.root).unwrap();
-        NodeRuntime::new(&g.tools(), &root, Cancel::new())
+        NodeRuntime::new(&ToolOptions::of(g), &root, Cancel::new())
     }
 
     const ENDPOINT: &str = "unix:///run/containerd/containerd.sock";

@@ -32,6 +32,15 @@ impl Cancel {
     }
     /// The same flag, with the controller's deadline: `left` from now
     /// (zero: it has passed), `text` as the caller gave it.
+    /// The same flag, cut at the command line's `--deadline` when one was
+    /// given.
+    pub fn with_deadline_of(self, g: &crate::contract::cli::Global) -> Cancel {
+        match g.deadline_left() {
+            None => self,
+            Some((left, text)) => self.with_deadline(left, text),
+        }
+    }
+
     pub fn with_deadline(mut self, left: Duration, text: &str) -> Cancel {
         self.deadline = Some(Deadline {
             at: Instant::now() + left,

@@ -235,7 +235,7 @@ pub fn help() -> String {
     use clap::CommandFactory;
     let raw = Cli::command().render_long_help().to_string();
     let trimmed: Vec<&str> = raw.lines().map(str::trim_end).collect();
-    crate::modes::screen::fit_keeping_indent(&trimmed.join("\n"), HELP_WIDTH)
+    crate::contract::screen::fit_keeping_indent(&trimmed.join("\n"), HELP_WIDTH)
 }
 
 /// The modes `--help` has a page of its own for (SPEC 6 v1.2, issue 28
@@ -680,7 +680,7 @@ pub struct Global {
     pub wide: bool,
     /// Where text goes: its width (None with `--wide`) and colour, read
     /// from the environment and stdout once, at start.
-    pub term: crate::modes::screen::Term,
+    pub term: crate::contract::screen::Term,
 }
 
 #[cfg(test)]
@@ -708,8 +708,8 @@ impl Global {
                 time::macros::datetime!(2026-11-30 00:00:00 UTC),
             ),
             wide: false,
-            term: crate::modes::screen::Term {
-                width: Some(crate::modes::screen::DEFAULT_WIDTH),
+            term: crate::contract::screen::Term {
+                width: Some(crate::contract::screen::DEFAULT_WIDTH),
                 color: false,
             },
         }
@@ -922,35 +922,28 @@ fn settle(mode: Option<ModeName>, v: Option<i64>) -> Result<Duration, UsageError
 }
 
 impl Global {
-    /// What the node's tools are given.
-    pub fn tools(&self) -> crate::tools::runtime::ToolOptions<'_> {
-        crate::tools::runtime::ToolOptions {
-            root: &self.root,
-            host_root: is_host_root(&self.root),
-            crictl: self.crictl.as_deref(),
-            kubeadm: self.kubeadm.as_deref(),
-            kubeadm_config: self.kubeadm_config.as_deref(),
-            runtime_endpoint: self.runtime_endpoint.as_deref(),
-            command_timeout: self.command_timeout,
-        }
+    /// The time left until `--deadline`, when one was given: the deadline
+    /// less this run's clock (`--now` in tests), zero when it has passed;
+    /// with the deadline as the caller wrote it.
+    pub fn deadline_left(&self) -> Option<(Duration, &str)> {
+        self.deadline.as_ref().map(|(at, text)| {
+            let left = *at - self.clock.now();
+            (
+                Duration::try_from(left).unwrap_or(Duration::ZERO),
+                text.as_str(),
+            )
+        })
     }
+}
 
-    /// `cancel`, cut at `--deadline` when one was given: the time left is
-    /// the deadline less this run's clock (`--now` in tests), none when it
-    /// has passed.
-    pub fn with_deadline(
-        &self,
-        cancel: crate::tools::signals::Cancel,
-    ) -> crate::tools::signals::Cancel {
-        match &self.deadline {
-            None => cancel,
-            Some((at, text)) => {
-                let left = *at - self.clock.now();
-                let left = Duration::try_from(left).unwrap_or(Duration::ZERO);
-                cancel.with_deadline(left, text)
-            }
-        }
-    }
+/// `--probe-timeout`'s default: one probe of a component's endpoint.
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// A `--runtime-endpoint` (or the kubelet's `containerRuntimeEndpoint`)
+/// that can be passed on: not empty, at most 4 KiB, no whitespace or
+/// control character.
+pub fn valid_endpoint(e: &str) -> bool {
+    !e.is_empty() && e.len() <= 4096 && !e.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// True when `p` names the filesystem root (`/`, `//`, `/.`, ...).
@@ -1188,7 +1181,7 @@ fn global(cli: &Cli, m: Option<ModeName>) -> Result<Global, UsageError> {
             m,
             "probe-timeout",
             cli.probe_timeout,
-            crate::tools::live::DEFAULT_PROBE_TIMEOUT.as_secs(),
+            DEFAULT_PROBE_TIMEOUT.as_secs(),
             1,
         )?,
         settle: settle(m, cli.settle)?,
@@ -1201,7 +1194,7 @@ fn global(cli: &Cli, m: Option<ModeName>) -> Result<Global, UsageError> {
             .transpose()?,
         runtime_endpoint: match &cli.runtime_endpoint {
             None => None,
-            Some(e) if crate::tools::endpoint::valid(e) => Some(e.clone()),
+            Some(e) if valid_endpoint(e) => Some(e.clone()),
             Some(e) => {
                 return Err(usage(
                     m,
@@ -1218,7 +1211,7 @@ fn global(cli: &Cli, m: Option<ModeName>) -> Result<Global, UsageError> {
         },
         clock,
         wide: cli.wide,
-        term: crate::modes::screen::Term::detect(cli.wide),
+        term: crate::contract::screen::Term::detect(cli.wide),
     };
     Ok(global)
 }

@@ -303,7 +303,7 @@ pub(crate) fn text_conflicts(
                 }
                 (_, _, Some(e)) => out.push_str(&format!(
                     "    UNREADABLE: {}\n",
-                    crate::modes::output::escape(e)
+                    crate::contract::text::escape(e)
                 )),
                 _ => out.push_str("    UNREADABLE\n"),
             }
@@ -314,7 +314,7 @@ pub(crate) fn text_conflicts(
             k.diff.len().min(24)
         };
         for l in &k.diff[..shown] {
-            out.push_str(&format!("  {}\n", crate::modes::output::escape(l)));
+            out.push_str(&format!("  {}\n", crate::contract::text::escape(l)));
         }
         if shown < k.diff.len() {
             out.push_str(&format!(
