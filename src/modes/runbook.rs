@@ -115,21 +115,64 @@ impl Drop for StepLog {
     }
 }
 
-/// Why a run stopped short.
+/// Why a run stopped short: where (its phase, the component it was at)
+/// and what (its [`Cause`], said only when the result is written).
 #[derive(Debug, Clone)]
 struct Fail {
     phase: Phase,
-    message: String,
+    cause: Cause,
     component: Option<Component>,
-    cancelled: bool,
+}
+
+/// What stopped a run, typed until it is said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cause {
+    /// A signal, or the controller's deadline: why, as the flag says it
+    /// (with what the attempt had not done yet).
+    Cancelled(String),
+    /// The health gate or a wait of a restart: what it saw.
+    Unhealthy(String),
+    /// `what` serves a certificate that is not the renewed file `path`
+    /// (a node path).
+    NotRenewed { what: String, path: String },
+    /// A panic in a step, caught.
+    Panic { phase: Phase, why: String },
+    /// A step's own words.
+    Said(String),
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cause::Cancelled(s) | Cause::Unhealthy(s) | Cause::Said(s) => f.write_str(s),
+            Cause::NotRenewed { what, path } => write!(f, "{what} {NOT_RENEWED} {path}"),
+            Cause::Panic { phase, why } => {
+                write!(f, "internal error (a panic) at phase {phase}: {why}")
+            }
+        }
+    }
+}
+
+/// What a served certificate that is not the renewed one is called.
+const NOT_RENEWED: &str = "does not serve the renewed certificate";
+
+impl Fail {
+    /// A signal or the deadline stopped it: the outcome is `cancelled`.
+    fn cancelled(&self) -> bool {
+        matches!(self.cause, Cause::Cancelled(_))
+    }
+
+    /// The failure in words, as the result and the receipt say it.
+    fn message(&self) -> String {
+        self.cause.to_string()
+    }
 }
 
 fn fail(phase: Phase, message: impl Into<String>) -> Fail {
     Fail {
         phase,
-        message: message.into(),
+        cause: Cause::Said(message.into()),
         component: None,
-        cancelled: false,
     }
 }
 
@@ -137,18 +180,16 @@ fn fail(phase: Phase, message: impl Into<String>) -> Fail {
 fn restart_failed(c: Component, message: impl Into<String>) -> Fail {
     Fail {
         phase: Phase::Restart(c),
-        message: message.into(),
+        cause: Cause::Said(message.into()),
         component: Some(c),
-        cancelled: false,
     }
 }
 
 fn cancelled(cancel: &Cancel, component: Option<Component>) -> Fail {
     Fail {
         phase: Phase::Cancelled,
-        message: cancel.why(),
+        cause: Cause::Cancelled(cancel.why()),
         component,
-        cancelled: true,
     }
 }
 
@@ -952,15 +993,14 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             tracing::error!(phase = %run.step.phase(), "internal error (a panic): {why}");
             Err(Fail {
                 phase: run.step.phase(),
-                message: format!(
-                    "internal error (a panic) at phase {}: {why}",
-                    run.step.phase()
-                ),
+                cause: Cause::Panic {
+                    phase: run.step.phase(),
+                    why,
+                },
                 component: run.restore.staged.or(match run.step.phase() {
                     Phase::Restart(c) => Some(c),
                     _ => None,
                 }),
-                cancelled: false,
             })
         });
     let report =
@@ -1103,7 +1143,7 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
     if end.outcome == Outcome::Renewed {
         crate::crash_point!("renew-after-receipt-before-done");
         if let Err(f) = run.phase.record(&run.env, Progress::Done) {
-            end.message.push_str(&format!("; {}", f.message));
+            end.message.push_str(&format!("; {}", f.cause));
         }
         let (kind, name) = run.phase.backup_kind_name(run.env.req);
         if let Err(e) = backup::prune(&run.phase.state, kind, &name) {
@@ -1137,13 +1177,13 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
         Ok(Success::Renewed) => (Outcome::Renewed, Phase::Done, renewed_message(run), None),
         Err(f) => {
-            tracing::warn!(phase = %f.phase, "renewal stopped: {}", f.message);
-            let mut outcome = if f.cancelled {
+            tracing::warn!(phase = %f.phase, "renewal stopped: {}", f.cause);
+            let mut outcome = if f.cancelled() {
                 Outcome::Cancelled
             } else {
                 Outcome::Failed
             };
-            let message = f.message.clone();
+            let message = f.message();
             // Restore a staged manifest before anything else (lock held).
             if let Some(c) = run.restore.staged.take() {
                 let (restored, note) = put_back_if_staged(run.env.root, c);

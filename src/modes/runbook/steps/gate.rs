@@ -65,15 +65,13 @@ impl Run<'_> {
             } => restart_failed(crashed, message),
             GateError::Structural { phase, message } => Fail {
                 phase,
-                message,
+                cause: Cause::Unhealthy(message),
                 component,
-                cancelled: false,
             },
             GateError::TimedOut { message } => Fail {
                 phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
-                message,
+                cause: Cause::Unhealthy(message),
                 component,
-                cancelled: false,
             },
         }
     }
@@ -147,7 +145,7 @@ impl Run<'_> {
             .map_err(|mut f| {
                 // A restarted component that crashed since: its restart
                 // failed, wherever that was seen.
-                if !f.cancelled && !matches!(f.phase, Phase::Restart(_)) {
+                if !f.cancelled() && !matches!(f.phase, Phase::Restart(_)) {
                     f.phase = Phase::Postflight;
                 }
                 f

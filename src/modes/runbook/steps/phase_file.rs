@@ -10,11 +10,14 @@ impl Run<'_> {
     /// honoured here too.
     pub(in crate::modes::runbook) fn deadline(&mut self) -> Result<(), Fail> {
         if self.env.cancel.is_cancelled() {
-            let mut f = cancelled(self.env.cancel, None);
-            f.message.push_str(
-                " before this attempt began: the phase file was not read, nothing changed",
+            let why = format!(
+                "{} before this attempt began: the phase file was not read, nothing changed",
+                self.env.cancel.why()
             );
-            return Err(f);
+            return Err(Fail {
+                cause: Cause::Cancelled(why),
+                ..cancelled(self.env.cancel, None)
+            });
         }
         Ok(())
     }

@@ -4,7 +4,6 @@
 //! postflight checks the restarted containers stayed up and reports the
 //! health it sees, quorum and `/readyz` included, without requiring it.
 
-use super::serving::NOT_RENEWED;
 use crate::modes::runbook::*;
 
 /// How long the recovery's last look at the whole gate may take: one or
@@ -90,7 +89,7 @@ impl Run<'_> {
                     }
                     return Ok(());
                 }
-                Err(f) if f.cancelled => return Err(f),
+                Err(f) if f.cancelled() => return Err(f),
                 Err(f) if Instant::now() >= deadline => {
                     return Err(restart_failed(
                         c,
@@ -98,7 +97,7 @@ impl Run<'_> {
                             "{c} did not serve the renewed certificate within {}s ({} looks): {}",
                             self.env.g.health_timeout.as_secs(),
                             backoff.polls,
-                            f.message
+                            f.cause
                         ),
                     ))
                 }
@@ -117,7 +116,7 @@ impl Run<'_> {
         self.health()
             .stayed(budget)
             .map_err(|e| match self.gate_fail(e, None) {
-                f if f.cancelled || matches!(f.phase, Phase::Restart(_)) => f,
+                f if f.cancelled() || matches!(f.phase, Phase::Restart(_)) => f,
                 f => Fail {
                     phase: Phase::Postflight,
                     ..f
@@ -163,10 +162,10 @@ impl Run<'_> {
     ) -> Result<(), Fail> {
         self.peer_served(budget)?;
         match self.etcd_client_served(budget.min(CLIENT_LOOK)) {
-            Err(f) if !f.cancelled && !f.message.contains(NOT_RENEWED) => {
+            Err(f) if !matches!(f.cause, Cause::Cancelled(_) | Cause::NotRenewed { .. }) => {
                 tracing::info!(
                     "etcd's client port does not answer yet ({}): etcd serves its clients once it has a quorum; reported, not required in a recovery",
-                    f.message
+                    f.cause
                 );
                 Ok(())
             }

@@ -130,9 +130,11 @@ impl Run<'_> {
             };
             // The backup's fate survives the 512-byte cut of kubeadm's words.
             if self.env.cancel.is_cancelled() {
-                let mut f = cancelled(self.env.cancel, None);
-                f.message = with_tail(&f.message, "; ", &tail);
-                return Err(f);
+                let why = with_tail(&self.env.cancel.why(), "; ", &tail);
+                return Err(Fail {
+                    cause: Cause::Cancelled(why),
+                    ..cancelled(self.env.cancel, None)
+                });
             }
             return Err(fail(Phase::RenewCerts, with_tail(&why, "; ", &tail)));
         }

@@ -3,9 +3,6 @@
 
 use crate::modes::runbook::*;
 
-/// What a served certificate that is not the renewed one is called.
-pub(in crate::modes::runbook) const NOT_RENEWED: &str = "does not serve the renewed certificate";
-
 impl Run<'_> {
     /// What `c` serves is the renewed certificate on disk (SPEC 4 step 10):
     /// kube-apiserver its `apiserver.crt` on its secure port, etcd its
@@ -91,10 +88,14 @@ impl Run<'_> {
             .map_err(|e| fail(Phase::Postflight, e.to_string()))?
             .der;
         if r.peer_cert != disk_der {
-            return Err(fail(
-                Phase::Postflight,
-                format!("{what} {NOT_RENEWED} {}", crate::node::paths::node(disk)),
-            ));
+            return Err(Fail {
+                phase: Phase::Postflight,
+                cause: Cause::NotRenewed {
+                    what: what.to_string(),
+                    path: crate::node::paths::node(disk),
+                },
+                component: None,
+            });
         }
         Ok(())
     }
