@@ -27,9 +27,10 @@
 //!   other layer.
 //! - [`node`]: the files under `--root`: the no-follow walk and the durable
 //!   writes (`node::fsx`), the lock, the state directory
-//!   (`node::statedir::StateDir`), manifests and staging (`Staged`; where
-//!   they are, `manifests::placement`, reads no contents; what `manifests/`
-//!   holds, `manifests::inspect`, reads it within the bounds), the
+//!   (`node::statedir::StateDir`), manifests and staging
+//!   (`staging::StagingGuard`, the only way back; where they are,
+//!   `manifests::placement`, reads no contents; what `manifests/` holds,
+//!   `manifests::inspect`, reads it within the bounds), the
 //!   node PKI, backups, the operation log, and the one read of the node that
 //!   check and status share (`node::snapshot::NodeSnapshot`).
 //! - [`tools`]: subprocesses (`tools::proc`), crictl, etcdctl and kubeadm

@@ -17,7 +17,7 @@ use crate::node::lock::{self, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
 use crate::node::paths::{BACKUP_DIR, BACKUP_V1_DIR, PHASE_FILE, STATE_FILE_MODE};
-use crate::node::staging::{Dirs, PutBack, Restore};
+use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
 use crate::node::statedir::{CheckedReceipt, StateDir};
 use crate::rules::clock;
 use crate::rules::component::Component;
@@ -559,15 +559,6 @@ impl PhaseWriter {
     }
 }
 
-/// What the failure path must put back.
-#[derive(Default)]
-struct RestoreState {
-    /// The manifest staged (from the moment its move is tried).
-    staged: Option<Component>,
-    /// A manifest that could not be put back, and why.
-    not_restored: Option<String>,
-}
-
 /// What the steps found that the result prints.
 #[derive(Default)]
 struct RunReport {
@@ -586,7 +577,8 @@ struct RunReport {
 struct Run<'a> {
     env: Env<'a>,
     phase: PhaseWriter,
-    restore: RestoreState,
+    /// The way back for the manifest a restart moves out.
+    staging: StagingGuard,
     report: RunReport,
     /// The step the run is in: its phase is what a panic is reported as.
     step: Step,
@@ -973,7 +965,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             recovery: req.recovery(),
             resumed_recovery: false,
         },
-        restore: RestoreState::default(),
+        staging: StagingGuard::default(),
         report: RunReport::default(),
         step: Step::FIRST,
         start: Start::Fresh,
@@ -997,7 +989,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
                     phase: run.step.phase(),
                     why,
                 },
-                component: run.restore.staged.or(match run.step.phase() {
+                component: run.staging.out().or(match run.step.phase() {
                     Phase::Restart(c) => Some(c),
                     _ => None,
                 }),
@@ -1093,46 +1085,6 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     }
 }
 
-/// Put `c`'s manifest back if the run left it staged, looking before and
-/// after (SPEC 3, v1.1: a place is what was observed). Returns whether `c`
-/// is now active with no differing staged copy, and what to say about it
-/// (None when there was nothing to do).
-fn put_back_if_staged(root: &Root, c: Component) -> (bool, Option<String>) {
-    let (active, staged, error) = manifests::placement(root)
-        .manifests
-        .get(&c)
-        .map(|v| (v.active, v.runbook_staged, v.error.clone()))
-        .unwrap_or((false, false, None));
-    if let Some(e) = error {
-        return (
-            false,
-            Some(format!("{c} manifest cannot be inspected: {e}")),
-        );
-    }
-    match (active, staged) {
-        (true, false) => return (true, None),
-        (false, false) => {
-            return (
-                false,
-                Some(format!(
-                    "{c} manifest is neither in {} nor in {}",
-                    crate::node::paths::node(crate::node::paths::MANIFESTS_DIR),
-                    crate::node::paths::node(crate::node::paths::STAGING_DIR)
-                )),
-            )
-        }
-        _ => {}
-    }
-    match crate::node::staging::put_back(root, c) {
-        PutBack::Restored => {
-            tracing::info!(component = c.name(), "put the staged manifest back");
-            (true, Some(format!("{c} manifest put back")))
-        }
-        PutBack::Conflict(msg) => (false, Some(msg)),
-        PutBack::Failed(why) => (false, Some(format!("putting {c} back FAILED: {why}"))),
-    }
-}
-
 fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
     let mut end = stop(run, result);
     // The receipt is the commit point; then `done`.
@@ -1185,17 +1137,16 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
             };
             let message = f.message();
             // Restore a staged manifest before anything else (lock held).
-            if let Some(c) = run.restore.staged.take() {
-                let (restored, note) = put_back_if_staged(run.env.root, c);
+            if let Some((restored, note)) = run.staging.restore(run.env.root) {
                 if !restored {
                     outcome = Outcome::FailedNotRestored;
                 }
                 notes.extend(note);
             }
-            if let Some(msg) = &run.restore.not_restored {
+            if let Some(msg) = run.staging.not_restored() {
                 outcome = Outcome::FailedNotRestored;
-                if !message.contains(msg.as_str()) && !notes.contains(msg) {
-                    notes.push(msg.clone());
+                if !message.contains(msg) && !notes.iter().any(|n| n == msg) {
+                    notes.push(msg.to_string());
                 }
             }
             (outcome, f.phase, message, f.component)

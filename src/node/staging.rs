@@ -37,17 +37,11 @@ impl Dirs {
         Ok(Dirs { manifests, staging })
     }
 
-    /// Move `c`'s manifest out of the manifests directory into staging.
-    pub fn stage(&self, c: Component) -> Result<Staged, FsError> {
-        fsx::move_noreplace(&self.manifests, &self.staging, &c.manifest_file())?;
-        Ok(Staged { component: c })
-    }
-
-    /// Put `c`'s staged manifest back (a manifest found staged: left by an
-    /// interrupted run, or put back by a run's restore guard). An active copy that appeared
-    /// meanwhile: identical bytes drop the staged copy; different bytes leave
-    /// both and return `Restore::Conflict` naming both paths.
-    pub fn unstage(&self, c: Component) -> Result<Restore, FsError> {
+    /// Put `c`'s staged manifest back. An active copy that appeared
+    /// meanwhile: identical bytes drop the staged copy; different bytes
+    /// leave both and return `Restore::Conflict` naming both paths. Reached
+    /// only through [`StagingGuard`] and [`put_back`].
+    fn unstage(&self, c: Component) -> Result<Restore, FsError> {
         let name = c.manifest_file();
         match fsx::move_noreplace(&self.staging, &self.manifests, &name) {
             Ok(()) => Ok(Restore::Restored),
@@ -98,21 +92,113 @@ pub fn mount_mismatch(root: &Root) -> Option<String> {
     })
 }
 
-/// A manifest this run moved into the staging directory: [`Staged::unstage`]
-/// is its way back. Should the run stop before that, the run's restore guard
-/// looks where the manifest is and puts it back ([`Dirs::unstage`]); there is
-/// no `Drop`, which would move it back at an unreported moment, outside the
-/// guard's order.
-#[must_use = "a staged manifest goes back with unstage()"]
-#[derive(Debug)]
-pub struct Staged {
-    component: Component,
+/// The way back for the manifests a run moves (SPEC 3 "Move a manifest"):
+/// the only way a manifest goes back. It records the manifest as out from
+/// the moment its move is tried; [`StagingGuard::unstage`] is the run's own
+/// way back after the container stopped; [`StagingGuard::restore`], on a
+/// failed run's way out (under the lock, before the receipt), looks where
+/// the manifest is and puts it back, saying what it saw. There is no
+/// `Drop`, which would move it back at an unreported moment, outside the
+/// failure path's order. A manifest found staged (left by an interrupted
+/// run) goes back with [`StagingGuard::put_back_left`], or [`put_back`]
+/// when what is seen afterwards is the answer (the fencing check).
+#[must_use = "a staged manifest goes back through its guard"]
+#[derive(Debug, Default)]
+pub struct StagingGuard {
+    /// The manifest out (from the moment its move is tried).
+    out: Option<Component>,
+    /// A manifest that could not be put back, and why.
+    not_restored: Option<String>,
 }
 
-impl Staged {
-    /// Put the manifest back, as [`Dirs::unstage`] does.
-    pub fn unstage(self, dirs: &Dirs) -> Result<Restore, FsError> {
-        dirs.unstage(self.component)
+impl StagingGuard {
+    /// Move `c`'s manifest out of the manifests directory into staging;
+    /// it counts as out even when the move fails (the failure path looks).
+    pub fn stage(&mut self, dirs: &Dirs, c: Component) -> Result<(), FsError> {
+        self.out = Some(c);
+        fsx::move_noreplace(&dirs.manifests, &dirs.staging, &c.manifest_file())
+    }
+
+    /// Put the manifest out back. Back (or an identical staged copy
+    /// dropped): no longer out. Both copies kept because they differ: not
+    /// out either, but recorded as not restored. An error: still out, for
+    /// [`StagingGuard::restore`] to look at.
+    pub fn unstage(&mut self, dirs: &Dirs) -> Result<Restore, FsError> {
+        let Some(c) = self.out else {
+            return Ok(Restore::Restored);
+        };
+        let r = dirs.unstage(c)?;
+        if let Restore::Conflict(msg) = &r {
+            self.not_restored = Some(msg.clone());
+        }
+        self.out = None;
+        Ok(r)
+    }
+
+    /// The manifest out, if any: what a failure in the middle of a restart
+    /// names.
+    pub fn out(&self) -> Option<Component> {
+        self.out
+    }
+
+    /// Why a manifest could not be put back, if one could not.
+    pub fn not_restored(&self) -> Option<&str> {
+        self.not_restored.as_deref()
+    }
+
+    /// A failed run's way back: the manifest out, if it is still staged,
+    /// goes back ([`put_back_if_staged`]). Whether it is now active, and
+    /// what to say (None when nothing was out).
+    pub fn restore(&mut self, root: &Root) -> Option<(bool, Option<String>)> {
+        self.out.take().map(|c| put_back_if_staged(root, c))
+    }
+
+    /// A manifest an interrupted run left staged, found by the preflight
+    /// while its active copy is missing: back, as [`StagingGuard::unstage`]
+    /// moves it.
+    pub fn put_back_left(dirs: &Dirs, c: Component) -> Result<Restore, FsError> {
+        dirs.unstage(c)
+    }
+}
+
+/// Put `c`'s manifest back if it is staged, looking before and after (SPEC
+/// 3, v1.1: a place is what was observed). Returns whether `c` is now
+/// active with no differing staged copy, and what to say about it (None
+/// when there was nothing to do). The failure path's, and the last resort's
+/// for every component.
+pub fn put_back_if_staged(root: &Root, c: Component) -> (bool, Option<String>) {
+    let (active, staged, error) = crate::node::manifests::placement(root)
+        .manifests
+        .get(&c)
+        .map(|v| (v.active, v.runbook_staged, v.error.clone()))
+        .unwrap_or((false, false, None));
+    if let Some(e) = error {
+        return (
+            false,
+            Some(format!("{c} manifest cannot be inspected: {e}")),
+        );
+    }
+    match (active, staged) {
+        (true, false) => return (true, None),
+        (false, false) => {
+            return (
+                false,
+                Some(format!(
+                    "{c} manifest is neither in {} nor in {}",
+                    crate::node::paths::node(MANIFESTS_DIR),
+                    crate::node::paths::node(STAGING_DIR)
+                )),
+            )
+        }
+        _ => {}
+    }
+    match put_back(root, c) {
+        PutBack::Restored => {
+            tracing::info!(component = c.name(), "put the staged manifest back");
+            (true, Some(format!("{c} manifest put back")))
+        }
+        PutBack::Conflict(msg) => (false, Some(msg)),
+        PutBack::Failed(why) => (false, Some(format!("putting {c} back FAILED: {why}"))),
     }
 }
 
@@ -209,10 +295,14 @@ mod tests {
         assert_eq!(staging.permissions().mode() & 0o7777, 0o700);
         let (active, staged) = paths(t.path(), Component::Etcd);
         let bytes = std::fs::read(&active).unwrap();
-        let etcd = dirs.stage(Component::Etcd).unwrap();
+        let mut guard = StagingGuard::default();
+        guard.stage(&dirs, Component::Etcd).unwrap();
+        assert_eq!(guard.out(), Some(Component::Etcd));
         assert!(!active.exists());
         assert_eq!(std::fs::read(&staged).unwrap(), bytes);
-        assert_eq!(etcd.unstage(&dirs).unwrap(), Restore::Restored);
+        assert_eq!(guard.unstage(&dirs).unwrap(), Restore::Restored);
+        assert_eq!((guard.out(), guard.not_restored()), (None, None));
+        assert_eq!(guard.restore(&root), None, "nothing is out any more");
         assert_eq!(std::fs::read(&active).unwrap(), bytes);
         assert!(!staged.exists());
         let mut left: Vec<String> = std::fs::read_dir(t.path().join(MANIFESTS_DIR))
@@ -242,8 +332,17 @@ mod tests {
         let (active, staged) = paths(t.path(), Component::KubeApiserver);
         let bytes = std::fs::read(&active).unwrap();
         std::fs::write(&staged, b"an older copy\n").unwrap();
-        let r = dirs.stage(Component::KubeApiserver);
+        let mut guard = StagingGuard::default();
+        let r = guard.stage(&dirs, Component::KubeApiserver);
         assert!(matches!(r, Err(FsError::Exists { .. })), "{r:?}");
+        assert_eq!(std::fs::read(&active).unwrap(), bytes);
+        assert_eq!(std::fs::read(&staged).unwrap(), b"an older copy\n");
+        // A move tried counts as out: the failure path looks, finds both
+        // copies, different, and keeps both, saying so.
+        assert_eq!(guard.out(), Some(Component::KubeApiserver));
+        let (restored, note) = guard.restore(&root).expect("the manifest was out");
+        assert!(!restored);
+        assert!(note.unwrap().contains("both kept"));
         assert_eq!(std::fs::read(&active).unwrap(), bytes);
         assert_eq!(std::fs::read(&staged).unwrap(), b"an older copy\n");
     }
@@ -351,5 +450,35 @@ mod tests {
             ),
             None => panic!("a tmpfs at the staging directory was not noticed"),
         }
+    }
+
+    /// A run stopped between its move out and its way back: the failure
+    /// path puts the manifest back and says so; a manifest whose way back
+    /// found a differing active copy is recorded as not restored.
+    #[test]
+    fn the_guard_is_the_way_back_on_the_failure_path() {
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let dirs = Dirs::open(&root, true).unwrap();
+        let (active, staged) = paths(t.path(), Component::KubeScheduler);
+        let bytes = std::fs::read(&active).unwrap();
+        let mut guard = StagingGuard::default();
+        guard.stage(&dirs, Component::KubeScheduler).unwrap();
+        assert_eq!(
+            guard.restore(&root),
+            Some((true, Some("kube-scheduler manifest put back".to_string())))
+        );
+        assert_eq!(std::fs::read(&active).unwrap(), bytes);
+        assert!(!staged.exists());
+        assert_eq!(guard.out(), None);
+
+        guard.stage(&dirs, Component::KubeScheduler).unwrap();
+        std::fs::write(&active, b"written meanwhile\n").unwrap();
+        match guard.unstage(&dirs).unwrap() {
+            Restore::Conflict(msg) => assert_eq!(guard.not_restored(), Some(msg.as_str())),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(guard.out(), None);
+        assert_eq!(std::fs::read(&staged).unwrap(), bytes);
     }
 }

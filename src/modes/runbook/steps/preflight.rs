@@ -59,8 +59,7 @@ impl Run<'_> {
             if v.runbook_staged && !v.active {
                 let dirs = Dirs::open(self.env.root, false)
                     .map_err(|e| fail(Phase::StagingConflict, e.to_string()))?;
-                match dirs
-                    .unstage(*c)
+                match StagingGuard::put_back_left(&dirs, *c)
                     .map_err(|e| fail(Phase::StagingConflict, e.to_string()))?
                 {
                     Restore::Conflict(msg) => return Err(fail(Phase::StagingConflict, msg)),

@@ -62,12 +62,11 @@ impl Run<'_> {
         // The kubelet's link of the old container, looked for while it runs:
         // whether the start wait may sleep until the kubelet links the new one.
         let linked = self.env.kubelet_links(old);
-        // Staged from the moment the move is tried: after any error the
+        // Out from the moment the move is tried: after any error the
         // failure path looks where the manifest is and puts it back.
         self.last_gate = None;
-        self.restore.staged = Some(c);
-        let staged = dirs
-            .stage(c)
+        self.staging
+            .stage(&dirs, c)
             .map_err(|e| restart_failed(c, e.to_string()))?;
         crate::crash_point!("restart-after-stage");
         tracing::info!(
@@ -91,16 +90,12 @@ impl Run<'_> {
                 .join(crate::node::paths::CONTAINER_LOGS_DIR),
             linked,
         );
-        match staged
+        if let Restore::Conflict(msg) = self
+            .staging
             .unstage(&dirs)
             .map_err(|e| restart_failed(c, format!("putting the manifest back failed: {e}")))?
         {
-            Restore::Conflict(msg) => {
-                self.restore.not_restored = Some(msg.clone());
-                self.restore.staged = None;
-                return Err(restart_failed(c, msg));
-            }
-            _ => self.restore.staged = None,
+            return Err(restart_failed(c, msg));
         }
         crate::crash_point!("restart-after-unstage");
         let t1 = Instant::now();
