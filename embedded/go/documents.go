@@ -449,7 +449,7 @@ type ReceiptSummary struct {
 type FencingPlan struct {
 	Action      string      `json:"action"` // confirm, abandon, refuse
 	Termination Termination `json:"termination"`
-	Restore     []string    `json:"restore,omitempty"` // what it would put back (every action, v1.1)
+	Restore     []string    `json:"restore"` // what it would put back (every action, v1.1; never omitted)
 	Reason      *string     `json:"reason,omitempty"`
 }
 

@@ -118,6 +118,15 @@ type Executor struct {
 	Now func() time.Time
 	// Logf, when set, receives one line per run, push and retry.
 	Logf func(format string, args ...any)
+	// OnEvent, when set, receives the Executor's progress (events.go): the
+	// runbook's steps and phases, each component restarted, pushes, runs
+	// started and ended, SIGTERM sent, cleanup attempts; a Temporal
+	// activity records them as heartbeats. With a StreamingTransport the
+	// runbook's log lines arrive while it runs; with another Transport
+	// they arrive when the run ended. It is called from the Executor's and
+	// the Transport's goroutines, one call at a time per run; it must not
+	// block.
+	OnEvent func(Event)
 
 	// bin replaces the embedded binary in this package's tests (there is
 	// deliberately no exported override).
@@ -128,7 +137,13 @@ func (e *Executor) binary() []byte {
 	if e.bin != nil {
 		return e.bin
 	}
-	return Binary()
+	if b := Binary(); len(b) > 0 {
+		return b
+	}
+	if d, ok := e.Transport.(TestDouble); ok {
+		return d.StandInBinary()
+	}
+	return nil
 }
 
 func (e *Executor) now() time.Time {
@@ -204,6 +219,7 @@ func (e *Executor) Push(ctx context.Context) (string, error) {
 		// or full disk, a path that is a directory) is the node's answer.
 		return "", fmt.Errorf("certrunbook: push %s: %w", p, err)
 	}
+	e.event(Event{Kind: EventPushed, Path: p})
 	return p, nil
 }
 
@@ -344,7 +360,19 @@ type waited struct {
 // grace lasts), waits up to grace for the runbook to print its document,
 // then closes the session; it never kills the runbook.
 func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) (*RunResult, error) {
-	r, err := e.Transport.Start(ctx, argv)
+	var r Remote
+	var err error
+	var stream *lineSplitter
+	if st, ok := e.Transport.(StreamingTransport); ok && e.OnEvent != nil {
+		stream = &lineSplitter{line: func(l string) {
+			if ev, ok := logEvent(l); ok {
+				e.event(ev)
+			}
+		}}
+		r, err = st.StartStreaming(ctx, argv, func(l string) { _, _ = stream.Write([]byte(l + "\n")) })
+	} else {
+		r, err = e.Transport.Start(ctx, argv)
+	}
 	if err != nil {
 		// Only a *TransportError is retryable: a remote shell that ended
 		// before the command (a nologin account) is not.
@@ -368,6 +396,7 @@ func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) 
 		}
 		serr := signal()
 		e.logf("certrunbook: %v: sent SIGTERM (err %v), waiting up to %s", ctx.Err(), serr, grace)
+		e.event(Event{Kind: EventSignalled, Err: serr})
 		t := time.NewTimer(time.Until(end))
 		defer t.Stop()
 		retry := time.NewTicker(signalRetry)
@@ -389,6 +418,15 @@ func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) 
 		}
 	}
 	res, err := w.res, w.err
+	if stream != nil {
+		stream.Flush()
+	} else if res != nil && e.OnEvent != nil {
+		for _, l := range strings.Split(string(res.Stderr), "\n") {
+			if ev, ok := logEvent(l); ok {
+				e.event(ev)
+			}
+		}
+	}
 	if res == nil {
 		if err == nil {
 			err = errors.New("no result")
@@ -435,12 +473,14 @@ func (e *Executor) exec(ctx context.Context, args []string) (*RunResult, error) 
 		grace = e.cancelGrace()
 	}
 	for attempt := 0; ; attempt++ {
+		e.event(Event{Kind: EventStarted, Args: append([]string(nil), args...)})
 		res, err := e.run(ctx, argv, grace)
 		if err != nil {
 			return nil, err
 		}
 		if res.ExitCode != ExitBinaryMismatch {
 			e.logf("certrunbook: %s exited %d", strings.Join(args, " "), res.ExitCode)
+			e.event(Event{Kind: EventExited, ExitCode: res.ExitCode})
 			return res, nil
 		}
 		if attempt > 0 {
@@ -686,6 +726,19 @@ func (e *Executor) verifyReceipt(ctx context.Context, id string, outcome Outcome
 	return ok, nil
 }
 
+// Status runs the read-only status view (`--status-only`, with
+// `--operation-id ID` when id is not ""): the node's state, and the
+// receipt of id when it has one. Exit 0 (clean) and 1 (not clean) both
+// return the document.
+func (e *Executor) Status(ctx context.Context, id string) (*StatusResult, error) {
+	args, err := StatusOnly(e.Global, id)
+	if err != nil {
+		return nil, err
+	}
+	s, _, err := runDoc(ctx, e, args, DecodeStatus)
+	return s, err
+}
+
 // Fence runs one fencing check for id (`--status-only --operation-id ID
 // --fence`, with --deadline from ctx). Exit 0 (confirmed), 1 (unconfirmed)
 // and 3 (lock timeout) return the document; its exit code, confirmed flag
@@ -820,6 +873,7 @@ func (e *Executor) cleanup(ctx context.Context, id string, renew RenewAnswer) *R
 		}
 		delay := e.Backoff.Delay(attempt)
 		e.logf("certrunbook: cleanup of %s: attempt %d not definitive (%v); retrying in %s", id, attempt+1, describe(last), delay)
+		e.event(Event{Kind: EventCleanupAttempt, Attempt: attempt + 1, Line: describe(last)})
 		if e.now().Add(delay).After(end) {
 			return Decide(id, renew, last)
 		}

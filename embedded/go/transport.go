@@ -63,3 +63,15 @@ func IsTransportError(err error) bool {
 	var t *TransportError
 	return errors.As(err, &t)
 }
+
+// TestDouble is implemented by a Transport that is a fake node
+// (certrunbooktest.Node). In a build without the embedded binary (the tag
+// certrunbook_nobinary) the Executor pushes and runs StandInBinary in its
+// place, so that a controller's unit tests run the real Executor with no
+// Rust artifact. With the binary embedded, StandInBinary is never called:
+// a node is only ever given the embedded binary.
+type TestDouble interface {
+	Transport
+	// StandInBinary: the bytes to push in place of the binary (not empty).
+	StandInBinary() []byte
+}

@@ -288,6 +288,16 @@ func pushScript(dst string, size int, sum string) string {
 // plain error when the remote shell ended with another status before the
 // marker (a nologin account, a broken login shell).
 func (t *SSHTransport) Start(ctx context.Context, argv []string) (Remote, error) {
+	return t.start(ctx, argv, nil)
+}
+
+// StartStreaming is Start, and hands each line of the command's stderr to
+// line as it arrives (StreamingTransport); Wait returns after the last.
+func (t *SSHTransport) StartStreaming(ctx context.Context, argv []string, line func(string)) (Remote, error) {
+	return t.start(ctx, argv, line)
+}
+
+func (t *SSHTransport) start(ctx context.Context, argv []string, stream func(string)) (Remote, error) {
 	line, err := ShellCommand(argv)
 	if err != nil {
 		return nil, err
@@ -316,7 +326,12 @@ func (t *SSHTransport) Start(ctx context.Context, argv []string) (Remote, error)
 		done:    make(chan struct{}),
 	}
 	r.outMarker = newMarkerWriter(marker, r.stdout, nil)
-	r.errMarker = newMarkerWriter(marker, r.stderr, r.started)
+	var post io.Writer = r.stderr
+	if stream != nil {
+		r.lines = &lineSplitter{line: stream}
+		post = io.MultiWriter(r.stderr, r.lines)
+	}
+	r.errMarker = newMarkerWriter(marker, post, r.started)
 	cmd.Stdout, cmd.Stderr = r.outMarker, r.errMarker
 	if err := ctx.Err(); err != nil {
 		return nil, &TransportError{Op: "start", Err: err}
@@ -355,6 +370,7 @@ type sshRemote struct {
 	// outMarker and errMarker take the marker lines out of stdout and
 	// stderr (and what the login shell printed before them).
 	outMarker, errMarker *markerWriter
+	lines                *lineSplitter // StartStreaming's, or nil
 	started              chan struct{} // closed when the marker arrived
 	done                 chan struct{} // closed when ssh was reaped
 	waitErr              error         // set before done is closed
@@ -370,6 +386,9 @@ type sshRemote struct {
 // status.
 func (r *sshRemote) Wait() (*RunResult, error) {
 	<-r.done
+	if r.lines != nil {
+		r.lines.Flush()
+	}
 	res := &RunResult{Stdout: r.stdout.bytes(), Stderr: r.stderr.bytes(), ExitCode: -1}
 	if !r.outMarker.identityFound() {
 		// No stdout marker (cannot happen with a working printf): do not

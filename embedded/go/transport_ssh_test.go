@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -699,5 +700,59 @@ func TestMarkerWriter(t *testing.T) {
 	}
 	if got := string(w.preamble()); got != "motd line\n"+startMarkerPrefix+"abc x\npartial" {
 		t.Fatalf("preamble %q", got)
+	}
+}
+
+// StartStreaming hands over each stderr line while the command still runs
+// (the marker line taken out), the last partial line before Wait returns,
+// and RunResult.Stderr keeps them all.
+func TestSSHStartStreaming(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	gate := filepath.Join(t.TempDir(), "go-on")
+	var mu sync.Mutex
+	var got []string
+	first := make(chan struct{})
+	line := func(l string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, l)
+		if len(got) == 1 {
+			close(first)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st StreamingTransport = s.tr
+	r, err := st.StartStreaming(ctx, []string{"/bin/sh", "-c",
+		`echo one >&2; while [ ! -e "$0" ]; do sleep 0.05; done; echo two >&2; printf partial >&2; echo out`, gate}, line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		r.Close()
+		t.Fatal("no line arrived while the command ran")
+	}
+	mu.Lock()
+	if len(got) != 1 || got[0] != "one" {
+		t.Errorf("before the command went on: %q", got)
+	}
+	mu.Unlock()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := waitT(t, r, 10*time.Second)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Wait: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"one", "two", "partial"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+	if string(res.Stderr) != "one\ntwo\npartial" || string(res.Stdout) != "out\n" {
+		t.Errorf("result: stdout %q stderr %q", res.Stdout, res.Stderr)
 	}
 }
