@@ -1,51 +1,104 @@
-package certrunbook
+package certrunbook_test
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"nvke.example/certrunbook"
+	"nvke.example/certrunbook/certrunbooktest"
 )
 
 // A V2 renewal: success needs exit 0, a success outcome and its receipt,
-// verified read-only.
+// verified read-only. The same operation ID again (an activity retry)
+// replays the receipt.
 func ExampleExecutor_Renew() {
-	f := newFake().
-		on("--status-only --operation-id cycle-1@cp-1", reply{stdout: statusDoc("cycle-1@cp-1", receipt("cycle-1@cp-1", OutcomeRenewed, PhaseDone), 0)}).
-		on("--operation-id cycle-1@cp-1", reply{stdout: renewDoc("cycle-1@cp-1", OutcomeRenewed, PhaseDone, 0)})
-	e := testExecutor(f) // an Executor{Transport: ..., Global: ...} over a fake node
-	r, err := e.Renew(context.Background(), RenewRequest{OperationID: "cycle-1@cp-1"})
-	if err != nil {
-		fmt.Println("retry with the same ID:", IsRetryable(err))
-		return
+	node := certrunbooktest.NewNode() // a fake node; in production an SSHTransport
+	e := &certrunbook.Executor{Transport: node}
+	for i := 0; i < 2; i++ {
+		r, err := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-1@cp-1"})
+		if err != nil {
+			fmt.Println("retry with the same ID:", certrunbook.IsRetryable(err))
+			return
+		}
+		fmt.Println(r.Status, r.Reason, r.ExitCode, "replayed:", r.Renew.Replayed)
 	}
-	fmt.Println(r.Status, r.Reason, r.ExitCode)
-	// Output: succeeded renewed 0
+	// Output:
+	// succeeded renewed 0 replayed: false
+	// succeeded renewed 0 replayed: true
 }
 
 // After a failed renewal, the cleanup's fencing check decides whether the
 // cluster mutation lock is released.
-func ExampleExecutor_Cleanup() {
-	f := newFake().
-		on("--fence", fenceReply("cycle-2@cp-1", FenceReasonLockTimeout, FenceActionNone, ""),
-			fenceReply("cycle-2@cp-1", FenceReasonReceipt, FenceActionExistingReceipt, OutcomeFailed)).
-		on("--operation-id", reply{stdout: renewDoc("cycle-2@cp-1", OutcomeFailed, PhaseHealth, 1), exit: 1})
-	e := testExecutor(f)
-	r, _ := e.Renew(context.Background(), RenewRequest{OperationID: "cycle-2@cp-1"})
-	fmt.Println(r.Status, r.Reason)
-	c := e.CleanupAfter(context.Background(), r)
-	fmt.Println(c.Status, c.Reason, c.FenceReason, c.FenceAttempts)
+func ExampleExecutor_CleanupAfter() {
+	node := certrunbooktest.NewNode().Plan("cycle-2@cp-1", certrunbooktest.FailsGate)
+	e := &certrunbook.Executor{Transport: node}
+	r, _ := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-2@cp-1"})
+	fmt.Println(r.Status, r.Reason, r.Phase)
+	if r.NeedsCleanup() {
+		r = e.CleanupAfter(context.Background(), r)
+	}
+	fmt.Println(r.Status, r.Reason, r.FenceReason, "lock retained:", r.LockRetained())
 	// Output:
-	// failed-lock-retained cleanup-required
-	// failed-lock-released failed receipt 2
+	// failed-lock-retained cleanup-required restart:etcd
+	// failed-lock-released failed receipt lock retained: false
+}
+
+// A node whose renewal lock another run holds: the cleanup cannot confirm
+// termination within its budget and the lock is retained; a later cleanup,
+// once the lock is free, records the operation abandoned and releases it;
+// a late attempt of that ID is fenced (exit 5).
+func ExampleExecutor_Cleanup() {
+	node := certrunbooktest.NewNode().HoldLock()
+	e := &certrunbook.Executor{Transport: node, CleanupBudget: 100 * time.Millisecond}
+	_, err := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-3@cp-1"})
+	fmt.Println("retryable:", certrunbook.IsRetryable(err))
+	r := e.Cleanup(context.Background(), "cycle-3@cp-1")
+	fmt.Println(r.Status, r.Reason)
+	node.ReleaseLock()
+	r = e.Cleanup(context.Background(), "cycle-3@cp-1")
+	fmt.Println(r.Status, r.Reason)
+	late, _ := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-3@cp-1"})
+	fmt.Println("late attempt: exit", late.ExitCode, late.Outcome)
+	// Output:
+	// retryable: true
+	// failed-lock-retained budget-exhausted
+	// failed-lock-released abandoned
+	// late attempt: exit 5 abandoned
+}
+
+// Progress for a Temporal activity's heartbeats: the phases the renewal
+// reached and the components it restarted.
+func ExampleExecutor_OnEvent() {
+	e := &certrunbook.Executor{Transport: certrunbooktest.NewNode()}
+	e.OnEvent = func(ev certrunbook.Event) {
+		switch {
+		case ev.Kind == certrunbook.EventRestarted:
+			fmt.Println("heartbeat: restarted", ev.Component) // activity.RecordHeartbeat(ctx, ev)
+		case ev.Kind == certrunbook.EventStepStarted && ev.Phase == certrunbook.PhaseRenewCerts:
+			fmt.Println("heartbeat: phase", ev.Phase)
+		}
+	}
+	r, err := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-4@cp-1"})
+	if err != nil {
+		return
+	}
+	fmt.Println(r.Status)
+	// Output:
+	// heartbeat: phase renew-certs
+	// heartbeat: restarted etcd
+	// heartbeat: restarted kube-apiserver
+	// heartbeat: restarted kube-controller-manager
+	// heartbeat: restarted kube-scheduler
+	// succeeded
 }
 
 // The executor selection after the node agent's V2 Start answered
 // Unimplemented.
 func ExamplePlan_FallbackToLegacy() {
-	for _, fallback := range []bool{true, false} { // the check's legacyFallback: no intent pending
-		f := newFake().on("--check", checkDoc(DecisionRenew, []ExecutorKind{ExecutorTyped}, fallback))
-		e := testExecutor(f)
-		e.AllowLegacyFallback = true
+	for _, noPendingIntent := range []bool{true, false} { // the check's legacyFallback
+		node := certrunbooktest.NewNode().SetCheck(certrunbook.DecisionRenew, []certrunbook.ExecutorKind{certrunbook.ExecutorTyped}, noPendingIntent)
+		e := &certrunbook.Executor{Transport: node, AllowLegacyFallback: true}
 		_, plan, err := e.Check(context.Background(), false, "")
 		if err != nil {
 			fmt.Println(err)
@@ -55,7 +108,7 @@ func ExamplePlan_FallbackToLegacy() {
 			fmt.Println("no pending intent: renew with the embedded runbook")
 			continue
 		}
-		r := plan.TypedUnimplemented("cycle-3@cp-1")
+		r := plan.TypedUnimplemented("cycle-5@cp-1")
 		fmt.Println("typed intent pending:", r.Status, r.Reason)
 	}
 	// Output:
@@ -68,8 +121,8 @@ func ExamplePlan_FallbackToLegacy() {
 // runbook as SIGTERM, and a failure is judged by the cleanup, which has its
 // own five-minute budget. (Compiled, not run: it needs a node.)
 func ExampleSSHTransport() {
-	e := &Executor{
-		Transport: &SSHTransport{
+	e := &certrunbook.Executor{
+		Transport: &certrunbook.SSHTransport{
 			Host: "root@10.0.0.11",
 			Options: []string{
 				"IdentityFile=/etc/controller/id_ed25519",
@@ -83,8 +136,8 @@ func ExampleSSHTransport() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	r, err := e.Renew(ctx, RenewRequest{OperationID: "cycle-42@cp-1"})
-	if IsRetryable(err) {
+	r, err := e.Renew(ctx, certrunbook.RenewRequest{OperationID: "cycle-42@cp-1"})
+	if certrunbook.IsRetryable(err) {
 		return // the activity retries with the same operation ID
 	}
 	if err != nil {
