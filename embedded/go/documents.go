@@ -51,8 +51,8 @@ type ManifestLocations struct {
 
 // ResumedFrom is the operation (or legacy work, OperationID nil) a renewal took over.
 type ResumedFrom struct {
-	OperationID *string `json:"operationID"`
-	Format      string  `json:"format"` // "nvke-cert-runbook/phase/v2" or "legacy-five-line"
+	OperationID *string     `json:"operationID"`
+	Format      PhaseFormat `json:"format"` // "nvke-cert-runbook/phase/v2" or "legacy-five-line"
 }
 
 // Receipt is state/completed/<ID>.json.
@@ -79,9 +79,9 @@ type Receipt struct {
 
 // PhaseV2 is the V2 phase file, state/phase.
 type PhaseV2 struct {
-	Format        string            `json:"format"` // "nvke-cert-runbook/phase/v2"
+	Format        PhaseFormat       `json:"format"` // "nvke-cert-runbook/phase/v2"
 	OperationID   string            `json:"operationID"`
-	State         string            `json:"state"` // renewing, restart_pending, done
+	State         PhaseState        `json:"state"` // renewing, restart_pending, done
 	NextComponent *Component        `json:"nextComponent"`
 	CASHA256      map[string]string `json:"caSHA256"`
 	Force         bool              `json:"force"`
@@ -96,30 +96,30 @@ type PhaseV2 struct {
 
 // LockOwner is state/owner (and the lock holder in check and status).
 type LockOwner struct {
-	PID         uint32  `json:"pid"`
-	OperationID *string `json:"operationID"`
-	Mode        string  `json:"mode"` // renew, legacy-v1, status-fence
-	StartedAt   string  `json:"startedAt"`
-	BootID      string  `json:"bootID"`
+	PID         uint32    `json:"pid"`
+	OperationID *string   `json:"operationID"`
+	Mode        OwnerMode `json:"mode"` // renew, legacy-v1, status-fence
+	StartedAt   string    `json:"startedAt"`
+	BootID      string    `json:"bootID"`
 }
 
 // AgentStateFile is the node agent's state file (read by the runbook, never
 // written). It is an open document: unknown keys are allowed.
 type AgentStateFile struct {
 	K8sCertRenewalState struct {
-		Phase       string  `json:"phase"`
-		OperationID *string `json:"operationID,omitempty"`
+		Phase       AgentPhase `json:"phase"`
+		OperationID *string    `json:"operationID,omitempty"`
 	} `json:"k8sCertRenewalState"`
 }
 
 // CertificateChange is one leaf's expiry before and after a renewal.
 type CertificateChange struct {
-	Name           string  `json:"name"`
-	Path           string  `json:"path"`
-	NotAfterBefore *string `json:"notAfterBefore"`
-	NotAfterAfter  *string `json:"notAfterAfter"`
-	DaysLeftBefore *int64  `json:"daysLeftBefore"`
-	DaysLeftAfter  *int64  `json:"daysLeftAfter"`
+	Name           CertificateName `json:"name"`
+	Path           string          `json:"path"`
+	NotAfterBefore *string         `json:"notAfterBefore"`
+	NotAfterAfter  *string         `json:"notAfterAfter"`
+	DaysLeftBefore *int64          `json:"daysLeftBefore"`
+	DaysLeftAfter  *int64          `json:"daysLeftAfter"`
 }
 
 // Restart is one component's restart.
@@ -147,9 +147,9 @@ type EtcdVoters struct {
 // and where it came from: flag, kubeadm-flags, kubelet-config or crictl
 // (none given; crictl's own configuration).
 type RuntimeEndpoint struct {
-	Endpoint *string `json:"endpoint"`
-	Source   string  `json:"source"`
-	Warning  *string `json:"warning,omitempty"`
+	Endpoint *string        `json:"endpoint"`
+	Source   EndpointSource `json:"source"`
+	Warning  *string        `json:"warning,omitempty"`
 }
 
 // RenewResult is what `--operation-id ID` and `--legacy-v1` print. Three
@@ -231,18 +231,18 @@ type Stray struct {
 
 // CertificateView is a leaf certificate as read.
 type CertificateView struct {
-	Name            string  `json:"name"`
-	Path            string  `json:"path"`
-	Status          string  `json:"status"` // ok, skipped, error
-	CA              string  `json:"ca"`     // ca, etcd-ca, front-proxy-ca
-	Subject         *string `json:"subject,omitempty"`
-	KeyAlgorithm    *string `json:"keyAlgorithm,omitempty"`
-	NotAfter        *string `json:"notAfter"`
-	DaysLeft        *int64  `json:"daysLeft"`
-	WithinThreshold *bool   `json:"withinThreshold"`
-	Severity        *Expiry `json:"severity"` // v1.2; nil when unreadable
-	ChainsToCA      *bool   `json:"chainsToCA"`
-	Error           *string `json:"error,omitempty"`
+	Name            CertificateName   `json:"name"`
+	Path            string            `json:"path"`
+	Status          CertificateStatus `json:"status"` // ok, skipped, error
+	CA              CAName            `json:"ca"`     // ca, etcd-ca, front-proxy-ca
+	Subject         *string           `json:"subject,omitempty"`
+	KeyAlgorithm    *string           `json:"keyAlgorithm,omitempty"`
+	NotAfter        *string           `json:"notAfter"`
+	DaysLeft        *int64            `json:"daysLeft"`
+	WithinThreshold *bool             `json:"withinThreshold"`
+	Severity        *Expiry           `json:"severity"` // v1.2; nil when unreadable
+	ChainsToCA      *bool             `json:"chainsToCA"`
+	Error           *string           `json:"error,omitempty"`
 }
 
 // Expiry is how soon a certificate expires (v1.2, SPEC 10).
@@ -254,17 +254,20 @@ const (
 	ExpiryExpired Expiry = "expired" // past its notAfter: ACTION NEEDED
 )
 
+// Valid reports whether x is one of the values of Expiry.
+func (x Expiry) Valid() bool { return x == ExpiryOK || x == ExpiryDue || x == ExpiryExpired }
+
 // KubeletCertificateView is one of the kubelet's own certificates (v1.2):
 // listed with its expiry and whether the kubelet rotates it, never renewed
 // by the runbook.
 type KubeletCertificateView struct {
-	Role     string  `json:"role"` // client, serving
-	Path     string  `json:"path"`
-	NotAfter *string `json:"notAfter"`
-	DaysLeft *int64  `json:"daysLeft"`
-	Severity *Expiry `json:"severity"`
-	Rotates  *bool   `json:"rotates"`
-	Error    *string `json:"error,omitempty"`
+	Role     KubeletRole `json:"role"` // client, serving
+	Path     string      `json:"path"`
+	NotAfter *string     `json:"notAfter"`
+	DaysLeft *int64      `json:"daysLeft"`
+	Severity *Expiry     `json:"severity"`
+	Rotates  *bool       `json:"rotates"`
+	Error    *string     `json:"error,omitempty"`
 }
 
 // LiveView is the live node (v1.2, SPEC 10): one observation of the
@@ -310,15 +313,15 @@ type LiveServedView struct {
 // LiveFindingView is what is wrong with one pod: action_needed exits 4,
 // not_clean 1.
 type LiveFindingView struct {
-	Kind       string `json:"kind"`
-	Weight     string `json:"weight"` // action_needed, not_clean
-	BlocksGate bool   `json:"blocksGate"`
-	Message    string `json:"message"`
+	Kind       string        `json:"kind"`
+	Weight     FindingWeight `json:"weight"` // action_needed, not_clean
+	BlocksGate bool          `json:"blocksGate"`
+	Message    string        `json:"message"`
 }
 
 // CAView is a CA as read.
 type CAView struct {
-	Name            string  `json:"name"`
+	Name            CAName  `json:"name"`
 	Path            string  `json:"path"`
 	SHA256          *string `json:"sha256"`
 	NotAfter        *string `json:"notAfter"`
@@ -330,13 +333,13 @@ type CAView struct {
 // OwnerView is what state/owner says: a LockOwner (PID set), Raw text, or
 // an Error.
 type OwnerView struct {
-	PID         *uint32 `json:"pid,omitempty"`
-	OperationID *string `json:"operationID,omitempty"`
-	Mode        *string `json:"mode,omitempty"`
-	StartedAt   *string `json:"startedAt,omitempty"`
-	BootID      *string `json:"bootID,omitempty"`
-	Raw         *string `json:"raw,omitempty"`
-	Error       *string `json:"error,omitempty"`
+	PID         *uint32    `json:"pid,omitempty"`
+	OperationID *string    `json:"operationID,omitempty"`
+	Mode        *OwnerMode `json:"mode,omitempty"`
+	StartedAt   *string    `json:"startedAt,omitempty"`
+	BootID      *string    `json:"bootID,omitempty"`
+	Raw         *string    `json:"raw,omitempty"`
+	Error       *string    `json:"error,omitempty"`
 }
 
 // LockHolder is the process that really holds the lock, from /proc/locks
@@ -353,7 +356,7 @@ type LockHolder struct {
 // record (state/owner) whether or not it is held.
 type LockView struct {
 	Path      string      `json:"path"`
-	State     string      `json:"state"` // absent, free, held, error
+	State     LockState   `json:"state"` // absent, free, held, error
 	Held      bool        `json:"held"`
 	Holder    *LockHolder `json:"holder"`
 	LastOwner *OwnerView  `json:"lastOwner"`
@@ -369,14 +372,14 @@ type ReceiptLookup struct {
 
 // PhaseFileView is the phase file judged as a renewal would judge it.
 type PhaseFileView struct {
-	Path          string     `json:"path"`
-	Status        string     `json:"status"` // absent, present, malformed
-	Intent        string     `json:"intent"` // absent, done, done-by-receipt, pending, malformed
-	Pending       bool       `json:"pending"`
-	Format        *string    `json:"format"`
-	State         *string    `json:"state"`
-	NextComponent *Component `json:"nextComponent"`
-	OperationID   *string    `json:"operationID"`
+	Path          string          `json:"path"`
+	Status        PhaseFileStatus `json:"status"` // absent, present, malformed
+	Intent        PhaseIntent     `json:"intent"` // absent, done, done-by-receipt, pending, malformed
+	Pending       bool            `json:"pending"`
+	Format        *PhaseFormat    `json:"format"`
+	State         *PhaseState     `json:"state"`
+	NextComponent *Component      `json:"nextComponent"`
+	OperationID   *string         `json:"operationID"`
 	// V2 only.
 	StartedAt     *string        `json:"startedAt,omitempty"`
 	UpdatedAt     *string        `json:"updatedAt,omitempty"`
@@ -393,11 +396,11 @@ type PhaseFileView struct {
 
 // AgentStateView is the node agent's intent.
 type AgentStateView struct {
-	Path        string     `json:"path"`
-	State       AgentState `json:"state"`
-	Phase       *string    `json:"phase,omitempty"`
-	OperationID *string    `json:"operationID,omitempty"`
-	Reason      *string    `json:"reason,omitempty"`
+	Path        string      `json:"path"`
+	State       AgentState  `json:"state"`
+	Phase       *AgentPhase `json:"phase,omitempty"`
+	OperationID *string     `json:"operationID,omitempty"`
+	Reason      *string     `json:"reason,omitempty"`
 }
 
 // CheckResult is what `--check` prints.
@@ -409,7 +412,7 @@ type CheckResult struct {
 	Decision               Decision                 `json:"decision"`
 	Executors              []ExecutorKind           `json:"executors"` // in the order they must run
 	LegacyFallback         bool                     `json:"legacyFallback"`
-	Failure                *string                  `json:"failure"` // busy, state, phase-file, manifests, agent-state, pki
+	Failure                *CheckFailure            `json:"failure"` // busy, state, phase-file, manifests, agent-state, pki
 	Reasons                []string                 `json:"reasons"`
 	Warnings               []string                 `json:"warnings"`
 	Message                string                   `json:"message"`
@@ -447,10 +450,10 @@ type ReceiptSummary struct {
 
 // FencingPlan is what a fencing check would do now.
 type FencingPlan struct {
-	Action      string      `json:"action"` // confirm, abandon, refuse
-	Termination Termination `json:"termination"`
-	Restore     []string    `json:"restore"` // what it would put back (every action, v1.1; never omitted)
-	Reason      *string     `json:"reason,omitempty"`
+	Action      FencingAction `json:"action"` // confirm, abandon, refuse
+	Termination Termination   `json:"termination"`
+	Restore     []Component   `json:"restore"` // what it would put back (every action, v1.1; never omitted)
+	Reason      *string       `json:"reason,omitempty"`
 }
 
 // StatusResult is what `--status-only [--operation-id ID]` prints.
@@ -459,9 +462,9 @@ type StatusResult struct {
 	RunbookVersion         string                   `json:"runbookVersion"`
 	OperationID            *string                  `json:"operationID"`
 	Fence                  bool                     `json:"fence"`   // false
-	Outcome                string                   `json:"outcome"` // clean, not_clean
+	Outcome                StatusOutcome            `json:"outcome"` // clean, not_clean
 	Clean                  bool                     `json:"clean"`
-	Severity               string                   `json:"severity"` // clean, not_clean, action_needed, in_progress
+	Severity               Severity                 `json:"severity"` // clean, not_clean, action_needed, in_progress
 	Reasons                []string                 `json:"reasons"`
 	Warnings               []string                 `json:"warnings"`
 	NextSteps              []NextStep               `json:"nextSteps"`
@@ -556,7 +559,7 @@ type FenceResult struct {
 	Phase          *Phase        `json:"phase"`
 	Message        string        `json:"message"`
 	Receipt        *Receipt      `json:"receipt"`
-	Restored       []string      `json:"restored"`
+	Restored       []Component   `json:"restored"`
 	Conflicts      []string      `json:"conflicts"`
 	Manifests      ManifestViews `json:"manifests"`
 	DurationMs     uint64        `json:"durationMs"`

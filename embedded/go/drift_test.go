@@ -9,10 +9,16 @@ package certrunbook
 
 import (
 	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,9 +86,15 @@ func (d schemaDoc) properties(n map[string]any) map[string]map[string]any {
 			props = map[string]map[string]any{}
 		}
 		for k, s := range p {
-			if m, ok := s.(map[string]any); ok {
-				props[k] = m
+			m, ok := s.(map[string]any)
+			if !ok {
+				continue
 			}
+			if old, ok := props[k]; ok {
+				// The same key in two variants: either schema.
+				m = map[string]any{"anyOf": []any{old, m}}
+			}
+			props[k] = m
 		}
 	}
 	return props
@@ -150,6 +162,10 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 
 var validMethod = "Valid"
 
+// schemaValues, when not nil, collects every enum value the schemas give
+// each typed string (over all the places it appears).
+var schemaValues map[reflect.Type]map[string]bool
+
 // objectsCompared counts the objects compared (a check that compares
 // nothing passes nothing).
 var objectsCompared int
@@ -172,8 +188,21 @@ func compareType(errorf func(string, ...any), d schemaDoc, path string, n map[st
 	case reflect.String:
 		values := d.enum(n)
 		m, ok := reflect.PointerTo(gt).MethodByName(validMethod)
+		if len(values) > 1 && !ok {
+			// A closed list must be a typed string with Valid (a single
+			// const, a format tag, may stay a string).
+			errorf("%s: the schema's closed list %v is a %s without Valid", path, values, gt)
+		}
 		if !ok || len(values) == 0 {
 			return
+		}
+		if schemaValues != nil {
+			if schemaValues[gt] == nil {
+				schemaValues[gt] = map[string]bool{}
+			}
+			for _, v := range values {
+				schemaValues[gt][v] = true
+			}
 		}
 		for _, v := range values {
 			x := reflect.New(gt)
@@ -239,23 +268,7 @@ func loadSchema(t *testing.T, name string) schemaDoc {
 }
 
 func TestGoTypesMatchTheSchemas(t *testing.T) {
-	for _, c := range []struct {
-		schema  string
-		v       any
-		objects int // nested objects compared, at least
-	}{
-		{"renew", RenewResult{}, 5},
-		{"check", CheckResult{}, 10},
-		{"status", StatusResult{}, 20},
-		{"fence", FenceResult{}, 4},
-		{"version", VersionInfo{}, 1},
-		{"help", Help{}, 1},
-		{"usage-error", UsageError{}, 1},
-		{"receipt", Receipt{}, 2},
-		{"phase-v2", PhaseV2{}, 2},
-		{"lock-owner", LockOwner{}, 1},
-		{"agent-state", AgentStateFile{}, 2},
-	} {
+	for _, c := range documentTypes {
 		t.Run(c.schema, func(t *testing.T) {
 			d := loadSchema(t, c.schema)
 			objectsCompared = 0
@@ -291,5 +304,139 @@ func TestTheDriftCheckFindsADrift(t *testing.T) {
 	compareType(errorf, d, "termination", node, reflect.TypeOf(Termination("")), map[string]bool{})
 	if len(got) != 1 {
 		t.Fatalf("an enum value the Go type does not know: %v", got)
+	}
+}
+
+// documentTypes: each schema and the Go type of its document.
+var documentTypes = []struct {
+	schema  string
+	v       any
+	objects int // nested objects compared, at least
+}{
+	{"renew", RenewResult{}, 5},
+	{"check", CheckResult{}, 10},
+	{"status", StatusResult{}, 20},
+	{"fence", FenceResult{}, 4},
+	{"version", VersionInfo{}, 1},
+	{"help", Help{}, 1},
+	{"usage-error", UsageError{}, 1},
+	{"receipt", Receipt{}, 2},
+	{"phase-v2", PhaseV2{}, 2},
+	{"lock-owner", LockOwner{}, 1},
+	{"agent-state", AgentStateFile{}, 2},
+}
+
+// typedConstants: the package's constants of each named string type, read
+// from its source (go/ast): type name -> constant name -> value.
+func typedConstants(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]string{}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, decl := range f.Decls {
+				g, ok := decl.(*ast.GenDecl)
+				if !ok || g.Tok != token.CONST {
+					continue
+				}
+				for _, spec := range g.Specs {
+					vs := spec.(*ast.ValueSpec)
+					id, ok := vs.Type.(*ast.Ident)
+					if !ok {
+						continue
+					}
+					for i, name := range vs.Names {
+						if i >= len(vs.Values) {
+							continue
+						}
+						lit, ok := vs.Values[i].(*ast.BasicLit)
+						if !ok || lit.Kind != token.STRING {
+							continue
+						}
+						v, err := strconv.Unquote(lit.Value)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if out[id.Name] == nil {
+							out[id.Name] = map[string]string{}
+						}
+						out[id.Name][name.Name] = v
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// constantsInSchemas: every typed constant of a type the schemas give enum
+// values for is one of those values (the other way, every schema value is
+// Valid, is compareType's).
+func constantsInSchemas(errorf func(string, ...any), consts map[string]map[string]string, values map[reflect.Type]map[string]bool) int {
+	n := 0
+	for gt, vals := range values {
+		for name, v := range consts[gt.Name()] {
+			n++
+			if !vals[v] {
+				errorf("%s = %q (%s) is in no schema's list for it %v", name, v, gt, keys(vals))
+			}
+		}
+	}
+	return n
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Issue 29 item 4: the closed lists are typed constants with Valid, and
+// they match the schemas both ways.
+func TestTypedConstantsMatchTheSchemas(t *testing.T) {
+	schemaValues = map[reflect.Type]map[string]bool{}
+	defer func() { schemaValues = nil }()
+	for _, c := range documentTypes {
+		d := loadSchema(t, c.schema)
+		compareType(t.Errorf, d, c.schema, d.root, reflect.TypeOf(c.v), map[string]bool{})
+	}
+	if len(schemaValues) < 25 {
+		t.Fatalf("only %d typed closed lists found in the schemas: %v", len(schemaValues), schemaValues)
+	}
+	n := constantsInSchemas(t.Errorf, typedConstants(t), schemaValues)
+	if n < 100 {
+		t.Fatalf("only %d typed constants compared", n)
+	}
+	t.Logf("%d closed lists, %d typed constants compared", len(schemaValues), n)
+}
+
+// The check fails on a drift: a constant no schema knows, and a closed
+// list left a plain string.
+func TestTheEnumCheckFindsADrift(t *testing.T) {
+	var got []string
+	errorf := func(f string, a ...any) { got = append(got, fmt.Sprintf(f, a...)) }
+	consts := typedConstants(t)
+	consts["Severity"]["SeverityBogus"] = "bogus"
+	values := map[reflect.Type]map[string]bool{reflect.TypeOf(Severity("")): {"clean": true, "not_clean": true, "action_needed": true, "in_progress": true}}
+	constantsInSchemas(errorf, consts, values)
+	if len(got) != 1 || !strings.Contains(got[0], "SeverityBogus") {
+		t.Fatalf("a constant no schema knows: %q", got)
+	}
+	got = nil
+	d := loadSchema(t, "status")
+	type plain struct {
+		StatusResult
+		Severity string `json:"severity"`
+	}
+	compareType(errorf, d, "status", d.root, reflect.TypeOf(plain{}), map[string]bool{})
+	if len(got) != 1 || !strings.Contains(got[0], "without Valid") {
+		t.Fatalf("a closed list as a plain string: %q", got)
 	}
 }

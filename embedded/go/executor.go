@@ -583,7 +583,7 @@ type CheckFailedError struct{ Doc *CheckResult }
 func (e *CheckFailedError) Error() string {
 	f := ""
 	if e.Doc.Failure != nil {
-		f = " (" + *e.Doc.Failure + ")"
+		f = " (" + string(*e.Doc.Failure) + ")"
 	}
 	return "nvke-cert-runbook check failed" + f + ": " + e.Doc.Message
 }

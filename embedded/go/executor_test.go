@@ -29,7 +29,7 @@ func TestDecideEveryRow(t *testing.T) {
 		return &FenceAnswer{Doc: &f, Attempts: 1}
 	}
 	restoredBy := func(a *FenceAnswer, c Component) *FenceAnswer {
-		a.Doc.Restored = append(a.Doc.Restored, string(c))
+		a.Doc.Restored = append(a.Doc.Restored, c)
 		return a
 	}
 	etcdDown := allActive()

@@ -255,10 +255,10 @@ func fenceReply(id string, reason FenceReason, action FenceAction, receiptOutcom
 
 func checkDoc(decision Decision, executors []ExecutorKind, fallback bool) reply {
 	exit := ExitOK
-	var failure *string
+	var failure *CheckFailure
 	if decision == DecisionFailed {
 		exit = ExitFailed
-		s := "agent-state"
+		s := CheckFailureAgentState
 		failure = &s
 	}
 	return reply{exit: exit, stdout: jsonLine(CheckResult{

@@ -175,7 +175,7 @@ func FenceDoc(id string, reason certrunbook.FenceReason, rec *certrunbook.Receip
 	f := &certrunbook.FenceResult{
 		Mode: certrunbook.ModeStatus, RunbookVersion: RunbookVersion, OperationID: id, Fence: true,
 		Termination: certrunbook.TerminationUnconfirmed, Reason: reason, Action: certrunbook.FenceActionNone,
-		Restored: []string{}, Conflicts: []string{}, Manifests: allActiveViews(), ExitCode: certrunbook.ExitFailed,
+		Restored: []certrunbook.Component{}, Conflicts: []string{}, Manifests: allActiveViews(), ExitCode: certrunbook.ExitFailed,
 	}
 	switch reason {
 	case certrunbook.FenceReasonReceipt:
@@ -210,7 +210,7 @@ func CheckDoc(decision certrunbook.Decision, executors []certrunbook.ExecutorKin
 	c.ExitCode = certrunbook.ExitOK
 	c.Message = "check: " + string(decision)
 	if decision == certrunbook.DecisionFailed {
-		f := "agent-state"
+		f := certrunbook.CheckFailureAgentState
 		c.Failure = &f
 		c.ExitCode = certrunbook.ExitFailed
 		c.Reasons = append(c.Reasons, "the node agent's state is unreadable")
@@ -230,14 +230,14 @@ func StatusDoc(id string, rec *certrunbook.Receipt, clean bool) *certrunbook.Sta
 	s.Fencing = nil
 	if id != "" {
 		s.OperationID = &id
-		s.Fencing = &certrunbook.FencingPlan{Action: "abandon", Termination: certrunbook.TerminationConfirmed, Restore: []string{}}
+		s.Fencing = &certrunbook.FencingPlan{Action: certrunbook.FencingActionAbandon, Termination: certrunbook.TerminationConfirmed, Restore: []certrunbook.Component{}}
 		if rec != nil {
 			s.Receipt = &certrunbook.ReceiptLookup{Receipt: *rec}
-			s.Fencing.Action = "confirm"
+			s.Fencing.Action = certrunbook.FencingActionConfirm
 		}
 	}
 	if clean {
-		s.Outcome, s.Clean, s.Severity, s.ExitCode = "clean", true, "clean", certrunbook.ExitOK
+		s.Outcome, s.Clean, s.Severity, s.ExitCode = certrunbook.StatusOutcomeClean, true, certrunbook.SeverityClean, certrunbook.ExitOK
 		s.Reasons, s.NextSteps = []string{}, []certrunbook.NextStep{}
 		s.Message = "node is clean"
 	}
