@@ -136,16 +136,20 @@ func ValidOperationID(id string) error {
 // CAKeys are the names --expect-ca-sha256 accepts (keys of caSHA256).
 var CAKeys = []string{"ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"}
 
-// RenewOptions are the options of a V2 renewal.
-type RenewOptions struct {
+// RenewRequest is one V2 renewal (Executor.Renew, RenewArgs).
+type RenewRequest struct {
+	// OperationID is the caller's stable ID for this node's renewal. An
+	// activity retry reattaches by calling Renew again with the same ID:
+	// the runbook resumes the unfinished work or replays its receipt; it
+	// never starts a second renewal.
 	OperationID string
 	Force       bool
 	// ExpectCASHA256: CA key (one of CAKeys) to 64 hex digits.
 	ExpectCASHA256 map[string]string
 }
 
-// Renew builds the arguments of a V2 renewal (`--operation-id ID`).
-func Renew(g Global, o RenewOptions) ([]string, error) {
+// RenewArgs builds the arguments of a V2 renewal (`--operation-id ID`).
+func RenewArgs(g Global, o RenewRequest) ([]string, error) {
 	if err := ValidOperationID(o.OperationID); err != nil {
 		return nil, err
 	}
@@ -192,22 +196,22 @@ func isHex64(s string) bool {
 	return true
 }
 
-// RecoverExpired builds the arguments of the recovery of a node whose leaf
+// RecoverExpiredArgs builds the arguments of the recovery of a node whose leaf
 // certificates already expired (`--operation-id ID --recover-expired`,
 // SPEC 11): no health gate before the renewal; set g.KubeadmConfig to the
 // node's saved ClusterConfiguration. An operator's path: the controller's
 // cycle never starts it by itself (a plain renewal of such a node fails at
 // once in phase "expiry" and names this command).
-func RecoverExpired(g Global, operationID string, expectCASHA256 map[string]string) ([]string, error) {
-	a, err := Renew(g, RenewOptions{OperationID: operationID, ExpectCASHA256: expectCASHA256})
+func RecoverExpiredArgs(g Global, operationID string, expectCASHA256 map[string]string) ([]string, error) {
+	a, err := RenewArgs(g, RenewRequest{OperationID: operationID, ExpectCASHA256: expectCASHA256})
 	if err != nil {
 		return nil, err
 	}
 	return append(a, "--recover-expired"), nil
 }
 
-// LegacyV1 builds the arguments of a V1-compatible renewal (`--legacy-v1`).
-func LegacyV1(g Global, force bool) ([]string, error) {
+// LegacyV1Args builds the arguments of a V1-compatible renewal (`--legacy-v1`).
+func LegacyV1Args(g Global, force bool) ([]string, error) {
 	a, err := g.args()
 	if err != nil {
 		return nil, err
@@ -219,9 +223,9 @@ func LegacyV1(g Global, force bool) ([]string, error) {
 	return a, nil
 }
 
-// Check builds the arguments of the read-only preflight (`--check`).
+// CheckArgs builds the arguments of the read-only preflight (`--check`).
 // agentState is the node agent's state file ("" for the default path).
-func Check(g Global, force bool, agentState string) ([]string, error) {
+func CheckArgs(g Global, force bool, agentState string) ([]string, error) {
 	a, err := g.args()
 	if err != nil {
 		return nil, err
@@ -239,9 +243,9 @@ func Check(g Global, force bool, agentState string) ([]string, error) {
 	return a, nil
 }
 
-// StatusOnly builds the arguments of the read-only operator view
+// StatusOnlyArgs builds the arguments of the read-only operator view
 // (`--status-only`, with `--operation-id ID` when operationID is not "").
-func StatusOnly(g Global, operationID string) ([]string, error) {
+func StatusOnlyArgs(g Global, operationID string) ([]string, error) {
 	a, err := g.args()
 	if err != nil {
 		return nil, err
@@ -256,9 +260,9 @@ func StatusOnly(g Global, operationID string) ([]string, error) {
 	return a, nil
 }
 
-// Fence builds the arguments of the controller's termination check
+// FenceArgs builds the arguments of the controller's termination check
 // (`--status-only --operation-id ID --fence`).
-func Fence(g Global, operationID string) ([]string, error) {
+func FenceArgs(g Global, operationID string) ([]string, error) {
 	if err := ValidOperationID(operationID); err != nil {
 		return nil, err
 	}

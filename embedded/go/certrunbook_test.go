@@ -185,7 +185,7 @@ func TestVersionAndHelp(t *testing.T) {
 func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 	d := newDemo(t)
 
-	args, err := Check(d.g, false, "")
+	args, err := CheckArgs(d.g, false, "")
 	code, out := d.run(t, args, err)
 	c, err := DecodeCheck(out)
 	if err != nil {
@@ -209,7 +209,7 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 
 	// The demo node has files and no runtime: the live node (v1.2, SPEC 10)
 	// is not checked, so the view is not clean (exit 1), and says why.
-	args, err = StatusOnly(d.g, "")
+	args, err = StatusOnlyArgs(d.g, "")
 	code, out = d.run(t, args, err)
 	s, err := DecodeStatus(out)
 	if err != nil || code != ExitFailed || s.Clean || s.Fencing != nil || s.Live == nil || s.Live.Runtime == nil {
@@ -217,7 +217,7 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 	}
 
 	// Fencing an operation that never ran: an abandoned receipt.
-	args, err = Fence(d.g, "cycle-1@cp-1")
+	args, err = FenceArgs(d.g, "cycle-1@cp-1")
 	code, out = d.run(t, args, err)
 	f, err := DecodeFence(out)
 	if err != nil || code != ExitOK || !f.Confirmed || f.Action != FenceActionAbandoned || f.Receipt == nil ||
@@ -242,7 +242,7 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 	}
 
 	// The status view now lists that receipt and would confirm.
-	args, err = StatusOnly(d.g, "cycle-1@cp-1")
+	args, err = StatusOnlyArgs(d.g, "cycle-1@cp-1")
 	code, out = d.run(t, args, err)
 	s, err = DecodeStatus(out)
 	if err != nil || code != ExitFailed || s.ReceiptCount != 1 || s.Fencing == nil || s.Fencing.Action != "confirm" ||
@@ -251,7 +251,7 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 	}
 
 	// A renewal under the fenced ID is refused: replay, exit 5.
-	args, err = Renew(d.g, RenewOptions{OperationID: "cycle-1@cp-1"})
+	args, err = RenewArgs(d.g, RenewRequest{OperationID: "cycle-1@cp-1"})
 	code, out = d.run(t, args, err)
 	rr, err := DecodeRenew(out)
 	if err != nil || code != ExitFenced || !rr.Replayed || rr.Receipt == nil {
@@ -263,14 +263,14 @@ func TestRenewalRefusedByTheHealthGate(t *testing.T) {
 	// No container runtime here (crictl is /bin/false): a due renewal stops
 	// at the health gate with every manifest active.
 	d := newDemo(t)
-	args, err := Renew(d.g, RenewOptions{OperationID: "cycle-2@cp-1"})
+	args, err := RenewArgs(d.g, RenewRequest{OperationID: "cycle-2@cp-1"})
 	code, out := d.run(t, args, err)
 	r, err := DecodeRenew(out)
 	if err != nil || code != ExitFailed || r.Outcome != OutcomeFailed || r.Phase != "health" || r.Success() ||
 		r.Manifests.Etcd != "active" || len(r.Certificates) != 11 {
 		t.Fatalf("renew: exit %d, %v: %s", code, err, out)
 	}
-	args, err = LegacyV1(d.g, false)
+	args, err = LegacyV1Args(d.g, false)
 	code, out = d.run(t, args, err)
 	if r, err = DecodeRenew(out); err != nil || code != ExitFailed || r.Mode != "legacy-v1" || r.OperationID != nil {
 		t.Fatalf("legacy-v1: exit %d, %v: %s", code, err, out)
@@ -287,14 +287,14 @@ func TestRenewalRefusedByTheHealthGate(t *testing.T) {
 	}
 	g := d.g
 	g.LockTimeout = time.Nanosecond // rounded up to 1 s
-	args, err = Renew(g, RenewOptions{OperationID: "cycle-3@cp-1"})
+	args, err = RenewArgs(g, RenewRequest{OperationID: "cycle-3@cp-1"})
 	code, out = d.run(t, args, err)
 	// An early failure reports where the four manifests are (issue 14).
 	if r, err = DecodeRenew(out); err != nil || code != ExitLockTimeout || r.Phase != "lock" || r.Etcd != nil ||
 		r.Manifests.Etcd != "active" || r.Resigned {
 		t.Fatalf("lock timeout: exit %d, %v: %s", code, err, out)
 	}
-	args, err = Fence(g, "cycle-3@cp-1")
+	args, err = FenceArgs(g, "cycle-3@cp-1")
 	code, out = d.run(t, args, err)
 	if f, err := DecodeFence(out); err != nil || code != ExitLockTimeout || f.Confirmed || f.Reason != FenceReasonLockTimeout {
 		t.Fatalf("fence, lock held: exit %d, %v: %s", code, err, out)
@@ -327,26 +327,26 @@ func TestUsageErrors(t *testing.T) {
 func TestBuildersRefuseWhatTheBinaryRefuses(t *testing.T) {
 	g := Global{Root: "/tmp/x"}
 	for _, id := range []string{"", ".a", "-a", "a/b", "a..b", "a b", "ａ", strings.Repeat("a", 201)} {
-		if _, err := Renew(g, RenewOptions{OperationID: id}); err == nil {
+		if _, err := RenewArgs(g, RenewRequest{OperationID: id}); err == nil {
 			t.Errorf("Renew accepted operation ID %q", id)
 		}
-		if _, err := Fence(g, id); err == nil {
+		if _, err := FenceArgs(g, id); err == nil {
 			t.Errorf("Fence accepted operation ID %q", id)
 		}
 	}
-	if _, err := Renew(g, RenewOptions{OperationID: strings.Repeat("a", 200)}); err != nil {
+	if _, err := RenewArgs(g, RenewRequest{OperationID: strings.Repeat("a", 200)}); err != nil {
 		t.Error(err)
 	}
-	if _, err := Renew(g, RenewOptions{OperationID: "a", ExpectCASHA256: map[string]string{"sa.pub": strings.Repeat("a", 64)}}); err == nil {
+	if _, err := RenewArgs(g, RenewRequest{OperationID: "a", ExpectCASHA256: map[string]string{"sa.pub": strings.Repeat("a", 64)}}); err == nil {
 		t.Error("unknown CA accepted")
 	}
-	if _, err := Check(Global{ThresholdDays: 91}, false, ""); err == nil {
+	if _, err := CheckArgs(Global{ThresholdDays: 91}, false, ""); err == nil {
 		t.Error("threshold 91 accepted")
 	}
-	if _, err := Check(Global{Now: demoNow}, false, ""); err == nil {
+	if _, err := CheckArgs(Global{Now: demoNow}, false, ""); err == nil {
 		t.Error("Now without a root accepted")
 	}
-	a, err := Renew(Global{Root: "/r", LockTimeout: 1500 * time.Millisecond, ThresholdDays: 45}, RenewOptions{
+	a, err := RenewArgs(Global{Root: "/r", LockTimeout: 1500 * time.Millisecond, ThresholdDays: 45}, RenewRequest{
 		OperationID:    "op",
 		Force:          true,
 		ExpectCASHA256: map[string]string{"etcd/ca.crt": strings.Repeat("A", 64), "ca.crt": strings.Repeat("b", 64)},
@@ -361,7 +361,7 @@ func TestBuildersRefuseWhatTheBinaryRefuses(t *testing.T) {
 	}
 	// SPEC 11: the operator's recovery, never forced, with the saved
 	// ClusterConfiguration.
-	a, err = RecoverExpired(Global{KubeadmConfig: "/root/kubeadm-config.yaml"}, "recover-1@cp-1", nil)
+	a, err = RecoverExpiredArgs(Global{KubeadmConfig: "/root/kubeadm-config.yaml"}, "recover-1@cp-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestBuildersRefuseWhatTheBinaryRefuses(t *testing.T) {
 	if got := strings.Join(a, " "); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if _, err := RecoverExpired(Global{}, "../x", nil); err == nil {
+	if _, err := RecoverExpiredArgs(Global{}, "../x", nil); err == nil {
 		t.Error("a bad operation ID accepted")
 	}
 }

@@ -60,7 +60,7 @@ func TestLogEventsOfTheBinary(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		g := d.g
 		g.LogFormat = format
-		args, err := Renew(g, RenewOptions{OperationID: "events-" + format})
+		args, err := RenewArgs(g, RenewRequest{OperationID: "events-" + format})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -459,7 +459,7 @@ func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) 
 
 // exec runs the binary with args through the verifying wrapper, pushing it
 // once when the node's copy is missing or different.
-func (e *Executor) exec(ctx context.Context, args []string) (*RunResult, error) {
+func (e *Executor) exec(ctx context.Context, args []string, grace time.Duration) (*RunResult, error) {
 	if e.Transport == nil {
 		return nil, errors.New("certrunbook: Executor has no Transport")
 	}
@@ -468,10 +468,6 @@ func (e *Executor) exec(ctx context.Context, args []string) (*RunResult, error) 
 		return nil, err
 	}
 	argv := append([]string{"/bin/sh", "-c", verifyScript, sha, p}, args...)
-	grace := shortGrace
-	if isRenewal(args) {
-		grace = e.cancelGrace()
-	}
 	for attempt := 0; ; attempt++ {
 		e.event(Event{Kind: EventStarted, Args: append([]string(nil), args...)})
 		res, err := e.run(ctx, argv, grace)
@@ -492,23 +488,11 @@ func (e *Executor) exec(ctx context.Context, args []string) (*RunResult, error) 
 	}
 }
 
-// isRenewal: a V2 renewal or --legacy-v1, which a cancellation makes
-// restore a staged manifest before it answers (CancelGrace).
-func isRenewal(args []string) bool {
-	status, renew := false, false
-	for _, a := range args {
-		switch a {
-		case "--status-only", "--check", "--version", "--help":
-			status = true
-		case "--operation-id", "--legacy-v1":
-			renew = true
-		}
-	}
-	return renew && !status
-}
-
-func runDoc[T any](ctx context.Context, e *Executor, args []string, decode func([]byte) (*T, error)) (*T, int, error) {
-	res, err := e.exec(ctx, args)
+// runDoc runs args and decodes the document; grace: how long a run is
+// waited for after SIGTERM (CancelGrace for a renewal, which a
+// cancellation makes restore a staged manifest; shortGrace otherwise).
+func runDoc[T any](ctx context.Context, e *Executor, args []string, grace time.Duration, decode func([]byte) (*T, error)) (*T, int, error) {
+	res, err := e.exec(ctx, args, grace)
 	if err != nil {
 		return nil, -1, callerDone(ctx, err)
 	}
@@ -593,11 +577,11 @@ func (e *CheckFailedError) Error() string {
 // that breaks the contract's rules (executors out of order, exit code and
 // decision disagreeing) is an error too.
 func (e *Executor) Check(ctx context.Context, force bool, agentState string) (*CheckResult, *Plan, error) {
-	args, err := Check(e.Global, force, agentState)
+	args, err := CheckArgs(e.Global, force, agentState)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, code, err := runDoc(ctx, e, args, DecodeCheck)
+	c, code, err := runDoc(ctx, e, args, shortGrace, DecodeCheck)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -644,18 +628,6 @@ func validPlan(c *CheckResult) error {
 	return nil
 }
 
-// RenewRequest is one V2 renewal.
-type RenewRequest struct {
-	// OperationID is the caller's stable ID for this node's renewal. An
-	// activity retry reattaches by calling Renew again with the same ID:
-	// the runbook resumes the unfinished work or replays its receipt; it
-	// never starts a second renewal.
-	OperationID string
-	Force       bool
-	// ExpectCASHA256: CA key (one of CAKeys) to 64 hex digits.
-	ExpectCASHA256 map[string]string
-}
-
 // Renew runs a V2 renewal under the embedded runbook. When ctx has a
 // deadline the runbook gets it as --deadline; when ctx ends first the
 // runbook is sent SIGTERM and its cancelled document is waited for
@@ -681,11 +653,11 @@ type RenewRequest struct {
 //   - any other error (arguments refused, a usage error, unusable output):
 //     not retryable; run Cleanup, which is always safe.
 func (e *Executor) Renew(ctx context.Context, req RenewRequest) (*Result, error) {
-	args, err := Renew(e.Global, RenewOptions{OperationID: req.OperationID, Force: req.Force, ExpectCASHA256: req.ExpectCASHA256})
+	args, err := RenewArgs(e.Global, req)
 	if err != nil {
 		return nil, err
 	}
-	rr, code, err := runDoc(ctx, e, withDeadline(ctx, args), DecodeRenew)
+	rr, code, err := runDoc(ctx, e, withDeadline(ctx, args), e.cancelGrace(), DecodeRenew)
 	if err != nil {
 		return nil, err
 	}
@@ -706,11 +678,11 @@ func (e *Executor) Renew(ctx context.Context, req RenewRequest) (*Result, error)
 // verifyReceipt looks the receipt of id up read-only: it must exist, parse,
 // and carry id and outcome.
 func (e *Executor) verifyReceipt(ctx context.Context, id string, outcome Outcome) (bool, error) {
-	args, err := StatusOnly(e.Global, id)
+	args, err := StatusOnlyArgs(e.Global, id)
 	if err != nil {
 		return false, err
 	}
-	s, _, err := runDoc(ctx, e, args, DecodeStatus)
+	s, _, err := runDoc(ctx, e, args, shortGrace, DecodeStatus)
 	if err != nil {
 		if IsTransportError(err) {
 			return false, err
@@ -731,11 +703,11 @@ func (e *Executor) verifyReceipt(ctx context.Context, id string, outcome Outcome
 // receipt of id when it has one. Exit 0 (clean) and 1 (not clean) both
 // return the document.
 func (e *Executor) Status(ctx context.Context, id string) (*StatusResult, error) {
-	args, err := StatusOnly(e.Global, id)
+	args, err := StatusOnlyArgs(e.Global, id)
 	if err != nil {
 		return nil, err
 	}
-	s, _, err := runDoc(ctx, e, args, DecodeStatus)
+	s, _, err := runDoc(ctx, e, args, shortGrace, DecodeStatus)
 	return s, err
 }
 
@@ -753,14 +725,14 @@ func (e *Executor) Fence(ctx context.Context, id string) (*FenceResult, error) {
 // "deadline" to a cleanup that still has time (its context bounds every
 // attempt, and SIGTERM ends a lock wait at once).
 func (e *Executor) fence(ctx context.Context, id string, deadline bool) (*FenceResult, error) {
-	args, err := Fence(e.Global, id)
+	args, err := FenceArgs(e.Global, id)
 	if err != nil {
 		return nil, err
 	}
 	if deadline {
 		args = withDeadline(ctx, args)
 	}
-	f, code, err := runDoc(ctx, e, args, DecodeFence)
+	f, code, err := runDoc(ctx, e, args, shortGrace, DecodeFence)
 	if err != nil {
 		return nil, err
 	}

@@ -481,7 +481,7 @@ func TestArgumentErrorsAreTyped(t *testing.T) {
 		t.Fatalf("%T %v, %d calls", err, err, len(f.calls))
 	}
 	g := Global{Root: "relative"}
-	if _, err := Renew(g, RenewOptions{OperationID: "op"}); !errors.As(err, &a) || a.Field != "Root" {
+	if _, err := RenewArgs(g, RenewRequest{OperationID: "op"}); !errors.As(err, &a) || a.Field != "Root" {
 		t.Fatalf("%T %v", err, err)
 	}
 }
