@@ -11,6 +11,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -124,8 +125,9 @@ type Executor struct {
 	// activity records them as heartbeats. With a StreamingTransport the
 	// runbook's log lines arrive while it runs; with another Transport
 	// they arrive when the run ended. It is called from the Executor's and
-	// the Transport's goroutines, one call at a time per run; it must not
-	// block.
+	// the Transport's goroutines, one call at a time within one method
+	// call (concurrent calls of the Executor's methods may overlap); it
+	// must not block.
 	OnEvent func(Event)
 
 	// bin replaces the embedded binary in this package's tests (there is
@@ -363,10 +365,18 @@ func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) 
 	var r Remote
 	var err error
 	var stream *lineSplitter
+	// The transport's goroutine (log lines) and this one (SIGTERM) both
+	// report while the run lasts: one at a time.
+	var emitMu sync.Mutex
+	emit := func(ev Event) {
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		e.event(ev)
+	}
 	if st, ok := e.Transport.(StreamingTransport); ok && e.OnEvent != nil {
 		stream = &lineSplitter{line: func(l string) {
 			if ev, ok := logEvent(l); ok {
-				e.event(ev)
+				emit(ev)
 			}
 		}}
 		r, err = st.StartStreaming(ctx, argv, func(l string) { _, _ = stream.Write([]byte(l + "\n")) })
@@ -396,7 +406,7 @@ func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) 
 		}
 		serr := signal()
 		e.logf("certrunbook: %v: sent SIGTERM (err %v), waiting up to %s", ctx.Err(), serr, grace)
-		e.event(Event{Kind: EventSignalled, Err: serr})
+		emit(Event{Kind: EventSignalled, Err: serr})
 		t := time.NewTimer(time.Until(end))
 		defer t.Stop()
 		retry := time.NewTicker(signalRetry)

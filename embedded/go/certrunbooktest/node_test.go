@@ -282,3 +282,40 @@ func componentStrings(cs []certrunbook.Component) []string {
 	}
 	return out
 }
+
+// A cancelled run reports SIGTERM, then the runbook's last lines and its
+// exit. (The callback holds no lock of its own: the Executor calls it one
+// at a time within a call.)
+func TestOnEventCancelled(t *testing.T) {
+	node := certrunbooktest.NewNode().Plan("c10@cp-1", certrunbooktest.Hangs)
+	e := executor(node)
+	var kinds []certrunbook.EventKind // no lock: the Executor serializes
+	var lines []string
+	e.OnEvent = func(ev certrunbook.Event) {
+		kinds = append(kinds, ev.Kind)
+		if ev.Kind == certrunbook.EventLog {
+			lines = append(lines, ev.Line)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	r, err := e.Renew(ctx, certrunbook.RenewRequest{OperationID: "c10@cp-1"})
+	if err != nil || r.Outcome != certrunbook.OutcomeCancelled {
+		t.Fatalf("%v %+v", err, r)
+	}
+	signalled, exited := -1, -1
+	for i, k := range kinds {
+		switch k {
+		case certrunbook.EventSignalled:
+			signalled = i
+		case certrunbook.EventExited:
+			exited = i
+		}
+	}
+	if signalled < 0 || exited < signalled {
+		t.Fatalf("events %v: want signalled, then exited", kinds)
+	}
+	if len(lines) < 2 || !strings.Contains(lines[len(lines)-1], "cancelled") {
+		t.Fatalf("log lines %q: want the runbook's cancelled line last", lines)
+	}
+}
