@@ -2,7 +2,7 @@
 
 package certrunbook
 
-// The Executor over the real SSHTransport against a node of the namespaced
+// The Executor over the real sshtransport.Transport against a node of the namespaced
 // lab of tests/e2e (real sshd, real etcd, the simulated kubelet). The Rust
 // test go_executor_over_real_ssh (tests/e2e.rs) builds the lab, writes the
 // configuration named by NVKE_GO_LAB and runs this test binary inside the
@@ -26,6 +26,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"nvke.example/certrunbook/documents"
+	"nvke.example/certrunbook/executor"
+	"nvke.example/certrunbook/internal/artifact"
+	"nvke.example/certrunbook/sshtransport"
 )
 
 // labConfig is what the Rust side writes (host paths of one node).
@@ -57,7 +62,7 @@ const (
 // poll): the listed components' old containers ignore their stop, so a
 // restart of one of them waits (up to --stop-timeout) with its manifest
 // staged, long enough for any signal to land there.
-func (n *labNode) neverStop(cs ...Component) {
+func (n *labNode) neverStop(cs ...documents.Component) {
 	p := filepath.Join(n.cfg.Sim, "sim.json")
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -85,12 +90,12 @@ func (n *labNode) neverStop(cs ...Component) {
 	}
 }
 
-func (n *labNode) staged(c Component) string {
+func (n *labNode) staged(c documents.Component) string {
 	return filepath.Join(n.cfg.Etc, "nvke-cert-renewal-staging", string(c)+".yaml")
 }
 
 // running returns the running control-plane container IDs by component.
-func (n *labNode) running() map[Component]string {
+func (n *labNode) running() map[documents.Component]string {
 	b, err := os.ReadFile(filepath.Join(n.cfg.Sim, "containers.json"))
 	if err != nil {
 		return nil
@@ -106,10 +111,10 @@ func (n *labNode) running() map[Component]string {
 	if json.Unmarshal(b, &doc) != nil {
 		return nil
 	}
-	out := map[Component]string{}
+	out := map[documents.Component]string{}
 	for _, c := range doc.Containers {
-		if c.State == "CONTAINER_RUNNING" && c.Namespace == "kube-system" && Component(c.Name).Valid() {
-			out[Component(c.Name)] = c.ID
+		if c.State == "CONTAINER_RUNNING" && c.Namespace == "kube-system" && documents.Component(c.Name).Valid() {
+			out[documents.Component(c.Name)] = c.ID
 		}
 	}
 	return out
@@ -118,7 +123,7 @@ func (n *labNode) running() map[Component]string {
 // allActive: the four manifests in manifests/, nothing in the runbook's
 // staging directory.
 func (n *labNode) allActive() error {
-	for _, c := range Components {
+	for _, c := range documents.Components {
 		if _, err := os.Stat(filepath.Join(n.cfg.Etc, "manifests", string(c)+".yaml")); err != nil {
 			return fmt.Errorf("%s is not active: %v", c, err)
 		}
@@ -153,12 +158,12 @@ func (n *labNode) lockFree() error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
 
-func (n *labNode) receipt(id string) *Receipt {
+func (n *labNode) receipt(id string) *documents.Receipt {
 	b, err := os.ReadFile(filepath.Join(n.cfg.State, "completed", id+".json"))
 	if err != nil {
 		return nil
 	}
-	r, err := DecodeReceipt(b)
+	r, err := documents.DecodeReceipt(b)
 	if err != nil {
 		n.t.Errorf("receipt of %s: %v", id, err)
 		return nil
@@ -187,7 +192,7 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 // active and the lock is free: what the next subtest starts from.
 func (n *labNode) clean() {
 	n.t.Helper()
-	if !waitFor(longWait, func() bool { return len(n.running()) == len(Components) }) {
+	if !waitFor(longWait, func() bool { return len(n.running()) == len(documents.Components) }) {
 		n.t.Fatalf("the four control-plane pods are not all running: %v", n.running())
 	}
 	if err := n.allActive(); err != nil {
@@ -205,12 +210,12 @@ func (n *labNode) runbookPID(id string) int {
 	if err != nil {
 		return 0
 	}
-	o, err := DecodeLockOwner(b)
+	o, err := documents.DecodeLockOwner(b)
 	if err != nil || o.OperationID == nil || *o.OperationID != id {
 		return 0
 	}
 	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", o.PID))
-	if err != nil || !strings.Contains(string(cmd), id) || !strings.Contains(string(cmd), BinaryName) {
+	if err != nil || !strings.Contains(string(cmd), id) || !strings.Contains(string(cmd), documents.BinaryName) {
 		return 0
 	}
 	return int(o.PID)
@@ -249,7 +254,7 @@ func (l *logs) count(substr string) int {
 // delayed activity attempt whose command reaches the node after the
 // activity's deadline.
 type recorder struct {
-	inner Transport
+	inner executor.Transport
 	delay func() time.Duration
 
 	mu       sync.Mutex
@@ -262,7 +267,7 @@ func (r *recorder) Push(ctx context.Context, path string, data []byte) error {
 	return r.inner.Push(ctx, path, data)
 }
 
-func (r *recorder) Start(ctx context.Context, argv []string) (Remote, error) {
+func (r *recorder) Start(ctx context.Context, argv []string) (executor.Remote, error) {
 	if r.delay != nil {
 		time.Sleep(r.delay())
 		ctx = context.WithoutCancel(ctx)
@@ -295,13 +300,13 @@ func (r *recorder) fenceStarts() []time.Time {
 }
 
 type finished struct {
-	Remote
+	executor.Remote
 	rec *recorder
-	res *RunResult
+	res *executor.RunResult
 	err error
 }
 
-func (f *finished) Wait() (*RunResult, error) { return f.res, f.err }
+func (f *finished) Wait() (*executor.RunResult, error) { return f.res, f.err }
 
 func (f *finished) Signal(ctx context.Context, sig syscall.Signal) error {
 	err := f.Remote.Signal(ctx, sig)
@@ -320,8 +325,8 @@ func argValue(argv []string, name string) string {
 	return ""
 }
 
-func restartedComponents(r *RenewResult) []Component {
-	var out []Component
+func restartedComponents(r *documents.RenewResult) []documents.Component {
+	var out []documents.Component
 	for _, x := range r.Restarts {
 		out = append(out, x.Component)
 	}
@@ -348,7 +353,7 @@ func TestLab(t *testing.T) {
 	sum := sha256.Sum256(bin)
 	sha := hex.EncodeToString(sum[:])
 	node := &labNode{t: t, cfg: cfg}
-	ssh := &SSHTransport{
+	ssh := &sshtransport.Transport{
 		SSH:  "/usr/bin/ssh",
 		Host: "root@" + cfg.IP,
 		Options: []string{
@@ -361,9 +366,9 @@ func TestLab(t *testing.T) {
 			"ServerAliveInterval=5",
 		},
 	}
-	newExecutor := func(t *testing.T, tr Transport) (*Executor, *logs) {
+	newExecutor := func(t *testing.T, tr executor.Transport) (*executor.Executor, *logs) {
 		l := &logs{t: t}
-		return &Executor{Transport: tr, Global: Global{}, AllowLegacyFallback: true, Logf: l.logf, bin: bin}, l
+		return &executor.Executor{Transport: tr, Global: executor.Global{}, AllowLegacyFallback: true, Logf: l.logf, Binary: artifact.New(bin)}, l
 	}
 	stamp := time.Now().Unix()
 	opID := func(label string) string { return fmt.Sprintf("go-lab-%d-%s:%s", stamp, label, cfg.Node) }
@@ -376,7 +381,7 @@ func TestLab(t *testing.T) {
 	t.Run("1-check-renew-replay", func(t *testing.T) {
 		node.t = t
 		e, l := newExecutor(t, ssh)
-		pushed := filepath.Join(cfg.VarLibNvke, "bin", sha, BinaryName)
+		pushed := filepath.Join(cfg.VarLibNvke, "bin", sha, documents.BinaryName)
 		if _, err := os.Stat(pushed); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s exists before the first run (%v): the push would not be tested", pushed, err)
 		}
@@ -391,12 +396,12 @@ func TestLab(t *testing.T) {
 		// No node agent here (agent state absent) and nothing pending: the
 		// check selects typed with the legacy fallback, which the guide
 		// takes when the agent's V2 Start is Unimplemented.
-		if c.Decision != DecisionRenew || c.ExitCode != ExitOK || c.AgentState.State != AgentAbsent ||
+		if c.Decision != documents.DecisionRenew || c.ExitCode != documents.ExitOK || c.AgentState.State != documents.AgentAbsent ||
 			!plan.TypedFirst() || !plan.NoPendingIntent || !plan.FallbackToLegacy(true) {
 			t.Fatalf("check: decision %s, executors %v, legacyFallback %v, agent %s, exit %d", c.Decision, plan.Executors, c.LegacyFallback, c.AgentState.State, c.ExitCode)
 		}
 		// The first run found no binary (exit 126), pushed it, ran again.
-		if n := l.count("pushing " + DefaultBinaryDir + "/" + sha + "/" + BinaryName); n != 1 {
+		if n := l.count("pushing " + executor.DefaultBinaryDir + "/" + sha + "/" + documents.BinaryName); n != 1 {
 			t.Fatalf("%d pushes, want 1", n)
 		}
 		got, err := os.ReadFile(pushed)
@@ -412,27 +417,27 @@ func TestLab(t *testing.T) {
 		before := node.running()
 		id := opID("renew")
 		t1 := time.Now()
-		r, err := e.Renew(ctx, RenewRequest{OperationID: id, Force: true})
+		r, err := e.Renew(ctx, executor.RenewRequest{OperationID: id, Force: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		renewTook := time.Since(t1)
-		if r.Status != Succeeded || r.Reason != ReasonRenewed || r.ExitCode != ExitOK || r.OperationID != id {
+		if r.Status != documents.Succeeded || r.Reason != documents.ReasonRenewed || r.ExitCode != documents.ExitOK || r.OperationID != id {
 			t.Fatalf("renew: %+v", r)
 		}
 		d := r.Renew
-		if d.Replayed || !d.ReceiptWritten || d.Outcome != OutcomeRenewed || d.ExitCode != ExitOK || d.Phase != PhaseDone {
+		if d.Replayed || !d.ReceiptWritten || d.Outcome != documents.OutcomeRenewed || d.ExitCode != documents.ExitOK || d.Phase != documents.PhaseDone {
 			t.Fatalf("renew document: replayed %v receiptWritten %v outcome %s phase %s exit %d", d.Replayed, d.ReceiptWritten, d.Outcome, d.Phase, d.ExitCode)
 		}
-		if got := restartedComponents(d); !slices.Equal(got, Components) {
+		if got := restartedComponents(d); !slices.Equal(got, documents.Components) {
 			t.Fatalf("restarted %v", got)
 		}
-		if rec := node.receipt(id); rec == nil || rec.Outcome != OutcomeRenewed || rec.OperationID != id {
+		if rec := node.receipt(id); rec == nil || rec.Outcome != documents.OutcomeRenewed || rec.OperationID != id {
 			t.Fatalf("receipt %+v", rec)
 		}
 		node.clean()
 		after := node.running()
-		for i, c := range Components {
+		for i, c := range documents.Components {
 			if before[c] == after[c] || d.Restarts[i].OldContainerID != before[c] || d.Restarts[i].NewContainerID != after[c] {
 				t.Fatalf("%s: before %s, after %s, document %+v", c, before[c], after[c], d.Restarts[i])
 			}
@@ -443,12 +448,12 @@ func TestLab(t *testing.T) {
 		// An activity retry with the same ID reattaches: the receipt is
 		// replayed, nothing restarts.
 		t2 := time.Now()
-		again, err := e.Renew(ctx, RenewRequest{OperationID: id, Force: true})
+		again, err := e.Renew(ctx, executor.RenewRequest{OperationID: id, Force: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		replayTook := time.Since(t2)
-		if again.Status != Succeeded || again.Reason != ReasonRenewed || again.ExitCode != ExitOK || !again.Renew.Replayed || len(again.Renew.Restarts) != 0 {
+		if again.Status != documents.Succeeded || again.Reason != documents.ReasonRenewed || again.ExitCode != documents.ExitOK || !again.Renew.Replayed || len(again.Renew.Restarts) != 0 {
 			t.Fatalf("replay: %+v %+v", again, again.Renew)
 		}
 		node.clean()
@@ -465,18 +470,18 @@ func TestLab(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), opDeadline)
 		defer cancel()
 		type out struct {
-			r   *Result
+			r   *documents.Result
 			err error
 		}
 		// kube-scheduler's old container ignores its stop: the runbook
 		// waits with that manifest staged, so the SIGTERM (a second SSH
 		// session, about a second) surely lands in that wait, however
 		// loaded the machine.
-		node.neverStop(ComponentKubeScheduler)
+		node.neverStop(documents.ComponentKubeScheduler)
 		defer node.neverStop()
 		done := make(chan out, 1)
 		go func() {
-			r, err := e.Renew(ctx, RenewRequest{OperationID: id, Force: true})
+			r, err := e.Renew(ctx, executor.RenewRequest{OperationID: id, Force: true})
 			done <- out{r, err}
 		}()
 		var o out
@@ -486,7 +491,7 @@ func TestLab(t *testing.T) {
 				return true
 			default:
 			}
-			_, err := os.Stat(node.staged(ComponentKubeScheduler))
+			_, err := os.Stat(node.staged(documents.ComponentKubeScheduler))
 			return err == nil
 		})
 		if !staged || o.r != nil || o.err != nil {
@@ -507,33 +512,33 @@ func TestLab(t *testing.T) {
 		if l.count("sent SIGTERM (err <nil>)") != 1 {
 			t.Fatalf("SIGTERM was not delivered once: %v", l.lines)
 		}
-		if r.Status != FailedLockRetained || r.Reason != ReasonCleanupRequired || r.ExitCode != ExitFailed || r.Outcome != OutcomeCancelled {
+		if r.Status != documents.FailedLockRetained || r.Reason != documents.ReasonCleanupRequired || r.ExitCode != documents.ExitFailed || r.Outcome != documents.OutcomeCancelled {
 			t.Fatalf("cancelled renew: %+v", r)
 		}
-		if d := r.Renew; d.Outcome != OutcomeCancelled || !d.ReceiptWritten || d.ExitCode != ExitFailed {
+		if d := r.Renew; d.Outcome != documents.OutcomeCancelled || !d.ReceiptWritten || d.ExitCode != documents.ExitFailed {
 			t.Fatalf("the runbook's own cancelled document: %+v", d)
 		}
 		// The runbook cancelled on its own (SIGTERM handled, the staged
 		// kube-scheduler manifest put back).
 		rec := node.receipt(id)
-		if rec == nil || rec.Outcome != OutcomeCancelled || !strings.Contains(rec.Message, "cancelled by a signal") ||
-			rec.FailedComponent == nil || *rec.FailedComponent != ComponentKubeScheduler {
+		if rec == nil || rec.Outcome != documents.OutcomeCancelled || !strings.Contains(rec.Message, "cancelled by a signal") ||
+			rec.FailedComponent == nil || *rec.FailedComponent != documents.ComponentKubeScheduler {
 			t.Fatalf("receipt %+v", rec)
 		}
 		node.neverStop()
 		if err := node.allActive(); err != nil {
 			t.Fatalf("the cancelled run did not put %s back: %v", *rec.FailedComponent, err)
 		}
-		ph, err := DecodePhaseV2(node.phase())
+		ph, err := documents.DecodePhaseV2(node.phase())
 		if err != nil || ph.OperationID != id || ph.State != "restart_pending" || ph.NextComponent == nil {
 			t.Fatalf("phase file after the cancel: %+v %v", ph, err)
 		}
-		resumeAt := slices.Index(Components, *ph.NextComponent)
+		resumeAt := slices.Index(documents.Components, *ph.NextComponent)
 		node.clean()
 		tf := time.Now()
 		c := e.Cleanup(context.Background(), id)
-		if c.Status != FailedLockReleased || c.Reason != ReasonFailed || c.FenceReason != FenceReasonReceipt ||
-			c.FenceAttempts != 1 || c.Outcome != OutcomeCancelled || c.Fence.Action != FenceActionExistingReceipt {
+		if c.Status != documents.FailedLockReleased || c.Reason != documents.ReasonFailed || c.FenceReason != documents.FenceReasonReceipt ||
+			c.FenceAttempts != 1 || c.Outcome != documents.OutcomeCancelled || c.Fence.Action != documents.FenceActionExistingReceipt {
 			t.Fatalf("cleanup: %+v", c)
 		}
 		fenceTook := time.Since(tf)
@@ -541,15 +546,15 @@ func TestLab(t *testing.T) {
 		// The cancelled operation left its work for the next one.
 		next := opID("after-cancel")
 		tn := time.Now()
-		n, err := e.Renew(ctx2(t), RenewRequest{OperationID: next})
+		n, err := e.Renew(ctx2(t), executor.RenewRequest{OperationID: next})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.Status != Succeeded || n.Renew.ResumedFrom == nil || n.Renew.ResumedFrom.OperationID == nil || *n.Renew.ResumedFrom.OperationID != id {
+		if n.Status != documents.Succeeded || n.Renew.ResumedFrom == nil || n.Renew.ResumedFrom.OperationID == nil || *n.Renew.ResumedFrom.OperationID != id {
 			t.Fatalf("the next operation did not resume the cancelled one: %+v %+v", n, n.Renew.ResumedFrom)
 		}
 		got := restartedComponents(n.Renew)
-		if resumeAt < 1 || !slices.Equal(got, Components[resumeAt:]) {
+		if resumeAt < 1 || !slices.Equal(got, documents.Components[resumeAt:]) {
 			t.Fatalf("resumed restarts %v, want from %s on", got, *ph.NextComponent)
 		}
 		node.clean()
@@ -563,12 +568,12 @@ func TestLab(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), opDeadline)
 		defer cancel()
 		type out struct {
-			r   *Result
+			r   *documents.Result
 			err error
 		}
 		done := make(chan out, 1)
 		go func() {
-			r, err := e.Renew(ctx, RenewRequest{OperationID: id, Force: true})
+			r, err := e.Renew(ctx, executor.RenewRequest{OperationID: id, Force: true})
 			done <- out{r, err}
 		}()
 		pid := 0
@@ -581,7 +586,7 @@ func TestLab(t *testing.T) {
 				return true
 			default:
 			}
-			if _, err := os.Stat(node.staged(ComponentKubeAPIServer)); err != nil {
+			if _, err := os.Stat(node.staged(documents.ComponentKubeAPIServer)); err != nil {
 				return false
 			}
 			pid = node.runbookPID(id)
@@ -603,13 +608,13 @@ func TestLab(t *testing.T) {
 		// whose exit status is unknown.
 		switch {
 		case o.err != nil:
-			if !IsRetryable(o.err) {
+			if !executor.IsRetryable(o.err) {
 				t.Fatalf("not retryable: %v", o.err)
 			}
 		case o.r.ExitCode != -1:
 			t.Fatalf("a killed runbook answered: %+v", o.r)
 		}
-		if _, err := os.Stat(node.staged(ComponentKubeAPIServer)); err != nil {
+		if _, err := os.Stat(node.staged(documents.ComponentKubeAPIServer)); err != nil {
 			t.Fatalf("kube-apiserver is not staged after the kill: %v", err)
 		}
 		if node.receipt(id) != nil {
@@ -618,14 +623,14 @@ func TestLab(t *testing.T) {
 		tf := time.Now()
 		c := e.Cleanup(context.Background(), id)
 		fenceTook := time.Since(tf)
-		if c.Status != FailedLockReleased || c.Reason != ReasonAbandoned || c.FenceReason != FenceReasonAbandoned ||
-			c.Fence.Action != FenceActionAbandoned || !slices.Contains(c.Fence.Restored, string(ComponentKubeAPIServer)) {
+		if c.Status != documents.FailedLockReleased || c.Reason != documents.ReasonAbandoned || c.FenceReason != documents.FenceReasonAbandoned ||
+			c.Fence.Action != documents.FenceActionAbandoned || !slices.Contains(c.Fence.Restored, documents.ComponentKubeAPIServer) {
 			t.Fatalf("cleanup: %+v %+v", c, c.Fence)
 		}
-		if fenceTook > DefaultCleanupBudget {
+		if fenceTook > executor.DefaultCleanupBudget {
 			t.Fatalf("cleanup took %s", fenceTook)
 		}
-		if rec := node.receipt(id); rec == nil || rec.Outcome != OutcomeAbandoned {
+		if rec := node.receipt(id); rec == nil || rec.Outcome != documents.OutcomeAbandoned {
 			t.Fatalf("receipt %+v", rec)
 		}
 		if err := node.allActive(); err != nil {
@@ -636,14 +641,14 @@ func TestLab(t *testing.T) {
 		// A delayed attempt with the killed ID is fenced by its receipt.
 		before := node.running()
 		phase := node.phase()
-		late, err := e.Renew(ctx, RenewRequest{OperationID: id, Force: true})
+		late, err := e.Renew(ctx, executor.RenewRequest{OperationID: id, Force: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if late.ExitCode != ExitFenced || !late.Renew.Replayed || late.Renew.Outcome != OutcomeAbandoned || len(late.Renew.Restarts) != 0 || !late.NeedsCleanup() {
+		if late.ExitCode != documents.ExitFenced || !late.Renew.Replayed || late.Renew.Outcome != documents.OutcomeAbandoned || len(late.Renew.Restarts) != 0 || !late.NeedsCleanup() {
 			t.Fatalf("delayed attempt: %+v %+v", late, late.Renew)
 		}
-		if lc := e.CleanupAfter(context.Background(), late); lc.Status != FailedLockReleased || lc.Reason != ReasonFenced {
+		if lc := e.CleanupAfter(context.Background(), late); lc.Status != documents.FailedLockReleased || lc.Reason != documents.ReasonFenced {
 			t.Fatalf("cleanup of the delayed attempt: %+v", lc)
 		}
 		if now := node.running(); !maps.Equal(now, before) || string(node.phase()) != string(phase) {
@@ -657,19 +662,19 @@ func TestLab(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if chk.Decision != DecisionRenew || !chk.PhaseFile.Pending || !slices.Equal(plan.Executors, []ExecutorKind{ExecutorLegacy}) {
+		if chk.Decision != documents.DecisionRenew || !chk.PhaseFile.Pending || !slices.Equal(plan.Executors, []documents.ExecutorKind{documents.ExecutorLegacy}) {
 			t.Fatalf("check after the kill: %s %v pending %v", chk.Decision, plan.Executors, chk.PhaseFile.Pending)
 		}
 		tn := time.Now()
-		n, err := e.Renew(cctx, RenewRequest{OperationID: next})
+		n, err := e.Renew(cctx, executor.RenewRequest{OperationID: next})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.Status != Succeeded || n.Renew.ResumedFrom == nil || n.Renew.ResumedFrom.OperationID == nil || *n.Renew.ResumedFrom.OperationID != id {
+		if n.Status != documents.Succeeded || n.Renew.ResumedFrom == nil || n.Renew.ResumedFrom.OperationID == nil || *n.Renew.ResumedFrom.OperationID != id {
 			t.Fatalf("the next cycle did not resume %s: %+v %+v", id, n, n.Renew.ResumedFrom)
 		}
 		got := restartedComponents(n.Renew)
-		if len(got) == 0 || got[0] != ComponentKubeAPIServer || slices.Contains(got, ComponentEtcd) {
+		if len(got) == 0 || got[0] != documents.ComponentKubeAPIServer || slices.Contains(got, documents.ComponentEtcd) {
 			t.Fatalf("resumed restarts %v, want from kube-apiserver on", got)
 		}
 		node.clean()
@@ -689,7 +694,7 @@ func TestLab(t *testing.T) {
 		if len(phase) == 0 {
 			t.Fatal("no phase file to compare")
 		}
-		r, err := e.Renew(ctx, RenewRequest{OperationID: id, Force: true})
+		r, err := e.Renew(ctx, executor.RenewRequest{OperationID: id, Force: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -701,13 +706,13 @@ func TestLab(t *testing.T) {
 		if err != nil || !dl.Before(rec.startsAt[0]) {
 			t.Fatalf("--deadline %q is not in the past at %s: %v", passed, rec.startsAt[0], err)
 		}
-		if r.Status != FailedLockRetained || r.Reason != ReasonCleanupRequired || r.ExitCode != ExitFailed || r.Outcome != OutcomeCancelled {
+		if r.Status != documents.FailedLockRetained || r.Reason != documents.ReasonCleanupRequired || r.ExitCode != documents.ExitFailed || r.Outcome != documents.OutcomeCancelled {
 			t.Fatalf("late renew: %+v", r)
 		}
 		if d := r.Renew; !d.ReceiptWritten || d.Replayed || len(d.Restarts) != 0 || d.Resigned {
 			t.Fatalf("late renew document: %+v", d)
 		}
-		if rc := node.receipt(id); rc == nil || rc.Outcome != OutcomeCancelled {
+		if rc := node.receipt(id); rc == nil || rc.Outcome != documents.OutcomeCancelled {
 			t.Fatalf("receipt %+v", rc)
 		}
 		if now := node.running(); !maps.Equal(now, before) || string(node.phase()) != string(phase) {
@@ -718,7 +723,7 @@ func TestLab(t *testing.T) {
 		}
 		plain, _ := newExecutor(t, ssh)
 		c := plain.Cleanup(context.Background(), id)
-		if c.Status != FailedLockReleased || c.Reason != ReasonFailed || c.FenceReason != FenceReasonReceipt || c.Outcome != OutcomeCancelled {
+		if c.Status != documents.FailedLockReleased || c.Reason != documents.ReasonFailed || c.FenceReason != documents.FenceReasonReceipt || c.Outcome != documents.OutcomeCancelled {
 			t.Fatalf("cleanup: %+v", c)
 		}
 		if string(node.phase()) != string(phase) {
@@ -733,8 +738,8 @@ func TestLab(t *testing.T) {
 		id := opID("held")
 		rec := &recorder{inner: ssh}
 		e, l := newExecutor(t, rec)
-		e.Global = Global{LockTimeout: time.Second}
-		e.Backoff = Backoff{Initial: 200 * time.Millisecond, Dense: 10, Factor: 1, Max: time.Second}
+		e.Global = executor.Global{LockTimeout: time.Second}
+		e.Backoff = executor.Backoff{Initial: 200 * time.Millisecond, Dense: 10, Factor: 1, Max: time.Second}
 		e.CleanupBudget = 3 * time.Minute
 		f, err := os.OpenFile(filepath.Join(cfg.State, "lock"), os.O_RDWR, 0)
 		if err != nil {
@@ -766,7 +771,7 @@ func TestLab(t *testing.T) {
 		close(cleaned)
 		rel := <-released
 		starts := rec.fenceStarts()
-		if c.Status != FailedLockReleased || c.Reason != ReasonAbandoned || c.FenceReason != FenceReasonAbandoned || c.Fence.ExitCode != ExitOK {
+		if c.Status != documents.FailedLockReleased || c.Reason != documents.ReasonAbandoned || c.FenceReason != documents.FenceReasonAbandoned || c.Fence.ExitCode != documents.ExitOK {
 			t.Fatalf("cleanup: %+v", c)
 		}
 		timeouts := l.count("not definitive (lock-timeout)")
@@ -779,7 +784,7 @@ func TestLab(t *testing.T) {
 		if took > e.CleanupBudget {
 			t.Fatalf("cleanup took %s, over its budget", took)
 		}
-		if rc := node.receipt(id); rc == nil || rc.Outcome != OutcomeAbandoned {
+		if rc := node.receipt(id); rc == nil || rc.Outcome != documents.OutcomeAbandoned {
 			t.Fatalf("receipt %+v", rc)
 		}
 		node.clean()

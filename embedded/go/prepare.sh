@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Put the static binary and its filled-in manifest beside the Go package,
-# where `//go:embed` picks them up (both git-ignored):
-#   embedded/go/nvke-cert-runbook  <- target/static/nvke-cert-runbook
-#   embedded/go/manifest.json      <- embedded/gen-manifest
+# Put the static binary and its filled-in manifest beside the Go package
+# binary, where its `//go:embed` picks them up (both git-ignored):
+#   embedded/go/binary/nvke-cert-runbook  <- target/static/nvke-cert-runbook
+#   embedded/go/binary/manifest.json      <- embedded/gen-manifest
 #
 #   embedded/go/prepare.sh [BINARY]   (default: target/static/nvke-cert-runbook,
 #                                      built by packaging/build-static)
@@ -16,6 +16,9 @@ if readelf -d "$bin" 2>/dev/null | grep -q '(NEEDED)'; then
   echo "prepare.sh: $bin is not statically linked" >&2
   exit 1
 fi
-install -m 0755 "$bin" "$here/nvke-cert-runbook.tmp"
-mv "$here/nvke-cert-runbook.tmp" "$here/nvke-cert-runbook"
-"$repo/embedded/gen-manifest" "$here/nvke-cert-runbook" "$here/manifest.json"
+dst="$here/binary"
+install -m 0755 "$bin" "$dst/nvke-cert-runbook.tmp"
+mv "$dst/nvke-cert-runbook.tmp" "$dst/nvke-cert-runbook"
+"$repo/embedded/gen-manifest" "$dst/nvke-cert-runbook" "$dst/manifest.json"
+# (the layout before the package split put them in embedded/go itself)
+rm -f "$here/nvke-cert-runbook" "$here/manifest.json"

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"nvke.example/certrunbook"
+	"nvke.example/certrunbook/documents"
+	"nvke.example/certrunbook/executor"
 )
 
 // The check and status views are large; the Node's are the binary's own
@@ -37,7 +38,7 @@ func jsonLine(v any) string {
 // the keys one of the binary's shapes always prints and the Go type omits
 // when empty (a renewal run's or replay's failedComponent: null).
 func JSON(v any) string {
-	d, ok := v.(*certrunbook.RenewResult)
+	d, ok := v.(*documents.RenewResult)
 	if !ok {
 		return jsonLine(v)
 	}
@@ -62,19 +63,19 @@ func fromTemplate[T any](b []byte) *T {
 	return &v
 }
 
-func allActive() certrunbook.ManifestLocations {
-	a := certrunbook.LocationActive
-	return certrunbook.ManifestLocations{Etcd: a, KubeAPIServer: a, KubeControllerManager: a, KubeScheduler: a}
+func allActive() documents.ManifestLocations {
+	a := documents.LocationActive
+	return documents.ManifestLocations{Etcd: a, KubeAPIServer: a, KubeControllerManager: a, KubeScheduler: a}
 }
 
-func allActiveViews() certrunbook.ManifestViews {
-	v := certrunbook.ManifestView{Location: certrunbook.LocationActive, Active: true}
-	return certrunbook.ManifestViews{Etcd: v, KubeAPIServer: v, KubeControllerManager: v, KubeScheduler: v}
+func allActiveViews() documents.ManifestViews {
+	v := documents.ManifestView{Location: documents.LocationActive, Active: true}
+	return documents.ManifestViews{Etcd: v, KubeAPIServer: v, KubeControllerManager: v, KubeScheduler: v}
 }
 
 func caSHA256() map[string]string {
 	m := map[string]string{}
-	for i, k := range certrunbook.CAKeys {
+	for i, k := range executor.CAKeys {
 		m[k] = strings.Repeat(fmt.Sprintf("%x", i+10), 64)
 	}
 	return m
@@ -83,25 +84,25 @@ func caSHA256() map[string]string {
 // ExitCodeOf is the exit code of a renewal that ended with outcome o (SPEC
 // section 7): 0 renewed or unchanged, 4 failed_not_restored, 5 abandoned
 // or superseded, else 1.
-func ExitCodeOf(o certrunbook.Outcome) int {
+func ExitCodeOf(o documents.Outcome) int {
 	switch {
 	case o.Success():
-		return certrunbook.ExitOK
-	case o == certrunbook.OutcomeFailedNotRestored:
-		return certrunbook.ExitOperatorMustAct
+		return documents.ExitOK
+	case o == documents.OutcomeFailedNotRestored:
+		return documents.ExitOperatorMustAct
 	case o.Fenced():
-		return certrunbook.ExitFenced
+		return documents.ExitFenced
 	}
-	return certrunbook.ExitFailed
+	return documents.ExitFailed
 }
 
 var endpoint = "unix:///run/containerd/containerd.sock"
 
 // ReceiptDoc is the receipt state/completed/<id>.json of a run that ended
 // with outcome o in phase p.
-func ReceiptDoc(id string, o certrunbook.Outcome, p certrunbook.Phase, message string) *certrunbook.Receipt {
-	r := &certrunbook.Receipt{
-		Format: certrunbook.ReceiptFormat, OperationID: id, Outcome: o, Phase: p, Message: message,
+func ReceiptDoc(id string, o documents.Outcome, p documents.Phase, message string) *documents.Receipt {
+	r := &documents.Receipt{
+		Format: documents.ReceiptFormat, OperationID: id, Outcome: o, Phase: p, Message: message,
 		Manifests: allActive(), FinishedAt: When.Format(time.RFC3339), RunbookVersion: RunbookVersion,
 		CASHA256: caSHA256(),
 	}
@@ -112,21 +113,21 @@ func ReceiptDoc(id string, o certrunbook.Outcome, p certrunbook.Phase, message s
 // o in phase p (failed: the component whose restart failed, or nil). Its
 // Receipt field holds the receipt the run wrote (the binary prints it only
 // on a replay: the Node clears it).
-func RenewDoc(id string, o certrunbook.Outcome, p certrunbook.Phase, failed *certrunbook.Component) *certrunbook.RenewResult {
+func RenewDoc(id string, o documents.Outcome, p documents.Phase, failed *documents.Component) *documents.RenewResult {
 	msg := fmt.Sprintf("operation %s: %s (phase %s)", id, o, p)
-	d := &certrunbook.RenewResult{
-		Mode: certrunbook.ModeRenew, RunbookVersion: RunbookVersion, OperationID: &id,
+	d := &documents.RenewResult{
+		Mode: documents.ModeRenew, RunbookVersion: RunbookVersion, OperationID: &id,
 		Outcome: o, Phase: p, Message: msg, FailedComponent: failed, ReceiptWritten: true,
-		Certificates: []certrunbook.CertificateChange{}, CASHA256: caSHA256(), Manifests: allActive(),
-		Restarts: []certrunbook.Restart{}, Etcd: &certrunbook.EtcdVoters{Voters: 3, HealthyVoters: 3},
+		Certificates: []documents.CertificateChange{}, CASHA256: caSHA256(), Manifests: allActive(),
+		Restarts: []documents.Restart{}, Etcd: &documents.EtcdVoters{Voters: 3, HealthyVoters: 3},
 		DurationMs: 1000, ExitCode: ExitCodeOf(o),
-		RuntimeEndpoint: &certrunbook.RuntimeEndpoint{Endpoint: &endpoint, Source: "kubeadm-flags"},
+		RuntimeEndpoint: &documents.RuntimeEndpoint{Endpoint: &endpoint, Source: "kubeadm-flags"},
 	}
-	if o == certrunbook.OutcomeRenewed {
+	if o == documents.OutcomeRenewed {
 		d.Resigned = true
-		for i, c := range certrunbook.Components {
+		for i, c := range documents.Components {
 			ms := uint64(0)
-			d.Restarts = append(d.Restarts, certrunbook.Restart{
+			d.Restarts = append(d.Restarts, documents.Restart{
 				Component: c, OldContainerID: fmt.Sprintf("%064x", 2*i+1), NewContainerID: fmt.Sprintf("%064x", 2*i+2),
 				StopMs: 500, HealthyMs: 4000, TotalMs: 4500, APIUnavailableMs: &ms,
 			})
@@ -144,49 +145,49 @@ func RenewDoc(id string, o certrunbook.Outcome, p certrunbook.Phase, failed *cer
 // ReplayDoc is what a renewal of an ID that already has receipt r prints:
 // the receipt replayed, exit by its outcome (5 for an abandoned or
 // superseded receipt: a late attempt is fenced).
-func ReplayDoc(r *certrunbook.Receipt) *certrunbook.RenewResult {
+func ReplayDoc(r *documents.Receipt) *documents.RenewResult {
 	id := r.OperationID
 	rc := *r
-	return &certrunbook.RenewResult{
-		Mode: certrunbook.ModeRenew, RunbookVersion: RunbookVersion, OperationID: &id,
+	return &documents.RenewResult{
+		Mode: documents.ModeRenew, RunbookVersion: RunbookVersion, OperationID: &id,
 		Outcome: r.Outcome, Phase: r.Phase, Message: fmt.Sprintf("operation %s already has a receipt (outcome %s): replayed", id, r.Outcome),
-		FailedComponent: r.FailedComponent, Replayed: true, Certificates: []certrunbook.CertificateChange{},
-		CASHA256: r.CASHA256, Manifests: r.Manifests, Restarts: []certrunbook.Restart{}, Receipt: &rc,
+		FailedComponent: r.FailedComponent, Replayed: true, Certificates: []documents.CertificateChange{},
+		CASHA256: r.CASHA256, Manifests: r.Manifests, Restarts: []documents.Restart{}, Receipt: &rc,
 		ExitCode: ExitCodeOf(r.Outcome),
 	}
 }
 
 // LockTimeoutDoc is a renewal that did not get the node's lock in time:
 // exit 3, nothing written.
-func LockTimeoutDoc(id string) *certrunbook.RenewResult {
-	return &certrunbook.RenewResult{
-		Mode: certrunbook.ModeRenew, RunbookVersion: RunbookVersion, OperationID: &id,
-		Outcome: certrunbook.OutcomeFailed, Phase: certrunbook.PhaseLock,
+func LockTimeoutDoc(id string) *documents.RenewResult {
+	return &documents.RenewResult{
+		Mode: documents.ModeRenew, RunbookVersion: RunbookVersion, OperationID: &id,
+		Outcome: documents.OutcomeFailed, Phase: documents.PhaseLock,
 		Message:      "renewal lock /var/lib/nvke/k8s-cert-renewal/lock still held after 60s by another run; nothing was done",
-		Certificates: []certrunbook.CertificateChange{}, CASHA256: map[string]string{}, Manifests: allActive(),
-		Restarts: []certrunbook.Restart{}, ExitCode: certrunbook.ExitLockTimeout,
+		Certificates: []documents.CertificateChange{}, CASHA256: map[string]string{}, Manifests: allActive(),
+		Restarts: []documents.Restart{}, ExitCode: documents.ExitLockTimeout,
 	}
 }
 
 // FenceDoc is a fencing check of id that answered reason; rec is the
 // operation's receipt (nil: none). Confirming reasons exit 0, lock-timeout
 // 3, the others 1.
-func FenceDoc(id string, reason certrunbook.FenceReason, rec *certrunbook.Receipt) *certrunbook.FenceResult {
-	f := &certrunbook.FenceResult{
-		Mode: certrunbook.ModeStatus, RunbookVersion: RunbookVersion, OperationID: id, Fence: true,
-		Termination: certrunbook.TerminationUnconfirmed, Reason: reason, Action: certrunbook.FenceActionNone,
-		Restored: []certrunbook.Component{}, Conflicts: []string{}, Manifests: allActiveViews(), ExitCode: certrunbook.ExitFailed,
+func FenceDoc(id string, reason documents.FenceReason, rec *documents.Receipt) *documents.FenceResult {
+	f := &documents.FenceResult{
+		Mode: documents.ModeStatus, RunbookVersion: RunbookVersion, OperationID: id, Fence: true,
+		Termination: documents.TerminationUnconfirmed, Reason: reason, Action: documents.FenceActionNone,
+		Restored: []documents.Component{}, Conflicts: []string{}, Manifests: allActiveViews(), ExitCode: documents.ExitFailed,
 	}
 	switch reason {
-	case certrunbook.FenceReasonReceipt:
-		f.Action = certrunbook.FenceActionExistingReceipt
-	case certrunbook.FenceReasonAbandoned:
-		f.Action = certrunbook.FenceActionAbandoned
-	case certrunbook.FenceReasonLockTimeout:
-		f.ExitCode = certrunbook.ExitLockTimeout
+	case documents.FenceReasonReceipt:
+		f.Action = documents.FenceActionExistingReceipt
+	case documents.FenceReasonAbandoned:
+		f.Action = documents.FenceActionAbandoned
+	case documents.FenceReasonLockTimeout:
+		f.ExitCode = documents.ExitLockTimeout
 	}
 	if reason.Confirms() {
-		f.Termination, f.Confirmed, f.ExitCode = certrunbook.TerminationConfirmed, true, certrunbook.ExitOK
+		f.Termination, f.Confirmed, f.ExitCode = documents.TerminationConfirmed, true, documents.ExitOK
 	}
 	if rec != nil {
 		rc := *rec
@@ -201,18 +202,18 @@ func FenceDoc(id string, reason certrunbook.FenceReason, rec *certrunbook.Receip
 // CheckDoc is the check's answer (the other fields: the golden
 // check-clean-unchanged's). A failed decision has failure "agent-state"
 // and exit 1.
-func CheckDoc(decision certrunbook.Decision, executors []certrunbook.ExecutorKind, legacyFallback bool) *certrunbook.CheckResult {
-	c := fromTemplate[certrunbook.CheckResult](checkTemplate)
+func CheckDoc(decision documents.Decision, executors []documents.ExecutorKind, legacyFallback bool) *documents.CheckResult {
+	c := fromTemplate[documents.CheckResult](checkTemplate)
 	c.RunbookVersion = RunbookVersion
 	c.Outcome, c.Decision = decision, decision
-	c.Executors = append([]certrunbook.ExecutorKind{}, executors...)
+	c.Executors = append([]documents.ExecutorKind{}, executors...)
 	c.LegacyFallback = legacyFallback
-	c.ExitCode = certrunbook.ExitOK
+	c.ExitCode = documents.ExitOK
 	c.Message = "check: " + string(decision)
-	if decision == certrunbook.DecisionFailed {
-		f := certrunbook.CheckFailureAgentState
+	if decision == documents.DecisionFailed {
+		f := documents.CheckFailureAgentState
 		c.Failure = &f
-		c.ExitCode = certrunbook.ExitFailed
+		c.ExitCode = documents.ExitFailed
 		c.Reasons = append(c.Reasons, "the node agent's state is unreadable")
 	}
 	return c
@@ -222,23 +223,23 @@ func CheckDoc(decision certrunbook.Decision, executors []certrunbook.ExecutorKin
 // ID]` (id "" : none), with rec the receipt of id (nil: none); clean: the
 // node is clean (exit 0) or not (exit 1). The other fields are the golden
 // status-asked-receipt-confirm's.
-func StatusDoc(id string, rec *certrunbook.Receipt, clean bool) *certrunbook.StatusResult {
-	s := fromTemplate[certrunbook.StatusResult](statusTemplate)
+func StatusDoc(id string, rec *documents.Receipt, clean bool) *documents.StatusResult {
+	s := fromTemplate[documents.StatusResult](statusTemplate)
 	s.RunbookVersion = RunbookVersion
 	s.OperationID = nil
 	s.Receipt = nil
 	s.Fencing = nil
 	if id != "" {
 		s.OperationID = &id
-		s.Fencing = &certrunbook.FencingPlan{Action: certrunbook.FencingActionAbandon, Termination: certrunbook.TerminationConfirmed, Restore: []certrunbook.Component{}}
+		s.Fencing = &documents.FencingPlan{Action: documents.FencingActionAbandon, Termination: documents.TerminationConfirmed, Restore: []documents.Component{}}
 		if rec != nil {
-			s.Receipt = &certrunbook.ReceiptLookup{Receipt: *rec}
-			s.Fencing.Action = certrunbook.FencingActionConfirm
+			s.Receipt = &documents.ReceiptLookup{Receipt: *rec}
+			s.Fencing.Action = documents.FencingActionConfirm
 		}
 	}
 	if clean {
-		s.Outcome, s.Clean, s.Severity, s.ExitCode = certrunbook.StatusOutcomeClean, true, certrunbook.SeverityClean, certrunbook.ExitOK
-		s.Reasons, s.NextSteps = []string{}, []certrunbook.NextStep{}
+		s.Outcome, s.Clean, s.Severity, s.ExitCode = documents.StatusOutcomeClean, true, documents.SeverityClean, documents.ExitOK
+		s.Reasons, s.NextSteps = []string{}, []documents.NextStep{}
 		s.Message = "node is clean"
 	}
 	return s
@@ -246,17 +247,17 @@ func StatusDoc(id string, rec *certrunbook.Receipt, clean bool) *certrunbook.Sta
 
 // VersionDoc is `--version --output json`.
 func VersionDoc() string {
-	return jsonLine(certrunbook.VersionInfo{
-		Mode: certrunbook.ModeVersion, RunbookVersion: RunbookVersion, GitCommit: "0000000",
-		ContractVersion: certrunbook.ContractVersion, ExitCode: certrunbook.ExitOK,
+	return jsonLine(documents.VersionInfo{
+		Mode: documents.ModeVersion, RunbookVersion: RunbookVersion, GitCommit: "0000000",
+		ContractVersion: documents.ContractVersion, ExitCode: documents.ExitOK,
 	})
 }
 
 // UsageErrorDoc is a refused argument list (exit 2).
-func UsageErrorDoc(message string) *certrunbook.UsageError {
-	return &certrunbook.UsageError{
-		RunbookVersion: RunbookVersion, Outcome: certrunbook.OutcomeUsageError, Phase: certrunbook.PhaseArguments,
-		Message: message, ExitCode: certrunbook.ExitUsage,
+func UsageErrorDoc(message string) *documents.UsageError {
+	return &documents.UsageError{
+		RunbookVersion: RunbookVersion, Outcome: documents.OutcomeUsageError, Phase: documents.PhaseArguments,
+		Message: message, ExitCode: documents.ExitUsage,
 	}
 }
 
@@ -265,8 +266,8 @@ func UsageErrorDoc(message string) *certrunbook.UsageError {
 // component's restart).
 func steps() []string {
 	s := []string{"phase-file", "staging-preflight", "ca-check", "expiry", "health", "renew-certs"}
-	for _, c := range certrunbook.Components {
-		s = append(s, string(certrunbook.PhaseRestart(c)))
+	for _, c := range documents.Components {
+		s = append(s, string(documents.PhaseRestart(c)))
 	}
 	return append(s, "postflight")
 }
@@ -292,11 +293,11 @@ func LogLine(json bool, message string, kv ...string) string {
 }
 
 // progress: the log lines of renewal id up to (and with) the step last.
-func progress(json bool, id string, last certrunbook.Phase) []string {
+func progress(json bool, id string, last documents.Phase) []string {
 	out := []string{LogLine(json, "renewal starting (lock held)", "operation", `"`+id+`"`, "mode", "renew")}
 	for _, s := range steps() {
 		out = append(out, LogLine(json, "step started", "step", s))
-		if c, ok := certrunbook.Phase(s).Restart(); ok {
+		if c, ok := documents.Phase(s).Restart(); ok {
 			out = append(out, LogLine(json, "restarted", "component", `"`+string(c)+`"`, "stop_ms", "500", "healthy_ms", "4000"))
 		}
 		out = append(out, LogLine(json, "step ended", "step", s, "ms", "10"))

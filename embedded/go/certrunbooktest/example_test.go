@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"nvke.example/certrunbook"
 	"nvke.example/certrunbook/certrunbooktest"
+	"nvke.example/certrunbook/executor"
 )
 
 // A controller's unit test drives the real Executor against a fake node,
@@ -15,9 +15,9 @@ func ExampleNode() {
 	node := certrunbooktest.NewNode().
 		Plan("cycle-1@cp-1", certrunbooktest.Succeeds).
 		Plan("cycle-2@cp-1", certrunbooktest.FailsGate)
-	e := &certrunbook.Executor{Transport: node}
+	e := &executor.Executor{Transport: node}
 	for _, id := range []string{"cycle-1@cp-1", "cycle-2@cp-1"} {
-		r, err := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: id})
+		r, err := e.Renew(context.Background(), executor.RenewRequest{OperationID: id})
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -38,9 +38,9 @@ func ExampleNode() {
 // with the lock retained when its budget ends.
 func ExampleNode_SetUnreachable() {
 	node := certrunbooktest.NewNode().SetUnreachable(true)
-	e := &certrunbook.Executor{Transport: node, CleanupBudget: 50 * time.Millisecond}
-	_, err := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-3@cp-1"})
-	fmt.Println("retryable:", certrunbook.IsRetryable(err))
+	e := &executor.Executor{Transport: node, CleanupBudget: 50 * time.Millisecond}
+	_, err := e.Renew(context.Background(), executor.RenewRequest{OperationID: "cycle-3@cp-1"})
+	fmt.Println("retryable:", executor.IsRetryable(err))
 	r := e.Cleanup(context.Background(), "cycle-3@cp-1")
 	fmt.Println(r.Status, r.Reason)
 	// Output:
@@ -51,10 +51,10 @@ func ExampleNode_SetUnreachable() {
 // A cancelled activity: the runbook gets SIGTERM and answers cancelled.
 func ExampleNode_Plan_hangs() {
 	node := certrunbooktest.NewNode().Plan("cycle-4@cp-1", certrunbooktest.Hangs)
-	e := &certrunbook.Executor{Transport: node}
+	e := &executor.Executor{Transport: node}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	r, err := e.Renew(ctx, certrunbook.RenewRequest{OperationID: "cycle-4@cp-1"})
+	r, err := e.Renew(ctx, executor.RenewRequest{OperationID: "cycle-4@cp-1"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -33,7 +33,8 @@ import (
 	"sync"
 	"syscall"
 
-	"nvke.example/certrunbook"
+	"nvke.example/certrunbook/documents"
+	"nvke.example/certrunbook/executor"
 )
 
 // Scenario is how the runbook's first run of an operation ID ends on the
@@ -83,7 +84,7 @@ type Reply struct {
 	Block    bool
 	OnSignal *Reply
 
-	receipt *certrunbook.Receipt // written when OnSignal answers
+	receipt *documents.Receipt // written when OnSignal answers
 	op      *op
 }
 
@@ -95,7 +96,7 @@ type rule struct {
 
 type op struct {
 	scenario Scenario
-	receipt  *certrunbook.Receipt
+	receipt  *documents.Receipt
 }
 
 // Node is a fake control-plane node. The zero Node is not usable: call
@@ -111,7 +112,7 @@ type Node struct {
 	lockHeld    bool
 	unreachable bool
 	notClean    bool
-	check       *certrunbook.CheckResult
+	check       *documents.CheckResult
 }
 
 // NewNode returns a reachable, clean Node whose lock is free, with nothing
@@ -174,7 +175,7 @@ func (n *Node) SetNotClean(notClean bool) *Node {
 
 // SetCheck sets the check's answer (the default: unchanged). A failed
 // decision exits 1 with failure "agent-state".
-func (n *Node) SetCheck(decision certrunbook.Decision, executors []certrunbook.ExecutorKind, legacyFallback bool) *Node {
+func (n *Node) SetCheck(decision documents.Decision, executors []documents.ExecutorKind, legacyFallback bool) *Node {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.check = CheckDoc(decision, executors, legacyFallback)
@@ -195,7 +196,7 @@ func (n *Node) On(match string, replies ...Reply) *Node {
 }
 
 // Receipt returns a copy of the receipt the Node holds for id (nil: none).
-func (n *Node) Receipt(id string) *certrunbook.Receipt {
+func (n *Node) Receipt(id string) *documents.Receipt {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if o := n.ops[id]; o != nil && o.receipt != nil {
@@ -240,7 +241,7 @@ func (n *Node) Push(ctx context.Context, path string, data []byte) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.unreachable {
-		return &certrunbook.TransportError{Op: "push", Err: errAway}
+		return &executor.TransportError{Op: "push", Err: errAway}
 	}
 	sum := sha256.Sum256(data)
 	n.files[path] = hex.EncodeToString(sum[:])
@@ -249,17 +250,17 @@ func (n *Node) Push(ctx context.Context, path string, data []byte) error {
 }
 
 // Start implements certrunbook.Transport.
-func (n *Node) Start(ctx context.Context, argv []string) (certrunbook.Remote, error) {
+func (n *Node) Start(ctx context.Context, argv []string) (executor.Remote, error) {
 	return n.StartStreaming(ctx, argv, nil)
 }
 
 // StartStreaming implements certrunbook.StreamingTransport: the run's log
 // lines reach line as it prints them, before Wait returns.
-func (n *Node) StartStreaming(ctx context.Context, argv []string, line func(string)) (certrunbook.Remote, error) {
+func (n *Node) StartStreaming(ctx context.Context, argv []string, line func(string)) (executor.Remote, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.unreachable {
-		return nil, &certrunbook.TransportError{Op: "start", Err: errAway}
+		return nil, &executor.TransportError{Op: "start", Err: errAway}
 	}
 	// The verifying wrapper: /bin/sh -c SCRIPT SHA PATH ARGS...
 	if len(argv) < 5 || argv[0] != "/bin/sh" || argv[1] != "-c" {
@@ -269,7 +270,7 @@ func (n *Node) StartStreaming(ctx context.Context, argv []string, line func(stri
 	n.calls = append(n.calls, append([]string(nil), args...))
 	r := &remote{n: n, sig: make(chan struct{}, 1), closed: make(chan struct{}), line: line}
 	if n.files[path] != sha {
-		r.rep = Reply{ExitCode: certrunbook.ExitBinaryMismatch}
+		r.rep = Reply{ExitCode: executor.ExitBinaryMismatch}
 		return r, nil
 	}
 	for _, ru := range n.rules {
@@ -316,17 +317,17 @@ func (n *Node) answerLocked(args []string) Reply {
 	id := value(args, "--operation-id")
 	switch {
 	case has("--version"):
-		return Reply{Stdout: VersionDoc(), ExitCode: certrunbook.ExitOK}
+		return Reply{Stdout: VersionDoc(), ExitCode: documents.ExitOK}
 	case has("--check"):
 		c := n.check
 		if c == nil {
-			c = CheckDoc(certrunbook.DecisionUnchanged, nil, false)
+			c = CheckDoc(documents.DecisionUnchanged, nil, false)
 		}
 		return Reply{Stdout: JSON(c), ExitCode: c.ExitCode}
 	case has("--status-only") && has("--fence"):
 		return n.fenceLocked(id)
 	case has("--status-only"):
-		var rec *certrunbook.Receipt
+		var rec *documents.Receipt
 		if o := n.ops[id]; id != "" && o != nil {
 			rec = o.receipt
 		}
@@ -335,48 +336,48 @@ func (n *Node) answerLocked(args []string) Reply {
 	case id != "":
 		return n.renewLocked(id, value(args, "--log-format") == "json")
 	}
-	return Reply{Stdout: JSON(UsageErrorDoc("no mode given")), ExitCode: certrunbook.ExitUsage}
+	return Reply{Stdout: JSON(UsageErrorDoc("no mode given")), ExitCode: documents.ExitUsage}
 }
 
 func (n *Node) fenceLocked(id string) Reply {
 	if n.lockHeld {
-		return fenceReply(FenceDoc(id, certrunbook.FenceReasonLockTimeout, nil))
+		return fenceReply(FenceDoc(id, documents.FenceReasonLockTimeout, nil))
 	}
 	o := n.opLocked(id)
 	if o.receipt != nil {
-		return fenceReply(FenceDoc(id, certrunbook.FenceReasonReceipt, o.receipt))
+		return fenceReply(FenceDoc(id, documents.FenceReasonReceipt, o.receipt))
 	}
 	// No receipt and the lock free: the operation is fenced (abandoned).
-	o.receipt = ReceiptDoc(id, certrunbook.OutcomeAbandoned, certrunbook.PhaseLock, "abandoned by a fencing check: no run of this operation holds the lock")
-	return fenceReply(FenceDoc(id, certrunbook.FenceReasonAbandoned, o.receipt))
+	o.receipt = ReceiptDoc(id, documents.OutcomeAbandoned, documents.PhaseLock, "abandoned by a fencing check: no run of this operation holds the lock")
+	return fenceReply(FenceDoc(id, documents.FenceReasonAbandoned, o.receipt))
 }
 
-func fenceReply(f *certrunbook.FenceResult) Reply {
+func fenceReply(f *documents.FenceResult) Reply {
 	return Reply{Stdout: JSON(f), ExitCode: f.ExitCode}
 }
 
 func (n *Node) renewLocked(id string, json bool) Reply {
 	if n.lockHeld {
-		return Reply{Stdout: JSON(LockTimeoutDoc(id)), ExitCode: certrunbook.ExitLockTimeout}
+		return Reply{Stdout: JSON(LockTimeoutDoc(id)), ExitCode: documents.ExitLockTimeout}
 	}
 	o := n.opLocked(id)
 	if o.receipt != nil {
 		d := ReplayDoc(o.receipt)
 		return Reply{Stdout: JSON(d), ExitCode: d.ExitCode}
 	}
-	var d *certrunbook.RenewResult
+	var d *documents.RenewResult
 	var logs []string
 	switch o.scenario {
 	case Unchanged:
-		d = RenewDoc(id, certrunbook.OutcomeUnchanged, certrunbook.PhaseDone, nil)
-		logs = progress(json, id, certrunbook.PhaseExpiry)
+		d = RenewDoc(id, documents.OutcomeUnchanged, documents.PhaseDone, nil)
+		logs = progress(json, id, documents.PhaseExpiry)
 	case FailsGate:
-		etcd := certrunbook.ComponentEtcd
-		d = RenewDoc(id, certrunbook.OutcomeFailed, certrunbook.PhaseRestart(etcd), &etcd)
-		logs = progress(json, id, certrunbook.PhaseRestart(etcd))
+		etcd := documents.ComponentEtcd
+		d = RenewDoc(id, documents.OutcomeFailed, documents.PhaseRestart(etcd), &etcd)
+		logs = progress(json, id, documents.PhaseRestart(etcd))
 	case Hangs:
-		logs = progress(json, id, certrunbook.PhaseRestart(certrunbook.ComponentEtcd))
-		c := RenewDoc(id, certrunbook.OutcomeCancelled, certrunbook.PhaseCancelled, nil)
+		logs = progress(json, id, documents.PhaseRestart(documents.ComponentEtcd))
+		c := RenewDoc(id, documents.OutcomeCancelled, documents.PhaseCancelled, nil)
 		rec := c.Receipt
 		c.Receipt = nil
 		return Reply{Stderr: logs, Block: true, OnSignal: &Reply{
@@ -384,8 +385,8 @@ func (n *Node) renewLocked(id string, json bool) Reply {
 			Stderr: []string{LogLine(json, "cancelled: the staged manifest is back; receipt written")},
 		}, receipt: rec, op: o}
 	default:
-		d = RenewDoc(id, certrunbook.OutcomeRenewed, certrunbook.PhaseDone, nil)
-		logs = progress(json, id, certrunbook.PhaseDone)
+		d = RenewDoc(id, documents.OutcomeRenewed, documents.PhaseDone, nil)
+		logs = progress(json, id, documents.PhaseDone)
 	}
 	o.receipt = d.Receipt
 	d.Receipt = nil
@@ -411,7 +412,7 @@ func (r *remote) emit(lines []string) {
 }
 
 // Wait implements certrunbook.Remote.
-func (r *remote) Wait() (*certrunbook.RunResult, error) {
+func (r *remote) Wait() (*executor.RunResult, error) {
 	rep := r.rep
 	stderr := append([]string(nil), rep.Stderr...)
 	if rep.Block {
@@ -419,7 +420,7 @@ func (r *remote) Wait() (*certrunbook.RunResult, error) {
 		case <-r.sig:
 			if rep.OnSignal == nil {
 				<-r.closed
-				return nil, &certrunbook.TransportError{Op: "wait", Err: errors.New("certrunbooktest: session closed")}
+				return nil, &executor.TransportError{Op: "wait", Err: errors.New("certrunbooktest: session closed")}
 			}
 			next := *rep.OnSignal
 			if rep.op != nil && rep.receipt != nil {
@@ -431,10 +432,10 @@ func (r *remote) Wait() (*certrunbook.RunResult, error) {
 			stderr = append(stderr, next.Stderr...)
 			rep = next
 		case <-r.closed:
-			return nil, &certrunbook.TransportError{Op: "wait", Err: errors.New("certrunbooktest: session closed")}
+			return nil, &executor.TransportError{Op: "wait", Err: errors.New("certrunbooktest: session closed")}
 		}
 	}
-	res := &certrunbook.RunResult{Stdout: []byte(rep.Stdout), ExitCode: rep.ExitCode}
+	res := &executor.RunResult{Stdout: []byte(rep.Stdout), ExitCode: rep.ExitCode}
 	if len(stderr) > 0 {
 		res.Stderr = []byte(strings.Join(stderr, "\n") + "\n")
 	}
@@ -448,7 +449,7 @@ func (r *remote) Signal(ctx context.Context, sig syscall.Signal) error {
 	away := r.n.unreachable
 	r.n.mu.Unlock()
 	if away {
-		return &certrunbook.TransportError{Op: "signal", Err: errAway}
+		return &executor.TransportError{Op: "signal", Err: errAway}
 	}
 	select {
 	case r.sig <- struct{}{}:

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"nvke.example/certrunbook"
+	"nvke.example/certrunbook/documents"
 )
 
 type schema struct {
@@ -213,61 +213,61 @@ func checkDoc(t *testing.T, name, doc string) {
 // Every document the Node prints, in every situation.
 func TestDocumentsMatchTheSchemas(t *testing.T) {
 	id := "cycle-1@cp-1"
-	etcd := certrunbook.ComponentEtcd
-	var renews []*certrunbook.RenewResult
-	for _, o := range []certrunbook.Outcome{certrunbook.OutcomeRenewed, certrunbook.OutcomeUnchanged, certrunbook.OutcomeFailed, certrunbook.OutcomeCancelled} {
-		d := RenewDoc(id, o, certrunbook.PhaseDone, nil)
-		if o == certrunbook.OutcomeFailed {
-			d = RenewDoc(id, o, certrunbook.PhaseRestart(etcd), &etcd)
+	etcd := documents.ComponentEtcd
+	var renews []*documents.RenewResult
+	for _, o := range []documents.Outcome{documents.OutcomeRenewed, documents.OutcomeUnchanged, documents.OutcomeFailed, documents.OutcomeCancelled} {
+		d := RenewDoc(id, o, documents.PhaseDone, nil)
+		if o == documents.OutcomeFailed {
+			d = RenewDoc(id, o, documents.PhaseRestart(etcd), &etcd)
 		}
 		rec := d.Receipt
 		d.Receipt = nil
 		renews = append(renews, d, ReplayDoc(rec))
 		checkDoc(t, "receipt", jsonLine(rec))
-		if _, err := certrunbook.DecodeReceipt([]byte(jsonLine(rec))); err != nil {
+		if _, err := documents.DecodeReceipt([]byte(jsonLine(rec))); err != nil {
 			t.Errorf("receipt %s: %v", o, err)
 		}
 	}
-	renews = append(renews, LockTimeoutDoc(id), ReplayDoc(ReceiptDoc(id, certrunbook.OutcomeAbandoned, certrunbook.PhaseLock, "abandoned")))
+	renews = append(renews, LockTimeoutDoc(id), ReplayDoc(ReceiptDoc(id, documents.OutcomeAbandoned, documents.PhaseLock, "abandoned")))
 	for _, d := range renews {
 		doc := JSON(d)
 		checkDoc(t, "renew", doc)
-		if _, err := certrunbook.DecodeRenew([]byte(doc)); err != nil {
+		if _, err := documents.DecodeRenew([]byte(doc)); err != nil {
 			t.Errorf("DecodeRenew: %v\n%s", err, doc)
 		}
 	}
-	rec := ReceiptDoc(id, certrunbook.OutcomeFailed, certrunbook.PhaseHealth, "failed")
-	for _, f := range []*certrunbook.FenceResult{
-		FenceDoc(id, certrunbook.FenceReasonReceipt, rec),
-		FenceDoc(id, certrunbook.FenceReasonAbandoned, ReceiptDoc(id, certrunbook.OutcomeAbandoned, certrunbook.PhaseLock, "abandoned")),
-		FenceDoc(id, certrunbook.FenceReasonLockTimeout, nil),
+	rec := ReceiptDoc(id, documents.OutcomeFailed, documents.PhaseHealth, "failed")
+	for _, f := range []*documents.FenceResult{
+		FenceDoc(id, documents.FenceReasonReceipt, rec),
+		FenceDoc(id, documents.FenceReasonAbandoned, ReceiptDoc(id, documents.OutcomeAbandoned, documents.PhaseLock, "abandoned")),
+		FenceDoc(id, documents.FenceReasonLockTimeout, nil),
 	} {
 		doc := jsonLine(f)
 		checkDoc(t, "fence", doc)
-		if _, err := certrunbook.DecodeFence([]byte(doc)); err != nil {
+		if _, err := documents.DecodeFence([]byte(doc)); err != nil {
 			t.Errorf("DecodeFence: %v\n%s", err, doc)
 		}
 	}
-	for _, c := range []*certrunbook.CheckResult{
-		CheckDoc(certrunbook.DecisionUnchanged, nil, false),
-		CheckDoc(certrunbook.DecisionRenew, []certrunbook.ExecutorKind{certrunbook.ExecutorTyped}, true),
-		CheckDoc(certrunbook.DecisionFailed, nil, false),
+	for _, c := range []*documents.CheckResult{
+		CheckDoc(documents.DecisionUnchanged, nil, false),
+		CheckDoc(documents.DecisionRenew, []documents.ExecutorKind{documents.ExecutorTyped}, true),
+		CheckDoc(documents.DecisionFailed, nil, false),
 	} {
 		doc := jsonLine(c)
 		checkDoc(t, "check", doc)
-		if _, err := certrunbook.DecodeCheck([]byte(doc)); err != nil {
+		if _, err := documents.DecodeCheck([]byte(doc)); err != nil {
 			t.Errorf("DecodeCheck: %v", err)
 		}
 	}
-	for _, s := range []*certrunbook.StatusResult{StatusDoc("", nil, true), StatusDoc(id, rec, false), StatusDoc(id, nil, true)} {
+	for _, s := range []*documents.StatusResult{StatusDoc("", nil, true), StatusDoc(id, rec, false), StatusDoc(id, nil, true)} {
 		doc := jsonLine(s)
 		checkDoc(t, "status", doc)
-		if _, err := certrunbook.DecodeStatus([]byte(doc)); err != nil {
+		if _, err := documents.DecodeStatus([]byte(doc)); err != nil {
 			t.Errorf("DecodeStatus: %v", err)
 		}
 	}
 	checkDoc(t, "version", VersionDoc())
-	if _, err := certrunbook.DecodeVersion([]byte(VersionDoc())); err != nil {
+	if _, err := documents.DecodeVersion([]byte(VersionDoc())); err != nil {
 		t.Error(err)
 	}
 	u := jsonLine(UsageErrorDoc("no mode given"))
@@ -278,7 +278,7 @@ func TestDocumentsMatchTheSchemas(t *testing.T) {
 // nothing).
 func TestTheValidatorFindsBreaks(t *testing.T) {
 	s := loadSchema(t, "fence")
-	good := jsonLine(FenceDoc("x", certrunbook.FenceReasonLockTimeout, nil))
+	good := jsonLine(FenceDoc("x", documents.FenceReasonLockTimeout, nil))
 	for _, bad := range []string{
 		strings.Replace(good, `"reason":"lock-timeout"`, `"reason":"maybe"`, 1),
 		strings.Replace(good, `"fence":true,`, ``, 1),
@@ -333,7 +333,7 @@ func TestTheValidatorAcceptsTheGoldens(t *testing.T) {
 			if !bytes.Contains(args, []byte("json")) && name != "renew" && name != "fence" {
 				continue
 			}
-			if k, err := certrunbook.Classify(b); err != nil || string(k) != name {
+			if k, err := documents.Classify(b); err != nil || string(k) != name {
 				continue
 			}
 			if bytes.Contains(b, []byte(`"[HOLDER]"`)) || bytes.Contains(b, []byte(`"[masked]"`)) {

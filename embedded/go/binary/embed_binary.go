@@ -1,6 +1,6 @@
 //go:build !certrunbook_nobinary
 
-package certrunbook
+package binary
 
 import _ "embed"
 

@@ -1,4 +1,4 @@
-package certrunbook
+package documents
 
 // Typed mirrors of the JSON documents (embedded/schema/*.schema.json; the
 // Rust types in src/contract/ are the source of those schemas). Nullable

@@ -1,4 +1,4 @@
-package certrunbook
+package documents
 
 // More closed lists of the contract (embedded/schema), as typed strings
 // with Valid; the drift test checks them against the schemas both ways.

@@ -1,24 +1,25 @@
-package certrunbook_test
+package executor_test
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"nvke.example/certrunbook"
 	"nvke.example/certrunbook/certrunbooktest"
+	"nvke.example/certrunbook/documents"
+	"nvke.example/certrunbook/executor"
 )
 
 // A V2 renewal: success needs exit 0, a success outcome and its receipt,
 // verified read-only. The same operation ID again (an activity retry)
 // replays the receipt.
 func ExampleExecutor_Renew() {
-	node := certrunbooktest.NewNode() // a fake node; in production an SSHTransport
-	e := &certrunbook.Executor{Transport: node}
+	node := certrunbooktest.NewNode() // a fake node; in production an sshtransport.Transport
+	e := &executor.Executor{Transport: node}
 	for i := 0; i < 2; i++ {
-		r, err := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-1@cp-1"})
+		r, err := e.Renew(context.Background(), executor.RenewRequest{OperationID: "cycle-1@cp-1"})
 		if err != nil {
-			fmt.Println("retry with the same ID:", certrunbook.IsRetryable(err))
+			fmt.Println("retry with the same ID:", executor.IsRetryable(err))
 			return
 		}
 		fmt.Println(r.Status, r.Reason, r.ExitCode, "replayed:", r.Renew.Replayed)
@@ -32,8 +33,8 @@ func ExampleExecutor_Renew() {
 // cluster mutation lock is released.
 func ExampleExecutor_CleanupAfter() {
 	node := certrunbooktest.NewNode().Plan("cycle-2@cp-1", certrunbooktest.FailsGate)
-	e := &certrunbook.Executor{Transport: node}
-	r, _ := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-2@cp-1"})
+	e := &executor.Executor{Transport: node}
+	r, _ := e.Renew(context.Background(), executor.RenewRequest{OperationID: "cycle-2@cp-1"})
 	fmt.Println(r.Status, r.Reason, r.Phase)
 	if r.NeedsCleanup() {
 		r = e.CleanupAfter(context.Background(), r)
@@ -50,15 +51,15 @@ func ExampleExecutor_CleanupAfter() {
 // a late attempt of that ID is fenced (exit 5).
 func ExampleExecutor_Cleanup() {
 	node := certrunbooktest.NewNode().HoldLock()
-	e := &certrunbook.Executor{Transport: node, CleanupBudget: 100 * time.Millisecond}
-	_, err := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-3@cp-1"})
-	fmt.Println("retryable:", certrunbook.IsRetryable(err))
+	e := &executor.Executor{Transport: node, CleanupBudget: 100 * time.Millisecond}
+	_, err := e.Renew(context.Background(), executor.RenewRequest{OperationID: "cycle-3@cp-1"})
+	fmt.Println("retryable:", executor.IsRetryable(err))
 	r := e.Cleanup(context.Background(), "cycle-3@cp-1")
 	fmt.Println(r.Status, r.Reason)
 	node.ReleaseLock()
 	r = e.Cleanup(context.Background(), "cycle-3@cp-1")
 	fmt.Println(r.Status, r.Reason)
-	late, _ := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-3@cp-1"})
+	late, _ := e.Renew(context.Background(), executor.RenewRequest{OperationID: "cycle-3@cp-1"})
 	fmt.Println("late attempt: exit", late.ExitCode, late.Outcome)
 	// Output:
 	// retryable: true
@@ -70,16 +71,16 @@ func ExampleExecutor_Cleanup() {
 // Progress for a Temporal activity's heartbeats: the phases the renewal
 // reached and the components it restarted.
 func ExampleExecutor_OnEvent() {
-	e := &certrunbook.Executor{Transport: certrunbooktest.NewNode()}
-	e.OnEvent = func(ev certrunbook.Event) {
+	e := &executor.Executor{Transport: certrunbooktest.NewNode()}
+	e.OnEvent = func(ev executor.Event) {
 		switch {
-		case ev.Kind == certrunbook.EventRestarted:
+		case ev.Kind == executor.EventRestarted:
 			fmt.Println("heartbeat: restarted", ev.Component) // activity.RecordHeartbeat(ctx, ev)
-		case ev.Kind == certrunbook.EventStepStarted && ev.Phase == certrunbook.PhaseRenewCerts:
+		case ev.Kind == executor.EventStepStarted && ev.Phase == documents.PhaseRenewCerts:
 			fmt.Println("heartbeat: phase", ev.Phase)
 		}
 	}
-	r, err := e.Renew(context.Background(), certrunbook.RenewRequest{OperationID: "cycle-4@cp-1"})
+	r, err := e.Renew(context.Background(), executor.RenewRequest{OperationID: "cycle-4@cp-1"})
 	if err != nil {
 		return
 	}
@@ -97,8 +98,8 @@ func ExampleExecutor_OnEvent() {
 // Unimplemented.
 func ExamplePlan_FallbackToLegacy() {
 	for _, noPendingIntent := range []bool{true, false} { // the check's legacyFallback
-		node := certrunbooktest.NewNode().SetCheck(certrunbook.DecisionRenew, []certrunbook.ExecutorKind{certrunbook.ExecutorTyped}, noPendingIntent)
-		e := &certrunbook.Executor{Transport: node, AllowLegacyFallback: true}
+		node := certrunbooktest.NewNode().SetCheck(documents.DecisionRenew, []documents.ExecutorKind{documents.ExecutorTyped}, noPendingIntent)
+		e := &executor.Executor{Transport: node, AllowLegacyFallback: true}
 		_, plan, err := e.Check(context.Background(), false, "")
 		if err != nil {
 			fmt.Println(err)
@@ -114,36 +115,4 @@ func ExamplePlan_FallbackToLegacy() {
 	// Output:
 	// no pending intent: renew with the embedded runbook
 	// typed intent pending: failed-lock-released upgrade-agent
-}
-
-// The executor over the OpenSSH client, as a controller's activity uses it:
-// the context's deadline becomes --deadline, a cancelled context reaches the
-// runbook as SIGTERM, and a failure is judged by the cleanup, which has its
-// own five-minute budget. (Compiled, not run: it needs a node.)
-func ExampleSSHTransport() {
-	e := &certrunbook.Executor{
-		Transport: &certrunbook.SSHTransport{
-			Host: "root@10.0.0.11",
-			Options: []string{
-				"IdentityFile=/etc/controller/id_ed25519",
-				"IdentitiesOnly=yes",
-				"UserKnownHostsFile=/etc/controller/known_hosts",
-				"StrictHostKeyChecking=yes",
-				"ConnectTimeout=10",
-				"ServerAliveInterval=5",
-			},
-		},
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	r, err := e.Renew(ctx, certrunbook.RenewRequest{OperationID: "cycle-42@cp-1"})
-	if certrunbook.IsRetryable(err) {
-		return // the activity retries with the same operation ID
-	}
-	if err != nil {
-		r = e.Cleanup(ctx, "cycle-42@cp-1")
-	} else if r.NeedsCleanup() {
-		r = e.CleanupAfter(ctx, r)
-	}
-	fmt.Println(r.Status, r.Reason, r.LockRetained())
 }

@@ -1,4 +1,4 @@
-package certrunbook
+package documents
 
 import "strings"
 

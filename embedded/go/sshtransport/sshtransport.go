@@ -1,4 +1,4 @@
-package certrunbook
+package sshtransport
 
 import (
 	"bytes"
@@ -16,22 +16,26 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"nvke.example/certrunbook/executor"
+	"nvke.example/certrunbook/internal/text"
 )
 
-// SSHTransport is a Transport over the OpenSSH client binary. Every call
+// Transport is an executor.Transport over the OpenSSH client binary (and
+// an executor.StreamingTransport). Every call
 // runs one ssh process from an argv (never a local shell):
 //
 //	SSH [-F Config] -T -o BatchMode=yes -o LogLevel=ERROR [-o OPTION]... -- HOST COMMAND
 //
 // with stdin from /dev/null (but for Push), COMMAND built with
-// ShellCommand. sshd runs COMMAND with the remote account's login shell,
+// executor.ShellCommand. sshd runs COMMAND with the remote account's login shell,
 // which must be a POSIX shell (sh, dash, bash).
 //
 // ssh's exit status 255 is its own (connection refused, authentication,
 // host key, a lost connection, a remote command killed by a signal): it
-// becomes a *TransportError with ExitCode -1. Every other status is the
+// becomes a *executor.TransportError with ExitCode -1. Every other status is the
 // remote command's; the runbook never exits 255.
-type SSHTransport struct {
+type Transport struct {
 	// SSH is the absolute path of the ssh client ("": /usr/bin/ssh); it is
 	// never looked up on PATH.
 	SSH string
@@ -55,12 +59,7 @@ type SSHTransport struct {
 	KillGrace time.Duration
 }
 
-var _ Transport = (*SSHTransport)(nil)
-
-// ErrProcessGone is returned (wrapped) by Signal when the process Start
-// started is no longer running on the node (ended, or its pid now belongs
-// to another process): nothing was signalled.
-var ErrProcessGone = errors.New("the remote process is gone")
+var _ executor.Transport = (*Transport)(nil)
 
 // ErrSessionClosed is wrapped in the *TransportError Wait returns after
 // Close stopped the session.
@@ -80,7 +79,7 @@ const (
 
 var defaultEnv = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 
-func (t *SSHTransport) grace() time.Duration {
+func (t *Transport) grace() time.Duration {
 	if t.KillGrace > 0 {
 		return t.KillGrace
 	}
@@ -88,16 +87,16 @@ func (t *SSHTransport) grace() time.Duration {
 }
 
 // command builds the ssh process for one remote command line.
-func (t *SSHTransport) command(remote string) (*exec.Cmd, error) {
+func (t *Transport) command(remote string) (*exec.Cmd, error) {
 	ssh := t.SSH
 	if ssh == "" {
 		ssh = defaultSSH
 	}
 	if !strings.HasPrefix(ssh, "/") {
-		return nil, fmt.Errorf("SSHTransport.SSH %q must be an absolute path", ssh)
+		return nil, fmt.Errorf("Transport.SSH %q must be an absolute path", ssh)
 	}
 	if t.Host == "" || strings.HasPrefix(t.Host, "-") {
-		return nil, fmt.Errorf("SSHTransport.Host %q must be a destination (not empty, not starting with '-')", t.Host)
+		return nil, fmt.Errorf("Transport.Host %q must be a destination (not empty, not starting with '-')", t.Host)
 	}
 	argv := []string{}
 	if t.Config != "" {
@@ -106,7 +105,7 @@ func (t *SSHTransport) command(remote string) (*exec.Cmd, error) {
 	argv = append(argv, "-T", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR")
 	for _, o := range t.Options {
 		if o == "" || strings.HasPrefix(o, "-") {
-			return nil, fmt.Errorf("SSHTransport.Options: %q is not a Name=value option", o)
+			return nil, fmt.Errorf("Transport.Options: %q is not a Name=value option", o)
 		}
 		argv = append(argv, "-o", o)
 	}
@@ -131,32 +130,24 @@ func status(op string, waitErr error, stderr []byte) (int, error) {
 	}
 	var ee *exec.ExitError
 	if !errors.As(waitErr, &ee) {
-		return -1, &TransportError{Op: op, Err: waitErr}
+		return -1, &executor.TransportError{Op: op, Err: waitErr}
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, &TransportError{Op: op, Err: fmt.Errorf("ssh killed by signal %v", ws.Signal())}
+		return -1, &executor.TransportError{Op: op, Err: fmt.Errorf("ssh killed by signal %v", ws.Signal())}
 	}
 	if code := ee.ExitCode(); code != 255 {
 		return code, nil
 	}
-	msg := strings.TrimSpace(string(lastBytes(stderr, maxErrorStderr)))
+	msg := strings.TrimSpace(string(text.LastBytes(stderr, maxErrorStderr)))
 	if msg == "" {
-		return -1, &TransportError{Op: op, Err: errors.New("ssh exited 255 without a message: the session ended without an exit status (connection lost, or the remote process was killed by a signal)")}
+		return -1, &executor.TransportError{Op: op, Err: errors.New("ssh exited 255 without a message: the session ended without an exit status (connection lost, or the remote process was killed by a signal)")}
 	}
-	return -1, &TransportError{Op: op, Err: fmt.Errorf("ssh exited 255: %q", msg)}
+	return -1, &executor.TransportError{Op: op, Err: fmt.Errorf("ssh exited 255: %q", msg)}
 }
 
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// lastBytes is the last n bytes of b.
-func lastBytes(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
 }
 
 // stop ends a local ssh: SIGTERM, then SIGKILL after grace; it returns
@@ -180,7 +171,7 @@ func stop(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
 
 // run runs one short ssh session bounded by ctx (cancelling it stops the
 // local ssh) and returns its output and the remote exit status.
-func (t *SSHTransport) run(ctx context.Context, op, remote string, stdin []byte) (stdout, stderr []byte, code int, err error) {
+func (t *Transport) run(ctx context.Context, op, remote string, stdin []byte) (stdout, stderr []byte, code int, err error) {
 	cmd, err := t.command(remote)
 	if err != nil {
 		return nil, nil, -1, err
@@ -192,10 +183,10 @@ func (t *SSHTransport) run(ctx context.Context, op, remote string, stdin []byte)
 	errb := &tailBuffer{max: maxStderr}
 	cmd.Stdout, cmd.Stderr = out, errb
 	if err := ctx.Err(); err != nil {
-		return nil, nil, -1, &TransportError{Op: op, Err: err}
+		return nil, nil, -1, &executor.TransportError{Op: op, Err: err}
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, -1, &TransportError{Op: op, Err: err}
+		return nil, nil, -1, &executor.TransportError{Op: op, Err: err}
 	}
 	done := make(chan struct{})
 	var waitErr error
@@ -204,7 +195,7 @@ func (t *SSHTransport) run(ctx context.Context, op, remote string, stdin []byte)
 	case <-done:
 	case <-ctx.Done():
 		stop(cmd, done, t.grace())
-		return out.bytes(), errb.bytes(), -1, &TransportError{Op: op, Err: ctx.Err()}
+		return out.bytes(), errb.bytes(), -1, &executor.TransportError{Op: op, Err: ctx.Err()}
 	}
 	code, err = status(op, waitErr, errb.bytes())
 	return out.bytes(), errb.bytes(), code, err
@@ -224,12 +215,12 @@ func (t *SSHTransport) run(ctx context.Context, op, remote string, stdin []byte)
 // their directory differs between distributions (/bin or /usr/bin, busybox)
 // and whoever can change root's PATH on the node can replace the runbook
 // itself anyway.
-func (t *SSHTransport) Push(ctx context.Context, dst string, data []byte) error {
+func (t *Transport) Push(ctx context.Context, dst string, data []byte) error {
 	if !strings.HasPrefix(dst, "/") || path.Clean(dst) != dst || dst == "/" {
 		return fmt.Errorf("push: %q is not a clean absolute file path", dst)
 	}
 	if strings.IndexByte(dst, 0) >= 0 {
-		return fmt.Errorf("push: %q: %w", dst, ErrShellNUL)
+		return fmt.Errorf("push: %q: %w", dst, executor.ErrShellNUL)
 	}
 	script := pushScript(dst, len(data), sha256Hex(data))
 	if data == nil {
@@ -240,7 +231,7 @@ func (t *SSHTransport) Push(ctx context.Context, dst string, data []byte) error 
 		return err
 	}
 	if code != 0 {
-		return fmt.Errorf("push %s: exit %d: %s", dst, code, strings.TrimSpace(string(lastBytes(stderr, maxErrorStderr))))
+		return fmt.Errorf("push %s: exit %d: %s", dst, code, strings.TrimSpace(string(text.LastBytes(stderr, maxErrorStderr))))
 	}
 	return nil
 }
@@ -252,8 +243,8 @@ func pushScript(dst string, size int, sum string) string {
 	return strings.Join([]string{
 		"set -e",
 		"umask 022",
-		"d=" + ShellQuote(path.Dir(dst)),
-		"p=" + ShellQuote(dst),
+		"d=" + executor.ShellQuote(path.Dir(dst)),
+		"p=" + executor.ShellQuote(dst),
 		"t=",
 		`trap 'if [ -n "$t" ]; then rm -f -- "$t"; fi' EXIT`,
 		"trap 'exit 1' HUP INT TERM PIPE",
@@ -287,18 +278,18 @@ func pushScript(dst string, size int, sum string) string {
 // Start returns a *TransportError when ssh failed (exit 255, killed) and a
 // plain error when the remote shell ended with another status before the
 // marker (a nologin account, a broken login shell).
-func (t *SSHTransport) Start(ctx context.Context, argv []string) (Remote, error) {
+func (t *Transport) Start(ctx context.Context, argv []string) (executor.Remote, error) {
 	return t.start(ctx, argv, nil)
 }
 
 // StartStreaming is Start, and hands each line of the command's stderr to
 // line as it arrives (StreamingTransport); Wait returns after the last.
-func (t *SSHTransport) StartStreaming(ctx context.Context, argv []string, line func(string)) (Remote, error) {
+func (t *Transport) StartStreaming(ctx context.Context, argv []string, line func(string)) (executor.Remote, error) {
 	return t.start(ctx, argv, line)
 }
 
-func (t *SSHTransport) start(ctx context.Context, argv []string, stream func(string)) (Remote, error) {
-	line, err := ShellCommand(argv)
+func (t *Transport) start(ctx context.Context, argv []string, stream func(string)) (executor.Remote, error) {
+	line, err := executor.ShellCommand(argv)
 	if err != nil {
 		return nil, err
 	}
@@ -328,16 +319,16 @@ func (t *SSHTransport) start(ctx context.Context, argv []string, stream func(str
 	r.outMarker = newMarkerWriter(marker, r.stdout, nil)
 	var post io.Writer = r.stderr
 	if stream != nil {
-		r.lines = &lineSplitter{line: stream}
+		r.lines = &text.Lines{Line: stream}
 		post = io.MultiWriter(r.stderr, r.lines)
 	}
 	r.errMarker = newMarkerWriter(marker, post, r.started)
 	cmd.Stdout, cmd.Stderr = r.outMarker, r.errMarker
 	if err := ctx.Err(); err != nil {
-		return nil, &TransportError{Op: "start", Err: err}
+		return nil, &executor.TransportError{Op: "start", Err: err}
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, &TransportError{Op: "start", Err: err}
+		return nil, &executor.TransportError{Op: "start", Err: err}
 	}
 	go func() { r.waitErr = cmd.Wait(); close(r.done) }()
 	select {
@@ -354,23 +345,23 @@ func (t *SSHTransport) start(ctx context.Context, argv []string, stream func(str
 			return nil, err
 		}
 		return nil, fmt.Errorf("start: the remote shell ended (exit %d) before the command started: %q",
-			code, strings.TrimSpace(string(lastBytes(r.errMarker.preamble(), maxErrorStderr))))
+			code, strings.TrimSpace(string(text.LastBytes(r.errMarker.preamble(), maxErrorStderr))))
 	case <-ctx.Done():
 		stop(cmd, r.done, t.grace())
-		return nil, &TransportError{Op: "start", Err: fmt.Errorf("%w (the command may have started on the node)", ctx.Err())}
+		return nil, &executor.TransportError{Op: "start", Err: fmt.Errorf("%w (the command may have started on the node)", ctx.Err())}
 	}
 }
 
-// sshRemote is one command started by SSHTransport.Start.
+// sshRemote is one command started by Transport.Start.
 type sshRemote struct {
-	t      *SSHTransport
+	t      *Transport
 	cmd    *exec.Cmd
 	stdout *capBuffer
 	stderr *tailBuffer
 	// outMarker and errMarker take the marker lines out of stdout and
 	// stderr (and what the login shell printed before them).
 	outMarker, errMarker *markerWriter
-	lines                *lineSplitter // StartStreaming's, or nil
+	lines                *text.Lines   // StartStreaming's, or nil
 	started              chan struct{} // closed when the marker arrived
 	done                 chan struct{} // closed when ssh was reaped
 	waitErr              error         // set before done is closed
@@ -384,12 +375,12 @@ type sshRemote struct {
 // to 16 MiB, the last 256 KiB of stderr, both without the marker lines and
 // what came before them; a note in Stderr says what was dropped) and exit
 // status.
-func (r *sshRemote) Wait() (*RunResult, error) {
+func (r *sshRemote) Wait() (*executor.RunResult, error) {
 	<-r.done
 	if r.lines != nil {
 		r.lines.Flush()
 	}
-	res := &RunResult{Stdout: r.stdout.bytes(), Stderr: r.stderr.bytes(), ExitCode: -1}
+	res := &executor.RunResult{Stdout: r.stdout.bytes(), Stderr: r.stderr.bytes(), ExitCode: -1}
 	if !r.outMarker.identityFound() {
 		// No stdout marker (cannot happen with a working printf): do not
 		// lose what arrived.
@@ -402,7 +393,7 @@ func (r *sshRemote) Wait() (*RunResult, error) {
 	closed := r.closed
 	r.mu.Unlock()
 	if closed {
-		return res, &TransportError{Op: "wait", Err: ErrSessionClosed}
+		return res, &executor.TransportError{Op: "wait", Err: ErrSessionClosed}
 	}
 	code, err := status("wait", r.waitErr, r.stderr.bytes())
 	res.ExitCode = code
@@ -412,7 +403,7 @@ func (r *sshRemote) Wait() (*RunResult, error) {
 // Signal opens a second session that sends sig to the started process if
 // /proc/PID/stat still shows the start time the marker reported (a pid
 // reused since is left alone). Only SIGTERM, SIGINT and SIGHUP are sent.
-// It returns an error wrapping ErrProcessGone when the process ended (or
+// It returns an error wrapping executor.ErrProcessGone when the process ended (or
 // is a zombie, or its pid was reused). ctx bounds the whole session.
 func (r *sshRemote) Signal(ctx context.Context, sig syscall.Signal) error {
 	var name string
@@ -435,7 +426,7 @@ func (r *sshRemote) Signal(ctx context.Context, sig syscall.Signal) error {
 	// negligible next to the minutes a runbook runs.
 	script := fmt.Sprintf(`s=; read -r s < /proc/%d/stat 2>/dev/null || s=; s=${s##*)}; set -f; set -- $s; `+
 		`if [ "$#" -ge 20 ] && [ "$1" != Z ] && [ "${20}" = %s ] && kill -s %s %d 2>/dev/null; then echo signalled; else echo gone; fi`,
-		pid, ShellQuote(start), name, pid)
+		pid, executor.ShellQuote(start), name, pid)
 	stdout, stderr, code, err := r.t.run(ctx, "signal", script, nil)
 	if err != nil {
 		return err
@@ -447,11 +438,11 @@ func (r *sshRemote) Signal(ctx context.Context, sig syscall.Signal) error {
 		}
 	case "gone":
 		if code == 0 {
-			return fmt.Errorf("signal %s to pid %d: %w", name, pid, ErrProcessGone)
+			return fmt.Errorf("signal %s to pid %d: %w", name, pid, executor.ErrProcessGone)
 		}
 	}
 	return fmt.Errorf("signal %s to pid %d: exit %d, stdout %q, stderr %q", name, pid, code,
-		lastBytes(stdout, maxErrorStderr), strings.TrimSpace(string(lastBytes(stderr, maxErrorStderr))))
+		text.LastBytes(stdout, maxErrorStderr), strings.TrimSpace(string(text.LastBytes(stderr, maxErrorStderr))))
 }
 
 // Close stops the local ssh client (SIGTERM, SIGKILL after KillGrace) and

@@ -1,4 +1,4 @@
-package certrunbook
+package executor
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"nvke.example/certrunbook/binary"
+	"nvke.example/certrunbook/documents"
 )
 
 // The demo node's "now": the fixture's etcd peer certificate expires within
@@ -19,7 +22,7 @@ import (
 const demoNow = "2027-02-10T00:00:00Z"
 
 func repoPath(parts ...string) string {
-	return filepath.Join(append([]string{"..", ".."}, parts...)...)
+	return filepath.Join(append([]string{"..", "..", ".."}, parts...)...)
 }
 
 // inRepo skips a test that reads the repository's files (fixtures, Rust
@@ -86,11 +89,11 @@ type demo struct {
 
 func newDemo(t *testing.T) *demo {
 	t.Helper()
-	if Binary() == nil {
+	if binary.Bytes() == nil {
 		t.Skip("built with -tags certrunbook_nobinary: no binary to run")
 	}
 	dir := t.TempDir()
-	bin, err := WriteBinary(dir)
+	bin, err := binary.WriteBinary(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,26 +140,26 @@ func (d *demo) run(t *testing.T, args []string, err error) (int, []byte) {
 }
 
 func TestEmbeddedBinaryMatchesItsManifest(t *testing.T) {
-	if Binary() == nil {
+	if binary.Bytes() == nil {
 		// -tags certrunbook_nobinary: every use of the binary says so.
-		if _, err := WriteBinary(t.TempDir()); !errors.Is(err, ErrNoBinary) {
+		if _, err := binary.WriteBinary(t.TempDir()); !errors.Is(err, binary.ErrNoBinary) {
 			t.Fatalf("WriteBinary: %v", err)
 		}
-		if err := Verify(); !errors.Is(err, ErrNoBinary) || SHA256() != "" || Size() != 0 {
-			t.Fatalf("Verify: %v, sha %q", err, SHA256())
+		if err := binary.Verify(); !errors.Is(err, binary.ErrNoBinary) || binary.SHA256() != "" || binary.Size() != 0 {
+			t.Fatalf("Verify: %v, sha %q", err, binary.SHA256())
 		}
-		if _, err := (&Executor{Transport: newFake()}).Push(context.Background()); !errors.Is(err, ErrNoBinary) {
+		if _, err := (&Executor{Transport: newFake()}).Push(context.Background()); !errors.Is(err, binary.ErrNoBinary) {
 			t.Fatalf("Push: %v", err)
 		}
 		return
 	}
-	if err := Verify(); err != nil {
+	if err := binary.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if len(SHA256()) != 64 || Size() < 1<<20 {
-		t.Fatalf("sha256 %q, size %d", SHA256(), Size())
+	if len(binary.SHA256()) != 64 || binary.Size() < 1<<20 {
+		t.Fatalf("sha256 %q, size %d", binary.SHA256(), binary.Size())
 	}
-	m, err := Manifest()
+	m, err := binary.Manifest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,16 +171,16 @@ func TestEmbeddedBinaryMatchesItsManifest(t *testing.T) {
 func TestVersionAndHelp(t *testing.T) {
 	d := newDemo(t)
 	code, out := d.run(t, VersionArgs(), nil)
-	v, err := DecodeVersion(out)
-	if err != nil || code != ExitOK {
+	v, err := documents.DecodeVersion(out)
+	if err != nil || code != documents.ExitOK {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
-	if v.RunbookVersion != Version() || v.ContractVersion != ContractVersion || v.GitCommit != GitCommit() {
-		t.Fatalf("--version %+v, manifest %s %s", v, Version(), GitCommit())
+	if v.RunbookVersion != binary.Version() || v.ContractVersion != documents.ContractVersion || v.GitCommit != binary.GitCommit() {
+		t.Fatalf("--version %+v, manifest %s %s", v, binary.Version(), binary.GitCommit())
 	}
 	code, out = d.run(t, HelpArgs(), nil)
-	h, err := DecodeHelp(out)
-	if err != nil || code != ExitOK || !strings.Contains(h.Help, "--status-only") {
+	h, err := documents.DecodeHelp(out)
+	if err != nil || code != documents.ExitOK || !strings.Contains(h.Help, "--status-only") {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
 }
@@ -187,11 +190,11 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 
 	args, err := CheckArgs(d.g, false, "")
 	code, out := d.run(t, args, err)
-	c, err := DecodeCheck(out)
+	c, err := documents.DecodeCheck(out)
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if code != ExitOK || c.Decision != "renew" || len(c.Executors) != 1 || c.Executors[0] != "typed" {
+	if code != documents.ExitOK || c.Decision != "renew" || len(c.Executors) != 1 || c.Executors[0] != "typed" {
 		t.Fatalf("check: exit %d, %+v", code, c)
 	}
 	due := 0
@@ -211,17 +214,17 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 	// is not checked, so the view is not clean (exit 1), and says why.
 	args, err = StatusOnlyArgs(d.g, "")
 	code, out = d.run(t, args, err)
-	s, err := DecodeStatus(out)
-	if err != nil || code != ExitFailed || s.Clean || s.Fencing != nil || s.Live == nil || s.Live.Runtime == nil {
+	s, err := documents.DecodeStatus(out)
+	if err != nil || code != documents.ExitFailed || s.Clean || s.Fencing != nil || s.Live == nil || s.Live.Runtime == nil {
 		t.Fatalf("status: exit %d, %v: %s", code, err, out)
 	}
 
 	// Fencing an operation that never ran: an abandoned receipt.
 	args, err = FenceArgs(d.g, "cycle-1@cp-1")
 	code, out = d.run(t, args, err)
-	f, err := DecodeFence(out)
-	if err != nil || code != ExitOK || !f.Confirmed || f.Action != FenceActionAbandoned || f.Receipt == nil ||
-		f.Receipt.Outcome != OutcomeAbandoned || f.Reason != FenceReasonAbandoned || f.ExitCode != code {
+	f, err := documents.DecodeFence(out)
+	if err != nil || code != documents.ExitOK || !f.Confirmed || f.Action != documents.FenceActionAbandoned || f.Receipt == nil ||
+		f.Receipt.Outcome != documents.OutcomeAbandoned || f.Reason != documents.FenceReasonAbandoned || f.ExitCode != code {
 		t.Fatalf("fence: exit %d, %v: %s", code, err, out)
 	}
 	state := filepath.Join(d.root, "var/lib/nvke/k8s-cert-renewal")
@@ -229,7 +232,7 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := DecodeReceipt(b)
+	r, err := documents.DecodeReceipt(b)
 	if err != nil || r.OperationID != "cycle-1@cp-1" || r.Manifests.KubeScheduler != "active" {
 		t.Fatalf("receipt: %v: %s", err, b)
 	}
@@ -237,24 +240,24 @@ func TestCheckStatusFenceOnTheDemoNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, err := DecodeLockOwner(b); err != nil || o.Mode != "status-fence" {
+	if o, err := documents.DecodeLockOwner(b); err != nil || o.Mode != "status-fence" {
 		t.Fatalf("owner: %v: %s", err, b)
 	}
 
 	// The status view now lists that receipt and would confirm.
 	args, err = StatusOnlyArgs(d.g, "cycle-1@cp-1")
 	code, out = d.run(t, args, err)
-	s, err = DecodeStatus(out)
-	if err != nil || code != ExitFailed || s.ReceiptCount != 1 || s.Fencing == nil || s.Fencing.Action != "confirm" ||
-		s.Receipt == nil || s.Receipt.Outcome != OutcomeAbandoned {
+	s, err = documents.DecodeStatus(out)
+	if err != nil || code != documents.ExitFailed || s.ReceiptCount != 1 || s.Fencing == nil || s.Fencing.Action != "confirm" ||
+		s.Receipt == nil || s.Receipt.Outcome != documents.OutcomeAbandoned {
 		t.Fatalf("status with ID: exit %d, %v: %s", code, err, out)
 	}
 
 	// A renewal under the fenced ID is refused: replay, exit 5.
 	args, err = RenewArgs(d.g, RenewRequest{OperationID: "cycle-1@cp-1"})
 	code, out = d.run(t, args, err)
-	rr, err := DecodeRenew(out)
-	if err != nil || code != ExitFenced || !rr.Replayed || rr.Receipt == nil {
+	rr, err := documents.DecodeRenew(out)
+	if err != nil || code != documents.ExitFenced || !rr.Replayed || rr.Receipt == nil {
 		t.Fatalf("replay: exit %d, %v: %s", code, err, out)
 	}
 }
@@ -265,14 +268,14 @@ func TestRenewalRefusedByTheHealthGate(t *testing.T) {
 	d := newDemo(t)
 	args, err := RenewArgs(d.g, RenewRequest{OperationID: "cycle-2@cp-1"})
 	code, out := d.run(t, args, err)
-	r, err := DecodeRenew(out)
-	if err != nil || code != ExitFailed || r.Outcome != OutcomeFailed || r.Phase != "health" || r.Success() ||
+	r, err := documents.DecodeRenew(out)
+	if err != nil || code != documents.ExitFailed || r.Outcome != documents.OutcomeFailed || r.Phase != "health" || r.Success() ||
 		r.Manifests.Etcd != "active" || len(r.Certificates) != 11 {
 		t.Fatalf("renew: exit %d, %v: %s", code, err, out)
 	}
 	args, err = LegacyV1Args(d.g, false)
 	code, out = d.run(t, args, err)
-	if r, err = DecodeRenew(out); err != nil || code != ExitFailed || r.Mode != "legacy-v1" || r.OperationID != nil {
+	if r, err = documents.DecodeRenew(out); err != nil || code != documents.ExitFailed || r.Mode != "legacy-v1" || r.OperationID != nil {
 		t.Fatalf("legacy-v1: exit %d, %v: %s", code, err, out)
 	}
 
@@ -290,13 +293,13 @@ func TestRenewalRefusedByTheHealthGate(t *testing.T) {
 	args, err = RenewArgs(g, RenewRequest{OperationID: "cycle-3@cp-1"})
 	code, out = d.run(t, args, err)
 	// An early failure reports where the four manifests are (issue 14).
-	if r, err = DecodeRenew(out); err != nil || code != ExitLockTimeout || r.Phase != "lock" || r.Etcd != nil ||
+	if r, err = documents.DecodeRenew(out); err != nil || code != documents.ExitLockTimeout || r.Phase != "lock" || r.Etcd != nil ||
 		r.Manifests.Etcd != "active" || r.Resigned {
 		t.Fatalf("lock timeout: exit %d, %v: %s", code, err, out)
 	}
 	args, err = FenceArgs(g, "cycle-3@cp-1")
 	code, out = d.run(t, args, err)
-	if f, err := DecodeFence(out); err != nil || code != ExitLockTimeout || f.Confirmed || f.Reason != FenceReasonLockTimeout {
+	if f, err := documents.DecodeFence(out); err != nil || code != documents.ExitLockTimeout || f.Confirmed || f.Reason != documents.FenceReasonLockTimeout {
 		t.Fatalf("fence, lock held: exit %d, %v: %s", code, err, out)
 	}
 }
@@ -305,21 +308,21 @@ func TestUsageErrors(t *testing.T) {
 	d := newDemo(t)
 	// --fence without an ID: built by hand, since the builders refuse it.
 	code, out := d.run(t, []string{"--output", "json", "--root", d.root, "--status-only", "--fence"}, nil)
-	u, err := DecodeUsageError(out)
-	if err != nil || code != ExitUsage || u.Outcome != "usage_error" || u.Mode == nil || *u.Mode != "status" {
+	u, err := documents.DecodeUsageError(out)
+	if err != nil || code != documents.ExitUsage || u.Outcome != "usage_error" || u.Mode == nil || *u.Mode != "status" {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
 	// A mode decoder given a usage error says so.
-	if _, err := DecodeCheck(out); err == nil {
+	if _, err := documents.DecodeCheck(out); err == nil {
 		t.Fatal("DecodeCheck accepted a usage error")
 	} else {
-		var ue *UsageErrorResult
+		var ue *documents.UsageErrorResult
 		if !errors.As(err, &ue) {
 			t.Fatalf("not a UsageErrorResult: %v", err)
 		}
 	}
 	code, out = d.run(t, []string{"--output=json", "--check", "--bogus"}, nil)
-	if _, err := DecodeUsageError(out); err != nil || code != ExitUsage {
+	if _, err := documents.DecodeUsageError(out); err != nil || code != documents.ExitUsage {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
 }
@@ -372,57 +375,4 @@ func TestBuildersRefuseWhatTheBinaryRefuses(t *testing.T) {
 	if _, err := RecoverExpiredArgs(Global{}, "../x", nil); err == nil {
 		t.Error("a bad operation ID accepted")
 	}
-}
-
-// Every JSON document of the Rust golden cases decodes into its type.
-func TestGoldenDocumentsDecode(t *testing.T) {
-	inRepo(t)
-	dirs, err := filepath.Glob(repoPath("tests", "golden", "*", "stdout"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
-	kinds := map[Kind]int{}
-	for _, p := range dirs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.HasPrefix(b, []byte("{")) {
-			continue
-		}
-		// The golden normalization masks the owner's pid.
-		b = bytes.ReplaceAll(b, []byte(`"pid": "[masked]"`), []byte(`"pid": 4242`))
-		// ... and the real lock holder's (it varies per run).
-		b = bytes.ReplaceAll(b, []byte(`"pid": "[HOLDER]"`), []byte(`"pid": 4243`))
-		k, _, err := Decode(b)
-		if err != nil {
-			t.Errorf("%s: %v", p, err)
-			continue
-		}
-		kinds[k]++
-	}
-	for _, k := range []Kind{KindCheck, KindStatus, KindFence, KindUsageError} {
-		if kinds[k] == 0 {
-			t.Errorf("no golden %s document", k)
-		}
-	}
-	// A field this package does not know is refused, at any depth.
-	b, err := os.ReadFile(repoPath("tests", "golden", "check-clean-unchanged", "stdout"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ from, to string }{
-		{`"decision":`, `"newField": 1, "decision":`},
-		{`"agentStaged":`, `"agentStagedToo": false, "agentStaged":`},
-		{`"withinThreshold":`, `"inThreshold":`}, // (encoding/json matches names case-insensitively)
-	} {
-		m := bytes.Replace(b, []byte(c.from), []byte(c.to), 1)
-		if bytes.Equal(m, b) {
-			t.Fatalf("%q not found", c.from)
-		}
-		if _, err := DecodeCheck(m); err == nil {
-			t.Errorf("drift not detected: %s", c.to)
-		}
-	}
-	t.Logf("golden documents decoded: %v", kinds)
 }

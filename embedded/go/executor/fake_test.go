@@ -1,4 +1,4 @@
-package certrunbook
+package executor
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"nvke.example/certrunbook/documents"
+	"nvke.example/certrunbook/internal/artifact"
 )
 
 // A fake node behind the Transport interface. It plays the verifying
@@ -201,68 +204,68 @@ func jsonLine(v interface{}) string {
 	return string(b) + "\n"
 }
 
-func allActive() ManifestViews {
-	v := ManifestView{Location: LocationActive, Active: true}
-	return ManifestViews{Etcd: v, KubeAPIServer: v, KubeControllerManager: v, KubeScheduler: v}
+func allActive() documents.ManifestViews {
+	v := documents.ManifestView{Location: documents.LocationActive, Active: true}
+	return documents.ManifestViews{Etcd: v, KubeAPIServer: v, KubeControllerManager: v, KubeScheduler: v}
 }
 
-func renewDoc(id string, outcome Outcome, phase Phase, exit int) string {
-	return jsonLine(RenewResult{
-		Mode: ModeRenew, RunbookVersion: "test", OperationID: &id, Outcome: outcome, Phase: phase,
+func renewDoc(id string, outcome documents.Outcome, phase documents.Phase, exit int) string {
+	return jsonLine(documents.RenewResult{
+		Mode: documents.ModeRenew, RunbookVersion: "test", OperationID: &id, Outcome: outcome, Phase: phase,
 		Message: "renewal " + string(outcome), ReceiptWritten: true, ExitCode: exit,
 	})
 }
 
-func receipt(id string, outcome Outcome, phase Phase) *Receipt {
-	return &Receipt{Format: ReceiptFormat, OperationID: id, Outcome: outcome, Phase: phase, Message: "receipt " + string(outcome)}
+func receipt(id string, outcome documents.Outcome, phase documents.Phase) *documents.Receipt {
+	return &documents.Receipt{Format: documents.ReceiptFormat, OperationID: id, Outcome: outcome, Phase: phase, Message: "receipt " + string(outcome)}
 }
 
-func statusDoc(id string, rec *Receipt, exit int) string {
-	s := StatusResult{Mode: ModeStatus, RunbookVersion: "test", OperationID: &id, Outcome: "clean", ExitCode: exit}
+func statusDoc(id string, rec *documents.Receipt, exit int) string {
+	s := documents.StatusResult{Mode: documents.ModeStatus, RunbookVersion: "test", OperationID: &id, Outcome: "clean", ExitCode: exit}
 	if rec != nil {
-		s.Receipt = &ReceiptLookup{Receipt: *rec}
+		s.Receipt = &documents.ReceiptLookup{Receipt: *rec}
 	}
 	return jsonLine(s)
 }
 
 // fenceDoc: a fencing answer; receiptOutcome "" means no receipt.
-func fenceDoc(id string, reason FenceReason, action FenceAction, receiptOutcome Outcome, m ManifestViews) string {
-	f := FenceResult{
-		Mode: ModeStatus, RunbookVersion: "test", OperationID: id, Fence: true,
-		Termination: TerminationUnconfirmed, Reason: reason, Action: action,
-		Message: "fence " + string(reason), Manifests: m, ExitCode: ExitFailed,
+func fenceDoc(id string, reason documents.FenceReason, action documents.FenceAction, receiptOutcome documents.Outcome, m documents.ManifestViews) string {
+	f := documents.FenceResult{
+		Mode: documents.ModeStatus, RunbookVersion: "test", OperationID: id, Fence: true,
+		Termination: documents.TerminationUnconfirmed, Reason: reason, Action: action,
+		Message: "fence " + string(reason), Manifests: m, ExitCode: documents.ExitFailed,
 	}
 	if reason.Confirms() {
-		f.Termination, f.Confirmed, f.ExitCode = TerminationConfirmed, true, ExitOK
+		f.Termination, f.Confirmed, f.ExitCode = documents.TerminationConfirmed, true, documents.ExitOK
 	}
-	if reason == FenceReasonLockTimeout {
-		f.ExitCode = ExitLockTimeout
+	if reason == documents.FenceReasonLockTimeout {
+		f.ExitCode = documents.ExitLockTimeout
 	}
 	if receiptOutcome != "" {
-		f.Receipt = receipt(id, receiptOutcome, PhaseHealth)
+		f.Receipt = receipt(id, receiptOutcome, documents.PhaseHealth)
 		f.Outcome = &receiptOutcome
 		f.Phase = &f.Receipt.Phase
 	}
 	return jsonLine(f)
 }
 
-func fenceReply(id string, reason FenceReason, action FenceAction, receiptOutcome Outcome) reply {
+func fenceReply(id string, reason documents.FenceReason, action documents.FenceAction, receiptOutcome documents.Outcome) reply {
 	d := fenceDoc(id, reason, action, receiptOutcome, allActive())
-	var f FenceResult
+	var f documents.FenceResult
 	_ = json.Unmarshal([]byte(d), &f)
 	return reply{stdout: d, exit: f.ExitCode}
 }
 
-func checkDoc(decision Decision, executors []ExecutorKind, fallback bool) reply {
-	exit := ExitOK
-	var failure *CheckFailure
-	if decision == DecisionFailed {
-		exit = ExitFailed
-		s := CheckFailureAgentState
+func checkDoc(decision documents.Decision, executors []documents.ExecutorKind, fallback bool) reply {
+	exit := documents.ExitOK
+	var failure *documents.CheckFailure
+	if decision == documents.DecisionFailed {
+		exit = documents.ExitFailed
+		s := documents.CheckFailureAgentState
 		failure = &s
 	}
-	return reply{exit: exit, stdout: jsonLine(CheckResult{
-		Mode: ModeCheck, RunbookVersion: "test", Outcome: decision, Decision: decision, Executors: executors,
+	return reply{exit: exit, stdout: jsonLine(documents.CheckResult{
+		Mode: documents.ModeCheck, RunbookVersion: "test", Outcome: decision, Decision: decision, Executors: executors,
 		LegacyFallback: fallback, Failure: failure, Message: "check " + string(decision), ExitCode: exit,
 	})}
 }
@@ -276,7 +279,7 @@ func testExecutor(f *fake) *Executor {
 		Transport: f,
 		Global:    Global{Root: "/node"},
 		Backoff:   Backoff{Initial: time.Millisecond, Dense: 2, Factor: 2, Max: 4 * time.Millisecond},
-		bin:       []byte("#!fake nvke-cert-runbook\n"),
+		Binary:    artifact.New([]byte("#!fake nvke-cert-runbook\n")),
 	}
 	f.installed(e)
 	return e

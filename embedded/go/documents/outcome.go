@@ -1,8 +1,9 @@
-package certrunbook
+package documents
 
 import (
 	"fmt"
-	"unicode/utf8"
+
+	"nvke.example/certrunbook/internal/text"
 )
 
 // Status is how a node's renewal ended for the cycle: succeeded, or failed
@@ -231,13 +232,4 @@ func notActive(m ManifestViews) []Component {
 }
 
 // bound cuts s to MaxMessage bytes on a rune boundary.
-func bound(s string) string {
-	if len(s) <= MaxMessage {
-		return s
-	}
-	s = s[:MaxMessage-3]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "..."
-}
+func bound(s string) string { return text.Bound(s, MaxMessage) }

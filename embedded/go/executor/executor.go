@@ -1,4 +1,4 @@
-package certrunbook
+package executor
 
 import (
 	"bytes"
@@ -14,6 +14,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"nvke.example/certrunbook/documents"
+	"nvke.example/certrunbook/internal/artifact"
+	"nvke.example/certrunbook/internal/text"
 )
 
 // Defaults of an Executor's configuration.
@@ -129,17 +133,22 @@ type Executor struct {
 	// call (concurrent calls of the Executor's methods may overlap); it
 	// must not block.
 	OnEvent func(Event)
-
-	// bin replaces the embedded binary in this package's tests (there is
-	// deliberately no exported override).
-	bin []byte
+	// Binary is what the Executor pushes and runs: binary.Embedded() (the
+	// embedded binary; certrunbook.New sets it). Outside this module it
+	// can come from nowhere else. Nil: every call returns ErrNoBinary,
+	// unless the Transport is a TestDouble (certrunbooktest.Node), whose
+	// stand-in is pushed instead, so that a controller's unit tests run
+	// the real Executor in a build without the binary.
+	Binary *artifact.Binary
 }
 
+// ErrNoBinary is what every call returns when the Executor has no Binary
+// (and its Transport is no TestDouble); binary.ErrNoBinary is the same
+// value.
+var ErrNoBinary = artifact.ErrNoBinary
+
 func (e *Executor) binary() []byte {
-	if e.bin != nil {
-		return e.bin
-	}
-	if b := Binary(); len(b) > 0 {
+	if b := e.Binary.Bytes(); len(b) > 0 {
 		return b
 	}
 	if d, ok := e.Transport.(TestDouble); ok {
@@ -203,7 +212,7 @@ func (e *Executor) remote() (sha, p string, err error) {
 	}
 	sum := sha256.Sum256(b)
 	sha = hex.EncodeToString(sum[:])
-	return sha, path.Join(dir, sha, BinaryName), nil
+	return sha, path.Join(dir, sha, documents.BinaryName), nil
 }
 
 // Push writes the binary to its content-addressed path on the node,
@@ -260,8 +269,8 @@ func (e *OutputError) Unwrap() error { return e.Err }
 // LockTimeoutError: the runbook did not get the renewal lock in time (exit
 // 3, nothing written). Retryable with the same operation ID.
 type LockTimeoutError struct {
-	Renew *RenewResult // the renewal's document
-	Fence *FenceResult // or the fencing check's
+	Renew *documents.RenewResult // the renewal's document
+	Fence *documents.FenceResult // or the fencing check's
 }
 
 func (e *LockTimeoutError) Error() string {
@@ -317,7 +326,7 @@ func callerDone(ctx context.Context, err error) error {
 var ErrCancelGraceExceeded = errors.New("the runbook did not end within the cancel grace after SIGTERM; session closed, runbook not killed")
 
 func tail(b []byte, n int) string {
-	return strings.TrimSpace(string(lastBytes(b, n)))
+	return strings.TrimSpace(string(text.LastBytes(b, n)))
 }
 
 // withDeadline adds `--deadline T` (ctx's deadline, UTC, rounded down to the
@@ -364,7 +373,7 @@ type waited struct {
 func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) (*RunResult, error) {
 	var r Remote
 	var err error
-	var stream *lineSplitter
+	var stream *text.Lines
 	// The transport's goroutine (log lines) and this one (SIGTERM) both
 	// report while the run lasts: one at a time.
 	var emitMu sync.Mutex
@@ -374,7 +383,7 @@ func (e *Executor) run(ctx context.Context, argv []string, grace time.Duration) 
 		e.event(ev)
 	}
 	if st, ok := e.Transport.(StreamingTransport); ok && e.OnEvent != nil {
-		stream = &lineSplitter{line: func(l string) {
+		stream = &text.Lines{Line: func(l string) {
 			if ev, ok := logEvent(l); ok {
 				emit(ev)
 			}
@@ -508,7 +517,7 @@ func runDoc[T any](ctx context.Context, e *Executor, args []string, grace time.D
 	}
 	doc, err := decode(res.Stdout)
 	if err != nil {
-		var u *UsageErrorResult
+		var u *documents.UsageErrorResult
 		if errors.As(err, &u) {
 			return nil, res.ExitCode, err
 		}
@@ -521,11 +530,11 @@ func runDoc[T any](ctx context.Context, e *Executor, args []string, grace time.D
 // in which order (SPEC section 5, the guide's executor selection).
 type Plan struct {
 	// Decision: renew or unchanged (a failed check is an error, never a Plan).
-	Decision Decision
+	Decision documents.Decision
 	// Executors in the order they must run: ["legacy", "typed"] when both
 	// have pending intent (legacy first, then typed must succeed);
 	// ["legacy"] or ["typed"] otherwise; empty when unchanged.
-	Executors []ExecutorKind
+	Executors []documents.ExecutorKind
 	// NoPendingIntent: neither executor has pending intent (the check's
 	// legacyFallback); only then may a typed Unimplemented fall back.
 	NoPendingIntent bool
@@ -536,7 +545,7 @@ type Plan struct {
 // TypedFirst reports whether the typed executor runs first: a renewal with
 // no legacy intent pending (["typed"]).
 func (p *Plan) TypedFirst() bool {
-	return p.Decision == DecisionRenew && len(p.Executors) > 0 && p.Executors[0] == ExecutorTyped
+	return p.Decision == documents.DecisionRenew && len(p.Executors) > 0 && p.Executors[0] == documents.ExecutorTyped
 }
 
 // FallbackToLegacy reports whether the controller runs the embedded runbook
@@ -554,25 +563,25 @@ func (p *Plan) FallbackToLegacy(typedStartUnimplemented bool) bool {
 // operation, so nothing is left to confirm and the lock is released; the
 // message asks to upgrade the node agent (which then finishes a pending
 // typed renewal on a later cycle).
-func (p *Plan) TypedUnimplemented(operationID string) *Result {
+func (p *Plan) TypedUnimplemented(operationID string) *documents.Result {
 	msg := "the node agent does not implement the V2 start RPC (Unimplemented) and "
 	if p.NoPendingIntent {
 		msg += "the embedded runbook fallback is disabled: upgrade the node agent"
 	} else {
 		msg += "typed renewal intent is pending, which forbids the legacy fallback: upgrade the node agent; it finishes the pending typed renewal on a later cycle"
 	}
-	return &Result{
-		Status:      FailedLockReleased,
-		Reason:      ReasonUpgradeAgent,
+	return &documents.Result{
+		Status:      documents.FailedLockReleased,
+		Reason:      documents.ReasonUpgradeAgent,
 		OperationID: operationID,
 		ExitCode:    -1,
-		Message:     bound(msg),
+		Message:     text.Bound(msg, documents.MaxMessage),
 	}
 }
 
 // CheckFailedError: the check decided failed (exit 1): the cycle stops
 // without dispatch.
-type CheckFailedError struct{ Doc *CheckResult }
+type CheckFailedError struct{ Doc *documents.CheckResult }
 
 func (e *CheckFailedError) Error() string {
 	f := ""
@@ -586,22 +595,22 @@ func (e *CheckFailedError) Error() string {
 // check failure is a *CheckFailedError carrying the document; an answer
 // that breaks the contract's rules (executors out of order, exit code and
 // decision disagreeing) is an error too.
-func (e *Executor) Check(ctx context.Context, force bool, agentState string) (*CheckResult, *Plan, error) {
+func (e *Executor) Check(ctx context.Context, force bool, agentState string) (*documents.CheckResult, *Plan, error) {
 	args, err := CheckArgs(e.Global, force, agentState)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, code, err := runDoc(ctx, e, args, shortGrace, DecodeCheck)
+	c, code, err := runDoc(ctx, e, args, shortGrace, documents.DecodeCheck)
 	if err != nil {
 		return nil, nil, err
 	}
-	if c.Decision == DecisionFailed {
-		if code != ExitFailed {
+	if c.Decision == documents.DecisionFailed {
+		if code != documents.ExitFailed {
 			return nil, nil, fmt.Errorf("check: decision failed with exit %d", code)
 		}
 		return c, nil, &CheckFailedError{Doc: c}
 	}
-	if code != ExitOK {
+	if code != documents.ExitOK {
 		return nil, nil, fmt.Errorf("check: decision %q with exit %d", c.Decision, code)
 	}
 	if err := validPlan(c); err != nil {
@@ -609,30 +618,30 @@ func (e *Executor) Check(ctx context.Context, force bool, agentState string) (*C
 	}
 	p := &Plan{
 		Decision:            c.Decision,
-		Executors:           append([]ExecutorKind(nil), c.Executors...),
+		Executors:           append([]documents.ExecutorKind(nil), c.Executors...),
 		NoPendingIntent:     c.LegacyFallback,
 		AllowLegacyFallback: e.AllowLegacyFallback,
 	}
 	return c, p, nil
 }
 
-func validPlan(c *CheckResult) error {
+func validPlan(c *documents.CheckResult) error {
 	switch c.Decision {
-	case DecisionUnchanged:
+	case documents.DecisionUnchanged:
 		if len(c.Executors) != 0 || c.LegacyFallback {
 			return fmt.Errorf("unchanged with executors %v", c.Executors)
 		}
 		return nil
-	case DecisionRenew:
+	case documents.DecisionRenew:
 	default:
 		return fmt.Errorf("unknown decision %q", c.Decision)
 	}
 	ex := c.Executors
-	ok := len(ex) == 1 && ex[0].Valid() || len(ex) == 2 && ex[0] == ExecutorLegacy && ex[1] == ExecutorTyped
+	ok := len(ex) == 1 && ex[0].Valid() || len(ex) == 2 && ex[0] == documents.ExecutorLegacy && ex[1] == documents.ExecutorTyped
 	if !ok {
 		return fmt.Errorf("executors %v: want [legacy], [typed] or [legacy typed]", ex)
 	}
-	if c.LegacyFallback && (len(ex) != 1 || ex[0] != ExecutorTyped) {
+	if c.LegacyFallback && (len(ex) != 1 || ex[0] != documents.ExecutorTyped) {
 		return fmt.Errorf("legacyFallback with executors %v", ex)
 	}
 	return nil
@@ -662,37 +671,37 @@ func validPlan(c *CheckResult) error {
 //     a *CallerDoneError wrapping ctx.Err(), never retryable;
 //   - any other error (arguments refused, a usage error, unusable output):
 //     not retryable; run Cleanup, which is always safe.
-func (e *Executor) Renew(ctx context.Context, req RenewRequest) (*Result, error) {
+func (e *Executor) Renew(ctx context.Context, req RenewRequest) (*documents.Result, error) {
 	args, err := RenewArgs(e.Global, req)
 	if err != nil {
 		return nil, err
 	}
-	rr, code, err := runDoc(ctx, e, withDeadline(ctx, args), e.cancelGrace(), DecodeRenew)
+	rr, code, err := runDoc(ctx, e, withDeadline(ctx, args), e.cancelGrace(), documents.DecodeRenew)
 	if err != nil {
 		return nil, err
 	}
-	if code == ExitLockTimeout {
+	if code == documents.ExitLockTimeout {
 		return nil, &LockTimeoutError{Renew: rr}
 	}
-	ans := RenewAnswer{ExitCode: code, Doc: rr}
-	if code == ExitOK && rr.Outcome.Success() && rr.OperationID != nil && *rr.OperationID == req.OperationID {
+	ans := documents.RenewAnswer{ExitCode: code, Doc: rr}
+	if code == documents.ExitOK && rr.Outcome.Success() && rr.OperationID != nil && *rr.OperationID == req.OperationID {
 		verified, err := e.verifyReceipt(ctx, req.OperationID, rr.Outcome)
 		if err != nil {
 			return nil, err
 		}
 		ans.ReceiptVerified = verified
 	}
-	return Decide(req.OperationID, ans, nil), nil
+	return documents.Decide(req.OperationID, ans, nil), nil
 }
 
 // verifyReceipt looks the receipt of id up read-only: it must exist, parse,
 // and carry id and outcome.
-func (e *Executor) verifyReceipt(ctx context.Context, id string, outcome Outcome) (bool, error) {
+func (e *Executor) verifyReceipt(ctx context.Context, id string, outcome documents.Outcome) (bool, error) {
 	args, err := StatusOnlyArgs(e.Global, id)
 	if err != nil {
 		return false, err
 	}
-	s, _, err := runDoc(ctx, e, args, shortGrace, DecodeStatus)
+	s, _, err := runDoc(ctx, e, args, shortGrace, documents.DecodeStatus)
 	if err != nil {
 		if IsTransportError(err) {
 			return false, err
@@ -712,12 +721,12 @@ func (e *Executor) verifyReceipt(ctx context.Context, id string, outcome Outcome
 // `--operation-id ID` when id is not ""): the node's state, and the
 // receipt of id when it has one. Exit 0 (clean) and 1 (not clean) both
 // return the document.
-func (e *Executor) Status(ctx context.Context, id string) (*StatusResult, error) {
+func (e *Executor) Status(ctx context.Context, id string) (*documents.StatusResult, error) {
 	args, err := StatusOnlyArgs(e.Global, id)
 	if err != nil {
 		return nil, err
 	}
-	s, _, err := runDoc(ctx, e, args, shortGrace, DecodeStatus)
+	s, _, err := runDoc(ctx, e, args, shortGrace, documents.DecodeStatus)
 	return s, err
 }
 
@@ -725,7 +734,7 @@ func (e *Executor) Status(ctx context.Context, id string) (*StatusResult, error)
 // --fence`, with --deadline from ctx). Exit 0 (confirmed), 1 (unconfirmed)
 // and 3 (lock timeout) return the document; its exit code, confirmed flag
 // and reason must agree, or the answer is an *OutputError.
-func (e *Executor) Fence(ctx context.Context, id string) (*FenceResult, error) {
+func (e *Executor) Fence(ctx context.Context, id string) (*documents.FenceResult, error) {
 	return e.fence(ctx, id, true)
 }
 
@@ -734,7 +743,7 @@ func (e *Executor) Fence(ctx context.Context, id string) (*FenceResult, error) {
 // controller's clock, and a node whose clock runs ahead must not answer
 // "deadline" to a cleanup that still has time (its context bounds every
 // attempt, and SIGTERM ends a lock wait at once).
-func (e *Executor) fence(ctx context.Context, id string, deadline bool) (*FenceResult, error) {
+func (e *Executor) fence(ctx context.Context, id string, deadline bool) (*documents.FenceResult, error) {
 	args, err := FenceArgs(e.Global, id)
 	if err != nil {
 		return nil, err
@@ -742,7 +751,7 @@ func (e *Executor) fence(ctx context.Context, id string, deadline bool) (*FenceR
 	if deadline {
 		args = withDeadline(ctx, args)
 	}
-	f, code, err := runDoc(ctx, e, args, shortGrace, DecodeFence)
+	f, code, err := runDoc(ctx, e, args, shortGrace, documents.DecodeFence)
 	if err != nil {
 		return nil, err
 	}
@@ -752,26 +761,26 @@ func (e *Executor) fence(ctx context.Context, id string, deadline bool) (*FenceR
 	return f, nil
 }
 
-func validFence(f *FenceResult, code int, id string) error {
+func validFence(f *documents.FenceResult, code int, id string) error {
 	if f.OperationID != id {
 		return fmt.Errorf("fence document for %q, not %q", f.OperationID, id)
 	}
 	if !f.Reason.Valid() {
 		return fmt.Errorf("fence reason %q is not one of the contract's", f.Reason)
 	}
-	confirmed := f.Termination == TerminationConfirmed
+	confirmed := f.Termination == documents.TerminationConfirmed
 	if f.Confirmed != confirmed || f.Reason.Confirms() != confirmed {
 		return fmt.Errorf("fence: confirmed %v, termination %q, reason %q disagree", f.Confirmed, f.Termination, f.Reason)
 	}
 	// A confirmation is proven by this operation's durable receipt (the
 	// guide: "a matching durable terminal receipt"), and the action says
 	// how it was reached.
-	wantAction := FenceActionNone
+	wantAction := documents.FenceActionNone
 	switch f.Reason {
-	case FenceReasonReceipt:
-		wantAction = FenceActionExistingReceipt
-	case FenceReasonAbandoned:
-		wantAction = FenceActionAbandoned
+	case documents.FenceReasonReceipt:
+		wantAction = documents.FenceActionExistingReceipt
+	case documents.FenceReasonAbandoned:
+		wantAction = documents.FenceActionAbandoned
 	}
 	if f.Action != wantAction {
 		return fmt.Errorf("fence: action %q with reason %q (want %q)", f.Action, f.Reason, wantAction)
@@ -779,15 +788,15 @@ func validFence(f *FenceResult, code int, id string) error {
 	if confirmed && (f.Receipt == nil || f.Receipt.OperationID != id) {
 		return fmt.Errorf("fence: confirmed without a receipt for %q", id)
 	}
-	want := ExitFailed
+	want := documents.ExitFailed
 	switch {
 	case confirmed:
-		want = ExitOK
-	case f.Reason == FenceReasonLockTimeout:
-		want = ExitLockTimeout
-	case f.Reason == FenceReasonDeadline && code == ExitLockTimeout:
+		want = documents.ExitOK
+	case f.Reason == documents.FenceReasonLockTimeout:
+		want = documents.ExitLockTimeout
+	case f.Reason == documents.FenceReasonDeadline && code == documents.ExitLockTimeout:
 		// The deadline ended the lock wait: the lock stayed held (SPEC 6).
-		want = ExitLockTimeout
+		want = documents.ExitLockTimeout
 	}
 	if code != want {
 		return fmt.Errorf("fence: exit %d with reason %q (want exit %d)", code, f.Reason, want)
@@ -798,8 +807,8 @@ func validFence(f *FenceResult, code int, id string) error {
 // Cleanup confirms the termination of operation id after a failed or
 // cancelled renewal whose answer is not at hand (CleanupAfter is the same
 // with the renewal's Result). See CleanupAfter.
-func (e *Executor) Cleanup(ctx context.Context, id string) *Result {
-	return e.cleanup(ctx, id, RenewAnswer{ExitCode: -1})
+func (e *Executor) Cleanup(ctx context.Context, id string) *documents.Result {
+	return e.cleanup(ctx, id, documents.RenewAnswer{ExitCode: -1})
 }
 
 // CleanupAfter confirms the termination of renewal's operation after Renew
@@ -811,17 +820,17 @@ func (e *Executor) Cleanup(ctx context.Context, id string) *Result {
 // confirmed, the runbook gives a definitive answer, or the budget ends. It
 // never starts or resumes a renewal. The Result's Status says whether the
 // cluster mutation lock is released or retained (outcome.go).
-func (e *Executor) CleanupAfter(ctx context.Context, renewal *Result) *Result {
+func (e *Executor) CleanupAfter(ctx context.Context, renewal *documents.Result) *documents.Result {
 	if renewal == nil {
 		return e.Cleanup(ctx, "")
 	}
-	ans := RenewAnswer{ExitCode: renewal.ExitCode, Doc: renewal.Renew}
+	ans := documents.RenewAnswer{ExitCode: renewal.ExitCode, Doc: renewal.Renew}
 	return e.cleanup(ctx, renewal.OperationID, ans)
 }
 
-func (e *Executor) cleanup(ctx context.Context, id string, renew RenewAnswer) *Result {
+func (e *Executor) cleanup(ctx context.Context, id string, renew documents.RenewAnswer) *documents.Result {
 	if err := ValidOperationID(id); err != nil {
-		return Decide(id, renew, &FenceAnswer{Failure: FenceMalformed, Err: err})
+		return documents.Decide(id, renew, &documents.FenceAnswer{Failure: documents.FenceMalformed, Err: err})
 	}
 	budget := e.cleanupBudget()
 	end := e.now().Add(budget)
@@ -834,7 +843,7 @@ func (e *Executor) cleanup(ctx context.Context, id string, renew RenewAnswer) *R
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attempts)
 	defer cancel()
-	last := &FenceAnswer{Failure: FenceBudgetExhausted}
+	last := &documents.FenceAnswer{Failure: documents.FenceBudgetExhausted}
 	for attempt := 0; ; attempt++ {
 		f, err := e.fence(ctx, id, false)
 		switch {
@@ -843,33 +852,33 @@ func (e *Executor) cleanup(ctx context.Context, id string, renew RenewAnswer) *R
 			// SIGTERM (or the deadline it passed) made the fencing check
 			// answer while it still waited for the lock. That answer
 			// (`deadline`) is the budget's end, not the runbook's verdict.
-			return Decide(id, renew, &FenceAnswer{Doc: f, Failure: FenceBudgetExhausted, Attempts: attempt + 1})
+			return documents.Decide(id, renew, &documents.FenceAnswer{Doc: f, Failure: documents.FenceBudgetExhausted, Attempts: attempt + 1})
 		case err == nil && !f.Reason.Retryable():
-			return Decide(id, renew, &FenceAnswer{Doc: f, Attempts: attempt + 1})
+			return documents.Decide(id, renew, &documents.FenceAnswer{Doc: f, Attempts: attempt + 1})
 		case err == nil:
-			last = &FenceAnswer{Doc: f, Failure: FenceBudgetExhausted, Attempts: attempt + 1}
+			last = &documents.FenceAnswer{Doc: f, Failure: documents.FenceBudgetExhausted, Attempts: attempt + 1}
 		case IsTransportError(err):
-			last = &FenceAnswer{Err: err, Failure: FenceUnreachable, Attempts: attempt + 1}
+			last = &documents.FenceAnswer{Err: err, Failure: documents.FenceUnreachable, Attempts: attempt + 1}
 		default:
-			return Decide(id, renew, &FenceAnswer{Err: err, Failure: FenceMalformed, Attempts: attempt + 1})
+			return documents.Decide(id, renew, &documents.FenceAnswer{Err: err, Failure: documents.FenceMalformed, Attempts: attempt + 1})
 		}
 		delay := e.Backoff.Delay(attempt)
 		e.logf("certrunbook: cleanup of %s: attempt %d not definitive (%v); retrying in %s", id, attempt+1, describe(last), delay)
 		e.event(Event{Kind: EventCleanupAttempt, Attempt: attempt + 1, Line: describe(last)})
 		if e.now().Add(delay).After(end) {
-			return Decide(id, renew, last)
+			return documents.Decide(id, renew, last)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return Decide(id, renew, last)
+			return documents.Decide(id, renew, last)
 		}
 	}
 }
 
-func describe(f *FenceAnswer) string {
+func describe(f *documents.FenceAnswer) string {
 	if f.Err != nil {
 		return f.Err.Error()
 	}

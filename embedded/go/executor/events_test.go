@@ -1,4 +1,4 @@
-package certrunbook
+package executor
 
 import (
 	"bytes"
@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"nvke.example/certrunbook/documents"
+	"nvke.example/certrunbook/internal/text"
 )
 
 // The runbook's log lines, as tracing-subscriber prints them with
@@ -15,15 +18,15 @@ func TestLogEvent(t *testing.T) {
 		line      string
 		kind      EventKind
 		step      string
-		phase     Phase
-		component Component
+		phase     documents.Phase
+		component documents.Component
 	}{
-		{`2026-12-04T10:00:00.123456Z  INFO step started step=restart:etcd`, EventStepStarted, "restart:etcd", PhaseRestart(ComponentEtcd), ""},
-		{`2026-12-04T10:00:00.123456Z  INFO step ended step=health ms=12`, EventStepEnded, "health", PhaseHealth, ""},
+		{`2026-12-04T10:00:00.123456Z  INFO step started step=restart:etcd`, EventStepStarted, "restart:etcd", documents.PhaseRestart(documents.ComponentEtcd), ""},
+		{`2026-12-04T10:00:00.123456Z  INFO step ended step=health ms=12`, EventStepEnded, "health", documents.PhaseHealth, ""},
 		{`2026-12-04T10:00:00.123456Z  INFO step started step=staging-preflight`, EventStepStarted, "staging-preflight", "", ""},
-		{`2026-12-04T10:00:00.123456Z  INFO restarted component="kube-apiserver" old="0123456789ab" new="ba9876543210" stop_ms=500 healthy_ms=4000 api_unavailable_ms=0`, EventRestarted, "", "", ComponentKubeAPIServer},
-		{`{"timestamp":"2026-12-04T10:00:00.123456Z","level":"INFO","fields":{"message":"step started","step":"renew-certs"}}`, EventStepStarted, "renew-certs", PhaseRenewCerts, ""},
-		{`{"timestamp":"2026-12-04T10:00:00.123456Z","level":"INFO","fields":{"message":"restarted","component":"etcd","stop_ms":500}}`, EventRestarted, "", "", ComponentEtcd},
+		{`2026-12-04T10:00:00.123456Z  INFO restarted component="kube-apiserver" old="0123456789ab" new="ba9876543210" stop_ms=500 healthy_ms=4000 api_unavailable_ms=0`, EventRestarted, "", "", documents.ComponentKubeAPIServer},
+		{`{"timestamp":"2026-12-04T10:00:00.123456Z","level":"INFO","fields":{"message":"step started","step":"renew-certs"}}`, EventStepStarted, "renew-certs", documents.PhaseRenewCerts, ""},
+		{`{"timestamp":"2026-12-04T10:00:00.123456Z","level":"INFO","fields":{"message":"restarted","component":"etcd","stop_ms":500}}`, EventRestarted, "", "", documents.ComponentEtcd},
 		{`{"timestamp":"2026-12-04T10:00:00.123456Z","level":"INFO","fields":{"message":"restarted","component":"kube-proxy"}}`, EventLog, "", "", ""},
 		{`2026-12-04T10:00:00.123456Z  WARN certificates renewed and verified`, EventLog, "", "", ""},
 		{`not a log line at all`, EventLog, "", "", ""},
@@ -40,7 +43,7 @@ func TestLogEvent(t *testing.T) {
 
 func TestLineSplitter(t *testing.T) {
 	var got []string
-	w := &lineSplitter{line: func(l string) { got = append(got, l) }}
+	w := &text.Lines{Line: func(l string) { got = append(got, l) }}
 	for _, p := range []string{"on", "e\ntw", "o\n\nthr", "ee"} {
 		_, _ = w.Write([]byte(p))
 	}
@@ -70,7 +73,7 @@ func TestLogEventsOfTheBinary(t *testing.T) {
 		cmd.Stderr = &stderr
 		_ = cmd.Run()
 		var steps []string
-		var phases []Phase
+		var phases []documents.Phase
 		for _, l := range strings.Split(stderr.String(), "\n") {
 			ev, ok := logEvent(l)
 			if ok && ev.Kind == EventStepStarted {
@@ -80,7 +83,7 @@ func TestLogEventsOfTheBinary(t *testing.T) {
 				}
 			}
 		}
-		if len(steps) < 3 || steps[0] != "phase-file" || len(phases) < 2 || phases[0] != PhasePhaseFile || !slices.Contains(phases, PhaseCACheck) {
+		if len(steps) < 3 || steps[0] != "phase-file" || len(phases) < 2 || phases[0] != documents.PhasePhaseFile || !slices.Contains(phases, documents.PhaseCACheck) {
 			t.Errorf("%s: steps %q, phases %q from stderr:\n%s", format, steps, phases, stderr.String())
 		}
 	}

@@ -1,17 +1,17 @@
-package certrunbook
+package executor
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
+
+	"nvke.example/certrunbook/documents"
 )
 
 // StreamingTransport is a Transport that can also hand over a run's stderr
 // (the runbook's log) line by line as it arrives. The Executor uses it only
 // when OnEvent is set; a plain Transport still works (its lines then come
-// from RunResult.Stderr once the run ended). SSHTransport and
+// from RunResult.Stderr once the run ended). sshtransport.Transport and
 // certrunbooktest.Node implement it.
 type StreamingTransport interface {
 	Transport
@@ -66,15 +66,15 @@ func (k EventKind) Valid() bool {
 // component restarted).
 type Event struct {
 	Kind      EventKind
-	Args      []string  // EventStarted: the runbook's arguments
-	Path      string    // EventPushed
-	Step      string    // EventStepStarted, EventStepEnded
-	Phase     Phase     // EventStepStarted, EventStepEnded: Step as a contract phase, or ""
-	Component Component // EventRestarted
-	Line      string    // the log line (EventStep*, EventRestarted, EventLog); EventCleanupAttempt: why
-	ExitCode  int       // EventExited
-	Attempt   int       // EventCleanupAttempt
-	Err       error     // EventSignalled
+	Args      []string            // EventStarted: the runbook's arguments
+	Path      string              // EventPushed
+	Step      string              // EventStepStarted, EventStepEnded
+	Phase     documents.Phase     // EventStepStarted, EventStepEnded: Step as a contract phase, or ""
+	Component documents.Component // EventRestarted
+	Line      string              // the log line (EventStep*, EventRestarted, EventLog); EventCleanupAttempt: why
+	ExitCode  int                 // EventExited
+	Attempt   int                 // EventCleanupAttempt
+	Err       error               // EventSignalled
 }
 
 func (e *Executor) event(ev Event) {
@@ -99,12 +99,12 @@ func logEvent(line string) (Event, bool) {
 			if msg == "step ended" {
 				ev.Kind = EventStepEnded
 			}
-			if p := Phase(s); p.Valid() {
+			if p := documents.Phase(s); p.Valid() {
 				ev.Phase = p
 			}
 		}
 	case "restarted":
-		if c := Component(fields["component"]); c.Valid() {
+		if c := documents.Component(fields["component"]); c.Valid() {
 			ev.Kind, ev.Component = EventRestarted, c
 		}
 	}
@@ -157,41 +157,4 @@ func isLevel(w string) bool {
 		return true
 	}
 	return false
-}
-
-// lineSplitter calls line with each complete line written to it; Flush
-// hands over the last partial one.
-type lineSplitter struct {
-	mu   sync.Mutex
-	buf  []byte
-	line func(string)
-}
-
-func (w *lineSplitter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		l := string(w.buf[:i])
-		w.buf = w.buf[i+1:]
-		w.line(l)
-	}
-	if len(w.buf) > 64<<10 { // a line without end: hand it over as it is
-		w.line(string(w.buf))
-		w.buf = nil
-	}
-	return len(p), nil
-}
-
-func (w *lineSplitter) Flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.buf) > 0 {
-		w.line(string(w.buf))
-		w.buf = nil
-	}
 }

@@ -1,4 +1,4 @@
-package certrunbook
+package executor
 
 import (
 	"errors"

@@ -1,6 +1,6 @@
 //go:build certrunbook_nobinary
 
-package certrunbook
+package binary
 
 // Built without the Rust artifact: no binary, no manifest (ErrNoBinary).
 var (

@@ -1,4 +1,4 @@
-package certrunbook
+package sshtransport
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"nvke.example/certrunbook/executor"
 )
 
 // testSSHD is a real OpenSSH server on 127.0.0.1 for one test, and a
@@ -24,7 +26,7 @@ import (
 type testSSHD struct {
 	dir  string
 	port int
-	tr   *SSHTransport
+	tr   *Transport
 }
 
 func freePort(t *testing.T) int {
@@ -138,7 +140,7 @@ func startSSHD(t *testing.T) *testSSHD {
 		if err := os.WriteFile(kh, []byte(line), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return &testSSHD{dir: dir, port: port, tr: &SSHTransport{
+		return &testSSHD{dir: dir, port: port, tr: &Transport{
 			Host:   "root@127.0.0.1",
 			Config: "none",
 			Options: []string{
@@ -157,7 +159,7 @@ func startSSHD(t *testing.T) *testSSHD {
 	return nil
 }
 
-func startT(t *testing.T, tr Transport, argv ...string) *sshRemote {
+func startT(t *testing.T, tr executor.Transport, argv ...string) *sshRemote {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -169,10 +171,10 @@ func startT(t *testing.T, tr Transport, argv ...string) *sshRemote {
 }
 
 // waitT waits at most d for r to end.
-func waitT(t *testing.T, r Remote, d time.Duration) (*RunResult, error) {
+func waitT(t *testing.T, r executor.Remote, d time.Duration) (*executor.RunResult, error) {
 	t.Helper()
 	type res struct {
-		r   *RunResult
+		r   *executor.RunResult
 		err error
 	}
 	ch := make(chan res, 1)
@@ -284,13 +286,13 @@ func TestSSHExitCodes(t *testing.T) {
 	// 255 is ssh's own: the transport cannot tell it from the command's.
 	r := startT(t, s.tr, "/bin/sh", "-c", "exit 255")
 	res, err := waitT(t, r, 10*time.Second)
-	if !IsTransportError(err) || res.ExitCode != -1 {
+	if !executor.IsTransportError(err) || res.ExitCode != -1 {
 		t.Errorf("exit 255: %+v, %v; want a TransportError and -1", res, err)
 	}
 	// A command killed by a signal has no exit status.
 	r = startT(t, s.tr, "/bin/sh", "-c", "kill -KILL $$")
 	res, err = waitT(t, r, 10*time.Second)
-	if !IsTransportError(err) || res.ExitCode != -1 {
+	if !executor.IsTransportError(err) || res.ExitCode != -1 {
 		t.Errorf("killed: %+v, %v; want a TransportError and -1", res, err)
 	}
 }
@@ -369,8 +371,8 @@ func TestSSHSignal(t *testing.T) {
 	}
 	// The process ended: the next Signal finds it gone.
 	err = r.Signal(ctx, syscall.SIGTERM)
-	if !errors.Is(err, ErrProcessGone) || IsTransportError(err) {
-		t.Fatalf("Signal after the end: %v, want ErrProcessGone", err)
+	if !errors.Is(err, executor.ErrProcessGone) || executor.IsTransportError(err) {
+		t.Fatalf("Signal after the end: %v, want executor.ErrProcessGone", err)
 	}
 }
 
@@ -389,8 +391,8 @@ func TestSSHSignalPidReuseGuard(t *testing.T) {
 	impostor := &sshRemote{t: r.t, errMarker: other}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := impostor.Signal(ctx, syscall.SIGTERM); !errors.Is(err, ErrProcessGone) {
-		t.Fatalf("Signal with another start time: %v, want ErrProcessGone", err)
+	if err := impostor.Signal(ctx, syscall.SIGTERM); !errors.Is(err, executor.ErrProcessGone) {
+		t.Fatalf("Signal with another start time: %v, want executor.ErrProcessGone", err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if localStart(pid) != start || bytes.Contains(r.stdout.bytes(), []byte("got-term")) {
@@ -426,7 +428,7 @@ func TestSSHCloseLeavesRemoteRunning(t *testing.T) {
 		t.Fatal("second Close:", err)
 	}
 	res, err := waitT(t, r, 5*time.Second)
-	if !IsTransportError(err) || !errors.Is(err, ErrSessionClosed) || res.ExitCode != -1 {
+	if !executor.IsTransportError(err) || !errors.Is(err, ErrSessionClosed) || res.ExitCode != -1 {
 		t.Fatalf("Wait after Close: %+v, %v", res, err)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -477,7 +479,7 @@ func TestSSHUnreachable(t *testing.T) {
 	if err == nil {
 		_, err = r.Wait()
 	}
-	var te *TransportError
+	var te *executor.TransportError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "Connection refused") {
 		t.Fatalf("closed port: %v, want a TransportError with ssh's message", err)
 	}
@@ -493,10 +495,10 @@ func TestSSHUnreachable(t *testing.T) {
 	os.WriteFile(kh, []byte(fmt.Sprintf("[127.0.0.1]:%d %s %s\n", s.port, f[0], f[1])), 0o600)
 	tr.Options = append([]string(nil), s.tr.Options...)
 	tr.Options[3] = "UserKnownHostsFile=" + kh // ssh takes an option's first value
-	if _, err := tr.Start(ctx, []string{"true"}); !IsTransportError(err) {
+	if _, err := tr.Start(ctx, []string{"true"}); !executor.IsTransportError(err) {
 		t.Fatalf("wrong host key: %v, want a TransportError", err)
 	}
-	if err := tr.Push(ctx, filepath.Join(s.dir, "never"), []byte("x")); !IsTransportError(err) {
+	if err := tr.Push(ctx, filepath.Join(s.dir, "never"), []byte("x")); !executor.IsTransportError(err) {
 		t.Fatalf("push, wrong host key: %v", err)
 	}
 }
@@ -546,7 +548,7 @@ func TestSSHPush(t *testing.T) {
 	reg := filepath.Join(s.dir, "regular")
 	os.WriteFile(reg, []byte("keep"), 0o644)
 	err := s.tr.Push(ctx, filepath.Join(reg, "sub", "x"), data)
-	if err == nil || IsTransportError(err) {
+	if err == nil || executor.IsTransportError(err) {
 		t.Fatalf("push under a regular file: %v, want a plain error", err)
 	}
 	if b, _ := os.ReadFile(reg); string(b) != "keep" {
@@ -556,7 +558,7 @@ func TestSSHPush(t *testing.T) {
 	// after the temp file was written: the trap removes it.
 	blocked := filepath.Join(s.dir, "blocked")
 	os.MkdirAll(filepath.Join(blocked, "x", "inner"), 0o755)
-	if err := s.tr.Push(ctx, filepath.Join(blocked, "x"), data); err == nil || IsTransportError(err) {
+	if err := s.tr.Push(ctx, filepath.Join(blocked, "x"), data); err == nil || executor.IsTransportError(err) {
 		t.Fatalf("push onto a non-empty directory: %v", err)
 	}
 	for _, d := range []string{blocked, filepath.Join(blocked, "x")} {
@@ -628,7 +630,7 @@ func TestSSHArgvAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	var prepared int32
-	tr := &SSHTransport{SSH: fake, Host: "root@node", Options: []string{"ConnectTimeout=5"},
+	tr := &Transport{SSH: fake, Host: "root@node", Options: []string{"ConnectTimeout=5"},
 		Prepare: func(*exec.Cmd) { atomic.AddInt32(&prepared, 1) }}
 	r := startT(t, tr, "echo", "a b")
 	res, err := waitT(t, r, 5*time.Second)
@@ -653,22 +655,22 @@ func TestSSHArgvAndEnv(t *testing.T) {
 	if atomic.LoadInt32(&prepared) != 1 {
 		t.Fatalf("Prepare called %d times", prepared)
 	}
-	for _, bad := range []*SSHTransport{
+	for _, bad := range []*Transport{
 		{SSH: "ssh", Host: "h"},
 		{SSH: fake, Host: "-oProxyCommand=x"},
 		{SSH: fake, Host: ""},
 		{SSH: fake, Host: "h", Options: []string{"-F/x"}},
 	} {
-		if _, err := bad.Start(context.Background(), []string{"true"}); err == nil || IsTransportError(err) {
+		if _, err := bad.Start(context.Background(), []string{"true"}); err == nil || executor.IsTransportError(err) {
 			t.Errorf("%+v: %v, want a plain error", bad, err)
 		}
 	}
-	if _, err := tr.Start(context.Background(), []string{"a\x00b"}); !errors.Is(err, ErrShellNUL) {
+	if _, err := tr.Start(context.Background(), []string{"a\x00b"}); !errors.Is(err, executor.ErrShellNUL) {
 		t.Errorf("NUL: %v", err)
 	}
 	// A remote shell that ends before the marker: a plain error.
-	tr2 := &SSHTransport{SSH: "/bin/false", Host: "h"}
-	if _, err := tr2.Start(context.Background(), []string{"true"}); err == nil || IsTransportError(err) {
+	tr2 := &Transport{SSH: "/bin/false", Host: "h"}
+	if _, err := tr2.Start(context.Background(), []string{"true"}); err == nil || executor.IsTransportError(err) {
 		t.Errorf("no marker: %v", err)
 	}
 }
@@ -723,7 +725,7 @@ func TestSSHStartStreaming(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var st StreamingTransport = s.tr
+	var st executor.StreamingTransport = s.tr
 	r, err := st.StartStreaming(ctx, []string{"/bin/sh", "-c",
 		`echo one >&2; while [ ! -e "$0" ]; do sleep 0.05; done; echo two >&2; printf partial >&2; echo out`, gate}, line)
 	if err != nil {
@@ -754,5 +756,20 @@ func TestSSHStartStreaming(t *testing.T) {
 	}
 	if string(res.Stderr) != "one\ntwo\npartial" || string(res.Stdout) != "out\n" {
 		t.Errorf("result: stdout %q stderr %q", res.Stdout, res.Stderr)
+	}
+}
+
+// hostileWords: the words executor/shell_test.go round-trips through real shells.
+func hostileWords() []string {
+	long := strings.Repeat("ab'c\"d $(x) `y` *?[z]\\ ", 10)[:200]
+	return []string{
+		"", "plain", "two words", "  lead and trail  ", "\ttab", "new\nline", "\n",
+		"'", "''", "it's", `"`, `"double"`, `\`, `\\n`, `a\'b`,
+		"$HOME", "${HOME}", "$(id -u)", "`id -u`", "$((1+2))", "$'x'", "$",
+		"*", "?", "[a-z]*", "/etc/*", "{a,b}", "~", "~root", "#comment", "!",
+		"!!", "a=b", "PATH=/x", "-", "--", "-n", "-e", "--version", "-c",
+		";", "&&", "||", "|", "&", ">", "<", ">>x", "2>&1", "(", ")", "a;rm -rf /",
+		"héllo", "日本語", "\xff\xfe", "\x01\x02\x1b[31m", "\r\n", "%s", "%%", "\\0",
+		long, strings.Repeat("'", 200), strings.Repeat("x", 200),
 	}
 }

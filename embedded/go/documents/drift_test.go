@@ -1,4 +1,4 @@
-package certrunbook
+package documents
 
 // Issue 29 item 5: no drift between the Go types and the JSON Schemas the
 // binary's contract publishes (embedded/schema, generated from the Rust
@@ -255,9 +255,9 @@ func compareType(errorf func(string, ...any), d schemaDoc, path string, n map[st
 
 func loadSchema(t *testing.T, name string) schemaDoc {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "schema", name+".schema.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "schema", name+".schema.json"))
 	if err != nil {
-		t.Skipf("outside the repository (no ../schema): %v", err)
+		t.Skipf("outside the repository (no ../../schema): %v", err)
 	}
 	var root map[string]any
 	if err := json.Unmarshal(b, &root); err != nil {

@@ -1,4 +1,4 @@
-package certrunbook
+package executor
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 )
 
 // Transport reaches one control-plane node. The package ships an
-// implementation over the OpenSSH client (SSHTransport); a controller can
+// implementation over the OpenSSH client (sshtransport.Transport); a controller can
 // bring its own (golang.org/x/crypto/ssh, a bastion, a test fake).
 //
 // Every argv is a list of separate words: an implementation that goes
@@ -75,3 +75,8 @@ type TestDouble interface {
 	// StandInBinary: the bytes to push in place of the binary (not empty).
 	StandInBinary() []byte
 }
+
+// ErrProcessGone is returned (wrapped) by Remote.Signal when the process
+// Start started is no longer running on the node (ended, or its pid now
+// belongs to another process): nothing was signalled.
+var ErrProcessGone = errors.New("the remote process is gone")
