@@ -1,6 +1,6 @@
 // Package certrunbooktest is a fake control-plane node for the unit tests
 // of a controller that uses certrunbook: a Node implements
-// certrunbook.Transport (and StreamingTransport, and TestDouble), plays the
+// executor.Transport (and StreamingTransport, and TestDouble), plays the
 // verifying wrapper and the runbook on one node, and answers with the
 // binary's documents and exit codes for the situations the controller
 // guide names: a renewal that succeeds or is unchanged, a failed health
@@ -9,14 +9,15 @@
 // attempt of that ID is fenced with exit 5), a cancelled renewal, an
 // unreachable node, and the read-only status views.
 //
-// The real Executor runs against it, also in a build without the embedded
-// binary (-tags certrunbook_nobinary): the Executor then pushes the Node's
-// stand-in bytes (certrunbook.TestDouble).
+// The real Executor runs against it with no Rust artifact: an Executor with
+// no Binary (a controller's tests import executor and documents, never
+// package binary; or a build with -tags certrunbook_nobinary) pushes the
+// Node's stand-in bytes (executor.TestDouble).
 //
 //	node := certrunbooktest.NewNode()
 //	node.Plan("cycle-1@cp-1", certrunbooktest.Succeeds)
-//	e := &certrunbook.Executor{Transport: node}
-//	r, err := e.Renew(ctx, certrunbook.RenewRequest{OperationID: "cycle-1@cp-1"})
+//	e := &executor.Executor{Transport: node}
+//	r, err := e.Renew(ctx, executor.RenewRequest{OperationID: "cycle-1@cp-1"})
 //
 // The documents are built from the package's own types on the shapes of
 // the binary's golden documents (tests/golden), and decode with its strict
@@ -76,7 +77,7 @@ type Reply struct {
 	Stdout   string
 	ExitCode int      // -1: the transport lost the status (then WaitErr)
 	Stderr   []string // log lines, streamed (StreamingTransport) and returned
-	StartErr error    // returned by Start (a *certrunbook.TransportError is retryable)
+	StartErr error    // returned by Start (a *executor.TransportError is retryable)
 	WaitErr  error    // returned by Wait with the result
 	// Block: Wait does not return until the run is sent a signal; it then
 	// answers OnSignal (nil: it never answers; Close ends the wait with a
@@ -124,7 +125,7 @@ func NewNode() *Node {
 // standIn is what the Executor pushes in a build without the binary.
 var standIn = []byte("#!/bin/false\n# certrunbooktest: a stand-in for nvke-cert-runbook; a real node never runs it\n")
 
-// StandInBinary implements certrunbook.TestDouble.
+// StandInBinary implements executor.TestDouble.
 func (n *Node) StandInBinary() []byte { return append([]byte(nil), standIn...) }
 
 // Plan sets how the first renewal of id ends. Unplanned IDs succeed.
@@ -156,7 +157,7 @@ func (n *Node) HoldLock() *Node { n.mu.Lock(); n.lockHeld = true; n.mu.Unlock();
 func (n *Node) ReleaseLock() *Node { n.mu.Lock(); n.lockHeld = false; n.mu.Unlock(); return n }
 
 // SetUnreachable makes every Push and Start fail with a
-// *certrunbook.TransportError (a node that is away), or reachable again.
+// *executor.TransportError (a node that is away), or reachable again.
 func (n *Node) SetUnreachable(away bool) *Node {
 	n.mu.Lock()
 	n.unreachable = away
@@ -236,7 +237,7 @@ func (n *Node) Pushes() []string {
 
 var errAway = errors.New("certrunbooktest: node unreachable (connection refused)")
 
-// Push implements certrunbook.Transport.
+// Push implements executor.Transport.
 func (n *Node) Push(ctx context.Context, path string, data []byte) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -249,12 +250,12 @@ func (n *Node) Push(ctx context.Context, path string, data []byte) error {
 	return nil
 }
 
-// Start implements certrunbook.Transport.
+// Start implements executor.Transport.
 func (n *Node) Start(ctx context.Context, argv []string) (executor.Remote, error) {
 	return n.StartStreaming(ctx, argv, nil)
 }
 
-// StartStreaming implements certrunbook.StreamingTransport: the run's log
+// StartStreaming implements executor.StreamingTransport: the run's log
 // lines reach line as it prints them, before Wait returns.
 func (n *Node) StartStreaming(ctx context.Context, argv []string, line func(string)) (executor.Remote, error) {
 	n.mu.Lock()
@@ -411,7 +412,7 @@ func (r *remote) emit(lines []string) {
 	}
 }
 
-// Wait implements certrunbook.Remote.
+// Wait implements executor.Remote.
 func (r *remote) Wait() (*executor.RunResult, error) {
 	rep := r.rep
 	stderr := append([]string(nil), rep.Stderr...)
@@ -442,7 +443,7 @@ func (r *remote) Wait() (*executor.RunResult, error) {
 	return res, rep.WaitErr
 }
 
-// Signal implements certrunbook.Remote.
+// Signal implements executor.Remote.
 func (r *remote) Signal(ctx context.Context, sig syscall.Signal) error {
 	r.n.mu.Lock()
 	r.n.signals = append(r.n.signals, sig)
@@ -458,7 +459,7 @@ func (r *remote) Signal(ctx context.Context, sig syscall.Signal) error {
 	return nil
 }
 
-// Close implements certrunbook.Remote.
+// Close implements executor.Remote.
 func (r *remote) Close() error {
 	r.once.Do(func() { close(r.closed) })
 	return nil

@@ -218,7 +218,7 @@ func TestOnOverrides(t *testing.T) {
 
 // plain hides the Node's StartStreaming: a Transport that cannot stream
 // (it passes the stand-in on: a wrapper that does not implement
-// certrunbook.TestDouble gets ErrNoBinary in a build without the binary).
+// executor.TestDouble gets ErrNoBinary in a build without the binary).
 type plain struct{ executor.Transport }
 
 func (p plain) StandInBinary() []byte {

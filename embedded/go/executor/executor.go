@@ -123,7 +123,7 @@ type Executor struct {
 	Now func() time.Time
 	// Logf, when set, receives one line per run, push and retry.
 	Logf func(format string, args ...any)
-	// OnEvent, when set, receives the Executor's progress (events.go): the
+	// OnEvent, when set, receives the Executor's progress (Event): the
 	// runbook's steps and phases, each component restarted, pushes, runs
 	// started and ended, SIGTERM sent, cleanup attempts; a Temporal
 	// activity records them as heartbeats. With a StreamingTransport the
@@ -819,7 +819,7 @@ func (e *Executor) Cleanup(ctx context.Context, id string) *documents.Result {
 // exit 3) and transport errors with Backoff, until termination is
 // confirmed, the runbook gives a definitive answer, or the budget ends. It
 // never starts or resumes a renewal. The Result's Status says whether the
-// cluster mutation lock is released or retained (outcome.go).
+// cluster mutation lock is released or retained (documents.Decide).
 func (e *Executor) CleanupAfter(ctx context.Context, renewal *documents.Result) *documents.Result {
 	if renewal == nil {
 		return e.Cleanup(ctx, "")

@@ -65,11 +65,12 @@ func IsTransportError(err error) bool {
 }
 
 // TestDouble is implemented by a Transport that is a fake node
-// (certrunbooktest.Node). In a build without the embedded binary (the tag
-// certrunbook_nobinary) the Executor pushes and runs StandInBinary in its
-// place, so that a controller's unit tests run the real Executor with no
-// Rust artifact. With the binary embedded, StandInBinary is never called:
-// a node is only ever given the embedded binary.
+// (certrunbooktest.Node). An Executor without a Binary (none is embedded:
+// package binary is not imported, or was built with the tag
+// certrunbook_nobinary) pushes and runs StandInBinary in its place, so
+// that a controller's unit tests run the real Executor with no Rust
+// artifact. With a Binary, StandInBinary is never called: a node is only
+// ever given the embedded binary.
 type TestDouble interface {
 	Transport
 	// StandInBinary: the bytes to push in place of the binary (not empty).
