@@ -852,7 +852,7 @@ fn sigkill_mid_restart_is_fenced_then_resumed_by_the_next_cycle() {
     assert_eq!(whole["failed"], 0, "{whole}");
 }
 
-/// The Go Executor (`embedded/go/executor.go`) over the real SSHTransport
+/// The Go Executor (`embedded/go/executor`) over the real `sshtransport.Transport`
 /// against one lab node: `embedded/go/lab_e2e_test.go`, run inside the lab's
 /// network namespace (tests/e2e/README.md, "Cases").
 #[test]
