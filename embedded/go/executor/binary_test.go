@@ -139,32 +139,23 @@ func (d *demo) run(t *testing.T, args []string, err error) (int, []byte) {
 	return code, out
 }
 
-func TestEmbeddedBinaryMatchesItsManifest(t *testing.T) {
-	if binary.Bytes() == nil {
-		// -tags certrunbook_nobinary: every use of the binary says so.
-		if _, err := binary.WriteBinary(t.TempDir()); !errors.Is(err, binary.ErrNoBinary) {
-			t.Fatalf("WriteBinary: %v", err)
-		}
-		if err := binary.Verify(); !errors.Is(err, binary.ErrNoBinary) || binary.SHA256() != "" || binary.Size() != 0 {
-			t.Fatalf("Verify: %v, sha %q", err, binary.SHA256())
-		}
-		if _, err := (&Executor{Transport: newFake()}).Push(context.Background()); !errors.Is(err, binary.ErrNoBinary) {
-			t.Fatalf("Push: %v", err)
-		}
+// Without a Binary (package binary not wired, or built with -tags
+// certrunbook_nobinary) an Executor over a plain Transport says so.
+func TestNoBinaryNoPush(t *testing.T) {
+	if _, err := (&Executor{Transport: newFake()}).Push(context.Background()); !errors.Is(err, ErrNoBinary) || !errors.Is(err, binary.ErrNoBinary) {
+		t.Fatalf("Push: %v", err)
+	}
+	if binary.Embedded() == nil {
 		return
 	}
-	if err := binary.Verify(); err != nil {
-		t.Fatal(err)
+	f := newFake()
+	if _, err := (&Executor{Transport: f, Binary: binary.Embedded()}).Push(context.Background()); err != nil {
+		t.Fatalf("Push of the embedded binary: %v", err)
 	}
-	if len(binary.SHA256()) != 64 || binary.Size() < 1<<20 {
-		t.Fatalf("sha256 %q, size %d", binary.SHA256(), binary.Size())
-	}
-	m, err := binary.Manifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Modes) != 7 || len(m.ExitCodes) != 6 || len(m.Schemas) == 0 {
-		t.Fatalf("manifest: %+v", m)
+	for p, sha := range f.files {
+		if !strings.HasSuffix(p, "/"+binary.SHA256()+"/nvke-cert-runbook") || sha != binary.SHA256() {
+			t.Fatalf("pushed %s (sha256 %s), want the embedded binary", p, sha)
+		}
 	}
 }
 
