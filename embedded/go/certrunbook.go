@@ -2,15 +2,15 @@
 // a fleet controller: New wires an Executor (package executor) to the
 // embedded binary (package binary), NewSSH over the OpenSSH client
 // (package sshtransport), and the few names a controller writes every
-// day are aliases of theirs. Importing this package links the 3.9 MB
-// binary; a controller that only decodes documents imports
+// day are aliases of theirs. Importing this package links the static
+// runbook (megabytes); a controller that only decodes documents imports
 // nvke.example/certrunbook/documents alone, one that tests against
-// certrunbooktest imports executor and documents.
+// certrunbooktest imports executor and documents: neither links it.
 //
-//	documents     the documents, decoders, typed closed lists, Decide
-//	executor      Executor, Transport, argument builders, events, errors
-//	sshtransport  the Transport over the OpenSSH client
-//	binary        the embedded binary and its manifest (//go:embed)
+//	documents        the documents, decoders, typed closed lists, Decide
+//	executor         Executor, Transport, argument builders, events, errors
+//	sshtransport     the Transport over the OpenSSH client
+//	binary           the embedded binary and its manifest (//go:embed)
 //	certrunbooktest  a fake node for a controller's unit tests
 //
 // Standard library only.
