@@ -1,7 +1,7 @@
 // Package binary embeds the static nvke-cert-runbook executable and its
-// filled-in manifest: the only package of the module with //go:embed, so a
+// filled-in manifest: the only package that embeds the runbook, so a
 // controller that imports only documents, executor or sshtransport never
-// links the 3.9 MB binary.
+// links the binary (megabytes).
 //
 // The binary and manifest.json are placed beside this file by prepare.sh
 // (from target/static/, built by packaging/build-static) and are not
