@@ -214,8 +214,13 @@ func TestCancellationSendsSIGTERMAndWaits(t *testing.T) {
 	cancel()
 	start := time.Now()
 	_, err = e.Renew(ctx, RenewRequest{OperationID: op})
-	if !errors.Is(err, ErrCancelGraceExceeded) || time.Since(start) < 30*time.Millisecond {
-		t.Fatalf("grace: %v after %s", err, time.Since(start))
+	// The documented margin: Renew returns at most CancelGrace after the
+	// caller's context ended, plus the SIGTERM's send (instant here); the
+	// bound below is the grace with a generous allowance for a loaded
+	// machine, a correctness bound (never 45 s, the default), not a timing
+	// figure.
+	if took := time.Since(start); !errors.Is(err, ErrCancelGraceExceeded) || took < e.CancelGrace || took > e.CancelGrace+5*time.Second {
+		t.Fatalf("grace: %v after %s", err, took)
 	}
 	if !slices.Equal(f.signals, []syscall.Signal{syscall.SIGTERM}) || f.closes == 0 {
 		t.Fatalf("signals %v, closes %d", f.signals, f.closes)
