@@ -558,10 +558,10 @@ fn extra(name: &str) -> PathBuf {
 
 /// A kubeadm stand-in that copies `crt`/`key` from fixtures/pki-extra over
 /// pki/apiserver.{crt,key} under its `--rootfs`, and exits 0.
-fn kubeadm_writes(e: &Env, crt: &str, key: &str) -> PathBuf {
-    e.script(
+fn kubeadm_writing(crt: &str, key: &str) -> EnvPath {
+    script_tool(
         "kubeadm-writes",
-        &format!(
+        format!(
             "R=''\nwhile [ $# -gt 0 ]; do [ \"$1\" = --rootfs ] && R=\"$2\"; shift; done\n\
              [ -n \"$R\" ] || exit 3\n\
              cp '{}' \"$R/etc/kubernetes/pki/apiserver.crt\"\n\
@@ -575,14 +575,17 @@ fn kubeadm_writes(e: &Env, crt: &str, key: &str) -> PathBuf {
 /// A crictl that answers etcdctl subcommands matching `pattern` (a shell
 /// case pattern over all arguments) with `stdout` and exit 0, and passes
 /// everything else to the simulated crictl.
-fn crictl_answering(e: &Env, pattern: &str, stdout: &str) -> PathBuf {
-    e.script(
-        "crictl-wrapper",
-        &format!(
-            "case \"$*\" in\n  {pattern}) printf '%s\\n' '{stdout}'; exit 0;;\nesac\nexec '{}' \"$@\"",
-            e.sim_crictl().display()
-        ),
-    )
+fn crictl_answering(pattern: &str, stdout: &str) -> EnvPath {
+    let (pattern, stdout) = (pattern.to_string(), stdout.to_string());
+    Arc::new(move |e: &Env| {
+        e.script(
+            "crictl-wrapper",
+            &format!(
+                "case \"$*\" in\n  {pattern}) printf '%s\\n' '{stdout}'; exit 0;;\nesac\nexec '{}' \"$@\"",
+                e.sim_crictl().display()
+            ),
+        )
+    })
 }
 
 // ---------------------------------------------------------------- cases
@@ -647,7 +650,6 @@ impl Allow {
 }
 
 type SetupFn = Box<dyn Fn(&Env) -> Result<(), String> + Send + Sync>;
-type ArgsFn = Box<dyn Fn(&Env) -> Args + Send + Sync>;
 type PathFn = Box<dyn Fn(&Env) -> String + Send + Sync>;
 /// The planted secrets an evidence bundle must not hold, each with whether
 /// its `<redacted sha256:...>` mark must be there instead (false: the file
@@ -666,11 +668,13 @@ struct Case {
     /// everything: its RSA key generation is slow in a debug build).
     variant: &'static str,
     setup: SetupFn,
-    args: ArgsFn,
+    args: Args,
     /// Add `--root`, `--output json`, `--now` and the short timeouts.
     defaults: bool,
-    /// Add `--crictl`/`--kubeadm` (tripwires on a plain copy).
-    tools: bool,
+    /// `--crictl` and `--kubeadm`: the node's (tripwires on a plain copy),
+    /// the row's own, or none (see `full_args`).
+    crictl: ToolArg,
+    kubeadm: ToolArg,
     /// The caller's PATH (default `/usr/bin:/bin`).
     path: Option<PathFn>,
     code: i32,
@@ -688,30 +692,48 @@ struct Case {
     bundle: Option<BundleFn>,
 }
 
-fn os(v: &[&str]) -> Vec<OsString> {
-    v.iter().map(OsString::from).collect()
-}
-
 /// A row's argument list, said by what the row runs: `Args::renew()` is a
 /// forced renewal under the table's operation ID (the default of every
-/// row), `Args::renew_unforced()` the same without `--force`; `.with(flag,
-/// value)` and `.flag(flag)` add to it. A literal list converts too
-/// (`.args(&["--status-only", ...])`), for rows whose point is the argv
-/// itself (the `args-*` and `opid-*` rows). `full_args` adds the defaults
-/// (`--root`, `--output json`, short timeouts, the tools) that a row does
-/// not name.
+/// row), `Args::renew_unforced()` the same without `--force`,
+/// `Args::check()`, `Args::status()`, `Args::live()` (the operator view
+/// with a one-second probe budget), `Args::evidence(PATH)` and
+/// `Args::fence()` (the fencing check of the table's operation) the other
+/// modes; `.with(flag, value)` and `.flag(flag)` add to it. A literal
+/// list converts too (`.args(&["--root", ...])`), for rows whose point is
+/// the argv itself. A row's own tool is not an argument here but
+/// `Case::kubeadm`/`Case::crictl`; `full_args` adds the defaults (`--root`,
+/// `--output json`, short timeouts, the tools) that a row does not name.
 #[derive(Clone)]
 struct Args(Vec<OsString>);
 
+/// A path of the case's own world (a scripted tool in its work directory),
+/// made when the case runs.
+type EnvPath = Arc<dyn Fn(&Env) -> PathBuf + Send + Sync>;
+
 impl Args {
     fn of(v: &[&str]) -> Args {
-        Args(os(v))
+        Args(v.iter().map(OsString::from).collect())
     }
     fn renew() -> Args {
         Args::of(&["--operation-id", ID, "--force"])
     }
     fn renew_unforced() -> Args {
         Args::of(&["--operation-id", ID])
+    }
+    fn check() -> Args {
+        Args::of(&["--check"])
+    }
+    fn status() -> Args {
+        Args::of(&["--status-only"])
+    }
+    fn live() -> Args {
+        Args::status().with("--probe-timeout", "1")
+    }
+    fn evidence(path: &str) -> Args {
+        Args::status().with("--evidence", path)
+    }
+    fn fence() -> Args {
+        Args::status().with("--operation-id", ID).flag("--fence")
     }
     fn with(self, flag: &str, value: impl Into<OsString>) -> Args {
         self.with_raw(flag).with_raw(value)
@@ -723,9 +745,6 @@ impl Args {
         self.0.push(arg.into());
         self
     }
-    fn has(&self, flag: &str) -> bool {
-        self.0.iter().any(|a| a == flag)
-    }
 }
 
 impl<const N: usize> From<&[&str; N]> for Args {
@@ -734,10 +753,26 @@ impl<const N: usize> From<&[&str; N]> for Args {
     }
 }
 
-impl From<&[&str]> for Args {
-    fn from(v: &[&str]) -> Args {
-        Args::of(v)
-    }
+/// A row's `--crictl` or `--kubeadm`.
+#[derive(Clone)]
+enum ToolArg {
+    /// The node's: the simulated tool, or a tripwire on a plain copy.
+    Node,
+    /// The row's own (a script in its work directory, a missing file).
+    Own(EnvPath),
+    /// Not passed: the runbook looks on its fixed PATH.
+    Absent,
+}
+
+/// A tool the row writes into its work directory: `name` running `body`.
+fn script_tool(name: &'static str, body: impl Into<String>) -> EnvPath {
+    let body = body.into();
+    Arc::new(move |e: &Env| e.script(name, &body))
+}
+
+/// A tool path in the row's work directory with nothing there.
+fn missing_tool(name: &'static str) -> EnvPath {
+    Arc::new(move |e: &Env| e.work.join(name))
 }
 
 fn case(cat: &'static str, id: &'static str, planted: impl Into<String>) -> Case {
@@ -748,9 +783,10 @@ fn case(cat: &'static str, id: &'static str, planted: impl Into<String>) -> Case
         sim: None,
         variant: "rsa",
         setup: Box::new(|_| Ok(())),
-        args: Box::new(|_| Args::renew()),
+        args: Args::renew(),
         defaults: true,
-        tools: true,
+        crictl: ToolArg::Node,
+        kubeadm: ToolArg::Node,
         path: None,
         code: 1,
         phase: None,
@@ -783,26 +819,40 @@ impl Case {
         self.setup = Box::new(f);
         self
     }
-    /// A fixed argument list: `Args::status()`, or a literal list for rows
-    /// whose point is the exact argv.
+    /// What the row runs: `Args::status()`, `Args::renew().with(..)`, or a
+    /// literal list for rows whose point is the exact argv.
     fn args(mut self, a: impl Into<Args>) -> Case {
-        let a = a.into();
-        self.args = Box::new(move |_| a.clone());
+        self.args = a.into();
         self
     }
-    /// An argument list that names something of the case's node (a
-    /// scripted tool, a path under the root).
-    fn args_with(mut self, f: impl Fn(&Env) -> Args + Send + Sync + 'static) -> Case {
-        self.args = Box::new(f);
-        self
-    }
+    /// No defaults at all: the argv is the row's.
     fn raw(mut self) -> Case {
         self.defaults = false;
-        self.tools = false;
-        self
+        self.no_tools()
     }
     fn no_tools(mut self) -> Case {
-        self.tools = false;
+        self.crictl = ToolArg::Absent;
+        self.kubeadm = ToolArg::Absent;
+        self
+    }
+    /// The node's `--crictl` only (none of `--kubeadm`).
+    fn no_tools_but_crictl(mut self) -> Case {
+        self.kubeadm = ToolArg::Absent;
+        self
+    }
+    /// The node's `--kubeadm` only (none of `--crictl`).
+    fn no_tools_but_kubeadm(mut self) -> Case {
+        self.crictl = ToolArg::Absent;
+        self
+    }
+    /// The row's own `--kubeadm`, beside the node's `--crictl`.
+    fn kubeadm(mut self, tool: EnvPath) -> Case {
+        self.kubeadm = ToolArg::Own(tool);
+        self
+    }
+    /// The row's own `--crictl`, beside the node's `--kubeadm`.
+    fn crictl(mut self, tool: EnvPath) -> Case {
+        self.crictl = ToolArg::Own(tool);
         self
     }
     fn path(mut self, f: impl Fn(&Env) -> String + Send + Sync + 'static) -> Case {
@@ -843,7 +893,7 @@ fn opid(id: &'static str, planted: &str, value: OsString, needles: &[&'static st
     let mut arg = OsString::from("--operation-id=");
     arg.push(&value);
     case("opid", id, planted)
-        .args_with(move |_| Args::of(&[]).with_raw(arg.clone()).flag("--force"))
+        .args(Args::of(&[]).with_raw(arg).flag("--force"))
         .expect(2, "arguments", needles)
 }
 
@@ -879,7 +929,6 @@ fn not_root() -> Option<String> {
 /// every shape again in one bundle, member by member.
 fn evidence_cases() -> Vec<Case> {
     const M: &str = "etc/kubernetes/manifests";
-    const EV: &[&str] = &["--status-only", "--evidence", "/tmp/evidence.tgz"];
     fn edit(e: &Env, rel: &str, from: &str, to: &str) {
         let p = e.p(rel);
         let text = std::fs::read_to_string(&p).unwrap();
@@ -974,7 +1023,7 @@ fn evidence_cases() -> Vec<Case> {
                     tmp_dir(e);
                     edit(e, &format!("{M}/{file}"), from, to);
                 })
-                .args(EV)
+                .args(Args::evidence("/tmp/evidence.tgz"))
                 .no_tools()
                 .expect(1, "", &[file, "redacted"])
                 .allow(Allow::Evidence)
@@ -995,7 +1044,7 @@ fn evidence_cases() -> Vec<Case> {
             );
             edit(e, &format!("{M}/kube-vip.yaml"), "  name: kube-vip\n", &to);
         })
-        .args(EV)
+        .args(Args::evidence("/tmp/evidence.tgz"))
         .no_tools()
         .expect(1, "", &["kube-vip.yaml", "redacted"])
         .allow(Allow::Evidence)
@@ -1024,7 +1073,7 @@ fn evidence_cases() -> Vec<Case> {
             )
             .unwrap();
         })
-        .args(EV)
+        .args(Args::evidence("/tmp/evidence.tgz"))
         .no_tools()
         .expect(
             4,
@@ -1047,7 +1096,7 @@ fn evidence_cases() -> Vec<Case> {
             let to = format!("  annotations:\n    example.com/key: |\n{block}  name: kube-vip\n");
             edit(e, &format!("{M}/kube-vip.yaml"), "  name: kube-vip\n", &to);
         })
-        .args(EV)
+        .args(Args::evidence("/tmp/evidence.tgz"))
         .no_tools()
         .expect(1, "", &["kube-vip.yaml", "looks like a private key"])
         .allow(Allow::Evidence)
@@ -1070,7 +1119,7 @@ fn evidence_cases() -> Vec<Case> {
             tmp_dir(e);
             plant_file(e, EVIDENCE_BUNDLE, b"an operator's own file\n", 0o644);
         })
-        .args(EV)
+        .args(Args::evidence("/tmp/evidence.tgz"))
         .no_tools()
         .expect(1, "", &["/tmp/evidence.tgz", "already exists"]),
     );
@@ -1084,7 +1133,7 @@ fn evidence_cases() -> Vec<Case> {
             tmp_dir(e);
             plant_symlink(e, EVIDENCE_BUNDLE, &e.o("secret"));
         })
-        .args(EV)
+        .args(Args::evidence("/tmp/evidence.tgz"))
         .no_tools()
         .expect(1, "", &["/tmp/evidence.tgz", "already exists"]),
     );
@@ -1094,11 +1143,7 @@ fn evidence_cases() -> Vec<Case> {
             "evidence-path-in-manifests",
             "--evidence /etc/kubernetes/manifests/evidence.tgz",
         )
-        .args(&[
-            "--status-only",
-            "--evidence",
-            "/etc/kubernetes/manifests/evidence.tgz",
-        ])
+        .args(Args::evidence("/etc/kubernetes/manifests/evidence.tgz"))
         .no_tools()
         .expect(
             1,
@@ -1260,9 +1305,9 @@ fn cases() -> Vec<Case> {
             "args-expect-ca-key",
             "--expect-ca-sha256 ca.key=<hex>",
         )
-        .args_with(|_| {
-            Args::renew_unforced().with("--expect-ca-sha256", format!("ca.key={}", "0".repeat(64)))
-        })
+        .args(
+            Args::renew_unforced().with("--expect-ca-sha256", format!("ca.key={}", "0".repeat(64))),
+        )
         .expect(2, "arguments", &["ca.key"]),
     );
 
@@ -2128,11 +2173,7 @@ fn cases() -> Vec<Case> {
                 .unwrap();
             }
         })
-        .args_with(|e| {
-            let k = e.script("kubeadm-noop", "exit 0");
-            Args::renew().with("--kubeadm", k)
-        })
-        .no_tools_but_crictl()
+        .kubeadm(script_tool("kubeadm-noop", "exit 0"))
         // SPEC 11 (v1.2): refused before the gate, a clock problem.
         .expect(1, "expiry", &["apiserver", "notBefore", "clock problem"])
         .allow(Allow::Receipt),
@@ -2144,7 +2185,7 @@ fn cases() -> Vec<Case> {
             "kubeadm writes an apiserver.crt valid from 2030",
         )
         .sim(json!({}))
-        .args_with(|e| {
+        .kubeadm(Arc::new(|e: &Env| {
             let copy = ["crt", "key"]
                 .iter()
                 .map(|ext| {
@@ -2156,10 +2197,8 @@ fn cases() -> Vec<Case> {
                 })
                 .collect::<Vec<_>>()
                 .join("\n");
-            let k = e.script("kubeadm-future", &format!("{copy}\nexit 0"));
-            Args::renew().with("--kubeadm", k)
-        })
-        .no_tools_but_crictl()
+            e.script("kubeadm-future", &format!("{copy}\nexit 0"))
+        }))
         .expect(1, "renew-certs", &["apiserver", "not valid until"])
         .allow(Allow::Renew),
     );
@@ -2179,13 +2218,8 @@ fn cases() -> Vec<Case> {
                 .unwrap();
             }
         })
-        .args_with(|e| {
-            let k = e.script("kubeadm-noop", "exit 0");
-            Args::renew_unforced()
-                .with("--now", DUE)
-                .with("--kubeadm", k)
-        })
-        .no_tools_but_crictl()
+        .args(Args::renew_unforced().with("--now", DUE))
+        .kubeadm(script_tool("kubeadm-noop", "exit 0"))
         .expect(1, "renew-certs", &["apiserver", "not signed by its CA"])
         .allow(Allow::Renew),
     );
@@ -2193,7 +2227,6 @@ fn cases() -> Vec<Case> {
     // ------------------------------------------------------------ the live node (SPEC 10)
     // The operator view with a one-second --probe-timeout: each fault is
     // named, never healthy, never a hang past the budget.
-    const LIVE: &[&str] = &["--status-only", "--probe-timeout", "1"];
     for (id, planted, knobs, code, needles) in [
         (
             "live-port-silent",
@@ -2227,7 +2260,7 @@ fn cases() -> Vec<Case> {
         v.push(
             case("live", id, planted)
                 .sim(knobs)
-                .args(LIVE)
+                .args(Args::live())
                 .no_tools_but_crictl()
                 .expect(code, "", needles),
         );
@@ -2247,7 +2280,7 @@ fn cases() -> Vec<Case> {
                 std::fs::copy(extra(from), e.p(&format!("etc/kubernetes/pki/{to}"))).unwrap();
             }
         })
-        .args(LIVE)
+        .args(Args::live())
         .no_tools_but_crictl()
         .expect(1, "", &["kube-apiserver"]),
     );
@@ -2273,7 +2306,7 @@ fn cases() -> Vec<Case> {
                 0o600,
             )
         })
-        .args(&["--status-only"])
+        .args(Args::status())
         .no_tools()
         .expect(1, "", &["kubelet.conf"]),
     );
@@ -2295,7 +2328,7 @@ fn cases() -> Vec<Case> {
             )
             .unwrap();
         })
-        .args(&["--status-only"])
+        .args(Args::status())
         .no_tools()
         .expect(
             1,
@@ -2321,18 +2354,15 @@ fn cases() -> Vec<Case> {
                 0o600,
             );
         })
-        .args(&["--status-only"])
+        .args(Args::status())
         .no_tools()
         .expect(1, "", &["kubelet-client-current.pem"]),
     );
     v.push(
         case("live", "live-crictl-hangs", "crictl = sleep 60")
             .sim(json!({}))
-            .args_with(|e| {
-                let c = e.script("crictl-hang", "exec sleep 60");
-                Args::of(LIVE).with("--crictl", c)
-            })
-            .no_tools_but_kubeadm()
+            .args(Args::live())
+            .crictl(script_tool("crictl-hang", "exec sleep 60"))
             .expect(1, "", &["containers not checked", "timed out"]),
     );
     v.push(
@@ -2342,14 +2372,11 @@ fn cases() -> Vec<Case> {
             "crictl prints garbage, exits 0",
         )
         .sim(json!({}))
-        .args_with(|e| {
-            let c = e.script(
-                "crictl-garbage",
-                "printf '\\377{\"containers\": [garbage\\n'; exit 0",
-            );
-            Args::of(LIVE).with("--crictl", c)
-        })
-        .no_tools_but_kubeadm()
+        .args(Args::live())
+        .crictl(script_tool(
+            "crictl-garbage",
+            "printf '\\377{\"containers\": [garbage\\n'; exit 0",
+        ))
         .expect(1, "", &["containers not checked", "not the expected JSON"]),
     );
 
@@ -2357,13 +2384,8 @@ fn cases() -> Vec<Case> {
     v.push(
         case("tool", "crictl-hangs", "crictl = sleep 60")
             .sim(json!({}))
-            .args_with(|e| {
-                let c = e.script("crictl-hang", "exec sleep 60");
-                Args::renew()
-                    .with("--command-timeout", "1")
-                    .with("--crictl", c)
-            })
-            .no_tools_but_kubeadm()
+            .args(Args::renew().with("--command-timeout", "1"))
+            .crictl(script_tool("crictl-hang", "exec sleep 60"))
             .expect(1, "health", &["timed out"])
             .allow(Allow::Receipt),
     );
@@ -2374,14 +2396,10 @@ fn cases() -> Vec<Case> {
             "crictl prints garbage, exits 0",
         )
         .sim(json!({}))
-        .args_with(|e| {
-            let c = e.script(
-                "crictl-garbage",
-                "printf '\\377{\"containers\": [garbage\\n'; exit 0",
-            );
-            Args::renew().with("--crictl", c)
-        })
-        .no_tools_but_kubeadm()
+        .crictl(script_tool(
+            "crictl-garbage",
+            "printf '\\377{\"containers\": [garbage\\n'; exit 0",
+        ))
         .expect(1, "health", &["crictl ps output is not the expected JSON"])
         .allow(Allow::Receipt),
     );
@@ -2392,27 +2410,20 @@ fn cases() -> Vec<Case> {
             "crictl = yes (endless stdout)",
         )
         .sim(json!({}))
-        .args_with(|e| {
-            let c = e.script("crictl-yes", "exec yes");
-            Args::renew()
-                .with("--command-timeout", "60")
-                .with("--crictl", c)
-        })
-        .no_tools_but_kubeadm()
+        .args(Args::renew().with("--command-timeout", "60"))
+        .crictl(script_tool("crictl-yes", "exec yes"))
         .expect(1, "health", &["printed more than 4194304 bytes"])
         .allow(Allow::Receipt),
     );
     v.push(
         case("tool", "crictl-missing", "--crictl names a missing file")
-            .args_with(|e| Args::renew().with("--crictl", e.work.join("no-such-crictl")))
-            .no_tools_but_kubeadm()
+            .crictl(missing_tool("no-such-crictl"))
             .expect(1, "health", &["crictl not found at", "no-such-crictl"])
             .allow(Allow::Receipt),
     );
     v.push(
         case("tool", "kubeadm-missing", "--kubeadm names a missing file")
-            .args_with(|e| Args::renew().with("--kubeadm", e.work.join("no-such-kubeadm")))
-            .no_tools_but_crictl()
+            .kubeadm(missing_tool("no-such-kubeadm"))
             .expect(
                 1,
                 "renew-certs",
@@ -2458,16 +2469,11 @@ fn cases() -> Vec<Case> {
             "kubeadm prints garbage, exits 0, renews nothing",
         )
         .sim(json!({}))
-        .args_with(|e| {
-            let k = e.script(
-                "kubeadm-garbage",
-                "printf '\\377\\033[2J[certs] renewed everything\\n'; exit 0",
-            );
-            Args::renew_unforced()
-                .with("--now", DUE)
-                .with("--kubeadm", k)
-        })
-        .no_tools_but_crictl()
+        .args(Args::renew_unforced().with("--now", DUE))
+        .kubeadm(script_tool(
+            "kubeadm-garbage",
+            "printf '\\377\\033[2J[certs] renewed everything\\n'; exit 0",
+        ))
         .expect(1, "renew-certs", &["etcd-peer still expires"])
         .allow(Allow::Renew),
     );
@@ -2478,13 +2484,11 @@ fn cases() -> Vec<Case> {
             "kubeadm prints 3 GB to stdout",
         )
         .sim(json!({}))
-        .args_with(|e| {
-            let k = e.script("kubeadm-3gb", "head -c 3000000000 /dev/zero\nexit 0");
-            Args::renew()
-                .with("--command-timeout", "60")
-                .with("--kubeadm", k)
-        })
-        .no_tools_but_crictl()
+        .args(Args::renew().with("--command-timeout", "60"))
+        .kubeadm(script_tool(
+            "kubeadm-3gb",
+            "head -c 3000000000 /dev/zero\nexit 0",
+        ))
         .expect(1, "renew-certs", &["printed more than 4194304 bytes"])
         .allow(Allow::Renew),
     );
@@ -2495,14 +2499,10 @@ fn cases() -> Vec<Case> {
             "kubeadm exits 1, ESC/BEL/CR on stderr",
         )
         .sim(json!({}))
-        .args_with(|e| {
-            let k = e.script(
-                "kubeadm-esc",
-                "printf '\\033]0;pwned\\007\\033[2J\\rboom\\n' >&2; exit 1",
-            );
-            Args::renew().with("--kubeadm", k)
-        })
-        .no_tools_but_crictl()
+        .kubeadm(script_tool(
+            "kubeadm-esc",
+            "printf '\\033]0;pwned\\007\\033[2J\\rboom\\n' >&2; exit 1",
+        ))
         .expect(
             1,
             "renew-certs",
@@ -2517,11 +2517,10 @@ fn cases() -> Vec<Case> {
             "kubeadm writes a leaf of a foreign CA",
         )
         .sim(json!({}))
-        .args_with(|e| {
-            let k = kubeadm_writes(e, "apiserver-foreign.crt", "apiserver-foreign.key");
-            Args::renew().with("--kubeadm", k)
-        })
-        .no_tools_but_crictl()
+        .kubeadm(kubeadm_writing(
+            "apiserver-foreign.crt",
+            "apiserver-foreign.key",
+        ))
         .expect(1, "renew-certs", &["apiserver is not signed by its CA"])
         .allow(Allow::Renew),
     );
@@ -2532,15 +2531,10 @@ fn cases() -> Vec<Case> {
             "kubeadm writes a leaf valid from 2030",
         )
         .sim(json!({}))
-        .args_with(|e| {
-            let k = kubeadm_writes(
-                e,
-                "apiserver-not-yet-valid.crt",
-                "apiserver-not-yet-valid.key",
-            );
-            Args::renew().with("--kubeadm", k)
-        })
-        .no_tools_but_crictl()
+        .kubeadm(kubeadm_writing(
+            "apiserver-not-yet-valid.crt",
+            "apiserver-not-yet-valid.key",
+        ))
         .expect(1, "renew-certs", &["apiserver", "not valid until"])
         .allow(Allow::Renew),
     );
@@ -2601,48 +2595,34 @@ fn cases() -> Vec<Case> {
     v.push(
         case("etcd", "etcd-no-leader-exit-0", "gateway off; endpoint health: no leader, exit 0")
             .sim(json!({ "etcd": { "gateway": false } }))
-            .args_with(|e| {
-                let c = crictl_answering(
-                    e,
+            .crictl(crictl_answering(
                     "*etcdctl*\"endpoint health\"*",
                     "[{\"endpoint\":\"https://127.0.0.1:2379\",\"health\":false,\"took\":\"5s\",\"error\":\"etcdserver: no leader\"}]",
-                );
-                Args::renew().with("--crictl", c)
-            })
-            .no_tools_but_kubeadm()
+            ))
             .expect(1, "health", &["no leader"])
             .allow(Allow::Receipt),
     );
     v.push(
         case("etcd", "etcd-id-f64-collision", "gateway off; member ID = own ID - 1 (same f64)")
             .sim(json!({ "etcd": { "gateway": false } }))
-            .args_with(|e| {
-                let c = crictl_answering(
-                    e,
+            .crictl(crictl_answering(
                     "*etcdctl*\"member list\"*",
                     "{\"header\":{\"cluster_id\":14841639068965178418,\"member_id\":10276657743932975437,\"raft_term\":2},\"members\":[{\"ID\":10276657743932975436,\"name\":\"cp-1\",\"peerURLs\":[\"https://10.0.0.11:2380\"],\"clientURLs\":[\"https://10.0.0.11:2379\"]}]}",
-                );
-                Args::renew().with("--crictl", c)
-            })
-            .no_tools_but_kubeadm()
+            ))
             .expect(1, "health", &["is not in the member list"])
             .allow(Allow::Receipt),
     );
     v.push(
         case("etcd", "etcd-id-above-u64", "gateway off; member ID 2^64 (overflows u64)")
             .sim(json!({ "etcd": { "gateway": false } }))
-            .args_with(|e| {
-                let c = crictl_answering(
-                    e,
+            .crictl(crictl_answering(
                     "*etcdctl*\"member list\"*",
                     "{\"header\":{\"cluster_id\":1,\"member_id\":18446744073709551616,\"raft_term\":2},\"members\":[{\"ID\":18446744073709551616,\"name\":\"cp-1\",\"clientURLs\":[\"https://10.0.0.11:2379\"]}]}",
-                );
-                Args::renew().with("--crictl", c)
-            })
-            .no_tools_but_kubeadm()
+            ))
             .expect(1, "health", &["member list output is not the expected JSON"])
             .allow(Allow::Receipt),
     );
+    let one = "{\"endpoint\":\"https://10.0.0.11:2379\",\"health\":true,\"took\":\"1ms\"}";
     v.push(
         case(
             "etcd",
@@ -2650,16 +2630,10 @@ fn cases() -> Vec<Case> {
             "gateway off; 3 voters; cluster health lists member 1 thrice",
         )
         .sim(json!({ "etcd": { "voters": 3, "gateway": false } }))
-        .args_with(|e| {
-            let one = "{\"endpoint\":\"https://10.0.0.11:2379\",\"health\":true,\"took\":\"1ms\"}";
-            let c = crictl_answering(
-                e,
-                "*etcdctl*\"endpoint health --cluster\"*",
-                &format!("[{one},{one},{one}]"),
-            );
-            Args::renew().with("--crictl", c)
-        })
-        .no_tools_but_kubeadm()
+        .crictl(crictl_answering(
+            "*etcdctl*\"endpoint health --cluster\"*",
+            &format!("[{one},{one},{one}]"),
+        ))
         .expect(1, "health", &["only 1 of 3 etcd voters are healthy"])
         .allow(Allow::Receipt),
     );
@@ -2701,14 +2675,13 @@ fn cases() -> Vec<Case> {
     }
 
     // ------------------------------------------------------------ fencing check
-    let fence: &[&str] = &["--status-only", "--operation-id", ID, "--fence"];
     v.push(
         case(
             "fence",
             "fence-phase-symlink",
             "fence; phase -> outside/phase-v2",
         )
-        .args(fence)
+        .args(Args::fence())
         .setup(|e| plant_symlink(e, &st("phase"), &e.o("phase-v2")))
         .expect(
             1,
@@ -2723,7 +2696,7 @@ fn cases() -> Vec<Case> {
             "fence-receipt-fifo",
             "fence; own receipt is a FIFO",
         )
-        .args(fence)
+        .args(Args::fence())
         .setup(|e| {
             completed_dir(e);
             plant_fifo(e, &receipt_rel());
@@ -2740,7 +2713,7 @@ fn cases() -> Vec<Case> {
             "fence-staging-symlink",
             "fence; etcd staged, staging -> outside copy",
         )
-        .args(fence)
+        .args(Args::fence())
         .setup(|e| {
             write_phase(
                 e,
@@ -2769,37 +2742,6 @@ fn cases() -> Vec<Case> {
     v
 }
 
-impl Case {
-    /// The case names its own `--kubeadm`; the default `--crictl` stays.
-    fn no_tools_but_crictl(mut self) -> Case {
-        let inner = self.args;
-        self.tools = false;
-        self.args = Box::new(move |e| {
-            let v = inner(e);
-            if v.has("--crictl") {
-                v
-            } else {
-                v.with("--crictl", e.crictl())
-            }
-        });
-        self
-    }
-    /// The case names its own `--crictl`; the default `--kubeadm` stays.
-    fn no_tools_but_kubeadm(mut self) -> Case {
-        let inner = self.args;
-        self.tools = false;
-        self.args = Box::new(move |e| {
-            let v = inner(e);
-            if v.has("--kubeadm") {
-                v
-            } else {
-                v.with("--kubeadm", e.kubeadm())
-            }
-        });
-        self
-    }
-}
-
 // ---------------------------------------------------------------- running one case
 
 struct Outcome {
@@ -2816,9 +2758,13 @@ struct Outcome {
     skipped: Option<String>,
 }
 
+/// The row's argv with what it does not name: `--root`, `--output json`,
+/// `--now` and the short timeouts (unless `raw`), then the tools: both the
+/// node's ahead of the row's own arguments, or, for a row that departs from
+/// them, after its arguments its own tool and then the node's other one.
 fn full_args(e: &Env, c: &Case) -> Vec<OsString> {
-    let case_args = (c.args)(e);
-    let has = |flag: &str| case_args.has(flag);
+    let case_args = &c.args.0;
+    let has = |flag: &str| case_args.iter().any(|a| a == flag);
     let mut v: Vec<OsString> = Vec::new();
     if c.defaults {
         v.push("--root".into());
@@ -2839,15 +2785,35 @@ fn full_args(e: &Env, c: &Case) -> Vec<OsString> {
             }
         }
     }
-    if c.tools {
-        for (flag, tool) in [("--crictl", e.crictl()), ("--kubeadm", e.kubeadm())] {
-            if !has(flag) {
+    let tools = [
+        ("--crictl", &c.crictl, e.crictl()),
+        ("--kubeadm", &c.kubeadm, e.kubeadm()),
+    ];
+    let node_tools = |v: &mut Vec<OsString>, has: &dyn Fn(&str) -> bool| {
+        for (flag, t, node) in &tools {
+            if matches!(t, ToolArg::Node) && !has(flag) {
                 v.push(flag.into());
-                v.push(tool.into());
+                v.push(node.clone().into());
             }
         }
+    };
+    let both_node = tools.iter().all(|t| matches!(t.1, ToolArg::Node));
+    if both_node {
+        node_tools(&mut v, &has);
     }
-    v.extend(case_args.0);
+    v.extend(case_args.iter().cloned());
+    if !both_node {
+        let mut own = Vec::new();
+        for (flag, t, _) in &tools {
+            if let ToolArg::Own(f) = t {
+                own.push(OsString::from(flag));
+                own.push(f(e).into());
+            }
+        }
+        let has_own = |flag: &str| has(flag) || own.iter().any(|a| a == flag);
+        v.extend(own.iter().cloned());
+        node_tools(&mut v, &has_own);
+    }
     v
 }
 
@@ -3714,7 +3680,7 @@ fn yaml_cases() -> Vec<Case> {
                 "manifests/bomb.yaml: 6,000 aliases; --check",
             )
             .setup(move |e| plant_file(e, &stray, &alias_bomb("bomb"), 0o600))
-            .args(&["--check"])
+            .args(Args::check())
             .no_tools()
             .expect(1, "", &[named, "more than 100000 nodes"]),
         );
@@ -3728,7 +3694,7 @@ fn yaml_cases() -> Vec<Case> {
                 "manifests/bomb.yaml: 6,000 aliases; --status-only",
             )
             .setup(move |e| plant_file(e, &stray, &alias_bomb("bomb"), 0o600))
-            .args(&["--status-only", "--probe-timeout", "1"])
+            .args(Args::live())
             .no_tools()
             .expect(1, "", &[named, "more than 100000 nodes"]),
         );
@@ -3785,7 +3751,7 @@ fn yaml_cases() -> Vec<Case> {
             "kubelet config.yaml: 6,000 aliases; --check",
         )
         .setup(move |e| plant_file(e, kubelet_config, &alias_bomb("kubelet"), 0o600))
-        .args(&["--check"])
+        .args(Args::check())
         .no_tools()
         .expect(
             1,
@@ -3806,7 +3772,7 @@ fn yaml_cases() -> Vec<Case> {
                 "manifests/bomb.yaml: 9 levels of 10 aliases; --check",
             )
             .setup(move |e| plant_file(e, &stray, &laughs(), 0o600))
-            .args(&["--check"])
+            .args(Args::check())
             .no_tools()
             .expect(1, "", &[named, "events copied for anchors|replay"]),
         );
@@ -3849,7 +3815,7 @@ fn yaml_cases() -> Vec<Case> {
                 b.push(b'\n');
                 plant_file(e, &stray, &b, 0o600)
             })
-            .args(&["--check"])
+            .args(Args::check())
             .no_tools()
             .expect(
                 1,
@@ -3886,7 +3852,7 @@ fn yaml_cases() -> Vec<Case> {
                 "manifests/bomb.yaml: 100,000 documents; --check",
             )
             .setup(move |e| plant_file(e, &stray, "---\na: 1\n".repeat(100_000).as_bytes(), 0o600))
-            .args(&["--check"])
+            .args(Args::check())
             .no_tools()
             .expect(1, "", &[named, "more than 16 documents"]),
         );
@@ -3919,7 +3885,7 @@ fn yaml_cases() -> Vec<Case> {
             "yaml-fence-stray-alias-bomb",
             "fence; manifests/bomb.yaml: 6,000 aliases",
         )
-        .args(&["--status-only", "--operation-id", ID, "--fence"])
+        .args(Args::fence())
         .setup(move |e| {
             write_phase(
                 e,
