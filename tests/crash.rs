@@ -27,10 +27,12 @@
 //! their own k-th call; without it only the runbook's main thread (where
 //! every file mutation happens) is traced and counted.
 //!
-//! The recording, the sampling of points and the side-by-side runner are
-//! shared with the I/O-error sweep (tests/ioerrors.rs) in
-//! tests/support/sweep.rs; the oracle and the recovery in
-//! tests/support/oracle.rs.
+//! The setup is the I/O-error sweep's (tests/ioerrors.rs), in
+//! tests/support/sweep.rs: the knobs and summary, the starting trees and
+//! each one's run and recovery, the injection under strace, the recording,
+//! the sampling of points and the side-by-side runner; the oracle and the
+//! recovery in tests/support/oracle.rs. This file says what it injects (a
+//! signal) and how it judges the run.
 //!
 //! Needs `strace` (CI: `.ci/run` installs it). Run with
 //! `cargo test --features sim --test crash -- --nocapture`.
@@ -46,11 +48,10 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::node::*;
 use support::oracle::*;
 use support::say;
@@ -445,67 +446,30 @@ impl Sig {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Scn {
-    /// Resume a V2 `restart_pending`/etcd phase file of another operation.
-    Resume,
-    /// A forced fresh run (kubeadm included).
-    Fresh,
-    /// A fresh recovery (`--recover-expired`, SPEC 11, kubeadm included):
-    /// the next plain operation resumes its phase file as a recovery.
-    Recover,
-}
-
+/// A crash point: from which tree (resume, fresh or recover; never the
+/// I/O-error sweep's fence tree), which signal at which call.
 #[derive(Clone, Debug)]
 struct Point {
     scn: Scn,
     sig: Sig,
-    sc: String,
-    k: usize,
-    /// Count only openat calls in the state directories (`strace -P`).
-    path_filter: bool,
-    /// The recovery renewal is itself killed at (syscall, k).
-    compound: Option<(String, usize)>,
-}
-
-impl Scn {
-    fn name(self) -> &'static str {
-        match self {
-            Scn::Resume => "resume",
-            Scn::Fresh => "fresh",
-            Scn::Recover => "recover",
-        }
-    }
+    site: Site,
+    /// The recovery renewal is itself killed at this call.
+    compound: Option<Site>,
 }
 
 impl Point {
     fn label(&self) -> String {
         format!(
-            "{}:{}#{}{}:SIG{}{}",
+            "{}:{}:SIG{}{}",
             self.scn.name(),
-            self.sc,
-            self.k,
-            if self.path_filter { "(state dirs)" } else { "" },
+            self.site.label(),
             self.sig.name(),
             self.compound
                 .as_ref()
-                .map(|(s, k)| format!(" +recovery killed at {s}#{k}"))
+                .map(|c| format!(" +recovery killed at {}", c.label()))
                 .unwrap_or_default()
         )
     }
-}
-
-fn inject_opts(sig: Sig, sc: &str, k: usize, filter: &[PathBuf], log: &Path) -> Vec<OsString> {
-    let mut v: Vec<OsString> = vec!["-o".into(), log.into()];
-    for d in filter {
-        v.push("-P".into());
-        v.push(d.into());
-    }
-    v.push("-e".into());
-    v.push(format!("trace={sc}").into());
-    v.push("-e".into());
-    v.push(format!("inject={sc}:signal={}:when={k}", sig.name()).into());
-    v
 }
 
 /// The call the signal landed on, from the injected run's strace log.
@@ -529,23 +493,8 @@ struct Injected {
     landed: Option<String>,
 }
 
-fn inject(
-    node: &Node,
-    sig: Sig,
-    sc: &str,
-    k: usize,
-    filter: bool,
-    args: &[&str],
-) -> Result<Injected, String> {
-    let log = node.sim.join("inject.strace");
-    let dirs = if filter {
-        filter_dirs(node)
-    } else {
-        Vec::new()
-    };
-    let cmd = straced(node, &inject_opts(sig, sc, k, &dirs, &log), args);
-    let ran = run_timed(cmd, &node.sim, "inject", RUN_LIMIT)?;
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
+fn inject(node: &Node, sig: Sig, site: &Site, args: &[&str]) -> Result<Injected, String> {
+    let (ran, text) = inject_at(node, site, &format!("signal={}", sig.name()), args)?;
     Ok(Injected {
         landed: landed(&text, sig),
         ran,
@@ -573,16 +522,10 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
     let rec2_id = format!("op-{idx}-rec2");
     let mut seen = Seen::default();
     let mut note = Note::default();
-    let mut args = vec!["--operation-id", crash_id.as_str()];
-    match p.scn {
-        Scn::Fresh => args.push("--force"),
-        Scn::Recover => args = recover_args(&crash_id),
-        Scn::Resume => {}
-    }
-    let inj = inject(node, p.sig, &p.sc, p.k, p.path_filter, &args)?;
+    let inj = inject(node, p.sig, &p.site, &p.scn.args(&crash_id))?;
     note.hit = inj.landed.is_some();
     note.t_crash = inj.ran.elapsed;
-    if p.path_filter {
+    if p.site.path_filter {
         note.landed_creat = inj.landed.as_ref().map(|l| l.contains("O_CREAT"));
     }
     wait_orphans(node)?;
@@ -657,15 +600,8 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
     }
     let mut obs = obs;
     let mut last = rec_id.clone();
-    if let Some((sc2, k2)) = &p.compound {
-        let inj2 = inject(
-            node,
-            Sig::Kill,
-            sc2,
-            *k2,
-            false,
-            &["--operation-id", &rec_id],
-        )?;
+    if let Some(site2) = &p.compound {
+        let inj2 = inject(node, Sig::Kill, site2, &Scn::Resume.args(&rec_id))?;
         note.compound_hit = Some(inj2.landed.is_some());
         wait_orphans(node)?;
         if inj2.landed.is_none() && inj2.ran.code() != Some(0) {
@@ -694,23 +630,17 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
         &mut seen,
         &obs.receipts,
         &last,
-        After {
-            phase_may_be_absent: p.scn != Scn::Resume,
-            taken_over: (p.scn == Scn::Resume).then_some(("op-prev", "superseded")),
-            kept: (&crash_id, &note.crash_outcome),
-        },
+        p.scn.after((&crash_id, &note.crash_outcome)),
     )?;
     note.t_recover = r.elapsed;
     Ok(note)
 }
 
-fn kill(scn: Scn, sc: &str, k: usize) -> Point {
+fn kill(scn: Scn, site: &Site) -> Point {
     Point {
         scn,
         sig: Sig::Kill,
-        sc: sc.to_string(),
-        k,
-        path_filter: false,
+        site: site.clone(),
         compound: None,
     }
 }
@@ -720,10 +650,7 @@ fn resume_points(rec: &Recording, rng: &mut Rng, skipped: &mut Vec<String>) -> V
     let mut v: Vec<Point> = sampled
         .sites
         .iter()
-        .map(|st| Point {
-            path_filter: st.path_filter,
-            ..kill(Scn::Resume, &st.sc, st.k)
-        })
+        .map(|st| kill(Scn::Resume, st))
         .collect();
     skipped.push(format!(
         "{} openat calls without O_CREAT (read-only: no state to interrupt; openat points count only the {} opens in the state directories, {} of them creating)",
@@ -757,7 +684,7 @@ fn resume_points(rec: &Recording, rng: &mut Rng, skipped: &mut Vec<String>) -> V
             if k >= 1 && k <= rec.count(sc) {
                 v.push(Point {
                     sig,
-                    ..kill(Scn::Resume, sc, k)
+                    ..kill(Scn::Resume, &site(sc, k))
                 });
             }
         }
@@ -768,22 +695,18 @@ fn resume_points(rec: &Recording, rng: &mut Rng, skipped: &mut Vec<String>) -> V
         let i = kill_idx[rng.next(kill_idx.len())];
         let sc = ["renameat", "renameat2", "fsync", "write"][rng.next(4)];
         let k = 1 + rng.next(rec.count(sc));
-        v[i].compound = Some((sc.to_string(), k));
+        v[i].compound = Some(site(sc, k));
     }
     v
 }
 
 fn fresh_points(scn: Scn, rec: &Recording, id: &str, root: &Path) -> Vec<Point> {
     let fresh = fresh_sites(rec, id, root);
-    let mut v: Vec<Point> = fresh
-        .sites
-        .iter()
-        .map(|st| kill(scn, &st.sc, st.k))
-        .collect();
+    let mut v: Vec<Point> = fresh.sites.iter().map(|st| kill(scn, st)).collect();
     if let Some(st) = &fresh.kubeadm_wait {
         v.push(Point {
             sig: Sig::Term,
-            ..kill(scn, &st.sc, st.k)
+            ..kill(scn, st)
         });
     }
     v
@@ -791,16 +714,12 @@ fn fresh_points(scn: Scn, rec: &Recording, id: &str, root: &Path) -> Vec<Point> 
 
 #[test]
 fn crash_points() {
-    let started = Instant::now();
-    let _ = strace_bin();
-    let jobs = env_jobs("NVKE_CRASH_JOBS");
+    let sweep = Sweep::from_env("CRASH");
     let seed: u64 = std::env::var("NVKE_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5eed_c0de);
     let mut rng = Rng(seed | 1);
-    let verbose = std::env::var_os("NVKE_CRASH_VERBOSE").is_some();
-    let only = std::env::var("NVKE_CRASH_ONLY").ok();
 
     // Record both starting points side by side.
     let Starts {
@@ -821,47 +740,39 @@ fn crash_points() {
         &recover_root,
     ));
     points.extend(resume_points(&rec_resume, &mut rng, &mut skipped));
-    if let Some(only) = &only {
-        // Debugging aid: run only the points whose label contains this.
-        points.retain(|p| p.label().contains(only.as_str()));
-    }
+    sweep.select(&mut points, Point::label);
     let count = |scn: Scn| points.iter().filter(|p| p.scn == scn).count();
     say(&format!(
-        "crash-points setup: recorded (main thread) resume run {:?}; fresh run {:?}; recovery {:?}; {} points ({} fresh, {} recovery, {} resume), {jobs} node(s) side by side, compound seed {seed}",
+        "crash-points setup: recorded (main thread) resume run {:?}; fresh run {:?}; recovery {:?}; {} points ({} fresh, {} recovery, {} resume), {} node(s) side by side, compound seed {seed}",
         rec_resume.counts,
         rec_fresh.counts,
         rec_recover.counts,
         points.len(),
         count(Scn::Fresh),
         count(Scn::Recover),
-        count(Scn::Resume)
+        count(Scn::Resume),
+        sweep.jobs
     ));
-    let setup = started.elapsed();
+    let setup = sweep.started.elapsed();
 
-    let results: Vec<Outcome> = run_points(
+    let results: Vec<Outcome> = sweep.run(
         &points,
-        jobs,
-        Some(resume_node),
-        |p: &Point| match p.scn {
-            Scn::Fresh | Scn::Recover => Start::New,
-            Scn::Resume => Start::Reused(reset_resume),
-        },
+        resume_node,
+        |p: &Point| p.scn.start(),
         run_point,
         |idx, p, result, t| {
-            if verbose {
-                say(&format!(
-                    "  #{idx} {} {:?}: {}",
-                    p.label(),
-                    t,
-                    match result {
-                        Ok(n) => format!(
-                            "ok (crash run {:?}, recovery {:?}, {} receipt)",
-                            n.t_crash, n.t_recover, n.crash_outcome
-                        ),
-                        Err(e) => format!("FAILED: {e}"),
-                    }
-                ));
-            }
+            format!(
+                "  #{idx} {} {:?}: {}",
+                p.label(),
+                t,
+                match result {
+                    Ok(n) => format!(
+                        "ok (crash run {:?}, recovery {:?}, {} receipt)",
+                        n.t_crash, n.t_recover, n.crash_outcome
+                    ),
+                    Err(e) => format!("FAILED: {e}"),
+                }
+            )
         },
     );
 
@@ -872,7 +783,7 @@ fn crash_points() {
     let (mut creat_landed, mut creat_points) = (0, 0);
     let (mut compound_ok, mut compound_n, mut compound_hit) = (0, 0, 0);
     for (_, p, r, _) in &results {
-        let key = format!("{} {} SIG{}", p.scn.name(), p.sc, p.sig.name());
+        let key = format!("{} {} SIG{}", p.scn.name(), p.site.sc, p.sig.name());
         let e = by_kind.entry(key).or_default();
         e.0 += 1;
         if let Ok(note) = r {
@@ -935,15 +846,7 @@ fn crash_points() {
             avg(&|t| t.2)
         ));
     }
-    say(&format!(
-        "  time: {:?} (recording {:?})",
-        started.elapsed(),
-        setup
-    ));
-    say(&format!("crash points: {ok} recovered of {n}"));
-    if only.is_none() {
-        assert!(n >= 100, "only {n} crash points");
-    }
+    sweep.finish(setup, "crash points", "recovered", ok, n);
     assert_eq!(ok, n, "crash points failed (listed above)");
 }
 

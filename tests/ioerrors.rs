@@ -51,6 +51,12 @@
 //! each finding tagged: `[untrue]` (what it printed), `[left staged]`,
 //! `[tree]` (lost or changed files), `[recovery]`.
 //!
+//! The setup is the crash sweep's (tests/crash.rs), in
+//! tests/support/sweep.rs: the knobs and summary, the starting trees and
+//! each one's run and recovery, the injection under strace, the recording,
+//! the sampling and the side-by-side runner. This file says what it injects
+//! (an errno) and how it judges what the run printed.
+//!
 //! Needs `strace`. Run with
 //! `cargo test --features sim --test ioerrors -- --nocapture`.
 //! `NVKE_IOERR_JOBS` (default 2): simulated nodes running points side by
@@ -65,36 +71,12 @@ mod support;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::node::*;
 use support::oracle::*;
+use support::say;
 use support::strace::{self, Call};
 use support::sweep::*;
-use support::{say, tree::chmod};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Scn {
-    /// Resume a V2 `restart_pending`/etcd phase file of another operation.
-    Resume,
-    /// A forced fresh run (kubeadm included).
-    Fresh,
-    /// A fresh recovery (`--recover-expired`, SPEC 11, kubeadm included).
-    Recover,
-    /// The fencing check over a dead run's staged etcd manifest.
-    Fence,
-}
-
-impl Scn {
-    fn name(self) -> &'static str {
-        match self {
-            Scn::Resume => "resume",
-            Scn::Fresh => "fresh",
-            Scn::Recover => "recover",
-            Scn::Fence => "fence",
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Errno {
@@ -170,51 +152,15 @@ fn targets(calls: &[Call], id: &str) -> Vec<(Target, usize)> {
 impl Point {
     fn label(&self) -> String {
         format!(
-            "{}:{}#{}{}:{}",
+            "{}:{}{}:{}",
             self.scn.name(),
-            self.site.sc,
-            self.site.k,
-            if self.site.path_filter {
-                "(state dirs)".to_string()
-            } else {
-                self.target
-                    .as_ref()
-                    .map(|t| format!("({}#{})", t.class, t.nth))
-                    .unwrap_or_default()
-            },
+            self.site.label(),
+            self.target
+                .as_ref()
+                .map(|t| format!("({}#{})", t.class, t.nth))
+                .unwrap_or_default(),
             self.errno.name()
         )
-    }
-}
-
-/// The dead run of the fence tree.
-const DEAD: &str = "op-dead";
-
-fn fence_args(id: &str) -> Vec<&str> {
-    vec!["--status-only", "--operation-id", id, "--fence"]
-}
-
-/// The fence tree: the resume tree's cleanup, then a dead run's V2
-/// `restart_pending`/etcd phase file with etcd's manifest in staging, the
-/// lock free, no receipt.
-fn reset_fence(node: &Node, base: &Base) -> Result<(), String> {
-    reset_resume(node, base)?;
-    node.write_state(
-        "phase",
-        &node.v2_phase(DEAD, "restart_pending", Some("etcd")),
-    );
-    let staging = node.root.join(STAGING);
-    std::fs::create_dir_all(&staging).map_err(|e| e.to_string())?;
-    chmod(&staging, 0o700);
-    std::fs::rename(node.manifest("etcd"), node.staged("etcd")).map_err(|e| e.to_string())?;
-    Ok(())
-}
-
-fn start_of(p: &Point) -> Start {
-    match p.scn {
-        Scn::Fresh | Scn::Recover => Start::New,
-        Scn::Resume => Start::Reused(reset_resume),
-        Scn::Fence => Start::Reused(reset_fence),
     }
 }
 
@@ -226,20 +172,7 @@ fn inject(
     site: &Site,
     args: &[&str],
 ) -> Result<(Ran, Option<Call>, String), String> {
-    let log = node.sim.join("inject.strace");
-    let mut pre: Vec<OsString> = vec!["-y".into(), "-o".into(), log.clone().into()];
-    if site.path_filter {
-        for d in filter_dirs(node) {
-            pre.push("-P".into());
-            pre.push(d.into());
-        }
-    }
-    pre.push("-e".into());
-    pre.push(format!("trace={}", site.sc).into());
-    pre.push("-e".into());
-    pre.push(format!("inject={}:error={}:when={}", site.sc, errno.name(), site.k).into());
-    let ran = run_timed(straced(node, &pre, args), &node.sim, "inject", RUN_LIMIT)?;
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let (ran, text) = inject_at(node, site, &format!("error={}", errno.name()), args)?;
     let landed = text
         .lines()
         .find(|l| l.trim_end().ends_with("(INJECTED)"))
@@ -552,22 +485,13 @@ fn recover(
     wait_orphans(node)?;
     let obs = fence(node, id, seen, base, "after fencing the injected run")?;
     let id_outcome = obs.receipts[id].clone();
-    let taken_over = match p.scn {
-        Scn::Resume => Some(("op-prev", "superseded")),
-        Scn::Fence => Some((DEAD, "abandoned")),
-        Scn::Fresh | Scn::Recover => None,
-    };
     let r = new_operation(
         node,
         base,
         seen,
         &obs.receipts,
         &format!("op-{idx}-rec"),
-        After {
-            phase_may_be_absent: matches!(p.scn, Scn::Fresh | Scn::Recover),
-            taken_over,
-            kept: (id, &id_outcome),
-        },
+        p.scn.after((id, &id_outcome)),
     )?;
     note.t_recover = r.elapsed;
     Ok(())
@@ -636,7 +560,7 @@ fn run_point(
             (Ok(_), Some(k)) if !hit && run < AIMS => {
                 // A miss is a point of its own, and it passed: aim again.
                 missed.push(format!("write#{}", site.k));
-                if let Start::Reused(reset) = start_of(p) {
+                if let Start::Reused(reset) = p.scn.start() {
                     reset(node, base)?;
                 }
                 site.k = k;
@@ -670,13 +594,7 @@ fn run_once(
 ) -> Result<(Result<Note, String>, String), String> {
     let mut seen = Seen::default();
     let mut note = Note::default();
-    let args: Vec<&str> = match p.scn {
-        Scn::Resume => vec!["--operation-id", id],
-        Scn::Fresh => vec!["--operation-id", id, "--force"],
-        Scn::Recover => recover_args(id),
-        Scn::Fence => fence_args(id),
-    };
-    let (ran, landed, log) = inject(node, p.errno, site, &args)?;
+    let (ran, landed, log) = inject(node, p.errno, site, &p.scn.args(id))?;
     note.hit = landed.is_some();
     note.landed = landed.as_ref().map(show).unwrap_or_default();
     note.t_injected = ran.elapsed;
@@ -708,11 +626,7 @@ fn run_once(
 
 #[test]
 fn io_errors() {
-    let started = Instant::now();
-    let _ = strace_bin();
-    let jobs = env_jobs("NVKE_IOERR_JOBS");
-    let verbose = std::env::var_os("NVKE_IOERR_VERBOSE").is_some();
-    let only = std::env::var("NVKE_IOERR_ONLY").ok();
+    let sweep = Sweep::from_env("IOERR");
 
     // Record the three starting points (the resume run and the fencing
     // check on one node, the fresh run on another, side by side).
@@ -786,16 +700,14 @@ fn io_errors() {
             });
         }
     }
-    if let Some(only) = &only {
-        points.retain(|p| p.label().contains(only.as_str()));
-    }
+    sweep.select(&mut points, Point::label);
     let count = |scn: Scn| points.iter().filter(|p| p.scn == scn).count();
     let aimed_list: Vec<String> = aimed
         .iter()
         .map(|(t, k)| format!("{}#{} at write#{k}", t.class, t.nth))
         .collect();
     say(&format!(
-        "io-errors setup: recorded (main thread) resume run {:?}; fresh run {:?}; recovery {:?}; fencing check {:?}; {} points ({} resume, {} fresh, {} recovery, {} fence; EIO at each, ENOSPC too at writes and creates; writes every {}th of {} on the resume run, every {}th of {} in the fencing check, and aimed at {aimed_list:?}), {jobs} node(s) side by side",
+        "io-errors setup: recorded (main thread) resume run {:?}; fresh run {:?}; recovery {:?}; fencing check {:?}; {} points ({} resume, {} fresh, {} recovery, {} fence; EIO at each, ENOSPC too at writes and creates; writes every {}th of {} on the resume run, every {}th of {} in the fencing check, and aimed at {aimed_list:?}), {} node(s) side by side",
         rec_resume.counts,
         rec_fresh.counts,
         rec_recover.counts,
@@ -809,36 +721,34 @@ fn io_errors() {
         resume.writes,
         fence_sites.write_step,
         fence_sites.writes,
+        sweep.jobs,
     ));
-    let setup = started.elapsed();
+    let setup = sweep.started.elapsed();
 
-    let results = run_points(
+    let results = sweep.run(
         &points,
-        jobs,
-        Some(node),
-        start_of,
+        node,
+        |p: &Point| p.scn.start(),
         |n: &Node, b: &Base, p: &Point, idx: usize| run_point(n, b, p, idx, &fence_held),
         |idx, p, result, t| {
-            if verbose {
-                say(&format!(
-                    "  #{idx} {} {t:?}: {}",
-                    p.label(),
-                    match result {
-                        Ok(n) => format!(
-                            "truthful ({}; injected run {:?}, recovery {:?}; {})",
-                            n.outcome,
-                            n.t_injected,
-                            n.t_recover,
-                            if n.hit {
-                                format!("landed on {}", n.landed)
-                            } else {
-                                "ran past the last call".to_string()
-                            }
-                        ),
-                        Err(e) => format!("FAILED: {e}"),
-                    }
-                ));
-            }
+            format!(
+                "  #{idx} {} {t:?}: {}",
+                p.label(),
+                match result {
+                    Ok(n) => format!(
+                        "truthful ({}; injected run {:?}, recovery {:?}; {})",
+                        n.outcome,
+                        n.t_injected,
+                        n.t_recover,
+                        if n.hit {
+                            format!("landed on {}", n.landed)
+                        } else {
+                            "ran past the last call".to_string()
+                        }
+                    ),
+                    Err(e) => format!("FAILED: {e}"),
+                }
+            )
         },
     );
 
@@ -920,15 +830,7 @@ fn io_errors() {
         "  openat points that landed on an O_CREAT open: {creat_landed} of {creat_points}; writes aimed at a temp file or stdout that landed on it: {aimed_hit} of {aimed_n} ({aimed_again} aimed again after the first run made it at another count); errors the run absorbed and still succeeded: {absorbed:?}"
     ));
     say("  skipped: openat calls without O_CREAT and outside the state directories, execve, the tools' own calls and the runbook's other threads (strace without -f injects into the main thread only); EIO on the fresh run's wait4 (not an I/O call); ENOSPC on renames, unlinks, fsyncs and flock");
-    say(&format!(
-        "  time: {:?} (recording {:?})",
-        started.elapsed(),
-        setup
-    ));
-    say(&format!("io errors: {ok} truthful of {n}"));
-    if only.is_none() {
-        assert!(n >= 100, "only {n} io-error points");
-    }
+    sweep.finish(setup, "io errors", "truthful", ok, n);
     assert!(
         ok == n,
         "{} of {n} io-error points failed the oracle:\n{failures}",

@@ -1,12 +1,17 @@
 //! What the crash sweep (tests/crash.rs) and the I/O-error sweep
 //! (tests/ioerrors.rs) share besides the oracle and the recovery
-//! (oracle.rs): running the runbook under strace, recording a run's mutating
-//! system calls, sampling the points to inject at, and running the points
-//! side by side on simulated nodes.
+//! (oracle.rs): their knobs and summary ([`Sweep`]), the starting trees and
+//! the run each starts ([`Scn`]), running the runbook under strace and
+//! injecting at one call ([`inject_at`]), recording a run's mutating system
+//! calls, sampling the points to inject at, and running the points side by
+//! side on simulated nodes. A sweep says only what it injects and how it
+//! judges the run.
 
 use super::node::*;
 use super::oracle::*;
+use super::say;
 use super::strace::{self, Call};
+use super::tree::chmod;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
@@ -77,6 +82,158 @@ pub fn filter_dirs(node: &Node) -> Vec<PathBuf> {
     vec![s.clone(), s.join("completed"), s.join("log")]
 }
 
+// ---------------------------------------------------------------------------
+// The sweep's knobs and its end.
+
+/// One sweep's knobs, read from `NVKE_<NAME>_JOBS` (simulated nodes running
+/// points side by side, default 2), `NVKE_<NAME>_VERBOSE` (one line per
+/// point) and `NVKE_<NAME>_ONLY=TEXT` (only the points whose label contains
+/// TEXT; debugging: the N >= 100 check is then off); and its clock.
+pub struct Sweep {
+    pub started: Instant,
+    pub jobs: usize,
+    pub verbose: bool,
+    pub only: Option<String>,
+}
+
+impl Sweep {
+    /// The knobs of `NVKE_<name>_...`; strace must be installed.
+    pub fn from_env(name: &str) -> Sweep {
+        let started = Instant::now();
+        let _ = strace_bin();
+        Sweep {
+            started,
+            jobs: env_jobs(&format!("NVKE_{name}_JOBS")),
+            verbose: std::env::var_os(format!("NVKE_{name}_VERBOSE")).is_some(),
+            only: std::env::var(format!("NVKE_{name}_ONLY")).ok(),
+        }
+    }
+
+    /// Keep only the points `NVKE_<name>_ONLY` names (all without it).
+    pub fn select<P>(&self, points: &mut Vec<P>, label: impl Fn(&P) -> String) {
+        if let Some(only) = &self.only {
+            points.retain(|p| label(p).contains(only.as_str()));
+        }
+    }
+
+    /// [`run_points`] on the sweep's jobs, `first` the recorded node; with
+    /// `VERBOSE`, `line` says each point as it ends.
+    pub fn run<P, R>(
+        &self,
+        points: &[P],
+        first: Node,
+        start: impl Fn(&P) -> Start + Sync,
+        run: impl Fn(&Node, &Base, &P, usize) -> Result<R, String> + Sync,
+        line: impl Fn(usize, &P, &Result<R, String>, Duration) -> String + Sync,
+    ) -> Vec<Done<P, R>>
+    where
+        P: Clone + Send,
+        R: Send,
+    {
+        run_points(
+            points,
+            self.jobs,
+            Some(first),
+            start,
+            run,
+            |idx, p, r, t| {
+                if self.verbose {
+                    say(&line(idx, p, r, t));
+                }
+            },
+        )
+    }
+
+    /// The sweep's last lines: its time (`recording` of it before the
+    /// points ran) and `{what}: {ok} {verdict} of {n}`; then at least 100
+    /// points unless `ONLY` narrowed them.
+    pub fn finish(&self, recording: Duration, what: &str, verdict: &str, ok: usize, n: usize) {
+        say(&format!(
+            "  time: {:?} (recording {recording:?})",
+            self.started.elapsed()
+        ));
+        say(&format!("{what}: {ok} {verdict} of {n}"));
+        if self.only.is_none() {
+            assert!(n >= 100, "only {n} {what}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The starting trees.
+
+/// Where a point starts, and so which run of the runbook it injects into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scn {
+    /// Resume a V2 `restart_pending`/etcd phase file of another operation
+    /// (`op-prev`, on a shared node: [`reset_resume`]).
+    Resume,
+    /// A forced fresh run (kubeadm included), on a node of its own.
+    Fresh,
+    /// A fresh recovery (`--recover-expired`, SPEC 11, kubeadm included), on
+    /// a node of its own: the next plain operation resumes its phase file as
+    /// a recovery.
+    Recover,
+    /// The fencing check over a dead run's staged etcd manifest ([`DEAD`],
+    /// on a shared node: [`reset_fence`]).
+    Fence,
+}
+
+impl Scn {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scn::Resume => "resume",
+            Scn::Fresh => "fresh",
+            Scn::Recover => "recover",
+            Scn::Fence => "fence",
+        }
+    }
+
+    /// The run from this tree under operation `id`.
+    pub fn args(self, id: &str) -> Vec<&str> {
+        match self {
+            Scn::Resume => vec!["--operation-id", id],
+            Scn::Fresh => vec!["--operation-id", id, "--force"],
+            Scn::Recover => recover_args(id),
+            Scn::Fence => fence_args(id),
+        }
+    }
+
+    /// Where a point from this tree runs.
+    pub fn start(self) -> Start {
+        match self {
+            Scn::Fresh | Scn::Recover => Start::New,
+            Scn::Resume => Start::Reused(reset_resume),
+            Scn::Fence => Start::Reused(reset_fence),
+        }
+    }
+
+    /// What the controller's new operation must find after a point from
+    /// this tree (`kept`: the fenced operation and its receipt's outcome):
+    /// the work it took over (`op-prev` superseded, the dead run
+    /// abandoned), and whether a phase file may be absent (a fresh run that
+    /// died before its first phase write).
+    pub fn after<'a>(self, kept: (&'a str, &'a str)) -> After<'a> {
+        After {
+            phase_may_be_absent: matches!(self, Scn::Fresh | Scn::Recover),
+            taken_over: match self {
+                Scn::Resume => Some(("op-prev", "superseded")),
+                Scn::Fence => Some((DEAD, "abandoned")),
+                Scn::Fresh | Scn::Recover => None,
+            },
+            kept,
+        }
+    }
+}
+
+/// The dead run of the fence tree.
+pub const DEAD: &str = "op-dead";
+
+/// The fencing check of operation `id`.
+pub fn fence_args(id: &str) -> Vec<&str> {
+    vec!["--status-only", "--operation-id", id, "--fence"]
+}
+
 /// Reset a resume node to the starting tree: the four manifests active (as
 /// the previous point's recovery left them), no staging dir, a state dir
 /// holding only op-prev's unfinished `restart_pending`/etcd phase file.
@@ -94,6 +251,48 @@ pub fn reset_resume(node: &Node, base: &Base) -> Result<(), String> {
     );
     node.wait_all_running();
     Ok(())
+}
+
+/// The fence tree: the resume tree's cleanup, then a dead run's V2
+/// `restart_pending`/etcd phase file with etcd's manifest in staging, the
+/// lock free, no receipt.
+pub fn reset_fence(node: &Node, base: &Base) -> Result<(), String> {
+    reset_resume(node, base)?;
+    node.write_state(
+        "phase",
+        &node.v2_phase(DEAD, "restart_pending", Some("etcd")),
+    );
+    let staging = node.root.join(STAGING);
+    std::fs::create_dir_all(&staging).map_err(|e| e.to_string())?;
+    chmod(&staging, 0o700);
+    std::fs::rename(node.manifest("etcd"), node.staged("etcd")).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The runbook run with `args` under strace acting at `site` (`action`:
+/// `signal=KILL`, `error=EIO`, ...: strace's `inject=` after the call's
+/// name), fd paths decoded (`-y`): the run and strace's log.
+pub fn inject_at(
+    node: &Node,
+    site: &Site,
+    action: &str,
+    args: &[&str],
+) -> Result<(Ran, String), String> {
+    let log = node.sim.join("inject.strace");
+    let mut pre: Vec<OsString> = vec!["-y".into(), "-o".into(), log.clone().into()];
+    if site.path_filter {
+        for d in filter_dirs(node) {
+            pre.push("-P".into());
+            pre.push(d.into());
+        }
+    }
+    pre.push("-e".into());
+    pre.push(format!("trace={}", site.sc).into());
+    pre.push("-e".into());
+    pre.push(format!("inject={}:{action}:when={}", site.sc, site.k).into());
+    let ran = run_timed(straced(node, &pre, args), &node.sim, "inject", RUN_LIMIT)?;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    Ok((ran, text))
 }
 
 /// The mutating calls of one run, main thread only (strace without -f: the
@@ -281,6 +480,18 @@ pub struct Site {
     pub sc: String,
     pub k: usize,
     pub path_filter: bool,
+}
+
+impl Site {
+    /// `sc#k`, and `(state dirs)` for an openat counted there.
+    pub fn label(&self) -> String {
+        format!(
+            "{}#{}{}",
+            self.sc,
+            self.k,
+            if self.path_filter { "(state dirs)" } else { "" }
+        )
+    }
 }
 
 pub fn site(sc: &str, k: usize) -> Site {
