@@ -28,6 +28,8 @@ mod evidence;
 mod golab;
 #[path = "e2e/lab.rs"]
 mod lab;
+#[path = "e2e/mountpoints.rs"]
+mod mountpoints;
 #[path = "e2e/pki.rs"]
 mod pki;
 #[path = "e2e/tlsclient.rs"]
@@ -40,6 +42,7 @@ use lab::{Lab, Node, COMPONENTS};
 use pki::Keys;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use support::hex::sha256_file;
@@ -103,14 +106,73 @@ fn prerequisites() -> Result<(), String> {
     Ok(())
 }
 
+/// A case running: the other cases wait (one at a time), and when it ends
+/// without a failure (after its lab is dropped) the host is as it was: the
+/// mount points and parents its lab created are gone again, and the ones
+/// that were there before are still there.
+struct Running {
+    case: String,
+    /// Absent when the case started.
+    absent: Vec<PathBuf>,
+    /// There when the case started, and not made by a lab (another run's
+    /// lab may have made one; the last lab out removes it).
+    present: Vec<PathBuf>,
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let case = &self.case;
+        let removed: Vec<&PathBuf> = self.present.iter().filter(|p| !p.is_dir()).collect();
+        assert!(
+            removed.is_empty(),
+            "e2e {case}: the lab removed {removed:?}, which were on the host before"
+        );
+        // Held while looking: no lab can start meanwhile.
+        let Some(_alone) = mountpoints::HOST.alone() else {
+            say(&format!(
+                "e2e {case}: another run's lab is alive: the host mount points it shares are its to remove ({:?} not checked)",
+                self.absent
+            ));
+            return;
+        };
+        let left: Vec<&PathBuf> = self.absent.iter().filter(|p| p.exists()).collect();
+        assert!(
+            left.is_empty(),
+            "e2e {case}: the lab left {left:?} on the host"
+        );
+        say(&format!(
+            "e2e {case}: host mount points as before: {:?} absent again, {:?} still there",
+            self.absent, self.present
+        ));
+    }
+}
+
 /// Runs the case only when the lab can be built; otherwise prints why and
 /// passes, or fails when `NVKE_E2E_REQUIRED=1`.
-fn setup(case: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+fn setup(case: &str) -> Option<Running> {
     let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     match prerequisites() {
         Ok(()) => {
             say(&format!("e2e {case}: starting"));
-            Some(guard)
+            let host = &mountpoints::HOST;
+            let absent = host.absent();
+            let made = host.made();
+            let present = host
+                .points()
+                .iter()
+                .filter(|p| p.is_dir() && !made.contains(p))
+                .cloned()
+                .collect();
+            Some(Running {
+                case: case.to_string(),
+                absent,
+                present,
+                _serial: guard,
+            })
         }
         Err(why) if std::env::var("NVKE_E2E_REQUIRED").as_deref() == Ok("1") => {
             panic!("e2e {case}: NVKE_E2E_REQUIRED=1 but {why}")

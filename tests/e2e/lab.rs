@@ -27,8 +27,11 @@
 //! orphans such as a runbook whose SSH session died are included), the
 //! namespaces are deleted, and the temp dir removed. Every child is started
 //! with a parent-death signal, and the next run sweeps what a SIGKILLed test
-//! run left behind (namespaces and temp dirs named after a dead pid).
+//! run left behind (namespaces and temp dirs named after a dead pid). The
+//! host directories the bind mounts need are created when missing and
+//! removed by the last lab out: tests/e2e/mountpoints.rs.
 
+use crate::mountpoints::{self, MountPoints};
 use crate::pki::{self, Keys, NodeId};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -53,85 +56,6 @@ pub const COMPONENTS: [&str; 4] = [
     "kube-controller-manager",
     "kube-scheduler",
 ];
-/// Paths a node's mount namespace replaces (they must exist on the host as
-/// mount points; created empty if missing, removed by the last lab out:
-/// [`MountPoints`]).
-const MOUNT_POINTS: [&str; 3] = ["/etc/kubernetes", "/var/lib/nvke", "/var/lib/etcd"];
-/// Held shared by every process with a lab alive; the last one out gets it
-/// exclusive and removes what the labs created.
-const MOUNT_POINTS_LOCK: &str = "/run/nvke-e2e-mount-points.lock";
-/// The directories the labs created on the host, one per line.
-const MOUNT_POINTS_CREATED: &str = "/run/nvke-e2e-mount-points.created";
-
-/// This process's labs alive, and its shared lock while there are any.
-static MOUNT_USERS: std::sync::Mutex<(usize, Option<File>)> = std::sync::Mutex::new((0, None));
-
-/// One lab's use of the host's mount points: created (with any missing
-/// parent) when missing and written down; when the last lab of every
-/// process is gone, the directories the labs created are removed, if empty
-/// (removing one that another run still uses as a mount point would detach
-/// its mounts: the lock says nobody does).
-struct MountPoints;
-
-impl MountPoints {
-    fn enter() -> Result<MountPoints> {
-        let mut users = MOUNT_USERS.lock().unwrap_or_else(|e| e.into_inner());
-        if users.0 == 0 {
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .read(true)
-                .write(true)
-                .open(MOUNT_POINTS_LOCK)
-                .with_context(|| format!("open {MOUNT_POINTS_LOCK}"))?;
-            // Waits while another process's last lab removes them.
-            f.lock_shared()
-                .with_context(|| format!("flock {MOUNT_POINTS_LOCK}"))?;
-            users.1 = Some(f);
-        }
-        users.0 += 1;
-        for mp in MOUNT_POINTS {
-            let mut missing: Vec<&Path> = Path::new(mp)
-                .ancestors()
-                .take_while(|a| !a.exists())
-                .collect();
-            missing.reverse();
-            for d in missing {
-                std::fs::create_dir(d).with_context(|| format!("mkdir {}", d.display()))?;
-                let mut list = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(MOUNT_POINTS_CREATED)?;
-                std::io::Write::write_all(&mut list, format!("{}\n", d.display()).as_bytes())?;
-            }
-        }
-        Ok(MountPoints)
-    }
-}
-
-impl Drop for MountPoints {
-    fn drop(&mut self) {
-        let mut users = MOUNT_USERS.lock().unwrap_or_else(|e| e.into_inner());
-        users.0 = users.0.saturating_sub(1);
-        if users.0 > 0 {
-            return;
-        }
-        let Some(f) = users.1.take() else { return };
-        // Exclusive only when no other process holds it shared.
-        if f.try_lock().is_err() {
-            return;
-        }
-        let created = std::fs::read_to_string(MOUNT_POINTS_CREATED).unwrap_or_default();
-        for d in created.lines().rev() {
-            if let Err(e) = std::fs::remove_dir(d) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    crate::say(&format!("e2e: left {d} on the host: {e}"));
-                }
-            }
-        }
-        let _ = std::fs::remove_file(MOUNT_POINTS_CREATED);
-    }
-}
 const NAME_PREFIX: &str = "nvke-e2e-";
 
 static LABS: AtomicUsize = AtomicUsize::new(0);
@@ -433,9 +357,10 @@ pub struct Lab {
     pub known_hosts: PathBuf,
     pub keys: Keys,
     namespaces: Vec<String>,
-    /// Dropped after Drop::drop stopped every process (and with them the
-    /// node's mount namespaces).
-    _mounts: MountPoints,
+    /// The host's mount points, created if missing and removed when the
+    /// last lab is gone ([`mountpoints`]): dropped after Drop::drop
+    /// stopped every process (and with them the node's mount namespaces).
+    _mounts: MountPoints<'static>,
     // Last: removed after Drop::drop stopped every process using it.
     tmp: Option<tempfile::TempDir>,
 }
@@ -471,7 +396,7 @@ impl Lab {
             .prefix(&format!("{name}-"))
             .tempdir()?;
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))?;
-        let mounts = MountPoints::enter()?;
+        let mounts = mountpoints::HOST.enter()?;
         let ctl_dir = tmp.path().join("controller");
         std::fs::create_dir_all(&ctl_dir)?;
         let ctl_pki = pki::controller_pki(keys, &ctl_dir.join("pki"))?;
