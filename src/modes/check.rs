@@ -2,178 +2,15 @@
 //! (never writing or creating anything), then decides with a pure function.
 
 use crate::contract::cli::Global;
-use crate::contract::{self as doc, CheckFailure, Decision, Executor};
+use crate::contract::{self as doc, Decision, Executor};
 use crate::modes::output::{self, Report};
 use crate::node::fsx::Root;
 use crate::node::inspect::RunbookIntent;
 use crate::node::snapshot::NodeSnapshot;
-use crate::rules::agent::AgentIntent;
 use crate::rules::expiry;
 use crate::rules::outcome::exit;
+use crate::rules::verdict::{decide, Facts, PhaseIntent, Verdict};
 use time::OffsetDateTime;
-
-/// The facts the decision rests on (pure input).
-#[derive(Debug, Clone, Default)]
-pub struct Facts {
-    /// Holder description when the lock is held.
-    pub lock_held_by: Option<String>,
-    /// The state dir, lock or owner could not be used.
-    pub state_errors: Vec<String>,
-    pub runbook: Option<RunbookIntent>,
-    pub agent: Option<AgentIntent>,
-    /// Manifests staged, missing, refused; unexpected staging entries.
-    pub manifest_problems: Vec<String>,
-    /// Missing or unparsable leaves, unreadable CAs.
-    pub pki_errors: Vec<String>,
-    pub force: bool,
-    pub threshold_days: u32,
-    /// Leaves within the threshold (name, days left).
-    pub leaves_due: Vec<(String, i64)>,
-    pub soonest_leaf: Option<(String, i64)>,
-    /// Expired leaves (name, the reason's words: `leaf apiserver expired
-    /// 2026-11-30 (2 days ago)`; v1.2).
-    pub expired_leaves: Vec<(String, String)>,
-    /// Warnings that never fail the check (CAs near expiry, strays, chains).
-    pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
-    pub decision: Decision,
-    /// Executors the controller must run, in order.
-    pub executors: Vec<Executor>,
-    /// Whether the controller may fall back to this runbook when the typed
-    /// executor is unimplemented (only with no pending intent at all).
-    pub legacy_fallback: bool,
-    /// The first failure's kind.
-    pub failure: Option<CheckFailure>,
-    pub reasons: Vec<String>,
-    pub warnings: Vec<String>,
-}
-
-/// Pure: decide per SPEC section 5 and the product guide.
-pub fn decide(f: &Facts) -> Verdict {
-    let mut failures: Vec<(CheckFailure, String)> = Vec::new();
-    let mut warnings = f.warnings.clone();
-    if let Some(holder) = &f.lock_held_by {
-        failures.push((
-            CheckFailure::Busy,
-            format!("busy: the renewal lock is held by {holder}"),
-        ));
-    }
-    for e in &f.state_errors {
-        failures.push((CheckFailure::State, format!("state: {e}")));
-    }
-    let runbook = f.runbook.clone().unwrap_or(RunbookIntent::Absent);
-    if let RunbookIntent::Malformed(e) = &runbook {
-        failures.push((CheckFailure::PhaseFile, format!("phase file: {e}")));
-    }
-    for p in &f.manifest_problems {
-        failures.push((CheckFailure::Manifests, format!("manifests: {p}")));
-    }
-    for e in &f.pki_errors {
-        failures.push((CheckFailure::Pki, format!("pki: {e}")));
-    }
-    let legacy_pending = runbook.is_pending();
-    let agent = f.agent.clone().unwrap_or(AgentIntent::Absent);
-    let typed_pending = matches!(agent, AgentIntent::Pending { .. });
-    if let AgentIntent::Unknown { reason } = &agent {
-        if legacy_pending {
-            warnings.push(format!(
-                "the node agent's state is unknown ({reason}); the runbook has unfinished work, so only the runbook is selected"
-            ));
-        } else {
-            failures.push((
-                CheckFailure::AgentState,
-                format!("the node agent's state is unknown: {reason}"),
-            ));
-        }
-    }
-
-    if !failures.is_empty() {
-        return Verdict {
-            decision: Decision::Failed,
-            executors: Vec::new(),
-            legacy_fallback: false,
-            failure: Some(failures[0].0),
-            reasons: failures.into_iter().map(|(_, r)| r).collect(),
-            warnings,
-        };
-    }
-
-    let mut reasons = Vec::new();
-    let agent_unknown = matches!(agent, AgentIntent::Unknown { .. });
-    if legacy_pending {
-        reasons.push(
-            "the runbook has unfinished work (its phase file): its restarts must finish first"
-                .to_string(),
-        );
-    }
-    if typed_pending && !agent_unknown {
-        if let AgentIntent::Pending {
-            phase,
-            operation_id,
-        } = &agent
-        {
-            reasons.push(format!(
-                "the node agent has a pending renewal ({}{}): it must finish on the node agent (the runbook may not take over)",
-                crate::rules::agent::phase_words(phase),
-                operation_id.as_deref().map(|id| format!(" (operation {id})")).unwrap_or_default()
-            ));
-        }
-    }
-    let (decision, executors, legacy_fallback) = match (legacy_pending, typed_pending) {
-        (true, true) => (
-            Decision::Renew,
-            vec![Executor::Legacy, Executor::Typed],
-            false,
-        ),
-        (true, false) => (Decision::Renew, vec![Executor::Legacy], false),
-        (false, true) => (Decision::Renew, vec![Executor::Typed], false),
-        (false, false) if f.force => {
-            reasons.push("forced: expiry is not checked".to_string());
-            (Decision::Renew, vec![Executor::Typed], true)
-        }
-        (false, false) if !f.leaves_due.is_empty() => {
-            for (name, days) in &f.leaves_due {
-                let expired = f.expired_leaves.iter().find(|(n, _)| n == name);
-                reasons.push(if let Some((_, words)) = expired {
-                    words.clone()
-                } else if *days < 0 {
-                    format!("leaf {name} expired {} days ago", -days)
-                } else {
-                    format!(
-                        "leaf {name} expires in {days} days (threshold {})",
-                        f.threshold_days
-                    )
-                });
-            }
-            (Decision::Renew, vec![Executor::Typed], true)
-        }
-        (false, false) => {
-            reasons.push(match &f.soonest_leaf {
-                Some((name, days)) => format!(
-                    "no leaf expires within {} days (soonest: {name} in {days} days)",
-                    f.threshold_days
-                ),
-                None => format!("no leaf expires within {} days", f.threshold_days),
-            });
-            (Decision::Unchanged, Vec::new(), false)
-        }
-    };
-    // An expired leaf is named with its date whatever decided (SPEC 10).
-    if f.force || legacy_pending || typed_pending {
-        reasons.extend(f.expired_leaves.iter().map(|(_, w)| w.clone()));
-    }
-    Verdict {
-        decision,
-        executors,
-        legacy_fallback,
-        failure: None,
-        reasons,
-        warnings,
-    }
-}
 
 /// The facts of a snapshot, at the clock and threshold (pure).
 pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32) -> Facts {
@@ -187,7 +24,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     if let Err(e) = &s.lock.probe {
         facts.state_errors.push(e.clone());
     }
-    facts.runbook = Some(s.phase.intent.clone());
+    facts.runbook = phase_intent(&s.phase.intent);
     facts.agent = Some(s.agent.clone());
     facts.manifest_problems = s.manifests.problems();
     facts.pki_errors = s.pki.errors();
@@ -215,6 +52,18 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     facts.warnings.extend(s.kubelet.unreadable());
     facts.warnings.extend(s.kubelet.warnings(now, threshold));
     facts
+}
+
+/// The phase file's judgement, as the decision weighs it: done (by its
+/// file or by a receipt) and absent settle nothing pending.
+fn phase_intent(intent: &RunbookIntent) -> PhaseIntent {
+    match intent {
+        RunbookIntent::Pending => PhaseIntent::Pending,
+        RunbookIntent::Malformed(e) => PhaseIntent::Malformed(e.clone()),
+        RunbookIntent::Absent | RunbookIntent::Done | RunbookIntent::DoneByReceipt => {
+            PhaseIntent::Settled
+        }
+    }
 }
 
 /// The document's one-line message for a verdict.
@@ -385,134 +234,19 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
 mod tests {
     use super::*;
 
-    fn base() -> Facts {
-        Facts {
-            threshold_days: 30,
-            soonest_leaf: Some(("etcd-peer".into(), 91)),
-            ..Default::default()
+    #[test]
+    fn only_unfinished_work_is_pending_and_done_by_receipt_is_settled() {
+        assert_eq!(phase_intent(&RunbookIntent::Pending), PhaseIntent::Pending);
+        assert_eq!(
+            phase_intent(&RunbookIntent::Malformed("six lines".into())),
+            PhaseIntent::Malformed("six lines".into())
+        );
+        for settled in [
+            RunbookIntent::Absent,
+            RunbookIntent::Done,
+            RunbookIntent::DoneByReceipt,
+        ] {
+            assert_eq!(phase_intent(&settled), PhaseIntent::Settled);
         }
-    }
-    fn pending_agent() -> Option<AgentIntent> {
-        Some(AgentIntent::Pending {
-            phase: "renewing".into(),
-            operation_id: Some("a".into()),
-        })
-    }
-
-    #[test]
-    fn nothing_pending_nothing_due_is_unchanged() {
-        let v = decide(&base());
-        assert_eq!(v.decision, Decision::Unchanged);
-        assert!(v.executors.is_empty());
-        assert!(v.reasons[0].contains("etcd-peer in 91 days"));
-    }
-
-    #[test]
-    fn due_or_forced_is_renew_with_fallback() {
-        let mut f = base();
-        f.leaves_due = vec![("apiserver".into(), 3)];
-        let v = decide(&f);
-        assert_eq!(
-            (v.decision, v.executors.clone(), v.legacy_fallback),
-            (Decision::Renew, vec![Executor::Typed], true)
-        );
-        let mut f = base();
-        f.force = true;
-        assert_eq!(decide(&f).decision, Decision::Renew);
-    }
-
-    #[test]
-    fn an_expired_leaf_is_a_reason_with_its_date_never_a_negative_count() {
-        let mut f = base();
-        f.leaves_due = vec![("apiserver".into(), -2), ("etcd-peer".into(), 11)];
-        f.expired_leaves = vec![(
-            "apiserver".into(),
-            "leaf apiserver expired 2026-11-30 (2 days ago)".into(),
-        )];
-        let v = decide(&f);
-        assert_eq!(v.decision, Decision::Renew);
-        assert_eq!(
-            v.reasons[0],
-            "leaf apiserver expired 2026-11-30 (2 days ago)"
-        );
-        assert!(v.reasons[1].contains("etcd-peer expires in 11 days"));
-        assert!(v.reasons.iter().all(|r| !r.contains("-2")));
-        // Forced or pending: still named, with its date.
-        f.force = true;
-        let v = decide(&f);
-        assert!(v
-            .reasons
-            .iter()
-            .any(|r| r.contains("apiserver expired 2026-11-30")));
-        f.force = false;
-        f.agent = pending_agent();
-        let v = decide(&f);
-        assert!(v
-            .reasons
-            .iter()
-            .any(|r| r.contains("apiserver expired 2026-11-30")));
-    }
-
-    #[test]
-    fn executor_selection_follows_pending_intent() {
-        let mut f = base();
-        f.runbook = Some(RunbookIntent::Pending);
-        f.agent = pending_agent();
-        let v = decide(&f);
-        assert_eq!(v.executors, vec![Executor::Legacy, Executor::Typed]);
-        assert!(!v.legacy_fallback);
-        f.runbook = Some(RunbookIntent::Absent);
-        assert_eq!(decide(&f).executors, vec![Executor::Typed]);
-        assert!(!decide(&f).legacy_fallback);
-        f.runbook = Some(RunbookIntent::Pending);
-        f.agent = Some(AgentIntent::Idle {
-            phase: "done".into(),
-            operation_id: None,
-        });
-        assert_eq!(decide(&f).executors, vec![Executor::Legacy]);
-        // forced does not bypass pending intent
-        f.force = true;
-        assert_eq!(decide(&f).executors, vec![Executor::Legacy]);
-        // done-by-receipt is not pending
-        f.force = false;
-        f.runbook = Some(RunbookIntent::DoneByReceipt);
-        assert_eq!(decide(&f).decision, Decision::Unchanged);
-    }
-
-    #[test]
-    fn unknown_agent_fails_unless_legacy_pending() {
-        let mut f = base();
-        f.agent = Some(AgentIntent::Unknown {
-            reason: "bad json".into(),
-        });
-        let v = decide(&f);
-        assert_eq!(
-            (v.decision, v.failure),
-            (Decision::Failed, Some(CheckFailure::AgentState))
-        );
-        f.runbook = Some(RunbookIntent::Pending);
-        let v = decide(&f);
-        assert_eq!(v.decision, Decision::Renew);
-        assert_eq!(v.executors, vec![Executor::Legacy]);
-        assert!(v
-            .warnings
-            .iter()
-            .any(|w| w.contains("node agent's state is unknown")));
-    }
-
-    #[test]
-    fn failures_win_and_busy_comes_first() {
-        let mut f = base();
-        f.runbook = Some(RunbookIntent::Malformed("six lines".into()));
-        f.lock_held_by = Some("pid 7".into());
-        f.manifest_problems = vec!["etcd manifest is missing".into()];
-        let v = decide(&f);
-        assert_eq!(v.decision, Decision::Failed);
-        assert_eq!(v.failure, Some(CheckFailure::Busy));
-        assert_eq!(v.reasons.len(), 3);
-        assert!(v.executors.is_empty());
-        let mut f = base();
-        f.pki_errors = vec!["apiserver.crt does not parse".into()];
-        assert_eq!(decide(&f).failure, Some(CheckFailure::Pki));
     }
 }

@@ -40,6 +40,8 @@ pub(crate) mod textdiff;
 /// The documents' building blocks: checked strings, closed vocabularies,
 /// shared objects (re-exported by `crate::contract`).
 pub mod values;
+/// `--check`'s judgement: its facts in, its verdict out (SPEC 5).
+pub mod verdict;
 /// YAML within bounds: aliases, anchors, nodes, depth, documents, size
 /// (SPEC 10, "Bounded reads").
 pub mod yaml;

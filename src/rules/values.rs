@@ -402,6 +402,43 @@ pub enum HelpMode {
     Help,
 }
 
+/// The check's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Renew,
+    Unchanged,
+    Failed,
+}
+
+/// An executor the controller must run, in the order given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Executor {
+    Legacy,
+    Typed,
+}
+
+/// The first failure's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum CheckFailure {
+    #[serde(rename = "busy")]
+    Busy,
+    #[serde(rename = "state")]
+    State,
+    #[serde(rename = "phase-file")]
+    PhaseFile,
+    #[serde(rename = "manifests")]
+    Manifests,
+    #[serde(rename = "agent-state")]
+    AgentState,
+    #[serde(rename = "pki")]
+    Pki,
+}
+
 // ---------------------------------------------------------------------------
 // Shared objects
 
