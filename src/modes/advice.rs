@@ -272,84 +272,20 @@ pub fn advise(
     let warnings = warnings(s, now, threshold);
     let mut next = Vec::new();
     let in_progress = in_progress(s, now);
-    if let Some(p) = &in_progress {
-        next.push(step(
-            format!("a renewal is at work ({p}): do not move manifests; look again when it ends:"),
-            Some(cmd.runbook(&["--status-only"])),
-        ));
-    } else if s.lock.is_held() {
-        next.push(step(
-            "the lock is held by a process that is not the runbook on record: find out what it is before anything else",
-            Some(match holder_pid(s) {
-                Some(pid) => cmd.file(
-                    "ps",
-                    &["-o".into(), "pid,etime,args".into(), "--pid".into(), pid.to_string()],
-                ),
-                None => cmd.file("lslocks", &["--output".into(), "PID,COMMAND,PATH".into()]),
-            }),
-        ));
-    }
+    lock_step(s, cmd, in_progress.as_deref(), &mut next);
     let busy = s.lock.is_held();
     if !busy {
-        if let Some(e) = &s.state_error {
-            // No step moves a file while the state directory (and so its
-            // lock) is refused: a move's `flock` would follow a symlink
-            // there, or take a lock no renewal takes.
-            next.push(step(
-                format!("repair the state directory (root-owned, mode 0700, not a symlink), then look again; no manifest is moved until then: {e}"),
-                Some(cmd.file("ls", &["-ld".into(), cmd.host(paths::STATE_DIR)])),
-            ));
-        } else {
-            // What blocks every renewal first (a conflict, a stray file in
-            // a staging directory), then the renewal's own steps.
-            conflict_steps(conflicts, cmd, now, &mut next);
-            file_steps(m, cmd, now, &mut next);
-            phase_steps(s, cmd, &not_active, now, &mut next);
-        }
+        repair_steps(s, conflicts, cmd, &not_active, now, &mut next);
     }
     if !reasons.is_empty() && !busy {
         evidence_step(cmd, now, &mut next);
     }
     let worst = expiry::worst(s.pki.leaf_times(), now, threshold);
     let expiry = worst.as_ref().map(|w| (w.expiry, w.words(now)));
-    match worst.as_ref().map(|w| w.expiry) {
-        Some(Expiry::Expired) if !busy && ca_expired(s, now) => next.push(step(
-            "a leaf certificate and a CA have expired: CAs are never rotated by this runbook and leaves renewed under an expired CA would never be trusted, so a recovery refuses; rotate the CA first (kubeadm's \"Manual rotation of CA certificates\"), then look again:",
-            Some(cmd.runbook(&["--status-only"])),
-        )),
-        // Once: the unfinished work's step may already be this recovery.
-        Some(Expiry::Expired)
-            if !busy
-                && !next.iter().any(|n| {
-                    n.command
-                        .as_deref()
-                        .is_some_and(|c| c.contains(" --recover-expired"))
-                }) =>
-        {
-            next.push(step(
-                "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass and a renewal refuses; recover this node (SPEC 11; add --kubeadm-config PATH with the node's saved ClusterConfiguration), then every other control-plane node whose certificates expired:",
-                Some(cmd.runbook(&[
-                    "--operation-id",
-                    &new_id("recover", now),
-                    "--recover-expired",
-                ])),
-            ))
-        }
-        Some(Expiry::Due) if reasons.is_empty() && next.is_empty() => {
-                        next.push(step(
-                format!(
-                    "renew before {}: the controller renews due certificates on its next run; to renew now, by hand:",
-                    worst.as_ref().map(|w| expiry::date(w.not_after)).unwrap_or_default()
-                ),
-                Some(cmd.runbook(&[
-                    "--operation-id",
-                    &new_id("manual", now),
-                    "--threshold-days",
-                    &threshold.to_string(),
-                ])),
-            ));
-        }
-        _ => {}
+    let clean = reasons.is_empty();
+    if !busy {
+        // (A held lock always has its step above: a due leaf adds none.)
+        expiry_step(s, cmd, worst.as_ref(), clean, now, threshold, &mut next);
     }
     // While the node is not clean (once the cluster is healthy again, the
     // step would only be stale).
@@ -385,6 +321,111 @@ pub fn advise(
         live: Vec::new(),
         warnings,
         next,
+    }
+}
+
+/// The lock's holder first: a renewal at work is left alone; a holder that
+/// is not the runbook on record is found out before anything else.
+fn lock_step(
+    s: &NodeSnapshot,
+    cmd: &Commands,
+    in_progress: Option<&str>,
+    next: &mut Vec<NextStep>,
+) {
+    if let Some(p) = in_progress {
+        next.push(step(
+            format!("a renewal is at work ({p}): do not move manifests; look again when it ends:"),
+            Some(cmd.runbook(&["--status-only"])),
+        ));
+    } else if s.lock.is_held() {
+        next.push(step(
+            "the lock is held by a process that is not the runbook on record: find out what it is before anything else",
+            Some(match holder_pid(s) {
+                Some(pid) => cmd.file(
+                    "ps",
+                    &["-o".into(), "pid,etime,args".into(), "--pid".into(), pid.to_string()],
+                ),
+                None => cmd.file("lslocks", &["--output".into(), "PID,COMMAND,PATH".into()]),
+            }),
+        ));
+    }
+}
+
+/// With the lock free: the state directory repaired first, else what
+/// blocks every renewal (a conflict, a stray file in a staging directory),
+/// then the renewal's own steps.
+fn repair_steps(
+    s: &NodeSnapshot,
+    conflicts: &[StagingConflict],
+    cmd: &Commands,
+    not_active: &[Component],
+    now: OffsetDateTime,
+    next: &mut Vec<NextStep>,
+) {
+    if let Some(e) = &s.state_error {
+        // No step moves a file while the state directory (and so its
+        // lock) is refused: a move's `flock` would follow a symlink
+        // there, or take a lock no renewal takes.
+        next.push(step(
+            format!("repair the state directory (root-owned, mode 0700, not a symlink), then look again; no manifest is moved until then: {e}"),
+            Some(cmd.file("ls", &["-ld".into(), cmd.host(paths::STATE_DIR)])),
+        ));
+    } else {
+        conflict_steps(conflicts, cmd, now, next);
+        file_steps(&s.manifests, cmd, now, next);
+        phase_steps(s, cmd, not_active, now, next);
+    }
+}
+
+/// The step the worst leaf calls for: an expired one (under an expired CA,
+/// or recovered once), or one due on a node otherwise clean. Asked only
+/// while no process holds the lock.
+fn expiry_step(
+    s: &NodeSnapshot,
+    cmd: &Commands,
+    worst: Option<&expiry::Worst>,
+    clean: bool,
+    now: OffsetDateTime,
+    threshold: u32,
+    next: &mut Vec<NextStep>,
+) {
+    match worst.map(|w| w.expiry) {
+        Some(Expiry::Expired) if ca_expired(s, now) => next.push(step(
+            "a leaf certificate and a CA have expired: CAs are never rotated by this runbook and leaves renewed under an expired CA would never be trusted, so a recovery refuses; rotate the CA first (kubeadm's \"Manual rotation of CA certificates\"), then look again:",
+            Some(cmd.runbook(&["--status-only"])),
+        )),
+        // Once: the unfinished work's step may already be this recovery.
+        Some(Expiry::Expired)
+            if !next.iter().any(|n| {
+                    n.command
+                        .as_deref()
+                        .is_some_and(|c| c.contains(" --recover-expired"))
+                }) =>
+        {
+            next.push(step(
+                "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass and a renewal refuses; recover this node (SPEC 11; add --kubeadm-config PATH with the node's saved ClusterConfiguration), then every other control-plane node whose certificates expired:",
+                Some(cmd.runbook(&[
+                    "--operation-id",
+                    &new_id("recover", now),
+                    "--recover-expired",
+                ])),
+            ))
+        }
+        Some(Expiry::Due) if clean && next.is_empty() => {
+            next.push(step(
+                format!(
+                    "renew before {}: the controller renews due certificates on its next run; to renew now, by hand:",
+                    worst.map(|w| expiry::date(w.not_after)).unwrap_or_default()
+                ),
+                Some(cmd.runbook(&[
+                    "--operation-id",
+                    &new_id("manual", now),
+                    "--threshold-days",
+                    &threshold.to_string(),
+                ])),
+            ));
+        }
+        _ => {}
     }
 }
 
@@ -583,81 +624,25 @@ fn phase_steps(
     // A renewal refuses while a leaf is expired (SPEC 11): the work is
     // then finished by a recovery, which resumes it.
     let expired = !s.pki.expired(now).is_empty();
-    // What the fencing check would put back (the runbook's staging
-    // only); the other pods that are down get steps of their own.
-    let fence_restores = m.staged_not_active();
     match (&s.phase.intent, &s.phase.file) {
         (RunbookIntent::Pending, Some(PhaseFile::V2(p))) => {
-            let id = p.operation_id.as_str();
-            let at = phase_step(&s.phase);
-            let who = if p.recovery { "recovery" } else { "renewal" };
-            // A leaf expired since: the work is finished by a recovery
-            // (a renewal refuses), which resumes it.
-            let as_recovery = expired && !p.recovery;
-            let resume_new = || {
-                let mut args = vec!["--operation-id".to_string()];
-                if as_recovery {
-                    args.push(new_id("recover", now));
-                    args.push("--recover-expired".into());
-                } else {
-                    args.push(new_id("manual", now));
-                }
-                cmd.runbook(&args.iter().map(String::as_str).collect::<Vec<_>>())
-            };
-            let later = if as_recovery {
-                "a recovery (--recover-expired: a leaf has expired)"
-            } else {
-                "the next renewal"
+            // What the fencing check would put back (the runbook's staging
+            // only); the other pods that are down get steps of their own.
+            let fence_restores = m.staged_not_active();
+            let work = Unfinished {
+                id: p.operation_id.as_str(),
+                at: phase_step(&s.phase),
+                who: if p.recovery { "recovery" } else { "renewal" },
+                // A leaf expired since: the work is finished by a recovery
+                // (a renewal refuses), which resumes it.
+                as_recovery: expired && !p.recovery,
             };
             if let ReceiptLookup::Found(r) = &s.phase.receipt_of_phase_op {
-                // Fenced (or ended) already: that ID is spent, a delayed
-                // attempt with it only replays its receipt (exit 5). The
-                // work goes on under a new ID (SPEC 6, v1.2). A recovery
-                // is an operator's: the controller never takes it.
-                let who_does = if as_recovery {
-                    "by hand: the controller's renewals refuse while a leaf is expired"
-                } else {
-                    "the controller's next cycle does; to finish it now, by hand"
-                };
-                next.push(step(
-                    format!(
-                        "the {who} {id} is recorded {} (its receipt), but its work stopped while {at}: {later}, under a new operation ID, resumes it ({who_does}):",
-                        r.outcome
-                    ),
-                    Some(resume_new()),
-                ));
+                work.spent_id_step(cmd, &r.outcome.to_string(), now, next);
             } else {
-                let put = if fence_restores.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "put {} back and ",
-                        fence_restores
-                            .iter()
-                            .map(|c| c.name())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                };
-                next.push(step(
-                    format!(
-                        "the {who} {id} died while {at}, leaving no receipt: {put}record it as finished (abandoned), as the controller's termination check does (the fencing check, --fence); {later}, under a new ID, then resumes the work:"
-                    ),
-                    Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
-                ));
-                if as_recovery {
-                    next.push(step(
-                        format!("or finish it now, under the same ID, as a recovery (a renewal refuses while a leaf is expired; it resumes while {at}):"),
-                        Some(cmd.runbook(&["--operation-id", id, "--recover-expired"])),
-                    ));
-                } else {
-                    next.push(step(
-                        format!("or finish it now, under the same ID (it resumes while {at}):"),
-                        Some(cmd.runbook(&["--operation-id", id])),
-                    ));
-                }
+                work.died_steps(cmd, &fence_restores, next);
             }
-            if let Some(c) = log_of(s, cmd, &format!("{id}.log")) {
+            if let Some(c) = log_of(s, cmd, &format!("{}.log", work.id)) {
                 next.push(step("its log:", Some(c)));
             }
             for c in not_active.iter().filter(|c| !fence_restores.contains(c)) {
@@ -668,30 +653,7 @@ fn phase_steps(
             for c in not_active {
                 down_step(m, cmd, *c, now, next);
             }
-            if expired {
-                next.push(step(
-                    format!(
-                        "the legacy runbook's renewal stopped while {}, and a leaf has expired (a renewal, legacy too, refuses): a recovery resumes it, keeping its format:",
-                        phase_step(&s.phase)
-                    ),
-                    Some(cmd.runbook(&[
-                        "--operation-id",
-                        &new_id("recover", now),
-                        "--recover-expired",
-                    ])),
-                ));
-            } else {
-                next.push(step(
-                    format!(
-                        "the legacy runbook's renewal stopped while {}: the next legacy runbook run resumes it; by hand:",
-                        phase_step(&s.phase)
-                    ),
-                    Some(cmd.runbook(&["--legacy-v1"])),
-                ));
-            }
-            if let Some(c) = log_of(s, cmd, "legacy-v1.log") {
-                next.push(step("its log:", Some(c)));
-            }
+            legacy_steps(s, cmd, expired, now, next);
         }
         (RunbookIntent::Malformed(_), _) => {
             next.push(step(
@@ -707,6 +669,138 @@ fn phase_steps(
                 down_step(m, cmd, *c, now, next);
             }
         }
+    }
+}
+
+/// An unfinished V2 phase file's work: its operation, where it stopped,
+/// and whether a recovery must finish it.
+struct Unfinished<'a> {
+    id: &'a str,
+    /// Where the work stopped, in plain words.
+    at: String,
+    /// `renewal` or `recovery`.
+    who: &'static str,
+    /// A leaf expired since a renewal's work began: a recovery finishes it.
+    as_recovery: bool,
+}
+
+impl Unfinished<'_> {
+    /// Who resumes the work under a new operation ID.
+    fn later(&self) -> &'static str {
+        if self.as_recovery {
+            "a recovery (--recover-expired: a leaf has expired)"
+        } else {
+            "the next renewal"
+        }
+    }
+
+    /// The command that resumes the work under a new operation ID.
+    fn resume_new(&self, cmd: &Commands, now: OffsetDateTime) -> String {
+        let mut args = vec!["--operation-id".to_string()];
+        if self.as_recovery {
+            args.push(new_id("recover", now));
+            args.push("--recover-expired".into());
+        } else {
+            args.push(new_id("manual", now));
+        }
+        cmd.runbook(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Fenced (or ended) already: that ID is spent, a delayed attempt with
+    /// it only replays its receipt (exit 5). The work goes on under a new
+    /// ID (SPEC 6, v1.2). A recovery is an operator's: the controller
+    /// never takes it.
+    fn spent_id_step(
+        &self,
+        cmd: &Commands,
+        outcome: &str,
+        now: OffsetDateTime,
+        next: &mut Vec<NextStep>,
+    ) {
+        let Unfinished { id, at, who, .. } = self;
+        let later = self.later();
+        let who_does = if self.as_recovery {
+            "by hand: the controller's renewals refuse while a leaf is expired"
+        } else {
+            "the controller's next cycle does; to finish it now, by hand"
+        };
+        next.push(step(
+            format!(
+                "the {who} {id} is recorded {outcome} (its receipt), but its work stopped while {at}: {later}, under a new operation ID, resumes it ({who_does}):"
+            ),
+            Some(self.resume_new(cmd, now)),
+        ));
+    }
+
+    /// No receipt: the run died. Fence it (putting back what it left
+    /// staged), or finish it now under the same ID.
+    fn died_steps(&self, cmd: &Commands, fence_restores: &[Component], next: &mut Vec<NextStep>) {
+        let Unfinished { id, at, who, .. } = self;
+        let later = self.later();
+        let put = if fence_restores.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "put {} back and ",
+                fence_restores
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        next.push(step(
+            format!(
+                "the {who} {id} died while {at}, leaving no receipt: {put}record it as finished (abandoned), as the controller's termination check does (the fencing check, --fence); {later}, under a new ID, then resumes the work:"
+            ),
+            Some(cmd.runbook(&["--status-only", "--operation-id", id, "--fence"])),
+        ));
+        if self.as_recovery {
+            next.push(step(
+                format!("or finish it now, under the same ID, as a recovery (a renewal refuses while a leaf is expired; it resumes while {at}):"),
+                Some(cmd.runbook(&["--operation-id", id, "--recover-expired"])),
+            ));
+        } else {
+            next.push(step(
+                format!("or finish it now, under the same ID (it resumes while {at}):"),
+                Some(cmd.runbook(&["--operation-id", id])),
+            ));
+        }
+    }
+}
+
+/// The legacy runbook's unfinished renewal: the next legacy run resumes
+/// it, or a recovery when a leaf has expired; and its log.
+fn legacy_steps(
+    s: &NodeSnapshot,
+    cmd: &Commands,
+    expired: bool,
+    now: OffsetDateTime,
+    next: &mut Vec<NextStep>,
+) {
+    if expired {
+        next.push(step(
+            format!(
+                "the legacy runbook's renewal stopped while {}, and a leaf has expired (a renewal, legacy too, refuses): a recovery resumes it, keeping its format:",
+                phase_step(&s.phase)
+            ),
+            Some(cmd.runbook(&[
+                "--operation-id",
+                &new_id("recover", now),
+                "--recover-expired",
+            ])),
+        ));
+    } else {
+        next.push(step(
+            format!(
+                "the legacy runbook's renewal stopped while {}: the next legacy runbook run resumes it; by hand:",
+                phase_step(&s.phase)
+            ),
+            Some(cmd.runbook(&["--legacy-v1"])),
+        ));
+    }
+    if let Some(c) = log_of(s, cmd, "legacy-v1.log") {
+        next.push(step("its log:", Some(c)));
     }
 }
 
