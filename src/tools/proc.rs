@@ -213,6 +213,55 @@ fn run_logged(
     } else {
         tracing::debug!(command = %cmd, "running");
     }
+    let start = Instant::now();
+    let child = command(program, args)
+        .spawn()
+        .map_err(|e| ProcError::Spawn {
+            cmd: cmd.clone(),
+            err: e.to_string(),
+        })?;
+    let mut running = Running::new(child);
+    let status = match running.wait(start, timeout, cancel) {
+        Ok(status) => status,
+        Err(stop) => {
+            running.end();
+            return Err(match stop {
+                Stop::Cancelled => ProcError::Cancelled { cmd },
+                Stop::Timeout => {
+                    tracing::warn!(command = %cmd, "timed out after {}s; killed", timeout.as_secs());
+                    ProcError::Timeout {
+                        cmd,
+                        secs: timeout.as_secs(),
+                    }
+                }
+            });
+        }
+    };
+    let ((stdout, stdout_truncated), stderr) = running.drain();
+    let code = status.and_then(|s| s.code());
+    let elapsed = start.elapsed();
+    if info {
+        tracing::info!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
+    } else {
+        tracing::debug!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
+    }
+    if stdout_truncated {
+        return Err(ProcError::TooMuchOutput {
+            cmd,
+            cap: STDOUT_CAP,
+        });
+    }
+    Ok(Output {
+        code,
+        stdout,
+        stderr,
+    })
+}
+
+/// The command line as it runs: a cleared environment (the fixed PATH,
+/// `LC_ALL=C`, what `PASS_ENV` passes), `/` as its directory, no stdin,
+/// piped output, its own process group, and killed with the runbook.
+fn command(program: &Path, args: &[String]) -> Command {
     #[allow(clippy::disallowed_methods)] // the subprocess module: this is the one place
     let mut c = Command::new(program);
     c.args(args)
@@ -249,103 +298,122 @@ fn run_logged(
             c.env(k, v);
         }
     }
-    let start = Instant::now();
-    let mut child = c.spawn().map_err(|e| ProcError::Spawn {
-        cmd: cmd.clone(),
-        err: e.to_string(),
-    })?;
-    let mut out = Some(reader(
-        child.stdout.take().expect("piped"),
-        STDOUT_CAP,
-        false,
-    ));
-    let mut stdout_early: Option<(Vec<u8>, bool)> = None;
-    let err = reader(child.stderr.take().expect("piped"), STDERR_CAP, true);
-    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let kill_group = || {
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-    };
-    let mut interval = Duration::from_millis(1);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) => {}
-            Err(_) => break None,
+    c
+}
+
+/// What a reader thread returns: the bytes kept, and whether its cap cut them.
+type Kept = (Vec<u8>, bool);
+
+/// Why a wait ended before the tool did.
+enum Stop {
+    Cancelled,
+    Timeout,
+}
+
+/// A tool started: the process, its process group, the threads reading
+/// its output.
+struct Running {
+    child: std::process::Child,
+    pgid: nix::unistd::Pid,
+    out: Option<std::thread::JoinHandle<Kept>>,
+    /// What stdout read, when it ended before the tool.
+    stdout_early: Option<Kept>,
+    err: std::thread::JoinHandle<Kept>,
+}
+
+impl Running {
+    fn new(mut child: std::process::Child) -> Self {
+        let out = Some(reader(
+            child.stdout.take().expect("piped"),
+            STDOUT_CAP,
+            false,
+        ));
+        let err = reader(child.stderr.take().expect("piped"), STDERR_CAP, true);
+        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+        Running {
+            child,
+            pgid,
+            out,
+            stdout_early: None,
+            err,
         }
-        if out.as_ref().is_some_and(|h| h.is_finished()) {
-            // stdout ended first: keep what it read. Over its cap, the run
-            // is an error whatever the tool does next: end the tool now
-            // rather than at the timeout.
-            let r = out.take().expect("checked").join().unwrap_or_default();
-            if r.1 {
-                kill_group();
+    }
+
+    fn kill_group(&self) {
+        let _ = nix::sys::signal::killpg(self.pgid, nix::sys::signal::Signal::SIGKILL);
+    }
+
+    /// Poll until the tool exits (its status; None when it cannot be
+    /// read), is cancelled or times out. Stdout over its cap ends the tool
+    /// at once.
+    fn wait(
+        &mut self,
+        start: Instant,
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<Option<std::process::ExitStatus>, Stop> {
+        let mut interval = Duration::from_millis(1);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => return Ok(Some(st)),
+                Ok(None) => {}
+                Err(_) => return Ok(None),
             }
-            stdout_early = Some(r);
-        }
-        // A cancellation first: when the controller's deadline is what
-        // bounds this call, it is a cancellation, not a tool's timeout.
-        if cancel.is_cancelled() {
-            kill_group();
-            let _ = child.wait();
-            if let Some(h) = out.take() {
-                let _ = h.join();
+            if self.out.as_ref().is_some_and(|h| h.is_finished()) {
+                // stdout ended first: keep what it read. Over its cap, the run
+                // is an error whatever the tool does next: end the tool now
+                // rather than at the timeout.
+                let r = self.out.take().expect("checked").join().unwrap_or_default();
+                if r.1 {
+                    self.kill_group();
+                }
+                self.stdout_early = Some(r);
             }
-            let _ = err.join();
-            return Err(ProcError::Cancelled { cmd });
-        }
-        if start.elapsed() >= timeout {
-            kill_group();
-            let _ = child.wait();
-            if let Some(h) = out.take() {
-                let _ = h.join();
+            // A cancellation first: when the controller's deadline is what
+            // bounds this call, it is a cancellation, not a tool's timeout.
+            if cancel.is_cancelled() {
+                return Err(Stop::Cancelled);
             }
-            let _ = err.join();
-            tracing::warn!(command = %cmd, "timed out after {}s; killed", timeout.as_secs());
-            return Err(ProcError::Timeout {
-                cmd,
-                secs: timeout.as_secs(),
-            });
+            if start.elapsed() >= timeout {
+                return Err(Stop::Timeout);
+            }
+            std::thread::sleep(interval);
+            interval = (interval * 2).min(Duration::from_millis(10));
         }
-        std::thread::sleep(interval);
-        interval = (interval * 2).min(Duration::from_millis(10));
-    };
-    // The tool exited. A grandchild that kept the pipes open must not hang
-    // us: give the readers a moment, then end the group (which then still
-    // exists, since someone holds the pipe).
-    let drain_deadline = Instant::now() + Duration::from_secs(2);
-    let drained = |out: &Option<std::thread::JoinHandle<(Vec<u8>, bool)>>| {
-        out.as_ref().is_none_or(|h| h.is_finished()) && err.is_finished()
-    };
-    while !drained(&out) && Instant::now() < drain_deadline {
-        std::thread::sleep(Duration::from_millis(5));
     }
-    if !drained(&out) {
-        kill_group();
+
+    /// End a tool cut short: its group killed, reaped, its readers joined.
+    fn end(mut self) {
+        self.kill_group();
+        let _ = self.child.wait();
+        if let Some(h) = self.out.take() {
+            let _ = h.join();
+        }
+        let _ = self.err.join();
     }
-    let (stdout, stdout_truncated) = match (stdout_early, out) {
-        (Some(r), _) => r,
-        (None, Some(h)) => h.join().unwrap_or_default(),
-        (None, None) => Default::default(),
-    };
-    let (stderr, _) = err.join().unwrap_or_default();
-    let code = status.and_then(|s| s.code());
-    let elapsed = start.elapsed();
-    if info {
-        tracing::info!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
-    } else {
-        tracing::debug!(command = %cmd, exit = ?code, ms = elapsed.as_millis() as u64, "finished");
+
+    /// The tool exited: its stdout (and whether it was cut) and stderr. A
+    /// grandchild that kept the pipes open must not hang us: give the
+    /// readers a moment, then end the group (which then still exists,
+    /// since someone holds the pipe).
+    fn drain(self) -> (Kept, Vec<u8>) {
+        let drain_deadline = Instant::now() + Duration::from_secs(2);
+        let drained =
+            |r: &Running| r.out.as_ref().is_none_or(|h| h.is_finished()) && r.err.is_finished();
+        while !drained(&self) && Instant::now() < drain_deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if !drained(&self) {
+            self.kill_group();
+        }
+        let stdout = match (self.stdout_early, self.out) {
+            (Some(r), _) => r,
+            (None, Some(h)) => h.join().unwrap_or_default(),
+            (None, None) => Default::default(),
+        };
+        let (stderr, _) = self.err.join().unwrap_or_default();
+        (stdout, stderr)
     }
-    if stdout_truncated {
-        return Err(ProcError::TooMuchOutput {
-            cmd,
-            cap: STDOUT_CAP,
-        });
-    }
-    Ok(Output {
-        code,
-        stdout,
-        stderr,
-    })
 }
 
 #[cfg(test)]
