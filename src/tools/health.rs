@@ -595,33 +595,7 @@ impl Health<'_> {
             }
             if std::mem::replace(&mut list_now, true) {
                 backoff.polls += 1;
-                let left = || deadline.saturating_duration_since(Instant::now());
-                let found = self.rt.ps(left()).and_then(|containers| {
-                    let candidate = containers.iter().any(|x| {
-                        x.is_running()
-                            && x.id != old
-                            && x.labels.get(cri::LABEL_CONTAINER).map(String::as_str)
-                                == Some(c.name())
-                    });
-                    if !candidate {
-                        return Ok(None);
-                    }
-                    if !self.sandboxes.covers(&containers) {
-                        backoff.polls += 1;
-                    }
-                    let listing = self.with_sandboxes(containers, left())?;
-                    let found = listing.component(c.name()).map(|v| {
-                        cri::running(&v)
-                            .filter(|n| n.id != old)
-                            .map(|n| n.id.clone())
-                    });
-                    if matches!(found, Ok(Some(_))) {
-                        // The gate that follows starts from this listing.
-                        self.sandboxes.hand(listing.containers);
-                    }
-                    Ok(Some(found))
-                });
-                match found {
+                match self.list_new_running(c, old, deadline, &mut backoff) {
                     Ok(Some(Err(ambiguous))) => {
                         return Err(GateError::Structural {
                             phase: Phase::Restart(c),
@@ -663,32 +637,82 @@ impl Health<'_> {
                     });
                 }
             }
-            let pause = backoff.pause();
-            // A trusted watch: sleep until the kubelet links a new container
-            // (polls only densely just after a link appeared, and once per
-            // EVENT_SAFETY); an untrusted one only ends a pause early.
-            let until = match created {
-                Some(w) if w.trusted() && (pause >= DENSE || !after_event) => {
-                    Some((w, Instant::now() + EVENT_SAFETY))
-                }
-                Some(w) => Some((w, Instant::now() + pause)),
-                None => None,
-            };
-            match until {
-                Some((w, until)) => match w.wait(c.name(), until.min(deadline), self.cancel) {
-                    crate::tools::pidwatch::Waited::Exited => {
-                        after_event = true;
-                        backoff = Backoff {
-                            polls: backoff.polls,
-                            ..Backoff::default()
-                        }
-                    }
-                    crate::tools::pidwatch::Waited::TimedOut => {}
-                    crate::tools::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
-                },
-                None => sleep_until(deadline, pause, self.cancel),
-            }
+            self.pause_for_new(c, created, deadline, &mut backoff, &mut after_event)?;
         }
+    }
+
+    /// One listing of `wait_new_running`: a running container of `c` other
+    /// than `old` (`Ok(None)`: no candidate yet; `Some(Err)`: ambiguous).
+    /// Sandboxes are listed only for a candidate in a sandbox not seen
+    /// before (a call more in `backoff`).
+    fn list_new_running(
+        &self,
+        c: Component,
+        old: &str,
+        deadline: Instant,
+        backoff: &mut Backoff,
+    ) -> Result<Option<Result<Option<String>, String>>, RtError> {
+        let left = || deadline.saturating_duration_since(Instant::now());
+        let containers = self.rt.ps(left())?;
+        let candidate = containers.iter().any(|x| {
+            x.is_running()
+                && x.id != old
+                && x.labels.get(cri::LABEL_CONTAINER).map(String::as_str) == Some(c.name())
+        });
+        if !candidate {
+            return Ok(None);
+        }
+        if !self.sandboxes.covers(&containers) {
+            backoff.polls += 1;
+        }
+        let listing = self.with_sandboxes(containers, left())?;
+        let found = listing.component(c.name()).map(|v| {
+            cri::running(&v)
+                .filter(|n| n.id != old)
+                .map(|n| n.id.clone())
+        });
+        if matches!(found, Ok(Some(_))) {
+            // The gate that follows starts from this listing.
+            self.sandboxes.hand(listing.containers);
+        }
+        Ok(Some(found))
+    }
+
+    /// The pause between two listings of `wait_new_running`. A trusted
+    /// watch: sleep until the kubelet links a new container (polls only
+    /// densely just after a link appeared, and once per EVENT_SAFETY); an
+    /// untrusted one only ends a pause early. A link resets the back-off.
+    fn pause_for_new(
+        &self,
+        c: Component,
+        created: Option<&crate::tools::pidwatch::NewContainers>,
+        deadline: Instant,
+        backoff: &mut Backoff,
+        after_event: &mut bool,
+    ) -> Result<(), GateError> {
+        let pause = backoff.pause();
+        let until = match created {
+            Some(w) if w.trusted() && (pause >= DENSE || !*after_event) => {
+                Some((w, Instant::now() + EVENT_SAFETY))
+            }
+            Some(w) => Some((w, Instant::now() + pause)),
+            None => None,
+        };
+        match until {
+            Some((w, until)) => match w.wait(c.name(), until.min(deadline), self.cancel) {
+                crate::tools::pidwatch::Waited::Exited => {
+                    *after_event = true;
+                    *backoff = Backoff {
+                        polls: backoff.polls,
+                        ..Backoff::default()
+                    }
+                }
+                crate::tools::pidwatch::Waited::TimedOut => {}
+                crate::tools::pidwatch::Waited::Cancelled => return Err(GateError::Cancelled),
+            },
+            None => sleep_until(deadline, pause, self.cancel),
+        }
+        Ok(())
     }
 }
 
