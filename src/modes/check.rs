@@ -130,15 +130,58 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
         Decision::Failed => exit::FAILED,
         _ => exit::OK,
     };
-    let message = message(&verdict);
-    let term = g.term;
-    let foreign = crate::node::manifests::not_a_control_plane(root, &s.manifests);
-    let head = headline(&verdict);
-    let conflicts = crate::node::conflict::conflicts(root, &s.manifests);
-    let mut text = String::new();
-    if let (Some(f), Decision::Failed) = (&foreign, verdict.decision) {
-        text.push_str(&format!("CHECK: FAILED: {f}\n"));
-    } else {
+    let checked = Checked {
+        s: &s,
+        verdict,
+        observed: &observed,
+        judged,
+        now,
+        threshold,
+        certificates: s.pki.certificates(now, threshold),
+        certificate_authorities: s.pki.authorities(now, threshold),
+        kubelet: s.kubelet.views(now, threshold),
+    };
+    let text = checked.text(root, g, code);
+    let severity = match checked.verdict.decision {
+        Decision::Failed => doc::Severity::NotClean,
+        _ => doc::Severity::Clean,
+    };
+    let text = g.term.render(&text, "CHECK:", severity);
+    Report {
+        code,
+        doc: Box::new(checked.document(force)),
+        text,
+    }
+}
+
+/// The node as the check read and judged it.
+struct Checked<'a> {
+    s: &'a NodeSnapshot,
+    verdict: Verdict,
+    observed: &'a crate::tools::live::Observation,
+    judged: crate::rules::live::Judged,
+    now: OffsetDateTime,
+    threshold: u32,
+    certificates: Vec<doc::CertificateView>,
+    certificate_authorities: Vec<doc::CaView>,
+    kubelet: Vec<doc::KubeletCertificateView>,
+}
+
+impl Checked<'_> {
+    /// The text: the verdict and its lists, the node's files, the live
+    /// node, the conflicts, the certificates, and the verdict again last
+    /// (with what to do, when it failed). A node that is not a control
+    /// plane fails with its one reason.
+    fn text(&self, root: &Root, g: &Global, code: u8) -> String {
+        let (s, verdict) = (self.s, &self.verdict);
+        let foreign = crate::node::manifests::not_a_control_plane(root, &s.manifests);
+        let head = headline(verdict);
+        let conflicts = crate::node::conflict::conflicts(root, &s.manifests);
+        let mut text = String::new();
+        if let (Some(f), Decision::Failed) = (&foreign, verdict.decision) {
+            text.push_str(&format!("CHECK: FAILED: {f}\n"));
+            return text;
+        }
         text.push_str(&head);
         text.push('\n');
         output::text_list(&mut text, "reasons", &verdict.reasons);
@@ -152,81 +195,70 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
             &s.manifests,
         );
         text.push('\n');
-        crate::modes::live::text(&mut text, &observed, &judged);
+        crate::modes::live::text(&mut text, self.observed, &self.judged);
         text.push('\n');
         crate::contract::screen::text_conflicts(&mut text, &conflicts, g.wide);
-    }
-    let certificates = s.pki.certificates(now, threshold);
-    let certificate_authorities = s.pki.authorities(now, threshold);
-    let kubelet = s.kubelet.views(now, threshold);
-    if foreign.is_none() || verdict.decision != Decision::Failed {
         output::text_cert_tables(
             &mut text,
-            &certificates,
-            &certificate_authorities,
-            threshold,
+            &self.certificates,
+            &self.certificate_authorities,
+            self.threshold,
             g.wide,
         );
-        output::text_kubelet(&mut text, &kubelet, s.kubelet.note.as_deref());
-        if verdict.decision != Decision::Failed {
-            // The verdict again, last: what a scrolled terminal still shows.
-            text.push('\n');
-            text.push_str(&crate::contract::screen::closing(&head, code, term.width));
-        } else {
-            // The verdict again, and what to do, last.
-            let cmd = crate::modes::advice::commands(g, &s);
+        output::text_kubelet(&mut text, &self.kubelet, s.kubelet.note.as_deref());
+        // The verdict again, last: what a scrolled terminal still shows.
+        text.push('\n');
+        text.push_str(&crate::contract::screen::closing(&head, code, g.term.width));
+        if verdict.decision == Decision::Failed {
+            // And what to do.
+            let cmd = crate::modes::advice::commands(g, s);
             let advice = crate::modes::advice::advise(
-                &s,
+                s,
                 &verdict.reasons,
                 &conflicts,
                 &cmd,
-                now,
-                threshold,
+                self.now,
+                self.threshold,
             );
-            text.push('\n');
-            text.push_str(&crate::contract::screen::closing(&head, code, term.width));
-            crate::modes::advice::render_next(&mut text, &advice.next, term.width);
+            crate::modes::advice::render_next(&mut text, &advice.next, g.term.width);
         }
+        text
     }
-    let severity = match verdict.decision {
-        Decision::Failed => doc::Severity::NotClean,
-        _ => doc::Severity::Clean,
-    };
-    let text = term.render(&text, "CHECK:", severity);
 
-    let document = doc::CheckDocument {
-        mode: doc::CheckMode::Check,
-        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        operation_id: doc::Null,
-        outcome: verdict.decision,
-        decision: verdict.decision,
-        executors: verdict.executors,
-        legacy_fallback: verdict.legacy_fallback,
-        failure: verdict.failure,
-        reasons: verdict.reasons,
-        warnings: verdict.warnings,
-        message: doc::Message(crate::rules::receipt::bounded_message(&message)),
-        force,
-        threshold_days: threshold,
-        now: doc::Timestamp(crate::rules::clock::rfc3339(now)),
-        agent_state: s.agent_view(),
-        phase_file: s.phase.view(),
-        lock: s.lock.view(),
-        manifests: s.manifests.views(),
-        staging: s.manifests.staging(),
-        stray_manifests: s.manifests.strays.clone(),
-        certificates,
-        certificate_authorities,
-        kubelet_certificates: kubelet,
-        live: Some(crate::modes::live::view(&observed, &judged)),
-        ca_sha256: s.pki.ca_sha256_view(),
-        duration_ms: 0,
-        exit_code: 0,
-    };
-    Report {
-        code,
-        doc: Box::new(document),
-        text,
+    /// The check's document.
+    fn document(self, force: bool) -> doc::CheckDocument {
+        let s = self.s;
+        let message = message(&self.verdict);
+        let verdict = self.verdict;
+        doc::CheckDocument {
+            mode: doc::CheckMode::Check,
+            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
+            operation_id: doc::Null,
+            outcome: verdict.decision,
+            decision: verdict.decision,
+            executors: verdict.executors,
+            legacy_fallback: verdict.legacy_fallback,
+            failure: verdict.failure,
+            reasons: verdict.reasons,
+            warnings: verdict.warnings,
+            message: doc::Message(crate::rules::receipt::bounded_message(&message)),
+            force,
+            threshold_days: self.threshold,
+            now: doc::Timestamp(crate::rules::clock::rfc3339(self.now)),
+            agent_state: s.agent_view(),
+            phase_file: s.phase.view(),
+            lock: s.lock.view(),
+            manifests: s.manifests.views(),
+            staging: s.manifests.staging(),
+            stray_manifests: s.manifests.strays.clone(),
+            certificates: self.certificates,
+            certificate_authorities: self.certificate_authorities,
+            kubelet_certificates: self.kubelet,
+            live: Some(crate::modes::live::view(self.observed, &self.judged)),
+            ca_sha256: s.pki.ca_sha256_view(),
+            duration_ms: 0,
+            exit_code: 0,
+        }
     }
 }
 
