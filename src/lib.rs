@@ -22,7 +22,9 @@
 //! - [`rules`]: pure decisions on values, parsed from bytes: operation IDs,
 //!   components, outcomes and phases, the phase file, receipts, the resume
 //!   rule (`rules::resume::resume`), PKI, what crictl and etcdctl print and
-//!   the etcd quorum judgement, and YAML within bounds (`rules::yaml`:
+//!   the etcd quorum judgement, `--check`'s verdict (`rules::verdict`), the
+//!   fencing plan (`rules::fence`), a renewal's progress apart from the
+//!   problems (`rules::progress`), and YAML within bounds (`rules::yaml`:
 //!   manifests, the kubelet's configuration, kubeconfigs). It imports no
 //!   other layer.
 //! - [`node`]: the files under `--root`: the no-follow walk and the durable

@@ -348,36 +348,6 @@ pub enum FenceAction {
     Abandoned,
 }
 
-/// Why the fencing check answered as it did (SPEC 6, v1.1). A controller
-/// retries only `lock-timeout`; every other unconfirmed reason is
-/// definitive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "kebab-case")]
-pub enum FenceReason {
-    /// Confirmed: the operation already had a receipt.
-    Receipt,
-    /// Confirmed: this check recorded an `abandoned` receipt.
-    Abandoned,
-    /// Unconfirmed: the phase file is legacy five-line and unfinished (never
-    /// abandoned: it carries no operation ID).
-    LegacyUnfinished,
-    /// Unconfirmed: the phase file cannot be read or parsed.
-    MalformedPhase,
-    /// Unconfirmed: the operation's receipt (or the receipts directory)
-    /// cannot be read or parsed.
-    MalformedReceipt,
-    /// Unconfirmed: a write failed (the state directory, the lock file, the
-    /// owner record, a put-back, the receipt), or the state directory or
-    /// lock file is not one the runbook can trust.
-    WriteFailed,
-    /// Unconfirmed, exit 3: the lock stayed held for `--lock-timeout`.
-    LockTimeout,
-    /// Unconfirmed: `--deadline` had passed before the check began (nothing
-    /// written, exit 1) or passed while it waited for the lock (exit 3).
-    Deadline,
-}
-
 /// What `--status-only --operation-id ID --fence` prints with `--output json`
 /// (exit 0: confirmed, 1: unconfirmed, 3: the lock stayed held).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

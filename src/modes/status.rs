@@ -15,104 +15,50 @@ use crate::node::snapshot::{NodeSnapshot, Receipts};
 use crate::node::statedir::{CheckedReceipt, StateDir};
 use crate::rules::component::Component;
 use crate::rules::expiry::Expiry;
+use crate::rules::fence::{
+    abandon_message, abandoned_phase, names, refused_before_lock, FencePlan, PhaseSeen,
+};
+use crate::rules::live::Judged;
 use crate::rules::opid::OperationId;
-use crate::rules::outcome::{exit, Outcome, Phase};
-use crate::rules::phase::{PhaseFile, PhaseState};
+use crate::rules::outcome::{exit, Outcome};
+use crate::rules::phase::PhaseFile;
+use crate::rules::progress;
 use crate::rules::receipt::{self, Receipt};
+use crate::tools::live::Observation;
 use crate::tools::signals::Cancel;
 
-/// What a fencing check would do (pure). Every outcome reached with the
-/// lock held puts back `restore` first: the manifests a dead run left staged
-/// and not active (SPEC 6, v1.1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FencePlan {
-    /// A receipt exists: termination confirmed.
-    Confirm {
-        receipt: Box<Receipt>,
-        restore: Vec<Component>,
-    },
-    /// No receipt: record `abandoned`, after putting back these staged manifests.
-    Abandon { restore: Vec<Component> },
-    /// Never abandon: unconfirmed, with the reason.
-    Refuse {
-        why: String,
-        reason: doc::FenceReason,
-        restore: Vec<Component>,
-    },
-}
-
-impl FencePlan {
-    /// The staged manifests this plan puts back.
-    pub fn restore(&self) -> &[Component] {
-        match self {
-            FencePlan::Confirm { restore, .. }
-            | FencePlan::Abandon { restore }
-            | FencePlan::Refuse { restore, .. } => restore,
-        }
-    }
-}
-
-/// Pure: decide the fencing action from the receipt lookup, the phase file
-/// and where the manifests are.
+/// What a fencing check would do, from the node's reads: the receipt
+/// lookup, the phase file and where the manifests are
+/// (`rules::fence::plan`).
 pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsReport) -> FencePlan {
-    let restore = m.staged_not_active();
-    match receipt {
-        ReceiptLookup::Found(r) => {
-            return FencePlan::Confirm {
-                receipt: Box::new(r.clone()),
-                restore,
-            }
-        }
-        ReceiptLookup::Malformed(e) => {
-            return FencePlan::Refuse {
-                why: format!("the receipt is malformed: {e}"),
-                reason: doc::FenceReason::MalformedReceipt,
-                restore,
-            }
-        }
-        ReceiptLookup::Absent => {}
-    }
-    match (&phase.file, &phase.intent) {
-        (_, RunbookIntent::Malformed(e)) if phase.file.is_none() => {
-            return FencePlan::Refuse {
-                why: format!("the phase file is unreadable or malformed: {e}"),
-                reason: doc::FenceReason::MalformedPhase,
-                restore,
-            }
-        }
-        (Some(PhaseFile::Legacy(l)), _) if l.state != PhaseState::Done => {
-            return FencePlan::Refuse {
-                why: "the phase file is legacy five-line and unfinished: it carries no operation ID, so it is never abandoned"
-                    .to_string(),
-                reason: doc::FenceReason::LegacyUnfinished,
-                restore,
-            }
-        }
-        _ => {}
-    }
-    FencePlan::Abandon { restore }
+    let seen = PhaseSeen {
+        file: phase.file.as_ref(),
+        malformed: match &phase.intent {
+            RunbookIntent::Malformed(e) => Some(e.as_str()),
+            _ => None,
+        },
+    };
+    crate::rules::fence::plan(receipt, seen, m.staged_not_active())
 }
 
-impl FencePlan {
-    /// As the operator view prints it: `restore`, what the check would put
-    /// back, in every plan (SPEC 6, v1.1).
-    pub fn view(&self) -> doc::FencingPlan {
-        let restore = self.restore().to_vec();
-        match self {
-            FencePlan::Confirm { .. } => doc::FencingPlan::Confirm {
-                termination: doc::Confirmed::Confirmed,
-                restore,
-            },
-            FencePlan::Abandon { .. } => doc::FencingPlan::Abandon {
-                termination: doc::Confirmed::Confirmed,
-                restore,
-            },
-            FencePlan::Refuse { why, .. } => doc::FencingPlan::Refuse {
-                termination: doc::Unconfirmed::Unconfirmed,
-                reason: why.clone(),
-                restore,
-            },
-        }
+/// A plan as the operator view prints it: `restore`, what the check would
+/// put back, in every plan (SPEC 6, v1.1).
+fn plan_view(plan: &FencePlan) -> doc::FencingPlan {
+    let restore = plan.restore().to_vec();
+    match plan {
+        FencePlan::Confirm { .. } => doc::FencingPlan::Confirm {
+            termination: doc::Confirmed::Confirmed,
+            restore,
+        },
+        FencePlan::Abandon { .. } => doc::FencingPlan::Abandon {
+            termination: doc::Confirmed::Confirmed,
+            restore,
+        },
+        FencePlan::Refuse { why, .. } => doc::FencingPlan::Refuse {
+            termination: doc::Unconfirmed::Unconfirmed,
+            reason: why.clone(),
+            restore,
+        },
     }
 }
 
@@ -128,7 +74,7 @@ pub fn not_clean_reasons(
         v.push(format!("state directory: {e}"));
     }
     if let Some(who) = lock.held_by() {
-        v.push(format!("the renewal lock is held by {who}"));
+        v.push(progress::lock_held(&who));
     }
     if let Err(e) = &lock.probe {
         v.push(format!("lock: {e}"));
@@ -150,15 +96,9 @@ pub fn not_clean_reasons(
             .collect();
         if !staged.is_empty() && view.error.is_none() {
             // Already named per manifest above; say the directory is not empty.
-            v.push(format!(
-                "the {who} staging directory {} is not empty",
-                view.path
-            ));
+            v.push(progress::staging_not_empty(who, &view.path));
         } else if !view.unexpected.is_empty() && who == "node agent" {
-            v.push(format!(
-                "the {who} staging directory {} is not empty",
-                view.path
-            ));
+            v.push(progress::staging_not_empty(who, &view.path));
         }
     }
     v
@@ -235,16 +175,8 @@ fn unreadable_receipts(recent: &[doc::ReceiptSummary]) -> Vec<String> {
 /// first, and is unconfirmed when either is refused.
 fn fence_preview(s: &NodeSnapshot, r: &ReceiptLookup) -> FencePlan {
     match (&s.state_error, &s.lock.probe) {
-        (Some(e), _) => FencePlan::Refuse {
-            why: format!("state directory: {e}"),
-            reason: doc::FenceReason::WriteFailed,
-            restore: Vec::new(),
-        },
-        (None, Err(e)) => FencePlan::Refuse {
-            why: format!("lock: {e}"),
-            reason: doc::FenceReason::WriteFailed,
-            restore: Vec::new(),
-        },
+        (Some(e), _) => refused_before_lock(format!("state directory: {e}")),
+        (None, Err(e)) => refused_before_lock(format!("lock: {e}")),
         _ => fence_plan(r, &s.phase, &s.manifests),
     }
 }
@@ -386,33 +318,23 @@ fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> Strin
 
 /// A renewal at work (SPEC 6, v1.2): the reasons that are its progress
 /// (the lock it holds, its phase file, the component it restarts: staged,
-/// down, not answering) apart from the problems.
+/// down, not answering) apart from the problems (`rules::progress`).
 fn progress_apart(
     reasons: &[String],
     s: &NodeSnapshot,
     restarting: Option<Component>,
 ) -> (Vec<String>, Vec<String>) {
-    let lock = s
-        .lock
-        .held_by()
-        .map(|w| format!("the renewal lock is held by {w}"));
+    let holder = s.lock.held_by();
     let phase = s.phase.describe();
-    let staging = format!(
-        "the runbook staging directory {} is not empty",
-        s.manifests.runbook_staging.path
-    );
-    let only_restarting = s
-        .manifests
-        .runbook_staging
-        .entries
-        .iter()
-        .all(|e| restarting.is_some_and(|c| *e == c.manifest_file()));
-    reasons.iter().cloned().partition(|r| {
-        Some(r) == lock.as_ref()
-            || *r == phase
-            || (only_restarting && *r == staging)
-            || restarting.is_some_and(|c| r.starts_with(&format!("{c} ")))
-    })
+    let staging = &s.manifests.runbook_staging;
+    let at_work = progress::AtWork {
+        holder: holder.as_deref(),
+        phase: &phase,
+        staging: &staging.path,
+        staged: &staging.entries,
+        restarting,
+    };
+    progress::progress_apart(reasons, &at_work)
 }
 
 /// The receipts listed: a table when it fits, else each ID on its own
@@ -499,163 +421,23 @@ fn text_receipts(
 const NARROW_RECEIPTS: usize = 5;
 
 /// The read-only operator view: the node read once, judged.
-pub fn view(
-    root: &Root,
-    g: &Global,
-    ask: &Ask<'_>,
-    observed: &crate::tools::live::Observation,
-) -> Report {
-    let id = ask.id;
-    let now = g.clock.now();
-    let threshold = g.threshold_days;
-    let s = NodeSnapshot::for_status(root, id, listing(ask.receipts));
+pub fn view(root: &Root, g: &Global, ask: &Ask<'_>, observed: &Observation) -> Report {
+    let s = NodeSnapshot::for_status(root, ask.id, listing(ask.receipts));
     let none = Receipts::default();
     let receipts = s.receipts.as_ref().unwrap_or(&none);
-    let (receipt_count, recent, asked) =
-        (receipts.count, &receipts.recent, receipts.asked.as_ref());
-    let m = &s.manifests;
-    let term = g.term;
-    let cmd = advice::commands(g, &s);
-
-    let foreign = manifests::not_a_control_plane(root, m);
-    let judged = observed.judged();
-    let reasons = match &foreign {
-        Some(f) => vec![f.clone()],
-        None => problems(&s, receipts, &judged, observed.wall, now),
+    let v = Viewed::judge(root, g, ask, &s, receipts, observed);
+    let (progress, shown) = v.progress_and_problems();
+    let head = v.headline(shown.len());
+    let code = view_code(v.foreign.is_some(), &v.advice, v.reasons.is_empty());
+    let mut text = match &v.foreign {
+        Some(f) => format!("NODE: NOT CLEAN: {f}\n"),
+        None => v.text(g, ask, &head, &progress, &shown),
     };
-    let clean = reasons.is_empty();
-    let conflicts = conflict::conflicts(root, m);
-    let mut advice = advice::advise(&s, &reasons, &conflicts, &cmd, now, threshold);
-    advice.with_live(
-        &judged,
-        observed.wall,
-        advice::work_at(&s).and_then(|(_, c)| c),
-    );
-    if foreign.is_some() {
-        advice.severity = doc::Severity::NotClean;
-        advice.not_active.clear();
-        advice.next.clear();
-        advice.warnings.clear();
-    }
-    if ask.evidence.is_some() {
-        // Asked for already: its result ends the text.
-        advice.next.retain(|n| {
-            !n.command
-                .as_deref()
-                .is_some_and(|c| c.contains(" --evidence "))
-        });
-    }
-    let unknown_id = unknown_id(&s, id, asked, receipts);
-    if let Some(u) = &unknown_id {
-        advice.warnings.insert(0, u.clone());
-    }
-    advice.warnings.extend(unreadable_receipts(recent));
-    let plan = asked.map(|r| fence_preview(&s, r));
-
-    let certificates = s.pki.certificates(now, threshold);
-    let certificate_authorities = s.pki.authorities(now, threshold);
-    let kubelet = s.kubelet.views(now, threshold);
-    let (step, restarting) = advice::work_at(&s).unwrap_or_default();
-    let (progress, shown) = match advice.severity {
-        doc::Severity::InProgress => progress_apart(&reasons, &s, restarting),
-        _ => (Vec::new(), reasons.clone()),
-    };
-    let facts = HeadlineFacts {
-        step: (!step.is_empty()).then_some(step),
-        restarting,
-        conflicts: &conflicts,
-    };
-    let head = headline(&advice, shown.len(), &facts);
-    let code = view_code(foreign.is_some(), &advice, clean);
-    let mut text = String::new();
-    if let Some(f) = &foreign {
-        text.push_str(&format!("NODE: NOT CLEAN: {f}\n"));
-    } else {
-        text.push_str(&head);
-        text.push('\n');
-        if let Some(p) = &advice.in_progress {
-            text.push_str(&format!("in progress: {p}\n"));
-        }
-        output::text_list(&mut text, "progress", &progress);
-        output::text_list(&mut text, "problems", &shown);
-        output::text_list(&mut text, "warnings", &advice.warnings);
-        text.push('\n');
-        // A conflict's copies and their diff on the first screen.
-        crate::contract::screen::text_conflicts(&mut text, &conflicts, g.wide);
-        output::text_node_summary(
-            &mut text,
-            &s.lock.describe(),
-            &s.phase.describe(),
-            &s.agent.summary(),
-            m,
-        );
-        text.push('\n');
-        crate::modes::live::text(&mut text, observed, &judged);
-        text.push('\n');
-        if let (Some(id), Some(asked), Some(plan)) = (id, asked, &plan) {
-            text_operation(&mut text, id, asked, plan, unknown_id.is_some());
-        }
-        output::text_cert_tables(
-            &mut text,
-            &certificates,
-            &certificate_authorities,
-            threshold,
-            g.wide,
-        );
-        output::text_kubelet(&mut text, &kubelet, s.kubelet.note.as_deref());
-        text.push('\n');
-        text_receipts(&mut text, recent, receipt_count, ask.receipts, term.width);
-    }
-
-    let mut document = doc::StatusDocument {
-        mode: doc::StatusMode::Status,
-        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        operation_id: id.map(|i| doc::OperationId(i.as_str().to_string())),
-        fence: doc::ConstBool,
-        outcome: if clean {
-            doc::Cleanliness::Clean
-        } else {
-            doc::Cleanliness::NotClean
-        },
-        clean,
-        severity: advice.severity,
-        message: doc::Message(receipt::bounded_message(&if clean {
-            "node is clean".to_string()
-        } else {
-            format!("node is not clean: {}", advice::first_of(&reasons, 3))
-        })),
-        reasons,
-        warnings: advice.warnings.clone(),
-        next_steps: advice.next.clone(),
-        conflicts,
-        now: doc::Timestamp(crate::rules::clock::rfc3339(now)),
-        threshold_days: threshold,
-        lock: s.lock.view(),
-        phase_file: s.phase.view(),
-        agent_state: s.agent_view(),
-        receipt_count: receipt_count as u64,
-        receipts: recent.to_vec(),
-        receipts_listed: listed_word(ask.receipts).to_string(),
-        receipt: asked.and_then(ReceiptLookup::view),
-        fencing: plan.as_ref().map(FencePlan::view),
-        manifests: m.views(),
-        staging: m.staging(),
-        stray_manifests: m.strays.clone(),
-        ca_sha256: s.pki.ca_sha256_view(),
-        certificates,
-        certificate_authorities,
-        kubelet_certificates: kubelet,
-        live: Some(crate::modes::live::view(observed, &judged)),
-        state_error: s.state_error.clone(),
-        evidence: None,
-        duration_ms: 0,
-        // As printed: the bundle's status.json carries it too (a bundle
-        // that is written leaves the code as it is).
-        exit_code: code,
-    };
+    let mut document = v.document(ask, code);
     let viewed = code;
     let code = with_evidence(root, ask, &mut document, &mut text, code);
-    if foreign.is_none() {
+    let term = g.term;
+    if v.foreign.is_none() {
         // The verdict again (with the exit code, the evidence's included),
         // and what to do, last: what a scrolled terminal still shows. The
         // headline never contradicts the code (SPEC 6, v1.2).
@@ -666,12 +448,236 @@ pub fn view(
         };
         text.push('\n');
         text.push_str(&crate::contract::screen::closing(&head, code, term.width));
-        advice::render_next(&mut text, &advice.next, term.width);
+        advice::render_next(&mut text, &v.advice.next, term.width);
     }
     Report {
         code,
         doc: Box::new(document),
-        text: term.render(&text, "NODE:", advice.severity),
+        text: term.render(&text, "NODE:", v.advice.severity),
+    }
+}
+
+/// The node as the operator view judged it: the one read, the live
+/// observation, the verdict and the advice, the asked operation.
+struct Viewed<'a> {
+    s: &'a NodeSnapshot,
+    receipts: &'a Receipts,
+    observed: &'a Observation,
+    judged: Judged,
+    now: time::OffsetDateTime,
+    threshold: u32,
+    /// Not a control plane: its one reason, and nothing advised.
+    foreign: Option<String>,
+    reasons: Vec<String>,
+    conflicts: Vec<doc::StagingConflict>,
+    advice: advice::Advice,
+    /// The asked operation is unknown to this node (its warning).
+    unknown_id: Option<String>,
+    /// What a fencing check for the asked operation would do.
+    plan: Option<FencePlan>,
+    certificates: Vec<doc::CertificateView>,
+    certificate_authorities: Vec<doc::CaView>,
+    kubelet: Vec<doc::KubeletCertificateView>,
+}
+
+impl<'a> Viewed<'a> {
+    /// Judge the read: its problems, the advice, the asked operation.
+    fn judge(
+        root: &Root,
+        g: &Global,
+        ask: &Ask<'_>,
+        s: &'a NodeSnapshot,
+        receipts: &'a Receipts,
+        observed: &'a Observation,
+    ) -> Self {
+        let now = g.clock.now();
+        let threshold = g.threshold_days;
+        let foreign = manifests::not_a_control_plane(root, &s.manifests);
+        let judged = observed.judged();
+        let reasons = match &foreign {
+            Some(f) => vec![f.clone()],
+            None => problems(s, receipts, &judged, observed.wall, now),
+        };
+        let conflicts = conflict::conflicts(root, &s.manifests);
+        let cmd = advice::commands(g, s);
+        let mut advice = advice::advise(s, &reasons, &conflicts, &cmd, now, threshold);
+        advice.with_live(
+            &judged,
+            observed.wall,
+            advice::work_at(s).and_then(|(_, c)| c),
+        );
+        if foreign.is_some() {
+            advice.severity = doc::Severity::NotClean;
+            advice.not_active.clear();
+            advice.next.clear();
+            advice.warnings.clear();
+        }
+        if ask.evidence.is_some() {
+            // Asked for already: its result ends the text.
+            advice.next.retain(|n| {
+                !n.command
+                    .as_deref()
+                    .is_some_and(|c| c.contains(" --evidence "))
+            });
+        }
+        let asked = receipts.asked.as_ref();
+        let unknown_id = unknown_id(s, ask.id, asked, receipts);
+        if let Some(u) = &unknown_id {
+            advice.warnings.insert(0, u.clone());
+        }
+        advice
+            .warnings
+            .extend(unreadable_receipts(&receipts.recent));
+        Viewed {
+            s,
+            receipts,
+            observed,
+            judged,
+            now,
+            threshold,
+            foreign,
+            reasons,
+            conflicts,
+            advice,
+            unknown_id,
+            plan: asked.map(|r| fence_preview(s, r)),
+            certificates: s.pki.certificates(now, threshold),
+            certificate_authorities: s.pki.authorities(now, threshold),
+            kubelet: s.kubelet.views(now, threshold),
+        }
+    }
+
+    /// The reasons apart: a renewal at work's progress, and the problems
+    /// shown as such (all of them otherwise).
+    fn progress_and_problems(&self) -> (Vec<String>, Vec<String>) {
+        match self.advice.severity {
+            doc::Severity::InProgress => {
+                let restarting = advice::work_at(self.s).unwrap_or_default().1;
+                progress_apart(&self.reasons, self.s, restarting)
+            }
+            _ => (Vec::new(), self.reasons.clone()),
+        }
+    }
+
+    /// The headline over `problems` shown as problems.
+    fn headline(&self, problems: usize) -> String {
+        let (step, restarting) = advice::work_at(self.s).unwrap_or_default();
+        let facts = HeadlineFacts {
+            step: (!step.is_empty()).then_some(step),
+            restarting,
+            conflicts: &self.conflicts,
+        };
+        headline(&self.advice, problems, &facts)
+    }
+
+    /// The text of a control plane's view, up to the evidence: the
+    /// verdict and its lists, the conflicts, the node's files, the live
+    /// node, the asked operation, the certificates, the receipts.
+    fn text(
+        &self,
+        g: &Global,
+        ask: &Ask<'_>,
+        head: &str,
+        progress: &[String],
+        shown: &[String],
+    ) -> String {
+        let (s, advice) = (self.s, &self.advice);
+        let mut text = String::new();
+        text.push_str(head);
+        text.push('\n');
+        if let Some(p) = &advice.in_progress {
+            text.push_str(&format!("in progress: {p}\n"));
+        }
+        output::text_list(&mut text, "progress", progress);
+        output::text_list(&mut text, "problems", shown);
+        output::text_list(&mut text, "warnings", &advice.warnings);
+        text.push('\n');
+        // A conflict's copies and their diff on the first screen.
+        crate::contract::screen::text_conflicts(&mut text, &self.conflicts, g.wide);
+        output::text_node_summary(
+            &mut text,
+            &s.lock.describe(),
+            &s.phase.describe(),
+            &s.agent.summary(),
+            &s.manifests,
+        );
+        text.push('\n');
+        crate::modes::live::text(&mut text, self.observed, &self.judged);
+        text.push('\n');
+        if let (Some(id), Some(asked), Some(plan)) = (ask.id, &self.receipts.asked, &self.plan) {
+            text_operation(&mut text, id, asked, plan, self.unknown_id.is_some());
+        }
+        output::text_cert_tables(
+            &mut text,
+            &self.certificates,
+            &self.certificate_authorities,
+            self.threshold,
+            g.wide,
+        );
+        output::text_kubelet(&mut text, &self.kubelet, s.kubelet.note.as_deref());
+        text.push('\n');
+        let receipts = self.receipts;
+        text_receipts(
+            &mut text,
+            &receipts.recent,
+            receipts.count,
+            ask.receipts,
+            g.term.width,
+        );
+        text
+    }
+
+    /// The status document, with the view's exit code (a bundle that is
+    /// written carries it too).
+    fn document(&self, ask: &Ask<'_>, code: u8) -> doc::StatusDocument {
+        let (s, m, receipts) = (self.s, &self.s.manifests, self.receipts);
+        let clean = self.reasons.is_empty();
+        doc::StatusDocument {
+            mode: doc::StatusMode::Status,
+            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
+            operation_id: ask.id.map(|i| doc::OperationId(i.as_str().to_string())),
+            fence: doc::ConstBool,
+            outcome: if clean {
+                doc::Cleanliness::Clean
+            } else {
+                doc::Cleanliness::NotClean
+            },
+            clean,
+            severity: self.advice.severity,
+            message: doc::Message(receipt::bounded_message(&if clean {
+                "node is clean".to_string()
+            } else {
+                format!("node is not clean: {}", advice::first_of(&self.reasons, 3))
+            })),
+            reasons: self.reasons.clone(),
+            warnings: self.advice.warnings.clone(),
+            next_steps: self.advice.next.clone(),
+            conflicts: self.conflicts.clone(),
+            now: doc::Timestamp(crate::rules::clock::rfc3339(self.now)),
+            threshold_days: self.threshold,
+            lock: s.lock.view(),
+            phase_file: s.phase.view(),
+            agent_state: s.agent_view(),
+            receipt_count: receipts.count as u64,
+            receipts: receipts.recent.to_vec(),
+            receipts_listed: listed_word(ask.receipts).to_string(),
+            receipt: receipts.asked.as_ref().and_then(ReceiptLookup::view),
+            fencing: self.plan.as_ref().map(plan_view),
+            manifests: m.views(),
+            staging: m.staging(),
+            stray_manifests: m.strays.clone(),
+            ca_sha256: s.pki.ca_sha256_view(),
+            certificates: self.certificates.clone(),
+            certificate_authorities: self.certificate_authorities.clone(),
+            kubelet_certificates: self.kubelet.clone(),
+            live: Some(crate::modes::live::view(self.observed, &self.judged)),
+            state_error: s.state_error.clone(),
+            evidence: None,
+            duration_ms: 0,
+            // As printed: the bundle's status.json carries it too (a bundle
+            // that is written leaves the code as it is).
+            exit_code: code,
+        }
     }
 }
 
@@ -789,23 +795,6 @@ fn with_evidence(
     code
 }
 
-/// The phase an abandoned receipt records: where that operation stood.
-fn abandoned_phase(phase: &PhaseReport, id: &OperationId) -> (Phase, Option<Component>) {
-    match &phase.file {
-        Some(PhaseFile::V2(p)) if &p.operation_id == id && p.state != PhaseState::Done => {
-            match p.state {
-                PhaseState::Renewing => (Phase::RenewCerts, None),
-                PhaseState::RestartPending => match p.next_component {
-                    Some(c) => (Phase::Restart(c), Some(c)),
-                    None => (Phase::Postflight, None),
-                },
-                PhaseState::Done => (Phase::Done, None),
-            }
-        }
-        _ => (Phase::Cancelled, None),
-    }
-}
-
 struct FenceOutcome {
     code: u8,
     termination: doc::Termination,
@@ -843,10 +832,6 @@ fn unconfirmed_after(
         conflicts: pb.conflicts,
         never_seen: false,
     }
-}
-
-fn names(cs: &[Component]) -> String {
-    cs.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// `state/owner`, written once, right before the fencing check's first
@@ -1009,50 +994,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
     };
     let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
         Ok(guard) => guard,
-        Err(e) => {
-            let (reason, why) = match e {
-                LockError::Timeout {
-                    path,
-                    waited_secs,
-                    holder,
-                } => (
-                    doc::FenceReason::LockTimeout,
-                    format!("renewal lock {path} still held after {waited_secs}s by {holder}"),
-                ),
-                // The deadline, or the caller's SIGTERM/SIGINT (its
-                // context ended): either way the caller's time is up.
-                LockError::Cancelled { path, holder } if cancel.deadline_passed() => (
-                    doc::FenceReason::Deadline,
-                    format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed"),
-                ),
-                LockError::Cancelled { path, holder } => (
-                    doc::FenceReason::Deadline,
-                    format!("renewal lock {path} still held by {holder} when a signal (SIGTERM/SIGINT) ended the wait"),
-                ),
-                e => return unconfirmed(exit::FAILED, doc::FenceReason::WriteFailed, e.to_string()),
-            };
-            // Receipts are immutable: the one this operation has is read
-            // without the lock, so the answer says what exists, though
-            // termination stays unconfirmed until the lock is taken.
-            let found = match StateDir::new(&state).completed() {
-                Ok(c) => match inspect::lookup_receipt(c.as_ref(), id) {
-                    ReceiptLookup::Found(r) => Some(r),
-                    _ => None,
-                },
-                Err(_) => None,
-            };
-            let has = found
-                .as_ref()
-                .map(|r| format!(" (operation {id} has a receipt: outcome {})", r.outcome))
-                .unwrap_or_default();
-            let mut o = unconfirmed(
-                exit::LOCK_TIMEOUT,
-                reason,
-                format!("{why}; termination unconfirmed{has}"),
-            );
-            o.receipt = found;
-            return o;
-        }
+        Err(e) => return lock_refused(e, &cancel, deadline, &state, id),
     };
     // The lock is held from here on: every answer below comes after the
     // put-back of what a dead run left staged.
@@ -1063,11 +1005,79 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
         now,
         written: false,
     };
+    let at = Fencing {
+        root,
+        state: &state,
+        id,
+        now,
+    };
+    under_lock(&at, &mut owner)
+}
+
+/// The lock was not taken: unconfirmed, saying why (its timeout, the
+/// deadline, a signal) and the receipt the operation has, if any.
+fn lock_refused(
+    e: LockError,
+    cancel: &Cancel,
+    deadline: &str,
+    state: &Dir,
+    id: &OperationId,
+) -> FenceOutcome {
+    let (reason, why) = match e {
+        LockError::Timeout {
+            path,
+            waited_secs,
+            holder,
+        } => (
+            doc::FenceReason::LockTimeout,
+            format!("renewal lock {path} still held after {waited_secs}s by {holder}"),
+        ),
+        // The deadline, or the caller's SIGTERM/SIGINT (its
+        // context ended): either way the caller's time is up.
+        LockError::Cancelled { path, holder } if cancel.deadline_passed() => (
+            doc::FenceReason::Deadline,
+            format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed"),
+        ),
+        LockError::Cancelled { path, holder } => (
+            doc::FenceReason::Deadline,
+            format!("renewal lock {path} still held by {holder} when a signal (SIGTERM/SIGINT) ended the wait"),
+        ),
+        e => return unconfirmed(exit::FAILED, doc::FenceReason::WriteFailed, e.to_string()),
+    };
+    // Receipts are immutable: the one this operation has is read
+    // without the lock, so the answer says what exists, though
+    // termination stays unconfirmed until the lock is taken.
+    let found = match StateDir::new(state).completed() {
+        Ok(c) => match inspect::lookup_receipt(c.as_ref(), id) {
+            ReceiptLookup::Found(r) => Some(r),
+            _ => None,
+        },
+        Err(_) => None,
+    };
+    let has = found
+        .as_ref()
+        .map(|r| format!(" (operation {id} has a receipt: outcome {})", r.outcome))
+        .unwrap_or_default();
+    let mut o = unconfirmed(
+        exit::LOCK_TIMEOUT,
+        reason,
+        format!("{why}; termination unconfirmed{has}"),
+    );
+    o.receipt = found;
+    o
+}
+
+/// With the lock held: read the receipts, the phase file and where the
+/// manifests are, plan, and carry the plan out.
+fn under_lock(at: &Fencing<'_>, owner: &mut OwnerRecord<'_>) -> FenceOutcome {
+    let Fencing {
+        root, state, id, ..
+    } = *at;
     let m = manifests::placement(root);
-    let completed = match StateDir::new(&state).completed() {
+    let completed = match StateDir::new(state).completed() {
         Ok(c) => c,
         Err(e) => {
-            let pb = put_back(root, &m, &m.staged_not_active(), &mut owner);
+            let pb = put_back(root, &m, &m.staged_not_active(), owner);
             let message = format!("receipts directory: {e}{}", pb.describe());
             return unconfirmed_after(
                 exit::FAILED,
@@ -1078,38 +1088,12 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
         }
     };
     let lookup = inspect::lookup_receipt(completed.as_ref(), id);
-    let phase = inspect::read_phase(Some(&state));
+    let phase = inspect::read_phase(Some(state));
     match fence_plan(&lookup, &phase, &m) {
         FencePlan::Confirm {
             receipt: r,
             restore,
-        } => {
-            let pb = put_back(root, &m, &restore, &mut owner);
-            let has = format!(
-                "operation {id} already has a receipt (outcome {}){}",
-                r.outcome,
-                pb.describe()
-            );
-            if pb.failed.is_some() {
-                // A write failed: unconfirmed (SPEC 6), so the controller
-                // hands the node to an operator instead of moving on with a
-                // pod down.
-                let message = format!("termination unconfirmed: {has}");
-                return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
-            }
-            let message = format!("termination confirmed: {has}");
-            FenceOutcome {
-                code: exit::OK,
-                termination: doc::Termination::Confirmed,
-                action: doc::FenceAction::ExistingReceipt,
-                reason: doc::FenceReason::Receipt,
-                message,
-                receipt: Some(*r),
-                restored: pb.restored,
-                conflicts: pb.conflicts,
-                never_seen: false,
-            }
-        }
+        } => confirm(at, owner, &m, &restore, *r),
         FencePlan::Refuse {
             why,
             reason,
@@ -1125,20 +1109,77 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
             // for the operation's records. The owner record is written only
             // right before the first move, so a check that moves nothing
             // writes nothing at all.
-            let pb = put_back(root, &m, &restore, &mut owner);
+            let pb = put_back(root, &m, &restore, owner);
             let message = format!("termination unconfirmed: {why}{}", pb.describe());
             unconfirmed_after(exit::FAILED, reason, message, pb)
         }
-        FencePlan::Abandon { restore } => {
-            let at = Fencing {
-                root,
-                state: &state,
-                id,
-                now,
-            };
-            abandon(&at, completed, &mut owner, &m, &restore, &phase)
-        }
+        FencePlan::Abandon { restore } => abandon(at, completed, owner, &m, &restore, &phase),
     }
+}
+
+/// `FencePlan::Confirm`: the operation has a receipt. The put-back, then
+/// confirmed, unless a write failed.
+fn confirm(
+    at: &Fencing<'_>,
+    owner: &mut OwnerRecord<'_>,
+    m: &ManifestsReport,
+    restore: &[Component],
+    r: Receipt,
+) -> FenceOutcome {
+    let id = at.id;
+    let pb = put_back(at.root, m, restore, owner);
+    let has = format!(
+        "operation {id} already has a receipt (outcome {}){}",
+        r.outcome,
+        pb.describe()
+    );
+    if pb.failed.is_some() {
+        // A write failed: unconfirmed (SPEC 6), so the controller
+        // hands the node to an operator instead of moving on with a
+        // pod down.
+        let message = format!("termination unconfirmed: {has}");
+        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
+    }
+    let message = format!("termination confirmed: {has}");
+    confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+}
+
+/// Confirmed: by the receipt that exists (`existing-receipt`) or the one
+/// this check recorded (`abandoned`).
+fn confirmed(
+    action: doc::FenceAction,
+    message: String,
+    receipt: Receipt,
+    pb: PutBack,
+    never_seen: bool,
+) -> FenceOutcome {
+    FenceOutcome {
+        code: exit::OK,
+        termination: doc::Termination::Confirmed,
+        action,
+        reason: match action {
+            doc::FenceAction::Abandoned => doc::FenceReason::Abandoned,
+            _ => doc::FenceReason::Receipt,
+        },
+        message,
+        receipt: Some(receipt),
+        restored: pb.restored,
+        conflicts: pb.conflicts,
+        never_seen,
+    }
+}
+
+/// Whether this node has no record of the operation: no phase file, owner
+/// record or log names it. Read before the owner record is replaced by
+/// this check's own.
+fn never_seen(state: &Dir, id: &OperationId, phase: &PhaseReport) -> bool {
+    let named = |i: Option<&str>| i == Some(id.as_str());
+    let by_owner = matches!(lock::read_owner(state), lock::OwnerInfo::Known(o) if named(o.operation_id.as_deref()));
+    let by_log = StateDir::new(state)
+        .log_names()
+        .contains(&format!("{id}.log"));
+    let by_phase = matches!(&phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == id);
+    !(by_owner || by_log || by_phase)
 }
 
 /// `FencePlan::Abandon`: no receipt. The owner record, the put-back of what
@@ -1164,15 +1205,7 @@ fn abandon(
     // What this node has of the operation, read before the owner record
     // is replaced by this check's own: its phase file, the last runbook's
     // owner record, its log.
-    let never_seen = {
-        let named = |i: Option<&str>| i == Some(id.as_str());
-        let by_owner = matches!(lock::read_owner(state), lock::OwnerInfo::Known(o) if named(o.operation_id.as_deref()));
-        let by_log = StateDir::new(state)
-            .log_names()
-            .contains(&format!("{id}.log"));
-        let by_phase = matches!(&phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == id);
-        !(by_owner || by_log || by_phase)
-    };
+    let never_seen = never_seen(state, id, phase);
     let owner_error = owner.before_first_change().err();
     let pb = put_back(root, m, restore, owner);
     if let (Some(e), None) = (&owner_error, &pb.failed) {
@@ -1190,33 +1223,15 @@ fn abandon(
     } = pb;
     crate::crash_point!("fence-after-restore-before-receipt");
     let after = manifests::placement(root);
-    for (c, v) in &after.manifests {
-        if v.location == doc::ManifestLocation::Missing && v.error.is_none() {
-            conflicts.push(format!(
-                "the {c} manifest is missing: neither active nor staged"
-            ));
-        }
-    }
-    let (ph, failed_component) = abandoned_phase(phase, id);
-    let mut message = format!(
-        "abandoned by the fencing status check: no receipt for {id}{}; {}",
-        if never_seen {
-            " and this node has no record of it (no phase file, owner record or log names it)"
-        } else {
-            ""
-        },
-        if restored.is_empty() {
-            "no staged manifest to put back".to_string()
-        } else {
-            format!("put back {}", names(&restored))
-        }
+    conflicts.extend(missing_manifests(&after));
+    let message = abandon_message(
+        id,
+        never_seen,
+        &restored,
+        &conflicts,
+        phase.intent.is_pending(),
     );
-    if !conflicts.is_empty() {
-        message.push_str(&format!("; {}", conflicts.join("; ")));
-    }
-    if phase.intent.is_pending() {
-        message.push_str("; the unfinished phase file is left for the next operation to resume");
-    }
+    let (ph, failed_component) = abandoned_phase(phase.file.as_ref(), id);
     let r = crate::node::statedir::new_receipt(
         root,
         id,
@@ -1234,6 +1249,30 @@ fn abandon(
         conflicts,
         failed: None,
     };
+    record_abandoned(at, completed, r, message, pb, never_seen)
+}
+
+/// The manifests in no directory after the put-back, each named.
+fn missing_manifests(after: &ManifestsReport) -> Vec<String> {
+    after
+        .manifests
+        .iter()
+        .filter(|(_, v)| v.location == doc::ManifestLocation::Missing && v.error.is_none())
+        .map(|(c, _)| format!("the {c} manifest is missing: neither active nor staged"))
+        .collect()
+}
+
+/// Write the `abandoned` receipt, once: a receipt that appeared meanwhile
+/// confirms instead; any failure leaves termination unconfirmed.
+fn record_abandoned(
+    at: &Fencing<'_>,
+    completed: Option<Dir>,
+    r: Receipt,
+    message: String,
+    pb: PutBack,
+    never_seen: bool,
+) -> FenceOutcome {
+    let id = at.id;
     let checked = match CheckedReceipt::check(&r) {
         Ok(c) => c,
         Err(e) => {
@@ -1243,7 +1282,7 @@ fn abandon(
     };
     let completed = match completed {
         Some(c) => c,
-        None => match StateDir::new(state).create_completed() {
+        None => match StateDir::new(at.state).create_completed() {
             Ok(c) => c,
             Err(e) => {
                 let message = format!("receipts directory: {e}{}", pb.describe());
@@ -1254,33 +1293,16 @@ fn abandon(
     match StateDir::write_once(&completed, checked) {
         Ok(()) => {
             tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
-            FenceOutcome {
-                code: exit::OK,
-                termination: doc::Termination::Confirmed,
-                action: doc::FenceAction::Abandoned,
-                reason: doc::FenceReason::Abandoned,
-                message,
-                receipt: Some(r),
-                restored: pb.restored,
-                conflicts: pb.conflicts,
-                never_seen,
-            }
+            confirmed(doc::FenceAction::Abandoned, message, r, pb, never_seen)
         }
         Err(FsError::Exists { .. }) => match inspect::lookup_receipt(Some(&completed), id) {
-            ReceiptLookup::Found(r) => FenceOutcome {
-                code: exit::OK,
-                termination: doc::Termination::Confirmed,
-                action: doc::FenceAction::ExistingReceipt,
-                reason: doc::FenceReason::Receipt,
-                message: format!(
+            ReceiptLookup::Found(r) => {
+                let message = format!(
                     "termination confirmed: operation {id} already has a receipt (outcome {})",
                     r.outcome
-                ),
-                receipt: Some(r),
-                restored: pb.restored,
-                conflicts: pb.conflicts,
-                never_seen: false,
-            },
+                );
+                confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+            }
             _ => {
                 let message = format!(
                     "termination unconfirmed: the receipt appeared malformed{}",
@@ -1384,7 +1406,7 @@ mod tests {
     use super::*;
     use crate::node::inspect::state_files::*;
     use crate::node::paths::{COMPLETED_DIR, STATE_DIR};
-    use crate::rules::outcome::ManifestLocation;
+    use crate::rules::outcome::{ManifestLocation, Phase};
     use crate::rules::phase::PhaseState;
     use crate::tools::runtime::double::node_tree;
     use std::os::unix::fs::PermissionsExt;

@@ -12,6 +12,8 @@ pub mod component;
 pub mod cri;
 /// Expiry severity: ok, due, expired (v1.2).
 pub mod expiry;
+/// The fencing check's decision: confirm, abandon or refuse (SPEC 6).
+pub mod fence;
 /// The JSON state files' types: receipt, phase file, lock owner, the
 /// agent's state (re-exported by `crate::contract`).
 pub mod files;
@@ -29,6 +31,8 @@ pub mod phase;
 pub mod pki;
 /// `/proc/locks`: the real holder of a flock, by device and inode.
 pub mod proclocks;
+/// A renewal at work: its progress apart from the problems (SPEC 6).
+pub mod progress;
 /// Receipts (SPEC 3): parse, render, bounded messages.
 pub mod receipt;
 /// Credentials out of the evidence bundle (SPEC 6, v1.2).
