@@ -704,7 +704,7 @@ fn binary_outputs_on_a_fixture_node_match_the_contract_types() {
         let v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
         let r: Receipt = conforms_file("receipt", &p.display().to_string(), &v);
         assert_eq!(
-            format!("{}.json", r.operation_id.0),
+            format!("{}.json", r.operation_id.as_str()),
             p.file_name().unwrap().to_string_lossy()
         );
         receipts += 1;
@@ -793,15 +793,20 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
     for (i, outcome) in O::ALL.into_iter().enumerate() {
         let phases = P::all();
         let r = R {
+            format: contract::ReceiptFormat::V1,
             operation_id: Id::parse(&format!("op-{i}")).unwrap(),
             outcome,
             phase: phases[i * 2 % phases.len()],
-            message: "a message\twith a tab and ünïcode".into(),
+            message: contract::Message::bounded("a message\twith a tab and ünïcode"),
             failed_component: (i % 2 == 0).then_some(C::Etcd),
-            manifests: manifests.clone(),
-            finished_at: "2026-11-30T00:10:00Z".into(),
+            manifests: (&manifests).into(),
+            finished_at: contract::Timestamp("2026-11-30T00:10:00Z".into()),
             runbook_version: "0.1.0".into(),
-            ca_sha256: if i == 3 { BTreeMap::new() } else { cas.clone() },
+            ca_sha256: if i == 3 {
+                contract::CaSha256::default()
+            } else {
+                (&cas).into()
+            },
             // v1.2: a receipt lists the run's restarts (none: key absent).
             restarts: (0..i % 3)
                 .map(|k| contract::Restart {
@@ -817,7 +822,8 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
             // v1.2 (SPEC 11): a recovery's receipt says so, with the
             // health seen at its end (absent otherwise).
             recovery: i == 1,
-            health_at_end: (i == 1).then(|| "etcd 1 of 3 voters healthy: no quorum".into()),
+            health_at_end: (i == 1)
+                .then(|| contract::Message("etcd 1 of 3 voters healthy: no quorum".into())),
         };
         receipt::validate_receipt(&r).unwrap();
         let bytes = receipt::render_receipt(&r);

@@ -2,7 +2,6 @@
 
 use super::*;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// One leaf's expiry before and after the run (null when not read).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,61 +212,16 @@ pub enum RenewDocument {
 // ---------------------------------------------------------------------------
 // From the renewal's own values to the contract's vocabulary.
 
-/// Where each manifest is, one entry per component (a component the map
-/// lacks is `missing`).
-impl From<&BTreeMap<crate::rules::component::Component, crate::rules::outcome::ManifestLocation>>
-    for ManifestLocations
-{
-    fn from(
-        m: &BTreeMap<crate::rules::component::Component, crate::rules::outcome::ManifestLocation>,
-    ) -> Self {
-        use crate::rules::component::Component as C;
-        let at = |c: C| m.get(&c).map_or(ManifestLocation::Missing, |l| *l);
-        ManifestLocations {
-            etcd: at(C::Etcd),
-            kube_apiserver: at(C::KubeApiserver),
-            kube_controller_manager: at(C::KubeControllerManager),
-            kube_scheduler: at(C::KubeScheduler),
-        }
-    }
-}
-
-/// CA fingerprints keyed as `phase::CA_KEYS` (other keys are not CAs).
-impl From<&BTreeMap<String, String>> for CaSha256 {
-    fn from(m: &BTreeMap<String, String>) -> Self {
-        use crate::rules::phase::CA_KEYS;
-        let at = |k: &str| m.get(k).cloned().map(Sha256Hex);
-        CaSha256 {
-            ca: at(CA_KEYS[0]),
-            etcd_ca: at(CA_KEYS[1]),
-            front_proxy_ca: at(CA_KEYS[2]),
-        }
-    }
-}
-
-impl From<&crate::rules::opid::OperationId> for OperationId {
-    fn from(id: &crate::rules::opid::OperationId) -> Self {
-        OperationId(id.as_str().to_string())
-    }
-}
-
 impl From<&crate::rules::phase::ResumedFrom> for ResumedFrom {
     fn from(r: &crate::rules::phase::ResumedFrom) -> Self {
         ResumedFrom {
-            operation_id: r.operation_id.as_ref().map(OperationId::from),
+            operation_id: r.operation_id.clone(),
             format: if r.format == crate::rules::phase::LEGACY_FORMAT {
                 PhaseFormat::LegacyFiveLine
             } else {
                 PhaseFormat::V2
             },
         }
-    }
-}
-
-impl Message {
-    /// At most 512 bytes, control characters replaced (`receipt::bounded_message`).
-    pub fn bounded(s: &str) -> Message {
-        Message(crate::rules::receipt::bounded_message(s))
     }
 }
 

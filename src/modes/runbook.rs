@@ -634,9 +634,9 @@ impl Run<'_> {
         RenewResult {
             mode: self.env.req.mode(),
             runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-            operation_id: self.env.req.id().map(contract::OperationId::from),
+            operation_id: self.env.req.id().cloned(),
             outcome: end.outcome,
-            phase: end.phase.into(),
+            phase: end.phase,
             message: Message(end.message.clone()),
             failed_component: end.failed_component,
             replayed: ConstBool,
@@ -684,7 +684,7 @@ fn early_failure(
     let doc = RenewEarlyFailure {
         mode: req.mode(),
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        operation_id: req.id().map(contract::OperationId::from),
+        operation_id: req.id().cloned(),
         outcome,
         phase,
         message: Message::bounded(&message),
@@ -729,21 +729,21 @@ fn early_failure(
 }
 
 /// Every manifest in `manifests/` (`both` included: SPEC 7, v1.1).
-fn all_active(m: &BTreeMap<Component, ManifestLocation>) -> bool {
-    m.values()
-        .all(|l| matches!(l, ManifestLocation::Active | ManifestLocation::Both))
+fn all_active(m: &contract::ManifestLocations) -> bool {
+    m.iter()
+        .all(|(_, l)| matches!(l, ManifestLocation::Active | ManifestLocation::Both))
 }
 
 fn replay_report(r: &Receipt) -> Report {
     let code = exit_code_for(r.outcome, all_active(&r.manifests));
-    let receipt = contract::Receipt::from(r);
+    let receipt = r;
     let doc = RenewReplay {
         mode: RenewOnly::Renew,
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
         operation_id: receipt.operation_id.clone(),
         outcome: receipt.outcome,
         phase: receipt.phase,
-        message: Message(r.message.clone()),
+        message: r.message.clone(),
         failed_component: receipt.failed_component,
         replayed: ConstBool,
         receipt_written: ConstBool,
@@ -753,7 +753,7 @@ fn replay_report(r: &Receipt) -> Report {
         ca_sha256: receipt.ca_sha256.clone(),
         manifests: receipt.manifests.clone(),
         restarts: Vec::new(),
-        receipt,
+        receipt: receipt.clone(),
         duration_ms: 0,
         exit_code: 0,
     };
@@ -858,10 +858,7 @@ fn lock_and_log(
             ));
         }
     }
-    if let Err(e) = guard.write_owner(
-        &state,
-        &lock::owner_for(id.map(|i| i.as_str()), req.owner_mode(), start_clock),
-    ) {
+    if let Err(e) = guard.write_owner(&state, &lock::owner_for(id, req.owner_mode(), start_clock)) {
         return Err(early_failure(
             root,
             req,
@@ -1061,7 +1058,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
                 .make_receipt(id, outcome, run.step.phase(), &message, None);
             r.restarts = run.report.restarts.clone();
             r.recovery = run.phase.recovery;
-            r.health_at_end = run.report.health_at_end.clone();
+            r.health_at_end = run.report.health_at_end.clone().map(Message);
             written = run.phase.write_receipt(&r).is_ok();
         }
     }
@@ -1296,7 +1293,7 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
     r.restarts = run.report.restarts.clone();
     // A recovery says so, with the health it saw at its end (SPEC 11).
     r.recovery = run.phase.recovery;
-    r.health_at_end = run.report.health_at_end.clone();
+    r.health_at_end = run.report.health_at_end.clone().map(Message);
     match run.phase.write_receipt(&r) {
         Ok(()) => end.receipt_written = true,
         Err(e) => {

@@ -635,7 +635,7 @@ impl<'a> Viewed<'a> {
         doc::StatusDocument {
             mode: doc::StatusMode::Status,
             runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-            operation_id: ask.id.map(|i| doc::OperationId(i.as_str().to_string())),
+            operation_id: ask.id.cloned(),
             fence: doc::ConstBool,
             outcome: if clean {
                 doc::Cleanliness::Clean
@@ -852,7 +852,7 @@ impl OwnerRecord<'_> {
                 .write_owner(
                     self.state,
                     &lock::owner_for(
-                        Some(self.id.as_str()),
+                        Some(self.id),
                         crate::contract::OwnerMode::StatusFence,
                         self.now,
                     ),
@@ -1343,11 +1343,11 @@ struct Fencing<'a> {
 pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Report {
     let o = fence_inner(root, g, id, cancel);
     let m = manifests::placement(root);
-    let receipt = o.receipt.as_ref().map(doc::Receipt::from);
+    let receipt = o.receipt.as_ref();
     let document = doc::FenceDocument {
         mode: doc::StatusMode::Status,
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        operation_id: doc::OperationId(id.as_str().to_string()),
+        operation_id: id.clone(),
         fence: doc::ConstBool,
         termination: o.termination,
         confirmed: o.termination == doc::Termination::Confirmed,
@@ -1356,7 +1356,7 @@ pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Repo
         outcome: receipt.as_ref().map(|r| r.outcome),
         phase: receipt.as_ref().map(|r| r.phase),
         message: doc::Message(receipt::bounded_message(&o.message)),
-        receipt,
+        receipt: receipt.cloned(),
         restored: o.restored.to_vec(),
         conflicts: o.conflicts.clone(),
         manifests: m.views(),
@@ -1766,8 +1766,8 @@ mod tests {
         assert_eq!(parsed.failed_component, Some(c));
         assert!(parsed
             .manifests
-            .values()
-            .all(|l| *l == ManifestLocation::Active));
+            .iter()
+            .all(|(_, l)| l == ManifestLocation::Active));
         assert_eq!(std::fs::read(&phase_file).unwrap(), phase_before);
         let owner = std::fs::read_to_string(t.path().join(STATE_DIR).join("owner")).unwrap();
         assert!(owner.contains("\"mode\":\"status-fence\""), "{owner}");

@@ -428,7 +428,7 @@ pub fn logs_named(
             .phase_file
             .operation_id
             .iter()
-            .map(|i| (i.0.clone(), true)),
+            .map(|i| (i.as_str().to_string(), true)),
     );
     let mut legacy = status.phase_file.format == Some(doc::PhaseFormat::LegacyFiveLine);
     // The owner record (shown whether or not the lock is held).

@@ -22,7 +22,7 @@ impl ReceiptLookup {
     pub fn view(&self) -> Option<doc::ReceiptLookup> {
         match self {
             ReceiptLookup::Absent => None,
-            ReceiptLookup::Found(r) => Some(doc::ReceiptLookup::Found(r.into())),
+            ReceiptLookup::Found(r) => Some(doc::ReceiptLookup::Found(r.clone())),
             ReceiptLookup::Malformed(e) => {
                 Some(doc::ReceiptLookup::Malformed(doc::MalformedReceipt {
                     malformed: doc::ConstBool,
@@ -153,7 +153,7 @@ impl PhaseReport {
             match p {
                 PhaseFile::V2(p2) => {
                     v.format = Some(doc::PhaseFormat::V2);
-                    v.operation_id = Some(doc::OperationId(p2.operation_id.as_str().to_string()));
+                    v.operation_id = Some(p2.operation_id.clone());
                     v.started_at = Some(doc::Timestamp(p2.started_at.clone()));
                     v.updated_at = Some(doc::Timestamp(p2.updated_at.clone()));
                     v.force = Some(p2.force);
@@ -497,7 +497,7 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                 },
                 Ok(id) => match lookup_receipt(Some(dir), &id) {
                     ReceiptLookup::Found(r) => {
-                        let d = doc::Receipt::from(&r);
+                        let d = r;
                         ReceiptSummary {
                             operation_id: stem,
                             outcome: Some(d.outcome),
@@ -603,6 +603,7 @@ pub(crate) mod state_files {
 
     pub(crate) fn receipt(op: &str, outcome: Outcome) -> Receipt {
         Receipt {
+            format: crate::rules::files::ReceiptFormat::V1,
             operation_id: id(op),
             outcome,
             phase: if outcome.is_success() {
@@ -610,13 +611,14 @@ pub(crate) mod state_files {
             } else {
                 Phase::Health
             },
-            message: format!("{outcome}"),
+            message: crate::rules::values::Message(format!("{outcome}")),
             failed_component: None,
-            manifests: Component::ALL
+            manifests: (&Component::ALL
                 .iter()
                 .map(|c| (*c, ManifestLocation::Active))
-                .collect(),
-            finished_at: "2026-11-30T00:10:00Z".into(),
+                .collect::<std::collections::BTreeMap<_, _>>())
+                .into(),
+            finished_at: crate::rules::values::Timestamp("2026-11-30T00:10:00Z".into()),
             runbook_version: "0.1.0".into(),
             ca_sha256: Default::default(),
             restarts: Vec::new(),
@@ -858,7 +860,7 @@ mod tests {
         let state = StateDir::open(&root(t.path())).unwrap().unwrap();
         let guard = lock::acquire(&state, std::time::Duration::from_secs(1), &|| false).unwrap();
         let me = lock::owner_for(
-            Some("op-1"),
+            Some(&crate::rules::opid::OperationId::parse("op-1").unwrap()),
             crate::contract::OwnerMode::Renew,
             time::macros::datetime!(2026-11-30 00:00:00 UTC),
         );

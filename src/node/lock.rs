@@ -48,7 +48,7 @@ impl From<LockOwnerFile> for Owner {
         };
         Owner {
             pid: o.pid,
-            operation_id: o.operation_id.map(|i| i.0),
+            operation_id: o.operation_id.map(|i| i.as_str().to_string()),
             mode: mode.to_string(),
             started_at: o.started_at.0,
             boot_id: o.boot_id,
@@ -619,13 +619,13 @@ pub fn probe(state: Option<&Dir>) -> Result<Probe, FsError> {
 
 /// The owner record for this process.
 pub fn owner_for(
-    operation_id: Option<&str>,
+    operation_id: Option<&OperationId>,
     mode: OwnerMode,
     now: time::OffsetDateTime,
 ) -> LockOwnerFile {
     LockOwnerFile {
         pid: std::process::id(),
-        operation_id: operation_id.map(|i| OperationId(i.to_string())),
+        operation_id: operation_id.cloned(),
         mode,
         started_at: Timestamp(clock::rfc3339(now)),
         boot_id: boot_id(),
@@ -666,8 +666,15 @@ mod tests {
     fn a_held_lock_times_out_naming_its_holder() {
         let (_t, state) = state();
         let held = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
-        held.write_owner(&state, &owner_for(Some("op-1"), OwnerMode::Renew, NOW))
-            .unwrap();
+        held.write_owner(
+            &state,
+            &owner_for(
+                Some(&OperationId::parse("op-1").unwrap()),
+                OwnerMode::Renew,
+                NOW,
+            ),
+        )
+        .unwrap();
         let t0 = Instant::now();
         match acquire(&state, Duration::from_millis(300), &|| false) {
             Err(LockError::Timeout { holder, .. }) => {
@@ -766,7 +773,11 @@ mod tests {
         let (t, state) = state();
         let owner = t.path().join(STATE_DIR).join(OWNER_FILE);
         assert_eq!(read_owner(&state), OwnerInfo::Absent);
-        let me = owner_for(Some("op-1"), OwnerMode::Renew, NOW);
+        let me = owner_for(
+            Some(&OperationId::parse("op-1").unwrap()),
+            OwnerMode::Renew,
+            NOW,
+        );
         let guard = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
         guard.write_owner(&state, &me).unwrap();
         assert_eq!(read_owner(&state), OwnerInfo::Known(me.into()));
@@ -825,7 +836,11 @@ mod tests {
         };
         assert!(matches!(find_holder(other), Holder::Unknown(_)));
         // The owner record names someone else: stale.
-        let mut them = Owner::from(owner_for(Some("op-7"), OwnerMode::Renew, NOW));
+        let mut them = Owner::from(owner_for(
+            Some(&OperationId::parse("op-7").unwrap()),
+            OwnerMode::Renew,
+            NOW,
+        ));
         them.pid = 4242;
         let held = HeldBy::new(find_holder(id), OwnerInfo::Known(them.clone()), &boot_id());
         assert!(!held.owner_matches);
@@ -936,8 +951,13 @@ mod tests {
     /// holder; a holder that is not visible is said to be so.
     #[test]
     fn an_unknown_holder_is_never_the_owner_record() {
-        let owner =
-            || OwnerInfo::Known(Owner::from(owner_for(Some("op-7"), OwnerMode::Renew, NOW)));
+        let owner = || {
+            OwnerInfo::Known(Owner::from(owner_for(
+                Some(&OperationId::parse("op-7").unwrap()),
+                OwnerMode::Renew,
+                NOW,
+            )))
+        };
         let h = find_holder_with(LOCK, &FakeProc::default());
         assert_eq!(
             h,
@@ -1123,7 +1143,11 @@ mod tests {
     fn a_timeout_behind_an_unrelated_holder_names_it() {
         let (t, state) = state();
         drop(acquire(&state, Duration::from_secs(1), &|| false).unwrap());
-        let mut o = Owner::from(owner_for(Some("op-7"), OwnerMode::Renew, NOW));
+        let mut o = Owner::from(owner_for(
+            Some(&OperationId::parse("op-7").unwrap()),
+            OwnerMode::Renew,
+            NOW,
+        ));
         o.pid = 4242;
         std::fs::write(
             t.path().join(STATE_DIR).join(OWNER_FILE),

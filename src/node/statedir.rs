@@ -12,9 +12,11 @@ use crate::node::paths::{
     COMPLETED_DIR, LOG_DIR, OWNER_FILE, PHASE_FILE, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
 };
 use crate::rules::component::Component;
+use crate::rules::files::ReceiptFormat;
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 use crate::rules::receipt::{self, Receipt};
+use crate::rules::values::{CaSha256, ManifestLocations, Message, Timestamp};
 use std::collections::BTreeMap;
 
 /// How an operation ended, as its receipt records it.
@@ -40,15 +42,18 @@ pub fn new_receipt(
     finished_at: time::OffsetDateTime,
 ) -> Receipt {
     Receipt {
+        format: ReceiptFormat::V1,
         operation_id: id.clone(),
         outcome: end.outcome,
         phase: end.phase,
-        message: receipt::bounded_message(end.message),
+        message: Message::bounded(end.message),
         failed_component: end.failed_component,
-        manifests,
-        finished_at: crate::rules::clock::rfc3339(finished_at),
+        manifests: ManifestLocations::from(&manifests),
+        finished_at: Timestamp(crate::rules::clock::rfc3339(finished_at)),
         runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        ca_sha256: crate::node::node_pki::ca_fingerprints(&crate::node::node_pki::read_cas(root)),
+        ca_sha256: CaSha256::from(&crate::node::node_pki::ca_fingerprints(
+            &crate::node::node_pki::read_cas(root),
+        )),
         restarts: Vec::new(),
         recovery: false,
         health_at_end: None,
@@ -175,16 +180,18 @@ mod tests {
 
     fn receipt() -> Receipt {
         Receipt {
+            format: ReceiptFormat::V1,
             operation_id: OperationId::parse("op-1").unwrap(),
             outcome: Outcome::Abandoned,
             phase: Phase::Restart(Component::Etcd),
-            message: "abandoned".to_string(),
+            message: Message("abandoned".to_string()),
             failed_component: Some(Component::Etcd),
-            manifests: Component::ALL
+            manifests: (&Component::ALL
                 .into_iter()
                 .map(|c| (c, ManifestLocation::Active))
-                .collect(),
-            finished_at: "2026-11-30T00:00:00Z".to_string(),
+                .collect::<BTreeMap<_, _>>())
+                .into(),
+            finished_at: Timestamp("2026-11-30T00:00:00Z".to_string()),
             runbook_version: "0.1.0".to_string(),
             ca_sha256: Default::default(),
             restarts: Vec::new(),
@@ -216,11 +223,15 @@ mod tests {
                 .collect(),
             time::OffsetDateTime::from_unix_timestamp(1_790_000_000).unwrap(),
         );
-        assert!(r.message.len() <= 512, "{}", r.message.len());
-        assert_eq!(r.ca_sha256.len(), 3, "{:?}", r.ca_sha256);
+        assert!(r.message.0.len() <= 512, "{}", r.message.0.len());
+        let ca = &r.ca_sha256;
+        assert!(
+            ca.ca.is_some() && ca.etcd_ca.is_some() && ca.front_proxy_ca.is_some(),
+            "{ca:?}"
+        );
         assert_eq!(r.runbook_version, crate::contract::version::RUNBOOK_VERSION);
         assert!(r.restarts.is_empty());
-        assert_eq!(r.finished_at, "2026-09-21T14:13:20Z");
+        assert_eq!(r.finished_at.0, "2026-09-21T14:13:20Z");
         CheckedReceipt::check(&r).unwrap();
     }
 
@@ -229,11 +240,11 @@ mod tests {
     #[test]
     fn receipts_are_checked_then_written_once() {
         let mut bad = receipt();
-        bad.manifests.remove(&Component::Etcd);
+        bad.runbook_version.clear();
         let e = CheckedReceipt::check(&bad).unwrap_err();
         assert_eq!(
             e,
-            "refusing to write an invalid receipt: missing key manifests.etcd"
+            "refusing to write an invalid receipt: runbookVersion is empty"
         );
 
         let t = tempfile::tempdir().unwrap();

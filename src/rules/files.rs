@@ -3,8 +3,19 @@
 //! (`crate::contract`); they live here, on the floor of the rules that read
 //! and write them, so no rule imports the contract.
 
+use crate::rules::strict::{de, StrictFile};
 use crate::rules::values::*;
 use serde::{Deserialize, Deserializer, Serialize};
+
+/// `nvke-cert-runbook/receipt/v1`.
+pub const RECEIPT_FORMAT: &str = "nvke-cert-runbook/receipt/v1";
+/// `nvke-cert-runbook/phase/v2`.
+pub const V2_FORMAT: &str = "nvke-cert-runbook/phase/v2";
+
+fn de_receipt_format<'de, D: Deserializer<'de>>(d: D) -> Result<ReceiptFormat, D::Error> {
+    de::exactly(d, RECEIPT_FORMAT).map(|()| ReceiptFormat::V1)
+}
+
 
 /// Always `nvke-cert-runbook/receipt/v1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,34 +35,58 @@ pub enum ReceiptFormat {
     schemars(title = "nvke-cert-runbook receipt (state/completed/<ID>.json)")
 )]
 pub struct Receipt {
+    #[serde(deserialize_with = "de_receipt_format")]
     pub format: ReceiptFormat,
     /// Equal to the file name's ID; otherwise the receipt is malformed.
-    #[serde(rename = "operationID")]
+    #[serde(rename = "operationID", deserialize_with = "de::operation_id")]
     pub operation_id: OperationId,
+    #[serde(deserialize_with = "de::parsed")]
     pub outcome: Outcome,
+    #[serde(deserialize_with = "de::parsed")]
     pub phase: Phase,
+    #[serde(deserialize_with = "de::message")]
     pub message: Message,
+    #[serde(deserialize_with = "de::opt_component")]
     pub failed_component: Option<Component>,
+    #[serde(deserialize_with = "de::manifests")]
     pub manifests: ManifestLocations,
+    #[serde(deserialize_with = "de::timestamp")]
     pub finished_at: Timestamp,
     /// 1 to 100 characters, no control characters.
+    #[serde(deserialize_with = "crate::rules::receipt::de_version")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 100)))]
     pub runbook_version: String,
-    #[serde(rename = "caSHA256")]
+    #[serde(rename = "caSHA256", deserialize_with = "de::ca_some")]
     pub ca_sha256: CaSha256,
     /// v1.2: the restarts this run made, in order (as in the renew
     /// document). Absent when it made none, and in v1.1 receipts.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::rules::receipt::de_restarts"
+    )]
     #[cfg_attr(feature = "schema", schemars(length(max = 4)))]
     pub restarts: Vec<Restart>,
     /// v1.2 (SPEC 11): true for a `--recover-expired` run; absent
     /// otherwise.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "de::boolean"
+    )]
     pub recovery: bool,
     /// v1.2 (SPEC 11): a recovery's health as observed at its end (quorum
     /// and `/readyz` are reported, not required); absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "de::opt_message"
+    )]
     pub health_at_end: Option<Message>,
+}
+
+impl StrictFile for Receipt {
+    const OPTIONAL: &'static [&'static str] = &["restarts", "recovery", "healthAtEnd"];
 }
 
 /// Always `nvke-cert-runbook/phase/v2`.

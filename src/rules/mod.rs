@@ -39,6 +39,8 @@ pub mod receipt;
 pub mod redact;
 /// The resume rule (SPEC 4 step 3), one for renew, check and status.
 pub(crate) mod resume;
+/// The strict reader of the JSON state files: serde, today's messages.
+pub mod strict;
 /// A bounded unified line diff and the nearest names to a mistyped one.
 pub(crate) mod textdiff;
 /// The documents' building blocks: checked strings, closed vocabularies,

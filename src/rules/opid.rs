@@ -88,6 +88,22 @@ impl<'de> serde::Deserialize<'de> for OperationId {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for OperationId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OperationId".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An operation ID: 1 to 200 characters of A-Z a-z 0-9 . _ : @ -, not starting with '.' or '-', never containing '..'.",
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "pattern": "^[A-Za-z0-9_:@]([A-Za-z0-9_:@-]|\\.[A-Za-z0-9_:@-])*\\.?$"
+        })
+    }
+}
+
 /// One character, quoted, as pure printable ASCII (`'a'`, `'\n'`, `'\u{2215}'`).
 fn escape_char(c: char) -> String {
     format!("'{}'", c.escape_default())

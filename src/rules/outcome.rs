@@ -238,6 +238,22 @@ impl Serialize for Phase {
     }
 }
 
+/// The contract's schema: the flat list of the nineteen strings.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Phase {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Phase".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<String> = Phase::all().into_iter().map(Phase::as_string).collect();
+        schemars::json_schema!({
+            "description": "The closed list of phases (SPEC section 3).",
+            "type": "string",
+            "enum": names
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Phase {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Phase, D::Error> {
         let s = String::deserialize(d)?;

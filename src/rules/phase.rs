@@ -169,7 +169,7 @@ impl From<&PhaseV2> for files::PhaseV2File {
         let ca = |k: &str| values::Sha256Hex(p.ca_sha256.get(k).cloned().unwrap_or_default());
         files::PhaseV2File {
             format: files::PhaseV2Format::V2,
-            operation_id: (&p.operation_id).into(),
+            operation_id: p.operation_id.clone(),
             state: p.state,
             next_component: p.next_component,
             ca_sha256: values::CaSha256All {

@@ -133,6 +133,12 @@ macro_rules! checked_string {
             }
         }
 
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
         #[cfg(feature = "schema")]
         impl JsonSchema for $name {
             fn schema_name() -> Cow<'static, str> {
@@ -144,19 +150,6 @@ macro_rules! checked_string {
         }
     };
 }
-
-checked_string!(
-    /// An operation ID (SPEC section 1).
-    OperationId,
-    |s| crate::rules::opid::OperationId::parse(s).map(drop),
-    {
-        "description": "An operation ID: 1 to 200 characters of A-Z a-z 0-9 . _ : @ -, not starting with '.' or '-', never containing '..'.",
-        "type": "string",
-        "minLength": 1,
-        "maxLength": 200,
-        "pattern": "^[A-Za-z0-9_:@]([A-Za-z0-9_:@-]|\\.[A-Za-z0-9_:@-])*\\.?$"
-    }
-);
 
 checked_string!(
     /// 64 lowercase hex digits.
@@ -240,51 +233,8 @@ pub(crate) fn de_present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 /// The domain's own enums are the contract's (one type per vocabulary; their
 /// doc comments are the schema's descriptions).
 pub use crate::rules::component::Component;
-pub use crate::rules::outcome::{ManifestLocation, Outcome};
-
-/// The closed list of phases (SPEC section 3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub enum Phase {
-    #[serde(rename = "arguments")]
-    Arguments,
-    #[serde(rename = "lock")]
-    Lock,
-    #[serde(rename = "receipt")]
-    Receipt,
-    #[serde(rename = "phase-file")]
-    PhaseFile,
-    #[serde(rename = "topology")]
-    Topology,
-    #[serde(rename = "staging-conflict")]
-    StagingConflict,
-    #[serde(rename = "ca-check")]
-    CaCheck,
-    #[serde(rename = "expiry")]
-    Expiry,
-    #[serde(rename = "health")]
-    Health,
-    #[serde(rename = "two-control-plane-voters")]
-    TwoControlPlaneVoters,
-    #[serde(rename = "backup")]
-    Backup,
-    #[serde(rename = "renew-certs")]
-    RenewCerts,
-    #[serde(rename = "restart:etcd")]
-    RestartEtcd,
-    #[serde(rename = "restart:kube-apiserver")]
-    RestartKubeApiserver,
-    #[serde(rename = "restart:kube-controller-manager")]
-    RestartKubeControllerManager,
-    #[serde(rename = "restart:kube-scheduler")]
-    RestartKubeScheduler,
-    #[serde(rename = "postflight")]
-    Postflight,
-    #[serde(rename = "cancelled")]
-    Cancelled,
-    #[serde(rename = "done")]
-    Done,
-}
+pub use crate::rules::opid::OperationId;
+pub use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 
 /// The phase file format: V2 JSON, or the shell runbook's five lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -584,31 +534,65 @@ impl PhaseState {
     }
 }
 
-/// The contract's flat list of the same phases.
-impl From<crate::rules::outcome::Phase> for Phase {
-    fn from(p: crate::rules::outcome::Phase) -> Self {
-        use crate::rules::outcome::Phase as P;
-        use Phase as C;
-        match p {
-            P::Arguments => C::Arguments,
-            P::Lock => C::Lock,
-            P::Receipt => C::Receipt,
-            P::PhaseFile => C::PhaseFile,
-            P::Topology => C::Topology,
-            P::StagingConflict => C::StagingConflict,
-            P::CaCheck => C::CaCheck,
-            P::Expiry => C::Expiry,
-            P::Health => C::Health,
-            P::TwoControlPlaneVoters => C::TwoControlPlaneVoters,
-            P::Backup => C::Backup,
-            P::RenewCerts => C::RenewCerts,
-            P::Restart(Component::Etcd) => C::RestartEtcd,
-            P::Restart(Component::KubeApiserver) => C::RestartKubeApiserver,
-            P::Restart(Component::KubeControllerManager) => C::RestartKubeControllerManager,
-            P::Restart(Component::KubeScheduler) => C::RestartKubeScheduler,
-            P::Postflight => C::Postflight,
-            P::Cancelled => C::Cancelled,
-            P::Done => C::Done,
+/// Where each manifest is, one entry per component (a component the map
+/// lacks is `missing`).
+impl
+    From<
+        &std::collections::BTreeMap<
+            crate::rules::component::Component,
+            crate::rules::outcome::ManifestLocation,
+        >,
+    > for ManifestLocations
+{
+    fn from(
+        m: &std::collections::BTreeMap<
+            crate::rules::component::Component,
+            crate::rules::outcome::ManifestLocation,
+        >,
+    ) -> Self {
+        use crate::rules::component::Component as C;
+        let at = |c: C| m.get(&c).map_or(ManifestLocation::Missing, |l| *l);
+        ManifestLocations {
+            etcd: at(C::Etcd),
+            kube_apiserver: at(C::KubeApiserver),
+            kube_controller_manager: at(C::KubeControllerManager),
+            kube_scheduler: at(C::KubeScheduler),
         }
+    }
+}
+
+/// CA fingerprints keyed as `phase::CA_KEYS` (other keys are not CAs).
+impl From<&std::collections::BTreeMap<String, String>> for CaSha256 {
+    fn from(m: &std::collections::BTreeMap<String, String>) -> Self {
+        use crate::rules::phase::CA_KEYS;
+        let at = |k: &str| m.get(k).cloned().map(Sha256Hex);
+        CaSha256 {
+            ca: at(CA_KEYS[0]),
+            etcd_ca: at(CA_KEYS[1]),
+            front_proxy_ca: at(CA_KEYS[2]),
+        }
+    }
+}
+
+impl Message {
+    /// At most 512 bytes, control characters replaced (`receipt::bounded_message`).
+    pub fn bounded(s: &str) -> Message {
+        Message(crate::rules::receipt::bounded_message(s))
+    }
+}
+
+impl ManifestLocations {
+    /// Where `c`'s manifest is.
+    pub fn get(&self, c: Component) -> ManifestLocation {
+        match c {
+            Component::Etcd => self.etcd,
+            Component::KubeApiserver => self.kube_apiserver,
+            Component::KubeControllerManager => self.kube_controller_manager,
+            Component::KubeScheduler => self.kube_scheduler,
+        }
+    }
+    /// Each component's location, in restart order.
+    pub fn iter(&self) -> impl Iterator<Item = (Component, ManifestLocation)> + '_ {
+        Component::ALL.into_iter().map(|c| (c, self.get(c)))
     }
 }
