@@ -736,14 +736,15 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
         .map(|(k, c)| (k.to_string(), hex(c)))
         .collect();
     let base = PhaseV2 {
+        format: contract::PhaseV2Format::V2,
         operation_id: Id::parse("cycle-7@cp-1").unwrap(),
         state: S::RestartPending,
         next_component: Some(C::KubeControllerManager),
-        ca_sha256: cas.clone(),
+        ca_sha256: (&cas).into(),
         force: true,
         threshold_days: 45,
-        started_at: "2026-11-30T00:00:00Z".into(),
-        updated_at: "2026-11-30T00:03:00.5Z".into(),
+        started_at: contract::Timestamp("2026-11-30T00:00:00Z".into()),
+        updated_at: contract::Timestamp("2026-11-30T00:03:00.5Z".into()),
         resumed_from: None,
         recovery: false,
     };
@@ -754,7 +755,7 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
             next_component: None,
             resumed_from: Some(ResumedFrom {
                 operation_id: None,
-                format: phase::LEGACY_FORMAT.into(),
+                format: contract::PhaseFormat::LegacyFiveLine,
             }),
             ..base.clone()
         },
@@ -763,7 +764,7 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
             next_component: None,
             resumed_from: Some(ResumedFrom {
                 operation_id: Some(Id::parse("cycle-6").unwrap()),
-                format: phase::V2_FORMAT.into(),
+                format: contract::PhaseFormat::V2,
             }),
             ..base.clone()
         },

@@ -10,7 +10,7 @@ use nvke_cert_runbook::rules::opid::OperationId;
 use nvke_cert_runbook::rules::outcome::{ManifestLocation, Outcome, Phase};
 use nvke_cert_runbook::rules::phase::{
     parse_phase_file, render_legacy, render_v2, LegacyPhase, PhaseFile, PhaseState, PhaseV2,
-    ResumedFrom, CA_KEYS, LEGACY_FORMAT, V2_FORMAT,
+    ResumedFrom, CA_KEYS,
 };
 use nvke_cert_runbook::rules::receipt::{bounded_message, parse_receipt, render_receipt, Receipt};
 use proptest::collection::vec;
@@ -73,11 +73,11 @@ fn arb_resumed_from() -> impl Strategy<Value = Option<ResumedFrom>> {
     prop::option::of(prop_oneof![
         arb_id().prop_map(|id| ResumedFrom {
             operation_id: Some(id),
-            format: V2_FORMAT.to_string(),
+            format: nvke_cert_runbook::contract::PhaseFormat::V2,
         }),
         Just(ResumedFrom {
             operation_id: None,
-            format: LEGACY_FORMAT.to_string(),
+            format: nvke_cert_runbook::contract::PhaseFormat::LegacyFiveLine,
         }),
     ])
 }
@@ -107,14 +107,15 @@ fn arb_v2() -> impl Strategy<Value = PhaseV2> {
                 recovery,
             )| {
                 PhaseV2 {
+                    format: nvke_cert_runbook::contract::PhaseV2Format::V2,
                     operation_id,
                     state,
                     next_component,
-                    ca_sha256,
+                    ca_sha256: (&ca_sha256).into(),
                     force,
                     threshold_days,
-                    started_at: s,
-                    updated_at: u,
+                    started_at: nvke_cert_runbook::contract::Timestamp(s),
+                    updated_at: nvke_cert_runbook::contract::Timestamp(u),
                     resumed_from: r,
                     recovery,
                 }

@@ -212,19 +212,6 @@ pub enum RenewDocument {
 // ---------------------------------------------------------------------------
 // From the renewal's own values to the contract's vocabulary.
 
-impl From<&crate::rules::phase::ResumedFrom> for ResumedFrom {
-    fn from(r: &crate::rules::phase::ResumedFrom) -> Self {
-        ResumedFrom {
-            operation_id: r.operation_id.clone(),
-            format: if r.format == crate::rules::phase::LEGACY_FORMAT {
-                PhaseFormat::LegacyFiveLine
-            } else {
-                PhaseFormat::V2
-            },
-        }
-    }
-}
-
 impl LeafName {
     /// Every leaf, in SPEC order (the order of `pki::LEAVES`).
     pub const SPEC_ORDER: [LeafName; 11] = [

@@ -6,8 +6,8 @@
 use crate::contract::cli::Global;
 use crate::contract::{
     self, CaSha256, CertificateChange, ConstBool, EarlyOutcome, EarlyPhase, EmptyObject,
-    EtcdVoters, LeafName, ManifestLocations, Message, Null, RenewEarlyFailure, RenewMode,
-    RenewOnly, RenewReplay, RenewResult, Restart, Timestamp,
+    EtcdVoters, LeafName, ManifestLocations, Message, Null, PhaseFormat, RenewEarlyFailure,
+    RenewMode, RenewOnly, RenewReplay, RenewResult, Restart, Timestamp,
 };
 use crate::modes::output::Report;
 use crate::node::backup;
@@ -24,8 +24,7 @@ use crate::rules::component::Component;
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
 use crate::rules::phase::{
-    self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS, LEGACY_FORMAT,
-    V2_FORMAT,
+    self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS,
 };
 use crate::rules::pki::{self, LeafKind};
 use crate::rules::receipt::{self, with_tail, Receipt};
@@ -376,7 +375,7 @@ impl PhaseWriter {
                 self.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
                 self.resumed_from = Some(ResumedFrom {
                     operation_id: None,
-                    format: LEGACY_FORMAT.into(),
+                    format: PhaseFormat::LegacyFiveLine,
                 });
                 self.resumed = Some(Resumed::Legacy);
                 tracing::info!(
@@ -399,10 +398,10 @@ impl PhaseWriter {
                 ),
             )),
             (Resume::Own { start }, PhaseFile::V2(p)) => {
-                self.ca = p.ca_sha256.clone();
+                self.ca = p.ca_sha256.to_map();
                 self.resumed_recovery = p.recovery;
                 self.recovery |= p.recovery;
-                self.started_at = p.started_at.clone();
+                self.started_at = p.started_at.0.clone();
                 self.resumed_from = p.resumed_from.clone();
                 self.resumed = Some(Resumed::Own);
                 tracing::info!(
@@ -432,7 +431,7 @@ impl PhaseWriter {
                 },
                 PhaseFile::V2(p),
             ) => {
-                self.ca = p.ca_sha256.clone();
+                self.ca = p.ca_sha256.to_map();
                 self.resumed_recovery = p.recovery;
                 self.recovery |= p.recovery;
                 if supersede {
@@ -445,7 +444,7 @@ impl PhaseWriter {
                 self.resumed = Some(Resumed::Other(from.clone()));
                 self.resumed_from = Some(ResumedFrom {
                     operation_id: Some(from),
-                    format: V2_FORMAT.into(),
+                    format: PhaseFormat::V2,
                 });
                 Ok(start)
             }
@@ -475,11 +474,12 @@ impl PhaseWriter {
                     operation_id: id.clone(),
                     state,
                     next_component: next,
-                    ca_sha256: self.ca.clone(),
+                    format: crate::rules::files::PhaseV2Format::V2,
+                    ca_sha256: (&self.ca).into(),
                     force: env.req.force(),
                     threshold_days: env.g.threshold_days,
-                    started_at: self.started_at.clone(),
-                    updated_at: clock::rfc3339(env.now()),
+                    started_at: Timestamp(self.started_at.clone()),
+                    updated_at: Timestamp(clock::rfc3339(env.now())),
                     resumed_from: self.resumed_from.clone(),
                     recovery: self.recovery,
                 };
@@ -643,11 +643,7 @@ impl Run<'_> {
             receipt_written: end.receipt_written,
             runtime_endpoint: self.env.rt.endpoint().cloned(),
             resigned: self.report.resigned,
-            resumed_from: self
-                .phase
-                .resumed_from
-                .as_ref()
-                .map(contract::ResumedFrom::from),
+            resumed_from: self.phase.resumed_from.clone(),
             certificates: cert_rows(self.report.before.as_ref(), after, now),
             ca_sha256: CaSha256::from(&node_pki::ca_fingerprints(&node_pki::read_cas(
                 self.env.root,
@@ -1532,14 +1528,15 @@ mod tests {
             pki::sha256_hex(&std::fs::read(t.path().join("etc/kubernetes/pki").join(f)).unwrap())
         };
         let p = PhaseV2 {
+            format: crate::rules::files::PhaseV2Format::V2,
             operation_id: OperationId::parse("op-dead").unwrap(),
             state: PhaseState::RestartPending,
             next_component: Some(Component::KubeScheduler),
             ca_sha256: CA_KEYS.iter().map(|k| (k.to_string(), ca(k))).collect(),
             force: false,
             threshold_days: 30,
-            started_at: "2026-11-29T23:00:00Z".into(),
-            updated_at: "2026-11-29T23:10:00Z".into(),
+            started_at: Timestamp("2026-11-29T23:00:00Z".into()),
+            updated_at: Timestamp("2026-11-29T23:10:00Z".into()),
             resumed_from: None,
             recovery: false,
         };

@@ -154,8 +154,8 @@ impl PhaseReport {
                 PhaseFile::V2(p2) => {
                     v.format = Some(doc::PhaseFormat::V2);
                     v.operation_id = Some(p2.operation_id.clone());
-                    v.started_at = Some(doc::Timestamp(p2.started_at.clone()));
-                    v.updated_at = Some(doc::Timestamp(p2.updated_at.clone()));
+                    v.started_at = Some(p2.started_at.clone());
+                    v.updated_at = Some(p2.updated_at.clone());
                     v.force = Some(p2.force);
                     v.threshold_days = Some(p2.threshold_days);
                     v.ca_sha256 = Some(doc::CaSha256::from(&p2.ca_sha256));
@@ -575,6 +575,7 @@ pub(crate) mod state_files {
 
     pub(crate) fn v2(op: &str, state: PhaseState, next: Option<Component>) -> PhaseFile {
         PhaseFile::V2(PhaseV2 {
+            format: crate::rules::files::PhaseV2Format::V2,
             operation_id: id(op),
             state,
             next_component: next,
@@ -584,8 +585,8 @@ pub(crate) mod state_files {
                 .collect(),
             force: false,
             threshold_days: 30,
-            started_at: "2026-11-30T00:00:00Z".into(),
-            updated_at: "2026-11-30T00:00:00Z".into(),
+            started_at: crate::rules::values::Timestamp("2026-11-30T00:00:00Z".into()),
+            updated_at: crate::rules::values::Timestamp("2026-11-30T00:00:00Z".into()),
             resumed_from: None,
             recovery: false,
         })

@@ -12,10 +12,13 @@ pub const RECEIPT_FORMAT: &str = "nvke-cert-runbook/receipt/v1";
 /// `nvke-cert-runbook/phase/v2`.
 pub const V2_FORMAT: &str = "nvke-cert-runbook/phase/v2";
 
+fn de_v2_format<'de, D: Deserializer<'de>>(d: D) -> Result<PhaseV2Format, D::Error> {
+    de::exactly(d, V2_FORMAT).map(|()| PhaseV2Format::V2)
+}
+
 fn de_receipt_format<'de, D: Deserializer<'de>>(d: D) -> Result<ReceiptFormat, D::Error> {
     de::exactly(d, RECEIPT_FORMAT).map(|()| ReceiptFormat::V1)
 }
-
 
 /// Always `nvke-cert-runbook/receipt/v1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,25 +114,41 @@ pub enum PhaseV2Format {
     }])
 ))]
 pub struct PhaseV2File {
+    #[serde(deserialize_with = "de_v2_format")]
     pub format: PhaseV2Format,
     /// The operation whose receipt this work leads to.
-    #[serde(rename = "operationID")]
+    #[serde(rename = "operationID", deserialize_with = "de::operation_id")]
     pub operation_id: OperationId,
+    #[serde(deserialize_with = "crate::rules::phase::de_state")]
     pub state: PhaseState,
     /// Only with `restart_pending`; null there means postflight only.
+    #[serde(deserialize_with = "de::opt_component")]
     pub next_component: Option<Component>,
-    #[serde(rename = "caSHA256")]
+    #[serde(rename = "caSHA256", deserialize_with = "de::ca_all")]
     pub ca_sha256: CaSha256All,
+    #[serde(deserialize_with = "de::boolean")]
     pub force: bool,
+    #[serde(deserialize_with = "crate::rules::phase::de_threshold")]
     #[cfg_attr(feature = "schema", schemars(range(min = 7, max = 90)))]
     pub threshold_days: u32,
+    #[serde(deserialize_with = "de::timestamp")]
     pub started_at: Timestamp,
+    #[serde(deserialize_with = "de::timestamp")]
     pub updated_at: Timestamp,
+    #[serde(deserialize_with = "crate::rules::phase::de_resumed_from")]
     pub resumed_from: Option<ResumedFrom>,
     /// v1.2 (SPEC 11): true while the work is a `--recover-expired` run's
     /// (a resumed run goes on as a recovery); absent otherwise.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        default,
+        skip_serializing_if = "std::ops::Not::not",
+        deserialize_with = "de::boolean"
+    )]
     pub recovery: bool,
+}
+
+impl StrictFile for PhaseV2File {
+    const OPTIONAL: &'static [&'static str] = &["recovery"];
 }
 
 /// The mode of the process that holds (or last held) the lock.

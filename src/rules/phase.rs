@@ -3,12 +3,13 @@
 
 use crate::rules::component::Component;
 use crate::rules::opid::{excerpt, excerpt_bytes, OperationId};
-use crate::rules::{files, values};
-use serde::Serialize;
+use crate::rules::strict::{self, ParseError, KEY};
+use crate::rules::values::{PhaseFormat, Sha256Hex};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
 
-pub const V2_FORMAT: &str = "nvke-cert-runbook/phase/v2";
+pub use crate::rules::files::{PhaseV2File as PhaseV2, V2_FORMAT};
+pub use crate::rules::values::ResumedFrom;
 /// The name used for the legacy format in `resumedFrom.format` and in output.
 pub const LEGACY_FORMAT: &str = "legacy-five-line";
 /// The three CA files, keyed as in `caSHA256` (relative to `pki/`).
@@ -26,35 +27,6 @@ impl std::fmt::Display for PhaseState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
-}
-
-/// `resumedFrom` of a V2 phase file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResumedFrom {
-    /// None when the work taken over was legacy (it has no ID).
-    pub operation_id: Option<OperationId>,
-    /// `V2_FORMAT` or `LEGACY_FORMAT`.
-    pub format: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PhaseV2 {
-    pub operation_id: OperationId,
-    pub state: PhaseState,
-    /// Only with `RestartPending` (and may be None there: postflight only).
-    pub next_component: Option<Component>,
-    /// Exactly the three `CA_KEYS`, 64 lowercase hex each.
-    pub ca_sha256: BTreeMap<String, String>,
-    pub force: bool,
-    /// 7..=90
-    pub threshold_days: u32,
-    /// RFC 3339 UTC (`...Z`), validated on parse.
-    pub started_at: String,
-    pub updated_at: String,
-    pub resumed_from: Option<ResumedFrom>,
-    /// v1.2 (SPEC 11): the work is a `--recover-expired` run's; optional on
-    /// parse, not written when false.
-    pub recovery: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,36 +127,10 @@ pub fn parse_phase_file(bytes: &[u8]) -> Result<PhaseFile, String> {
     }
 }
 
-/// Render a V2 phase file (pretty JSON, trailing newline) through its
-/// contract type. Must round-trip through `parse_phase_file`.
+/// Render a V2 phase file (pretty JSON, trailing newline). Must round-trip
+/// through `parse_phase_file`.
 pub fn render_v2(p: &PhaseV2) -> Vec<u8> {
-    pretty_json_line(&files::PhaseV2File::from(p))
-}
-
-/// The one conversion from the domain value to the file's contract type. A
-/// CA key that is missing renders as an empty string (which `validate_v2`
-/// refuses first); keys other than `CA_KEYS` are not written.
-impl From<&PhaseV2> for files::PhaseV2File {
-    fn from(p: &PhaseV2) -> Self {
-        let ca = |k: &str| values::Sha256Hex(p.ca_sha256.get(k).cloned().unwrap_or_default());
-        files::PhaseV2File {
-            format: files::PhaseV2Format::V2,
-            operation_id: p.operation_id.clone(),
-            state: p.state,
-            next_component: p.next_component,
-            ca_sha256: values::CaSha256All {
-                ca: ca(CA_KEYS[0]),
-                etcd_ca: ca(CA_KEYS[1]),
-                front_proxy_ca: ca(CA_KEYS[2]),
-            },
-            force: p.force,
-            threshold_days: p.threshold_days,
-            started_at: values::Timestamp(p.started_at.clone()),
-            updated_at: values::Timestamp(p.updated_at.clone()),
-            resumed_from: p.resumed_from.as_ref().map(values::ResumedFrom::from),
-            recovery: p.recovery,
-        }
-    }
+    pretty_json_line(p)
 }
 
 /// Render the legacy five lines. Must round-trip through `parse_phase_file`.
@@ -209,14 +155,18 @@ pub fn validate_v2(p: &PhaseV2) -> Result<(), String> {
 
 fn check_v2(p: &PhaseV2) -> Result<(), String> {
     check_pair(p.state, p.next_component)?;
-    check_ca_map(&p.ca_sha256, "caSHA256", true)?;
-    check_threshold(p.threshold_days.into())?;
-    check_time("startedAt", &p.started_at)?;
-    check_time("updatedAt", &p.updated_at)?;
-    if let Some(r) = &p.resumed_from {
-        check_resumed_format(&r.format)?;
+    let ca = &p.ca_sha256;
+    for (k, Sha256Hex(h)) in CA_KEYS
+        .iter()
+        .zip([&ca.ca, &ca.etcd_ca, &ca.front_proxy_ca])
+    {
+        if !is_sha256_hex(h) {
+            return Err(format!("caSHA256.{k} is not 64 lowercase hex digits"));
+        }
     }
-    Ok(())
+    check_threshold(p.threshold_days.into())?;
+    check_time("startedAt", &p.started_at.0)?;
+    check_time("updatedAt", &p.updated_at.0)
 }
 
 /// Check that a legacy value would be written as a valid phase file.
@@ -230,107 +180,75 @@ pub fn validate_legacy(p: &LegacyPhase) -> Result<(), String> {
 // ---------------------------------------------------------------------------
 // V2
 
-fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, String> {
-    let value = parse_json_strict(bytes)?;
-    let mut obj = value
-        .as_object()
-        .ok_or_else(|| "not a JSON object".to_string())?
-        .clone();
-    // v1.2's optional key, then the required ones.
-    let recovery = match obj.remove("recovery") {
-        None => false,
-        Some(Value::Bool(b)) => b,
-        Some(_) => return Err("recovery is not a boolean".to_string()),
-    };
-    let obj = &obj;
-    check_known_keys(
-        obj,
-        &[
-            "format",
-            "operationID",
-            "state",
-            "nextComponent",
-            "caSHA256",
-            "force",
-            "thresholdDays",
-            "startedAt",
-            "updatedAt",
-            "resumedFrom",
-        ],
-        "",
-    )?;
-    let format = get_str(obj, "format")?;
-    if format != V2_FORMAT {
-        return Err(format!(
-            "format is {}, expected {V2_FORMAT:?}",
-            excerpt(format)
-        ));
-    }
-    let operation_id = get_id(obj, "operationID")?;
-    let state_s = get_str(obj, "state")?;
-    let state = PhaseState::from_name(state_s).ok_or_else(|| {
-        format!(
-            "state {} is not renewing, restart_pending or done",
-            excerpt(state_s)
-        )
-    })?;
-    let next_component = get_opt_component(obj, "nextComponent")?;
-    check_pair(state, next_component)?;
-    let ca_sha256 = get_ca_map(obj, "caSHA256", true)?;
-    let force = match &obj["force"] {
-        Value::Bool(b) => *b,
-        _ => return Err("force is not a boolean".to_string()),
-    };
-    let threshold_days = match obj["thresholdDays"].as_u64() {
+fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, ParseError> {
+    let p: PhaseV2 = strict::read(bytes)?;
+    check_pair(p.state, p.next_component).map_err(ParseError::whole)?;
+    Ok(p)
+}
+
+/// `state` (`#[serde(deserialize_with)]`).
+pub(crate) fn de_state<'de, D: Deserializer<'de>>(d: D) -> Result<PhaseState, D::Error> {
+    let s = strict::de::string(d)?;
+    PhaseState::from_name(&s).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "{KEY} {} is not renewing, restart_pending or done",
+            excerpt(&s)
+        ))
+    })
+}
+
+/// `thresholdDays` (`#[serde(deserialize_with)]`).
+pub(crate) fn de_threshold<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    match Value::deserialize(d)?.as_u64() {
         Some(n) => {
-            check_threshold(n)?;
-            n as u32
+            check_threshold(n).map_err(serde::de::Error::custom)?;
+            Ok(n as u32)
         }
-        None => {
-            return Err(format!(
-                "thresholdDays is not an integer in {MIN_THRESHOLD_DAYS}..={MAX_THRESHOLD_DAYS}"
+        None => Err(serde::de::Error::custom(format!(
+            "thresholdDays is not an integer in {MIN_THRESHOLD_DAYS}..={MAX_THRESHOLD_DAYS}"
+        ))),
+    }
+}
+
+/// `resumedFrom` (`#[serde(deserialize_with)]`): null, or the operation
+/// and format taken over (a key a newer version added is ignored).
+pub(crate) fn de_resumed_from<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<ResumedFrom>, D::Error> {
+    use serde::de::Error;
+    let r = match Value::deserialize(d)? {
+        Value::Null => return Ok(None),
+        Value::Object(r) => r,
+        _ => return Err(D::Error::custom("resumedFrom is not an object or null")),
+    };
+    check_known_keys(&r, &["operationID", "format"], "resumedFrom.").map_err(D::Error::custom)?;
+    let operation_id = match &r["operationID"] {
+        Value::Null => None,
+        Value::String(s) => Some(
+            OperationId::parse(s)
+                .map_err(|e| D::Error::custom(format!("resumedFrom.operationID: {e}")))?,
+        ),
+        _ => {
+            return Err(D::Error::custom(
+                "resumedFrom.operationID is not a string or null",
             ))
         }
     };
-    let started_at = get_time(obj, "startedAt")?;
-    let updated_at = get_time(obj, "updatedAt")?;
-    let resumed_from = match &obj["resumedFrom"] {
-        Value::Null => None,
-        Value::Object(r) => {
-            check_known_keys(r, &["operationID", "format"], "resumedFrom.")?;
-            let operation_id = match &r["operationID"] {
-                Value::Null => None,
-                Value::String(s) => Some(
-                    OperationId::parse(s).map_err(|e| format!("resumedFrom.operationID: {e}"))?,
-                ),
-                _ => return Err("resumedFrom.operationID is not a string or null".to_string()),
-            };
-            let format = match &r["format"] {
-                Value::String(f) => {
-                    check_resumed_format(f)?;
-                    f.clone()
-                }
-                _ => return Err("resumedFrom.format is not a string".to_string()),
-            };
-            Some(ResumedFrom {
-                operation_id,
-                format,
-            })
+    let format = match &r["format"] {
+        Value::String(f) => {
+            check_resumed_format(f).map_err(D::Error::custom)?;
+            if f == LEGACY_FORMAT {
+                PhaseFormat::LegacyFiveLine
+            } else {
+                PhaseFormat::V2
+            }
         }
-        _ => return Err("resumedFrom is not an object or null".to_string()),
+        _ => return Err(D::Error::custom("resumedFrom.format is not a string")),
     };
-    Ok(PhaseV2 {
+    Ok(Some(ResumedFrom {
         operation_id,
-        state,
-        next_component,
-        ca_sha256,
-        force,
-        threshold_days,
-        started_at,
-        updated_at,
-        resumed_from,
-        recovery,
-    })
+        format,
+    }))
 }
 
 /// Only `restart_pending` may name a next component.
@@ -581,32 +499,6 @@ pub(crate) fn check_keys(
     Ok(())
 }
 
-/// A string field (the key is known present).
-pub(crate) fn get_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
-    obj.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("{key} is not a string"))
-}
-
-/// A valid operation ID field.
-pub(crate) fn get_id(obj: &Map<String, Value>, key: &str) -> Result<OperationId, String> {
-    OperationId::parse(get_str(obj, key)?).map_err(|e| format!("{key}: {e}"))
-}
-
-/// `null` or a component name.
-pub(crate) fn get_opt_component(
-    obj: &Map<String, Value>,
-    key: &str,
-) -> Result<Option<Component>, String> {
-    match obj.get(key) {
-        Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Component::from_name(s)
-            .map(Some)
-            .ok_or_else(|| format!("{key} {} is not one of the four components", excerpt(s))),
-        _ => Err(format!("{key} is not a component name or null")),
-    }
-}
-
 /// The longest timestamp accepted (well above `2026-11-30T00:00:00.123456789Z`).
 const MAX_TIMESTAMP_LEN: usize = 40;
 
@@ -630,13 +522,6 @@ fn is_utc_timestamp_shape(s: &str) -> bool {
     fixed && frac_ok
 }
 
-/// An RFC 3339 UTC (`...Z`) timestamp string, kept as written.
-pub(crate) fn get_time(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
-    let s = get_str(obj, key)?;
-    check_time(key, s)?;
-    Ok(s.to_string())
-}
-
 /// `s` (the value of `key`) is an RFC 3339 UTC (`...Z`) timestamp.
 pub(crate) fn check_time(key: &str, s: &str) -> Result<(), String> {
     if !is_utc_timestamp_shape(s) || crate::rules::clock::parse_rfc3339(s, true).is_err() {
@@ -644,62 +529,6 @@ pub(crate) fn check_time(key: &str, s: &str) -> Result<(), String> {
             "{key} {} is not an RFC 3339 UTC timestamp (ending in Z)",
             excerpt(s)
         ));
-    }
-    Ok(())
-}
-
-/// A `caSHA256` object: keys among `CA_KEYS` (all three when `all_three`),
-/// values 64 lowercase hex.
-pub(crate) fn get_ca_map(
-    obj: &Map<String, Value>,
-    key: &str,
-    all_three: bool,
-) -> Result<BTreeMap<String, String>, String> {
-    let m = obj
-        .get(key)
-        .and_then(Value::as_object)
-        .ok_or_else(|| format!("{key} is not an object"))?;
-    let mut out = BTreeMap::new();
-    for (k, v) in m {
-        // A non-string value is refused below with the hex message (after
-        // the key checks, as before).
-        out.insert(k.clone(), v.as_str().map(str::to_string));
-    }
-    check_ca_keys(&out, key, all_three)?;
-    let mut hex = BTreeMap::new();
-    for (k, v) in out {
-        match v {
-            Some(h) if is_sha256_hex(&h) => {
-                hex.insert(k, h);
-            }
-            _ => return Err(format!("{key}.{k} is not 64 lowercase hex digits")),
-        }
-    }
-    Ok(hex)
-}
-
-/// The checks `get_ca_map` makes, on a map about to be written.
-pub(crate) fn check_ca_map(
-    m: &BTreeMap<String, String>,
-    key: &str,
-    all_three: bool,
-) -> Result<(), String> {
-    check_ca_keys(m, key, all_three)?;
-    match m.iter().find(|(_, h)| !is_sha256_hex(h)) {
-        Some((k, _)) => Err(format!("{key}.{k} is not 64 lowercase hex digits")),
-        None => Ok(()),
-    }
-}
-
-/// Keys among `CA_KEYS` (unknown ones first), all three when `all_three`.
-fn check_ca_keys<V>(m: &BTreeMap<String, V>, key: &str, all_three: bool) -> Result<(), String> {
-    if let Some(k) = m.keys().find(|k| !CA_KEYS.contains(&k.as_str())) {
-        return Err(format!("unknown key {key}.{}", excerpt(k)));
-    }
-    if all_three {
-        if let Some(k) = CA_KEYS.iter().find(|k| !m.contains_key(**k)) {
-            return Err(format!("missing key {key}.{k}"));
-        }
     }
     Ok(())
 }
@@ -719,6 +548,7 @@ pub use crate::rules::values::is_sha256_hex;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::values::Timestamp;
 
     const H1: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     const H2: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -726,6 +556,7 @@ mod tests {
 
     fn v2() -> PhaseV2 {
         PhaseV2 {
+            format: crate::rules::files::PhaseV2Format::V2,
             operation_id: OperationId::parse("cycle-1@node-a").unwrap(),
             state: PhaseState::RestartPending,
             next_component: Some(Component::KubeApiserver),
@@ -736,8 +567,8 @@ mod tests {
                 .collect(),
             force: false,
             threshold_days: 30,
-            started_at: "2026-11-30T00:00:00Z".to_string(),
-            updated_at: "2026-11-30T00:05:00Z".to_string(),
+            started_at: Timestamp("2026-11-30T00:00:00Z".to_string()),
+            updated_at: Timestamp("2026-11-30T00:05:00Z".to_string()),
             resumed_from: None,
             recovery: false,
         }
@@ -848,11 +679,11 @@ mod tests {
         for rf in [
             ResumedFrom {
                 operation_id: Some(OperationId::parse("older").unwrap()),
-                format: V2_FORMAT.to_string(),
+                format: PhaseFormat::V2,
             },
             ResumedFrom {
                 operation_id: None,
-                format: LEGACY_FORMAT.to_string(),
+                format: PhaseFormat::LegacyFiveLine,
             },
         ] {
             let mut p = v2();
@@ -1115,7 +946,7 @@ mod tests {
         .unwrap() else {
             panic!("not V2")
         };
-        assert_eq!(p.resumed_from.unwrap().format, LEGACY_FORMAT);
+        assert_eq!(p.resumed_from.unwrap().format, PhaseFormat::LegacyFiveLine);
         bad(
             with(
                 "resumedFrom",

@@ -187,7 +187,7 @@ pub mod de {
     use crate::rules::opid::{excerpt, OperationId};
     use crate::rules::phase::{check_time, CA_KEYS};
     use crate::rules::values::{
-        is_sha256_hex, CaSha256, CaSha256All, ManifestLocations, Message, Sha256Hex, Timestamp,
+        is_sha256_hex, CaSha256, CaSha256All, ManifestLocations, Message, Timestamp,
     };
     use serde::de::Error;
     use serde::{Deserialize, Deserializer};
@@ -361,11 +361,6 @@ pub mod de {
     /// All three CA fingerprints (a phase file's).
     pub fn ca_all<'de, D: Deserializer<'de>>(d: D) -> Result<CaSha256All, D::Error> {
         let m = ca_map::<D::Error>(value(d)?, true)?;
-        let at = |k: &str| Sha256Hex(m.get(k).cloned().unwrap_or_default());
-        Ok(CaSha256All {
-            ca: at(CA_KEYS[0]),
-            etcd_ca: at(CA_KEYS[1]),
-            front_proxy_ca: at(CA_KEYS[2]),
-        })
+        Ok(CaSha256All::from(&m))
     }
 }

@@ -596,3 +596,61 @@ impl ManifestLocations {
         Component::ALL.into_iter().map(|c| (c, self.get(c)))
     }
 }
+
+impl PhaseFormat {
+    /// `nvke-cert-runbook/phase/v2` or `legacy-five-line`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseFormat::V2 => crate::rules::files::V2_FORMAT,
+            PhaseFormat::LegacyFiveLine => "legacy-five-line",
+        }
+    }
+}
+
+impl std::fmt::Display for PhaseFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl CaSha256All {
+    /// Keyed as `phase::CA_KEYS`.
+    pub fn to_map(&self) -> std::collections::BTreeMap<String, String> {
+        use crate::rules::phase::CA_KEYS;
+        [&self.ca, &self.etcd_ca, &self.front_proxy_ca]
+            .into_iter()
+            .zip(CA_KEYS)
+            .map(|(h, k)| (k.to_string(), h.0.clone()))
+            .collect()
+    }
+}
+
+/// A CA the map lacks is an empty string (which no reader accepts, and
+/// `phase::validate_v2` refuses first); other keys are not CAs.
+impl From<&std::collections::BTreeMap<String, String>> for CaSha256All {
+    fn from(m: &std::collections::BTreeMap<String, String>) -> Self {
+        use crate::rules::phase::CA_KEYS;
+        let at = |k: &str| Sha256Hex(m.get(k).cloned().unwrap_or_default());
+        CaSha256All {
+            ca: at(CA_KEYS[0]),
+            etcd_ca: at(CA_KEYS[1]),
+            front_proxy_ca: at(CA_KEYS[2]),
+        }
+    }
+}
+
+impl From<&CaSha256All> for CaSha256 {
+    fn from(c: &CaSha256All) -> Self {
+        CaSha256 {
+            ca: Some(c.ca.clone()),
+            etcd_ca: Some(c.etcd_ca.clone()),
+            front_proxy_ca: Some(c.front_proxy_ca.clone()),
+        }
+    }
+}
+
+impl FromIterator<(String, String)> for CaSha256All {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(it: I) -> Self {
+        CaSha256All::from(&it.into_iter().collect())
+    }
+}
