@@ -16,16 +16,14 @@ use crate::node::inspect::{self, ReceiptLookup};
 use crate::node::lock::{self, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
-use crate::node::paths::{BACKUP_DIR, BACKUP_V1_DIR, PHASE_FILE, STATE_FILE_MODE};
+use crate::node::paths::{BACKUP_DIR, BACKUP_V1_DIR, STATE_FILE_MODE};
 use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
-use crate::node::statedir::{CheckedReceipt, StateDir};
+use crate::node::statedir::{Did, StateDir};
 use crate::rules::clock;
 use crate::rules::component::Component;
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
-use crate::rules::phase::{
-    self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS,
-};
+use crate::rules::phase::{LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS};
 use crate::rules::pki::{self, LeafKind};
 use crate::rules::receipt::{self, with_tail, Receipt};
 use crate::rules::resume::{resume, Asker, Resume, Start};
@@ -278,6 +276,7 @@ impl Env<'_> {
         phase: Phase,
         message: &str,
         failed: Option<Component>,
+        did: Did<'_>,
     ) -> Receipt {
         crate::node::statedir::new_receipt(
             self.root,
@@ -287,6 +286,7 @@ impl Env<'_> {
                 phase,
                 message,
                 failed_component: failed,
+                did,
             },
             manifests::placement(self.root).receipt_locations(),
             self.now(),
@@ -335,18 +335,12 @@ impl PhaseWriter {
     /// StepLog 3: read the phase file and decide where to start.
     fn read_phase(&mut self, env: &Env<'_>) -> Result<Start, Fail> {
         let _step = StepLog::new("phase-file");
-        let bytes = StateDir::new(&self.state)
+        let file = StateDir::new(&self.state)
             .read_phase()
             .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
-        let Some(bytes) = bytes else {
+        let Some(file) = file else {
             return Ok(Start::Fresh);
         };
-        let file = phase::parse_phase_file(&bytes).map_err(|e| {
-            fail(
-                Phase::PhaseFile,
-                format!("{}: {e}", crate::node::paths::state(PHASE_FILE)),
-            )
-        })?;
         let asker = match env.req {
             Request::V2 { id, .. } => Asker::V2(id),
             Request::Legacy { .. } => Asker::Legacy,
@@ -468,49 +462,31 @@ impl PhaseWriter {
                 self.write_supersede(env, &other)?;
             }
         }
-        let bytes = match &self.format {
-            Format::V2(id) => {
-                let p = PhaseV2 {
-                    operation_id: id.clone(),
-                    state,
-                    next_component: next,
-                    format: crate::rules::files::PhaseV2Format::V2,
-                    ca_sha256: (&self.ca).into(),
-                    force: env.req.force(),
-                    threshold_days: env.g.threshold_days,
-                    started_at: Timestamp(self.started_at.clone()),
-                    updated_at: Timestamp(clock::rfc3339(env.now())),
-                    resumed_from: self.resumed_from.clone(),
-                    recovery: self.recovery,
-                };
-                phase::validate_v2(&p).map_err(|e| {
-                    fail(
-                        Phase::PhaseFile,
-                        format!("refusing to write the phase file: {e}"),
-                    )
-                })?;
-                phase::render_v2(&p)
-            }
-            Format::Legacy => {
-                let p = LegacyPhase {
-                    state,
-                    component: next,
-                    started: self.legacy_started,
-                    ca_sha256: self.ca.get("ca.crt").cloned().unwrap_or_default(),
-                    pid: std::process::id(),
-                };
-                phase::validate_legacy(&p).map_err(|e| {
-                    fail(
-                        Phase::PhaseFile,
-                        format!("refusing to write the phase file: {e}"),
-                    )
-                })?;
-                phase::render_legacy(&p)
-            }
+        let file = match &self.format {
+            Format::V2(id) => PhaseFile::V2(PhaseV2 {
+                format: crate::rules::files::PhaseV2Format::V2,
+                operation_id: id.clone(),
+                state,
+                next_component: next,
+                ca_sha256: (&self.ca).into(),
+                force: env.req.force(),
+                threshold_days: env.g.threshold_days,
+                started_at: Timestamp(self.started_at.clone()),
+                updated_at: Timestamp(clock::rfc3339(env.now())),
+                resumed_from: self.resumed_from.clone(),
+                recovery: self.recovery,
+            }),
+            Format::Legacy => PhaseFile::Legacy(LegacyPhase {
+                state,
+                component: next,
+                started: self.legacy_started,
+                ca_sha256: self.ca.get("ca.crt").cloned().unwrap_or_default(),
+                pid: std::process::id(),
+            }),
         };
         StateDir::new(&self.state)
-            .replace_phase(&bytes)
-            .map_err(|e| fail(Phase::PhaseFile, format!("cannot record the phase: {e}")))?;
+            .write_phase(&file)
+            .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
         self.phase_written = true;
         tracing::info!(
             state = state.as_str(),
@@ -525,9 +501,9 @@ impl PhaseWriter {
     }
 
     fn write_receipt(&self, r: &Receipt) -> Result<(), String> {
-        let checked = CheckedReceipt::check(r)?;
-        let dir = self.completed_dir().map_err(|e| e.to_string())?;
-        StateDir::write_once(&dir, checked).map_err(|e| e.to_string())?;
+        StateDir::new(&self.state)
+            .write_receipt(r)
+            .map_err(|e| e.to_string())?;
         tracing::info!(
             operation = r.operation_id.as_str(),
             outcome = r.outcome.as_str(),
@@ -551,6 +527,7 @@ impl PhaseWriter {
                 Phase::Cancelled,
                 &format!("superseded: operation {me} took over its unfinished work"),
                 None,
+                Did::default(),
             );
             self.write_receipt(&r)
                 .map_err(|e| fail(Phase::Receipt, e))?;
@@ -623,6 +600,17 @@ impl Ending {
 }
 
 impl Run<'_> {
+    /// What this run did, for its own receipt: the restarts it made (SPEC
+    /// 7, v1.2, as its document lists them); a recovery says so, with the
+    /// health it saw at its end (SPEC 11).
+    fn did(&self) -> Did<'_> {
+        Did {
+            restarts: &self.report.restarts,
+            recovery: self.phase.recovery,
+            health_at_end: self.report.health_at_end.as_deref(),
+        }
+    }
+
     /// The result document; `after`: the certificates read again after a
     /// renewal.
     fn result(
@@ -1000,8 +988,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
 /// under the lock; an unreadable or malformed file is left to the phase-file
 /// step, which reports it.
 fn legacy_refusal(state: &Dir) -> Option<String> {
-    let bytes = StateDir::new(state).read_phase().ok()??;
-    match phase::parse_phase_file(&bytes).ok()? {
+    match StateDir::new(state).read_phase().ok()?? {
         PhaseFile::V2(p) if p.state != PhaseState::Done => Some(format!(
             "--legacy-v1 refuses to run over the unfinished V2 operation {} ({}); nothing changed",
             p.operation_id,
@@ -1049,12 +1036,9 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
             .as_ref()
             .map(|d| inspect::lookup_receipt(Some(d), id))
         {
-            let mut r = run
+            let r = run
                 .env
-                .make_receipt(id, outcome, run.step.phase(), &message, None);
-            r.restarts = run.report.restarts.clone();
-            r.recovery = run.phase.recovery;
-            r.health_at_end = run.report.health_at_end.clone().map(Message);
+                .make_receipt(id, outcome, run.step.phase(), &message, None, run.did());
             written = run.phase.write_receipt(&r).is_ok();
         }
     }
@@ -1278,18 +1262,14 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
     let Some(id) = run.env.req.id() else {
         return;
     };
-    let mut r = run.env.make_receipt(
+    let r = run.env.make_receipt(
         id,
         end.outcome,
         end.phase,
         &end.full_message(),
         end.failed_component,
+        run.did(),
     );
-    // The restarts this run made (SPEC 7, v1.2), as its document lists them.
-    r.restarts = run.report.restarts.clone();
-    // A recovery says so, with the health it saw at its end (SPEC 11).
-    r.recovery = run.phase.recovery;
-    r.health_at_end = run.report.health_at_end.clone().map(Message);
     match run.phase.write_receipt(&r) {
         Ok(()) => end.receipt_written = true,
         Err(e) => {
@@ -1543,7 +1523,7 @@ mod tests {
         let state = t.path().join("var/lib/nvke/k8s-cert-renewal");
         std::fs::create_dir_all(&state).unwrap();
         std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
-        std::fs::write(state.join("phase"), phase::render_v2(&p)).unwrap();
+        std::fs::write(state.join("phase"), crate::rules::phase::render_v2(&p)).unwrap();
         std::fs::set_permissions(state.join("phase"), std::fs::Permissions::from_mode(0o600))
             .unwrap();
         let r = run(&root, &g, &req("op-next", false), &fake, &Cancel::new());

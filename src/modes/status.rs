@@ -1240,6 +1240,7 @@ fn abandon(
             phase: ph,
             message: &message,
             failed_component,
+            did: crate::node::statedir::Did::default(),
         },
         after.receipt_locations(),
         now,

@@ -9,7 +9,7 @@ use crate::node::paths::{AGENT_STATE_FILE, PHASE_FILE};
 use crate::node::statedir::StateDir;
 use crate::rules::agent::{self, AgentIntent};
 use crate::rules::opid::OperationId;
-use crate::rules::phase::{self, PhaseFile};
+use crate::rules::phase::PhaseFile;
 use crate::rules::receipt;
 
 /// How many recent receipts the operator view lists.
@@ -214,7 +214,7 @@ impl PhaseReport {
 
 /// Read and judge the phase file (state dir may be absent).
 pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
-    let bytes = match state.map(|s| StateDir::new(s).read_phase()) {
+    let file = match state.map(|s| StateDir::new(s).read_phase()) {
         None | Some(Ok(None)) => {
             return PhaseReport {
                 file: None,
@@ -222,25 +222,12 @@ pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
                 intent: RunbookIntent::Absent,
             }
         }
-        Some(Ok(Some(b))) => b,
+        Some(Ok(Some(f))) => f,
         Some(Err(e)) => {
             return PhaseReport {
                 file: None,
                 receipt_of_phase_op: ReceiptLookup::Absent,
                 intent: RunbookIntent::Malformed(e.to_string()),
-            }
-        }
-    };
-    let file = match phase::parse_phase_file(&bytes) {
-        Ok(f) => f,
-        Err(e) => {
-            return PhaseReport {
-                file: None,
-                receipt_of_phase_op: ReceiptLookup::Absent,
-                intent: RunbookIntent::Malformed(format!(
-                    "{}: {e}",
-                    crate::node::paths::state(PHASE_FILE)
-                )),
             }
         }
     };
@@ -645,8 +632,8 @@ pub(crate) mod state_files {
 
     pub(crate) fn write_phase(root: &Path, p: &PhaseFile) {
         let bytes = match p {
-            PhaseFile::V2(p) => phase::render_v2(p),
-            PhaseFile::Legacy(l) => phase::render_legacy(l),
+            PhaseFile::V2(p) => crate::rules::phase::render_v2(p),
+            PhaseFile::Legacy(l) => crate::rules::phase::render_legacy(l),
         };
         write(&state_dir(root).join(PHASE_FILE), &bytes);
     }

@@ -12,9 +12,10 @@ use crate::node::paths::{
     COMPLETED_DIR, LOG_DIR, OWNER_FILE, PHASE_FILE, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
 };
 use crate::rules::component::Component;
-use crate::rules::files::ReceiptFormat;
+use crate::rules::files::{ReceiptFormat, Restart};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
+use crate::rules::phase::{self, PhaseFile};
 use crate::rules::receipt::{self, Receipt};
 use crate::rules::values::{CaSha256, ManifestLocations, Message, Timestamp};
 use std::collections::BTreeMap;
@@ -27,13 +28,25 @@ pub struct Ended<'m> {
     /// Bounded by [`new_receipt`].
     pub message: &'m str,
     pub failed_component: Option<Component>,
+    /// What the run did (a renewal's own receipt; none otherwise).
+    pub did: Did<'m>,
+}
+
+/// What a renewal did, as its own receipt records it (SPEC 3, v1.2): the
+/// restarts it made, whether it was a recovery, the health seen at its end
+/// (bounded by [`new_receipt`]). The fencing check and a superseded
+/// operation's receipt record none of it (`Did::default()`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Did<'m> {
+    pub restarts: &'m [Restart],
+    pub recovery: bool,
+    pub health_at_end: Option<&'m str>,
 }
 
 /// The one receipt constructor (SPEC 3): for the renewal (its own, and the
 /// `superseded` one of the operation it took over), its last resort after a
 /// panic, and the fencing check. The message is bounded, the CAs are
-/// fingerprinted as they are now, the version is this binary's; no
-/// restarts (the renewal adds the ones it made).
+/// fingerprinted as they are now, the version is this binary's.
 pub fn new_receipt(
     root: &Root,
     id: &OperationId,
@@ -54,9 +67,53 @@ pub fn new_receipt(
         ca_sha256: CaSha256::from(&crate::node::node_pki::ca_fingerprints(
             &crate::node::node_pki::read_cas(root),
         )),
-        restarts: Vec::new(),
-        recovery: false,
-        health_at_end: None,
+        restarts: end.did.restarts.to_vec(),
+        recovery: end.did.recovery,
+        health_at_end: end.did.health_at_end.map(Message::bounded),
+    }
+}
+
+/// Why the phase file could not be read or written.
+#[derive(Debug)]
+pub enum PhaseError {
+    /// Reading it failed (or it was refused: a symlink, a FIFO, ...).
+    Fs(crate::node::fsx::FsError),
+    /// It is not a phase file of either format.
+    Malformed(String),
+    /// The value would not be written as one (never written).
+    Invalid(String),
+    /// Replacing it failed.
+    Record(crate::node::fsx::FsError),
+}
+
+impl std::fmt::Display for PhaseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PhaseError::Fs(e) => write!(f, "{e}"),
+            PhaseError::Malformed(e) => {
+                write!(f, "{}: {e}", crate::node::paths::state(PHASE_FILE))
+            }
+            PhaseError::Invalid(e) => write!(f, "refusing to write the phase file: {e}"),
+            PhaseError::Record(e) => write!(f, "cannot record the phase: {e}"),
+        }
+    }
+}
+
+/// Why a receipt was not written.
+#[derive(Debug)]
+pub enum ReceiptError {
+    /// It would not be read back as written (nothing touched on disk).
+    Invalid(String),
+    /// `completed/` or the file could not be made.
+    Fs(crate::node::fsx::FsError),
+}
+
+impl std::fmt::Display for ReceiptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReceiptError::Invalid(e) => f.write_str(e),
+            ReceiptError::Fs(e) => write!(f, "{e}"),
+        }
     }
 }
 
@@ -98,16 +155,31 @@ impl<'a> StateDir<'a> {
         root.create_dir_all(STATE_DIR, STATE_DIR_MODE, Trust::Strict)
     }
 
-    /// The phase file's bytes (`None`: there is none).
-    pub fn read_phase(&self) -> FsResult<Option<Vec<u8>>> {
-        self.dir
+    /// The phase file, either format (`None`: there is none).
+    pub fn read_phase(&self) -> Result<Option<PhaseFile>, PhaseError> {
+        let Some(bytes) = self
+            .dir
             .read_file(PHASE_FILE, SMALL_FILE_MAX, Trust::Strict)
+            .map_err(PhaseError::Fs)?
+        else {
+            return Ok(None);
+        };
+        phase::parse_phase_file(&bytes)
+            .map(Some)
+            .map_err(PhaseError::Malformed)
     }
 
-    /// Replace the phase file atomically (replace discipline).
-    pub fn replace_phase(&self, bytes: &[u8]) -> FsResult<()> {
+    /// Check, then replace the phase file atomically (replace discipline),
+    /// in the format it is in.
+    pub fn write_phase(&self, p: &PhaseFile) -> Result<(), PhaseError> {
+        let bytes = match p {
+            PhaseFile::V2(v2) => phase::validate_v2(v2).map(|()| phase::render_v2(v2)),
+            PhaseFile::Legacy(l) => phase::validate_legacy(l).map(|()| phase::render_legacy(l)),
+        }
+        .map_err(PhaseError::Invalid)?;
         self.dir
-            .replace(PHASE_FILE, bytes, STATE_FILE_MODE, Trust::Strict)
+            .replace(PHASE_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
+            .map_err(PhaseError::Record)
     }
 
     /// The lock owner file's bytes (`None`: there is none).
@@ -156,6 +228,14 @@ impl<'a> StateDir<'a> {
             Some(d) => Ok(d),
             None => self.create_completed(),
         }
+    }
+
+    /// Check `r`, then write `completed/<ID>.json` once (`completed/`
+    /// created when missing): a renewal's receipts.
+    pub fn write_receipt(&self, r: &Receipt) -> Result<(), ReceiptError> {
+        let checked = CheckedReceipt::check(r).map_err(ReceiptError::Invalid)?;
+        let completed = self.completed_or_create().map_err(ReceiptError::Fs)?;
+        Self::write_once(&completed, checked).map_err(ReceiptError::Fs)
     }
 
     /// Write `completed/<ID>.json` once, never replacing it
@@ -216,6 +296,7 @@ mod tests {
                 phase: Phase::Restart(Component::Etcd),
                 message: &long,
                 failed_component: Some(Component::Etcd),
+                did: Did::default(),
             },
             Component::ALL
                 .into_iter()
@@ -281,9 +362,16 @@ mod tests {
         assert!(StateDir::open(&root).unwrap().is_some());
         assert_eq!(state.read_phase().unwrap(), None);
         assert_eq!(state.read_owner().unwrap(), None);
-        state.replace_phase(b"{\"a\":1}\n").unwrap();
+        let legacy = PhaseFile::Legacy(phase::LegacyPhase {
+            state: phase::PhaseState::Done,
+            component: None,
+            started: 1,
+            ca_sha256: "a".repeat(64),
+            pid: 1,
+        });
+        state.write_phase(&legacy).unwrap();
         state.replace_owner(b"{\"pid\":1}\n").unwrap();
-        assert_eq!(state.read_phase().unwrap().unwrap(), b"{\"a\":1}\n");
+        assert_eq!(state.read_phase().unwrap().unwrap(), legacy);
         assert_eq!(state.read_owner().unwrap().unwrap(), b"{\"pid\":1}\n");
         let host = t.path().join(STATE_DIR);
         for (name, mode) in [("phase", 0o600), ("owner", 0o600), ("", 0o700)] {
