@@ -9,8 +9,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 /// `nvke-cert-runbook/receipt/v1`.
 pub const RECEIPT_FORMAT: &str = "nvke-cert-runbook/receipt/v1";
-/// `nvke-cert-runbook/phase/v2`.
-pub const V2_FORMAT: &str = "nvke-cert-runbook/phase/v2";
+pub use crate::rules::values::V2_FORMAT;
 
 fn de_v2_format<'de, D: Deserializer<'de>>(d: D) -> Result<PhaseV2Format, D::Error> {
     de::exactly(d, V2_FORMAT).map(|()| PhaseV2Format::V2)

@@ -1,14 +1,15 @@
 //! Receipts (SPEC section 3): `state/completed/<ID>.json`. Pure.
 
 use crate::rules::opid::{excerpt, OperationId};
-use crate::rules::phase::{check_time, pretty_json_line};
+use crate::rules::phase::pretty_json_line;
+use crate::rules::strict::check_time;
 use crate::rules::strict::{self, ParseError, KEY};
 use crate::rules::values::Sha256Hex;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 pub use crate::rules::files::{Receipt, Restart, RECEIPT_FORMAT};
-pub use crate::rules::values::MAX_MESSAGE_BYTES;
+pub use crate::rules::values::{bounded_message, MAX_MESSAGE_BYTES};
 /// `runbookVersion` bound, in characters.
 pub const MAX_VERSION_CHARS: usize = 100;
 /// A receipt larger than this is malformed (a real one is under 2 KiB).
@@ -123,9 +124,10 @@ pub fn validate_receipt(r: &Receipt) -> Result<(), String> {
     check_time("finishedAt", &r.finished_at.0)?;
     check_version(&r.runbook_version)?;
     let ca = &r.ca_sha256;
-    for (k, h) in crate::rules::phase::CA_KEYS
-        .iter()
-        .zip([&ca.ca, &ca.etcd_ca, &ca.front_proxy_ca])
+    for (k, h) in
+        crate::rules::values::CA_KEYS
+            .iter()
+            .zip([&ca.ca, &ca.etcd_ca, &ca.front_proxy_ca])
     {
         if let Some(Sha256Hex(h)) = h {
             if !crate::rules::values::is_sha256_hex(h) {
@@ -137,26 +139,6 @@ pub fn validate_receipt(r: &Receipt) -> Result<(), String> {
         strict::de::check_message(&h.0).map_err(|e| format!("healthAtEnd: {e}"))?;
     }
     check_restarts(&r.restarts)
-}
-
-/// Sanitize a message for output and receipts: controls become spaces, at
-/// most 512 bytes (cut at a char boundary, ending in "..." when cut).
-pub fn bounded_message(s: &str) -> String {
-    const ELLIPSIS: &str = "...";
-    let clean: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if clean.len() <= MAX_MESSAGE_BYTES {
-        return clean;
-    }
-    let mut cut = MAX_MESSAGE_BYTES - ELLIPSIS.len();
-    while !clean.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let mut out = clean[..cut].to_string();
-    out.push_str(ELLIPSIS);
-    out
 }
 
 /// `head`, `sep` and `tail`, bounded like [`bounded_message`] but cut from

@@ -12,9 +12,10 @@
 //! placeholder (`deserialize_with` functions in [`de`]), put in by
 //! [`ParseError`]'s `Display`: the only place the message is made.
 
-use crate::rules::phase::parse_json_strict;
+use crate::rules::opid::excerpt;
 use serde::de::{DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::Deserializer;
+use serde_json::Map;
 use serde_json::Value;
 use std::fmt;
 
@@ -179,13 +180,165 @@ impl<'de> Deserializer<'de> for FieldNames<'_> {
     }
 }
 
+/// Parse JSON, refusing duplicate object keys at any depth (serde_json keeps
+/// the last one silently). The error never quotes more than a short, escaped
+/// excerpt of the input.
+pub fn parse_json_strict(bytes: &[u8]) -> Result<Value, String> {
+    if let Err(e) = std::str::from_utf8(bytes) {
+        return Err(format!(
+            "not UTF-8 (invalid byte at offset {})",
+            e.valid_up_to()
+        ));
+    }
+    serde_json::from_slice::<NoDupValue>(bytes)
+        .map(|v| v.0)
+        .map_err(|e| format!("not valid JSON: {}", one_line(&e.to_string())))
+}
+
+/// At most 200 characters of `s`, escaped to one printable ASCII line.
+fn one_line(s: &str) -> String {
+    let mut out: String = s.chars().take(200).flat_map(char::escape_default).collect();
+    if s.chars().nth(200).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// A `serde_json::Value` whose objects had no repeated key.
+struct NoDupValue(Value);
+
+impl<'de> serde::Deserialize<'de> for NoDupValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDupVisitor).map(NoDupValue)
+    }
+}
+
+struct NoDupVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDupVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut v = Vec::new();
+        while let Some(NoDupValue(x)) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(Value::Array(v))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate key {}",
+                    excerpt(&k)
+                )));
+            }
+            let NoDupValue(v) = map.next_value()?;
+            m.insert(k, v);
+        }
+        Ok(Value::Object(m))
+    }
+}
+
+/// The object has every one of `keys`; a key a newer version added is
+/// ignored (SPEC 3, "Forward compatibility", v1.2). `prefix` names the
+/// enclosing object in the error (`"resumedFrom."`).
+pub fn check_known_keys(
+    obj: &Map<String, Value>,
+    keys: &[&str],
+    prefix: &str,
+) -> Result<(), String> {
+    match keys.iter().find(|k| !obj.contains_key(**k)) {
+        Some(k) => Err(format!("missing key {prefix}{k}")),
+        None => Ok(()),
+    }
+}
+
+/// The object has exactly the `keys`: no unknown key, none missing (a map
+/// whose keys are data, such as the four components).
+/// `prefix` names the enclosing object in the error (`"manifests."`).
+pub fn check_keys(obj: &Map<String, Value>, keys: &[&str], prefix: &str) -> Result<(), String> {
+    if let Some(k) = obj.keys().find(|k| !keys.contains(&k.as_str())) {
+        return Err(format!("unknown key {prefix}{}", excerpt(k)));
+    }
+    if let Some(k) = keys.iter().find(|k| !obj.contains_key(**k)) {
+        return Err(format!("missing key {prefix}{k}"));
+    }
+    Ok(())
+}
+
+/// The longest timestamp accepted (well above `2026-11-30T00:00:00.123456789Z`).
+const MAX_TIMESTAMP_LEN: usize = 40;
+
+/// `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z` exactly: upper-case `T` and `Z`, no space
+/// separator (the time crate alone accepts a few more spellings).
+fn is_utc_timestamp_shape(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 20 || b.len() > MAX_TIMESTAMP_LEN || b[b.len() - 1] != b'Z' {
+        return false;
+    }
+    let shape = b"dddd-dd-ddTdd:dd:dd";
+    let fixed = shape.iter().zip(b).all(|(want, got)| match want {
+        b'd' => got.is_ascii_digit(),
+        w => w == got,
+    });
+    let frac = &b[19..b.len() - 1];
+    let frac_ok = frac.is_empty()
+        || (frac[0] == b'.'
+            && (2..=10).contains(&frac.len())
+            && frac[1..].iter().all(u8::is_ascii_digit));
+    fixed && frac_ok
+}
+
+/// `s` (the value of `key`) is an RFC 3339 UTC (`...Z`) timestamp.
+pub fn check_time(key: &str, s: &str) -> Result<(), String> {
+    if !is_utc_timestamp_shape(s) || crate::rules::clock::parse_rfc3339(s, true).is_err() {
+        return Err(format!(
+            "{key} {} is not an RFC 3339 UTC timestamp (ending in Z)",
+            excerpt(s)
+        ));
+    }
+    Ok(())
+}
+
 /// The fields' readers (`#[serde(deserialize_with = ...)]`): each refuses
 /// with the message a reader shows, naming its key as [`KEY`].
 pub mod de {
+    use super::check_time;
     use super::KEY;
     use crate::rules::component::Component;
     use crate::rules::opid::{excerpt, OperationId};
-    use crate::rules::phase::{check_time, CA_KEYS};
+    use crate::rules::values::CA_KEYS;
     use crate::rules::values::{
         is_sha256_hex, CaSha256, CaSha256All, ManifestLocations, Message, Timestamp,
     };
@@ -305,7 +458,7 @@ pub mod de {
             return Err(D::Error::custom(format!("{KEY} is not an object")));
         };
         let prefix = format!("{KEY}.");
-        crate::rules::phase::check_keys(&m, &Component::ALL.map(Component::name), &prefix)
+        super::check_keys(&m, &Component::ALL.map(Component::name), &prefix)
             .map_err(D::Error::custom)?;
         let mut at = BTreeMap::new();
         for c in Component::ALL {

@@ -485,6 +485,32 @@ pub struct ResumedFrom {
     pub format: PhaseFormat,
 }
 
+/// The three CA files, keyed as in `caSHA256` (relative to `pki/`).
+pub const CA_KEYS: [&str; 3] = ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"];
+
+/// `nvke-cert-runbook/phase/v2`.
+pub const V2_FORMAT: &str = "nvke-cert-runbook/phase/v2";
+
+/// Sanitize a message for output and receipts: controls become spaces, at
+/// most 512 bytes (cut at a char boundary, ending in "..." when cut).
+pub fn bounded_message(s: &str) -> String {
+    const ELLIPSIS: &str = "...";
+    let clean: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if clean.len() <= MAX_MESSAGE_BYTES {
+        return clean;
+    }
+    let mut cut = MAX_MESSAGE_BYTES - ELLIPSIS.len();
+    while !clean.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut out = clean[..cut].to_string();
+    out.push_str(ELLIPSIS);
+    out
+}
+
 /// `message` bound, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 512;
 
@@ -564,7 +590,6 @@ impl
 /// CA fingerprints keyed as `phase::CA_KEYS` (other keys are not CAs).
 impl From<&std::collections::BTreeMap<String, String>> for CaSha256 {
     fn from(m: &std::collections::BTreeMap<String, String>) -> Self {
-        use crate::rules::phase::CA_KEYS;
         let at = |k: &str| m.get(k).cloned().map(Sha256Hex);
         CaSha256 {
             ca: at(CA_KEYS[0]),
@@ -577,7 +602,7 @@ impl From<&std::collections::BTreeMap<String, String>> for CaSha256 {
 impl Message {
     /// At most 512 bytes, control characters replaced (`receipt::bounded_message`).
     pub fn bounded(s: &str) -> Message {
-        Message(crate::rules::receipt::bounded_message(s))
+        Message(bounded_message(s))
     }
 }
 
@@ -601,7 +626,7 @@ impl PhaseFormat {
     /// `nvke-cert-runbook/phase/v2` or `legacy-five-line`.
     pub fn as_str(self) -> &'static str {
         match self {
-            PhaseFormat::V2 => crate::rules::files::V2_FORMAT,
+            PhaseFormat::V2 => V2_FORMAT,
             PhaseFormat::LegacyFiveLine => "legacy-five-line",
         }
     }
@@ -616,7 +641,6 @@ impl std::fmt::Display for PhaseFormat {
 impl CaSha256All {
     /// Keyed as `phase::CA_KEYS`.
     pub fn to_map(&self) -> std::collections::BTreeMap<String, String> {
-        use crate::rules::phase::CA_KEYS;
         [&self.ca, &self.etcd_ca, &self.front_proxy_ca]
             .into_iter()
             .zip(CA_KEYS)
@@ -629,7 +653,6 @@ impl CaSha256All {
 /// `phase::validate_v2` refuses first); other keys are not CAs.
 impl From<&std::collections::BTreeMap<String, String>> for CaSha256All {
     fn from(m: &std::collections::BTreeMap<String, String>) -> Self {
-        use crate::rules::phase::CA_KEYS;
         let at = |k: &str| Sha256Hex(m.get(k).cloned().unwrap_or_default());
         CaSha256All {
             ca: at(CA_KEYS[0]),
