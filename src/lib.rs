@@ -38,6 +38,9 @@
 //! - [`tools`]: subprocesses (`tools::proc`), crictl, etcdctl and kubeadm
 //!   behind `tools::runtime::Runtime` (real node and test double side by
 //!   side), TLS probes, the health gate and the waits, signals.
+//! - [`judge`]: pure judgements of one observation (the node's reports
+//!   from `node`, the live components from `tools`): the operator's advice
+//!   and the views' verdicts and texts, with no I/O.
 //! - [`modes`]: the entry point (`modes::app::run`, which stamps each
 //!   printed document's trailer: `contract::Printed`), and the thin
 //!   drivers: the renewal (`modes::runbook::run`, its steps two tables, the
@@ -58,6 +61,7 @@
 // The layers, each importing only from the ones above it in this list
 // (tests aside).
 pub mod contract;
+pub mod judge;
 pub mod modes;
 pub mod node;
 pub mod rules;

@@ -1,0 +1,6 @@
+//! Judgements of one observation, pure: what `node/` read of the node's
+//! files and `tools/` saw of its running components, judged and rendered
+//! without any I/O, so every mode states it the same way and the unit tests
+//! need no root. The decisions that need only values live a floor lower, in
+//! `rules/`; these are the ones that read the node's reports
+//! (`node::snapshot::NodeSnapshot`, `tools::live::Observation`).
