@@ -4,3 +4,6 @@
 //! need no root. The decisions that need only values live a floor lower, in
 //! `rules/`; these are the ones that read the node's reports
 //! (`node::snapshot::NodeSnapshot`, `tools::live::Observation`).
+
+/// What to know and do next: severity, warnings, next steps.
+pub(crate) mod advice;

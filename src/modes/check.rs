@@ -103,7 +103,7 @@ fn headline(verdict: &Verdict) -> String {
     } else {
         0
     };
-    let counts = crate::modes::advice::counts(problems, verdict.warnings.len());
+    let counts = crate::judge::advice::counts(problems, verdict.warnings.len());
     let mut head = format!("CHECK: {decision}");
     if !executors.is_empty() {
         head.push_str(&format!(" with {}", executors.join(", then ")));
@@ -211,8 +211,8 @@ impl Checked<'_> {
         text.push_str(&crate::contract::screen::closing(&head, code, g.term.width));
         if verdict.decision == Decision::Failed {
             // And what to do.
-            let cmd = crate::modes::advice::commands(g, s);
-            let advice = crate::modes::advice::advise(
+            let cmd = crate::judge::advice::commands(g, s);
+            let advice = crate::judge::advice::advise(
                 s,
                 &verdict.reasons,
                 &conflicts,
@@ -220,7 +220,7 @@ impl Checked<'_> {
                 self.now,
                 self.threshold,
             );
-            crate::modes::advice::render_next(&mut text, &advice.next, g.term.width);
+            crate::judge::advice::render_next(&mut text, &advice.next, g.term.width);
         }
         text
     }

@@ -1,8 +1,6 @@
 //! The modes: thin drivers over the layers below.
 
 /// The entry point: parse, dispatch, exit code.
-/// What to know and do next: severity, warnings, next steps.
-pub(crate) mod advice;
 pub mod app;
 /// --check: facts, decide, verdict.
 pub(crate) mod check;

@@ -1250,7 +1250,7 @@ fn recovery_text(run: &Run<'_>) -> String {
             command: None,
         },
     ];
-    crate::modes::advice::render_next(&mut text, &steps, run.env.g.term.width);
+    crate::judge::advice::render_next(&mut text, &steps, run.env.g.term.width);
     text
 }
 

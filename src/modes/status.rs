@@ -3,7 +3,7 @@
 
 use crate::contract as doc;
 use crate::contract::cli::{Global, ReceiptFilter};
-use crate::modes::advice;
+use crate::judge::advice;
 use crate::modes::output::{self, Report};
 use crate::node::conflict;
 use crate::node::fsx::{Dir, FsError, Root};

@@ -942,7 +942,7 @@ pub fn render_next(out: &mut String, next: &[NextStep], width: Option<usize>) {
         out.push_str(&format!(
             "  {}. {}\n",
             i + 1,
-            crate::modes::output::escape(&s.what)
+            crate::contract::text::escape(&s.what)
         ));
         if let Some(c) = &s.command {
             // Commands are built from validated IDs and paths and quoted
@@ -950,7 +950,7 @@ pub fn render_next(out: &mut String, next: &[NextStep], width: Option<usize>) {
             // A control character (a --root that holds one) never reaches
             // the terminal: such a command is shown escaped.
             let shown = if c.chars().any(char::is_control) {
-                crate::modes::output::escape(c)
+                crate::contract::text::escape(c)
             } else {
                 c.clone()
             };
