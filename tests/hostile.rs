@@ -3877,7 +3877,7 @@ fn yaml_cases() -> Vec<Case> {
     // it fences the dead operation as always (confirmed, `abandoned`), and
     // prints its JSON (before: SIGABRT, no JSON, the operation unfenced).
     // Putting a staged etcd back past a bomb is
-    // modes::status::tests::a_hostile_stray_never_keeps_a_staged_manifest_from_going_back
+    // modes::fence::tests::a_hostile_stray_never_keeps_a_staged_manifest_from_going_back
     // (the table compares the root before and after: a move back is a change).
     v.push(
         case(

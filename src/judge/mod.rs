@@ -7,3 +7,9 @@
 
 /// What to know and do next: severity, warnings, next steps.
 pub(crate) mod advice;
+/// The live node in the views (SPEC 10): the `LIVE` block, the `live` field.
+pub(crate) mod live;
+/// The operator view of --status-only, judged and rendered (SPEC 6).
+pub(crate) mod status;
+/// Text the views share: the node's files at a glance.
+pub(crate) mod text;

@@ -232,7 +232,7 @@ fn dispatch(inv: &Invocation) -> Report {
         }
         Mode::Fence { operation_id } => {
             // SIGTERM/SIGINT end its lock wait, never its work (SPEC 6).
-            crate::modes::status::fence(
+            crate::modes::fence::fence(
                 &root,
                 &inv.global,
                 operation_id,

@@ -125,7 +125,7 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     let judged = observed.judged();
     verdict
         .warnings
-        .extend(crate::modes::live::check_warnings(&judged, observed.wall));
+        .extend(crate::judge::live::check_warnings(&judged, observed.wall));
     let code = match verdict.decision {
         Decision::Failed => exit::FAILED,
         _ => exit::OK,
@@ -187,7 +187,7 @@ impl Checked<'_> {
         output::text_list(&mut text, "reasons", &verdict.reasons);
         output::text_list(&mut text, "warnings", &verdict.warnings);
         text.push('\n');
-        output::text_node_summary(
+        crate::judge::text::text_node_summary(
             &mut text,
             &s.lock.describe(),
             &s.phase.describe(),
@@ -195,7 +195,7 @@ impl Checked<'_> {
             &s.manifests,
         );
         text.push('\n');
-        crate::modes::live::text(&mut text, self.observed, &self.judged);
+        crate::judge::live::text(&mut text, self.observed, &self.judged);
         text.push('\n');
         crate::contract::screen::text_conflicts(&mut text, &conflicts, g.wide);
         output::text_cert_tables(
@@ -254,7 +254,7 @@ impl Checked<'_> {
             certificates: self.certificates,
             certificate_authorities: self.certificate_authorities,
             kubelet_certificates: self.kubelet,
-            live: Some(crate::modes::live::view(self.observed, &self.judged)),
+            live: Some(crate::judge::live::view(self.observed, &self.judged)),
             ca_sha256: s.pki.ca_sha256_view(),
             duration_ms: 0,
             exit_code: 0,

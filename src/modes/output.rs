@@ -6,8 +6,6 @@
 //! reach stderr ([`crate::node::oplog::settle`]).
 
 use crate::contract;
-use crate::node::manifests::ManifestsReport;
-use crate::rules::component::Component;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
@@ -127,77 +125,6 @@ pub fn emit_stderr(s: &str) {
 }
 
 pub use crate::contract::text::{escape, table, text_cert_tables, text_kubelet, text_list, word};
-
-fn manifest_cell(m: &ManifestsReport, c: Component) -> String {
-    let Some(v) = m.manifests.get(&c) else {
-        return "?".into();
-    };
-    if let Some(e) = &v.error {
-        return format!("REFUSED ({e})");
-    }
-    let mut parts = Vec::new();
-    if v.active {
-        parts.push("active");
-    }
-    if v.runbook_staged {
-        parts.push("staged (runbook)");
-    }
-    if v.agent_staged {
-        parts.push("staged (agent)");
-    }
-    if parts.is_empty() {
-        "MISSING".into()
-    } else if parts.len() > 1 {
-        format!("CONFLICT: {}", parts.join(" + "))
-    } else if !v.active {
-        parts[0].to_uppercase()
-    } else {
-        parts[0].to_string()
-    }
-}
-
-/// Lock, phase, agent state and manifests at a glance.
-pub fn text_node_summary(
-    out: &mut String,
-    lock: &str,
-    phase: &str,
-    agent: &str,
-    m: &ManifestsReport,
-) {
-    let mut rows = vec![
-        vec!["LOCK".to_string(), lock.to_string()],
-        vec!["PHASE FILE".to_string(), phase.to_string()],
-    ];
-    if !agent.is_empty() {
-        rows.push(vec!["NODE AGENT".to_string(), agent.to_string()]);
-    }
-    for c in Component::ALL {
-        rows.push(vec![c.manifest_file(), manifest_cell(m, c)]);
-    }
-    for (v, who) in [
-        (&m.runbook_staging, "STAGING"),
-        (&m.agent_staging, "AGENT STAGING"),
-    ] {
-        let cell = if let Some(e) = &v.error {
-            format!("REFUSED ({e})")
-        } else if !v.exists {
-            format!("{} (absent)", v.path)
-        } else if v.entries.is_empty() {
-            format!("{} (empty)", v.path)
-        } else {
-            format!("{}: {}", v.path, v.entries.join(", "))
-        };
-        rows.push(vec![who.to_string(), cell]);
-    }
-    if let Some(e) = &m.manifests_dir_error {
-        rows.push(vec!["MANIFESTS DIR".to_string(), format!("REFUSED ({e})")]);
-    }
-    // Why each is a stray is among the warnings.
-    for s in &m.strays {
-        rows.push(vec!["STRAY".to_string(), s.path.clone()]);
-    }
-    table(out, &rows);
-}
 
 #[cfg(test)]
 mod tests {

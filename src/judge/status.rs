@@ -1,0 +1,751 @@
+//! The operator view of `--status-only` (SPEC 6), judged and rendered:
+//! from the node's one read (`NodeSnapshot`), the live observation and
+//! what the view read besides, its problems, its advice, what a fencing
+//! check for the asked operation would do, its text and its document. No
+//! I/O: `modes::status` reads and writes.
+
+use crate::contract as doc;
+use crate::contract::cli::{Global, ReceiptFilter};
+use crate::contract::text;
+use crate::judge::advice;
+use crate::node::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
+use crate::node::manifests::ManifestsReport;
+use crate::node::snapshot::{NodeSnapshot, Receipts};
+use crate::rules::component::Component;
+use crate::rules::expiry::Expiry;
+use crate::rules::fence::{names, refused_before_lock, FencePlan, PhaseSeen};
+use crate::rules::live::Judged;
+use crate::rules::opid::OperationId;
+use crate::rules::outcome::exit;
+use crate::rules::phase::PhaseFile;
+use crate::rules::progress;
+use crate::rules::receipt;
+use crate::tools::live::Observation;
+
+/// What a fencing check would do, from the node's reads: the receipt
+/// lookup, the phase file and where the manifests are
+/// (`rules::fence::plan`).
+pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsReport) -> FencePlan {
+    let seen = PhaseSeen {
+        file: phase.file.as_ref(),
+        malformed: match &phase.intent {
+            RunbookIntent::Malformed(e) => Some(e.as_str()),
+            _ => None,
+        },
+    };
+    crate::rules::fence::plan(receipt, seen, m.staged_not_active())
+}
+
+/// A plan as the operator view prints it: `restore`, what the check would
+/// put back, in every plan (SPEC 6, v1.1).
+fn plan_view(plan: &FencePlan) -> doc::FencingPlan {
+    let restore = plan.restore().to_vec();
+    match plan {
+        FencePlan::Confirm { .. } => doc::FencingPlan::Confirm {
+            termination: doc::Confirmed::Confirmed,
+            restore,
+        },
+        FencePlan::Abandon { .. } => doc::FencingPlan::Abandon {
+            termination: doc::Confirmed::Confirmed,
+            restore,
+        },
+        FencePlan::Refuse { why, .. } => doc::FencingPlan::Refuse {
+            termination: doc::Unconfirmed::Unconfirmed,
+            reason: why.clone(),
+            restore,
+        },
+    }
+}
+
+/// Reasons the node is not clean (empty: clean).
+pub fn not_clean_reasons(
+    state_error: Option<&str>,
+    lock: &inspect::LockReport,
+    phase: &PhaseReport,
+    m: &ManifestsReport,
+) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(e) = state_error {
+        v.push(format!("state directory: {e}"));
+    }
+    if let Some(who) = lock.held_by() {
+        v.push(progress::lock_held(&who));
+    }
+    if let Err(e) = &lock.probe {
+        v.push(format!("lock: {e}"));
+    }
+    match &phase.intent {
+        RunbookIntent::Pending => v.push(phase.describe()),
+        RunbookIntent::Malformed(e) => v.push(format!("phase file: {e}")),
+        _ => {}
+    }
+    v.extend(m.problems());
+    for (view, who) in [
+        (&m.runbook_staging, "runbook"),
+        (&m.agent_staging, "node agent"),
+    ] {
+        let staged: Vec<_> = view
+            .entries
+            .iter()
+            .filter(|n| !view.unexpected.contains(n))
+            .collect();
+        if !staged.is_empty() && view.error.is_none() {
+            // Already named per manifest above; say the directory is not empty.
+            v.push(progress::staging_not_empty(who, &view.path));
+        } else if !view.unexpected.is_empty() && who == "node agent" {
+            v.push(progress::staging_not_empty(who, &view.path));
+        }
+    }
+    v
+}
+
+/// An operation the node never saw: said so, with the IDs it knows that
+/// are nearest (a typo is likelier than a lost receipt).
+fn unknown_id(
+    s: &NodeSnapshot,
+    id: Option<&OperationId>,
+    asked: Option<&ReceiptLookup>,
+    receipts: &Receipts,
+) -> Option<String> {
+    match (id, asked) {
+        (Some(i), Some(ReceiptLookup::Absent)) if !matches!(&s.phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == i) =>
+        {
+            let near = crate::rules::textdiff::nearest(
+                i.as_str(),
+                receipts.known_ids.iter().map(String::as_str),
+                3,
+            );
+            Some(if near.is_empty() {
+                format!("operation {i} is unknown to this node: no receipt, and the phase file does not name it")
+            } else {
+                format!(
+                    "operation {i} is unknown to this node (no receipt, not in the phase file); nearest known: {}",
+                    near.join(", ")
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A receipt that cannot be read leaves its operation unconfirmable: the
+/// first three named, the rest counted.
+fn unreadable_receipts(recent: &[doc::ReceiptSummary]) -> Vec<String> {
+    let unreadable: Vec<&doc::ReceiptSummary> =
+        recent.iter().filter(|r| r.error.is_some()).collect();
+    let mut warnings: Vec<String> = unreadable
+        .iter()
+        .take(3)
+        .map(|r| {
+            format!(
+                "receipt {} cannot be read ({}): a fencing check for that operation is unconfirmed",
+                r.operation_id,
+                r.error.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    if unreadable.len() > 3 {
+        warnings.push(format!(
+            "{} more receipts cannot be read (--receipts failed lists them)",
+            unreadable.len() - 3
+        ));
+    }
+    warnings
+}
+
+/// What a fencing check would do: it needs the state dir and the lock
+/// first, and is unconfirmed when either is refused.
+fn fence_preview(s: &NodeSnapshot, r: &ReceiptLookup) -> FencePlan {
+    match (&s.state_error, &s.lock.probe) {
+        (Some(e), _) => refused_before_lock(format!("state directory: {e}")),
+        (None, Err(e)) => refused_before_lock(format!("lock: {e}")),
+        _ => fence_plan(r, &s.phase, &s.manifests),
+    }
+}
+
+/// The asked operation: its receipt and what a fencing check would do.
+fn text_operation(
+    text: &mut String,
+    id: &OperationId,
+    asked: &ReceiptLookup,
+    plan: &FencePlan,
+    unknown: bool,
+) {
+    let r = match asked {
+        ReceiptLookup::Absent if unknown => "none: unknown to this node".to_string(),
+        ReceiptLookup::Absent => "none".to_string(),
+        ReceiptLookup::Found(r) => format!(
+            "{} at {} ({}): {}",
+            r.outcome, r.finished_at, r.phase, r.message
+        ),
+        ReceiptLookup::Malformed(e) => format!("MALFORMED: {e}"),
+    };
+    let names = names(plan.restore());
+    let p = match plan {
+        FencePlan::Confirm { restore, .. } if restore.is_empty() => {
+            "confirm (receipt exists)".to_string()
+        }
+        FencePlan::Confirm { .. } => format!("confirm (receipt exists; put back {names})"),
+        FencePlan::Abandon { restore } if restore.is_empty() => {
+            "abandon (record an abandoned receipt)".into()
+        }
+        FencePlan::Abandon { .. } => {
+            format!("abandon (put back {names} and record an abandoned receipt)")
+        }
+        FencePlan::Refuse { why, restore, .. } if restore.is_empty() => {
+            format!("refuse: unconfirmed ({why})")
+        }
+        FencePlan::Refuse { why, .. } => {
+            format!("refuse: unconfirmed ({why}); still put back {names}")
+        }
+    };
+    text::table(
+        text,
+        &[
+            vec!["OPERATION".to_string(), id.to_string()],
+            vec!["RECEIPT".to_string(), r],
+            vec!["FENCING WOULD".to_string(), p],
+        ],
+    );
+    text.push('\n');
+}
+
+/// What the headline says besides the verdict: the renewal at work, the
+/// staging conflicts.
+struct HeadlineFacts<'a> {
+    /// Where a renewal at work is, in plain words.
+    step: Option<String>,
+    /// The component a renewal at work is restarting (its pod is down by
+    /// design).
+    restarting: Option<Component>,
+    conflicts: &'a [doc::StagingConflict],
+}
+
+/// `kube-apiserver.yaml in both directories (they differ)`.
+fn conflict_words(conflicts: &[doc::StagingConflict]) -> String {
+    conflicts
+        .iter()
+        .map(|k| {
+            format!(
+                "{} in both directories ({})",
+                k.component.manifest_file(),
+                match k.identical {
+                    Some(true) => "identical",
+                    Some(false) => "they differ",
+                    None => "one cannot be read",
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The headline: the verdict, its severity and the counts.
+fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> String {
+    let counts = advice::counts(problems, a.warnings.len());
+    let down = |skip: Option<Component>| {
+        a.not_active
+            .iter()
+            .filter(|c| Some(**c) != skip)
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let expired = match &a.expiry {
+        Some((Expiry::Expired, words)) => Some(words.as_str()),
+        _ => None,
+    };
+    let (verdict, detail) = match (a.severity, &a.expiry) {
+        (doc::Severity::Clean, Some((Expiry::Due, words))) => ("RENEWAL DUE", words.clone()),
+        (doc::Severity::Clean, _) => ("CLEAN", String::new()),
+        (doc::Severity::NotClean, _) if !f.conflicts.is_empty() => {
+            ("CONFLICT", conflict_words(f.conflicts))
+        }
+        (doc::Severity::NotClean, _) => ("NOT CLEAN", String::new()),
+        (doc::Severity::ActionNeeded, _) => {
+            let mut parts = Vec::new();
+            let down = down(None);
+            if !down.is_empty() {
+                parts.push(format!("{down} down"));
+            }
+            // An expired leaf leads (SPEC 11): it is why the live findings
+            // (an expired certificate served, etcd without quorum) are.
+            parts.extend(expired.map(|w| format!("certificates expired: {w}")));
+            parts.extend(a.live.iter().cloned());
+            parts.extend(a.kubelet_expired.iter().cloned());
+            if !f.conflicts.is_empty() {
+                parts.push(format!("CONFLICT: {}", conflict_words(f.conflicts)));
+            }
+            ("ACTION NEEDED", parts.join("; "))
+        }
+        (doc::Severity::InProgress, _) => {
+            // Its progress, not problems (SPEC 6, v1.2): the pod it
+            // restarts is down by design; any other is named.
+            let mut parts = vec![f.step.clone().unwrap_or_else(|| "starting".to_string())];
+            let others = down(f.restarting);
+            if !others.is_empty() {
+                parts.push(format!("{others} down"));
+            }
+            parts.push("do not touch".to_string());
+            ("RENEWAL IN PROGRESS", parts.join("; "))
+        }
+    };
+    match (detail.is_empty(), counts.is_empty()) {
+        (true, true) => format!("NODE: {verdict}"),
+        (true, false) => format!("NODE: {verdict} ({counts})"),
+        (false, true) => format!("NODE: {verdict}: {detail}"),
+        (false, false) => format!("NODE: {verdict}: {detail} ({counts})"),
+    }
+}
+
+/// A renewal at work (SPEC 6, v1.2): the reasons that are its progress
+/// (the lock it holds, its phase file, the component it restarts: staged,
+/// down, not answering) apart from the problems (`rules::progress`).
+fn progress_apart(
+    reasons: &[String],
+    s: &NodeSnapshot,
+    restarting: Option<Component>,
+) -> (Vec<String>, Vec<String>) {
+    let holder = s.lock.held_by();
+    let phase = s.phase.describe();
+    let staging = &s.manifests.runbook_staging;
+    let at_work = progress::AtWork {
+        holder: holder.as_deref(),
+        phase: &phase,
+        staging: &staging.path,
+        staged: &staging.entries,
+        restarting,
+    };
+    progress::progress_apart(reasons, &at_work)
+}
+
+/// The receipts listed: a table when it fits, else each ID on its own
+/// line (IDs are never cut: they are pasted into commands).
+fn text_receipts(
+    out: &mut String,
+    listed: &[doc::ReceiptSummary],
+    count: usize,
+    which: ReceiptFilter,
+    width: Option<usize>,
+) {
+    let shown = match (which, width) {
+        (ReceiptFilter::Recent, Some(_)) => listed.len().min(NARROW_RECEIPTS),
+        _ => listed.len(),
+    };
+    let title = match which {
+        ReceiptFilter::Recent => "RECEIPTS",
+        ReceiptFilter::All => "RECEIPTS (all)",
+        ReceiptFilter::Failed => "RECEIPTS (not a success)",
+    };
+    if listed.is_empty() {
+        out.push_str(&format!("{title}: none ({count} in all)\n"));
+        return;
+    }
+    let cells = |r: &doc::ReceiptSummary| {
+        vec![
+            r.outcome
+                .as_ref()
+                .map(text::word)
+                .unwrap_or_else(|| format!("MALFORMED: {}", r.error.clone().unwrap_or_default())),
+            r.phase.as_ref().map(text::word).unwrap_or_default(),
+            r.finished_at
+                .as_ref()
+                .map(|t| t.0.clone())
+                .unwrap_or_default(),
+        ]
+    };
+    let mut rows = vec![vec![
+        "OPERATION".to_string(),
+        "OUTCOME".to_string(),
+        "PHASE".to_string(),
+        "FINISHED".to_string(),
+    ]];
+    for r in &listed[..shown] {
+        let mut row = vec![r.operation_id.clone()];
+        row.extend(cells(r));
+        rows.push(row);
+    }
+    let mut t = String::new();
+    text::table(&mut t, &rows);
+    let fits = width.is_none_or(|w| t.lines().all(|l| l.chars().count() <= w));
+    out.push_str(&format!("{title}, newest first:\n"));
+    if fits {
+        out.push_str(&t);
+    } else {
+        let mut rows: Vec<Vec<String>> = vec![vec![
+            "    OUTCOME".to_string(),
+            "PHASE".to_string(),
+            "FINISHED".to_string(),
+        ]];
+        let mut body = String::new();
+        for r in &listed[..shown] {
+            let mut row = cells(r);
+            row[0] = format!("    {}", row[0]);
+            rows.push(row);
+        }
+        text::table(&mut body, &rows);
+        let mut lines = body.lines();
+        out.push_str(lines.next().unwrap_or_default());
+        out.push('\n');
+        for (r, l) in listed[..shown].iter().zip(lines) {
+            out.push_str(&format!("  {}\n{l}\n", text::escape(&r.operation_id)));
+        }
+    }
+    if shown < count && which == ReceiptFilter::Recent {
+        out.push_str(&format!(
+            "({} of {count} shown; every one: --receipts all, the failures: --receipts failed)\n",
+            shown
+        ));
+    }
+}
+
+/// Receipts listed in narrow text (the JSON lists the 20 most recent).
+const NARROW_RECEIPTS: usize = 5;
+
+/// What the operator view is asked, as it is judged: the operation,
+/// whether an evidence bundle is asked for, which receipts are listed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Asked<'a> {
+    pub id: Option<&'a OperationId>,
+    /// `--evidence PATH` is asked for (its result ends the text).
+    pub evidence: bool,
+    pub receipts: ReceiptFilter,
+}
+
+/// What the view read of the node besides its snapshot, and when.
+pub struct Read {
+    pub now: time::OffsetDateTime,
+    /// Not a control plane: its one reason
+    /// (`manifests::not_a_control_plane`).
+    pub foreign: Option<String>,
+    /// Manifests in both staging and `manifests/`, with their copies
+    /// (`node::conflict::conflicts`).
+    pub conflicts: Vec<doc::StagingConflict>,
+}
+
+/// The view up to the evidence.
+pub struct Drafted {
+    pub head: String,
+    pub code: u8,
+    pub text: String,
+    pub document: doc::StatusDocument,
+}
+
+/// The node as the operator view judged it: the one read, the live
+/// observation, the verdict and the advice, the asked operation.
+pub struct Viewed<'a> {
+    asked: Asked<'a>,
+    s: &'a NodeSnapshot,
+    receipts: &'a Receipts,
+    observed: &'a Observation,
+    judged: Judged,
+    now: time::OffsetDateTime,
+    threshold: u32,
+    /// Not a control plane: its one reason, and nothing advised.
+    foreign: Option<String>,
+    reasons: Vec<String>,
+    conflicts: Vec<doc::StagingConflict>,
+    advice: advice::Advice,
+    /// The asked operation is unknown to this node (its warning).
+    unknown_id: Option<String>,
+    /// What a fencing check for the asked operation would do.
+    plan: Option<FencePlan>,
+    certificates: Vec<doc::CertificateView>,
+    certificate_authorities: Vec<doc::CaView>,
+    kubelet: Vec<doc::KubeletCertificateView>,
+}
+
+impl<'a> Viewed<'a> {
+    /// Judge the read: its problems, the advice, the asked operation.
+    pub fn judge(
+        g: &Global,
+        asked: Asked<'a>,
+        s: &'a NodeSnapshot,
+        receipts: &'a Receipts,
+        observed: &'a Observation,
+        read: Read,
+    ) -> Self {
+        let Read {
+            now,
+            foreign,
+            conflicts,
+        } = read;
+        let threshold = g.threshold_days;
+        let judged = observed.judged();
+        let reasons = match &foreign {
+            Some(f) => vec![f.clone()],
+            None => problems(s, receipts, &judged, observed.wall, now),
+        };
+        let cmd = advice::commands(g, s);
+        let mut advice = advice::advise(s, &reasons, &conflicts, &cmd, now, threshold);
+        advice.with_live(
+            &judged,
+            observed.wall,
+            advice::work_at(s).and_then(|(_, c)| c),
+        );
+        if foreign.is_some() {
+            advice.severity = doc::Severity::NotClean;
+            advice.not_active.clear();
+            advice.next.clear();
+            advice.warnings.clear();
+        }
+        if asked.evidence {
+            // Asked for already: its result ends the text.
+            advice.next.retain(|n| {
+                !n.command
+                    .as_deref()
+                    .is_some_and(|c| c.contains(" --evidence "))
+            });
+        }
+        let lookup = receipts.asked.as_ref();
+        let unknown_id = unknown_id(s, asked.id, lookup, receipts);
+        if let Some(u) = &unknown_id {
+            advice.warnings.insert(0, u.clone());
+        }
+        advice
+            .warnings
+            .extend(unreadable_receipts(&receipts.recent));
+        Viewed {
+            asked,
+            s,
+            receipts,
+            observed,
+            judged,
+            now,
+            threshold,
+            foreign,
+            reasons,
+            conflicts,
+            advice,
+            unknown_id,
+            plan: lookup.map(|r| fence_preview(s, r)),
+            certificates: s.pki.certificates(now, threshold),
+            certificate_authorities: s.pki.authorities(now, threshold),
+            kubelet: s.kubelet.views(now, threshold),
+        }
+    }
+
+    /// The reasons apart: a renewal at work's progress, and the problems
+    /// shown as such (all of them otherwise).
+    fn progress_and_problems(&self) -> (Vec<String>, Vec<String>) {
+        match self.advice.severity {
+            doc::Severity::InProgress => {
+                let restarting = advice::work_at(self.s).unwrap_or_default().1;
+                progress_apart(&self.reasons, self.s, restarting)
+            }
+            _ => (Vec::new(), self.reasons.clone()),
+        }
+    }
+
+    /// The headline over `problems` shown as problems.
+    fn headline(&self, problems: usize) -> String {
+        let (step, restarting) = advice::work_at(self.s).unwrap_or_default();
+        let facts = HeadlineFacts {
+            step: (!step.is_empty()).then_some(step),
+            restarting,
+            conflicts: &self.conflicts,
+        };
+        headline(&self.advice, problems, &facts)
+    }
+
+    /// The text of a control plane's view, up to the evidence: the
+    /// verdict and its lists, the conflicts, the node's files, the live
+    /// node, the asked operation, the certificates, the receipts.
+    fn text(&self, g: &Global, head: &str, progress: &[String], shown: &[String]) -> String {
+        let (s, advice) = (self.s, &self.advice);
+        let mut text = String::new();
+        text.push_str(head);
+        text.push('\n');
+        if let Some(p) = &advice.in_progress {
+            text.push_str(&format!("in progress: {p}\n"));
+        }
+        text::text_list(&mut text, "progress", progress);
+        text::text_list(&mut text, "problems", shown);
+        text::text_list(&mut text, "warnings", &advice.warnings);
+        text.push('\n');
+        // A conflict's copies and their diff on the first screen.
+        crate::contract::screen::text_conflicts(&mut text, &self.conflicts, g.wide);
+        crate::judge::text::text_node_summary(
+            &mut text,
+            &s.lock.describe(),
+            &s.phase.describe(),
+            &s.agent.summary(),
+            &s.manifests,
+        );
+        text.push('\n');
+        crate::judge::live::text(&mut text, self.observed, &self.judged);
+        text.push('\n');
+        if let (Some(id), Some(asked), Some(plan)) =
+            (self.asked.id, &self.receipts.asked, &self.plan)
+        {
+            text_operation(&mut text, id, asked, plan, self.unknown_id.is_some());
+        }
+        text::text_cert_tables(
+            &mut text,
+            &self.certificates,
+            &self.certificate_authorities,
+            self.threshold,
+            g.wide,
+        );
+        text::text_kubelet(&mut text, &self.kubelet, s.kubelet.note.as_deref());
+        text.push('\n');
+        let receipts = self.receipts;
+        text_receipts(
+            &mut text,
+            &receipts.recent,
+            receipts.count,
+            self.asked.receipts,
+            g.term.width,
+        );
+        text
+    }
+}
+
+impl Viewed<'_> {
+    /// The view up to the evidence: the headline, the exit code, the text
+    /// and the document.
+    pub fn draft(&self, g: &Global) -> Drafted {
+        let (progress, shown) = self.progress_and_problems();
+        let head = self.headline(shown.len());
+        let code = view_code(
+            self.foreign.is_some(),
+            &self.advice,
+            self.reasons.is_empty(),
+        );
+        let text = match &self.foreign {
+            Some(f) => format!("NODE: NOT CLEAN: {f}\n"),
+            None => self.text(g, &head, &progress, &shown),
+        };
+        Drafted {
+            document: self.document(code),
+            head,
+            code,
+            text,
+        }
+    }
+
+    /// The text's end, after the evidence: the verdict again (with the
+    /// exit code, the evidence's included), and what to do, last: what a
+    /// scrolled terminal still shows. The headline never contradicts the
+    /// code (SPEC 6, v1.2): `viewed` is the draft's code, `code` the
+    /// final one.
+    pub fn close(&self, text: &mut String, head: String, viewed: u8, code: u8, g: &Global) {
+        if self.foreign.is_some() {
+            return;
+        }
+        let head = if code == viewed {
+            head
+        } else {
+            format!("{head}; EVIDENCE NOT WRITTEN")
+        };
+        text.push('\n');
+        text.push_str(&crate::contract::screen::closing(&head, code, g.term.width));
+        advice::render_next(text, &self.advice.next, g.term.width);
+    }
+
+    /// The verdict's severity (the terminal's colour of the headline).
+    pub fn severity(&self) -> doc::Severity {
+        self.advice.severity
+    }
+}
+
+impl Viewed<'_> {
+    /// The status document, with the view's exit code (a bundle that is
+    /// written carries it too).
+    fn document(&self, code: u8) -> doc::StatusDocument {
+        let (s, m, receipts) = (self.s, &self.s.manifests, self.receipts);
+        let clean = self.reasons.is_empty();
+        doc::StatusDocument {
+            mode: doc::StatusMode::Status,
+            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
+            operation_id: self.asked.id.cloned(),
+            fence: doc::ConstBool,
+            outcome: if clean {
+                doc::Cleanliness::Clean
+            } else {
+                doc::Cleanliness::NotClean
+            },
+            clean,
+            severity: self.advice.severity,
+            message: doc::Message(receipt::bounded_message(&if clean {
+                "node is clean".to_string()
+            } else {
+                format!("node is not clean: {}", advice::first_of(&self.reasons, 3))
+            })),
+            reasons: self.reasons.clone(),
+            warnings: self.advice.warnings.clone(),
+            next_steps: self.advice.next.clone(),
+            conflicts: self.conflicts.clone(),
+            now: doc::Timestamp(crate::rules::clock::rfc3339(self.now)),
+            threshold_days: self.threshold,
+            lock: s.lock.view(),
+            phase_file: s.phase.view(),
+            agent_state: s.agent_view(),
+            receipt_count: receipts.count as u64,
+            receipts: receipts.recent.to_vec(),
+            receipts_listed: listed_word(self.asked.receipts).to_string(),
+            receipt: receipts.asked.as_ref().and_then(ReceiptLookup::view),
+            fencing: self.plan.as_ref().map(plan_view),
+            manifests: m.views(),
+            staging: m.staging(),
+            stray_manifests: m.strays.clone(),
+            ca_sha256: s.pki.ca_sha256_view(),
+            certificates: self.certificates.clone(),
+            certificate_authorities: self.certificate_authorities.clone(),
+            kubelet_certificates: self.kubelet.clone(),
+            live: Some(crate::judge::live::view(self.observed, &self.judged)),
+            state_error: s.state_error.clone(),
+            evidence: None,
+            duration_ms: 0,
+            // As printed: the bundle's status.json carries it too (a bundle
+            // that is written leaves the code as it is).
+            exit_code: code,
+        }
+    }
+}
+
+/// `receiptsListed`: which receipts the view lists.
+fn listed_word(which: ReceiptFilter) -> &'static str {
+    match which {
+        ReceiptFilter::Recent => "recent",
+        ReceiptFilter::All => "all",
+        ReceiptFilter::Failed => "failed",
+    }
+}
+
+/// The view's problems: what the files say first (state, lock, phase,
+/// manifests, expired leaves, the kubelet's certificates, the receipts
+/// directory), then the live node.
+fn problems(
+    s: &NodeSnapshot,
+    receipts: &Receipts,
+    judged: &crate::rules::live::Judged,
+    wall: time::OffsetDateTime,
+    now: time::OffsetDateTime,
+) -> Vec<String> {
+    let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, &s.manifests);
+    reasons.extend(s.pki.expired_reasons(now));
+    reasons.extend(s.kubelet.expired(now));
+    reasons.extend(s.kubelet.unreadable());
+    reasons.extend(s.kubelet.hostile.clone());
+    if let Some(e) = &receipts.error {
+        reasons.push(format!("receipts directory: {e}"));
+    }
+    reasons.extend(judged.problems(wall));
+    reasons
+}
+
+/// The view's exit code (SPEC 6, 7): 1 for a node that is not a control
+/// plane; 4 when an operator must act (a pod down, a certificate expired,
+/// a live finding); 0 clean; 1 otherwise.
+fn view_code(foreign: bool, advice: &advice::Advice, clean: bool) -> u8 {
+    if foreign {
+        exit::FAILED
+    } else if !advice.not_active.is_empty() || advice.expired || !advice.live.is_empty() {
+        exit::OPERATOR_MUST_ACT
+    } else if clean {
+        exit::OK
+    } else {
+        exit::FAILED
+    }
+}

@@ -1,0 +1,924 @@
+//! The controller's fencing check (SPEC 6, `--status-only --operation-id
+//! ID --fence`): under the lock, put back what a dead run left staged, then
+//! confirm from a receipt, abandon without one (recording an `abandoned`
+//! receipt), or answer unconfirmed. The plan is `judge::status::fence_plan`.
+
+use crate::contract as doc;
+use crate::contract::cli::Global;
+use crate::judge::status::fence_plan;
+use crate::modes::output::{self, Report};
+use crate::node::fsx::{Dir, FsError, Root};
+use crate::node::inspect::{self, PhaseReport, ReceiptLookup};
+use crate::node::lock::{self, LockError};
+use crate::node::manifests::{self, ManifestsReport};
+use crate::node::paths::{MANIFESTS_DIR, STAGING_DIR};
+use crate::node::statedir::{CheckedReceipt, StateDir};
+use crate::rules::component::Component;
+use crate::rules::fence::{abandon_message, abandoned_phase, names, FencePlan};
+use crate::rules::opid::OperationId;
+use crate::rules::outcome::{exit, Outcome};
+use crate::rules::phase::PhaseFile;
+use crate::rules::receipt::{self, Receipt};
+use crate::tools::signals::Cancel;
+
+struct FenceOutcome {
+    code: u8,
+    termination: doc::Termination,
+    action: doc::FenceAction,
+    reason: doc::FenceReason,
+    message: String,
+    receipt: Option<Receipt>,
+    restored: Vec<Component>,
+    conflicts: Vec<String>,
+    /// Abandoned an operation this node has no record of (no receipt, and
+    /// no phase file, owner record or log names it): said on the verdict's
+    /// line.
+    never_seen: bool,
+}
+
+fn unconfirmed(code: u8, reason: doc::FenceReason, message: String) -> FenceOutcome {
+    unconfirmed_after(code, reason, message, PutBack::default())
+}
+
+/// Unconfirmed, after the put-back (what it restored and left is reported).
+fn unconfirmed_after(
+    code: u8,
+    reason: doc::FenceReason,
+    message: String,
+    pb: PutBack,
+) -> FenceOutcome {
+    FenceOutcome {
+        code,
+        termination: doc::Termination::Unconfirmed,
+        action: doc::FenceAction::None,
+        reason,
+        message,
+        receipt: None,
+        restored: pb.restored,
+        conflicts: pb.conflicts,
+        never_seen: false,
+    }
+}
+
+/// `state/owner`, written once, right before the fencing check's first
+/// change (a move or the receipt): a check that changes nothing writes
+/// nothing, not even this.
+struct OwnerRecord<'a> {
+    guard: &'a lock::LockGuard,
+    state: &'a Dir,
+    id: &'a OperationId,
+    now: time::OffsetDateTime,
+    written: bool,
+}
+
+impl OwnerRecord<'_> {
+    fn before_first_change(&mut self) -> Result<(), String> {
+        if !self.written {
+            self.guard
+                .write_owner(
+                    self.state,
+                    &lock::owner_for(
+                        Some(self.id),
+                        crate::contract::OwnerMode::StatusFence,
+                        self.now,
+                    ),
+                )
+                .map_err(|e| format!("cannot record the lock owner: {e}"))?;
+            self.written = true;
+        }
+        Ok(())
+    }
+}
+
+/// What the put-back did.
+#[derive(Default)]
+struct PutBack {
+    restored: Vec<Component>,
+    /// Left for an operator (both copies, a refused directory or manifest).
+    conflicts: Vec<String>,
+    /// A write failed (the owner record or a move): the answer is
+    /// unconfirmed whatever the plan was.
+    failed: Option<String>,
+}
+
+impl PutBack {
+    /// The clauses a fence message gains: what was put back, what was left.
+    fn describe(&self) -> String {
+        let mut s = String::new();
+        if !self.restored.is_empty() {
+            s.push_str(&format!(
+                "; put back {}, which a dead run left staged",
+                names(&self.restored)
+            ));
+        }
+        if let Some(f) = &self.failed {
+            s.push_str(&format!("; {f}"));
+        }
+        for c in &self.conflicts {
+            s.push_str(&format!("; {c}"));
+        }
+        s
+    }
+}
+
+/// Put back the manifests a dead run left staged and not active (SPEC 6,
+/// v1.1): what that run's exit would have done. Runs once the lock is
+/// held, whatever the answer will be: no run is mid-restart, so a stopped
+/// pod never waits for an operator. Never resumes, never restarts anything
+/// else. What is left alone is named.
+fn put_back(
+    root: &Root,
+    m: &ManifestsReport,
+    restore: &[Component],
+    owner: &mut OwnerRecord,
+) -> PutBack {
+    // A manifest both active and staged is never moved (SPEC 6 puts back
+    // only "staged and not active"), but it is named: an operator must keep
+    // exactly one copy.
+    let conflicts = m
+        .manifests
+        .iter()
+        .filter(|(c, v)| v.active && v.runbook_staged && v.error.is_none() && !restore.contains(c))
+        .map(|(c, _)| {
+            format!(
+                "{}/{} is staged while {}/{} is active; both left alone, an operator must keep exactly one",
+                crate::node::paths::node(STAGING_DIR),
+                c.manifest_file(),
+                crate::node::paths::node(MANIFESTS_DIR),
+                c.manifest_file()
+            )
+        })
+        .collect();
+    let mut pb = PutBack {
+        conflicts,
+        ..PutBack::default()
+    };
+    // What the check refused to look into is named, never followed: a
+    // refused staging directory or manifest may hide a staged copy.
+    if let Some(e) = &m.runbook_staging.error {
+        pb.conflicts.push(format!(
+            "the runbook staging directory was refused, nothing put back from it: {e}"
+        ));
+    }
+    pb.conflicts
+        .extend(m.manifests.values().filter_map(|v| v.error.clone()));
+    if restore.is_empty() {
+        return pb;
+    }
+    if let Err(e) = owner.before_first_change() {
+        // The owner record is bookkeeping; the put-back is what the dead
+        // run's exit would have done, and the lock is held: do it all the
+        // same (SPEC 6, v1.1: in every outcome), and answer unconfirmed.
+        tracing::warn!("{e}; putting the staged manifests back all the same");
+        pb.failed = Some(e);
+    }
+    for &c in restore {
+        match crate::node::staging::put_back(root, c) {
+            crate::node::staging::PutBack::Restored => {
+                tracing::info!(
+                    component = c.name(),
+                    "put back the staged manifest a dead run left"
+                );
+                pb.restored.push(c);
+            }
+            crate::node::staging::PutBack::Conflict(conflict) => pb.conflicts.push(conflict),
+            crate::node::staging::PutBack::Failed(e) => {
+                let f = format!("putting back {c} failed: {e}");
+                pb.failed = Some(match pb.failed.take() {
+                    Some(before) => format!("{before}; {f}"),
+                    None => f,
+                });
+                break;
+            }
+        }
+    }
+    pb
+}
+
+fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> FenceOutcome {
+    let now = g.clock.now();
+    // `--deadline` (SPEC 6, v1.1): a check that begins after it writes
+    // nothing; one whose lock wait reaches it stops waiting.
+    let cancel = cancel.clone().with_deadline_of(g);
+    let deadline = g.deadline.as_ref().map(|(_, t)| t.as_str()).unwrap_or("");
+    if cancel.deadline_passed() {
+        return unconfirmed(
+            exit::FAILED,
+            doc::FenceReason::Deadline,
+            format!("termination unconfirmed: the controller's deadline {deadline} passed before the fencing check began; nothing was written"),
+        );
+    }
+    let state = match StateDir::create(root) {
+        Ok(s) => s,
+        Err(e) => {
+            return unconfirmed(
+                exit::FAILED,
+                doc::FenceReason::WriteFailed,
+                format!("state directory: {e}"),
+            )
+        }
+    };
+    let guard = match lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()) {
+        Ok(guard) => guard,
+        Err(e) => return lock_refused(e, &cancel, deadline, &state, id),
+    };
+    // The lock is held from here on: every answer below comes after the
+    // put-back of what a dead run left staged.
+    let mut owner = OwnerRecord {
+        guard: &guard,
+        state: &state,
+        id,
+        now,
+        written: false,
+    };
+    let at = Fencing {
+        root,
+        state: &state,
+        id,
+        now,
+    };
+    under_lock(&at, &mut owner)
+}
+
+/// The lock was not taken: unconfirmed, saying why (its timeout, the
+/// deadline, a signal) and the receipt the operation has, if any.
+fn lock_refused(
+    e: LockError,
+    cancel: &Cancel,
+    deadline: &str,
+    state: &Dir,
+    id: &OperationId,
+) -> FenceOutcome {
+    let (reason, why) = match e {
+        LockError::Timeout {
+            path,
+            waited_secs,
+            holder,
+        } => (
+            doc::FenceReason::LockTimeout,
+            format!("renewal lock {path} still held after {waited_secs}s by {holder}"),
+        ),
+        // The deadline, or the caller's SIGTERM/SIGINT (its
+        // context ended): either way the caller's time is up.
+        LockError::Cancelled { path, holder } if cancel.deadline_passed() => (
+            doc::FenceReason::Deadline,
+            format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed"),
+        ),
+        LockError::Cancelled { path, holder } => (
+            doc::FenceReason::Deadline,
+            format!("renewal lock {path} still held by {holder} when a signal (SIGTERM/SIGINT) ended the wait"),
+        ),
+        e => return unconfirmed(exit::FAILED, doc::FenceReason::WriteFailed, e.to_string()),
+    };
+    // Receipts are immutable: the one this operation has is read
+    // without the lock, so the answer says what exists, though
+    // termination stays unconfirmed until the lock is taken.
+    let found = match StateDir::new(state).completed() {
+        Ok(c) => match inspect::lookup_receipt(c.as_ref(), id) {
+            ReceiptLookup::Found(r) => Some(r),
+            _ => None,
+        },
+        Err(_) => None,
+    };
+    let has = found
+        .as_ref()
+        .map(|r| format!(" (operation {id} has a receipt: outcome {})", r.outcome))
+        .unwrap_or_default();
+    let mut o = unconfirmed(
+        exit::LOCK_TIMEOUT,
+        reason,
+        format!("{why}; termination unconfirmed{has}"),
+    );
+    o.receipt = found;
+    o
+}
+
+/// With the lock held: read the receipts, the phase file and where the
+/// manifests are, plan, and carry the plan out.
+fn under_lock(at: &Fencing<'_>, owner: &mut OwnerRecord<'_>) -> FenceOutcome {
+    let Fencing {
+        root, state, id, ..
+    } = *at;
+    let m = manifests::placement(root);
+    let completed = match StateDir::new(state).completed() {
+        Ok(c) => c,
+        Err(e) => {
+            let pb = put_back(root, &m, &m.staged_not_active(), owner);
+            let message = format!("receipts directory: {e}{}", pb.describe());
+            return unconfirmed_after(
+                exit::FAILED,
+                doc::FenceReason::MalformedReceipt,
+                message,
+                pb,
+            );
+        }
+    };
+    let lookup = inspect::lookup_receipt(completed.as_ref(), id);
+    let phase = inspect::read_phase(Some(state));
+    match fence_plan(&lookup, &phase, &m) {
+        FencePlan::Confirm {
+            receipt: r,
+            restore,
+        } => confirm(at, owner, &m, &restore, *r),
+        FencePlan::Refuse {
+            why,
+            reason,
+            restore,
+        } => {
+            // Unconfirmed, and still the staged manifests go back first
+            // (SPEC 6, v1.1): the lock is held, so no run is mid-restart.
+            // Over a malformed phase file or receipt too: the put-back is a
+            // restoration of the node, not a record of the operation. It
+            // writes no receipt and no phase file, judges no operation, and
+            // does what the dead run's own exit would have done; the
+            // answer stays unconfirmed and "nothing written" still holds
+            // for the operation's records. The owner record is written only
+            // right before the first move, so a check that moves nothing
+            // writes nothing at all.
+            let pb = put_back(root, &m, &restore, owner);
+            let message = format!("termination unconfirmed: {why}{}", pb.describe());
+            unconfirmed_after(exit::FAILED, reason, message, pb)
+        }
+        FencePlan::Abandon { restore } => abandon(at, completed, owner, &m, &restore, &phase),
+    }
+}
+
+/// `FencePlan::Confirm`: the operation has a receipt. The put-back, then
+/// confirmed, unless a write failed.
+fn confirm(
+    at: &Fencing<'_>,
+    owner: &mut OwnerRecord<'_>,
+    m: &ManifestsReport,
+    restore: &[Component],
+    r: Receipt,
+) -> FenceOutcome {
+    let id = at.id;
+    let pb = put_back(at.root, m, restore, owner);
+    let has = format!(
+        "operation {id} already has a receipt (outcome {}){}",
+        r.outcome,
+        pb.describe()
+    );
+    if pb.failed.is_some() {
+        // A write failed: unconfirmed (SPEC 6), so the controller
+        // hands the node to an operator instead of moving on with a
+        // pod down.
+        let message = format!("termination unconfirmed: {has}");
+        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
+    }
+    let message = format!("termination confirmed: {has}");
+    confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+}
+
+/// Confirmed: by the receipt that exists (`existing-receipt`) or the one
+/// this check recorded (`abandoned`).
+fn confirmed(
+    action: doc::FenceAction,
+    message: String,
+    receipt: Receipt,
+    pb: PutBack,
+    never_seen: bool,
+) -> FenceOutcome {
+    FenceOutcome {
+        code: exit::OK,
+        termination: doc::Termination::Confirmed,
+        action,
+        reason: match action {
+            doc::FenceAction::Abandoned => doc::FenceReason::Abandoned,
+            _ => doc::FenceReason::Receipt,
+        },
+        message,
+        receipt: Some(receipt),
+        restored: pb.restored,
+        conflicts: pb.conflicts,
+        never_seen,
+    }
+}
+
+/// Whether this node has no record of the operation: no phase file, owner
+/// record or log names it. Read before the owner record is replaced by
+/// this check's own.
+fn never_seen(state: &Dir, id: &OperationId, phase: &PhaseReport) -> bool {
+    let named = |i: Option<&str>| i == Some(id.as_str());
+    let by_owner = matches!(lock::read_owner(state), lock::OwnerInfo::Known(o) if named(o.operation_id.as_deref()));
+    let by_log = StateDir::new(state)
+        .log_names()
+        .contains(&format!("{id}.log"));
+    let by_phase = matches!(&phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == id);
+    !(by_owner || by_log || by_phase)
+}
+
+/// `FencePlan::Abandon`: no receipt. The owner record, the put-back of what
+/// the dead run left staged, then the `abandoned` receipt (SPEC 6).
+fn abandon(
+    at: &Fencing<'_>,
+    completed: Option<Dir>,
+    owner: &mut OwnerRecord<'_>,
+    m: &ManifestsReport,
+    restore: &[Component],
+    phase: &PhaseReport,
+) -> FenceOutcome {
+    let Fencing {
+        root,
+        state,
+        id,
+        now,
+    } = *at;
+    // The owner record is written before the first change: the first
+    // move, or else the receipt.
+    // (A failed owner record still lets the put-back run: see
+    // `put_back`; the answer is then unconfirmed.)
+    // What this node has of the operation, read before the owner record
+    // is replaced by this check's own: its phase file, the last runbook's
+    // owner record, its log.
+    let never_seen = never_seen(state, id, phase);
+    let owner_error = owner.before_first_change().err();
+    let pb = put_back(root, m, restore, owner);
+    if let (Some(e), None) = (&owner_error, &pb.failed) {
+        let message = format!("termination unconfirmed: {e}");
+        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
+    }
+    if let Some(f) = &pb.failed {
+        let message = format!("termination unconfirmed: {f}");
+        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
+    }
+    let PutBack {
+        restored,
+        mut conflicts,
+        ..
+    } = pb;
+    crate::crash_point!("fence-after-restore-before-receipt");
+    let after = manifests::placement(root);
+    conflicts.extend(missing_manifests(&after));
+    let message = abandon_message(
+        id,
+        never_seen,
+        &restored,
+        &conflicts,
+        phase.intent.is_pending(),
+    );
+    let (ph, failed_component) = abandoned_phase(phase.file.as_ref(), id);
+    let r = crate::node::statedir::new_receipt(
+        root,
+        id,
+        crate::node::statedir::Ended {
+            outcome: Outcome::Abandoned,
+            phase: ph,
+            message: &message,
+            failed_component,
+            did: crate::node::statedir::Did::default(),
+        },
+        after.receipt_locations(),
+        now,
+    );
+    let pb = PutBack {
+        restored,
+        conflicts,
+        failed: None,
+    };
+    record_abandoned(at, completed, r, message, pb, never_seen)
+}
+
+/// The manifests in no directory after the put-back, each named.
+fn missing_manifests(after: &ManifestsReport) -> Vec<String> {
+    after
+        .manifests
+        .iter()
+        .filter(|(_, v)| v.location == doc::ManifestLocation::Missing && v.error.is_none())
+        .map(|(c, _)| format!("the {c} manifest is missing: neither active nor staged"))
+        .collect()
+}
+
+/// Write the `abandoned` receipt, once: a receipt that appeared meanwhile
+/// confirms instead; any failure leaves termination unconfirmed.
+fn record_abandoned(
+    at: &Fencing<'_>,
+    completed: Option<Dir>,
+    r: Receipt,
+    message: String,
+    pb: PutBack,
+    never_seen: bool,
+) -> FenceOutcome {
+    let id = at.id;
+    let checked = match CheckedReceipt::check(&r) {
+        Ok(c) => c,
+        Err(e) => {
+            let message = format!("termination unconfirmed: {e}{}", pb.describe());
+            return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
+        }
+    };
+    let completed = match completed {
+        Some(c) => c,
+        None => match StateDir::new(at.state).create_completed() {
+            Ok(c) => c,
+            Err(e) => {
+                let message = format!("receipts directory: {e}{}", pb.describe());
+                return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
+            }
+        },
+    };
+    match StateDir::write_once(&completed, checked) {
+        Ok(()) => {
+            tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
+            confirmed(doc::FenceAction::Abandoned, message, r, pb, never_seen)
+        }
+        Err(FsError::Exists { .. }) => match inspect::lookup_receipt(Some(&completed), id) {
+            ReceiptLookup::Found(r) => {
+                let message = format!(
+                    "termination confirmed: operation {id} already has a receipt (outcome {})",
+                    r.outcome
+                );
+                confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+            }
+            _ => {
+                let message = format!(
+                    "termination unconfirmed: the receipt appeared malformed{}",
+                    pb.describe()
+                );
+                unconfirmed_after(
+                    exit::FAILED,
+                    doc::FenceReason::MalformedReceipt,
+                    message,
+                    pb,
+                )
+            }
+        },
+        Err(e) => {
+            let message = format!(
+                "termination unconfirmed: writing the receipt failed: {e}{}",
+                pb.describe()
+            );
+            unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb)
+        }
+    }
+}
+
+/// Where and when a fencing check runs, under the lock.
+#[derive(Clone, Copy)]
+struct Fencing<'a> {
+    root: &'a Root,
+    state: &'a Dir,
+    id: &'a OperationId,
+    now: time::OffsetDateTime,
+}
+
+/// The fencing check (mutating; under the lock).
+///
+/// `cancel` carries SIGTERM and SIGINT (the controller's executor sends
+/// SIGTERM when its context ends): they end the lock wait, never the check
+/// once it holds the lock, which then takes milliseconds.
+pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Report {
+    let o = fence_inner(root, g, id, cancel);
+    let m = manifests::placement(root);
+    let receipt = o.receipt.as_ref();
+    let document = doc::FenceDocument {
+        mode: doc::StatusMode::Status,
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
+        operation_id: id.clone(),
+        fence: doc::ConstBool,
+        termination: o.termination,
+        confirmed: o.termination == doc::Termination::Confirmed,
+        action: o.action,
+        reason: o.reason,
+        outcome: receipt.as_ref().map(|r| r.outcome),
+        phase: receipt.as_ref().map(|r| r.phase),
+        message: doc::Message(receipt::bounded_message(&o.message)),
+        receipt: receipt.cloned(),
+        restored: o.restored.to_vec(),
+        conflicts: o.conflicts.clone(),
+        manifests: m.views(),
+        duration_ms: 0,
+        exit_code: 0,
+    };
+    let doc: Box<dyn doc::Printed> = Box::new(document);
+    let mut text = format!(
+        "FENCE {id}: {}{}\n",
+        output::word(&o.termination).to_uppercase(),
+        if o.never_seen {
+            " (this node has no record of that operation: a mistyped ID? it is now recorded abandoned here)"
+        } else {
+            ""
+        }
+    );
+    output::table(
+        &mut text,
+        &[
+            vec!["action".to_string(), output::word(&o.action)],
+            vec!["reason".to_string(), output::word(&o.reason)],
+            vec![
+                "receipt".to_string(),
+                o.receipt
+                    .as_ref()
+                    .map(|r| format!("{} ({}) at {}", r.outcome, r.phase, r.finished_at))
+                    .unwrap_or_else(|| "none".into()),
+            ],
+            vec!["message".to_string(), o.message.clone()],
+        ],
+    );
+    Report {
+        code: o.code,
+        doc,
+        text,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests stage manifests and read their temp node directly
+mod tests {
+    //! SPEC 6: the fencing check (confirm from a receipt, abandon without
+    //! one, never abandon unfinished legacy work, unconfirmed over
+    //! malformed records or a held lock; in every outcome the manifests a
+    //! dead run left staged go back first), on the rsa fixture node.
+    use super::*;
+    use crate::modes::status::tests::{global, leave_staged};
+    use crate::node::inspect::state_files::*;
+    use crate::node::inspect::RunbookIntent;
+    use crate::node::paths::{COMPLETED_DIR, STATE_DIR};
+    use crate::rules::outcome::{ManifestLocation, Phase};
+    use crate::rules::phase::PhaseState;
+    use crate::tools::runtime::double::node_tree;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    fn active(t: &Path, c: Component) -> bool {
+        t.join(MANIFESTS_DIR).join(c.manifest_file()).is_file()
+    }
+
+    fn receipt_path(t: &Path, op: &str) -> PathBuf {
+        t.join(STATE_DIR)
+            .join(COMPLETED_DIR)
+            .join(format!("{op}.json"))
+    }
+
+    fn phase_report(file: Option<PhaseFile>, intent: RunbookIntent) -> PhaseReport {
+        PhaseReport {
+            file,
+            receipt_of_phase_op: ReceiptLookup::Absent,
+            intent,
+        }
+    }
+
+    fn action(p: &FencePlan) -> &'static str {
+        match p {
+            FencePlan::Confirm { .. } => "confirm",
+            FencePlan::Abandon { .. } => "abandon",
+            FencePlan::Refuse { .. } => "refuse",
+        }
+    }
+
+    /// SPEC 6, "Fencing check", as a decision, with etcd left staged.
+    #[test]
+    fn the_fencing_plan_follows_the_contract() {
+        let t = node_tree("rsa");
+        leave_staged(t.path(), Component::Etcd);
+        let m = manifests::inspect(&Root::open(t.path()).unwrap());
+        let found = ReceiptLookup::Found(receipt("op-1", crate::rules::outcome::Outcome::Failed));
+        let absent = ReceiptLookup::Absent;
+        let malformed = ReceiptLookup::Malformed("bad json".into());
+        let no_phase = phase_report(None, RunbookIntent::Absent);
+        let unfinished_v2 = phase_report(
+            Some(v2(
+                "op-0",
+                PhaseState::RestartPending,
+                Some(Component::Etcd),
+            )),
+            RunbookIntent::Pending,
+        );
+        let done_v2 = phase_report(
+            Some(v2("op-0", PhaseState::Done, None)),
+            RunbookIntent::Done,
+        );
+        let unfinished_legacy = phase_report(
+            Some(legacy(PhaseState::RestartPending, Some(Component::Etcd))),
+            RunbookIntent::Pending,
+        );
+        let done_legacy = phase_report(Some(legacy(PhaseState::Done, None)), RunbookIntent::Done);
+        let bad_phase = phase_report(None, RunbookIntent::Malformed("line 1".into()));
+        for (receipt, phase, expected) in [
+            (&found, &unfinished_legacy, "confirm"),
+            (&found, &bad_phase, "confirm"),
+            (&malformed, &no_phase, "refuse"),
+            (&absent, &no_phase, "abandon"),
+            (&absent, &unfinished_v2, "abandon"),
+            (&absent, &done_v2, "abandon"),
+            (&absent, &done_legacy, "abandon"),
+            (&absent, &unfinished_legacy, "refuse"),
+            (&absent, &bad_phase, "refuse"),
+        ] {
+            let plan = fence_plan(receipt, phase, &m);
+            assert_eq!(action(&plan), expected, "{receipt:?} {phase:?}");
+            // In every outcome, what the dead run left staged goes back.
+            assert_eq!(plan.restore(), [Component::Etcd], "{plan:?}");
+        }
+        match fence_plan(&absent, &unfinished_legacy, &m) {
+            FencePlan::Refuse { why, .. } => assert!(why.contains("legacy"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// SPEC 6: only a manifest staged and not active is put back; one both
+    /// staged and active is never moved.
+    #[test]
+    fn a_manifest_both_staged_and_active_is_never_put_back() {
+        let t = node_tree("rsa");
+        leave_staged(t.path(), Component::KubeScheduler);
+        std::fs::copy(
+            t.path()
+                .join(STAGING_DIR)
+                .join(Component::KubeScheduler.manifest_file()),
+            t.path()
+                .join(MANIFESTS_DIR)
+                .join(Component::KubeScheduler.manifest_file()),
+        )
+        .unwrap();
+        leave_staged(t.path(), Component::Etcd);
+        let m = manifests::inspect(&Root::open(t.path()).unwrap());
+        assert_eq!(m.staged_not_active(), [Component::Etcd]);
+    }
+
+    /// SPEC 6: no receipt and V2 work: record `abandoned` (where the
+    /// operation stood), put back what the dead run left staged,
+    /// `confirmed`; the unfinished phase file stays for the next operation.
+    /// A second check finds that receipt and leaves it as it is.
+    #[test]
+    fn fencing_without_a_receipt_abandons_and_puts_back() {
+        let t = node_tree("rsa");
+        let c = Component::KubeApiserver;
+        write_phase(t.path(), &v2("op-1", PhaseState::RestartPending, Some(c)));
+        leave_staged(t.path(), c);
+        let phase_file = t
+            .path()
+            .join(STATE_DIR)
+            .join(crate::node::paths::PHASE_FILE);
+        let phase_before = std::fs::read(&phase_file).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let g = global(t.path());
+        let r = fence(&root, &g, &id("op-1"), &Cancel::new());
+        assert_eq!(r.code, exit::OK, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "confirmed");
+        assert_eq!(r.json()["action"], "abandoned");
+        assert_eq!(r.json()["restored"], serde_json::json!(["kube-apiserver"]));
+        assert!(active(t.path(), c));
+        assert!(!t.path().join(STAGING_DIR).join(c.manifest_file()).exists());
+        let receipt = std::fs::read(receipt_path(t.path(), "op-1")).unwrap();
+        let parsed = crate::rules::receipt::parse_receipt(&receipt, &id("op-1")).unwrap();
+        assert_eq!(parsed.outcome, crate::rules::outcome::Outcome::Abandoned);
+        assert_eq!(parsed.phase, Phase::Restart(c));
+        assert_eq!(parsed.failed_component, Some(c));
+        assert!(parsed
+            .manifests
+            .iter()
+            .all(|(_, l)| l == ManifestLocation::Active));
+        assert_eq!(std::fs::read(&phase_file).unwrap(), phase_before);
+        let owner = std::fs::read_to_string(t.path().join(STATE_DIR).join("owner")).unwrap();
+        assert!(owner.contains("\"mode\":\"status-fence\""), "{owner}");
+        let again = fence(&root, &g, &id("op-1"), &Cancel::new());
+        assert_eq!(again.code, exit::OK, "{:#}", again.json());
+        assert_eq!(again.json()["action"], "existing-receipt");
+        assert_eq!(again.json()["outcome"], "abandoned");
+        assert_eq!(
+            std::fs::read(receipt_path(t.path(), "op-1")).unwrap(),
+            receipt
+        );
+    }
+
+    /// SPEC 10, "Bounded reads" (issue 25): an alias bomb among the strays
+    /// of `manifests/` (6,000 aliases: about 10^8 nodes once expanded, which
+    /// aborted every mode before) never keeps a pod down: with etcd left
+    /// staged by a dead run, the fencing check puts it back and confirms,
+    /// reading no file's contents on the way; the operator view then
+    /// refuses the bomb, naming it.
+    #[test]
+    fn a_hostile_stray_never_keeps_a_staged_manifest_from_going_back() {
+        let t = node_tree("rsa");
+        let c = Component::Etcd;
+        write_phase(t.path(), &v2("op-1", PhaseState::RestartPending, Some(c)));
+        leave_staged(t.path(), c);
+        // The 56 KB file of issue 25: one anchor of 16,000 scalars.
+        let mut bomb = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd-copy\n  annotations:\n    a: &a [{}]\n    b: [",
+            ["x"; 16_000].join(",")
+        );
+        bomb.push_str(&["*a"; 6000].join(", "));
+        bomb.push_str("]\n");
+        write_raw(
+            &t.path().join(MANIFESTS_DIR).join("bomb.yaml"),
+            bomb.as_bytes(),
+        );
+        let root = Root::open(t.path()).unwrap();
+        let g = global(t.path());
+        let r = fence(&root, &g, &id("op-1"), &Cancel::new());
+        assert_eq!(r.code, exit::OK, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "confirmed");
+        assert_eq!(r.json()["restored"], serde_json::json!(["etcd"]));
+        assert!(active(t.path(), c));
+        assert!(!t.path().join(STAGING_DIR).join(c.manifest_file()).exists());
+        // What the read-only modes read: the bomb is refused, named.
+        let m = manifests::inspect(&root);
+        assert_eq!(
+            m.hostile,
+            vec!["/etc/kubernetes/manifests/bomb.yaml is hostile YAML (more than 100000 nodes); refusing to read it".to_string()]
+        );
+        assert!(m
+            .problems()
+            .iter()
+            .any(|p| p.contains("bomb.yaml is hostile YAML")));
+        // And the put-back itself never reads it: placement alone.
+        assert!(manifests::placement(&root).hostile.is_empty());
+    }
+
+    /// SPEC 6: unfinished legacy work carries no operation ID and is never
+    /// abandoned: unconfirmed, no receipt; still (v1.1) the staged manifest
+    /// goes back.
+    #[test]
+    fn unfinished_legacy_work_is_never_abandoned_but_its_manifest_goes_back() {
+        let t = node_tree("rsa");
+        let c = Component::Etcd;
+        write_phase(t.path(), &legacy(PhaseState::RestartPending, Some(c)));
+        leave_staged(t.path(), c);
+        let root = Root::open(t.path()).unwrap();
+        let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
+        assert_eq!(r.code, exit::FAILED, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "unconfirmed");
+        assert_eq!(r.json()["restored"], serde_json::json!(["etcd"]));
+        assert!(active(t.path(), c));
+        assert!(!receipt_path(t.path(), "op-1").exists());
+    }
+
+    /// SPEC 6: a malformed receipt is unconfirmed and nothing is written
+    /// (the receipt stays as it is, no owner record: a check that changes
+    /// nothing writes nothing).
+    #[test]
+    fn a_malformed_receipt_is_unconfirmed_and_nothing_is_written() {
+        let t = node_tree("rsa");
+        state_dir(t.path());
+        write_raw(&receipt_path(t.path(), "op-1"), b"{\"format\": 1}");
+        let root = Root::open(t.path()).unwrap();
+        let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
+        assert_eq!(r.code, exit::FAILED, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "unconfirmed");
+        assert_eq!(
+            std::fs::read(receipt_path(t.path(), "op-1")).unwrap(),
+            b"{\"format\": 1}"
+        );
+        assert!(!t.path().join(STATE_DIR).join("owner").exists());
+        assert!(!t.path().join(STATE_DIR).join("phase").exists());
+    }
+
+    /// SPEC 6: the lock stays held: exit 3, unconfirmed, no receipt.
+    #[test]
+    fn a_lock_that_stays_held_is_unconfirmed_with_exit_3() {
+        let t = node_tree("rsa");
+        state_dir(t.path());
+        let root = Root::open(t.path()).unwrap();
+        let state = StateDir::open(&root).unwrap().unwrap();
+        let _held = lock::acquire(&state, Duration::from_secs(1), &|| false).unwrap();
+        let r = fence(&root, &global(t.path()), &id("op-1"), &Cancel::new());
+        assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json());
+        assert_eq!(r.json()["termination"], "unconfirmed");
+        assert_eq!(r.json()["reason"], "lock-timeout");
+        assert!(!receipt_path(t.path(), "op-1").exists());
+        // SIGTERM (the executor's context ended) ends the wait at once,
+        // long before --lock-timeout: unconfirmed, reason deadline, exit 3.
+        let g = Global {
+            lock_timeout: Duration::from_secs(60),
+            ..global(t.path())
+        };
+        let sigterm = Cancel::new();
+        sigterm.cancel();
+        let started = std::time::Instant::now();
+        let r = fence(&root, &g, &id("op-1"), &sigterm);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the wait was not ended"
+        );
+        assert_eq!(r.code, exit::LOCK_TIMEOUT, "{:#}", r.json());
+        assert_eq!(r.json()["reason"], "deadline");
+        assert!(
+            r.json()["message"]
+                .as_str()
+                .unwrap()
+                .contains("a signal (SIGTERM/SIGINT) ended the wait"),
+            "{:#}",
+            r.json()
+        );
+        assert!(!receipt_path(t.path(), "op-1").exists());
+    }
+
+    /// A signal before the fencing check: the free lock is still taken and
+    /// the check runs to its end (a signal never cuts it short once it
+    /// holds the lock).
+    #[test]
+    fn a_signal_never_cuts_a_fencing_check_that_holds_the_lock() {
+        let t = node_tree("rsa");
+        leave_staged(t.path(), Component::KubeApiserver);
+        let root = Root::open(t.path()).unwrap();
+        let sigterm = Cancel::new();
+        sigterm.cancel();
+        let r = fence(&root, &global(t.path()), &id("op-1"), &sigterm);
+        assert_eq!(r.code, exit::OK, "{:#}", r.json());
+        assert_eq!(r.json()["reason"], "abandoned");
+        assert!(active(t.path(), Component::KubeApiserver));
+        assert!(receipt_path(t.path(), "op-1").exists());
+    }
+}
