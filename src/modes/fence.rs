@@ -7,17 +7,16 @@ use crate::contract as doc;
 use crate::contract::cli::Global;
 use crate::judge::status::fence_plan;
 use crate::modes::output::{self, Report};
+use crate::node::fence::{missing_manifests, never_seen, put_back, OwnerRecord, PutBack};
 use crate::node::fsx::{Dir, FsError, Root};
 use crate::node::inspect::{self, PhaseReport, ReceiptLookup};
 use crate::node::lock::{self, LockError};
 use crate::node::manifests::{self, ManifestsReport};
-use crate::node::paths::{MANIFESTS_DIR, STAGING_DIR};
 use crate::node::statedir::{CheckedReceipt, StateDir};
 use crate::rules::component::Component;
-use crate::rules::fence::{abandon_message, abandoned_phase, names, FencePlan};
+use crate::rules::fence::{abandon_message, abandoned_phase, FencePlan};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, Outcome};
-use crate::rules::phase::PhaseFile;
 use crate::rules::receipt::{self, Receipt};
 use crate::tools::signals::Cancel;
 
@@ -60,141 +59,6 @@ fn unconfirmed_after(
     }
 }
 
-/// `state/owner`, written once, right before the fencing check's first
-/// change (a move or the receipt): a check that changes nothing writes
-/// nothing, not even this.
-struct OwnerRecord<'a> {
-    guard: &'a lock::LockGuard,
-    state: &'a Dir,
-    id: &'a OperationId,
-    now: time::OffsetDateTime,
-    written: bool,
-}
-
-impl OwnerRecord<'_> {
-    fn before_first_change(&mut self) -> Result<(), String> {
-        if !self.written {
-            self.guard
-                .write_owner(
-                    self.state,
-                    &lock::owner_for(
-                        Some(self.id),
-                        crate::contract::OwnerMode::StatusFence,
-                        self.now,
-                    ),
-                )
-                .map_err(|e| format!("cannot record the lock owner: {e}"))?;
-            self.written = true;
-        }
-        Ok(())
-    }
-}
-
-/// What the put-back did.
-#[derive(Default)]
-struct PutBack {
-    restored: Vec<Component>,
-    /// Left for an operator (both copies, a refused directory or manifest).
-    conflicts: Vec<String>,
-    /// A write failed (the owner record or a move): the answer is
-    /// unconfirmed whatever the plan was.
-    failed: Option<String>,
-}
-
-impl PutBack {
-    /// The clauses a fence message gains: what was put back, what was left.
-    fn describe(&self) -> String {
-        let mut s = String::new();
-        if !self.restored.is_empty() {
-            s.push_str(&format!(
-                "; put back {}, which a dead run left staged",
-                names(&self.restored)
-            ));
-        }
-        if let Some(f) = &self.failed {
-            s.push_str(&format!("; {f}"));
-        }
-        for c in &self.conflicts {
-            s.push_str(&format!("; {c}"));
-        }
-        s
-    }
-}
-
-/// Put back the manifests a dead run left staged and not active (SPEC 6,
-/// v1.1): what that run's exit would have done. Runs once the lock is
-/// held, whatever the answer will be: no run is mid-restart, so a stopped
-/// pod never waits for an operator. Never resumes, never restarts anything
-/// else. What is left alone is named.
-fn put_back(
-    root: &Root,
-    m: &ManifestsReport,
-    restore: &[Component],
-    owner: &mut OwnerRecord,
-) -> PutBack {
-    // A manifest both active and staged is never moved (SPEC 6 puts back
-    // only "staged and not active"), but it is named: an operator must keep
-    // exactly one copy.
-    let conflicts = m
-        .manifests
-        .iter()
-        .filter(|(c, v)| v.active && v.runbook_staged && v.error.is_none() && !restore.contains(c))
-        .map(|(c, _)| {
-            format!(
-                "{}/{} is staged while {}/{} is active; both left alone, an operator must keep exactly one",
-                crate::node::paths::node(STAGING_DIR),
-                c.manifest_file(),
-                crate::node::paths::node(MANIFESTS_DIR),
-                c.manifest_file()
-            )
-        })
-        .collect();
-    let mut pb = PutBack {
-        conflicts,
-        ..PutBack::default()
-    };
-    // What the check refused to look into is named, never followed: a
-    // refused staging directory or manifest may hide a staged copy.
-    if let Some(e) = &m.runbook_staging.error {
-        pb.conflicts.push(format!(
-            "the runbook staging directory was refused, nothing put back from it: {e}"
-        ));
-    }
-    pb.conflicts
-        .extend(m.manifests.values().filter_map(|v| v.error.clone()));
-    if restore.is_empty() {
-        return pb;
-    }
-    if let Err(e) = owner.before_first_change() {
-        // The owner record is bookkeeping; the put-back is what the dead
-        // run's exit would have done, and the lock is held: do it all the
-        // same (SPEC 6, v1.1: in every outcome), and answer unconfirmed.
-        tracing::warn!("{e}; putting the staged manifests back all the same");
-        pb.failed = Some(e);
-    }
-    for &c in restore {
-        match crate::node::staging::put_back(root, c) {
-            crate::node::staging::PutBack::Restored => {
-                tracing::info!(
-                    component = c.name(),
-                    "put back the staged manifest a dead run left"
-                );
-                pb.restored.push(c);
-            }
-            crate::node::staging::PutBack::Conflict(conflict) => pb.conflicts.push(conflict),
-            crate::node::staging::PutBack::Failed(e) => {
-                let f = format!("putting back {c} failed: {e}");
-                pb.failed = Some(match pb.failed.take() {
-                    Some(before) => format!("{before}; {f}"),
-                    None => f,
-                });
-                break;
-            }
-        }
-    }
-    pb
-}
-
 fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> FenceOutcome {
     let now = g.clock.now();
     // `--deadline` (SPEC 6, v1.1): a check that begins after it writes
@@ -224,13 +88,7 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
     };
     // The lock is held from here on: every answer below comes after the
     // put-back of what a dead run left staged.
-    let mut owner = OwnerRecord {
-        guard: &guard,
-        state: &state,
-        id,
-        now,
-        written: false,
-    };
+    let mut owner = OwnerRecord::new(&guard, &state, id, now);
     let at = Fencing {
         root,
         state: &state,
@@ -395,19 +253,6 @@ fn confirmed(
     }
 }
 
-/// Whether this node has no record of the operation: no phase file, owner
-/// record or log names it. Read before the owner record is replaced by
-/// this check's own.
-fn never_seen(state: &Dir, id: &OperationId, phase: &PhaseReport) -> bool {
-    let named = |i: Option<&str>| i == Some(id.as_str());
-    let by_owner = matches!(lock::read_owner(state), lock::OwnerInfo::Known(o) if named(o.operation_id.as_deref()));
-    let by_log = StateDir::new(state)
-        .log_names()
-        .contains(&format!("{id}.log"));
-    let by_phase = matches!(&phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == id);
-    !(by_owner || by_log || by_phase)
-}
-
 /// `FencePlan::Abandon`: no receipt. The owner record, the put-back of what
 /// the dead run left staged, then the `abandoned` receipt (SPEC 6).
 fn abandon(
@@ -477,16 +322,6 @@ fn abandon(
         failed: None,
     };
     record_abandoned(at, completed, r, message, pb, never_seen)
-}
-
-/// The manifests in no directory after the put-back, each named.
-fn missing_manifests(after: &ManifestsReport) -> Vec<String> {
-    after
-        .manifests
-        .iter()
-        .filter(|(_, v)| v.location == doc::ManifestLocation::Missing && v.error.is_none())
-        .map(|(c, _)| format!("the {c} manifest is missing: neither active nor staged"))
-        .collect()
 }
 
 /// Write the `abandoned` receipt, once: a receipt that appeared meanwhile
@@ -633,8 +468,9 @@ mod tests {
     use crate::modes::status::tests::{global, leave_staged};
     use crate::node::inspect::state_files::*;
     use crate::node::inspect::RunbookIntent;
-    use crate::node::paths::{COMPLETED_DIR, STATE_DIR};
+    use crate::node::paths::{COMPLETED_DIR, MANIFESTS_DIR, STAGING_DIR, STATE_DIR};
     use crate::rules::outcome::{ManifestLocation, Phase};
+    use crate::rules::phase::PhaseFile;
     use crate::rules::phase::PhaseState;
     use crate::tools::runtime::double::node_tree;
     use std::path::{Path, PathBuf};

@@ -6,6 +6,9 @@ pub(crate) mod backup;
 pub(crate) mod conflict;
 /// The sanitized evidence bundle of `--status-only --evidence PATH`.
 pub(crate) mod evidence;
+/// The fencing check's file mechanics under the lock: the owner record,
+/// the put-back of what a dead run left staged.
+pub(crate) mod fence;
 /// The no-follow descriptor walk and the three durable write disciplines.
 pub(crate) mod fsx;
 /// Read-only views of the state directory (phase file, lock, receipts).
