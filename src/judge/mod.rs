@@ -7,6 +7,8 @@
 
 /// What to know and do next: severity, warnings, next steps.
 pub(crate) mod advice;
+/// The fencing check's answer, as printed (SPEC 6).
+pub(crate) mod fence;
 /// The live node in the views (SPEC 10): the `LIVE` block, the `live` field.
 pub(crate) mod live;
 /// The operator view of --status-only, judged and rendered (SPEC 6).

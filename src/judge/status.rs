@@ -749,3 +749,41 @@ fn view_code(foreign: bool, advice: &advice::Advice, clean: bool) -> u8 {
         exit::FAILED
     }
 }
+
+/// The evidence bundle at the end of the view's text: where it is, what
+/// it holds and what it left out, or why it was not written.
+pub fn text_evidence(out: &mut String, ev: &doc::EvidenceView) {
+    match ev {
+        doc::EvidenceView::Written(w) => {
+            out.push_str(&format!(
+                "EVIDENCE: {} ({} files, {} bytes)\n  sha256 {}\n  receipts {} ({} left out), {} credential values redacted\n",
+                text::escape(&w.path),
+                w.members,
+                w.bytes,
+                w.sha256.0,
+                w.receipts,
+                w.receipts_left_out,
+                w.redacted
+            ));
+            let mut skipped: Vec<String> = w
+                .skipped
+                .iter()
+                .take(10)
+                .map(|s| format!("{}: {}", s.path, s.reason))
+                .collect();
+            if w.skipped.len() > 10 {
+                skipped.push(format!(
+                    "{} more: see nvke-evidence/evidence.json",
+                    w.skipped.len() - 10
+                ));
+            }
+            text::text_list(out, "evidence skipped", &skipped);
+        }
+        doc::EvidenceView::NotWritten(n) => {
+            out.push_str(&format!(
+                "EVIDENCE NOT WRITTEN: {}\n",
+                text::escape(&n.error)
+            ));
+        }
+    }
+}

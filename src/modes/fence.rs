@@ -5,8 +5,9 @@
 
 use crate::contract as doc;
 use crate::contract::cli::Global;
+use crate::judge::fence::{confirmed, render, unconfirmed, unconfirmed_after, FenceOutcome};
 use crate::judge::status::fence_plan;
-use crate::modes::output::{self, Report};
+use crate::modes::output::Report;
 use crate::node::fence::{missing_manifests, never_seen, put_back, OwnerRecord, PutBack};
 use crate::node::fsx::{Dir, FsError, Root};
 use crate::node::inspect::{self, PhaseReport, ReceiptLookup};
@@ -17,47 +18,8 @@ use crate::rules::component::Component;
 use crate::rules::fence::{abandon_message, abandoned_phase, FencePlan};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, Outcome};
-use crate::rules::receipt::{self, Receipt};
+use crate::rules::receipt::Receipt;
 use crate::tools::signals::Cancel;
-
-struct FenceOutcome {
-    code: u8,
-    termination: doc::Termination,
-    action: doc::FenceAction,
-    reason: doc::FenceReason,
-    message: String,
-    receipt: Option<Receipt>,
-    restored: Vec<Component>,
-    conflicts: Vec<String>,
-    /// Abandoned an operation this node has no record of (no receipt, and
-    /// no phase file, owner record or log names it): said on the verdict's
-    /// line.
-    never_seen: bool,
-}
-
-fn unconfirmed(code: u8, reason: doc::FenceReason, message: String) -> FenceOutcome {
-    unconfirmed_after(code, reason, message, PutBack::default())
-}
-
-/// Unconfirmed, after the put-back (what it restored and left is reported).
-fn unconfirmed_after(
-    code: u8,
-    reason: doc::FenceReason,
-    message: String,
-    pb: PutBack,
-) -> FenceOutcome {
-    FenceOutcome {
-        code,
-        termination: doc::Termination::Unconfirmed,
-        action: doc::FenceAction::None,
-        reason,
-        message,
-        receipt: None,
-        restored: pb.restored,
-        conflicts: pb.conflicts,
-        never_seen: false,
-    }
-}
 
 fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> FenceOutcome {
     let now = g.clock.now();
@@ -228,31 +190,6 @@ fn confirm(
     confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
 }
 
-/// Confirmed: by the receipt that exists (`existing-receipt`) or the one
-/// this check recorded (`abandoned`).
-fn confirmed(
-    action: doc::FenceAction,
-    message: String,
-    receipt: Receipt,
-    pb: PutBack,
-    never_seen: bool,
-) -> FenceOutcome {
-    FenceOutcome {
-        code: exit::OK,
-        termination: doc::Termination::Confirmed,
-        action,
-        reason: match action {
-            doc::FenceAction::Abandoned => doc::FenceReason::Abandoned,
-            _ => doc::FenceReason::Receipt,
-        },
-        message,
-        receipt: Some(receipt),
-        restored: pb.restored,
-        conflicts: pb.conflicts,
-        never_seen,
-    }
-}
-
 /// `FencePlan::Abandon`: no receipt. The owner record, the put-back of what
 /// the dead run left staged, then the `abandoned` receipt (SPEC 6).
 fn abandon(
@@ -405,54 +342,10 @@ struct Fencing<'a> {
 pub fn fence(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Report {
     let o = fence_inner(root, g, id, cancel);
     let m = manifests::placement(root);
-    let receipt = o.receipt.as_ref();
-    let document = doc::FenceDocument {
-        mode: doc::StatusMode::Status,
-        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        operation_id: id.clone(),
-        fence: doc::ConstBool,
-        termination: o.termination,
-        confirmed: o.termination == doc::Termination::Confirmed,
-        action: o.action,
-        reason: o.reason,
-        outcome: receipt.as_ref().map(|r| r.outcome),
-        phase: receipt.as_ref().map(|r| r.phase),
-        message: doc::Message(receipt::bounded_message(&o.message)),
-        receipt: receipt.cloned(),
-        restored: o.restored.to_vec(),
-        conflicts: o.conflicts.clone(),
-        manifests: m.views(),
-        duration_ms: 0,
-        exit_code: 0,
-    };
-    let doc: Box<dyn doc::Printed> = Box::new(document);
-    let mut text = format!(
-        "FENCE {id}: {}{}\n",
-        output::word(&o.termination).to_uppercase(),
-        if o.never_seen {
-            " (this node has no record of that operation: a mistyped ID? it is now recorded abandoned here)"
-        } else {
-            ""
-        }
-    );
-    output::table(
-        &mut text,
-        &[
-            vec!["action".to_string(), output::word(&o.action)],
-            vec!["reason".to_string(), output::word(&o.reason)],
-            vec![
-                "receipt".to_string(),
-                o.receipt
-                    .as_ref()
-                    .map(|r| format!("{} ({}) at {}", r.outcome, r.phase, r.finished_at))
-                    .unwrap_or_else(|| "none".into()),
-            ],
-            vec!["message".to_string(), o.message.clone()],
-        ],
-    );
+    let (document, text) = render(id, &o, &m);
     Report {
         code: o.code,
-        doc,
+        doc: Box::new(document),
         text,
     }
 }

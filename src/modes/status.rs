@@ -4,7 +4,7 @@
 
 use crate::contract as doc;
 use crate::contract::cli::{Global, ReceiptFilter};
-use crate::judge::status::{Asked, Drafted, Read, Viewed};
+use crate::judge::status::{text_evidence, Asked, Drafted, Read, Viewed};
 use crate::modes::output::{self, Report};
 use crate::node::conflict;
 use crate::node::fsx::Root;
@@ -84,45 +84,13 @@ fn with_evidence(
     };
     let stop = || ask.cancel.is_some_and(Cancel::is_cancelled);
     let ev = crate::node::evidence::write(root, rel, document, ask.id, &stop);
+    if let doc::EvidenceView::NotWritten(n) = &ev {
+        tracing::warn!("evidence not written: {}", output::escape(&n.error));
+    }
+    text_evidence(text, &ev);
     let code = match &ev {
-        doc::EvidenceView::Written(w) => {
-            text.push_str(&format!(
-                "EVIDENCE: {} ({} files, {} bytes)\n  sha256 {}\n  receipts {} ({} left out), {} credential values redacted\n",
-                output::escape(&w.path),
-                w.members,
-                w.bytes,
-                w.sha256.0,
-                w.receipts,
-                w.receipts_left_out,
-                w.redacted
-            ));
-            let mut skipped: Vec<String> = w
-                .skipped
-                .iter()
-                .take(10)
-                .map(|s| format!("{}: {}", s.path, s.reason))
-                .collect();
-            if w.skipped.len() > 10 {
-                skipped.push(format!(
-                    "{} more: see nvke-evidence/evidence.json",
-                    w.skipped.len() - 10
-                ));
-            }
-            output::text_list(text, "evidence skipped", &skipped);
-            code
-        }
-        doc::EvidenceView::NotWritten(n) => {
-            tracing::warn!("evidence not written: {}", output::escape(&n.error));
-            text.push_str(&format!(
-                "EVIDENCE NOT WRITTEN: {}\n",
-                output::escape(&n.error)
-            ));
-            if code == exit::OK {
-                exit::FAILED
-            } else {
-                code
-            }
-        }
+        doc::EvidenceView::NotWritten(_) if code == exit::OK => exit::FAILED,
+        _ => code,
     };
     document.evidence = Some(ev);
     code
