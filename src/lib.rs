@@ -39,15 +39,19 @@
 //!   behind `tools::runtime::Runtime` (real node and test double side by
 //!   side), TLS probes, the health gate and the waits, signals.
 //! - [`judge`]: pure judgements of one observation (the node's reports
-//!   from `node`, the live components from `tools`): the operator's advice
-//!   and the views' verdicts and texts, with no I/O.
+//!   from `node`, the live components from `tools`), with no I/O: the
+//!   operator's advice (`judge::advice`), the operator view judged and
+//!   rendered (`judge::status::Viewed`, and `fence_plan`), the fencing
+//!   check's answer (`judge::fence`), the live node as shown
+//!   (`judge::live`).
 //! - [`modes`]: the entry point (`modes::app::run`, which stamps each
 //!   printed document's trailer: `contract::Printed`), and the thin
 //!   drivers: the renewal (`modes::runbook::run`, its steps two tables, the
 //!   renewal's and the recovery's, in `modes::runbook::steps`), `--check`
-//!   (`modes::check`), `--status-only` and the fencing check
-//!   (`modes::status`); the output, written once and bounded
-//!   (`modes::output`).
+//!   (`modes::check`), `--status-only` (`modes::status`: read, judge,
+//!   the evidence bundle) and the fencing check under the lock
+//!   (`modes::fence`; its file mechanics in `node::fence`); the output,
+//!   written once and bounded (`modes::output`).
 //!
 //! House rules as lints (Cargo.toml `[lints]`, clippy.toml): `std::fs` only
 //! in the node file layer (`fsx`), `Command::new` only in `proc`, the flock
