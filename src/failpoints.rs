@@ -7,7 +7,7 @@
 //! checks both directions.
 //!
 //! One hold point is not a crash point: `evidence-before-link`
-//! (`src/node/evidence.rs`, a plain `fail::fail_point!`), reached once the
+//! (`src/node/evidence/write.rs`, a plain `fail::fail_point!`), reached once the
 //! evidence bundle's temp file is written and fsynced, before it is named.
 //! `FAILPOINTS="evidence-before-link=sleep(1500)"` holds the temp file there
 //! so a test can send a real signal while it exists (tests/evidence.rs).

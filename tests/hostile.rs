@@ -55,7 +55,7 @@
 //! (only ever renamed) or as a CA (only read). A CA certificate or key not
 //! owned by root or writable by others is in the table: a renewal refuses it
 //! at the CA check (`--check` and `--status-only` read PKI files vetted for
-//! type only, `Trust::TypeOnly` in src/node/fsx.rs).
+//! type only, `Trust::TypeOnly` in src/node/fsx/mod.rs).
 //!
 //! `symlink_flipper`: while a full renewal runs on the simulated node (100 ms
 //! kubelet latencies), a thread swaps a directory under the root with a

@@ -1,0 +1,222 @@
+//! The evidence bundle written: its manifest (`evidence.json`), the
+//! gzipped tar in memory, then created once at PATH, never replacing, and
+//! never inside a directory the bundle reads; what the view reports.
+
+use super::collect::{collected_dirs, gather, logs_named, receipts_first};
+use super::tar::tar;
+use super::{doc, Bundle, INTERRUPTED, SKIPS_LISTED, TOP};
+use crate::node::fsx::{self, FsError, Root};
+use crate::node::paths::{self, STATE_FILE_MODE};
+use crate::rules::opid::OperationId;
+use sha2::{Digest, Sha256};
+use std::io::Write;
+
+/// The running binary's sha256 (hex), or why it could not be read.
+fn binary_sha256() -> Result<String, String> {
+    let mut f = fsx::open_running_binary().map_err(|e| e.to_string())?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).map_err(|e| format!("failed to read /proc/self/exe: {e}"))?;
+    Ok(hex(&h.finalize()))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    hex(&Sha256::digest(b))
+}
+
+/// The gzipped tar of the bundle, its manifest (`evidence.json`) first.
+fn archive(b: &Bundle, now: &doc::Timestamp, mtime: i64) -> Result<Vec<u8>, String> {
+    let (binary_sha256, binary_error) = match binary_sha256() {
+        Ok(s) => (Some(doc::Sha256Hex(s)), None),
+        Err(e) => (None, Some(e)),
+    };
+    let manifest = doc::EvidenceManifest {
+        format: doc::EvidenceFormat::V1,
+        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
+        git_commit: crate::contract::version::GIT_COMMIT.to_string(),
+        binary_sha256,
+        binary_error,
+        now: now.clone(),
+        members: b
+            .members
+            .iter()
+            .map(|m| doc::EvidenceMember {
+                name: m.name.clone(),
+                source: m.source.clone(),
+                bytes: m.bytes.len() as u64,
+                sha256: doc::Sha256Hex(sha256_hex(&m.bytes)),
+            })
+            .collect(),
+        receipts: b.receipts,
+        receipts_left_out: b.receipts_left_out,
+        redacted: b.redacted,
+        skipped: listed(&b.skipped),
+    };
+    let mut manifest_json = crate::contract::to_json(&manifest).to_string().into_bytes();
+    manifest_json.push(b'\n');
+    let manifest_name = format!("{TOP}/evidence.json");
+    let mut files: Vec<(&str, &[u8], u64)> =
+        vec![(&manifest_name, &manifest_json, mtime.max(0) as u64)];
+    files.extend(
+        b.members
+            .iter()
+            .map(|m| (m.name.as_str(), m.bytes.as_slice(), m.mtime)),
+    );
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&tar(&files))
+        .and_then(|()| gz.finish())
+        .map_err(|e| format!("cannot compress the bundle: {e}"))
+}
+
+/// At most [`SKIPS_LISTED`] skips, and one more that counts the rest.
+fn listed(skipped: &[doc::EvidenceSkip]) -> Vec<doc::EvidenceSkip> {
+    let mut v: Vec<_> = skipped.iter().take(SKIPS_LISTED).cloned().collect();
+    if skipped.len() > SKIPS_LISTED {
+        v.push(doc::EvidenceSkip {
+            path: "...".to_string(),
+            reason: format!("{} more skipped, not listed", skipped.len() - SKIPS_LISTED),
+        });
+    }
+    v
+}
+
+/// Write the bundle to `rel` (a node path under the root, from
+/// `--evidence`): what the view reports. `status` is the status document
+/// as printed without this field; `asked` the `--operation-id`. `stop` is
+/// asked between entries and once more before the archive gets its name
+/// (a signal, SPEC 6 v1.2): when it says stop, or on any error, nothing is
+/// left at `rel` or beside it, and the view says why.
+pub fn write(
+    root: &Root,
+    rel: &str,
+    status: &doc::StatusDocument,
+    asked: Option<&OperationId>,
+    stop: &dyn Fn() -> bool,
+) -> doc::EvidenceView {
+    let path = paths::node(rel);
+    match try_write(root, rel, status, asked, stop) {
+        Ok(w) => doc::EvidenceView::Written(doc::EvidenceWritten {
+            path,
+            written: doc::ConstBool,
+            sha256: doc::Sha256Hex(w.sha256),
+            bytes: w.bytes,
+            members: w.members,
+            receipts: w.receipts,
+            receipts_left_out: w.receipts_left_out,
+            redacted: w.redacted,
+            skipped: w.skipped,
+        }),
+        Err(error) => doc::EvidenceView::NotWritten(doc::EvidenceNotWritten {
+            path,
+            written: doc::ConstBool,
+            error,
+        }),
+    }
+}
+
+/// What a written bundle reports.
+struct Written {
+    sha256: String,
+    bytes: u64,
+    members: u64,
+    receipts: u64,
+    receipts_left_out: u64,
+    redacted: u64,
+    skipped: Vec<doc::EvidenceSkip>,
+}
+
+fn try_write(
+    root: &Root,
+    rel: &str,
+    status: &doc::StatusDocument,
+    asked: Option<&OperationId>,
+    stop: &dyn Fn() -> bool,
+) -> Result<Written, String> {
+    if stop() {
+        return Err(INTERRUPTED.to_string());
+    }
+    let path = paths::node(rel);
+    let (dir, name) = root
+        .open_parent(rel)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("the directory of {path} does not exist"))?;
+    let here = dir.identity().map_err(|e| e.to_string())?;
+    if collected_dirs(root)
+        .iter()
+        .any(|d| d.identity().is_ok_and(|id| id == here))
+    {
+        return Err(format!(
+            "{} is a directory the bundle reads; write it elsewhere",
+            dir.path()
+        ));
+    }
+    if dir.stat_entry(name).map_err(|e| e.to_string())?.is_some() {
+        return Err(format!("{path} already exists; it is never replaced"));
+    }
+    let mtime = crate::rules::clock::parse_rfc3339(&status.now.0, true)
+        .map(|t| t.unix_timestamp())
+        .unwrap_or(0);
+    // The holder's command line may carry anything (a token passed as an
+    // argument): the bundle keeps its pid and command name only.
+    let mut shown = status.clone();
+    if let Some(h) = shown.lock.holder.as_mut() {
+        h.command_line = None;
+    }
+    // A staging conflict's diff quotes both copies of a manifest: redacted
+    // as the manifests are (the printed document keeps it, as the screen
+    // keeps the holder's command line).
+    let mut diff_redacted = 0u64;
+    for c in &mut shown.conflicts {
+        let r = crate::rules::redact::redact_diff(&c.diff);
+        if r.count > 0 {
+            diff_redacted += r.count as u64;
+            c.diff = r.text.split('\n').map(str::to_string).collect();
+        }
+    }
+    // No control character in any string, as the printed document (issue
+    // 25): the bundle's reader prints it too.
+    let mut shown_json = crate::contract::to_json(&shown);
+    crate::rules::opid::escape_json_strings(&mut shown_json);
+    let mut status_json = shown_json.to_string().into_bytes();
+    status_json.push(b'\n');
+    let first = receipts_first(status, asked);
+    let mut bundle = gather(
+        root,
+        status_json,
+        mtime,
+        &logs_named(status, asked),
+        &first,
+        stop,
+    );
+    bundle.redacted += diff_redacted;
+    if bundle.stopping() {
+        return Err(INTERRUPTED.to_string());
+    }
+    let gz = archive(&bundle, &status.now, mtime)?;
+    let last_look = || {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!("evidence-before-link");
+        stop()
+    };
+    let created = dir
+        .create_once_unless(name, &gz, STATE_FILE_MODE, &last_look)
+        .map_err(|e| match e {
+            FsError::Exists { path } => format!("{path} already exists; it is never replaced"),
+            e => e.to_string(),
+        })?;
+    if !created {
+        return Err(INTERRUPTED.to_string());
+    }
+    Ok(Written {
+        sha256: sha256_hex(&gz),
+        bytes: gz.len() as u64,
+        members: bundle.members.len() as u64 + 1,
+        receipts: bundle.receipts,
+        receipts_left_out: bundle.receipts_left_out,
+        redacted: bundle.redacted,
+        skipped: listed(&bundle.skipped),
+    })
+}
