@@ -21,6 +21,7 @@ use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
 use crate::node::statedir::{Did, StateDir};
 use crate::rules::clock;
 use crate::rules::component::Component;
+use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
 use crate::rules::phase::{LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS};
@@ -112,111 +113,9 @@ impl Drop for StepLog {
     }
 }
 
-/// Why a run stopped short: where (its phase, the component it was at)
-/// and what (its [`Cause`], said only when the result is written).
-#[derive(Debug, Clone)]
-struct Fail {
-    phase: Phase,
-    cause: Cause,
-    component: Option<Component>,
-}
-
-/// What stopped a run, typed until it is said.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Cause {
-    /// A signal, or the controller's deadline: why, as the flag says it
-    /// (with what the attempt had not done yet).
-    Cancelled(String),
-    /// The health gate or a wait of a restart: what it saw.
-    Unhealthy(String),
-    /// `what` serves a certificate that is not the renewed file `path`
-    /// (a node path).
-    NotRenewed { what: String, path: String },
-    /// A panic in a step, caught.
-    Panic { phase: Phase, why: String },
-    /// A step's own words.
-    Said(String),
-}
-
-impl std::fmt::Display for Cause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Cause::Cancelled(s) | Cause::Unhealthy(s) | Cause::Said(s) => f.write_str(s),
-            Cause::NotRenewed { what, path } => write!(f, "{what} {NOT_RENEWED} {path}"),
-            Cause::Panic { phase, why } => {
-                write!(f, "internal error (a panic) at phase {phase}: {why}")
-            }
-        }
-    }
-}
-
-/// What a served certificate that is not the renewed one is called.
-const NOT_RENEWED: &str = "does not serve the renewed certificate";
-
-impl Fail {
-    /// A signal or the deadline stopped it: the outcome is `cancelled`.
-    fn cancelled(&self) -> bool {
-        matches!(self.cause, Cause::Cancelled(_))
-    }
-
-    /// The failure in words, as the result and the receipt say it.
-    fn message(&self) -> String {
-        self.cause.to_string()
-    }
-}
-
-fn fail(phase: Phase, message: impl Into<String>) -> Fail {
-    Fail {
-        phase,
-        cause: Cause::Said(message.into()),
-        component: None,
-    }
-}
-
-/// The restart of `c` failed.
-fn restart_failed(c: Component, message: impl Into<String>) -> Fail {
-    Fail {
-        phase: Phase::Restart(c),
-        cause: Cause::Said(message.into()),
-        component: Some(c),
-    }
-}
-
+/// Stopped by a signal or the controller's deadline, as the flag says it.
 fn cancelled(cancel: &Cancel, component: Option<Component>) -> Fail {
-    Fail {
-        phase: Phase::Cancelled,
-        cause: Cause::Cancelled(cancel.why()),
-        component,
-    }
-}
-
-enum Success {
-    Unchanged(String),
-    Renewed,
-}
-
-/// Where a renewal that got past its checks is (SPEC 4 steps 8 to 10), as
-/// the phase file records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Progress {
-    /// kubeadm renews the certificates (`renewing`).
-    Renewing,
-    /// The restarts, from this component (`restart_pending`; None: the
-    /// restarts are over, postflight remains).
-    Restart(Option<Component>),
-    /// Postflight passed; recorded after the receipt (`done`).
-    Done,
-}
-
-impl Progress {
-    /// The phase file's `state` and next component.
-    fn phase_state(self) -> (PhaseState, Option<Component>) {
-        match self {
-            Progress::Renewing => (PhaseState::Renewing, None),
-            Progress::Restart(next) => (PhaseState::RestartPending, next),
-            Progress::Done => (PhaseState::Done, None),
-        }
-    }
+    Fail::cancel(cancel.why(), component)
 }
 
 /// The phase file format the run writes: V2 (always with the run's

@@ -12,6 +12,7 @@ pub mod component;
 pub mod cri;
 /// Expiry severity: ok, due, expired (v1.2).
 pub mod expiry;
+pub(crate) mod failure;
 /// The fencing check's decision: confirm, abandon or refuse (SPEC 6).
 pub mod fence;
 /// The JSON state files' types: receipt, phase file, lock owner, the
