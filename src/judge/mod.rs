@@ -11,6 +11,8 @@ pub(crate) mod advice;
 pub(crate) mod fence;
 /// The live node in the views (SPEC 10): the `LIVE` block, the `live` field.
 pub(crate) mod live;
+/// A renewal's result, replay and early failure, and its steps' judgements.
+pub(crate) mod renew;
 /// The operator view of --status-only, judged and rendered (SPEC 6).
 pub(crate) mod status;
 /// Text the views share: the node's files at a glance.

@@ -124,7 +124,7 @@ pub fn emit_stderr(s: &str) {
     }
 }
 
-pub use crate::contract::text::{escape, table, text_cert_tables, text_kubelet, text_list, word};
+pub use crate::contract::text::{escape, text_cert_tables, text_kubelet, text_list, word};
 
 #[cfg(test)]
 mod tests {

@@ -5,10 +5,9 @@
 
 use crate::contract::cli::Global;
 use crate::contract::{
-    self, CaSha256, CertificateChange, ConstBool, EarlyOutcome, EarlyPhase, EmptyObject,
-    EtcdVoters, LeafName, ManifestLocations, Message, Null, PhaseFormat, RenewEarlyFailure,
-    RenewMode, RenewOnly, RenewReplay, RenewResult, Restart, Timestamp,
+    CaSha256, EarlyOutcome, EarlyPhase, PhaseFormat, RenewMode, RenewResult, Restart, Timestamp,
 };
+use crate::judge::renew::{self, Done, Ending};
 use crate::modes::output::Report;
 use crate::node::backup;
 use crate::node::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX};
@@ -23,11 +22,11 @@ use crate::rules::clock;
 use crate::rules::component::Component;
 use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success};
 use crate::rules::opid::OperationId;
-use crate::rules::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
+use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
 use crate::rules::phase::{LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS};
 use crate::rules::pki::{self, LeafKind};
-use crate::rules::receipt::{self, with_tail, Receipt};
-use crate::rules::resume::{resume, Asker, Resume, Start};
+use crate::rules::receipt::{with_tail, Receipt};
+use crate::rules::resume::{resume, Asker, Resume, Resumed, Start};
 use crate::tools::health::{self, GateError, GateOk, Health};
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
@@ -191,17 +190,6 @@ impl Env<'_> {
             self.now(),
         )
     }
-}
-
-/// Whose unfinished work a run took up (SPEC 4 step 3).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Resumed {
-    /// This operation's own earlier attempt.
-    Own,
-    /// Another V2 operation's.
-    Other(OperationId),
-    /// Legacy five-line work.
-    Legacy,
 }
 
 /// The state directory's phase file and what it records: the format kept
@@ -472,32 +460,6 @@ struct Run<'a> {
     last_restart: Option<Instant>,
 }
 
-/// How a run ended, as its result reports it.
-struct Ending {
-    outcome: Outcome,
-    phase: Phase,
-    /// What happened; bounded (with `notes`) before it is recorded.
-    message: String,
-    /// What changed the outcome (a manifest not put back): kept whole at
-    /// the end when the message is cut to 512 bytes.
-    notes: Vec<String>,
-    failed_component: Option<Component>,
-    receipt_written: bool,
-    /// Where the manifests are now.
-    manifests: BTreeMap<Component, ManifestLocation>,
-}
-
-impl Ending {
-    /// The message as recorded and printed: bounded, the notes kept.
-    fn full_message(&self) -> String {
-        if self.notes.is_empty() {
-            receipt::bounded_message(&self.message)
-        } else {
-            with_tail(&self.message, "; ", &self.notes.join("; "))
-        }
-    }
-}
-
 impl Run<'_> {
     /// What this run did, for its own receipt: the restarts it made (SPEC
     /// 7, v1.2, as its document lists them); a recovery says so, with the
@@ -510,6 +472,23 @@ impl Run<'_> {
         }
     }
 
+    /// What this run did, as its result says it.
+    fn done(&self) -> Done<'_> {
+        Done {
+            mode: self.env.req.mode(),
+            operation_id: self.env.req.id(),
+            runtime_endpoint: self.env.rt.endpoint(),
+            restarts: &self.report.restarts,
+            before: self.report.before.as_ref(),
+            etcd: self.report.etcd,
+            resigned: self.report.resigned,
+            recovery: self.phase.recovery,
+            resumed: self.phase.resumed.as_ref(),
+            resumed_from: self.phase.resumed_from.as_ref(),
+            health_at_end: self.report.health_at_end.as_deref(),
+        }
+    }
+
     /// The result document; `after`: the certificates read again after a
     /// renewal.
     fn result(
@@ -518,34 +497,8 @@ impl Run<'_> {
         after: Option<&PkiReport>,
         now: time::OffsetDateTime,
     ) -> RenewResult {
-        RenewResult {
-            mode: self.env.req.mode(),
-            runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-            operation_id: self.env.req.id().cloned(),
-            outcome: end.outcome,
-            phase: end.phase,
-            message: Message(end.message.clone()),
-            failed_component: end.failed_component,
-            replayed: ConstBool,
-            receipt_written: end.receipt_written,
-            runtime_endpoint: self.env.rt.endpoint().cloned(),
-            resigned: self.report.resigned,
-            resumed_from: self.phase.resumed_from.clone(),
-            certificates: cert_rows(self.report.before.as_ref(), after, now),
-            ca_sha256: CaSha256::from(&node_pki::ca_fingerprints(&node_pki::read_cas(
-                self.env.root,
-            ))),
-            manifests: ManifestLocations::from(&end.manifests),
-            restarts: self.report.restarts.clone(),
-            etcd: self.report.etcd.map(|(v, h)| EtcdVoters {
-                voters: v as u64,
-                healthy_voters: h as u64,
-            }),
-            recovery: self.phase.recovery,
-            health_at_end: self.report.health_at_end.clone().map(Message),
-            duration_ms: 0,
-            exit_code: 0,
-        }
+        let ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
+        self.done().result(end, after, now, CaSha256::from(&ca))
     }
 }
 
@@ -564,46 +517,7 @@ fn early_failure(
     let m = manifests::placement(root);
     let code = code.unwrap_or_else(|| exit_code_for(Outcome::Failed, m.all_active()));
     let places = m.receipt_locations();
-    let doc = RenewEarlyFailure {
-        mode: req.mode(),
-        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        operation_id: req.id().cloned(),
-        outcome,
-        phase,
-        message: Message::bounded(&message),
-        replayed: ConstBool,
-        receipt_written: ConstBool,
-        resigned: ConstBool,
-        resumed_from: Null,
-        certificates: Vec::new(),
-        ca_sha256: EmptyObject {},
-        manifests: ManifestLocations::from(&places),
-        restarts: Vec::new(),
-        duration_ms: 0,
-        exit_code: 0,
-    };
-    let outcome = match outcome {
-        EarlyOutcome::Failed => Outcome::Failed,
-        EarlyOutcome::Cancelled => Outcome::Cancelled,
-    };
-    let mut text = format!("{}: {}\n", outcome.as_str().to_uppercase(), doc.message.0);
-    let not_active: Vec<String> = Component::ALL
-        .iter()
-        .map(|c| {
-            (
-                c,
-                places.get(c).copied().unwrap_or(ManifestLocation::Missing),
-            )
-        })
-        .filter(|(_, l)| !matches!(l, ManifestLocation::Active | ManifestLocation::Both))
-        .map(|(c, l)| format!("{c} {l}"))
-        .collect();
-    if !not_active.is_empty() {
-        text.push_str(&format!(
-            "manifests not active: {}\n",
-            not_active.join(", ")
-        ));
-    }
+    let (doc, text) = renew::early_failure(req.mode(), req.id(), outcome, phase, &message, &places);
     Report {
         code,
         text,
@@ -611,74 +525,13 @@ fn early_failure(
     }
 }
 
-/// Every manifest in `manifests/` (`both` included: SPEC 7, v1.1).
-fn all_active(m: &contract::ManifestLocations) -> bool {
-    m.iter()
-        .all(|(_, l)| matches!(l, ManifestLocation::Active | ManifestLocation::Both))
-}
-
 fn replay_report(r: &Receipt) -> Report {
-    let code = exit_code_for(r.outcome, all_active(&r.manifests));
-    let receipt = r;
-    let doc = RenewReplay {
-        mode: RenewOnly::Renew,
-        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        operation_id: receipt.operation_id.clone(),
-        outcome: receipt.outcome,
-        phase: receipt.phase,
-        message: r.message.clone(),
-        failed_component: receipt.failed_component,
-        replayed: ConstBool,
-        receipt_written: ConstBool,
-        resigned: ConstBool,
-        resumed_from: Null,
-        certificates: Vec::new(),
-        ca_sha256: receipt.ca_sha256.clone(),
-        manifests: receipt.manifests.clone(),
-        restarts: Vec::new(),
-        receipt: receipt.clone(),
-        duration_ms: 0,
-        exit_code: 0,
-    };
+    let (code, doc, text) = renew::replay(r);
     Report {
         code,
         doc: Box::new(doc),
-        text: format!(
-            "{} (replayed receipt of operation {}, finished {}): {}",
-            r.outcome.as_str().to_uppercase(),
-            r.operation_id,
-            r.finished_at,
-            r.message
-        ),
+        text,
     }
-}
-
-fn cert_rows(
-    before: Option<&PkiReport>,
-    after: Option<&PkiReport>,
-    now: time::OffsetDateTime,
-) -> Vec<CertificateChange> {
-    crate::rules::pki::LEAVES
-        .iter()
-        .zip(LeafName::SPEC_ORDER)
-        .map(|(spec, name)| {
-            let find = |p: Option<&PkiReport>| {
-                p.and_then(|p| p.leaves.iter().find(|l| l.spec.name == spec.name))
-                    .and_then(|l| l.cert.as_ref())
-                    .map(|c| c.not_after)
-            };
-            let b = find(before);
-            let a = find(after);
-            CertificateChange {
-                name,
-                path: crate::node::paths::node(spec.path),
-                not_after_before: b.map(|t| Timestamp(clock::rfc3339(t))),
-                not_after_after: a.map(|t| Timestamp(clock::rfc3339(t))),
-                days_left_before: b.map(|t| clock::days_until(now, t)),
-                days_left_after: a.map(|t| clock::days_until(now, t)),
-            }
-        })
-        .collect()
 }
 
 /// StepLog 1: the state directory, the lock, the owner record and the log
@@ -918,11 +771,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     }
     let m = manifests::placement(run.env.root);
     let head = format!("internal error (a panic) while finishing the run: {why}");
-    let message = if notes.is_empty() {
-        receipt::bounded_message(&head)
-    } else {
-        with_tail(&head, "; ", &notes.join("; "))
-    };
+    let message = renew::full_message(&head, &notes);
     let outcome = if m.all_active() {
         Outcome::Failed
     } else {
@@ -1003,7 +852,12 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
     let mut notes = Vec::new();
     let (outcome, phase, message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
-        Ok(Success::Renewed) => (Outcome::Renewed, Phase::Done, renewed_message(run), None),
+        Ok(Success::Renewed) => (
+            Outcome::Renewed,
+            Phase::Done,
+            run.done().renewed_message(run.env.now()),
+            None,
+        ),
         Err(f) => {
             tracing::warn!(phase = %f.phase, "renewal stopped: {}", f.cause);
             let mut outcome = if f.cancelled() {
@@ -1039,116 +893,13 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
     }
 }
 
-/// What a `renewed` run did: "renewed" when it re-signed the leaves, else
-/// "resumed", naming whose restarts it finished.
-fn renewed_message(run: &Run<'_>) -> String {
-    let names: Vec<&str> = run
-        .report
-        .restarts
-        .iter()
-        .map(|r| r.component.name())
-        .collect();
-    let restarted = if names.is_empty() {
-        "postflight only, nothing restarted".to_string()
-    } else {
-        format!("restarted {} one at a time", names.join(", "))
-    };
-    if run.phase.recovery && run.report.resigned {
-        let expired = recovered_words(run);
-        let what = match expired.split_first() {
-            Some((first, [])) => first.clone(),
-            Some((first, rest)) => format!("{first} and {} more", rest.len()),
-            None => "none any more".to_string(),
-        };
-        return format!(
-            "recovered (--recover-expired): renewed every leaf (expired: {what}); {restarted}, each serving its renewed certificate; health at the end: {}",
-            run.report.health_at_end.as_deref().unwrap_or("not observed")
-        );
-    }
-    if run.report.resigned {
-        return format!("renewed; {restarted}");
-    }
-    let whose = match &run.phase.resumed {
-        Some(Resumed::Other(id)) => format!("operation {id}"),
-        Some(Resumed::Legacy) => "unfinished legacy work".to_string(),
-        Some(Resumed::Own) | None => "this operation's earlier attempt".to_string(),
-    };
-    let recovery = if run.phase.recovery {
-        format!(
-            " (a recovery: no health gate; health at the end: {})",
-            run.report
-                .health_at_end
-                .as_deref()
-                .unwrap_or("not observed")
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "resumed: finished the restarts of {whose} ({restarted}){recovery}; no certificate re-signed"
-    )
-}
-
-/// The leaves that had expired when a recovery began, longest expired
-/// first (`etcd-peer expired 2027-03-01`).
-fn recovered_words(run: &Run<'_>) -> Vec<String> {
-    run.report
-        .before
-        .as_ref()
-        .map(|b| crate::rules::expiry::expired_words(&b.validity(), run.env.now()))
-        .unwrap_or_default()
-}
-
 /// What a recovery's text ends with (SPEC 11): what had expired, the
 /// health seen, and the next steps across the control plane.
 fn recovery_text(run: &Run<'_>) -> String {
-    let mut text = String::new();
-    let expired = recovered_words(run);
-    if !expired.is_empty() {
-        text.push_str(&format!("had expired: {}\n", expired.join(", ")));
-    }
-    if let Some(h) = &run.report.health_at_end {
-        text.push_str(&format!("health at the end: {h}\n"));
-    }
-    let id = format!(
-        "recover-{}",
-        clock::rfc3339(run.env.now()).replace([':', '-'], "")
-    );
-    let mut again = vec![
-        "nvke-cert-runbook",
-        "--operation-id",
-        &id,
-        "--recover-expired",
-    ];
-    let config = run
-        .env
-        .g
-        .kubeadm_config
-        .as_deref()
-        .map(crate::node::paths::node);
-    if let Some(c) = &config {
-        again.extend(["--kubeadm-config", c]);
-    }
-    let words = |w: &[&str]| {
-        w.iter()
-            .map(|x| crate::contract::screen::shell_word(x))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let steps = [
-        crate::contract::NextStep {
-            what: "run the same on every other control-plane node whose certificates expired, one node at a time (etcd has quorum again once a majority of its voters serve renewed certificates):".into(),
-            command: Some(words(&again)),
-        },
-        crate::contract::NextStep {
-            what: "then on each control-plane node the whole health gate must pass:".into(),
-            command: Some(words(&["nvke-cert-runbook", "--check"])),
-        },
-        crate::contract::NextStep {
-            what: "copy the renewed /etc/kubernetes/admin.conf to whoever uses it (its client certificate was renewed too)".into(),
-            command: None,
-        },
-    ];
+    let now = run.env.now();
+    let mut text = run.done().recovery_head(now);
+    let config = run.env.g.kubeadm_config.as_deref();
+    let steps = renew::recovery_steps(now, config);
     crate::judge::advice::render_next(&mut text, &steps, run.env.g.term.width);
     text
 }
@@ -1172,20 +923,8 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
     match run.phase.write_receipt(&r) {
         Ok(()) => end.receipt_written = true,
         Err(e) => {
-            let outcome = end.outcome;
-            let message = &end.message;
-            tracing::error!("writing the {outcome} receipt failed: {e}");
-            if outcome.is_success() {
-                end.message = format!(
-                    "NOT {}: the receipt could not be written ({e}); the phase file is left unfinished, so a retry with this operation ID resumes and commits; the run had: {message}",
-                    outcome.as_str().to_uppercase()
-                );
-                end.outcome = Outcome::Failed;
-                end.phase = Phase::Receipt;
-            } else {
-                end.message =
-                    format!("NO RECEIPT: writing the {outcome} receipt failed ({e}); {message}");
-            }
+            tracing::error!("writing the {} receipt failed: {e}", end.outcome);
+            end.receipt_failed(&e);
         }
     }
 }
@@ -1193,44 +932,7 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
 /// The result as text: outcome, phase, message, what was resumed, the
 /// restarts.
 fn result_text(run: &Run<'_>, end: &Ending) -> String {
-    // A `renewed` run that re-signed nothing only finished resumed work.
-    let word = if end.outcome == Outcome::Renewed && !run.report.resigned {
-        "RESUMED".to_string()
-    } else {
-        end.outcome.as_str().to_uppercase()
-    };
-    let mut text = format!("{word}  phase {}\n{}\n", end.phase, end.message);
-    if let Some(r) = &run.phase.resumed_from {
-        text.push_str(&format!(
-            "resumed from: {} ({})\n",
-            r.operation_id
-                .as_ref()
-                .map(|i| i.as_str())
-                .unwrap_or("legacy work"),
-            r.format
-        ));
-    }
-    if !run.report.restarts.is_empty() {
-        let mut rows = vec![vec![
-            "RESTARTED".to_string(),
-            "OLD CONTAINER".to_string(),
-            "NEW CONTAINER".to_string(),
-            "STOP".to_string(),
-            "HEALTHY".to_string(),
-            "TOTAL".to_string(),
-        ]];
-        for r in &run.report.restarts {
-            rows.push(vec![
-                r.component.name().to_string(),
-                health::short(&r.old_container_id).to_string(),
-                health::short(&r.new_container_id).to_string(),
-                format!("{}ms", r.stop_ms),
-                format!("{}ms", r.healthy_ms),
-                format!("{}ms", r.total_ms),
-            ]);
-        }
-        crate::modes::output::table(&mut text, &rows);
-    }
+    let mut text = run.done().text(end);
     if run.phase.recovery && end.outcome == Outcome::Renewed {
         text.push_str(&recovery_text(run));
     }
@@ -1253,40 +955,6 @@ mod tests {
     /// SPEC 3 (a message is at most 512 bytes): what changed the outcome is
     /// kept whole at the end, however long the failure's own words, and
     /// still after the receipt's failure is put in front.
-    #[test]
-    fn the_notes_survive_the_cut() {
-        let mut end = Ending {
-            outcome: Outcome::FailedNotRestored,
-            phase: Phase::Restart(Component::Etcd),
-            message: format!("kubeadm said {}", "x".repeat(900)),
-            notes: vec![
-                "putting etcd back FAILED: EIO".into(),
-                "kube-apiserver not restored".into(),
-            ],
-            failed_component: Some(Component::Etcd),
-            receipt_written: false,
-            manifests: BTreeMap::new(),
-        };
-        let m = end.full_message();
-        assert!(m.len() <= 512);
-        assert!(m.starts_with("kubeadm said x"), "{m}");
-        assert!(
-            m.ends_with("...; putting etcd back FAILED: EIO; kube-apiserver not restored"),
-            "{m}"
-        );
-        end.message = format!(
-            "NO RECEIPT: writing the receipt failed (EIO); {}",
-            end.message
-        );
-        let m = end.full_message();
-        assert!(
-            m.starts_with("NO RECEIPT: ") && m.ends_with("not restored"),
-            "{m}"
-        );
-        end.notes.clear();
-        assert_eq!(end.full_message(), receipt::bounded_message(&end.message));
-    }
-
     fn setup(
         kubeadm_ok: bool,
         never_stop: Option<Component>,

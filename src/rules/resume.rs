@@ -138,6 +138,17 @@ pub fn resume(
     }
 }
 
+/// Whose unfinished work a run took up (SPEC 4 step 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resumed {
+    /// This operation's own earlier attempt.
+    Own,
+    /// Another V2 operation's.
+    Other(OperationId),
+    /// Legacy five-line work.
+    Legacy,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
