@@ -4,29 +4,27 @@
 //! that got past its own-receipt check.
 
 use crate::contract::cli::Global;
-use crate::contract::{
-    CaSha256, EarlyOutcome, EarlyPhase, PhaseFormat, RenewMode, RenewResult, Restart, Timestamp,
-};
+use crate::contract::{CaSha256, EarlyOutcome, EarlyPhase, RenewMode, RenewResult, Restart};
 use crate::judge::renew::{self, Done, Ending};
 use crate::modes::output::Report;
 use crate::node::backup;
-use crate::node::fsx::{Dir, FsError, Root, Trust, NODE_FILE_MAX};
+use crate::node::fsx::{Dir, Root, Trust, NODE_FILE_MAX};
 use crate::node::inspect::{self, ReceiptLookup};
 use crate::node::lock::{self, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
-use crate::node::paths::{BACKUP_DIR, BACKUP_V1_DIR, STATE_FILE_MODE};
+use crate::node::paths::STATE_FILE_MODE;
 use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
-use crate::node::statedir::{Did, StateDir};
+use crate::node::statedir::{Did, PhaseWriter, StateDir};
 use crate::rules::clock;
 use crate::rules::component::Component;
 use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
-use crate::rules::phase::{LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom, CA_KEYS};
+use crate::rules::phase::{PhaseFile, PhaseState, CA_KEYS};
 use crate::rules::pki::{self, LeafKind};
 use crate::rules::receipt::{with_tail, Receipt};
-use crate::rules::resume::{resume, Asker, Resume, Resumed, Start};
+use crate::rules::resume::Start;
 use crate::tools::health::{self, GateError, GateOk, Health};
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
@@ -117,15 +115,6 @@ fn cancelled(cancel: &Cancel, component: Option<Component>) -> Fail {
     Fail::cancel(cancel.why(), component)
 }
 
-/// The phase file format the run writes: V2 (always with the run's
-/// operation ID), or the five lines of legacy work (a `--legacy-v1` run, or
-/// a V2 run that resumed legacy work, keeping its format).
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Format {
-    V2(OperationId),
-    Legacy,
-}
-
 /// What a run works with: the node, the flags, the tools, the signal flag
 /// and the request.
 #[derive(Clone, Copy)]
@@ -192,237 +181,6 @@ impl Env<'_> {
     }
 }
 
-/// The state directory's phase file and what it records: the format kept
-/// for resumed work, the CA fingerprints the run holds the node to, and the
-/// receipts written along the way.
-struct PhaseWriter {
-    state: Dir,
-    format: Format,
-    resumed_from: Option<ResumedFrom>,
-    /// Whose work this run resumed (None: fresh work).
-    resumed: Option<Resumed>,
-    /// Another operation whose unfinished work we took over: it gets a
-    /// `superseded` receipt with our first phase write.
-    supersede: Option<OperationId>,
-    phase_written: bool,
-    started_at: String,
-    legacy_started: u64,
-    /// CA fingerprints the run holds the node to.
-    ca: BTreeMap<String, String>,
-    /// The work is a recovery (SPEC 11): asked with `--recover-expired`, or
-    /// resumed from a V2 phase file that says so (a recovery killed midway
-    /// goes on as a recovery, whoever resumes it).
-    recovery: bool,
-    /// The work resumed is a recovery's (its phase file says so): finished
-    /// as one even when no leaf has expired any more.
-    resumed_recovery: bool,
-}
-
-impl PhaseWriter {
-    /// StepLog 3: read the phase file and decide where to start.
-    fn read_phase(&mut self, env: &Env<'_>) -> Result<Start, Fail> {
-        let _step = StepLog::new("phase-file");
-        let file = StateDir::new(&self.state)
-            .read_phase()
-            .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
-        let Some(file) = file else {
-            return Ok(Start::Fresh);
-        };
-        let asker = match env.req {
-            Request::V2 { id, .. } => Asker::V2(id),
-            Request::Legacy { .. } => Asker::Legacy,
-        };
-        let mut completed_error = None;
-        let decision = resume(Some(&file), asker, |op| {
-            match StateDir::new(&self.state).completed() {
-                Ok(completed) => inspect::lookup_receipt(completed.as_ref(), op),
-                Err(e) => {
-                    completed_error = Some(e.to_string());
-                    ReceiptLookup::Absent
-                }
-            }
-        });
-        if let Some(e) = completed_error {
-            return Err(fail(Phase::Receipt, e));
-        }
-        match (decision, file) {
-            (Resume::Fresh, _) => Ok(Start::Fresh),
-            (Resume::Legacy { start }, PhaseFile::Legacy(l)) => {
-                self.format = Format::Legacy;
-                self.legacy_started = l.started;
-                self.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
-                    .map(clock::rfc3339)
-                    .unwrap_or_else(|_| clock::rfc3339(env.now()));
-                self.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
-                self.resumed_from = Some(ResumedFrom {
-                    operation_id: None,
-                    format: PhaseFormat::LegacyFiveLine,
-                });
-                self.resumed = Some(Resumed::Legacy);
-                tracing::info!(
-                    "resuming unfinished legacy five-line work ({}), keeping its format",
-                    l.state.as_str()
-                );
-                Ok(start)
-            }
-            (
-                Resume::RefuseLegacyOverV2 {
-                    operation_id,
-                    state,
-                },
-                _,
-            ) => Err(fail(
-                Phase::PhaseFile,
-                format!(
-                    "--legacy-v1 refuses to run over the unfinished V2 operation {operation_id} ({}); nothing changed",
-                    state.as_str()
-                ),
-            )),
-            (Resume::Own { start }, PhaseFile::V2(p)) => {
-                self.ca = p.ca_sha256.to_map();
-                self.resumed_recovery = p.recovery;
-                self.recovery |= p.recovery;
-                self.started_at = p.started_at.0.clone();
-                self.resumed_from = p.resumed_from.clone();
-                self.resumed = Some(Resumed::Own);
-                tracing::info!(
-                    "resuming this operation's own unfinished work ({})",
-                    p.state.as_str()
-                );
-                Ok(start)
-            }
-            (
-                Resume::DoneByReceipt {
-                    operation_id,
-                    outcome,
-                },
-                _,
-            ) => {
-                tracing::info!(
-                    "operation {operation_id} left its phase unfinished after its {outcome} receipt: treated as done"
-                );
-                Ok(Start::Fresh)
-            }
-            (Resume::ReceiptMalformed(e), _) => Err(fail(Phase::Receipt, e)),
-            (
-                Resume::TakeOver {
-                    from,
-                    start,
-                    supersede,
-                },
-                PhaseFile::V2(p),
-            ) => {
-                self.ca = p.ca_sha256.to_map();
-                self.resumed_recovery = p.recovery;
-                self.recovery |= p.recovery;
-                if supersede {
-                    self.supersede = Some(from.clone());
-                }
-                tracing::info!(
-                    "taking over the unfinished work of operation {from} ({})",
-                    p.state.as_str()
-                );
-                self.resumed = Some(Resumed::Other(from.clone()));
-                self.resumed_from = Some(ResumedFrom {
-                    operation_id: Some(from),
-                    format: PhaseFormat::V2,
-                });
-                Ok(start)
-            }
-            (decision, _) => unreachable!("the resume rule answered {decision:?} for this file"),
-        }
-    }
-
-    fn backup_kind_name(&self, req: &Request) -> (&'static str, String) {
-        match req {
-            Request::V2 { id, .. } => (BACKUP_DIR, id.as_str().to_string()),
-            Request::Legacy { .. } => (BACKUP_V1_DIR, self.legacy_started.to_string()),
-        }
-    }
-
-    /// Persist the phase (replace discipline). The first write of a run that
-    /// took over another operation records that one's `superseded` receipt.
-    fn record(&mut self, env: &Env<'_>, progress: Progress) -> Result<(), Fail> {
-        let (state, next) = progress.phase_state();
-        if !self.phase_written {
-            if let Some(other) = self.supersede.take() {
-                self.write_supersede(env, &other)?;
-            }
-        }
-        let file = match &self.format {
-            Format::V2(id) => PhaseFile::V2(PhaseV2 {
-                format: crate::rules::files::PhaseV2Format::V2,
-                operation_id: id.clone(),
-                state,
-                next_component: next,
-                ca_sha256: (&self.ca).into(),
-                force: env.req.force(),
-                threshold_days: env.g.threshold_days,
-                started_at: Timestamp(self.started_at.clone()),
-                updated_at: Timestamp(clock::rfc3339(env.now())),
-                resumed_from: self.resumed_from.clone(),
-                recovery: self.recovery,
-            }),
-            Format::Legacy => PhaseFile::Legacy(LegacyPhase {
-                state,
-                component: next,
-                started: self.legacy_started,
-                ca_sha256: self.ca.get("ca.crt").cloned().unwrap_or_default(),
-                pid: std::process::id(),
-            }),
-        };
-        StateDir::new(&self.state)
-            .write_phase(&file)
-            .map_err(|e| fail(Phase::PhaseFile, e.to_string()))?;
-        self.phase_written = true;
-        tracing::info!(
-            state = state.as_str(),
-            next = next.map(|c| c.name()),
-            "phase recorded"
-        );
-        Ok(())
-    }
-
-    fn completed_dir(&self) -> Result<Dir, FsError> {
-        StateDir::new(&self.state).completed_or_create()
-    }
-
-    fn write_receipt(&self, r: &Receipt) -> Result<(), String> {
-        StateDir::new(&self.state)
-            .write_receipt(r)
-            .map_err(|e| e.to_string())?;
-        tracing::info!(
-            operation = r.operation_id.as_str(),
-            outcome = r.outcome.as_str(),
-            "receipt written"
-        );
-        Ok(())
-    }
-
-    fn write_supersede(&self, env: &Env<'_>, other: &OperationId) -> Result<(), Fail> {
-        let completed = self
-            .completed_dir()
-            .map_err(|e| fail(Phase::Receipt, e.to_string()))?;
-        if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
-            let me = match env.req {
-                Request::V2 { id, .. } => id.as_str(),
-                Request::Legacy { .. } => "a legacy run",
-            };
-            let r = env.make_receipt(
-                other,
-                Outcome::Superseded,
-                Phase::Cancelled,
-                &format!("superseded: operation {me} took over its unfinished work"),
-                None,
-                Did::default(),
-            );
-            self.write_receipt(&r)
-                .map_err(|e| fail(Phase::Receipt, e))?;
-        }
-        Ok(())
-    }
-}
-
 /// What the steps found that the result prints.
 #[derive(Default)]
 struct RunReport {
@@ -461,6 +219,14 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// Persist the phase (`node::statedir::PhaseWriter::record`).
+    fn record(&mut self, progress: Progress) -> Result<(), Fail> {
+        let env = self.env;
+        self.phase
+            .record(env.root, progress, || env.now())
+            .map_err(|e| fail(e.phase(), e.to_string()))
+    }
+
     /// What this run did, for its own receipt: the restarts it made (SPEC
     /// 7, v1.2, as its document lists them); a recovery says so, with the
     /// health it saw at its end (SPEC 11).
@@ -682,22 +448,13 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             cancel,
             req,
         },
-        phase: PhaseWriter {
+        phase: PhaseWriter::new(
             state,
-            format: match req {
-                Request::V2 { id, .. } => Format::V2(id.clone()),
-                Request::Legacy { .. } => Format::Legacy,
-            },
-            resumed_from: None,
-            resumed: None,
-            supersede: None,
-            phase_written: false,
-            started_at: clock::rfc3339(start_clock),
-            legacy_started: start_clock.unix_timestamp().max(0) as u64,
-            ca: BTreeMap::new(),
-            recovery: req.recovery(),
-            resumed_recovery: false,
-        },
+            req.id(),
+            (req.force(), g.threshold_days),
+            req.recovery(),
+            start_clock,
+        ),
         staging: StagingGuard::default(),
         report: RunReport::default(),
         step: Step::FIRST,
@@ -819,10 +576,10 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
     commit(run, &mut end);
     if end.outcome == Outcome::Renewed {
         crate::crash_point!("renew-after-receipt-before-done");
-        if let Err(f) = run.phase.record(&run.env, Progress::Done) {
+        if let Err(f) = run.record(Progress::Done) {
             end.message.push_str(&format!("; {}", f.cause));
         }
-        let (kind, name) = run.phase.backup_kind_name(run.env.req);
+        let (kind, name) = run.phase.backup_kind_name();
         if let Err(e) = backup::prune(&run.phase.state, kind, &name) {
             tracing::warn!("pruning old backups failed: {e}");
         }
@@ -924,7 +681,7 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
         Ok(()) => end.receipt_written = true,
         Err(e) => {
             tracing::error!("writing the {} receipt failed: {e}", end.outcome);
-            end.receipt_failed(&e);
+            end.receipt_failed(&e.to_string());
         }
     }
 }
@@ -949,6 +706,8 @@ mod tests {
     //! root.
     use super::*;
     use crate::contract::cli::Global;
+    use crate::contract::Timestamp;
+    use crate::rules::phase::PhaseV2;
     use crate::tools::runtime::double::{self, Double};
     use std::os::unix::fs::PermissionsExt;
 

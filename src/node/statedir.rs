@@ -7,17 +7,21 @@
 //! `fsx` (and the flock to `lock`). Borrowing the open directory keeps the
 //! callers' `Dir` and the order of their syscalls as they are.
 
-use crate::node::fsx::{Dir, FsResult, Root, Trust, SMALL_FILE_MAX};
+use crate::node::fsx::{Dir, FsError, FsResult, Root, Trust, SMALL_FILE_MAX};
+use crate::node::inspect::{self, ReceiptLookup};
 use crate::node::paths::{
-    COMPLETED_DIR, LOG_DIR, OWNER_FILE, PHASE_FILE, STATE_DIR, STATE_DIR_MODE, STATE_FILE_MODE,
+    BACKUP_DIR, BACKUP_V1_DIR, COMPLETED_DIR, LOG_DIR, OWNER_FILE, PHASE_FILE, STATE_DIR,
+    STATE_DIR_MODE, STATE_FILE_MODE,
 };
 use crate::rules::component::Component;
+use crate::rules::failure::Progress;
 use crate::rules::files::{ReceiptFormat, Restart};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
-use crate::rules::phase::{self, PhaseFile};
+use crate::rules::phase::{self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom};
 use crate::rules::receipt::{self, Receipt};
-use crate::rules::values::{CaSha256, ManifestLocations, Message, Timestamp};
+use crate::rules::resume::{resume, Asker, Resume, Resumed, Start};
+use crate::rules::values::{CaSha256, ManifestLocations, Message, PhaseFormat, Timestamp};
 use std::collections::BTreeMap;
 
 /// How an operation ended, as its receipt records it.
@@ -248,6 +252,342 @@ impl<'a> StateDir<'a> {
             &receipt::render_receipt(r),
             STATE_FILE_MODE,
         )
+    }
+}
+
+/// The phase file format a run writes: V2 (always with the run's
+/// operation ID), or the five lines of legacy work (a `--legacy-v1` run, or
+/// a V2 run that resumed legacy work, keeping its format).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Format {
+    V2(OperationId),
+    Legacy,
+}
+
+/// Why the phase file step could not decide where the work starts.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeUpError {
+    /// The phase file could not be read, or is malformed.
+    #[error("{0}")]
+    Phase(PhaseError),
+    /// `completed/` could not be opened.
+    #[error("{0}")]
+    Completed(FsError),
+    /// `--legacy-v1` over an unfinished V2 operation.
+    #[error("--legacy-v1 refuses to run over the unfinished V2 operation {operation_id} ({}); nothing changed", state.as_str())]
+    RefuseLegacyOverV2 {
+        operation_id: OperationId,
+        state: PhaseState,
+    },
+    /// The receipt the decision depends on is unusable.
+    #[error("{0}")]
+    ReceiptMalformed(String),
+}
+
+impl TakeUpError {
+    /// The phase a renewal reports it as.
+    pub fn phase(&self) -> Phase {
+        match self {
+            TakeUpError::Phase(_) | TakeUpError::RefuseLegacyOverV2 { .. } => Phase::PhaseFile,
+            TakeUpError::Completed(_) | TakeUpError::ReceiptMalformed(_) => Phase::Receipt,
+        }
+    }
+}
+
+/// Why the phase was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The `superseded` receipt of the operation taken over.
+    #[error("{0}")]
+    Supersede(ReceiptError),
+    /// The phase file itself.
+    #[error("{0}")]
+    Phase(PhaseError),
+}
+
+impl RecordError {
+    /// The phase a renewal reports it as.
+    pub fn phase(&self) -> Phase {
+        match self {
+            RecordError::Supersede(_) => Phase::Receipt,
+            RecordError::Phase(_) => Phase::PhaseFile,
+        }
+    }
+}
+
+/// A renewal's phase file and what it records: the format kept for resumed
+/// work, the CA fingerprints the run holds the node to, and the receipts
+/// written along the way (SPEC 2 to 4).
+pub struct PhaseWriter {
+    /// The open state directory.
+    pub state: Dir,
+    /// The run's operation ID (None: `--legacy-v1`).
+    operation: Option<OperationId>,
+    format: Format,
+    /// What every phase write records of the request.
+    force: bool,
+    threshold_days: u32,
+    pub resumed_from: Option<ResumedFrom>,
+    /// Whose work this run resumed (None: fresh work).
+    pub resumed: Option<Resumed>,
+    /// Another operation whose unfinished work we took over: it gets a
+    /// `superseded` receipt with our first phase write.
+    supersede: Option<OperationId>,
+    phase_written: bool,
+    started_at: String,
+    legacy_started: u64,
+    /// CA fingerprints the run holds the node to.
+    pub ca: BTreeMap<String, String>,
+    /// The work is a recovery (SPEC 11): asked with `--recover-expired`, or
+    /// resumed from a V2 phase file that says so (a recovery killed midway
+    /// goes on as a recovery, whoever resumes it).
+    pub recovery: bool,
+    /// The work resumed is a recovery's (its phase file says so): finished
+    /// as one even when no leaf has expired any more.
+    pub resumed_recovery: bool,
+}
+
+impl PhaseWriter {
+    /// A run's writer, before the phase file is read: `operation` is the
+    /// run's ID (None: `--legacy-v1`), `started` when it began.
+    pub fn new(
+        state: Dir,
+        operation: Option<&OperationId>,
+        (force, threshold_days): (bool, u32),
+        recovery: bool,
+        started: time::OffsetDateTime,
+    ) -> Self {
+        PhaseWriter {
+            state,
+            operation: operation.cloned(),
+            format: operation.map_or(Format::Legacy, |id| Format::V2(id.clone())),
+            force,
+            threshold_days,
+            resumed_from: None,
+            resumed: None,
+            supersede: None,
+            phase_written: false,
+            started_at: crate::rules::clock::rfc3339(started),
+            legacy_started: started.unix_timestamp().max(0) as u64,
+            ca: BTreeMap::new(),
+            recovery,
+            resumed_recovery: false,
+        }
+    }
+
+    /// SPEC 4 step 3: read the phase file and decide where to start,
+    /// taking up the work it records (`now`: the run's clock).
+    pub fn take_up(
+        &mut self,
+        now: impl Fn() -> time::OffsetDateTime,
+    ) -> Result<Start, TakeUpError> {
+        let file = StateDir::new(&self.state)
+            .read_phase()
+            .map_err(TakeUpError::Phase)?;
+        let Some(file) = file else {
+            return Ok(Start::Fresh);
+        };
+        let asker = match &self.operation {
+            Some(id) => Asker::V2(id),
+            None => Asker::Legacy,
+        };
+        let mut completed_error = None;
+        let decision = resume(Some(&file), asker, |op| {
+            match StateDir::new(&self.state).completed() {
+                Ok(completed) => inspect::lookup_receipt(completed.as_ref(), op),
+                Err(e) => {
+                    completed_error = Some(e);
+                    ReceiptLookup::Absent
+                }
+            }
+        });
+        if let Some(e) = completed_error {
+            return Err(TakeUpError::Completed(e));
+        }
+        match (decision, file) {
+            (Resume::Fresh, _) => Ok(Start::Fresh),
+            (Resume::Legacy { start }, PhaseFile::Legacy(l)) => {
+                self.format = Format::Legacy;
+                self.legacy_started = l.started;
+                self.started_at = time::OffsetDateTime::from_unix_timestamp(l.started as i64)
+                    .map(crate::rules::clock::rfc3339)
+                    .unwrap_or_else(|_| crate::rules::clock::rfc3339(now()));
+                self.ca = BTreeMap::from([("ca.crt".to_string(), l.ca_sha256.clone())]);
+                self.resumed_from = Some(ResumedFrom {
+                    operation_id: None,
+                    format: PhaseFormat::LegacyFiveLine,
+                });
+                self.resumed = Some(Resumed::Legacy);
+                tracing::info!(
+                    "resuming unfinished legacy five-line work ({}), keeping its format",
+                    l.state.as_str()
+                );
+                Ok(start)
+            }
+            (
+                Resume::RefuseLegacyOverV2 {
+                    operation_id,
+                    state,
+                },
+                _,
+            ) => Err(TakeUpError::RefuseLegacyOverV2 {
+                operation_id,
+                state,
+            }),
+            (Resume::Own { start }, PhaseFile::V2(p)) => {
+                self.ca = p.ca_sha256.to_map();
+                self.resumed_recovery = p.recovery;
+                self.recovery |= p.recovery;
+                self.started_at = p.started_at.0.clone();
+                self.resumed_from = p.resumed_from.clone();
+                self.resumed = Some(Resumed::Own);
+                tracing::info!(
+                    "resuming this operation's own unfinished work ({})",
+                    p.state.as_str()
+                );
+                Ok(start)
+            }
+            (
+                Resume::DoneByReceipt {
+                    operation_id,
+                    outcome,
+                },
+                _,
+            ) => {
+                tracing::info!(
+                    "operation {operation_id} left its phase unfinished after its {outcome} receipt: treated as done"
+                );
+                Ok(Start::Fresh)
+            }
+            (Resume::ReceiptMalformed(e), _) => Err(TakeUpError::ReceiptMalformed(e)),
+            (
+                Resume::TakeOver {
+                    from,
+                    start,
+                    supersede,
+                },
+                PhaseFile::V2(p),
+            ) => {
+                self.ca = p.ca_sha256.to_map();
+                self.resumed_recovery = p.recovery;
+                self.recovery |= p.recovery;
+                if supersede {
+                    self.supersede = Some(from.clone());
+                }
+                tracing::info!(
+                    "taking over the unfinished work of operation {from} ({})",
+                    p.state.as_str()
+                );
+                self.resumed = Some(Resumed::Other(from.clone()));
+                self.resumed_from = Some(ResumedFrom {
+                    operation_id: Some(from),
+                    format: PhaseFormat::V2,
+                });
+                Ok(start)
+            }
+            (decision, _) => unreachable!("the resume rule answered {decision:?} for this file"),
+        }
+    }
+
+    /// Where the run's backup goes: its kind's directory and its name.
+    pub fn backup_kind_name(&self) -> (&'static str, String) {
+        match &self.operation {
+            Some(id) => (BACKUP_DIR, id.as_str().to_string()),
+            None => (BACKUP_V1_DIR, self.legacy_started.to_string()),
+        }
+    }
+
+    /// Persist the phase (replace discipline). The first write of a run that
+    /// took over another operation records that one's `superseded` receipt.
+    pub fn record(
+        &mut self,
+        root: &Root,
+        progress: Progress,
+        now: impl Fn() -> time::OffsetDateTime,
+    ) -> Result<(), RecordError> {
+        let (state, next) = progress.phase_state();
+        if !self.phase_written {
+            if let Some(other) = self.supersede.take() {
+                self.write_supersede(root, &other, now())
+                    .map_err(RecordError::Supersede)?;
+            }
+        }
+        let file = match &self.format {
+            Format::V2(id) => PhaseFile::V2(PhaseV2 {
+                format: crate::rules::files::PhaseV2Format::V2,
+                operation_id: id.clone(),
+                state,
+                next_component: next,
+                ca_sha256: (&self.ca).into(),
+                force: self.force,
+                threshold_days: self.threshold_days,
+                started_at: Timestamp(self.started_at.clone()),
+                updated_at: Timestamp(crate::rules::clock::rfc3339(now())),
+                resumed_from: self.resumed_from.clone(),
+                recovery: self.recovery,
+            }),
+            Format::Legacy => PhaseFile::Legacy(LegacyPhase {
+                state,
+                component: next,
+                started: self.legacy_started,
+                ca_sha256: self.ca.get("ca.crt").cloned().unwrap_or_default(),
+                pid: std::process::id(),
+            }),
+        };
+        StateDir::new(&self.state)
+            .write_phase(&file)
+            .map_err(RecordError::Phase)?;
+        self.phase_written = true;
+        tracing::info!(
+            state = state.as_str(),
+            next = next.map(|c| c.name()),
+            "phase recorded"
+        );
+        Ok(())
+    }
+
+    /// `completed/`, created when missing.
+    pub fn completed_dir(&self) -> FsResult<Dir> {
+        StateDir::new(&self.state).completed_or_create()
+    }
+
+    /// Check, then write a receipt once, and say so in the log.
+    pub fn write_receipt(&self, r: &Receipt) -> Result<(), ReceiptError> {
+        StateDir::new(&self.state).write_receipt(r)?;
+        tracing::info!(
+            operation = r.operation_id.as_str(),
+            outcome = r.outcome.as_str(),
+            "receipt written"
+        );
+        Ok(())
+    }
+
+    /// The `superseded` receipt of `other`, whose work this run took over,
+    /// unless it has one.
+    fn write_supersede(
+        &self,
+        root: &Root,
+        other: &OperationId,
+        now: time::OffsetDateTime,
+    ) -> Result<(), ReceiptError> {
+        let completed = self.completed_dir().map_err(ReceiptError::Fs)?;
+        if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
+            let me = match &self.operation {
+                Some(id) => id.as_str(),
+                None => "a legacy run",
+            };
+            let message = format!("superseded: operation {me} took over its unfinished work");
+            let ended = Ended {
+                outcome: Outcome::Superseded,
+                phase: Phase::Cancelled,
+                message: &message,
+                failed_component: None,
+                did: Did::default(),
+            };
+            let places = crate::node::manifests::placement(root).receipt_locations();
+            self.write_receipt(&new_receipt(root, other, ended, places, now))?;
+        }
+        Ok(())
     }
 }
 

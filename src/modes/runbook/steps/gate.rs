@@ -108,7 +108,7 @@ impl Run<'_> {
     pub(in crate::modes::runbook) fn resumed_restarts(&mut self) -> Result<(), Fail> {
         self.env.check_cancel(None)?;
         if let Start::Restart(next) = self.start {
-            self.phase.record(&self.env, Progress::Restart(next))?;
+            self.record(Progress::Restart(next))?;
         }
         Ok(())
     }

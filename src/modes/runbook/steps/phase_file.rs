@@ -24,7 +24,13 @@ impl Run<'_> {
 
     /// Step 3: read the phase file; `start` is where the work begins.
     pub(in crate::modes::runbook) fn phase_file(&mut self) -> Result<(), Fail> {
-        self.start = self.phase.read_phase(&self.env)?;
+        let step = StepLog::new("phase-file");
+        let env = self.env;
+        self.start = self
+            .phase
+            .take_up(|| env.now())
+            .map_err(|e| fail(e.phase(), e.to_string()))?;
+        drop(step);
         self.env.check_cancel(None)
     }
 }

@@ -91,9 +91,9 @@ impl Run<'_> {
     /// StepLog 8: record, back up, kubeadm, verify; roll back on any failure.
     pub(in crate::modes::runbook) fn renew(&mut self) -> Result<(), Fail> {
         let _step = StepLog::new("renew-certs");
-        self.phase.record(&self.env, Progress::Renewing)?;
+        self.record(Progress::Renewing)?;
         crate::crash_point!("renew-after-phase-renewing");
-        let (kind, name) = self.phase.backup_kind_name(self.env.req);
+        let (kind, name) = self.phase.backup_kind_name();
         let n = backup::create(self.env.root, &self.phase.state, kind, &name)
             .map_err(|e| fail(Phase::Backup, e.to_string()))?;
         tracing::info!(
@@ -152,6 +152,6 @@ impl Run<'_> {
         let next = Step::Renew
             .records()
             .expect("the renewal records the restarts");
-        self.phase.record(&self.env, next)
+        self.record(next)
     }
 }

@@ -36,7 +36,7 @@ impl Run<'_> {
             "restarted"
         );
         crate::crash_point!("restart-before-record");
-        self.phase.record(&self.env, next)?;
+        self.record(next)?;
         self.report.restarts.push(Restart {
             component: c,
             old_container_id: old,
