@@ -22,7 +22,7 @@ use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
 use crate::rules::phase::{PhaseFile, PhaseState, CA_KEYS};
-use crate::rules::pki::{self, LeafKind};
+use crate::rules::pki;
 use crate::rules::receipt::{with_tail, Receipt};
 use crate::rules::resume::Start;
 use crate::tools::health::{self, GateError, GateOk, Health};

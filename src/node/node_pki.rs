@@ -379,6 +379,115 @@ impl PkiReport {
     }
 }
 
+/// Why the leaves kubeadm just renewed are not what a renewal needs
+/// (SPEC 4 step 8).
+#[derive(Debug, thiserror::Error)]
+pub enum RenewedError {
+    /// Leaves or CAs that could not be read or parsed.
+    #[error("{}", .0.join("; "))]
+    Unreadable(Vec<String>),
+    #[error("{leaf} is not valid until {} after kubeadm (the node's clock or kubeadm is wrong)", clock::rfc3339(*.not_before))]
+    NotValidYet {
+        leaf: &'static str,
+        not_before: OffsetDateTime,
+    },
+    #[error("{leaf} still expires {} (within {threshold_days} days) after kubeadm", clock::rfc3339(*.not_after))]
+    StillDue {
+        leaf: &'static str,
+        not_after: OffsetDateTime,
+        threshold_days: u32,
+    },
+    #[error("{leaf} is not signed by its CA {ca}")]
+    NotSigned {
+        leaf: &'static str,
+        ca: &'static str,
+    },
+    /// A key file could not be read.
+    #[error("{0}")]
+    Read(crate::node::fsx::FsError),
+    /// A key file is missing (its node path).
+    #[error("{0} does not exist")]
+    Missing(String),
+    #[error("{leaf}: {why}")]
+    Kubeconfig { leaf: &'static str, why: String },
+    #[error("{0} has no embedded client key")]
+    NoEmbeddedKey(&'static str),
+    #[error("the private key of {0} does not match its certificate")]
+    KeyMismatch(&'static str),
+    #[error("the private key of {leaf}: {why}")]
+    Key { leaf: &'static str, why: String },
+    #[error("a CA changed while renewing: CAs are never rotated here")]
+    CaChanged,
+}
+
+/// SPEC 4 step 8's checks after kubeadm ran: every leaf readable, valid
+/// now, out of the renewal window (`threshold_days`), signed by its CA,
+/// its key matching it; the CAs still those the run holds the node to
+/// (`ca`).
+pub fn verify_renewed(
+    root: &Root,
+    now: OffsetDateTime,
+    threshold_days: u32,
+    ca: &BTreeMap<String, String>,
+) -> Result<(), RenewedError> {
+    let pki = read(root);
+    let errors = pki.errors();
+    if !errors.is_empty() {
+        return Err(RenewedError::Unreadable(errors));
+    }
+    for l in &pki.leaves {
+        let Some(cert) = &l.cert else { continue };
+        let leaf = l.spec.name;
+        // A leaf not valid yet would pass every other check and then
+        // break the component it is restarted with.
+        if cert.not_before > now {
+            let not_before = cert.not_before;
+            return Err(RenewedError::NotValidYet { leaf, not_before });
+        }
+        if within_threshold(now, cert.not_after, threshold_days) {
+            let not_after = cert.not_after;
+            return Err(RenewedError::StillDue {
+                leaf,
+                not_after,
+                threshold_days,
+            });
+        }
+        if l.chains_to_ca != Some(true) {
+            let ca = l.spec.ca.name();
+            return Err(RenewedError::NotSigned { leaf, ca });
+        }
+        let read = |rel: &str| root.read_file(rel, NODE_FILE_MAX, Trust::TypeOnly);
+        let key = match l.spec.kind {
+            LeafKind::Pem => read(l.spec.key_path)
+                .map_err(RenewedError::Read)?
+                .ok_or_else(|| RenewedError::Missing(crate::node::paths::node(l.spec.key_path)))?,
+            LeafKind::Kubeconfig => {
+                let conf = read(l.spec.path)
+                    .map_err(RenewedError::Read)?
+                    .unwrap_or_default();
+                pki::kubeconfig_client_key(&conf)
+                    .map_err(|e| RenewedError::Kubeconfig {
+                        leaf,
+                        why: e.to_string(),
+                    })?
+                    .ok_or(RenewedError::NoEmbeddedKey(leaf))?
+            }
+        };
+        match pki::key_matches_cert(cert, &key) {
+            Ok(true) => {}
+            Ok(false) => return Err(RenewedError::KeyMismatch(leaf)),
+            Err(e) => {
+                let why = e.to_string();
+                return Err(RenewedError::Key { leaf, why });
+            }
+        }
+    }
+    if pki.ca_sha256() != *ca {
+        return Err(RenewedError::CaChanged);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests read and plant files in their temp node
 mod tests {
