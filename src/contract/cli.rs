@@ -762,6 +762,59 @@ impl Mode {
     }
 }
 
+/// The renewal asked for (`Mode::Renew`, `Mode::LegacyV1`), as the
+/// renewal driver (`modes::runbook::run`) takes it.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// `--operation-id ID`: a receipt for every outcome.
+    V2 {
+        id: OperationId,
+        force: bool,
+        /// CA key (`ca.crt`, ...) to the lowercase hex it must have.
+        expect_ca: BTreeMap<String, String>,
+        /// `--recover-expired` (SPEC 11): the recovery's table of steps.
+        recovery: bool,
+    },
+    /// `--legacy-v1`: no receipts.
+    Legacy { force: bool },
+}
+
+impl Request {
+    /// The operation ID of a V2 renewal.
+    pub fn id(&self) -> Option<&OperationId> {
+        match self {
+            Request::V2 { id, .. } => Some(id),
+            Request::Legacy { .. } => None,
+        }
+    }
+
+    pub(crate) fn force(&self) -> bool {
+        match self {
+            Request::V2 { force, .. } | Request::Legacy { force } => *force,
+        }
+    }
+
+    /// `--recover-expired` was asked for (SPEC 11).
+    pub(crate) fn recovery(&self) -> bool {
+        matches!(self, Request::V2 { recovery: true, .. })
+    }
+
+    pub(crate) fn mode(&self) -> crate::contract::RenewMode {
+        match self {
+            Request::V2 { .. } => crate::contract::RenewMode::Renew,
+            Request::Legacy { .. } => crate::contract::RenewMode::LegacyV1,
+        }
+    }
+
+    /// The mode the lock owner file records.
+    pub(crate) fn owner_mode(&self) -> crate::contract::OwnerMode {
+        match self {
+            Request::V2 { .. } => crate::contract::OwnerMode::Renew,
+            Request::Legacy { .. } => crate::contract::OwnerMode::LegacyV1,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Invocation {
     pub mode: Mode,

@@ -4,7 +4,8 @@
 //! that got past its own-receipt check.
 
 use crate::contract::cli::Global;
-use crate::contract::{CaSha256, EarlyOutcome, EarlyPhase, RenewMode, RenewResult, Restart};
+pub use crate::contract::cli::Request;
+use crate::contract::{CaSha256, EarlyOutcome, EarlyPhase, RenewResult, Restart};
 use crate::judge::renew::{self, Done, Ending};
 use crate::modes::output::Report;
 use crate::node::backup;
@@ -34,58 +35,6 @@ use std::time::{Duration, Instant};
 
 mod steps;
 use steps::Step;
-
-/// What was asked.
-#[derive(Debug, Clone)]
-pub enum Request {
-    /// `--operation-id ID`: a receipt for every outcome.
-    V2 {
-        id: OperationId,
-        force: bool,
-        /// CA key (`ca.crt`, ...) to the lowercase hex it must have.
-        expect_ca: BTreeMap<String, String>,
-        /// `--recover-expired` (SPEC 11): the recovery's table of steps.
-        recovery: bool,
-    },
-    /// `--legacy-v1`: no receipts.
-    Legacy { force: bool },
-}
-
-impl Request {
-    /// The operation ID of a V2 renewal.
-    pub fn id(&self) -> Option<&OperationId> {
-        match self {
-            Request::V2 { id, .. } => Some(id),
-            Request::Legacy { .. } => None,
-        }
-    }
-
-    fn force(&self) -> bool {
-        match self {
-            Request::V2 { force, .. } | Request::Legacy { force } => *force,
-        }
-    }
-
-    /// `--recover-expired` was asked for (SPEC 11).
-    fn recovery(&self) -> bool {
-        matches!(self, Request::V2 { recovery: true, .. })
-    }
-
-    fn mode(&self) -> RenewMode {
-        match self {
-            Request::V2 { .. } => RenewMode::Renew,
-            Request::Legacy { .. } => RenewMode::LegacyV1,
-        }
-    }
-
-    /// The mode the lock owner file records.
-    fn owner_mode(&self) -> crate::contract::OwnerMode {
-        match self {
-            Request::V2 { .. } => crate::contract::OwnerMode::Renew,
-            Request::Legacy { .. } => crate::contract::OwnerMode::LegacyV1,
-        }
-    }
-}
 
 /// Logs a step's start, and its end with the duration (SPEC section 8).
 struct StepLog {
@@ -706,6 +655,7 @@ mod tests {
     //! root.
     use super::*;
     use crate::contract::cli::Global;
+    pub use crate::contract::cli::Request;
     use crate::contract::Timestamp;
     use crate::rules::phase::PhaseV2;
     use crate::tools::runtime::double::{self, Double};
