@@ -23,13 +23,11 @@ use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
 use crate::rules::phase::{PhaseFile, PhaseState, CA_KEYS};
-use crate::rules::pki;
 use crate::rules::receipt::{with_tail, Receipt};
 use crate::rules::resume::Start;
 use crate::tools::health::{self, GateError, GateOk, Health};
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
-use crate::tools::targets;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -658,6 +656,7 @@ mod tests {
     pub use crate::contract::cli::Request;
     use crate::contract::Timestamp;
     use crate::rules::phase::PhaseV2;
+    use crate::rules::pki;
     use crate::tools::runtime::double::{self, Double};
     use std::os::unix::fs::PermissionsExt;
 

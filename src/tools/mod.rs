@@ -16,6 +16,7 @@ pub(crate) mod pidwatch;
 pub(crate) mod proc;
 /// The Runtime trait, the real node, and the test double.
 pub(crate) mod runtime;
+pub(crate) mod served;
 /// SIGTERM and SIGINT cancel, SIGHUP ignored.
 pub(crate) mod signals;
 /// Ports and TLS identities of the local control plane, from the node.

@@ -1,0 +1,182 @@
+//! What a component serves is the renewed certificate on disk (SPEC 4
+//! step 10, SPEC 11): kube-apiserver its `apiserver.crt` on its secure
+//! port, etcd its `server.crt` on its client port and `peer.crt` on its
+//! peer port. One look each, within a budget and the controller's
+//! deadline; the renewal's postflight and a recovery's restarts ask it.
+
+use crate::node::fsx::{Root, Trust, NODE_FILE_MAX};
+use crate::rules::pki;
+use crate::tools::runtime::Runtime;
+use crate::tools::signals::Cancel;
+use crate::tools::targets;
+use crate::tools::tlsprobe::{Question, TlsIdentity};
+use std::time::Duration;
+
+/// Why a component was not seen serving its renewed certificate.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotServed {
+    /// A signal or the controller's deadline came first (the caller says
+    /// why, as the flag says it).
+    #[error("cancelled")]
+    Cancelled,
+    /// It could not be asked, or did not answer: why.
+    #[error("{0}")]
+    Said(String),
+    /// `what` serves a certificate that is not the renewed file `path` (a
+    /// node path).
+    #[error("{what} does not serve the renewed certificate {path}")]
+    NotRenewed { what: String, path: String },
+}
+
+/// Who asks: the tools, the node, the signal flag, the run's clock.
+#[derive(Clone, Copy)]
+pub(crate) struct Asker<'a> {
+    pub rt: &'a dyn Runtime,
+    pub root: &'a Root,
+    pub cancel: &'a Cancel,
+    pub clock: &'a crate::rules::clock::Clock,
+}
+
+impl Asker<'_> {
+    fn now(&self) -> time::OffsetDateTime {
+        self.clock.now()
+    }
+
+    fn check_cancel(&self) -> Result<(), NotServed> {
+        if self.cancel.is_cancelled() {
+            Err(NotServed::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// kube-apiserver serves the renewed `apiserver.crt` on its secure port.
+    pub(crate) fn apiserver(&self, budget: Duration) -> Result<(), NotServed> {
+        self.served(
+            "kube-apiserver",
+            targets::apiserver_port(self.root),
+            "kubernetes",
+            targets::apiserver_identity(self.root),
+            "etc/kubernetes/pki/apiserver.crt",
+            budget,
+        )
+    }
+
+    /// etcd's client port (the manifest's client URL) serves the renewed
+    /// `server.crt`, asked as the runbook's health checks ask it.
+    pub(crate) fn etcd_client(&self, budget: Duration) -> Result<(), NotServed> {
+        self.served(
+            "etcd",
+            targets::etcd_port(self.root),
+            "127.0.0.1",
+            targets::etcd_identity(self.root),
+            "etc/kubernetes/pki/etcd/server.crt",
+            budget,
+        )
+    }
+
+    /// The TLS peer certificate on `port`, verified for `name` with `id`,
+    /// is the file `disk`.
+    fn served(
+        &self,
+        what: &str,
+        port: Result<u16, String>,
+        name: &str,
+        id: Result<TlsIdentity, String>,
+        disk: &str,
+        budget: Duration,
+    ) -> Result<(), NotServed> {
+        let port = port.map_err(NotServed::Said)?;
+        let id = id.map_err(NotServed::Said)?;
+        // Never past the controller's deadline (SPEC 4, v1.1).
+        self.check_cancel()?;
+        let r = self
+            .rt
+            .probe(port, name, &id, self.now(), None, self.cancel.bound(budget))
+            .map_err(|e| NotServed::Said(format!("{what}: {e}")))?;
+        let disk_pem = self
+            .root
+            .read_file(disk, NODE_FILE_MAX, Trust::TypeOnly)
+            .map_err(|e| NotServed::Said(e.to_string()))?
+            .unwrap_or_default();
+        let disk_der = pki::parse_pem_certificate(&disk_pem)
+            .map_err(|e| NotServed::Said(e.to_string()))?
+            .der;
+        if r.peer_cert != disk_der {
+            return Err(NotServed::NotRenewed {
+                what: what.to_string(),
+                path: crate::node::paths::node(disk),
+            });
+        }
+        Ok(())
+    }
+
+    /// etcd's peer port (its `--listen-peer-urls`) presents the renewed
+    /// `peer.crt`, asked as a peer asks, presenting `peer.crt` (SPEC 4
+    /// step 10, v1.2). etcd reloads its files per connection, so this
+    /// proves the renewed files load, not the restart (the new container
+    /// IDs prove that). A peer URL on no address of this host cannot be
+    /// asked here: said in the log, not a failure.
+    pub(crate) fn etcd_peer(&self, budget: Duration) -> Result<(), NotServed> {
+        let pf = NotServed::Said;
+        let manifest = self
+            .root
+            .read_file(
+                &format!("{}/etcd.yaml", crate::node::paths::MANIFESTS_DIR),
+                NODE_FILE_MAX,
+                Trust::TypeOnly,
+            )
+            .map_err(|e| pf(e.to_string()))?
+            .ok_or_else(|| pf("etcd.yaml is not in manifests/".into()))?;
+        let mut addr = crate::node::manifests::etcd_peer_address(&manifest).map_err(pf)?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        if !crate::tools::live::is_local(addr.ip()) {
+            tracing::warn!(
+                peer = %addr,
+                "etcd's peer URL is not an address of this host: its certificate not asked"
+            );
+            return Ok(());
+        }
+        let read = |rel: &str| -> Result<Vec<u8>, NotServed> {
+            self.root
+                .read_file(rel, NODE_FILE_MAX, Trust::TypeOnly)
+                .map_err(|e| pf(e.to_string()))?
+                .ok_or_else(|| pf(format!("{} does not exist", crate::node::paths::node(rel))))
+        };
+        let peer_pem = read("etc/kubernetes/pki/etcd/peer.crt")?;
+        let id = TlsIdentity {
+            ca_pem: read("etc/kubernetes/pki/etcd/ca.crt")?,
+            client_cert_pem: peer_pem.clone(),
+            client_key_pem: read("etc/kubernetes/pki/etcd/peer.key")?,
+        };
+        self.check_cancel()?;
+        let name = addr.ip().to_string();
+        let a = self.rt.ask(&Question {
+            host: addr.ip(),
+            port: addr.port(),
+            trust: crate::tools::tlsprobe::Trust::Pinned {
+                id: &id,
+                name: &name,
+            },
+            now: self.now(),
+            path: None,
+            body: None,
+            budget: self.cancel.bound(budget),
+        });
+        if let Err(e) = &a.reply {
+            return Err(pf(format!("etcd's peer port {addr}: {e}")));
+        }
+        let disk = pki::parse_pem_certificate(&peer_pem)
+            .map_err(|e| pf(e.to_string()))?
+            .der;
+        if a.presented.as_deref() != Some(&disk[..]) || !a.proven {
+            return Err(pf(format!(
+                "etcd's peer port {addr} does not serve the renewed certificate /etc/kubernetes/pki/etcd/peer.crt"
+            )));
+        }
+        tracing::info!(peer = %addr, "etcd's peer port serves the renewed peer.crt");
+        Ok(())
+    }
+}
