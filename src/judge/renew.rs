@@ -8,7 +8,8 @@ use crate::contract::{
     EtcdVoters, LeafName, ManifestLocations, Message, NextStep, Null, RenewEarlyFailure, RenewMode,
     RenewOnly, RenewReplay, RenewResult, Restart, RuntimeEndpointUsed, Timestamp,
 };
-use crate::node::node_pki::PkiReport;
+use crate::node::manifests::ManifestsReport;
+use crate::node::node_pki::{CaView, PkiReport};
 use crate::rules::clock;
 use crate::rules::component::Component;
 use crate::rules::opid::OperationId;
@@ -397,6 +398,114 @@ pub(crate) fn early_failure(
         ));
     }
     (doc, text)
+}
+
+/// SPEC 4 step 4 on where the manifests are (no file's contents read):
+/// the phase and words of a node the renewal refuses, the topology first,
+/// then every staging conflict (`mount`: asked last, whether a staging
+/// directory is on another file system than `manifests/`).
+pub(crate) fn preflight_refusal(
+    m: &ManifestsReport,
+    mount: impl FnOnce() -> Option<String>,
+) -> Option<(Phase, String)> {
+    if let Some(e) = &m.manifests_dir_error {
+        return Some((Phase::Topology, e.clone()));
+    }
+    let etcd = &m.manifests[&Component::Etcd];
+    if !etcd.active && !etcd.runbook_staged && !etcd.agent_staged && etcd.error.is_none() {
+        return Some((
+            Phase::Topology,
+            "no manifests/etcd.yaml: only stacked etcd is supported; refusing this node".into(),
+        ));
+    }
+    let mut conflicts = Vec::new();
+    for (c, v) in &m.manifests {
+        if let Some(e) = &v.error {
+            conflicts.push(e.clone());
+        } else if v.agent_staged {
+            conflicts.push(format!(
+                "{c} manifest is in the node agent's staging directory {}",
+                m.agent_staging.path
+            ));
+        } else if v.active && v.runbook_staged {
+            conflicts.push(format!(
+                "{c} manifest is both active and staged in {}: keep exactly one copy",
+                m.runbook_staging.path
+            ));
+        } else if !v.active && !v.runbook_staged {
+            return Some((
+                Phase::Topology,
+                format!(
+                    "{c} manifest is missing: this is not a complete kubeadm control-plane node"
+                ),
+            ));
+        }
+    }
+    for e in [&m.runbook_staging.error, &m.agent_staging.error]
+        .into_iter()
+        .flatten()
+    {
+        conflicts.push(e.clone());
+    }
+    for name in &m.runbook_staging.unexpected {
+        conflicts.push(format!(
+            "unexpected entry {}/{name} in the runbook's staging directory",
+            m.runbook_staging.path
+        ));
+    }
+    conflicts.extend(mount());
+    (!conflicts.is_empty()).then(|| (Phase::StagingConflict, conflicts.join("; ")))
+}
+
+/// SPEC 4 step 5 on the CAs as read, valid `now`: CAs are never rotated
+/// here, so leaves renewed under a CA that is not valid now could never be
+/// trusted.
+pub(crate) fn ca_not_valid(cas: &[CaView], now: OffsetDateTime) -> Option<String> {
+    for ca in cas {
+        let Some(cert) = &ca.cert else { continue };
+        let path = crate::node::paths::node(&ca.id.cert_path());
+        if cert.not_after <= now {
+            return Some(format!(
+                "CA {} ({path}) expired at {}: CAs are never renewed here; rotate it first",
+                ca.id.key(),
+                clock::rfc3339(cert.not_after)
+            ));
+        }
+        if cert.not_before > now {
+            return Some(format!(
+                "CA {} ({path}) is not valid until {}: check the node's clock",
+                ca.id.key(),
+                clock::rfc3339(cert.not_before)
+            ));
+        }
+    }
+    None
+}
+
+/// SPEC 4 step 5 on the CA fingerprints `now`: those the controller
+/// expects (`--expect-ca-sha256`), then those the resumed work recorded.
+pub(crate) fn ca_changed(
+    now: &BTreeMap<String, String>,
+    expected: &BTreeMap<String, String>,
+    recorded: &BTreeMap<String, String>,
+) -> Option<String> {
+    for (name, want) in expected {
+        if now.get(name) != Some(want) {
+            return Some(format!(
+                "CA {name} has sha256 {}, expected {want}",
+                now.get(name).cloned().unwrap_or_default()
+            ));
+        }
+    }
+    for (name, want) in recorded {
+        if now.get(name) != Some(want) {
+            return Some(format!(
+                "CA {name} changed since the resumed work began: sha256 {} now, {want} recorded",
+                now.get(name).cloned().unwrap_or_default()
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

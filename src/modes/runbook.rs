@@ -17,7 +17,6 @@ use crate::node::node_pki::{self, PkiReport};
 use crate::node::paths::STATE_FILE_MODE;
 use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
 use crate::node::statedir::{Did, PhaseWriter, StateDir};
-use crate::rules::clock;
 use crate::rules::component::Component;
 use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success};
 use crate::rules::opid::OperationId;

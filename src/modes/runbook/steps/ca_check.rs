@@ -27,59 +27,17 @@ impl Run<'_> {
                 }
             }
         }
-        // CAs are never rotated here: leaves renewed under a CA that is not
-        // valid now could never be trusted.
-        let clock_now = self.env.now();
-        for ca in &cas {
-            let Some(cert) = &ca.cert else { continue };
-            let path = crate::node::paths::node(&ca.id.cert_path());
-            if cert.not_after <= clock_now {
-                return Err(fail(
-                    Phase::CaCheck,
-                    format!(
-                        "CA {} ({path}) expired at {}: CAs are never renewed here; rotate it first",
-                        ca.id.key(),
-                        clock::rfc3339(cert.not_after)
-                    ),
-                ));
-            }
-            if cert.not_before > clock_now {
-                return Err(fail(
-                    Phase::CaCheck,
-                    format!(
-                        "CA {} ({path}) is not valid until {}: check the node's clock",
-                        ca.id.key(),
-                        clock::rfc3339(cert.not_before)
-                    ),
-                ));
-            }
+        if let Some(why) = renew::ca_not_valid(&cas, self.env.now()) {
+            return Err(fail(Phase::CaCheck, why));
         }
         let now = node_pki::ca_fingerprints(&cas);
+        let none = BTreeMap::new();
         let expected = match self.env.req {
-            Request::V2 { expect_ca, .. } => expect_ca.iter().collect(),
-            Request::Legacy { .. } => Vec::new(),
+            Request::V2 { expect_ca, .. } => expect_ca,
+            Request::Legacy { .. } => &none,
         };
-        for (name, want) in expected {
-            if now.get(name) != Some(want) {
-                return Err(fail(
-                    Phase::CaCheck,
-                    format!(
-                        "CA {name} has sha256 {}, expected {want}",
-                        now.get(name).cloned().unwrap_or_default()
-                    ),
-                ));
-            }
-        }
-        for (name, want) in &self.phase.ca {
-            if now.get(name) != Some(want) {
-                return Err(fail(
-                    Phase::CaCheck,
-                    format!(
-                        "CA {name} changed since the resumed work began: sha256 {} now, {want} recorded",
-                        now.get(name).cloned().unwrap_or_default()
-                    ),
-                ));
-            }
+        if let Some(why) = renew::ca_changed(&now, expected, &self.phase.ca) {
+            return Err(fail(Phase::CaCheck, why));
         }
         self.phase.ca = CA_KEYS
             .iter()
