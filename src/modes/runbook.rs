@@ -11,17 +11,16 @@ use crate::modes::output::Report;
 use crate::node::backup;
 use crate::node::fsx::{Dir, Root, Trust, NODE_FILE_MAX};
 use crate::node::inspect::{self, ReceiptLookup};
-use crate::node::lock::{self, LockError};
+use crate::node::lock::{self, HoldError, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
-use crate::node::paths::STATE_FILE_MODE;
 use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
 use crate::node::statedir::{Did, PhaseWriter, StateDir};
 use crate::rules::component::Component;
 use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
-use crate::rules::phase::{PhaseFile, PhaseState, CA_KEYS};
+use crate::rules::phase::CA_KEYS;
 use crate::rules::receipt::{with_tail, Receipt};
 use crate::rules::resume::Start;
 use crate::tools::health::{self, GateError, GateOk, Health};
@@ -247,7 +246,7 @@ fn replay_report(r: &Receipt) -> Report {
 }
 
 /// StepLog 1: the state directory, the lock, the owner record and the log
-/// file; a report when the run cannot go on.
+/// file (`node::lock::hold`); a report when the run cannot go on.
 fn lock_and_log(
     root: &Root,
     g: &Global,
@@ -256,85 +255,52 @@ fn lock_and_log(
     start_clock: time::OffsetDateTime,
 ) -> Result<(Dir, lock::LockGuard), Report> {
     let id = req.id();
-    let state = StateDir::create(root).map_err(|e| {
-        early_failure(
-            root,
-            req,
-            None,
-            EarlyOutcome::Failed,
-            EarlyPhase::Lock,
-            format!("state directory: {e}"),
-        )
-    })?;
-    let guard = lock::acquire(&state, g.lock_timeout, &|| cancel.is_cancelled()).map_err(|e| {
-        let (code, outcome, message) = match e {
-            LockError::Timeout {
+    let cancelled = || cancel.is_cancelled();
+    let held = lock::hold(
+        root,
+        g.lock_timeout,
+        &cancelled,
+        id,
+        req.owner_mode(),
+        start_clock,
+    );
+    let held = held.map_err(|e| {
+        let (code, outcome, phase, message) = match e {
+            HoldError::Lock(LockError::Timeout {
                 path,
                 waited_secs,
                 holder,
-            } => (
+            }) => (
                 Some(exit::LOCK_TIMEOUT),
                 EarlyOutcome::Failed,
+                EarlyPhase::Lock,
                 format!(
                     "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
                 ),
             ),
-            LockError::Cancelled { path, holder } => (
+            HoldError::Lock(LockError::Cancelled { path, holder }) => (
                 None,
                 EarlyOutcome::Cancelled,
+                EarlyPhase::Lock,
                 format!(
                     "{} while waiting for the renewal lock {path} held by {holder}; nothing was done",
                     cancel.why()
                 ),
             ),
-            e => (None, EarlyOutcome::Failed, e.to_string()),
+            e @ HoldError::LegacyOverV2 { .. } => {
+                (None, EarlyOutcome::Failed, EarlyPhase::PhaseFile, e.to_string())
+            }
+            e => (None, EarlyOutcome::Failed, EarlyPhase::Lock, e.to_string()),
         };
-        early_failure(root, req, code, outcome, EarlyPhase::Lock, message)
+        early_failure(root, req, code, outcome, phase, message)
     })?;
-    // `--legacy-v1` over an unfinished V2 phase file is refused before
-    // anything is written: no owner record, no log file (SPEC 4, v1.1).
-    if let Request::Legacy { .. } = req {
-        if let Some(msg) = legacy_refusal(&state) {
-            tracing::warn!("{msg}");
-            return Err(early_failure(
-                root,
-                req,
-                None,
-                EarlyOutcome::Failed,
-                EarlyPhase::PhaseFile,
-                msg,
-            ));
-        }
-    }
-    if let Err(e) = guard.write_owner(&state, &lock::owner_for(id, req.owner_mode(), start_clock)) {
-        return Err(early_failure(
-            root,
-            req,
-            None,
-            EarlyOutcome::Failed,
-            EarlyPhase::Lock,
-            format!("cannot record the lock owner: {e}"),
-        ));
-    }
-    let log_name = match id {
-        Some(i) => format!("{i}.log"),
-        None => "legacy-v1.log".to_string(),
-    };
-    match StateDir::new(&state)
-        .logs_or_create()
-        .and_then(|d| d.open_append(&log_name, STATE_FILE_MODE))
-    {
-        Ok(f) => crate::node::oplog::set_file(f),
-        Err(e) => tracing::warn!("cannot open the operation log: {e}"),
-    }
     tracing::info!(
         operation = id.map(|i| i.as_str()),
         mode = %crate::modes::output::word(&req.mode()),
         "renewal starting (lock held)"
     );
     crate::crash_point!("renew-after-lock");
-
-    Ok((state, guard))
+    Ok(held)
 }
 
 /// StepLog 2: this operation's own receipt first: replayed when it exists.
@@ -436,21 +402,6 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             .unwrap_or_else(|payload| last_resort(&run, &panic_message(payload.as_ref())));
     drop(guard);
     report
-}
-
-/// Why `--legacy-v1` must not run here: the phase file is V2 and
-/// unfinished (its receipt-aware work is never resumed as legacy). Read
-/// under the lock; an unreadable or malformed file is left to the phase-file
-/// step, which reports it.
-fn legacy_refusal(state: &Dir) -> Option<String> {
-    match StateDir::new(state).read_phase().ok()?? {
-        PhaseFile::V2(p) if p.state != PhaseState::Done => Some(format!(
-            "--legacy-v1 refuses to run over the unfinished V2 operation {} ({}); nothing changed",
-            p.operation_id,
-            p.state.as_str()
-        )),
-        _ => None,
-    }
 }
 
 /// The text of a panic's payload.
@@ -654,7 +605,7 @@ mod tests {
     use crate::contract::cli::Global;
     pub use crate::contract::cli::Request;
     use crate::contract::Timestamp;
-    use crate::rules::phase::PhaseV2;
+    use crate::rules::phase::{PhaseState, PhaseV2};
     use crate::rules::pki;
     use crate::tools::runtime::double::{self, Double};
     use std::os::unix::fs::PermissionsExt;

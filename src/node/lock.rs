@@ -632,6 +632,72 @@ pub fn owner_for(
     }
 }
 
+/// Why a renewal could not hold its state directory (SPEC 4 step 1).
+#[derive(Debug, thiserror::Error)]
+pub enum HoldError {
+    /// The state directory could not be made or opened.
+    #[error("state directory: {0}")]
+    State(FsError),
+    #[error("{0}")]
+    Lock(LockError),
+    /// `--legacy-v1` over an unfinished V2 phase file (its receipt-aware
+    /// work is never resumed as legacy).
+    #[error("--legacy-v1 refuses to run over the unfinished V2 operation {operation_id} ({}); nothing changed", state.as_str())]
+    LegacyOverV2 {
+        operation_id: OperationId,
+        state: crate::rules::phase::PhaseState,
+    },
+    #[error("cannot record the lock owner: {0}")]
+    Owner(FsError),
+}
+
+/// A renewal's first step (SPEC 4 step 1): the state directory, the lock
+/// (waited for until `timeout` or `cancelled`), the owner record and the
+/// operation's log file (`operation`: None for `--legacy-v1`). A
+/// `--legacy-v1` run over an unfinished V2 phase file is refused before
+/// anything is written: no owner record, no log file (SPEC 4, v1.1).
+pub fn hold(
+    root: &fsx::Root,
+    timeout: Duration,
+    cancelled: &dyn Fn() -> bool,
+    operation: Option<&OperationId>,
+    mode: OwnerMode,
+    now: time::OffsetDateTime,
+) -> Result<(Dir, LockGuard), HoldError> {
+    let state = StateDir::create(root).map_err(HoldError::State)?;
+    let guard = acquire(&state, timeout, cancelled).map_err(HoldError::Lock)?;
+    if mode == OwnerMode::LegacyV1 {
+        // Read under the lock; an unreadable or malformed file is left to
+        // the phase-file step, which reports it.
+        if let Ok(Some(crate::rules::phase::PhaseFile::V2(p))) = StateDir::new(&state).read_phase()
+        {
+            if p.state != crate::rules::phase::PhaseState::Done {
+                let e = HoldError::LegacyOverV2 {
+                    operation_id: p.operation_id,
+                    state: p.state,
+                };
+                tracing::warn!("{e}");
+                return Err(e);
+            }
+        }
+    }
+    guard
+        .write_owner(&state, &owner_for(operation, mode, now))
+        .map_err(HoldError::Owner)?;
+    let log_name = match operation {
+        Some(i) => format!("{i}.log"),
+        None => "legacy-v1.log".to_string(),
+    };
+    match StateDir::new(&state)
+        .logs_or_create()
+        .and_then(|d| d.open_append(&log_name, STATE_FILE_MODE))
+    {
+        Ok(f) => crate::node::oplog::set_file(f),
+        Err(e) => tracing::warn!("cannot open the operation log: {e}"),
+    }
+    Ok((state, guard))
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests plant files in their temp state directory
 mod tests {
