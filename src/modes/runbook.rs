@@ -14,9 +14,11 @@ use crate::node::inspect::{self, ReceiptLookup};
 use crate::node::lock::{self, HoldError, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
+use crate::node::oplog::StepLog;
 use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
 use crate::node::statedir::{Did, PhaseWriter, StateDir};
 use crate::rules::component::Component;
+pub use crate::rules::failure::panic_message;
 use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
@@ -31,29 +33,6 @@ use std::time::{Duration, Instant};
 
 mod steps;
 use steps::Step;
-
-/// Logs a step's start, and its end with the duration (SPEC section 8).
-struct StepLog {
-    name: String,
-    started: Instant,
-}
-
-impl StepLog {
-    fn new(name: impl Into<String>) -> StepLog {
-        let name = name.into();
-        tracing::info!(step = %name, "step started");
-        StepLog {
-            name,
-            started: Instant::now(),
-        }
-    }
-}
-
-impl Drop for StepLog {
-    fn drop(&mut self) {
-        tracing::info!(step = %self.name, ms = self.started.elapsed().as_millis() as u64, "step ended");
-    }
-}
 
 /// Stopped by a signal or the controller's deadline, as the flag says it.
 fn cancelled(cancel: &Cancel, component: Option<Component>) -> Fail {
@@ -82,23 +61,6 @@ impl Env<'_> {
         } else {
             Ok(())
         }
-    }
-
-    /// Whether the kubelet's container log directory holds container `id`'s
-    /// link (names only, walked without following a symlink).
-    fn kubelet_links(&self, id: &str) -> bool {
-        if id.is_empty() {
-            return false;
-        }
-        let suffix = crate::tools::pidwatch::NewContainers::link_suffix(id);
-        let mut found = false;
-        if let Ok(Some(d)) = self.root.open_dir(
-            crate::node::paths::CONTAINER_LOGS_DIR,
-            crate::node::fsx::Trust::TypeOnly,
-        ) {
-            let _ = d.for_each_name(|n| found |= n.ends_with(&suffix));
-        }
-        found
     }
 
     fn make_receipt(
@@ -385,32 +347,17 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         .unwrap_or_else(|payload| {
             let why = panic_message(payload.as_ref());
             tracing::error!(phase = %run.step.phase(), "internal error (a panic): {why}");
-            Err(Fail {
-                phase: run.step.phase(),
-                cause: Cause::Panic {
-                    phase: run.step.phase(),
-                    why,
-                },
-                component: run.staging.out().or(match run.step.phase() {
-                    Phase::Restart(c) => Some(c),
-                    _ => None,
-                }),
-            })
+            let component = run.staging.out().or(match run.step.phase() {
+                Phase::Restart(c) => Some(c),
+                _ => None,
+            });
+            Err(Fail::panic(run.step.phase(), why, component))
         });
     let report =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish(&mut run, result)))
             .unwrap_or_else(|payload| last_resort(&run, &panic_message(payload.as_ref())));
     drop(guard);
     report
-}
-
-/// The text of a panic's payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string())
 }
 
 /// `finish` panicked: put back every manifest staged and not active, write a

@@ -404,6 +404,29 @@ impl Queue {
     }
 }
 
+/// Logs a step's start, and its end with the duration (SPEC section 8).
+pub struct StepLog {
+    name: String,
+    started: Instant,
+}
+
+impl StepLog {
+    pub fn new(name: impl Into<String>) -> StepLog {
+        let name = name.into();
+        tracing::info!(step = %name, "step started");
+        StepLog {
+            name,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Drop for StepLog {
+    fn drop(&mut self) {
+        tracing::info!(step = %self.name, ms = self.started.elapsed().as_millis() as u64, "step ended");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,6 +69,26 @@ impl Fail {
     }
 }
 
+impl Fail {
+    /// A panic in a step at `phase`, caught (`why`: its payload's text).
+    pub(crate) fn panic(phase: Phase, why: String, component: Option<Component>) -> Fail {
+        Fail {
+            phase,
+            cause: Cause::Panic { phase, why },
+            component,
+        }
+    }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
 /// A step's failure in its own words.
 pub(crate) fn fail(phase: Phase, message: impl Into<String>) -> Fail {
     Fail {

@@ -125,6 +125,23 @@ impl NewContainers {
         format!("-{id}.log")
     }
 
+    /// Whether the kubelet's container log directory holds container
+    /// `id`'s link (names only, walked without following a symlink).
+    pub fn linked(root: &crate::node::fsx::Root, id: &str) -> bool {
+        if id.is_empty() {
+            return false;
+        }
+        let suffix = Self::link_suffix(id);
+        let mut found = false;
+        if let Ok(Some(d)) = root.open_dir(
+            crate::node::paths::CONTAINER_LOGS_DIR,
+            crate::node::fsx::Trust::TypeOnly,
+        ) {
+            let _ = d.for_each_name(|n| found |= n.ends_with(&suffix));
+        }
+        found
+    }
+
     /// Wait until a link for a new container of `container` in kube-system
     /// appears (`*_kube-system_<container>-*.log`), `until` passes, or
     /// cancellation. `Exited` means "seen".

@@ -61,7 +61,7 @@ impl Run<'_> {
         let dirs = Dirs::open(self.env.root, true).map_err(|e| restart_failed(c, e.to_string()))?;
         // The kubelet's link of the old container, looked for while it runs:
         // whether the start wait may sleep until the kubelet links the new one.
-        let linked = self.env.kubelet_links(old);
+        let linked = crate::tools::pidwatch::NewContainers::linked(self.env.root, old);
         // Out from the moment the move is tried: after any error the
         // failure path looks where the manifest is and puts it back.
         self.last_gate = None;
