@@ -12,12 +12,13 @@ use crate::node::manifests::ManifestsReport;
 use crate::node::node_pki::{CaView, PkiReport};
 use crate::rules::clock;
 use crate::rules::component::Component;
+use crate::rules::failure::{restart_failed, Cause, Fail};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit_code_for, ManifestLocation, Outcome, Phase};
 use crate::rules::phase::ResumedFrom;
 use crate::rules::receipt::{self, with_tail, Receipt};
 use crate::rules::resume::Resumed;
-use crate::tools::health;
+use crate::tools::health::{self, GateError, GateOk};
 use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
@@ -508,6 +509,62 @@ pub(crate) fn ca_changed(
     None
 }
 
+/// What the health gate's error `e` stops a run as, at `component` (None:
+/// before or after the restarts); `why`: what the signal flag says, for a
+/// cancellation.
+pub(crate) fn gate_failure(
+    e: GateError,
+    component: Option<Component>,
+    why: impl FnOnce() -> String,
+) -> Fail {
+    match e {
+        GateError::Cancelled => Fail::cancel(why(), component),
+        // A component restarted earlier that crashed since: its
+        // restart is what failed.
+        GateError::Structural {
+            phase: Phase::Restart(crashed),
+            message,
+        } => restart_failed(crashed, message),
+        GateError::Structural { phase, message } => Fail {
+            phase,
+            cause: Cause::Unhealthy(message),
+            component,
+        },
+        GateError::TimedOut { message } => Fail {
+            phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
+            cause: Cause::Unhealthy(message),
+            component,
+        },
+    }
+}
+
+/// What a recovery's last look at the whole local gate saw (SPEC 11:
+/// reported, not required); None: a signal or the deadline stopped it.
+pub(crate) fn health_seen(r: &Result<GateOk, GateError>) -> Option<String> {
+    match r {
+        Ok(ok) => Some(format!(
+            "the whole local health gate passes (etcd: {} of {} voters healthy)",
+            ok.etcd_healthy_voters, ok.etcd_voters
+        )),
+        Err(GateError::Cancelled) => None,
+        Err(GateError::Structural { message, .. }) | Err(GateError::TimedOut { message }) => {
+            Some(format!("not healthy yet: {message}"))
+        }
+    }
+}
+
+/// Why fresh, unforced work with no leaf due ends `unchanged` (SPEC 4
+/// step 6), naming the soonest leaf.
+pub(crate) fn nothing_due(pki: &PkiReport, now: OffsetDateTime, threshold_days: u32) -> String {
+    let soonest = pki
+        .soonest_leaf(now)
+        .map(|(n, d)| format!(" (soonest: {n} in {d} days)"))
+        .unwrap_or_default();
+    format!(
+        "no leaf expires within {threshold_days} days{soonest}; nothing renewed, nothing restarted"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,6 +665,62 @@ mod tests {
                 "CANCELLED: SIGTERM while waiting\nmanifests not active: etcd {}\n",
                 ManifestLocation::Staged
             )
+        );
+    }
+
+    /// The CA fingerprints are held to what the controller expects first,
+    /// then to what the resumed work recorded.
+    #[test]
+    fn a_changed_ca_is_named_with_both_fingerprints() {
+        let map = |v: &[(&str, &str)]| -> BTreeMap<String, String> {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let now = map(&[("ca.crt", "aa"), ("etcd/ca.crt", "bb")]);
+        assert_eq!(ca_changed(&now, &map(&[]), &now), None);
+        assert_eq!(
+            ca_changed(&now, &map(&[("ca.crt", "cc")]), &map(&[("ca.crt", "dd")])).unwrap(),
+            "CA ca.crt has sha256 aa, expected cc"
+        );
+        assert_eq!(
+            ca_changed(&now, &map(&[]), &map(&[("front-proxy-ca.crt", "ee")])).unwrap(),
+            "CA front-proxy-ca.crt changed since the resumed work began: sha256  now, ee recorded"
+        );
+    }
+
+    /// The gate's errors stop a run where they were seen: a restarted
+    /// component that crashed is its restart's failure; a timeout is the
+    /// component's restart, or the gate's before the restarts.
+    #[test]
+    fn the_gate_errors_stop_a_run_where_they_were_seen() {
+        let why = || "SIGTERM".to_string();
+        let c = gate_failure(GateError::Cancelled, Some(Component::Etcd), why);
+        assert!(c.cancelled() && c.component == Some(Component::Etcd));
+        let crashed = GateError::Structural {
+            phase: Phase::Restart(Component::KubeScheduler),
+            message: "crashed".into(),
+        };
+        let f = gate_failure(crashed, None, why);
+        assert_eq!(f.phase, Phase::Restart(Component::KubeScheduler));
+        assert_eq!(f.component, Some(Component::KubeScheduler));
+        let timed_out = |c| {
+            let e = GateError::TimedOut {
+                message: "slow".into(),
+            };
+            gate_failure(e, c, why)
+        };
+        assert_eq!(timed_out(None).phase, Phase::Health);
+        let f = timed_out(Some(Component::Etcd));
+        assert_eq!(f.phase, Phase::Restart(Component::Etcd));
+        assert_eq!(f.cause, Cause::Unhealthy("slow".into()));
+        assert_eq!(health_seen(&Err(GateError::Cancelled)), None);
+        assert_eq!(
+            health_seen(&Err(GateError::TimedOut {
+                message: "etcd: no quorum".into()
+            }))
+            .unwrap(),
+            "not healthy yet: etcd: no quorum"
         );
     }
 }

@@ -9,7 +9,7 @@ use crate::contract::{CaSha256, EarlyOutcome, EarlyPhase, RenewResult, Restart};
 use crate::judge::renew::{self, Done, Ending};
 use crate::modes::output::Report;
 use crate::node::backup;
-use crate::node::fsx::{Dir, Root, Trust, NODE_FILE_MAX};
+use crate::node::fsx::{Dir, Root};
 use crate::node::inspect::{self, ReceiptLookup};
 use crate::node::lock::{self, HoldError, LockError};
 use crate::node::manifests;
@@ -270,37 +270,24 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
     let Request::V2 { id, .. } = req else {
         return None;
     };
-    let completed = match StateDir::new(state).completed() {
-        Ok(c) => c,
-        Err(e) => {
-            return Some(early_failure(
-                root,
-                req,
-                None,
-                EarlyOutcome::Failed,
-                EarlyPhase::Receipt,
-                e.to_string(),
-            ))
-        }
+    let why = match StateDir::new(state).completed() {
+        Err(e) => e.to_string(),
+        Ok(completed) => match inspect::lookup_receipt(completed.as_ref(), id) {
+            ReceiptLookup::Found(r) => {
+                tracing::info!(
+                    outcome = r.outcome.as_str(),
+                    "receipt exists: replaying it, doing nothing else"
+                );
+                return Some(replay_report(&r));
+            }
+            ReceiptLookup::Malformed(e) => format!(
+                "this operation's receipt is malformed; not trusting it, doing nothing: {e}"
+            ),
+            ReceiptLookup::Absent => return None,
+        },
     };
-    match inspect::lookup_receipt(completed.as_ref(), id) {
-        ReceiptLookup::Found(r) => {
-            tracing::info!(
-                outcome = r.outcome.as_str(),
-                "receipt exists: replaying it, doing nothing else"
-            );
-            Some(replay_report(&r))
-        }
-        ReceiptLookup::Malformed(e) => Some(early_failure(
-            root,
-            req,
-            None,
-            EarlyOutcome::Failed,
-            EarlyPhase::Receipt,
-            format!("this operation's receipt is malformed; not trusting it, doing nothing: {e}"),
-        )),
-        ReceiptLookup::Absent => None,
-    }
+    let (outcome, phase) = (EarlyOutcome::Failed, EarlyPhase::Receipt);
+    Some(early_failure(root, req, None, outcome, phase, why))
 }
 
 /// Run a renewal (V2 when the request has an operation ID, else legacy).

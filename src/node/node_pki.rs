@@ -379,6 +379,35 @@ impl PkiReport {
     }
 }
 
+/// A CA file someone other than root could replace.
+#[derive(Debug, thiserror::Error)]
+#[error("CA {key}: {e}; refusing to renew leaves under it")]
+pub struct CaFileError {
+    key: &'static str,
+    e: crate::node::fsx::FsError,
+}
+
+/// The CAs are what every renewed leaf is signed with: a CA certificate or
+/// key that someone other than root can replace is refused before kubeadm
+/// signs anything with it (root-owned, not group/world writable; a missing
+/// key, as with an external CA, is kubeadm's to report). --check and
+/// --status-only read them as before.
+pub fn cas_root_owned(root: &Root, cas: &[CaView]) -> Result<(), CaFileError> {
+    for ca in cas {
+        let cert = ca.id.cert_path();
+        let key = cert.replace(".crt", ".key");
+        for rel in [cert, key] {
+            if let Err(e) = root.read_file(&rel, NODE_FILE_MAX, Trust::Strict) {
+                return Err(CaFileError {
+                    key: ca.id.key(),
+                    e,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Why the leaves kubeadm just renewed are not what a renewal needs
 /// (SPEC 4 step 8).
 #[derive(Debug, thiserror::Error)]

@@ -235,11 +235,42 @@ impl<'a> StateDir<'a> {
     }
 
     /// Check `r`, then write `completed/<ID>.json` once (`completed/`
-    /// created when missing): a renewal's receipts.
+    /// created when missing), and say so in the log: a renewal's receipts.
     pub fn write_receipt(&self, r: &Receipt) -> Result<(), ReceiptError> {
         let checked = CheckedReceipt::check(r).map_err(ReceiptError::Invalid)?;
         let completed = self.completed_or_create().map_err(ReceiptError::Fs)?;
-        Self::write_once(&completed, checked).map_err(ReceiptError::Fs)
+        Self::write_once(&completed, checked).map_err(ReceiptError::Fs)?;
+        tracing::info!(
+            operation = r.operation_id.as_str(),
+            outcome = r.outcome.as_str(),
+            "receipt written"
+        );
+        Ok(())
+    }
+
+    /// The `superseded` receipt of `other`, whose unfinished work operation
+    /// `me` took over, unless it has one.
+    pub fn supersede(
+        &self,
+        root: &Root,
+        other: &OperationId,
+        me: &str,
+        now: time::OffsetDateTime,
+    ) -> Result<(), ReceiptError> {
+        let completed = self.completed_or_create().map_err(ReceiptError::Fs)?;
+        if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
+            let message = format!("superseded: operation {me} took over its unfinished work");
+            let ended = Ended {
+                outcome: Outcome::Superseded,
+                phase: Phase::Cancelled,
+                message: &message,
+                failed_component: None,
+                did: Did::default(),
+            };
+            let places = crate::node::manifests::placement(root).receipt_locations();
+            self.write_receipt(&new_receipt(root, other, ended, places, now))?;
+        }
+        Ok(())
     }
 
     /// Write `completed/<ID>.json` once, never replacing it
@@ -347,6 +378,7 @@ pub struct PhaseWriter {
     pub resumed_recovery: bool,
 }
 
+/// The phase file taken up: whose work, in which format, from where.
 impl PhaseWriter {
     /// A run's writer, before the phase file is read: `operation` is the
     /// run's ID (None: `--legacy-v1`), `started` when it began.
@@ -435,12 +467,9 @@ impl PhaseWriter {
                 state,
             }),
             (Resume::Own { start }, PhaseFile::V2(p)) => {
-                self.ca = p.ca_sha256.to_map();
-                self.resumed_recovery = p.recovery;
-                self.recovery |= p.recovery;
+                self.took_up(&p, Resumed::Own);
                 self.started_at = p.started_at.0.clone();
                 self.resumed_from = p.resumed_from.clone();
-                self.resumed = Some(Resumed::Own);
                 tracing::info!(
                     "resuming this operation's own unfinished work ({})",
                     p.state.as_str()
@@ -468,9 +497,7 @@ impl PhaseWriter {
                 },
                 PhaseFile::V2(p),
             ) => {
-                self.ca = p.ca_sha256.to_map();
-                self.resumed_recovery = p.recovery;
-                self.recovery |= p.recovery;
+                self.took_up(&p, Resumed::Other(from.clone()));
                 if supersede {
                     self.supersede = Some(from.clone());
                 }
@@ -478,7 +505,6 @@ impl PhaseWriter {
                     "taking over the unfinished work of operation {from} ({})",
                     p.state.as_str()
                 );
-                self.resumed = Some(Resumed::Other(from.clone()));
                 self.resumed_from = Some(ResumedFrom {
                     operation_id: Some(from),
                     format: PhaseFormat::V2,
@@ -489,6 +515,18 @@ impl PhaseWriter {
         }
     }
 
+    /// What a run takes up of V2 work (`resumed`: whose): its CAs, and a
+    /// recovery's goes on as one.
+    fn took_up(&mut self, p: &PhaseV2, resumed: Resumed) {
+        self.ca = p.ca_sha256.to_map();
+        self.resumed_recovery = p.recovery;
+        self.recovery |= p.recovery;
+        self.resumed = Some(resumed);
+    }
+}
+
+/// What the run records as it goes: the phase, its receipts, its backup.
+impl PhaseWriter {
     /// Where the run's backup goes: its kind's directory and its name.
     pub fn backup_kind_name(&self) -> (&'static str, String) {
         match &self.operation {
@@ -508,7 +546,12 @@ impl PhaseWriter {
         let (state, next) = progress.phase_state();
         if !self.phase_written {
             if let Some(other) = self.supersede.take() {
-                self.write_supersede(root, &other, now())
+                let me = match &self.operation {
+                    Some(id) => id.as_str(),
+                    None => "a legacy run",
+                };
+                StateDir::new(&self.state)
+                    .supersede(root, &other, me, now())
                     .map_err(RecordError::Supersede)?;
             }
         }
@@ -551,43 +594,9 @@ impl PhaseWriter {
         StateDir::new(&self.state).completed_or_create()
     }
 
-    /// Check, then write a receipt once, and say so in the log.
+    /// Check, then write a receipt once (`StateDir::write_receipt`).
     pub fn write_receipt(&self, r: &Receipt) -> Result<(), ReceiptError> {
-        StateDir::new(&self.state).write_receipt(r)?;
-        tracing::info!(
-            operation = r.operation_id.as_str(),
-            outcome = r.outcome.as_str(),
-            "receipt written"
-        );
-        Ok(())
-    }
-
-    /// The `superseded` receipt of `other`, whose work this run took over,
-    /// unless it has one.
-    fn write_supersede(
-        &self,
-        root: &Root,
-        other: &OperationId,
-        now: time::OffsetDateTime,
-    ) -> Result<(), ReceiptError> {
-        let completed = self.completed_dir().map_err(ReceiptError::Fs)?;
-        if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
-            let me = match &self.operation {
-                Some(id) => id.as_str(),
-                None => "a legacy run",
-            };
-            let message = format!("superseded: operation {me} took over its unfinished work");
-            let ended = Ended {
-                outcome: Outcome::Superseded,
-                phase: Phase::Cancelled,
-                message: &message,
-                failed_component: None,
-                did: Did::default(),
-            };
-            let places = crate::node::manifests::placement(root).receipt_locations();
-            self.write_receipt(&new_receipt(root, other, ended, places, now))?;
-        }
-        Ok(())
+        StateDir::new(&self.state).write_receipt(r)
     }
 }
 

@@ -10,23 +10,8 @@ impl Run<'_> {
         if let Some(e) = cas.iter().find_map(|c| c.error.clone()) {
             return Err(fail(Phase::CaCheck, e));
         }
-        // The CAs are what every renewed leaf is signed with: a CA certificate
-        // or key that someone other than root can replace is refused before
-        // kubeadm signs anything with it (root-owned, not group/world
-        // writable; a missing key, as with an external CA, is kubeadm's to
-        // report). --check and --status-only read them as before.
-        for ca in &cas {
-            let cert = ca.id.cert_path();
-            let key = cert.replace(".crt", ".key");
-            for rel in [cert, key] {
-                if let Err(e) = self.env.root.read_file(&rel, NODE_FILE_MAX, Trust::Strict) {
-                    return Err(fail(
-                        Phase::CaCheck,
-                        format!("CA {}: {e}; refusing to renew leaves under it", ca.id.key()),
-                    ));
-                }
-            }
-        }
+        node_pki::cas_root_owned(self.env.root, &cas)
+            .map_err(|e| fail(Phase::CaCheck, e.to_string()))?;
         if let Some(why) = renew::ca_not_valid(&cas, self.env.now()) {
             return Err(fail(Phase::CaCheck, why));
         }

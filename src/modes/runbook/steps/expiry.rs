@@ -26,14 +26,8 @@ impl Run<'_> {
             let due = pki.leaves_due(now, self.env.g.threshold_days);
             if due.is_empty() {
                 self.report.before = Some(pki.clone());
-                let soonest = pki
-                    .soonest_leaf(now)
-                    .map(|(n, d)| format!(" (soonest: {n} in {d} days)"))
-                    .unwrap_or_default();
-                return Ok(Some(Success::Unchanged(format!(
-                    "no leaf expires within {} days{soonest}; nothing renewed, nothing restarted",
-                    self.env.g.threshold_days
-                ))));
+                let why = renew::nothing_due(&pki, now, self.env.g.threshold_days);
+                return Ok(Some(Success::Unchanged(why)));
             }
         }
         self.report.before = Some(pki);

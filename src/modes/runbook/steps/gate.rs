@@ -55,25 +55,7 @@ impl Run<'_> {
         e: GateError,
         component: Option<Component>,
     ) -> Fail {
-        match e {
-            GateError::Cancelled => cancelled(self.env.cancel, component),
-            // A component restarted earlier that crashed since: its
-            // restart is what failed.
-            GateError::Structural {
-                phase: Phase::Restart(crashed),
-                message,
-            } => restart_failed(crashed, message),
-            GateError::Structural { phase, message } => Fail {
-                phase,
-                cause: Cause::Unhealthy(message),
-                component,
-            },
-            GateError::TimedOut { message } => Fail {
-                phase: component.map(Phase::Restart).unwrap_or(Phase::Health),
-                cause: Cause::Unhealthy(message),
-                component,
-            },
-        }
+        renew::gate_failure(e, component, || self.env.cancel.why())
     }
 
     /// Step 7: the tools, then the gate.

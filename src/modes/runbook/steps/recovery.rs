@@ -129,18 +129,12 @@ impl Run<'_> {
     /// included. Only a signal or the deadline stops the run here.
     pub(in crate::modes::runbook) fn health_at_end(&mut self) -> Result<(), Fail> {
         self.env.check_cancel(None)?;
-        let seen = match self.health().wait_gate(LAST_LOOK) {
-            Ok(ok) => {
-                self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
-                format!(
-                    "the whole local health gate passes (etcd: {} of {} voters healthy)",
-                    ok.etcd_healthy_voters, ok.etcd_voters
-                )
-            }
-            Err(GateError::Cancelled) => return Err(cancelled(self.env.cancel, None)),
-            Err(GateError::Structural { message, .. }) | Err(GateError::TimedOut { message }) => {
-                format!("not healthy yet: {message}")
-            }
+        let seen = self.health().wait_gate(LAST_LOOK);
+        if let Ok(ok) = &seen {
+            self.report.etcd = Some((ok.etcd_voters, ok.etcd_healthy_voters));
+        }
+        let Some(seen) = renew::health_seen(&seen) else {
+            return Err(cancelled(self.env.cancel, None));
         };
         tracing::info!(health = seen.as_str(), "recovery: the health at its end");
         // Bounded like every message (the receipt's copy is too): every
