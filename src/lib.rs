@@ -15,7 +15,8 @@
 //!   in `rules::files` and `rules::values`, and re-exported here: the
 //!   contract uses the rules, never the other way. Also the rest of what
 //!   the controller and the operator are promised: the command line's
-//!   grammar (`contract::cli`: argv to a typed invocation, the help pages)
+//!   grammar (`contract::cli`: argv to a typed invocation, the renewal's
+//!   `Request`, the help pages)
 //!   and the text view rendered from the documents' values
 //!   (`contract::text`: escaped cells, aligned tables; `contract::screen`:
 //!   fitted to the terminal).
@@ -24,26 +25,33 @@
 //!   rule (`rules::resume::resume`), PKI, what crictl and etcdctl print and
 //!   the etcd quorum judgement, `--check`'s verdict (`rules::verdict`), the
 //!   fencing plan (`rules::fence`), a renewal's progress apart from the
-//!   problems (`rules::progress`), and YAML within bounds (`rules::yaml`:
+//!   problems (`rules::progress`), how a renewal stops and where it stands
+//!   (`rules::failure`: `Fail`, `Cause`, `Progress`), and YAML within bounds (`rules::yaml`:
 //!   manifests, the kubelet's configuration, kubeconfigs). It imports no
 //!   other layer.
 //! - [`node`]: the files under `--root`: the no-follow walk and the durable
-//!   writes (`node::fsx`), the lock, the state directory
-//!   (`node::statedir::StateDir`), manifests and staging
+//!   writes (`node::fsx`), the lock (`node::lock::hold`: a renewal's state
+//!   directory, lock, owner and log), the state directory
+//!   (`node::statedir::StateDir`; a renewal's phase file and receipts,
+//!   `statedir::PhaseWriter`), manifests and staging
 //!   (`staging::StagingGuard`, the only way back; where they are,
 //!   `manifests::placement`, reads no contents; what `manifests/` holds,
 //!   `manifests::inspect`, reads it within the bounds), the
-//!   node PKI, backups, the operation log, and the one read of the node that
+//!   node PKI (and the checks after kubeadm, `node_pki::verify_renewed`),
+//!   backups, the operation log, and the one read of the node that
 //!   check and status share (`node::snapshot::NodeSnapshot`).
 //! - [`tools`]: subprocesses (`tools::proc`), crictl, etcdctl and kubeadm
 //!   behind `tools::runtime::Runtime` (real node and test double side by
-//!   side), TLS probes, the health gate and the waits, signals.
+//!   side), TLS probes (what a component serves: `tools::served`), the
+//!   health gate and the waits, signals.
 //! - [`judge`]: pure judgements of one observation (the node's reports
 //!   from `node`, the live components from `tools`), with no I/O: the
 //!   operator's advice (`judge::advice`), the operator view judged and
 //!   rendered (`judge::status::Viewed`, and `fence_plan`), the fencing
 //!   check's answer (`judge::fence`), the live node as shown
-//!   (`judge::live`).
+//!   (`judge::live`), a renewal's result, replay and early failure in
+//!   words and documents, and its preflight's, CA check's and gate's
+//!   judgements (`judge::renew`).
 //! - [`modes`]: the entry point (`modes::app::run`, which stamps each
 //!   printed document's trailer: `contract::Printed`), and the thin
 //!   drivers: the renewal (`modes::runbook::run`, its steps two tables, the
