@@ -332,7 +332,7 @@ proptest! {
 
     #[test]
     fn errors_are_short_and_escaped(b in vec(any::<u8>(), 0..4096), id in arb_id()) {
-        for e in [parse_phase_file(&b).err(), parse_receipt(&b, &id).err().map(String::from)].into_iter().flatten() {
+        for e in [parse_phase_file(&b).err().map(|e| e.to_string()), parse_receipt(&b, &id).err().map(|e| e.to_string())].into_iter().flatten() {
             prop_assert!(e.len() <= 600, "{}", e.len());
             prop_assert!(!e.chars().any(char::is_control), "{:?}", e);
         }
@@ -346,6 +346,7 @@ proptest! {
                 prop_assert!(is_valid_id_by_hand(&s));
             }
             Err(e) => {
+                let e = e.to_string();
                 prop_assert!(!is_valid_id_by_hand(&s));
                 prop_assert!(!e.contains('\n') && !e.chars().any(char::is_control));
                 prop_assert!(e.len() <= 200);

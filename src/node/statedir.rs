@@ -170,7 +170,7 @@ impl<'a> StateDir<'a> {
         };
         phase::parse_phase_file(&bytes)
             .map(Some)
-            .map_err(PhaseError::Malformed)
+            .map_err(|e| PhaseError::Malformed(e.to_string()))
     }
 
     /// Check, then replace the phase file atomically (replace discipline),
@@ -180,7 +180,7 @@ impl<'a> StateDir<'a> {
             PhaseFile::V2(v2) => phase::validate_v2(v2).map(|()| phase::render_v2(v2)),
             PhaseFile::Legacy(l) => phase::validate_legacy(l).map(|()| phase::render_legacy(l)),
         }
-        .map_err(PhaseError::Invalid)?;
+        .map_err(|e| PhaseError::Invalid(e.to_string()))?;
         self.dir
             .replace(PHASE_FILE, &bytes, STATE_FILE_MODE, Trust::Strict)
             .map_err(PhaseError::Record)

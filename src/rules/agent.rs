@@ -5,6 +5,7 @@
 use crate::rules::files::{AgentPhase, AgentStateFile};
 use crate::rules::opid::excerpt;
 use crate::rules::phase::parse_json_strict;
+use crate::rules::strict::ParseError;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -45,7 +46,9 @@ impl AgentIntent {
 pub fn parse_agent_state(bytes: &[u8]) -> AgentIntent {
     match parse(bytes) {
         Ok(i) => i,
-        Err(reason) => AgentIntent::Unknown { reason },
+        Err(e) => AgentIntent::Unknown {
+            reason: e.to_string(),
+        },
     }
 }
 
@@ -56,35 +59,45 @@ pub const MAX_AGENT_STATE_BYTES: usize = 1024 * 1024;
 /// The top-level key holding the renewal state.
 const STATE_KEY: &str = "k8sCertRenewalState";
 
-fn parse(bytes: &[u8]) -> Result<AgentIntent, String> {
+fn parse(bytes: &[u8]) -> Result<AgentIntent, ParseError> {
     if bytes.len() > MAX_AGENT_STATE_BYTES {
-        return Err(format!(
+        return Err(ParseError::whole(format!(
             "agent state file is {} bytes (at most {MAX_AGENT_STATE_BYTES})",
             bytes.len()
-        ));
+        )));
     }
     // Duplicate keys anywhere (even in the keys the file type ignores) make
     // it unknown; the shape is checked first so each reason names its key.
-    let value = parse_json_strict(bytes)?;
+    let value = parse_json_strict(bytes).map_err(|e| ParseError::whole(e.to_string()))?;
     let top = value
         .as_object()
-        .ok_or_else(|| "agent state is not a JSON object".to_string())?;
+        .ok_or_else(|| ParseError::whole("agent state is not a JSON object"))?;
     let state = match top.get(STATE_KEY) {
-        None => return Err(format!("agent state has no {STATE_KEY}")),
+        None => return Err(ParseError::whole(format!("agent state has no {STATE_KEY}"))),
         Some(Value::Object(o)) => o,
-        Some(_) => return Err(format!("{STATE_KEY} is not an object")),
+        Some(_) => return Err(ParseError::whole(format!("{STATE_KEY} is not an object"))),
     };
     let phase = match state.get("phase") {
-        None => return Err(format!("{STATE_KEY} has no phase")),
+        None => return Err(ParseError::whole(format!("{STATE_KEY} has no phase"))),
         Some(Value::String(p)) => p,
-        Some(_) => return Err(format!("{STATE_KEY}.phase is not a string")),
+        Some(_) => {
+            return Err(ParseError::whole(format!(
+                "{STATE_KEY}.phase is not a string"
+            )))
+        }
     };
     if !matches!(state.get("operationID"), None | Some(Value::String(_))) {
-        return Err(format!("{STATE_KEY}.operationID is not a string"));
+        return Err(ParseError::whole(format!(
+            "{STATE_KEY}.operationID is not a string"
+        )));
     }
     // The shape is right: only a phase outside the closed list is left.
-    let file = AgentStateFile::deserialize(&value)
-        .map_err(|_| format!("{STATE_KEY}.phase {} is not a known phase", excerpt(phase)))?;
+    let file = AgentStateFile::deserialize(&value).map_err(|_| {
+        ParseError::whole(format!(
+            "{STATE_KEY}.phase {} is not a known phase",
+            excerpt(phase)
+        ))
+    })?;
     let s = file.k8s_cert_renewal_state;
     let (phase, operation_id) = (phase.clone(), s.operation_id);
     Ok(match s.phase {

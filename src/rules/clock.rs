@@ -14,11 +14,20 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 }
 
 /// Parse an RFC 3339 timestamp. `require_utc` refuses any offset but `Z`.
-pub fn parse_rfc3339(s: &str, require_utc: bool) -> Result<OffsetDateTime, String> {
+pub fn parse_rfc3339(s: &str, require_utc: bool) -> Result<OffsetDateTime, TimeError> {
     if require_utc && !s.ends_with('Z') {
-        return Err(format!("timestamp {s:?} is not UTC (must end in Z)"));
+        return Err(TimeError::NotUtc(s.to_string()));
     }
-    OffsetDateTime::parse(s, &Rfc3339).map_err(|e| format!("timestamp {s:?} is not RFC 3339: {e}"))
+    OffsetDateTime::parse(s, &Rfc3339).map_err(|e| TimeError::NotRfc3339(s.to_string(), e))
+}
+
+/// Why a timestamp was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TimeError {
+    #[error("timestamp {0:?} is not UTC (must end in Z)")]
+    NotUtc(String),
+    #[error("timestamp {0:?} is not RFC 3339: {1}")]
+    NotRfc3339(String, time::error::Parse),
 }
 
 /// Whole days from `now` until `t` (negative once past), rounded toward

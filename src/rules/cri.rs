@@ -92,11 +92,42 @@ struct PodsOutput {
     items: Vec<Sandbox>,
 }
 
+/// Why crictl's or etcd's output could not be read, or the containers it
+/// lists cannot be judged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CriError {
+    /// `detail`: serde_json's words (its error is neither `Clone` nor `Eq`).
+    #[error("{what} is not the expected JSON: {detail}")]
+    Json { what: &'static str, detail: String },
+    #[error("crictl inspect output has no status")]
+    NoStatus,
+    #[error("etcdctl endpoint health printed no JSON array")]
+    NoArray,
+    #[error(
+        "containers named {component} belong to {} static pods ({}): refusing to judge or restart either; an operator must remove the stray static pod",
+        .pods.len(),
+        .pods.join(", ")
+    )]
+    Ambiguous {
+        component: String,
+        pods: Vec<String>,
+    },
+}
+
+impl CriError {
+    fn json(what: &'static str, e: serde_json::Error) -> CriError {
+        CriError::Json {
+            what,
+            detail: e.to_string(),
+        }
+    }
+}
+
 /// Parse `crictl ps -a -o json --label io.kubernetes.pod.namespace=kube-system`,
 /// keeping only kube-system containers (exact label), newest first.
-pub fn parse_ps_kube_system(bytes: &[u8]) -> Result<Vec<Container>, String> {
-    let ps: PsOutput = serde_json::from_slice(bytes)
-        .map_err(|e| format!("crictl ps output is not the expected JSON: {e}"))?;
+pub fn parse_ps_kube_system(bytes: &[u8]) -> Result<Vec<Container>, CriError> {
+    let ps: PsOutput =
+        serde_json::from_slice(bytes).map_err(|e| CriError::json("crictl ps output", e))?;
     let mut v: Vec<Container> = ps
         .containers
         .into_iter()
@@ -108,9 +139,9 @@ pub fn parse_ps_kube_system(bytes: &[u8]) -> Result<Vec<Container>, String> {
 
 /// Parse `crictl pods -o json --label io.kubernetes.pod.namespace=kube-system`,
 /// keeping only kube-system sandboxes (exact label).
-pub fn parse_pods(bytes: &[u8]) -> Result<Vec<Sandbox>, String> {
-    let pods: PodsOutput = serde_json::from_slice(bytes)
-        .map_err(|e| format!("crictl pods output is not the expected JSON: {e}"))?;
+pub fn parse_pods(bytes: &[u8]) -> Result<Vec<Sandbox>, CriError> {
+    let pods: PodsOutput =
+        serde_json::from_slice(bytes).map_err(|e| CriError::json("crictl pods output", e))?;
     Ok(pods
         .items
         .into_iter()
@@ -133,7 +164,7 @@ impl Listing {
     /// Containers of another kube-system pod with the same container name (an
     /// etcd backup job) are not the component's. Containers of more than one
     /// static pod (by pod name) are ambiguous: an error naming them.
-    pub fn component(&self, component: &str) -> Result<Vec<&Container>, String> {
+    pub fn component(&self, component: &str) -> Result<Vec<&Container>, CriError> {
         let mine: Vec<&Container> = self
             .containers
             .iter()
@@ -156,11 +187,10 @@ impl Listing {
         pods.sort_unstable();
         pods.dedup();
         if pods.len() > 1 {
-            return Err(format!(
-                "containers named {component} belong to {} static pods ({}): refusing to judge or restart either; an operator must remove the stray static pod",
-                pods.len(),
-                pods.join(", ")
-            ));
+            return Err(CriError::Ambiguous {
+                component: component.to_string(),
+                pods: pods.iter().map(|p| p.to_string()).collect(),
+            });
         }
         Ok(mine)
     }
@@ -202,10 +232,10 @@ struct InspectExit {
 
 /// How a container ended, from `crictl inspect -o json ID` (`status.exitCode`,
 /// `status.finishedAt` as RFC 3339; the zero time is none).
-pub fn parse_inspect_exit(bytes: &[u8]) -> Result<Exit, String> {
-    let v: InspectExit = serde_json::from_slice(bytes)
-        .map_err(|e| format!("crictl inspect output is not the expected JSON: {e}"))?;
-    let s = v.status.ok_or("crictl inspect output has no status")?;
+pub fn parse_inspect_exit(bytes: &[u8]) -> Result<Exit, CriError> {
+    let v: InspectExit =
+        serde_json::from_slice(bytes).map_err(|e| CriError::json("crictl inspect output", e))?;
+    let s = v.status.ok_or(CriError::NoStatus)?;
     let finished = s
         .finished_at
         .as_deref()
@@ -221,9 +251,9 @@ pub fn parse_inspect_exit(bytes: &[u8]) -> Result<Exit, String> {
 
 /// The host PID of a container's process from `crictl inspect -o json ID`
 /// (`info.pid`, as containerd reports it; 0 or absent: none).
-pub fn parse_inspect_pid(bytes: &[u8]) -> Result<Option<u32>, String> {
-    let v: InspectOutput = serde_json::from_slice(bytes)
-        .map_err(|e| format!("crictl inspect output is not the expected JSON: {e}"))?;
+pub fn parse_inspect_pid(bytes: &[u8]) -> Result<Option<u32>, CriError> {
+    let v: InspectOutput =
+        serde_json::from_slice(bytes).map_err(|e| CriError::json("crictl inspect output", e))?;
     Ok(v.info
         .and_then(|i| i.pid)
         .and_then(|p| u32::try_from(p).ok())
@@ -290,33 +320,30 @@ pub struct EndpointHealth {
     pub error: Option<String>,
 }
 
-pub fn parse_member_list(bytes: &[u8]) -> Result<MemberList, String> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| format!("etcdctl member list output is not the expected JSON: {e}"))
+pub fn parse_member_list(bytes: &[u8]) -> Result<MemberList, CriError> {
+    serde_json::from_slice(bytes).map_err(|e| CriError::json("etcdctl member list output", e))
 }
 
 /// etcd's JSON gateway's answer to `POST /v3/cluster/member/list`
 /// (etcd 3.4: proto field names, IDs as strings, `isLearner` left out when
 /// false).
-pub fn parse_gateway_member_list(bytes: &[u8]) -> Result<MemberList, String> {
+pub fn parse_gateway_member_list(bytes: &[u8]) -> Result<MemberList, CriError> {
     serde_json::from_slice(bytes)
-        .map_err(|e| format!("etcd's member list (JSON gateway) is not the expected JSON: {e}"))
+        .map_err(|e| CriError::json("etcd's member list (JSON gateway)", e))
 }
 
-pub fn parse_endpoint_health(bytes: &[u8]) -> Result<Vec<EndpointHealth>, String> {
+pub fn parse_endpoint_health(bytes: &[u8]) -> Result<Vec<EndpointHealth>, CriError> {
     // etcdctl prints the JSON array even when it exits 1 (unhealthy).
     let text = String::from_utf8_lossy(bytes);
-    let start = text
-        .find('[')
-        .ok_or("etcdctl endpoint health printed no JSON array")?;
+    let start = text.find('[').ok_or(CriError::NoArray)?;
     // The last `]` after the first `[` (a stray `]` before the array must not
     // make an inverted range: that was a panic, found by proptest).
     let end = text[start..]
         .rfind(']')
         .map(|i| start + i)
-        .ok_or("etcdctl endpoint health printed no JSON array")?;
+        .ok_or(CriError::NoArray)?;
     serde_json::from_str(&text[start..=end])
-        .map_err(|e| format!("etcdctl endpoint health output is not the expected JSON: {e}"))
+        .map_err(|e| CriError::json("etcdctl endpoint health output", e))
 }
 
 /// Why the etcd part of the health gate does not pass.

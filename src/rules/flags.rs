@@ -27,6 +27,16 @@ pub enum Syntax {
     GoFlag,
 }
 
+/// Why a command line would not start its component (the libraries'
+/// words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlagError {
+    #[error("bad flag syntax: {0}")]
+    BadSyntax(String),
+    #[error("flag needs an argument: {0}")]
+    NeedsArgument(String),
+}
+
 /// The flags of `argv` (without the program name) that `wanted` names
 /// (given without dashes), each with its last value. A wanted flag with
 /// nothing after it is an error, as in both libraries ("flag needs an
@@ -35,7 +45,7 @@ pub fn parse(
     argv: &[&str],
     syntax: Syntax,
     wanted: &[&str],
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, FlagError> {
     let norm = |n: &str| match syntax {
         Syntax::Pflag => n.replace('_', "-"),
         Syntax::GoFlag => n.to_string(),
@@ -69,7 +79,7 @@ pub fn parse(
         };
         if name_part.is_empty() || name_part.starts_with('-') || name_part.starts_with('=') {
             // pflag: "bad flag syntax"; the component would not start.
-            return Err(format!("bad flag syntax: {item}"));
+            return Err(FlagError::BadSyntax(item.to_string()));
         }
         let (name, inline) = match name_part.split_once('=') {
             Some((n, v)) => (norm(n), Some(v)),
@@ -83,7 +93,7 @@ pub fn parse(
                     i += 1;
                     Some(v.to_string())
                 }
-                None => return Err(format!("flag needs an argument: {item}")),
+                None => return Err(FlagError::NeedsArgument(item.to_string())),
             },
             None => {
                 // An unknown flag: it takes the next item when that is a
@@ -136,7 +146,7 @@ pub fn parse_int(v: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
-    fn one(argv: &[&str], syntax: Syntax, flag: &str) -> Result<Option<String>, String> {
+    fn one(argv: &[&str], syntax: Syntax, flag: &str) -> Result<Option<String>, FlagError> {
         parse(argv, syntax, &[flag]).map(|m| m.get(flag).cloned())
     }
 

@@ -285,7 +285,7 @@ pub fn from_listing(listing: &Seen<Listing>, name: &str, exit: Option<Exit>) -> 
 
 /// The component's containers in a listing (two static pods: why not).
 pub fn in_listing(l: &Listing, name: &str, exit: Option<Exit>) -> Seen<Containers> {
-    let mine = l.component(name)?;
+    let mine = l.component(name).map_err(|e| e.to_string())?;
     Ok(containers(&mine, exit))
 }
 

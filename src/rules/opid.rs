@@ -7,6 +7,25 @@ use std::str::FromStr;
 /// so also in bytes).
 pub const MAX_LEN: usize = 200;
 
+/// Why a string is not an operation ID: one line that never echoes a
+/// control character raw.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpIdError {
+    #[error("operation ID is empty")]
+    Empty,
+    #[error(
+        "operation ID has a character that is not allowed, {escaped} at position {position} \
+         (allowed: A-Z a-z 0-9 . _ : @ -)"
+    )]
+    BadChar { escaped: String, position: usize },
+    #[error("operation ID is {0} characters long (at most {MAX_LEN})")]
+    TooLong(usize),
+    #[error("operation ID must not start with '.' or '-'")]
+    BadStart,
+    #[error("operation ID must not contain '..'")]
+    DotDot,
+}
+
 /// A validated operation ID: 1..=200 characters of `A-Z a-z 0-9 . _ : @ -`,
 /// not starting with `.` or `-`, never containing `..`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -20,30 +39,25 @@ pub fn is_id_char(c: char) -> bool {
 impl OperationId {
     /// Validate; the error is a one-line reason that never echoes control
     /// characters raw (escape them).
-    pub fn parse(s: &str) -> Result<OperationId, String> {
+    pub fn parse(s: &str) -> Result<OperationId, OpIdError> {
         if s.is_empty() {
-            return Err("operation ID is empty".to_string());
+            return Err(OpIdError::Empty);
         }
         if let Some((pos, c)) = s.chars().enumerate().find(|(_, c)| !is_id_char(*c)) {
-            return Err(format!(
-                "operation ID has a character that is not allowed, {} at position {} \
-                 (allowed: A-Z a-z 0-9 . _ : @ -)",
-                escape_char(c),
-                pos + 1
-            ));
+            return Err(OpIdError::BadChar {
+                escaped: escape_char(c),
+                position: pos + 1,
+            });
         }
         // Only ASCII from here: bytes == characters.
         if s.len() > MAX_LEN {
-            return Err(format!(
-                "operation ID is {} characters long (at most {MAX_LEN})",
-                s.len()
-            ));
+            return Err(OpIdError::TooLong(s.len()));
         }
         if s.starts_with('.') || s.starts_with('-') {
-            return Err("operation ID must not start with '.' or '-'".to_string());
+            return Err(OpIdError::BadStart);
         }
         if s.contains("..") {
-            return Err("operation ID must not contain '..'".to_string());
+            return Err(OpIdError::DotDot);
         }
         Ok(OperationId(s.to_string()))
     }
@@ -63,8 +77,8 @@ impl fmt::Display for OperationId {
 }
 
 impl FromStr for OperationId {
-    type Err = String;
-    fn from_str(s: &str) -> Result<OperationId, String> {
+    type Err = OpIdError;
+    fn from_str(s: &str) -> Result<OperationId, OpIdError> {
         OperationId::parse(s)
     }
 }
@@ -248,7 +262,7 @@ mod tests {
     }
 
     fn err(s: &str) -> String {
-        OperationId::parse(s).unwrap_err()
+        OperationId::parse(s).unwrap_err().to_string()
     }
 
     #[test]

@@ -66,6 +66,20 @@ pub mod exit {
     pub const FENCED: u8 = 5;
 }
 
+/// A string that is none of a closed list's names (the excerpt is short and
+/// escaped).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownName {
+    #[error("unknown outcome {0}")]
+    Outcome(String),
+    #[error("unknown manifest location {0}")]
+    Location(String),
+    #[error("unknown component in phase {0}")]
+    PhaseComponent(String),
+    #[error("unknown phase {0}")]
+    Phase(String),
+}
+
 impl Outcome {
     /// All seven, successes first.
     pub const ALL: [Outcome; 7] = [
@@ -95,13 +109,13 @@ impl Outcome {
 }
 
 impl FromStr for Outcome {
-    type Err = String;
+    type Err = UnknownName;
     /// The exact receipt string; anything else is an error.
-    fn from_str(s: &str) -> Result<Outcome, String> {
+    fn from_str(s: &str) -> Result<Outcome, UnknownName> {
         Outcome::ALL
             .into_iter()
             .find(|o| o.as_str() == s)
-            .ok_or_else(|| format!("unknown outcome {}", excerpt(s)))
+            .ok_or_else(|| UnknownName::Outcome(excerpt(s)))
     }
 }
 
@@ -136,13 +150,13 @@ impl fmt::Display for ManifestLocation {
 }
 
 impl FromStr for ManifestLocation {
-    type Err = String;
+    type Err = UnknownName;
     /// The exact receipt string; anything else is an error.
-    fn from_str(s: &str) -> Result<ManifestLocation, String> {
+    fn from_str(s: &str) -> Result<ManifestLocation, UnknownName> {
         ManifestLocation::ALL
             .into_iter()
             .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("unknown manifest location {}", excerpt(s)))
+            .ok_or_else(|| UnknownName::Location(excerpt(s)))
     }
 }
 
@@ -217,18 +231,18 @@ impl fmt::Display for Phase {
 }
 
 impl FromStr for Phase {
-    type Err = String;
+    type Err = UnknownName;
     /// Exactly one of the closed list; anything else is an error.
-    fn from_str(s: &str) -> Result<Phase, String> {
+    fn from_str(s: &str) -> Result<Phase, UnknownName> {
         if let Some(rest) = s.strip_prefix(RESTART_PREFIX) {
             return Component::from_name(rest)
                 .map(Phase::Restart)
-                .ok_or_else(|| format!("unknown component in phase {}", excerpt(s)));
+                .ok_or_else(|| UnknownName::PhaseComponent(excerpt(s)));
         }
         Phase::SIMPLE
             .into_iter()
             .find(|p| p.simple_str() == Some(s))
-            .ok_or_else(|| format!("unknown phase {}", excerpt(s)))
+            .ok_or_else(|| UnknownName::Phase(excerpt(s)))
     }
 }
 
@@ -397,7 +411,7 @@ mod tests {
             "renew",
             "admission",
         ] {
-            let e = bad.parse::<Phase>().unwrap_err();
+            let e = bad.parse::<Phase>().unwrap_err().to_string();
             assert!(!e.contains('\n'), "{e:?}");
         }
         assert!(serde_json::from_str::<Phase>("\"nope\"").is_err());

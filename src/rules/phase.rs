@@ -102,29 +102,42 @@ impl PhaseFile {
 /// Parse either format strictly. The error is a short reason naming what is
 /// wrong (line number / field), without echoing more than a short, escaped
 /// excerpt of the input.
-pub fn parse_phase_file(bytes: &[u8]) -> Result<PhaseFile, String> {
+pub fn parse_phase_file(bytes: &[u8]) -> Result<PhaseFile, PhaseFileError> {
     if bytes.len() > MAX_PHASE_FILE_BYTES {
-        return Err(format!(
-            "phase file is {} bytes (at most {MAX_PHASE_FILE_BYTES})",
-            bytes.len()
-        ));
+        return Err(PhaseFileError::TooBig(bytes.len()));
     }
     if bytes.first() == Some(&b'{') {
         parse_v2(bytes)
             .map(PhaseFile::V2)
-            .map_err(|e| format!("V2 phase file: {e}"))
+            .map_err(PhaseFileError::V2)
     } else if bytes.starts_with(b"STATE=") {
         parse_legacy(bytes)
             .map(PhaseFile::Legacy)
-            .map_err(|e| format!("legacy five-line phase file: {e}"))
+            .map_err(PhaseFileError::Legacy)
     } else if bytes.is_empty() {
-        Err("phase file is empty".to_string())
+        Err(PhaseFileError::Empty)
     } else {
-        Err(format!(
-            "phase file is neither the V2 JSON nor the legacy five-line format (starts with {})",
-            excerpt_bytes(&bytes[..bytes.len().min(16)])
-        ))
+        Err(PhaseFileError::Unknown(excerpt_bytes(
+            &bytes[..bytes.len().min(16)],
+        )))
     }
+}
+
+/// Why a phase file was refused (or would be, before it is written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PhaseFileError {
+    #[error("phase file is {0} bytes (at most {MAX_PHASE_FILE_BYTES})")]
+    TooBig(usize),
+    #[error("V2 phase file: {0}")]
+    V2(ParseError),
+    #[error("legacy five-line phase file: {0}")]
+    Legacy(ParseError),
+    #[error("phase file is empty")]
+    Empty,
+    #[error("phase file is neither the V2 JSON nor the legacy five-line format (starts with {0})")]
+    Unknown(String),
+    #[error("legacy phase file does not round-trip")]
+    NoRoundTrip,
 }
 
 /// Render a V2 phase file (pretty JSON, trailing newline). Must round-trip
@@ -149,11 +162,11 @@ pub fn render_legacy(p: &LegacyPhase) -> Vec<u8> {
 /// Check that a V2 value would be written as a valid phase file: the checks
 /// the parser makes on the fields, in its order and with its messages.
 /// Writers call this before they persist.
-pub fn validate_v2(p: &PhaseV2) -> Result<(), String> {
-    check_v2(p).map_err(|e| format!("V2 phase file: {e}"))
+pub fn validate_v2(p: &PhaseV2) -> Result<(), PhaseFileError> {
+    check_v2(p).map_err(PhaseFileError::V2)
 }
 
-fn check_v2(p: &PhaseV2) -> Result<(), String> {
+fn check_v2(p: &PhaseV2) -> Result<(), ParseError> {
     check_pair(p.state, p.next_component)?;
     let ca = &p.ca_sha256;
     for (k, Sha256Hex(h)) in CA_KEYS
@@ -161,7 +174,9 @@ fn check_v2(p: &PhaseV2) -> Result<(), String> {
         .zip([&ca.ca, &ca.etcd_ca, &ca.front_proxy_ca])
     {
         if !is_sha256_hex(h) {
-            return Err(format!("caSHA256.{k} is not 64 lowercase hex digits"));
+            return Err(ParseError::whole(format!(
+                "caSHA256.{k} is not 64 lowercase hex digits"
+            )));
         }
     }
     check_threshold(p.threshold_days.into())?;
@@ -170,10 +185,10 @@ fn check_v2(p: &PhaseV2) -> Result<(), String> {
 }
 
 /// Check that a legacy value would be written as a valid phase file.
-pub fn validate_legacy(p: &LegacyPhase) -> Result<(), String> {
+pub fn validate_legacy(p: &LegacyPhase) -> Result<(), PhaseFileError> {
     match parse_phase_file(&render_legacy(p))? {
         PhaseFile::Legacy(q) if &q == p => Ok(()),
-        _ => Err("legacy phase file does not round-trip".to_string()),
+        _ => Err(PhaseFileError::NoRoundTrip),
     }
 }
 
@@ -182,7 +197,7 @@ pub fn validate_legacy(p: &LegacyPhase) -> Result<(), String> {
 
 fn parse_v2(bytes: &[u8]) -> Result<PhaseV2, ParseError> {
     let p: PhaseV2 = strict::read(bytes)?;
-    check_pair(p.state, p.next_component).map_err(ParseError::whole)?;
+    check_pair(p.state, p.next_component)?;
     Ok(p)
 }
 
@@ -252,35 +267,39 @@ pub(crate) fn de_resumed_from<'de, D: Deserializer<'de>>(
 }
 
 /// Only `restart_pending` may name a next component.
-fn check_pair(state: PhaseState, next: Option<Component>) -> Result<(), String> {
+fn check_pair(state: PhaseState, next: Option<Component>) -> Result<(), ParseError> {
     if state.allows_component(next) {
         Ok(())
     } else {
-        Err(format!(
+        Err(ParseError::whole(format!(
             "state {} with nextComponent {} is not a valid pair",
             state.as_str(),
             next.map_or("null", Component::name)
-        ))
+        )))
     }
 }
 
-fn check_threshold(n: u64) -> Result<(), String> {
+fn check_threshold(n: u64) -> Result<(), ParseError> {
     if (u64::from(MIN_THRESHOLD_DAYS)..=u64::from(MAX_THRESHOLD_DAYS)).contains(&n) {
         Ok(())
     } else {
-        Err(format!(
-            "thresholdDays {n} is outside {MIN_THRESHOLD_DAYS}..={MAX_THRESHOLD_DAYS}"
+        Err(ParseError::at(
+            "thresholdDays",
+            format!("{KEY} {n} is outside {MIN_THRESHOLD_DAYS}..={MAX_THRESHOLD_DAYS}"),
         ))
     }
 }
 
-fn check_resumed_format(f: &str) -> Result<(), String> {
+fn check_resumed_format(f: &str) -> Result<(), ParseError> {
     if f == V2_FORMAT || f == LEGACY_FORMAT {
         Ok(())
     } else {
-        Err(format!(
-            "resumedFrom.format is {}, expected {V2_FORMAT:?} or {LEGACY_FORMAT:?}",
-            excerpt(f)
+        Err(ParseError::at(
+            "resumedFrom.format",
+            format!(
+                "{KEY} is {}, expected {V2_FORMAT:?} or {LEGACY_FORMAT:?}",
+                excerpt(f)
+            ),
         ))
     }
 }
@@ -288,33 +307,48 @@ fn check_resumed_format(f: &str) -> Result<(), String> {
 // ---------------------------------------------------------------------------
 // Legacy five-line
 
-fn parse_legacy(bytes: &[u8]) -> Result<LegacyPhase, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| format!("not UTF-8 (invalid byte at offset {})", e.valid_up_to()))?;
+fn parse_legacy(bytes: &[u8]) -> Result<LegacyPhase, ParseError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        ParseError::whole(format!(
+            "not UTF-8 (invalid byte at offset {})",
+            e.valid_up_to()
+        ))
+    })?;
     if let Some(i) = text.find('\r') {
-        return Err(format!(
+        return Err(ParseError::whole(format!(
             "carriage return at byte {} (CRLF line endings are not allowed)",
             i
-        ));
+        )));
     }
     let body = text
         .strip_suffix('\n')
-        .ok_or_else(|| "the last line has no final newline".to_string())?;
+        .ok_or_else(|| ParseError::whole("the last line has no final newline"))?;
     let lines: Vec<&str> = body.split('\n').collect();
     if lines.len() != 5 {
-        return Err(format!("{} lines, expected exactly 5", lines.len()));
+        return Err(ParseError::whole(format!(
+            "{} lines, expected exactly 5",
+            lines.len()
+        )));
     }
-    let field = |n: usize, key: &str| -> Result<&str, String> {
+    let field = |n: usize, key: &'static str| -> Result<&str, ParseError> {
         let line = lines[n - 1];
         if line.is_empty() {
-            return Err(format!("line {n} is blank, expected {key}=..."));
+            return Err(ParseError::at(
+                key,
+                format!("line {n} is blank, expected {KEY}=..."),
+            ));
         }
         line.strip_prefix(key)
             .and_then(|l| l.strip_prefix('='))
-            .ok_or_else(|| format!("line {n} is {}, expected {key}=...", excerpt(line)))
+            .ok_or_else(|| {
+                ParseError::at(
+                    key,
+                    format!("line {n} is {}, expected {KEY}=...", excerpt(line)),
+                )
+            })
     };
-    let bad = |n: usize, key: &str, v: &str, want: &str| -> String {
-        format!("line {n}: {key}={} is not {want}", excerpt(v))
+    let bad = |n: usize, key: &'static str, v: &str, want: &str| -> ParseError {
+        ParseError::at(key, format!("line {n}: {KEY}={} is not {want}", excerpt(v)))
     };
 
     let v = field(1, "STATE")?;
@@ -334,11 +368,11 @@ fn parse_legacy(bytes: &[u8]) -> Result<LegacyPhase, String> {
         })?)
     };
     if !state.allows_component(component) {
-        return Err(format!(
+        return Err(ParseError::whole(format!(
             "STATE={} with COMPONENT={} is not a valid pair",
             state.as_str(),
             component.map_or("none", Component::name)
-        ));
+        )));
     }
     let v = field(3, "STARTED")?;
     let started = parse_digits::<u64>(v).ok_or_else(|| {
@@ -453,13 +487,13 @@ mod tests {
     }
 
     /// Parse a V2 file built from `v2()` with one key changed.
-    fn with(key: &str, val: Value) -> Result<PhaseFile, String> {
+    fn with(key: &str, val: Value) -> Result<PhaseFile, PhaseFileError> {
         let mut j = v2_json();
         j.as_object_mut().unwrap().insert(key.to_string(), val);
         parse_phase_file(serde_json::to_string(&j).unwrap().as_bytes())
     }
 
-    fn without(key: &str) -> Result<PhaseFile, String> {
+    fn without(key: &str) -> Result<PhaseFile, PhaseFileError> {
         let mut j = v2_json();
         j.as_object_mut().unwrap().remove(key);
         parse_phase_file(serde_json::to_string(&j).unwrap().as_bytes())
@@ -470,8 +504,8 @@ mod tests {
         assert!(!e.chars().any(char::is_control), "control in {e:?}");
     }
 
-    fn bad(r: Result<PhaseFile, String>, needle: &str) {
-        let e = r.expect_err("should be malformed");
+    fn bad(r: Result<PhaseFile, PhaseFileError>, needle: &str) {
+        let e = r.expect_err("should be malformed").to_string();
         assert_short_one_line(&e);
         assert!(e.contains(needle), "{e:?} does not mention {needle:?}");
     }
@@ -834,7 +868,7 @@ mod tests {
         bad(parse_phase_file(b"\n"), "neither");
         bad(parse_phase_file(b"state=done\n"), "neither");
         bad(parse_phase_file(b"STATE"), "legacy");
-        let e = parse_phase_file(&[0x1b; 5000]).unwrap_err();
+        let e = parse_phase_file(&[0x1b; 5000]).unwrap_err().to_string();
         assert_short_one_line(&e);
         assert!(
             e.contains("neither the V2 JSON nor the legacy five-line format"),
@@ -1041,7 +1075,7 @@ mod tests {
     #[test]
     fn legacy_errors_do_not_echo_long_input() {
         let long = LEGACY.replace("PID=4242", &format!("PID={}", "\u{1b}".repeat(10_000)));
-        let e = parse_phase_file(long.as_bytes()).unwrap_err();
+        let e = parse_phase_file(long.as_bytes()).unwrap_err().to_string();
         assert_short_one_line(&e);
     }
 
@@ -1058,9 +1092,11 @@ mod tests {
         assert!(parse_json_strict(br#"{"a": 1, "b": [1, {"c": 2}]}"#).is_ok());
         assert!(parse_json_strict(br#"{"a": 1, "a": 1}"#)
             .unwrap_err()
+            .to_string()
             .contains("duplicate key"));
         assert!(parse_json_strict(br#"[{"a": {"b": 1, "b": 2}}]"#)
             .unwrap_err()
+            .to_string()
             .contains("duplicate key"));
         // Keys equal after unescaping are duplicates.
         assert!(parse_json_strict(br#"{"a": 1, "\u0061": 1}"#).is_err());
@@ -1072,7 +1108,8 @@ mod tests {
             )
             .as_bytes(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.len() < 300 && !e.contains('\n'), "{e}");
         // Deep nesting is an error, not a stack overflow.
         let deep = "[".repeat(100_000);

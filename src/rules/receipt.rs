@@ -61,7 +61,7 @@ pub(crate) fn de_restarts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Restart
     parse_restarts(Value::deserialize(d)?).map_err(serde::de::Error::custom)
 }
 
-fn parse_restarts(mut v: Value) -> Result<Vec<Restart>, String> {
+fn parse_restarts(mut v: Value) -> Result<Vec<Restart>, ParseError> {
     if let Value::Array(entries) = &mut v {
         for e in entries.iter_mut() {
             if let Value::Object(m) = e {
@@ -69,17 +69,20 @@ fn parse_restarts(mut v: Value) -> Result<Vec<Restart>, String> {
             }
         }
     }
-    let restarts: Vec<Restart> =
-        serde_json::from_value(v).map_err(|e| format!("restarts: {}", excerpt(&e.to_string())))?;
+    let restarts: Vec<Restart> = serde_json::from_value(v)
+        .map_err(|e| ParseError::at("restarts", format!("{KEY}: {}", excerpt(&e.to_string()))))?;
     check_restarts(&restarts)?;
     Ok(restarts)
 }
 
-fn check_restarts(restarts: &[Restart]) -> Result<(), String> {
+fn check_restarts(restarts: &[Restart]) -> Result<(), ParseError> {
     if restarts.len() > MAX_RESTARTS {
-        return Err(format!(
-            "restarts has {} entries (at most {MAX_RESTARTS})",
-            restarts.len()
+        return Err(ParseError::at(
+            "restarts",
+            format!(
+                "{KEY} has {} entries (at most {MAX_RESTARTS})",
+                restarts.len()
+            ),
         ));
     }
     Ok(())
@@ -93,17 +96,18 @@ pub(crate) fn de_version<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::E
 }
 
 /// `runbookVersion`: 1..=100 characters, no control character.
-fn check_version(v: &str) -> Result<(), String> {
+fn check_version(v: &str) -> Result<(), ParseError> {
+    let refuse = |reason: String| Err(ParseError::at("runbookVersion", reason));
     if v.is_empty() {
-        return Err("runbookVersion is empty".to_string());
+        return refuse(format!("{KEY} is empty"));
     }
     if v.chars().count() > MAX_VERSION_CHARS {
-        return Err(format!(
-            "runbookVersion is longer than {MAX_VERSION_CHARS} characters"
+        return refuse(format!(
+            "{KEY} is longer than {MAX_VERSION_CHARS} characters"
         ));
     }
     if v.chars().any(char::is_control) {
-        return Err("runbookVersion contains a control character".to_string());
+        return refuse(format!("{KEY} contains a control character"));
     }
     Ok(())
 }
@@ -119,8 +123,9 @@ pub fn render_receipt(r: &Receipt) -> Vec<u8> {
 /// (bounded message, UTC time, version, CA hex, at most four restarts):
 /// the parser's checks on the fields, in its order and with its messages.
 /// Writers call this before the create-once write.
-pub fn validate_receipt(r: &Receipt) -> Result<(), String> {
-    strict::de::check_message(&r.message.0)?;
+pub fn validate_receipt(r: &Receipt) -> Result<(), ParseError> {
+    strict::de::check_message(&r.message.0)
+        .map_err(|e| ParseError::at("message", e.to_string()))?;
     check_time("finishedAt", &r.finished_at.0)?;
     check_version(&r.runbook_version)?;
     let ca = &r.ca_sha256;
@@ -131,12 +136,15 @@ pub fn validate_receipt(r: &Receipt) -> Result<(), String> {
     {
         if let Some(Sha256Hex(h)) = h {
             if !crate::rules::values::is_sha256_hex(h) {
-                return Err(format!("caSHA256.{k} is not 64 lowercase hex digits"));
+                return Err(ParseError::whole(format!(
+                    "caSHA256.{k} is not 64 lowercase hex digits"
+                )));
             }
         }
     }
     if let Some(h) = &r.health_at_end {
-        strict::de::check_message(&h.0).map_err(|e| format!("healthAtEnd: {e}"))?;
+        strict::de::check_message(&h.0)
+            .map_err(|e| ParseError::at("healthAtEnd", format!("{KEY}: {e}")))?;
     }
     check_restarts(&r.restarts)
 }
@@ -215,7 +223,7 @@ mod tests {
     }
 
     fn parse(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, String> {
-        parse_receipt(bytes, file_id).map_err(String::from)
+        parse_receipt(bytes, file_id).map_err(|e| e.to_string())
     }
 
     fn json() -> Value {
@@ -288,7 +296,9 @@ mod tests {
         let mut too_many = receipt();
         too_many.restarts = vec![serde_json::from_value(row("etcd", 0.into())).unwrap(); 5];
         bad(
-            validate_receipt(&too_many).map(|_| too_many.clone()),
+            validate_receipt(&too_many)
+                .map(|_| too_many.clone())
+                .map_err(|e| e.to_string()),
             "restarts has 5",
         );
     }

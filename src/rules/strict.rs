@@ -57,11 +57,7 @@ impl fmt::Display for ParseError {
     }
 }
 
-impl From<ParseError> for String {
-    fn from(e: ParseError) -> String {
-        e.to_string()
-    }
-}
+impl std::error::Error for ParseError {}
 
 /// A JSON state file read by [`read`].
 pub trait StrictFile: DeserializeOwned {
@@ -72,7 +68,7 @@ pub trait StrictFile: DeserializeOwned {
 
 /// Read `bytes` strictly as `T` (see the module's comment).
 pub fn read<T: StrictFile>(bytes: &[u8]) -> Result<T, ParseError> {
-    let value = parse_json_strict(bytes).map_err(ParseError::whole)?;
+    let value = parse_json_strict(bytes).map_err(|e| ParseError::whole(e.to_string()))?;
     let Value::Object(mut obj) = value else {
         return Err(ParseError::whole("not a JSON object"));
     };
@@ -183,16 +179,34 @@ impl<'de> Deserializer<'de> for FieldNames<'_> {
 /// Parse JSON, refusing duplicate object keys at any depth (serde_json keeps
 /// the last one silently). The error never quotes more than a short, escaped
 /// excerpt of the input.
-pub fn parse_json_strict(bytes: &[u8]) -> Result<Value, String> {
+pub fn parse_json_strict(bytes: &[u8]) -> Result<Value, JsonError> {
     if let Err(e) = std::str::from_utf8(bytes) {
-        return Err(format!(
-            "not UTF-8 (invalid byte at offset {})",
-            e.valid_up_to()
-        ));
+        return Err(JsonError::NotUtf8(e.valid_up_to()));
     }
     serde_json::from_slice::<NoDupValue>(bytes)
         .map(|v| v.0)
-        .map_err(|e| format!("not valid JSON: {}", one_line(&e.to_string())))
+        .map_err(|e| JsonError::Invalid(one_line(&e.to_string())))
+}
+
+/// Why bytes are not strict JSON (the excerpt is one escaped line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonError {
+    #[error("not UTF-8 (invalid byte at offset {0})")]
+    NotUtf8(usize),
+    #[error("not valid JSON: {0}")]
+    Invalid(String),
+}
+
+/// A key an object should or should not have; `prefix` names the enclosing
+/// object (`"manifests."`), `key` is escaped when it came from the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("unknown key {prefix}{key}")]
+    Unknown { prefix: String, key: String },
+    #[error("missing key {prefix}{key}")]
+    Missing { prefix: String, key: String },
+    #[error("{prefix}{key} is not 64 lowercase hex digits")]
+    NotSha256Hex { prefix: String, key: String },
 }
 
 /// At most 200 characters of `s`, escaped to one printable ASCII line.
@@ -277,9 +291,12 @@ pub fn check_known_keys(
     obj: &Map<String, Value>,
     keys: &[&str],
     prefix: &str,
-) -> Result<(), String> {
+) -> Result<(), KeyError> {
     match keys.iter().find(|k| !obj.contains_key(**k)) {
-        Some(k) => Err(format!("missing key {prefix}{k}")),
+        Some(k) => Err(KeyError::Missing {
+            prefix: prefix.to_string(),
+            key: k.to_string(),
+        }),
         None => Ok(()),
     }
 }
@@ -287,12 +304,18 @@ pub fn check_known_keys(
 /// The object has exactly the `keys`: no unknown key, none missing (a map
 /// whose keys are data, such as the four components).
 /// `prefix` names the enclosing object in the error (`"manifests."`).
-pub fn check_keys(obj: &Map<String, Value>, keys: &[&str], prefix: &str) -> Result<(), String> {
+pub fn check_keys(obj: &Map<String, Value>, keys: &[&str], prefix: &str) -> Result<(), KeyError> {
     if let Some(k) = obj.keys().find(|k| !keys.contains(&k.as_str())) {
-        return Err(format!("unknown key {prefix}{}", excerpt(k)));
+        return Err(KeyError::Unknown {
+            prefix: prefix.to_string(),
+            key: excerpt(k),
+        });
     }
     if let Some(k) = keys.iter().find(|k| !obj.contains_key(**k)) {
-        return Err(format!("missing key {prefix}{k}"));
+        return Err(KeyError::Missing {
+            prefix: prefix.to_string(),
+            key: k.to_string(),
+        });
     }
     Ok(())
 }
@@ -321,11 +344,14 @@ fn is_utc_timestamp_shape(s: &str) -> bool {
 }
 
 /// `s` (the value of `key`) is an RFC 3339 UTC (`...Z`) timestamp.
-pub fn check_time(key: &str, s: &str) -> Result<(), String> {
+pub fn check_time(key: &'static str, s: &str) -> Result<(), ParseError> {
     if !is_utc_timestamp_shape(s) || crate::rules::clock::parse_rfc3339(s, true).is_err() {
-        return Err(format!(
-            "{key} {} is not an RFC 3339 UTC timestamp (ending in Z)",
-            excerpt(s)
+        return Err(ParseError::at(
+            key,
+            format!(
+                "{KEY} {} is not an RFC 3339 UTC timestamp (ending in Z)",
+                excerpt(s)
+            ),
         ));
     }
     Ok(())
@@ -335,9 +361,10 @@ pub fn check_time(key: &str, s: &str) -> Result<(), String> {
 /// with the message a reader shows, naming its key as [`KEY`].
 pub mod de {
     use super::check_time;
-    use super::KEY;
+    use super::{KeyError, KEY};
     use crate::rules::component::Component;
     use crate::rules::opid::{excerpt, OperationId};
+    pub(crate) use crate::rules::values::check_message;
     use crate::rules::values::CA_KEYS;
     use crate::rules::values::{
         is_sha256_hex, CaSha256, CaSha256All, ManifestLocations, Message, Timestamp,
@@ -382,7 +409,7 @@ pub mod de {
     }
 
     /// A string `T` parses (the operation ID, the outcome, the phase).
-    pub fn parsed<'de, D: Deserializer<'de>, T: FromStr<Err = String>>(
+    pub fn parsed<'de, D: Deserializer<'de>, T: FromStr<Err: std::fmt::Display>>(
         d: D,
     ) -> Result<T, D::Error> {
         string(d)?
@@ -412,21 +439,6 @@ pub mod de {
             }
             _ => Err(D::Error::custom(format!("{KEY} is not a string"))),
         }
-    }
-
-    /// `message`: at most 512 bytes, no control character.
-    pub(crate) fn check_message(message: &str) -> Result<(), String> {
-        use crate::rules::values::MAX_MESSAGE_BYTES;
-        if message.len() > MAX_MESSAGE_BYTES {
-            return Err(format!(
-                "message is {} bytes (at most {MAX_MESSAGE_BYTES})",
-                message.len()
-            ));
-        }
-        if message.chars().any(char::is_control) {
-            return Err("message contains a control character".to_string());
-        }
-        Ok(())
     }
 
     /// Null or one of the four components.
@@ -484,13 +496,20 @@ pub mod de {
     fn ca_entries(
         m: &Map<String, Value>,
         all_three: bool,
-    ) -> Result<BTreeMap<String, String>, String> {
+    ) -> Result<BTreeMap<String, String>, KeyError> {
+        let prefix = || format!("{KEY}.");
         if let Some(k) = m.keys().find(|k| !CA_KEYS.contains(&k.as_str())) {
-            return Err(format!("unknown key {KEY}.{}", excerpt(k)));
+            return Err(KeyError::Unknown {
+                prefix: prefix(),
+                key: excerpt(k),
+            });
         }
         if all_three {
             if let Some(k) = CA_KEYS.iter().find(|k| !m.contains_key(**k)) {
-                return Err(format!("missing key {KEY}.{k}"));
+                return Err(KeyError::Missing {
+                    prefix: prefix(),
+                    key: k.to_string(),
+                });
             }
         }
         let mut hex = BTreeMap::new();
@@ -499,7 +518,12 @@ pub mod de {
                 Some(h) if is_sha256_hex(h) => {
                     hex.insert(k.clone(), h.to_string());
                 }
-                _ => return Err(format!("{KEY}.{k} is not 64 lowercase hex digits")),
+                _ => {
+                    return Err(KeyError::NotSha256Hex {
+                        prefix: prefix(),
+                        key: k.clone(),
+                    })
+                }
             }
         }
         Ok(hex)

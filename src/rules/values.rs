@@ -116,6 +116,37 @@ pub type EmptyArray = Vec<Nothing>;
 #[serde(deny_unknown_fields)]
 pub struct EmptyObject {}
 
+/// Why a checked string was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    #[error("{0:?} is not 64 lowercase hex digits")]
+    NotSha256Hex(String),
+    #[error(transparent)]
+    Time(#[from] crate::rules::clock::TimeError),
+    #[error(transparent)]
+    Message(#[from] MessageError),
+}
+
+/// Why a message was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MessageError {
+    #[error("message is {0} bytes (at most {MAX_MESSAGE_BYTES})")]
+    TooLong(usize),
+    #[error("message contains a control character")]
+    Control,
+}
+
+/// `message`: at most 512 bytes, no control character.
+pub(crate) fn check_message(message: &str) -> Result<(), MessageError> {
+    if message.len() > MAX_MESSAGE_BYTES {
+        return Err(MessageError::TooLong(message.len()));
+    }
+    if message.chars().any(char::is_control) {
+        return Err(MessageError::Control);
+    }
+    Ok(())
+}
+
 /// A string newtype checked on deserialization, with a hand-written schema.
 macro_rules! checked_string {
     ($(#[$m:meta])* $name:ident, $check:expr, $schema:tt) => {
@@ -127,7 +158,7 @@ macro_rules! checked_string {
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = String::deserialize(d)?;
-                let check: fn(&str) -> Result<(), String> = $check;
+                let check: fn(&str) -> Result<(), ValueError> = $check;
                 check(&s).map_err(serde::de::Error::custom)?;
                 Ok($name(s))
             }
@@ -158,7 +189,7 @@ checked_string!(
         if is_sha256_hex(s) {
             Ok(())
         } else {
-            Err(format!("{s:?} is not 64 lowercase hex digits"))
+            Err(ValueError::NotSha256Hex(s.to_string()))
         }
     },
     {
@@ -171,7 +202,7 @@ checked_string!(
 checked_string!(
     /// An RFC 3339 UTC timestamp ending in `Z`.
     Timestamp,
-    |s| crate::rules::clock::parse_rfc3339(s, true).map(drop),
+    |s| Ok(crate::rules::clock::parse_rfc3339(s, true).map(drop)?),
     {
         "description": "An RFC 3339 timestamp in UTC, ending in Z (2026-11-30T00:00:00Z).",
         "type": "string",
@@ -183,15 +214,7 @@ checked_string!(
 checked_string!(
     /// A human message: at most 512 bytes, no control characters, never key material.
     Message,
-    |s| {
-        if s.len() > MAX_MESSAGE_BYTES {
-            Err(format!("message is {} bytes (at most 512)", s.len()))
-        } else if s.chars().any(char::is_control) {
-            Err("message contains a control character".to_string())
-        } else {
-            Ok(())
-        }
-    },
+    |s| Ok(check_message(s)?),
     {
         "description": "For people: at most 512 bytes of UTF-8 (so at most 512 characters), no control characters, never key material.",
         "type": "string",

@@ -63,6 +63,8 @@ impl std::fmt::Display for YamlError {
     }
 }
 
+impl std::error::Error for YamlError {}
+
 fn options() -> serde_saphyr::Options {
     let mut b = Budget::default();
     b.max_reader_input_bytes = Some(MAX_BYTES);

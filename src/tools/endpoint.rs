@@ -38,23 +38,37 @@ impl RuntimeEndpoint {
 /// (the rule `--runtime-endpoint` is checked by).
 pub use crate::contract::cli::valid_endpoint as valid;
 
+/// Why a node file names no usable runtime endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    #[error(transparent)]
+    Yaml(#[from] crate::rules::yaml::YamlError),
+    #[error("containerRuntimeEndpoint is not a string")]
+    NotString,
+    /// The setting named is there but not an endpoint crictl can use.
+    #[error("{0} is not a usable endpoint")]
+    Unusable(&'static str),
+    #[error("is not UTF-8")]
+    NotUtf8,
+    #[error(transparent)]
+    Flag(#[from] crate::rules::flags::FlagError),
+}
+
 /// Pure: `containerRuntimeEndpoint` of a KubeletConfiguration (None when
 /// unset or empty).
-pub fn parse_kubelet_config(bytes: &[u8]) -> Result<Option<String>, String> {
-    let doc = crate::rules::yaml::parse_value(bytes).map_err(|e| e.to_string())?;
+pub fn parse_kubelet_config(bytes: &[u8]) -> Result<Option<String>, EndpointError> {
+    let doc = crate::rules::yaml::parse_value(bytes)?;
     match doc.get("containerRuntimeEndpoint") {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(v) => {
-            let s = v
-                .as_str()
-                .ok_or("containerRuntimeEndpoint is not a string")?;
+            let s = v.as_str().ok_or(EndpointError::NotString)?;
             let s = s.trim();
             if s.is_empty() {
                 Ok(None)
             } else if valid(s) {
                 Ok(Some(s.to_string()))
             } else {
-                Err("containerRuntimeEndpoint is not a usable endpoint".into())
+                Err(EndpointError::Unusable("containerRuntimeEndpoint"))
             }
         }
     }
@@ -64,8 +78,8 @@ pub fn parse_kubelet_config(bytes: &[u8]) -> Result<Option<String>, String> {
 /// `KUBELET_KUBEADM_ARGS="..."` (a systemd environment file whose value the
 /// kubelet unit expands unquoted, so it is split on whitespace), read as
 /// pflag reads it (the last occurrence wins).
-pub fn parse_kubeadm_flags(bytes: &[u8]) -> Result<Option<String>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "is not UTF-8".to_string())?;
+pub fn parse_kubeadm_flags(bytes: &[u8]) -> Result<Option<String>, EndpointError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| EndpointError::NotUtf8)?;
     let mut found = None;
     for line in text.lines() {
         let Some(value) = line.trim().strip_prefix("KUBELET_KUBEADM_ARGS=") else {
@@ -90,7 +104,7 @@ pub fn parse_kubeadm_flags(bytes: &[u8]) -> Result<Option<String>, String> {
     match found {
         Some(e) if e.is_empty() => Ok(None),
         Some(e) if valid(&e) => Ok(Some(e)),
-        Some(_) => Err("--container-runtime-endpoint is not a usable endpoint".into()),
+        Some(_) => Err(EndpointError::Unusable("--container-runtime-endpoint")),
         None => Ok(None),
     }
 }
@@ -109,7 +123,7 @@ pub fn resolve(root: &Root, flag: Option<&str>) -> RuntimeEndpoint {
         (
             KUBEADM_FLAGS,
             Source::KubeadmFlags,
-            parse_kubeadm_flags as fn(&[u8]) -> Result<Option<String>, String>,
+            parse_kubeadm_flags as fn(&[u8]) -> Result<Option<String>, EndpointError>,
         ),
         (KUBELET_CONFIG, Source::KubeletConfig, parse_kubelet_config),
     ] {

@@ -110,7 +110,7 @@ pub fn direct(rt: &dyn Runtime, root: &Root, now: OffsetDateTime, deadline: Inst
     let members = match list {
         Ok((200, body)) => match cri::parse_gateway_member_list(&body) {
             Ok(m) => m,
-            Err(e) => return asked(Quorum::NotYet(e)),
+            Err(e) => return asked(Quorum::NotYet(e.to_string())),
         },
         Ok((404, _)) => return Direct::GatewayOff,
         Ok((status, body)) => {
@@ -380,10 +380,11 @@ pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: In
         // (the member list's header names the member that answered it).
         let (members, cluster) = std::thread::scope(|s| {
             let m = s.spawn(|| {
-                run(&["member", "list", "-w", "json"]).and_then(|b| cri::parse_member_list(&b))
+                run(&["member", "list", "-w", "json"])
+                    .and_then(|b| cri::parse_member_list(&b).map_err(|e| e.to_string()))
             });
             let c = run(&["endpoint", "health", "--cluster", "-w", "json"])
-                .and_then(|b| cri::parse_endpoint_health(&b));
+                .and_then(|b| cri::parse_endpoint_health(&b).map_err(|e| e.to_string()));
             (m.join().unwrap_or_else(|_| Err(PANICKED.to_string())), c)
         });
         if let Some(why) = learner.into_inner() {

@@ -28,6 +28,9 @@ pub enum RtError {
     /// started, or printed too much.
     #[error(transparent)]
     Run(#[from] proc::ProcError),
+    /// The tool answered something that cannot be read (or judged).
+    #[error(transparent)]
+    Output(#[from] crate::rules::cri::CriError),
 }
 
 /// `Sync`: the health gate queries independent things side by side. Every
@@ -292,12 +295,12 @@ impl Runtime for NodeRuntime {
 
     fn ps(&self, budget: Duration) -> Result<Vec<Container>, RtError> {
         let out = self.listing("ps", budget)?;
-        cri::parse_ps_kube_system(&out).map_err(RtError::Failed)
+        cri::parse_ps_kube_system(&out).map_err(RtError::from)
     }
 
     fn pods(&self, budget: Duration) -> Result<Vec<Sandbox>, RtError> {
         let out = self.listing("pods", budget)?;
-        cri::parse_pods(&out).map_err(RtError::Failed)
+        cri::parse_pods(&out).map_err(RtError::from)
     }
 
     fn endpoint(&self) -> Option<&RuntimeEndpoint> {
@@ -305,7 +308,7 @@ impl Runtime for NodeRuntime {
     }
 
     fn container_pid(&self, id: &str, budget: Duration) -> Result<Option<u32>, RtError> {
-        cri::parse_inspect_pid(&self.inspect(id, budget)?).map_err(RtError::Failed)
+        cri::parse_inspect_pid(&self.inspect(id, budget)?).map_err(RtError::from)
     }
 
     fn inspect_exit(
@@ -313,7 +316,7 @@ impl Runtime for NodeRuntime {
         id: &str,
         budget: Duration,
     ) -> Result<crate::rules::live::Exit, RtError> {
-        cri::parse_inspect_exit(&self.inspect(id, budget)?).map_err(RtError::Failed)
+        cri::parse_inspect_exit(&self.inspect(id, budget)?).map_err(RtError::from)
     }
 
     fn call_limit(&self, budget: Duration) -> Duration {

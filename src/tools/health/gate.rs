@@ -97,7 +97,7 @@ impl Health<'_> {
         for c in Component::ALL {
             // Two static pods for one component: refused at once.
             if let Err(m) = listing.component(c.name()) {
-                return Attempt::Structural(Phase::Health, m);
+                return Attempt::Structural(Phase::Health, m.to_string());
             }
             let containers = crate::rules::live::in_listing(&listing, c.name(), None);
             let observed = crate::rules::live::Observed {

@@ -95,9 +95,9 @@ impl Health<'_> {
         };
         let mine = listing
             .component(c.name())
-            .map_err(|message| GateError::Structural {
+            .map_err(|e| GateError::Structural {
                 phase: Phase::Health,
-                message,
+                message: e.to_string(),
             })?;
         Ok(mine
             .iter()

@@ -128,7 +128,7 @@ impl Health<'_> {
             // The gate that follows starts from this listing.
             self.sandboxes.hand(listing.containers);
         }
-        Ok(Some(found))
+        Ok(Some(found.map_err(|e| e.to_string())))
     }
 
     /// The pause between two listings of `wait_new_running`. A trusted
