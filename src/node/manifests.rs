@@ -350,6 +350,53 @@ fn component_of(doc: &serde_json::Value) -> Option<Component> {
     Component::from_name(name)
 }
 
+/// Why a static pod manifest's flags could not be read (`what`: the
+/// container, `kube-apiserver`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{what} manifest{}{yaml}", yaml_sep(.yaml))]
+    Yaml {
+        what: String,
+        yaml: crate::rules::yaml::YamlError,
+    },
+    #[error("{0} manifest has no spec.containers")]
+    NoContainers(String),
+    #[error("{what} manifest: {key} is not a list")]
+    NotList { what: String, key: &'static str },
+    /// `item`: the JSON value as Rust debug-prints it.
+    #[error("{what} manifest: a {key} item is not a string: {item}")]
+    NotStringItem {
+        what: String,
+        key: &'static str,
+        item: String,
+    },
+    #[error("{what} manifest: {flag}")]
+    Flag {
+        what: String,
+        flag: crate::rules::flags::FlagError,
+    },
+    /// `what`: None for kube-apiserver.
+    #[error("{}--secure-port={value} is not a port", .what.as_ref().map(|w| format!("{w} ")).unwrap_or_default())]
+    NotPort { what: Option<String>, value: String },
+    #[error("etcd {flag} has a bad port: {url}")]
+    BadPort { flag: &'static str, url: String },
+    #[error("etcd has no --listen-peer-urls: its peer port serves no certificate")]
+    NoPeerUrls,
+    #[error("etcd --listen-peer-urls has a URL that is not IP:port: {0}")]
+    NotIpPort(String),
+    #[error("etcd --listen-peer-urls={0} has no https URL")]
+    NoHttps(String),
+}
+
+/// A bound is told after a colon, a syntax error after a space.
+fn yaml_sep(e: &crate::rules::yaml::YamlError) -> &'static str {
+    if e.is_bound() {
+        ": "
+    } else {
+        " "
+    }
+}
+
 /// The value of `--<flag>` in the component's container of a static pod
 /// manifest (the container named `what`, else the first), read from its
 /// `command` and `args` as the component's flag library reads them
@@ -360,16 +407,16 @@ pub fn container_flag(
     what: &str,
     flag: &str,
     syntax: crate::rules::flags::Syntax,
-) -> Result<Option<String>, String> {
-    let doc = crate::rules::yaml::parse_value(bytes).map_err(|e| match e {
-        crate::rules::yaml::YamlError::Bound(_) => format!("{what} manifest: {e}"),
-        crate::rules::yaml::YamlError::Syntax(_) => format!("{what} manifest {e}"),
+) -> Result<Option<String>, ManifestError> {
+    let doc = crate::rules::yaml::parse_value(bytes).map_err(|yaml| ManifestError::Yaml {
+        what: what.to_string(),
+        yaml,
     })?;
     let containers = doc
         .get("spec")
         .and_then(|s| s.get("containers"))
         .and_then(|c| c.as_array())
-        .ok_or_else(|| format!("{what} manifest has no spec.containers"))?;
+        .ok_or_else(|| ManifestError::NoContainers(what.to_string()))?;
     let Some(c) = containers
         .iter()
         .find(|c| c.get("name").and_then(|n| n.as_str()) == Some(what))
@@ -380,14 +427,17 @@ pub fn container_flag(
     let mut argv: Vec<&str> = Vec::new();
     for key in ["command", "args"] {
         let Some(v) = c.get(key) else { continue };
-        let items = v
-            .as_array()
-            .ok_or_else(|| format!("{what} manifest: {key} is not a list"))?;
+        let items = v.as_array().ok_or_else(|| ManifestError::NotList {
+            what: what.to_string(),
+            key,
+        })?;
         for item in items {
             // Kubernetes decodes command and args as strings: a manifest
             // with another type never runs.
-            argv.push(item.as_str().ok_or_else(|| {
-                format!("{what} manifest: a {key} item is not a string: {item:?}")
+            argv.push(item.as_str().ok_or_else(|| ManifestError::NotStringItem {
+                what: what.to_string(),
+                key,
+                item: format!("{item:?}"),
             })?);
         }
     }
@@ -395,14 +445,18 @@ pub fn container_flag(
     // image's entrypoint is, and every item is an argument.
     let skip = usize::from(c.get("command").is_some() && !argv.is_empty());
     let name = flag.trim_start_matches('-');
-    let found = crate::rules::flags::parse(&argv[skip..], syntax, &[name])
-        .map_err(|e| format!("{what} manifest: {e}"))?;
+    let found = crate::rules::flags::parse(&argv[skip..], syntax, &[name]).map_err(|flag| {
+        ManifestError::Flag {
+            what: what.to_string(),
+            flag,
+        }
+    })?;
     Ok(found.get(&name.replace('_', "-")).cloned())
 }
 
 /// `--secure-port` from the kube-apiserver manifest (default 6443), as
 /// pflag's `IntVar` reads it.
-pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, String> {
+pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, ManifestError> {
     match container_flag(
         bytes,
         "kube-apiserver",
@@ -413,13 +467,16 @@ pub fn apiserver_secure_port(bytes: &[u8]) -> Result<u16, String> {
         Some(v) => crate::rules::flags::parse_int(&v)
             .and_then(|n| u16::try_from(n).ok())
             .filter(|n| *n > 0)
-            .ok_or_else(|| format!("--secure-port={v} is not a port")),
+            .ok_or(ManifestError::NotPort {
+                what: None,
+                value: v,
+            }),
     }
 }
 
 /// The port of the `https://127.0.0.1:<port>` URL in etcd's
 /// `--listen-client-urls` (default 2379), as etcd (Go's `flag`) reads it.
-pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
+pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, ManifestError> {
     let Some(urls) = container_flag(
         bytes,
         "etcd",
@@ -434,7 +491,10 @@ pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
             return rest
                 .trim_end_matches('/')
                 .parse::<u16>()
-                .map_err(|_| format!("etcd --listen-client-urls has a bad port: {u}"));
+                .map_err(|_| ManifestError::BadPort {
+                    flag: "--listen-client-urls",
+                    url: u.to_string(),
+                });
         }
     }
     Ok(2379)
@@ -442,7 +502,7 @@ pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, String> {
 
 /// `--secure-port` of kube-controller-manager (default 10257) or
 /// kube-scheduler (default 10259), as pflag's `IntVar` reads it.
-pub fn secure_port(bytes: &[u8], what: &str, default: u16) -> Result<u16, String> {
+pub fn secure_port(bytes: &[u8], what: &str, default: u16) -> Result<u16, ManifestError> {
     match container_flag(
         bytes,
         what,
@@ -453,7 +513,10 @@ pub fn secure_port(bytes: &[u8], what: &str, default: u16) -> Result<u16, String
         Some(v) => crate::rules::flags::parse_int(&v)
             .and_then(|n| u16::try_from(n).ok())
             .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{what} --secure-port={v} is not a port")),
+            .ok_or_else(|| ManifestError::NotPort {
+                what: Some(what.to_string()),
+                value: v,
+            }),
     }
 }
 
@@ -461,14 +524,14 @@ pub fn secure_port(bytes: &[u8], what: &str, default: u16) -> Result<u16, String
 /// `--listen-peer-urls` (Go's `flag`; default `http://localhost:2380`,
 /// which serves no certificate). An unspecified address (0.0.0.0, [::])
 /// is asked on 127.0.0.1.
-pub fn etcd_peer_address(bytes: &[u8]) -> Result<std::net::SocketAddr, String> {
+pub fn etcd_peer_address(bytes: &[u8]) -> Result<std::net::SocketAddr, ManifestError> {
     let urls = container_flag(
         bytes,
         "etcd",
         "--listen-peer-urls",
         crate::rules::flags::Syntax::GoFlag,
     )?
-    .ok_or("etcd has no --listen-peer-urls: its peer port serves no certificate")?;
+    .ok_or(ManifestError::NoPeerUrls)?;
     for u in urls.split(',') {
         let Some(rest) = u.trim().strip_prefix("https://") else {
             continue;
@@ -479,14 +542,12 @@ pub fn etcd_peer_address(bytes: &[u8]) -> Result<std::net::SocketAddr, String> {
             Err(_) => match hostport.rsplit_once(':') {
                 Some(("localhost", p)) => std::net::SocketAddr::from((
                     [127, 0, 0, 1],
-                    p.parse::<u16>()
-                        .map_err(|_| format!("etcd --listen-peer-urls has a bad port: {u}"))?,
+                    p.parse::<u16>().map_err(|_| ManifestError::BadPort {
+                        flag: "--listen-peer-urls",
+                        url: u.to_string(),
+                    })?,
                 )),
-                _ => {
-                    return Err(format!(
-                        "etcd --listen-peer-urls has a URL that is not IP:port: {u}"
-                    ))
-                }
+                _ => return Err(ManifestError::NotIpPort(u.to_string())),
             },
         };
         let ip = if addr.ip().is_unspecified() {
@@ -496,7 +557,7 @@ pub fn etcd_peer_address(bytes: &[u8]) -> Result<std::net::SocketAddr, String> {
         };
         return Ok(std::net::SocketAddr::new(ip, addr.port()));
     }
-    Err(format!("etcd --listen-peer-urls={urls} has no https URL"))
+    Err(ManifestError::NoHttps(urls))
 }
 
 /// The files kubeadm renews that kubelet mounts into a static pod

@@ -54,7 +54,7 @@ impl Client<'_> {
         name: &str,
         path: &str,
         body: Option<&[u8]>,
-    ) -> Result<(u16, Vec<u8>), String> {
+    ) -> Result<(u16, Vec<u8>), EtcdError> {
         let a = self.rt.ask(&Question {
             host: addr.ip(),
             port: addr.port(),
@@ -66,23 +66,23 @@ impl Client<'_> {
         });
         match a.reply {
             Ok((Some(status), body)) => Ok((status, body)),
-            Ok((None, _)) => Err(format!("{addr} gave no HTTP answer")),
-            Err(e) => Err(e.to_string()),
+            Ok((None, _)) => Err(EtcdError::NoAnswer(addr)),
+            Err(e) => Err(EtcdError::Probe(e.clone())),
         }
     }
 
     /// etcd's `/health` at `addr`: healthy, or why not.
-    fn health(&self, addr: Result<(SocketAddr, String), String>) -> (bool, Option<String>) {
+    fn health(&self, addr: Result<(SocketAddr, String), EtcdError>) -> (bool, Option<String>) {
         let (addr, name) = match addr {
             Ok(a) => a,
-            Err(e) => return (false, Some(e)),
+            Err(e) => return (false, Some(e.to_string())),
         };
         match self.call(addr, &name, "/health", None) {
             Ok((status, body)) => match live::etcd_health(status, &body) {
                 Health::Healthy => (true, None),
                 Health::Unhealthy(why) => (false, Some(why)),
             },
-            Err(e) => (false, Some(e)),
+            Err(e) => (false, Some(e.to_string())),
         }
     }
 }
@@ -93,11 +93,11 @@ pub fn direct(rt: &dyn Runtime, root: &Root, now: OffsetDateTime, deadline: Inst
     let asked = |q| Direct::Asked(q);
     let port = match targets::etcd_port(root) {
         Ok(p) => p,
-        Err(e) => return asked(Quorum::NotYet(e)),
+        Err(e) => return asked(Quorum::NotYet(e.to_string())),
     };
     let id = match targets::etcd_identity(root) {
         Ok(i) => i,
-        Err(e) => return asked(Quorum::NotYet(e)),
+        Err(e) => return asked(Quorum::NotYet(e.to_string())),
     };
     let local = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
     let client = Client {
@@ -211,33 +211,75 @@ fn voters_health(
     })
 }
 
+/// Why etcd was not asked, or gave no answer that can be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EtcdError {
+    #[error("{0} gave no HTTP answer")]
+    NoAnswer(SocketAddr),
+    #[error(transparent)]
+    Probe(crate::tools::tlsprobe::ProbeError),
+    /// A member's client URL that is not asked.
+    #[error("{url}: {why}")]
+    Url { url: String, why: UrlRefusal },
+    #[error(transparent)]
+    Runtime(#[from] crate::tools::runtime::RtError),
+    /// etcdctl printed nothing: how it ended, and its stderr's tail.
+    #[error("etcdctl {cmd} failed ({exit}): {stderr}")]
+    Etcdctl {
+        cmd: String,
+        exit: String,
+        stderr: String,
+    },
+    #[error(transparent)]
+    Output(#[from] crate::rules::cri::CriError),
+    #[error("etcdctl probe panicked")]
+    Panicked,
+}
+
+/// Why a member's client URL is not asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlRefusal {
+    #[error("not asked (only https:// client URLs: kubeadm's etcd serves TLS)")]
+    NotHttps,
+    #[error("no port")]
+    NoPort,
+    #[error("bad port")]
+    BadPort,
+    #[error("no host")]
+    NoHost,
+    #[error("not asked (a host name: the runbook resolves none; kubeadm advertises an IP)")]
+    HostName,
+}
+
 /// Where a member's client URL points, and the name to verify its server
 /// for: `https://IP:PORT` (`[v6]` too) or `localhost`. A host name is not
 /// resolved: the static binary links no resolver (kubeadm advertises
 /// etcd's client URLs by IP); such a member is not asked, and says why.
-pub fn client_url(url: &str) -> Result<(SocketAddr, String), String> {
-    let rest = url.strip_prefix("https://").ok_or_else(|| {
-        format!("{url}: not asked (only https:// client URLs: kubeadm's etcd serves TLS)")
-    })?;
+pub fn client_url(url: &str) -> Result<(SocketAddr, String), EtcdError> {
+    let bad = |why: UrlRefusal| EtcdError::Url {
+        url: url.to_string(),
+        why,
+    };
+    let rest = url
+        .strip_prefix("https://")
+        .ok_or_else(|| bad(UrlRefusal::NotHttps))?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) if !p.contains(']') => (h, p),
-        _ => return Err(format!("{url}: no port")),
+        _ => return Err(bad(UrlRefusal::NoPort)),
     };
-    let port: u16 = port.parse().map_err(|_| format!("{url}: bad port"))?;
+    let port: u16 = port.parse().map_err(|_| bad(UrlRefusal::BadPort))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok((SocketAddr::new(ip, port), host.to_string()));
     }
     match host {
-        "" => Err(format!("{url}: no host")),
+        "" => Err(bad(UrlRefusal::NoHost)),
         "localhost" => Ok((
             SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
             host.to_string(),
         )),
-        _ => Err(format!(
-            "{url}: not asked (a host name: the runbook resolves none; kubeadm advertises an IP)"
-        )),
+        _ => Err(bad(UrlRefusal::HostName)),
     }
 }
 
@@ -277,8 +319,6 @@ pub fn say_fallback() {
         tracing::warn!("{FALLBACK}");
     }
 }
-
-const PANICKED: &str = "etcdctl probe panicked";
 
 /// etcdctl's own timeouts for one call (the guide's 10 s and 30 s), never
 /// more than the time left.
@@ -349,29 +389,26 @@ pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: In
     {
         let port = match targets::etcd_port(root) {
             Ok(p) => p,
-            Err(e) => return Quorum::NotYet(e),
+            Err(e) => return Quorum::NotYet(e.to_string()),
         };
         // A local learner, told by the member list's failure: refused at once.
         let learner = std::sync::OnceLock::new();
-        let run = |cmd: &[&str]| -> Result<Vec<u8>, String> {
+        let run = |cmd: &[&str]| -> Result<Vec<u8>, EtcdError> {
             let left = rt.call_limit(deadline.saturating_duration_since(Instant::now()));
             let mut args = etcdctl_flags(port, left.saturating_sub(etcdctl_margin(left)));
             args.extend(cmd.iter().map(|s| s.to_string()));
-            let out = rt
-                .etcdctl(etcd_id, &args, left)
-                .map_err(|e| e.to_string())?;
+            let out = rt.etcdctl(etcd_id, &args, left)?;
             if out.stdout.is_empty() {
                 if cmd[0] == "member" {
                     if let Some(why) = cri::local_learner(&String::from_utf8_lossy(&out.stderr)) {
                         let _ = learner.set(why);
                     }
                 }
-                return Err(format!(
-                    "etcdctl {} failed ({}): {}",
-                    cmd.join(" "),
-                    crate::tools::proc::describe_exit(out.code),
-                    out.stderr_tail()
-                ));
+                return Err(EtcdError::Etcdctl {
+                    cmd: cmd.join(" "),
+                    exit: crate::tools::proc::describe_exit(out.code),
+                    stderr: out.stderr_tail(),
+                });
             }
             Ok(out.stdout)
         };
@@ -380,23 +417,22 @@ pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: In
         // (the member list's header names the member that answered it).
         let (members, cluster) = std::thread::scope(|s| {
             let m = s.spawn(|| {
-                run(&["member", "list", "-w", "json"])
-                    .and_then(|b| cri::parse_member_list(&b).map_err(|e| e.to_string()))
+                run(&["member", "list", "-w", "json"]).and_then(|b| Ok(cri::parse_member_list(&b)?))
             });
             let c = run(&["endpoint", "health", "--cluster", "-w", "json"])
-                .and_then(|b| cri::parse_endpoint_health(&b).map_err(|e| e.to_string()));
-            (m.join().unwrap_or_else(|_| Err(PANICKED.to_string())), c)
+                .and_then(|b| Ok(cri::parse_endpoint_health(&b)?));
+            (m.join().unwrap_or(Err(EtcdError::Panicked)), c)
         });
         if let Some(why) = learner.into_inner() {
             return Quorum::Structural(Phase::Health, why);
         }
         let members = match members {
             Ok(m) => m,
-            Err(e) => return Quorum::NotYet(e),
+            Err(e) => return Quorum::NotYet(e.to_string()),
         };
         let cluster = match cluster {
             Ok(v) => v,
-            Err(e) => return Quorum::NotYet(e),
+            Err(e) => return Quorum::NotYet(e.to_string()),
         };
         let local = cri::local_health(&cluster, &members);
         judged(&local, &cluster, &members)

@@ -12,7 +12,7 @@ use crate::rules::cri::Listing;
 use crate::rules::live::{self, Exit, Health, Observed, Port, Seen, Served, Written};
 use crate::tools::etcd;
 use crate::tools::runtime::Runtime;
-use crate::tools::targets;
+use crate::tools::targets::{self, read, TargetError};
 use crate::tools::tlsprobe::{Question, Trust};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -53,21 +53,18 @@ impl Observation {
     }
 }
 
-fn read(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
-    root.read_file(rel, NODE_FILE_MAX, FileTrust::TypeOnly)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("{} does not exist", crate::node::paths::node(rel)))
-}
-
-fn manifest(root: &Root, c: &str) -> Result<Vec<u8>, String> {
+fn manifest(root: &Root, c: &str) -> Result<Vec<u8>, TargetError> {
     read(root, &format!("{MANIFESTS_DIR}/{c}.yaml"))
 }
 
-fn leaf_der(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
+fn leaf_der(root: &Root, rel: &str) -> Result<Vec<u8>, TargetError> {
     let pem = read(root, rel)?;
     crate::rules::pki::parse_pem_certificate(&pem)
         .map(|c| c.der)
-        .map_err(|e| format!("{}: {e}", crate::node::paths::node(rel)))
+        .map_err(|pki| TargetError::Certificate {
+            path: crate::node::paths::node(rel),
+            pki,
+        })
 }
 
 /// The newest write of `files` (node-relative), by modification time.
@@ -134,16 +131,16 @@ impl Ask<'_> {
     /// and compare what it presents with `file`.
     fn endpoint(
         &self,
-        addr: Result<SocketAddr, String>,
-        identity: Option<Result<crate::tools::tlsprobe::TlsIdentity, String>>,
+        addr: Result<SocketAddr, TargetError>,
+        identity: Option<Result<crate::tools::tlsprobe::TlsIdentity, TargetError>>,
         name: &str,
         path: Option<&str>,
         file: Option<&str>,
         judge: fn(u16, &[u8]) -> Health,
     ) -> Asked {
-        let fail = |why: String| Asked {
-            health: Err(why.clone()),
-            served: file.map(|_| Err(why)),
+        let fail = |e: TargetError| Asked {
+            health: Err(e.to_string()),
+            served: file.map(|_| Err(e.to_string())),
         };
         let addr = match addr {
             Ok(a) => a,
@@ -176,7 +173,7 @@ impl Ask<'_> {
                 Err(e) => words(e),
                 Ok(_) => format!("{addr} presented no certificate"),
             })?;
-            let disk = leaf_der(self.root, f)?;
+            let disk = leaf_der(self.root, f).map_err(|e| e.to_string())?;
             let not_after = crate::rules::pki::parse_der_not_after(presented);
             match live::served(presented, &disk, not_after, self.now) {
                 // The file's certificate, by a server that did not prove it
@@ -222,7 +219,7 @@ impl Ask<'_> {
                 self.endpoint(
                     local(
                         manifest(root, name)
-                            .and_then(|m| manifests::secure_port(&m, name, default)),
+                            .and_then(|m| Ok(manifests::secure_port(&m, name, default)?)),
                     ),
                     None,
                     "",
@@ -237,15 +234,12 @@ impl Ask<'_> {
     /// What etcd's peer port presents (a handshake, on this host only).
     fn etcd_peer(&self) -> Asked {
         let addr = manifest(self.root, "etcd")
-            .and_then(|m| manifests::etcd_peer_address(&m))
+            .and_then(|m| Ok(manifests::etcd_peer_address(&m)?))
             .and_then(|a| {
                 if is_local(a.ip()) {
                     Ok(a)
                 } else {
-                    Err(format!(
-                        "{} (--listen-peer-urls) is not an address of this host",
-                        a.ip()
-                    ))
+                    Err(TargetError::NotLocal(a.ip()))
                 }
             });
         let name = addr
@@ -316,7 +310,7 @@ fn sep(s: &str) -> String {
     format!(": {s}")
 }
 
-fn local(port: Result<u16, String>) -> Result<SocketAddr, String> {
+fn local(port: Result<u16, TargetError>) -> Result<SocketAddr, TargetError> {
     port.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p))
 }
 
@@ -413,7 +407,7 @@ pub fn observe(
     });
 
     let mut pods = Vec::new();
-    let port = |p: Result<u16, String>, file: &str, served: Option<Seen<Served>>| Port {
+    let port = |p: Result<u16, TargetError>, file: &str, served: Option<Seen<Served>>| Port {
         port: p.unwrap_or(0),
         file: crate::node::paths::node(file),
         served: served.unwrap_or_else(|| Err("not asked".into())),
@@ -433,7 +427,7 @@ pub fn observe(
                 ));
                 let p = peer.take().map(|p| p.served).unwrap_or(None);
                 let peer_port = manifest(root, "etcd")
-                    .and_then(|m| manifests::etcd_peer_address(&m))
+                    .and_then(|m| Ok(manifests::etcd_peer_address(&m)?))
                     .map(|a| a.port());
                 ports.push(port(peer_port, "etc/kubernetes/pki/etcd/peer.crt", p));
                 q = quorum.take().flatten();

@@ -80,14 +80,14 @@ impl Asker<'_> {
     fn served(
         &self,
         what: &str,
-        port: Result<u16, String>,
+        port: Result<u16, crate::tools::targets::TargetError>,
         name: &str,
-        id: Result<TlsIdentity, String>,
+        id: Result<TlsIdentity, crate::tools::targets::TargetError>,
         disk: &str,
         budget: Duration,
     ) -> Result<(), NotServed> {
-        let port = port.map_err(NotServed::Said)?;
-        let id = id.map_err(NotServed::Said)?;
+        let port = port.map_err(|e| NotServed::Said(e.to_string()))?;
+        let id = id.map_err(|e| NotServed::Said(e.to_string()))?;
         // Never past the controller's deadline (SPEC 4, v1.1).
         self.check_cancel()?;
         let r = self
@@ -128,7 +128,8 @@ impl Asker<'_> {
             )
             .map_err(|e| pf(e.to_string()))?
             .ok_or_else(|| pf("etcd.yaml is not in manifests/".into()))?;
-        let mut addr = crate::node::manifests::etcd_peer_address(&manifest).map_err(pf)?;
+        let mut addr =
+            crate::node::manifests::etcd_peer_address(&manifest).map_err(|e| pf(e.to_string()))?;
         if addr.ip().is_unspecified() {
             addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
         }

@@ -4,31 +4,53 @@
 //! gate (`tools::health`), etcd's questions (`tools::etcd`), the live
 //! observation (`tools::live`) and the API watch (`tools::apiwatch`).
 
-use crate::node::fsx::{Root, Trust, NODE_FILE_MAX};
-use crate::node::manifests;
+use crate::node::fsx::{FsError, Root, Trust, NODE_FILE_MAX};
+use crate::node::manifests::{self, ManifestError};
 use crate::node::paths::MANIFESTS_DIR;
-use crate::rules::pki::{self, KubeconfigCert};
+use crate::rules::pki::{self, KubeconfigCert, PkiError};
 use crate::tools::tlsprobe::TlsIdentity;
 
-fn read(root: &Root, rel: &str) -> Result<Vec<u8>, String> {
-    root.read_file(rel, NODE_FILE_MAX, Trust::TypeOnly)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("{} does not exist", crate::node::paths::node(rel)))
+/// Why a port, an identity or a served file's certificate is not known.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// The node path.
+    #[error("{0} does not exist")]
+    Missing(String),
+    #[error("admin.conf: {0}")]
+    AdminConf(PkiError),
+    #[error("admin.conf has no embedded client key")]
+    NoClientKey,
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// The node path of a certificate file that does not parse.
+    #[error("{path}: {pki}")]
+    Certificate { path: String, pki: PkiError },
+    /// etcd's peer address is another machine's.
+    #[error("{0} (--listen-peer-urls) is not an address of this host")]
+    NotLocal(std::net::IpAddr),
+}
+
+/// The node file `rel` (under the root), which must exist.
+pub(crate) fn read(root: &Root, rel: &str) -> Result<Vec<u8>, TargetError> {
+    root.read_file(rel, NODE_FILE_MAX, Trust::TypeOnly)?
+        .ok_or_else(|| TargetError::Missing(crate::node::paths::node(rel)))
 }
 
 /// The identity to probe kube-apiserver with: pki/ca.crt and admin.conf's
 /// client certificate and key (re-read each time: kubeadm renews them).
-pub fn apiserver_identity(root: &Root) -> Result<TlsIdentity, String> {
+pub fn apiserver_identity(root: &Root) -> Result<TlsIdentity, TargetError> {
     let ca_pem = read(root, "etc/kubernetes/pki/ca.crt")?;
     let admin = read(root, "etc/kubernetes/admin.conf")?;
     let client_cert_pem =
-        match pki::kubeconfig_client_cert(&admin).map_err(|e| format!("admin.conf: {e}"))? {
+        match pki::kubeconfig_client_cert(&admin).map_err(TargetError::AdminConf)? {
             KubeconfigCert::Embedded(p) => p,
             KubeconfigCert::File(p) => read(root, p.trim_start_matches('/'))?,
         };
     let client_key_pem = pki::kubeconfig_client_key(&admin)
-        .map_err(|e| format!("admin.conf: {e}"))?
-        .ok_or("admin.conf has no embedded client key")?;
+        .map_err(TargetError::AdminConf)?
+        .ok_or(TargetError::NoClientKey)?;
     Ok(TlsIdentity {
         ca_pem,
         client_cert_pem,
@@ -37,7 +59,7 @@ pub fn apiserver_identity(root: &Root) -> Result<TlsIdentity, String> {
 }
 
 /// The identity to probe etcd's client port with (healthcheck client).
-pub fn etcd_identity(root: &Root) -> Result<TlsIdentity, String> {
+pub fn etcd_identity(root: &Root) -> Result<TlsIdentity, TargetError> {
     Ok(TlsIdentity {
         ca_pem: read(root, "etc/kubernetes/pki/etcd/ca.crt")?,
         client_cert_pem: read(root, "etc/kubernetes/pki/etcd/healthcheck-client.crt")?,
@@ -46,13 +68,13 @@ pub fn etcd_identity(root: &Root) -> Result<TlsIdentity, String> {
 }
 
 /// kube-apiserver's secure port, from its active manifest.
-pub fn apiserver_port(root: &Root) -> Result<u16, String> {
+pub fn apiserver_port(root: &Root) -> Result<u16, TargetError> {
     let m = read(root, &format!("{MANIFESTS_DIR}/kube-apiserver.yaml"))?;
-    manifests::apiserver_secure_port(&m)
+    Ok(manifests::apiserver_secure_port(&m)?)
 }
 
 /// etcd's local client port, from its active manifest.
-pub fn etcd_port(root: &Root) -> Result<u16, String> {
+pub fn etcd_port(root: &Root) -> Result<u16, TargetError> {
     let m = read(root, &format!("{MANIFESTS_DIR}/etcd.yaml"))?;
-    manifests::etcd_client_port(&m)
+    Ok(manifests::etcd_client_port(&m)?)
 }

@@ -990,13 +990,13 @@ mod tests {
             client.subject
         );
         assert!(!id.client_key_pem.is_empty());
-        assert_eq!(apiserver_port(&root), Ok(6443));
+        assert_eq!(apiserver_port(&root).unwrap(), 6443);
         let m = t
             .path()
             .join("etc/kubernetes/manifests/kube-apiserver.yaml");
         let yaml = std::fs::read_to_string(&m).unwrap();
         std::fs::write(&m, yaml.replace("--secure-port=6443", "--secure-port=7443")).unwrap();
-        assert_eq!(apiserver_port(&root), Ok(7443));
+        assert_eq!(apiserver_port(&root).unwrap(), 7443);
         let etcd = etcd_identity(&root).unwrap();
         let client = pki::parse_pem_certificate(&etcd.client_cert_pem).unwrap();
         assert!(
