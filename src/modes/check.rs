@@ -22,7 +22,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     facts.state_errors.extend(s.state_error.clone());
     facts.lock_held_by = s.lock.held_by();
     if let Err(e) = &s.lock.probe {
-        facts.state_errors.push(e.clone());
+        facts.state_errors.push(e.to_string());
     }
     facts.runbook = phase_intent(&s.phase.intent);
     facts.agent = Some(s.agent.clone());

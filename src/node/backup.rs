@@ -91,16 +91,32 @@ impl From<Meta> for MetaJson {
     }
 }
 
+/// A record entry's mode that is not octal permission bits.
+#[derive(Debug, thiserror::Error)]
+#[error("bad mode {0:?}")]
+struct BadMode(String);
+
+/// Why the metadata record was refused.
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("unknown format {0:?}")]
+    Format(String),
+    #[error("{path}: {mode}")]
+    Entry { path: String, mode: BadMode },
+}
+
 impl TryFrom<MetaJson> for Meta {
-    type Error = String;
-    fn try_from(m: MetaJson) -> Result<Self, String> {
+    type Error = BadMode;
+    fn try_from(m: MetaJson) -> Result<Self, BadMode> {
         match u32::from_str_radix(&m.mode, 8) {
             Ok(mode) if mode <= 0o7777 && !m.mode.is_empty() => Ok(Meta {
                 mode,
                 uid: m.uid,
                 gid: m.gid,
             }),
-            _ => Err(format!("bad mode {:?}", m.mode)),
+            _ => Err(BadMode(m.mode)),
         }
     }
 }
@@ -138,15 +154,18 @@ impl Record {
         out
     }
 
-    fn parse(bytes: &[u8]) -> Result<Record, String> {
-        let j: RecordJson = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    fn parse(bytes: &[u8]) -> Result<Record, RecordError> {
+        let j: RecordJson = serde_json::from_slice(bytes)?;
         if j.format != METADATA_FORMAT {
-            return Err(format!("unknown format {:?}", j.format));
+            return Err(RecordError::Format(j.format));
         }
-        let conv = |m: BTreeMap<String, MetaJson>| -> Result<BTreeMap<String, Meta>, String> {
+        let conv = |m: BTreeMap<String, MetaJson>| -> Result<BTreeMap<String, Meta>, RecordError> {
             let mut out = BTreeMap::new();
             for (k, v) in m {
-                let meta = Meta::try_from(v).map_err(|e| format!("{k}: {e}"))?;
+                let meta = Meta::try_from(v).map_err(|mode| RecordError::Entry {
+                    path: k.clone(),
+                    mode,
+                })?;
                 out.insert(k, meta);
             }
             Ok(out)

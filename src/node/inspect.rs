@@ -3,7 +3,7 @@
 //! and the node agent's state file. Creates nothing.
 
 use crate::contract as doc;
-use crate::node::fsx::{Dir, Root, Trust, SMALL_FILE_MAX};
+use crate::node::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
 use crate::node::lock::{self, HeldBy, Holder, OwnerInfo, Probe};
 use crate::node::paths::{AGENT_STATE_FILE, PHASE_FILE};
 use crate::node::statedir::StateDir;
@@ -249,7 +249,8 @@ pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
 /// The lock as probed, and who holds (or last held) it.
 #[derive(Debug, Clone)]
 pub struct LockReport {
-    pub probe: Result<Probe, String>,
+    /// `Arc`: the report is cloned, the file-system error is not `Clone`.
+    pub probe: Result<Probe, std::sync::Arc<FsError>>,
     pub owner: OwnerInfo,
     /// While held: the real holder, cross-checked with the owner record.
     pub held: Option<HeldBy>,
@@ -283,7 +284,7 @@ impl LockReport {
             Ok(Probe::Absent) => (doc::LockState::Absent, None),
             Ok(Probe::Free) => (doc::LockState::Free, None),
             Ok(Probe::Held(_)) => (doc::LockState::Held, None),
-            Err(e) => (doc::LockState::Error, Some(e.clone())),
+            Err(e) => (doc::LockState::Error, Some(e.to_string())),
         };
         let holder = self.held.as_ref().map(|h| {
             let (pid, command, command_line, error) = match &h.holder {
@@ -330,7 +331,7 @@ impl LockReport {
 }
 
 pub fn read_lock(state: Option<&Dir>) -> LockReport {
-    let probe = lock::probe(state).map_err(|e| e.to_string());
+    let probe = lock::probe(state).map_err(std::sync::Arc::new);
     let owner = match state {
         Some(s) => lock::read_owner(s),
         None => OwnerInfo::Absent,

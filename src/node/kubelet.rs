@@ -45,41 +45,67 @@ pub struct KubeletReport {
     pub hostile: Option<String>,
 }
 
+/// Why the kubelet's configuration or one of its certificates was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeletError {
+    /// A bound is named as is; a syntax error says what the file is not.
+    #[error("{yaml}{}", if .yaml.is_bound() { "" } else { ": not the kubelet's configuration" })]
+    Config { yaml: crate::rules::yaml::YamlError },
+    #[error("{0} in the kubelet's configuration is not true or false")]
+    NotBool(&'static str),
+    #[error("{0:?} is not an absolute path")]
+    NotAbsolute(String),
+    #[error("{0:?} is not a plain absolute path")]
+    NotPlain(String),
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// `target`: an escaped excerpt.
+    #[error("{path} is a symlink to {target}, outside its directory: refused")]
+    OutsideDir { path: String, target: String },
+    #[error("{path} is a symlink to {target}, which does not exist")]
+    Dangling { path: String, target: String },
+    /// The path as shown.
+    #[error("{0} does not exist")]
+    Missing(String),
+    #[error(transparent)]
+    Pki(#[from] pki::PkiError),
+    /// kubelet.conf (`path`) could not be read or names no certificate.
+    #[error("{path}: {inner}")]
+    Conf {
+        path: String,
+        inner: Box<KubeletError>,
+    },
+}
+
 /// `rotateCertificates` and `serverTLSBootstrap` of the kubelet's
 /// configuration (absent keys: the kubelet's defaults, false). Pure; the
 /// same `Value` reading as `tools::endpoint` (no second typed YAML
 /// deserializer in the static binary).
-pub fn parse_rotation(bytes: &[u8]) -> Result<(bool, bool), String> {
+pub fn parse_rotation(bytes: &[u8]) -> Result<(bool, bool), KubeletError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok((false, false));
     }
-    let doc = crate::rules::yaml::parse_value(bytes).map_err(|e| match e {
-        crate::rules::yaml::YamlError::Bound(_) => e.to_string(),
-        crate::rules::yaml::YamlError::Syntax(_) => {
-            format!("{e}: not the kubelet's configuration")
-        }
-    })?;
-    let flag = |key: &str| match doc.get(key) {
+    let doc =
+        crate::rules::yaml::parse_value(bytes).map_err(|yaml| KubeletError::Config { yaml })?;
+    let flag = |key: &'static str| match doc.get(key) {
         None | Some(serde_json::Value::Null) => Ok(false),
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| format!("{key} in the kubelet's configuration is not true or false")),
+        Some(v) => v.as_bool().ok_or(KubeletError::NotBool(key)),
     };
     Ok((flag("rotateCertificates")?, flag("serverTLSBootstrap")?))
 }
 
 /// A node path of the kubelet's as a path under the root: absolute, no
 /// `.` or `..` parts.
-fn under_root(path: &str) -> Result<String, String> {
+fn under_root(path: &str) -> Result<String, KubeletError> {
     let rel = path
         .strip_prefix('/')
-        .ok_or_else(|| format!("{path:?} is not an absolute path"))?;
+        .ok_or_else(|| KubeletError::NotAbsolute(path.to_string()))?;
     if rel.is_empty()
         || rel
             .split('/')
             .any(|p| p.is_empty() || p == "." || p == "..")
     {
-        return Err(format!("{path:?} is not a plain absolute path"));
+        return Err(KubeletError::NotPlain(path.to_string()));
     }
     Ok(rel.to_string())
 }
@@ -87,34 +113,27 @@ fn under_root(path: &str) -> Result<String, String> {
 /// Read a certificate file, following at most one symlink, and only to a
 /// file in the same directory (the kubelet's `*-current.pem` links):
 /// anything else is refused, never followed.
-fn read_cert_file(root: &Root, rel: &str) -> Result<Option<Vec<u8>>, String> {
-    let Some((dir, name)) = root.open_parent(rel).map_err(|e| e.to_string())? else {
+fn read_cert_file(root: &Root, rel: &str) -> Result<Option<Vec<u8>>, KubeletError> {
+    let Some((dir, name)) = root.open_parent(rel)? else {
         return Ok(None);
     };
     match dir.read_file(name, CERT_MAX, Trust::TypeOnly) {
         Err(FsError::Symlink { .. }) => {}
-        other => return other.map_err(|e| e.to_string()),
+        other => return Ok(other?),
     }
-    let target = dir
-        .read_link(name)
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
+    let target = dir.read_link(name)?.unwrap_or_default();
     let parent = format!("/{}/", rel.rsplit_once('/').map(|(p, _)| p).unwrap_or(""));
     let same_dir = target.strip_prefix(&parent).unwrap_or(&target);
     if same_dir.is_empty() || same_dir.contains('/') || same_dir == "." || same_dir == ".." {
-        return Err(format!(
-            "{} is a symlink to {}, outside its directory: refused",
-            crate::node::paths::node(rel),
-            crate::rules::opid::excerpt(&target)
-        ));
+        return Err(KubeletError::OutsideDir {
+            path: crate::node::paths::node(rel),
+            target: crate::rules::opid::excerpt(&target),
+        });
     }
-    dir.read_file(same_dir, CERT_MAX, Trust::TypeOnly)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| {
-            format!(
-                "{} is a symlink to {same_dir}, which does not exist",
-                crate::node::paths::node(rel)
-            )
+    dir.read_file(same_dir, CERT_MAX, Trust::TypeOnly)?
+        .ok_or_else(|| KubeletError::Dangling {
+            path: crate::node::paths::node(rel),
+            target: same_dir.to_string(),
         })
         .map(Some)
 }
@@ -123,12 +142,12 @@ fn cert(
     role: KubeletRole,
     path: String,
     rotates: Option<bool>,
-    pem: Result<Vec<u8>, String>,
+    pem: Result<Vec<u8>, KubeletError>,
 ) -> KubeletCert {
-    let parsed = pem.and_then(|b| pki::parse_pem_certificate(&b).map_err(|e| e.to_string()));
+    let parsed = pem.and_then(|b| Ok(pki::parse_pem_certificate(&b)?));
     let (not_after, error) = match parsed {
         Ok(c) => (Some(c.not_after), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     };
     KubeletCert {
         role,
@@ -172,7 +191,7 @@ pub fn read(root: &Root) -> KubeletReport {
                 hostile,
             }
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(KubeletError::Fs(e)),
     };
     let rotation = match root.read_file(KUBELET_CONFIG, CONFIG_MAX, Trust::TypeOnly) {
         Ok(Some(b)) => parse_rotation(&b).ok(),
@@ -180,8 +199,7 @@ pub fn read(root: &Root) -> KubeletReport {
         Err(_) => None,
     };
     let conf_path = crate::node::paths::node(KUBELET_CONF);
-    let client = match conf.and_then(|b| pki::kubeconfig_client_cert(&b).map_err(|e| e.to_string()))
-    {
+    let client = match conf.and_then(|b| Ok(pki::kubeconfig_client_cert(&b)?)) {
         Ok(pki::KubeconfigCert::Embedded(pem)) => cert(
             KubeletRole::Client,
             conf_path,
@@ -191,7 +209,7 @@ pub fn read(root: &Root) -> KubeletReport {
         Ok(pki::KubeconfigCert::File(p)) => {
             let shown = shown_path(&p);
             let pem = under_root(&p).and_then(|rel| {
-                read_cert_file(root, &rel)?.ok_or_else(|| format!("{shown} does not exist"))
+                read_cert_file(root, &rel)?.ok_or_else(|| KubeletError::Missing(shown.clone()))
             });
             cert(KubeletRole::Client, shown, rotation.map(|r| r.0), pem)
         }
@@ -199,7 +217,10 @@ pub fn read(root: &Root) -> KubeletReport {
             KubeletRole::Client,
             conf_path,
             rotation.map(|r| r.0),
-            Err(format!("{}: {e}", crate::node::paths::node(KUBELET_CONF))),
+            Err(KubeletError::Conf {
+                path: crate::node::paths::node(KUBELET_CONF),
+                inner: Box::new(e),
+            }),
         ),
     };
     let mut certs = vec![client];
@@ -544,7 +565,7 @@ mod tests {
             real.push_str(&format!("  X-Header-{i}:\n  - \"{}\"\n", "h".repeat(1000)));
         }
         assert!(real.len() < CONFIG_MAX as usize);
-        assert_eq!(parse_rotation(real.as_bytes()), Ok((true, true)));
+        assert_eq!(parse_rotation(real.as_bytes()).unwrap(), (true, true));
         let t = node(CONF);
         std::fs::write(t.path().join(KUBELET_CONFIG), &real).unwrap();
         let r = read_at(&t);

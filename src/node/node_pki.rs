@@ -2,7 +2,7 @@
 //! SPEC section 2, with expiry relative to a clock and a threshold.
 
 use crate::contract;
-use crate::node::fsx::{Root, Trust, NODE_FILE_MAX};
+use crate::node::fsx::{FsError, Root, Trust, NODE_FILE_MAX};
 use crate::rules::clock;
 use crate::rules::pki::{self, CaId, KubeconfigCert, LeafKind, LeafSpec, ParsedCert};
 use std::collections::BTreeMap;
@@ -88,28 +88,36 @@ pub fn ca_fingerprints(cas: &[CaView]) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn read_leaf_cert(root: &Root, spec: &LeafSpec) -> Result<Option<ParsedCert>, String> {
+/// Why a leaf certificate was not read.
+#[derive(Debug, thiserror::Error)]
+enum LeafError {
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// `node`: the kubeconfig's node path; `file`: the file it names.
+    #[error(
+        "{node} names a client certificate file ({file}) instead of embedding it; kubeadm embeds it"
+    )]
+    FileNamed { node: String, file: String },
+    #[error("{node}: {pki}")]
+    Pki { node: String, pki: pki::PkiError },
+}
+
+fn read_leaf_cert(root: &Root, spec: &LeafSpec) -> Result<Option<ParsedCert>, LeafError> {
     let node = crate::node::paths::node(spec.path);
-    let bytes = match root.read_file(spec.path, NODE_FILE_MAX, Trust::TypeOnly) {
-        Ok(Some(b)) => b,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+    let Some(bytes) = root.read_file(spec.path, NODE_FILE_MAX, Trust::TypeOnly)? else {
+        return Ok(None);
     };
     let pem = match spec.kind {
         LeafKind::Pem => bytes,
         LeafKind::Kubeconfig => match pki::kubeconfig_client_cert(&bytes) {
             Ok(KubeconfigCert::Embedded(pem)) => pem,
-            Ok(KubeconfigCert::File(p)) => {
-                return Err(format!(
-                    "{node} names a client certificate file ({p}) instead of embedding it; kubeadm embeds it"
-                ))
-            }
-            Err(e) => return Err(format!("{node}: {e}")),
+            Ok(KubeconfigCert::File(file)) => return Err(LeafError::FileNamed { node, file }),
+            Err(pki) => return Err(LeafError::Pki { node, pki }),
         },
     };
     pki::parse_pem_certificate(&pem)
         .map(Some)
-        .map_err(|e| format!("{node}: {e}"))
+        .map_err(|pki| LeafError::Pki { node, pki })
 }
 
 /// Read every leaf; verify each against its CA when the CA was readable.
@@ -153,7 +161,7 @@ pub fn read_leaves(root: &Root, cas: &[CaView]) -> Vec<LeafView> {
                 status: LeafStatus::Error,
                 cert: None,
                 chains_to_ca: None,
-                error: Some(e),
+                error: Some(e.to_string()),
             },
         })
         .collect()
