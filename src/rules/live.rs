@@ -363,11 +363,25 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
 
 /// The gate's verdict on one component: `Err` with the first finding it
 /// waits on, in words.
-pub fn gate(o: &Observed, wall: OffsetDateTime) -> Result<(), String> {
+pub fn gate(o: &Observed, wall: OffsetDateTime) -> Result<(), Blocked> {
     match judge(o, wall).into_iter().find(Finding::blocks_gate) {
         None => Ok(()),
-        Some(f) => Err(format!("{} {}", o.name, f.words(wall))),
+        Some(finding) => Err(Blocked {
+            name: o.name.clone(),
+            finding,
+            wall,
+        }),
     }
+}
+
+/// The finding the gate waits on, for the pod `name`; in words (measured
+/// against `wall`) only when shown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} {}", .finding.words(*.wall))]
+pub struct Blocked {
+    pub name: String,
+    pub finding: Finding,
+    pub wall: OffsetDateTime,
 }
 
 /// A served leaf (DER) against its file's (DER), at `now` (the clock
@@ -559,7 +573,7 @@ impl Judged {
             return vec![format!("containers not checked: {why}")];
         }
         self.components()
-            .filter_map(|(o, _)| gate(o, wall).err())
+            .filter_map(|(o, _)| gate(o, wall).err().map(|b| b.to_string()))
             .collect()
     }
 }
@@ -622,7 +636,7 @@ mod tests {
         assert_eq!(f[0].words(WALL), "not running (exited 1, 40 s ago)");
         assert_eq!(f[0].weight(), Weight::ActionNeeded);
         assert_eq!(
-            gate(&o, WALL),
+            gate(&o, WALL).map_err(|b| b.to_string()),
             Err("kube-apiserver not running (exited 1, 40 s ago)".into())
         );
     }

@@ -109,7 +109,7 @@ impl Health<'_> {
                 quorum: None,
             };
             if let Err(m) = crate::rules::live::gate(&observed, wall) {
-                return Attempt::NotYet(m);
+                return Attempt::NotYet(m.to_string());
             }
             if let Ok(crate::rules::live::Containers::Running { id, .. }) = observed.containers {
                 running.push((c, id));
