@@ -222,15 +222,15 @@ mod tests {
         }
     }
 
-    fn parse(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, String> {
-        parse_receipt(bytes, file_id).map_err(|e| e.to_string())
+    fn parse(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, ParseError> {
+        parse_receipt(bytes, file_id)
     }
 
     fn json() -> Value {
         serde_json::from_slice(&render_receipt(&receipt())).unwrap()
     }
 
-    fn with(key: &str, val: Value) -> Result<Receipt, String> {
+    fn with(key: &str, val: Value) -> Result<Receipt, ParseError> {
         let mut j = json();
         j.as_object_mut().unwrap().insert(key.to_string(), val);
         parse(
@@ -239,8 +239,8 @@ mod tests {
         )
     }
 
-    fn bad(r: Result<Receipt, String>, needle: &str) {
-        let e = r.expect_err("should be malformed");
+    fn bad(r: Result<Receipt, ParseError>, needle: &str) {
+        let e = r.expect_err("should be malformed").to_string();
         assert!(e.len() < 400 && !e.chars().any(char::is_control), "{e:?}");
         assert!(e.contains(needle), "{e:?} does not mention {needle:?}");
     }
@@ -296,9 +296,7 @@ mod tests {
         let mut too_many = receipt();
         too_many.restarts = vec![serde_json::from_value(row("etcd", 0.into())).unwrap(); 5];
         bad(
-            validate_receipt(&too_many)
-                .map(|_| too_many.clone())
-                .map_err(|e| e.to_string()),
+            validate_receipt(&too_many).map(|_| too_many.clone()),
             "restarts has 5",
         );
     }
