@@ -107,7 +107,7 @@ impl std::fmt::Display for PhaseError {
 #[derive(Debug)]
 pub enum ReceiptError {
     /// It would not be read back as written (nothing touched on disk).
-    Invalid(String),
+    Invalid(InvalidReceipt),
     /// `completed/` or the file could not be made.
     Fs(crate::node::fsx::FsError),
 }
@@ -115,7 +115,7 @@ pub enum ReceiptError {
 impl std::fmt::Display for ReceiptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReceiptError::Invalid(e) => f.write_str(e),
+            ReceiptError::Invalid(e) => write!(f, "{e}"),
             ReceiptError::Fs(e) => write!(f, "{e}"),
         }
     }
@@ -132,13 +132,19 @@ pub struct StateDir<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct CheckedReceipt<'a>(&'a Receipt);
 
+/// Why a receipt was refused before anything was written: the key that
+/// would not read back, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("refusing to write an invalid receipt: {0}")]
+pub struct InvalidReceipt(pub crate::rules::strict::ParseError);
+
 impl<'a> CheckedReceipt<'a> {
     /// Check `r` before anything is touched on disk (a receipt is written
     /// once and never repaired).
-    pub fn check(r: &'a Receipt) -> Result<Self, String> {
+    pub fn check(r: &'a Receipt) -> Result<Self, InvalidReceipt> {
         receipt::validate_receipt(r)
             .map(|()| CheckedReceipt(r))
-            .map_err(|e| format!("refusing to write an invalid receipt: {e}"))
+            .map_err(InvalidReceipt)
     }
 }
 
@@ -673,7 +679,7 @@ mod tests {
         bad.runbook_version.clear();
         let e = CheckedReceipt::check(&bad).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "refusing to write an invalid receipt: runbookVersion is empty"
         );
 

@@ -11,11 +11,39 @@ use crate::rules::opid::OperationId;
 use sha2::{Digest, Sha256};
 use std::io::Write;
 
+/// Why the bundle was not written (the view's `error`).
+#[derive(Debug, thiserror::Error)]
+enum NotWritten {
+    /// A signal came between entries or before the archive got its name.
+    #[error("{}", INTERRUPTED)]
+    Interrupted,
+    #[error("{0}")]
+    Fs(#[from] FsError),
+    #[error("the directory of {path} does not exist")]
+    NoDirectory { path: String },
+    #[error("{dir} is a directory the bundle reads; write it elsewhere")]
+    ReadByBundle { dir: String },
+    #[error("{path} already exists; it is never replaced")]
+    Exists { path: String },
+    #[error("cannot compress the bundle: {0}")]
+    Compress(std::io::Error),
+}
+
+/// Why the running binary could not be hashed (the manifest's
+/// `binaryError`).
+#[derive(Debug, thiserror::Error)]
+enum BinaryUnread {
+    #[error("{0}")]
+    Open(FsError),
+    #[error("failed to read /proc/self/exe: {0}")]
+    Read(std::io::Error),
+}
+
 /// The running binary's sha256 (hex), or why it could not be read.
-fn binary_sha256() -> Result<String, String> {
-    let mut f = fsx::open_running_binary().map_err(|e| e.to_string())?;
+fn binary_sha256() -> Result<String, BinaryUnread> {
+    let mut f = fsx::open_running_binary().map_err(BinaryUnread::Open)?;
     let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h).map_err(|e| format!("failed to read /proc/self/exe: {e}"))?;
+    std::io::copy(&mut f, &mut h).map_err(BinaryUnread::Read)?;
     Ok(hex(&h.finalize()))
 }
 
@@ -28,10 +56,10 @@ fn sha256_hex(b: &[u8]) -> String {
 }
 
 /// The gzipped tar of the bundle, its manifest (`evidence.json`) first.
-fn archive(b: &Bundle, now: &doc::Timestamp, mtime: i64) -> Result<Vec<u8>, String> {
+fn archive(b: &Bundle, now: &doc::Timestamp, mtime: i64) -> Result<Vec<u8>, NotWritten> {
     let (binary_sha256, binary_error) = match binary_sha256() {
         Ok(s) => (Some(doc::Sha256Hex(s)), None),
-        Err(e) => (None, Some(e)),
+        Err(e) => (None, Some(e.to_string())),
     };
     let manifest = doc::EvidenceManifest {
         format: doc::EvidenceFormat::V1,
@@ -68,7 +96,7 @@ fn archive(b: &Bundle, now: &doc::Timestamp, mtime: i64) -> Result<Vec<u8>, Stri
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&tar(&files))
         .and_then(|()| gz.finish())
-        .map_err(|e| format!("cannot compress the bundle: {e}"))
+        .map_err(NotWritten::Compress)
 }
 
 /// At most [`SKIPS_LISTED`] skips, and one more that counts the rest.
@@ -112,7 +140,7 @@ pub fn write(
         Err(error) => doc::EvidenceView::NotWritten(doc::EvidenceNotWritten {
             path,
             written: doc::ConstBool,
-            error,
+            error: error.to_string(),
         }),
     }
 }
@@ -134,27 +162,25 @@ fn try_write(
     status: &doc::StatusDocument,
     asked: Option<&OperationId>,
     stop: &dyn Fn() -> bool,
-) -> Result<Written, String> {
+) -> Result<Written, NotWritten> {
     if stop() {
-        return Err(INTERRUPTED.to_string());
+        return Err(NotWritten::Interrupted);
     }
     let path = paths::node(rel);
     let (dir, name) = root
-        .open_parent(rel)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("the directory of {path} does not exist"))?;
-    let here = dir.identity().map_err(|e| e.to_string())?;
+        .open_parent(rel)?
+        .ok_or_else(|| NotWritten::NoDirectory { path: path.clone() })?;
+    let here = dir.identity()?;
     if collected_dirs(root)
         .iter()
         .any(|d| d.identity().is_ok_and(|id| id == here))
     {
-        return Err(format!(
-            "{} is a directory the bundle reads; write it elsewhere",
-            dir.path()
-        ));
+        return Err(NotWritten::ReadByBundle {
+            dir: dir.path().to_string(),
+        });
     }
-    if dir.stat_entry(name).map_err(|e| e.to_string())?.is_some() {
-        return Err(format!("{path} already exists; it is never replaced"));
+    if dir.stat_entry(name)?.is_some() {
+        return Err(NotWritten::Exists { path });
     }
     let mtime = crate::rules::clock::parse_rfc3339(&status.now.0, true)
         .map(|t| t.unix_timestamp())
@@ -193,7 +219,7 @@ fn try_write(
     );
     bundle.redacted += diff_redacted;
     if bundle.stopping() {
-        return Err(INTERRUPTED.to_string());
+        return Err(NotWritten::Interrupted);
     }
     let gz = archive(&bundle, &status.now, mtime)?;
     let last_look = || {
@@ -204,11 +230,11 @@ fn try_write(
     let created = dir
         .create_once_unless(name, &gz, STATE_FILE_MODE, &last_look)
         .map_err(|e| match e {
-            FsError::Exists { path } => format!("{path} already exists; it is never replaced"),
-            e => e.to_string(),
+            FsError::Exists { path } => NotWritten::Exists { path },
+            e => NotWritten::Fs(e),
         })?;
     if !created {
-        return Err(INTERRUPTED.to_string());
+        return Err(NotWritten::Interrupted);
     }
     Ok(Written {
         sha256: sha256_hex(&gz),
