@@ -250,11 +250,16 @@ pub struct CaView {
     pub error: Option<String>,
 }
 
+// The one type for an owner record read back (`node::lock::read_owner`);
+// `LockOwnerFile` is what this binary writes. Read leniently: keys this
+// binary does not write (the shell runbook's) are ignored; the printed
+// document has exactly these keys (the schema says so).
 /// The lock owner as parsed from `state/owner` (leniently: `mode` and
 /// `startedAt` are shown as found).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", schemars(deny_unknown_fields))]
+#[serde(rename_all = "camelCase")]
 pub struct LockOwner {
     pub pid: u32,
     #[serde(rename = "operationID")]
@@ -263,6 +268,17 @@ pub struct LockOwner {
     pub started_at: String,
     #[serde(rename = "bootID")]
     pub boot_id: String,
+}
+
+impl LockOwner {
+    /// "pid N (mode, operation ID, since T)", as "held by ..." goes on.
+    pub fn describe(&self) -> String {
+        let op = self.operation_id.as_deref().unwrap_or("none");
+        format!(
+            "pid {} ({}, operation {op}, since {})",
+            self.pid, self.mode, self.started_at
+        )
+    }
 }
 
 /// An owner file that is not this binary's JSON: printable text, at most 120 characters.

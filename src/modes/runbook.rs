@@ -226,8 +226,11 @@ fn lock_and_log(
         req.owner_mode(),
         start_clock,
     );
-    let held = held.map_err(|e| {
-        let (code, outcome, phase, message) = match e {
+    let held = held.map_err(|refused| {
+        // The lock, when it was taken, is kept until the report has read
+        // the manifests (as every renewal's failure reads them).
+        let lock::Refused { error, held: _lock } = refused;
+        let (code, outcome, phase, message) = match error {
             HoldError::Lock(LockError::Timeout {
                 path,
                 waited_secs,
@@ -537,7 +540,6 @@ mod tests {
     //! root.
     use super::*;
     use crate::contract::cli::Global;
-    pub use crate::contract::cli::Request;
     use crate::contract::Timestamp;
     use crate::rules::phase::{PhaseState, PhaseV2};
     use crate::rules::pki;

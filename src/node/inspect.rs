@@ -268,13 +268,7 @@ impl LockReport {
     pub fn view(&self) -> doc::LockView {
         let owner = match &self.owner {
             OwnerInfo::Absent => None,
-            OwnerInfo::Known(o) => Some(doc::OwnerView::Known(doc::LockOwner {
-                pid: o.pid,
-                operation_id: o.operation_id.clone(),
-                mode: o.mode.clone(),
-                started_at: o.started_at.clone(),
-                boot_id: o.boot_id.clone(),
-            })),
+            OwnerInfo::Known(o) => Some(doc::OwnerView::Known(o.clone())),
             OwnerInfo::Unparsed(s) => Some(doc::OwnerView::Raw(doc::OwnerRaw { raw: s.clone() })),
             OwnerInfo::Error(e) => {
                 Some(doc::OwnerView::Error(doc::OwnerError { error: e.clone() }))

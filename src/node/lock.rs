@@ -15,27 +15,16 @@ use crate::rules::proclocks::{self, FileId, LockPid};
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode};
-use serde::{Deserialize, Serialize};
 use std::fs::{File, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Poll interval while waiting for the lock.
 const POLL: Duration = Duration::from_millis(25);
 
-/// Who holds (or last held) the lock, as read from `state/owner`: a lenient
-/// view of `contract::LockOwnerFile` (what this binary writes), taking any
-/// mode string and ignoring unknown keys.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Owner {
-    pub pid: u32,
-    #[serde(rename = "operationID")]
-    pub operation_id: Option<String>,
-    pub mode: String,
-    pub started_at: String,
-    #[serde(rename = "bootID")]
-    pub boot_id: String,
-}
+/// Who holds (or last held) the lock, as read from `state/owner`: the
+/// contract's lenient view (any mode string, unknown keys ignored) of what
+/// this binary writes (`contract::LockOwnerFile`) or the shell runbook wrote.
+pub use crate::contract::LockOwner as Owner;
 
 /// What a written record reads back as (the tests compare the two).
 #[cfg(test)]
@@ -53,16 +42,6 @@ impl From<LockOwnerFile> for Owner {
             started_at: o.started_at.0,
             boot_id: o.boot_id,
         }
-    }
-}
-
-impl Owner {
-    pub fn describe(&self) -> String {
-        let op = self.operation_id.as_deref().unwrap_or("none");
-        format!(
-            "pid {} ({}, operation {op}, since {})",
-            self.pid, self.mode, self.started_at
-        )
     }
 }
 
@@ -651,6 +630,22 @@ pub enum HoldError {
     Owner(FsError),
 }
 
+/// Why [`hold`] refused, with the lock when it was taken: a refusal after
+/// the lock (the legacy refusal, the owner record) keeps it until the
+/// caller has read the manifests for its report, as a renewal's failure
+/// always does, and drops it then.
+#[derive(Debug)]
+pub struct Refused {
+    pub error: HoldError,
+    pub held: Option<LockGuard>,
+}
+
+impl From<HoldError> for Refused {
+    fn from(error: HoldError) -> Self {
+        Refused { error, held: None }
+    }
+}
+
 /// A renewal's first step (SPEC 4 step 1): the state directory, the lock
 /// (waited for until `timeout` or `cancelled`), the owner record and the
 /// operation's log file (`operation`: None for `--legacy-v1`). A
@@ -663,7 +658,7 @@ pub fn hold(
     operation: Option<&OperationId>,
     mode: OwnerMode,
     now: time::OffsetDateTime,
-) -> Result<(Dir, LockGuard), HoldError> {
+) -> Result<(Dir, LockGuard), Refused> {
     let state = StateDir::create(root).map_err(HoldError::State)?;
     let guard = acquire(&state, timeout, cancelled).map_err(HoldError::Lock)?;
     if mode == OwnerMode::LegacyV1 {
@@ -677,13 +672,19 @@ pub fn hold(
                     state: p.state,
                 };
                 tracing::warn!("{e}");
-                return Err(e);
+                return Err(Refused {
+                    error: e,
+                    held: Some(guard),
+                });
             }
         }
     }
-    guard
-        .write_owner(&state, &owner_for(operation, mode, now))
-        .map_err(HoldError::Owner)?;
+    if let Err(e) = guard.write_owner(&state, &owner_for(operation, mode, now)) {
+        return Err(Refused {
+            error: HoldError::Owner(e),
+            held: Some(guard),
+        });
+    }
     let log_name = match operation {
         Some(i) => format!("{i}.log"),
         None => "legacy-v1.log".to_string(),
@@ -847,6 +848,23 @@ mod tests {
         let guard = acquire(&state, Duration::from_secs(1), &|| false).unwrap();
         guard.write_owner(&state, &me).unwrap();
         assert_eq!(read_owner(&state), OwnerInfo::Known(me.into()));
+        // Another writer's keys are ignored, any mode is shown, and no
+        // operation is none (the printed view keeps its own keys only).
+        std::fs::write(
+            &owner,
+            r#"{"pid":7,"mode":"shell","startedAt":"then","bootID":"b","host":"cp-1"}"#,
+        )
+        .unwrap();
+        match read_owner(&state) {
+            OwnerInfo::Known(o) => {
+                assert_eq!(
+                    (o.pid, o.mode.as_str(), o.operation_id.as_deref()),
+                    (7, "shell", None)
+                );
+                assert_eq!(o.describe(), "pid 7 (shell, operation none, since then)");
+            }
+            other => panic!("{other:?}"),
+        }
         std::fs::write(&owner, format!("PID=4242\n\x1b[31m{}", "x".repeat(500))).unwrap();
         match read_owner(&state) {
             OwnerInfo::Unparsed(s) => {
