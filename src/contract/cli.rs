@@ -681,7 +681,22 @@ pub struct Global {
     /// Where text goes: its width (None with `--wide`) and colour, read
     /// from the environment and stdout once, at start.
     pub term: crate::contract::screen::Term,
+    /// How next steps name the runbook: `argv[0]` when it is a path (a bare
+    /// name may not be on the operator's PATH), else the program's name
+    /// ([`program_name`]; set by the entry point, which has the arguments).
+    pub program: String,
 }
+
+/// How next steps name the runbook, from the arguments it was run with.
+pub fn program_name(args: &[OsString]) -> String {
+    args.first()
+        .and_then(|a| a.clone().into_string().ok())
+        .filter(|a| a.contains('/'))
+        .unwrap_or_else(|| PROGRAM.to_string())
+}
+
+/// The program's name, as installed.
+pub const PROGRAM: &str = "nvke-cert-runbook";
 
 #[cfg(test)]
 impl Global {
@@ -712,6 +727,7 @@ impl Global {
                 width: Some(crate::contract::screen::DEFAULT_WIDTH),
                 color: false,
             },
+            program: PROGRAM.to_string(),
         }
     }
 }
@@ -1265,6 +1281,7 @@ fn global(cli: &Cli, m: Option<ModeName>) -> Result<Global, UsageError> {
         clock,
         wide: cli.wide,
         term: crate::contract::screen::Term::detect(cli.wide),
+        program: PROGRAM.to_string(),
     };
     Ok(global)
 }
@@ -1379,6 +1396,21 @@ fn mode_flag(mode: ModeName) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+
+    /// Next steps name the runbook by the path it was run from, never by a
+    /// bare name the operator's PATH may not hold.
+    #[test]
+    fn next_steps_name_the_program_by_its_path() {
+        let name = |a: &[&str]| program_name(&a.iter().map(OsString::from).collect::<Vec<_>>());
+        assert_eq!(
+            name(&["/usr/local/bin/nvke-cert-runbook", "--check"]),
+            "/usr/local/bin/nvke-cert-runbook"
+        );
+        assert_eq!(name(&["./nvke-cert-runbook"]), "./nvke-cert-runbook");
+        assert_eq!(name(&["nvke-cert-runbook"]), PROGRAM);
+        assert_eq!(name(&[]), PROGRAM);
+    }
+
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Invocation, UsageError> {

@@ -998,13 +998,8 @@ fn command_split(c: &str, width: Option<usize>) -> Vec<String> {
 
 /// How this run's commands name the runbook and the node.
 pub fn commands(g: &crate::contract::cli::Global, s: &NodeSnapshot) -> Commands {
-    let program = std::env::args_os()
-        .next()
-        .and_then(|a| a.into_string().ok())
-        .filter(|a| a.contains('/'))
-        .unwrap_or_else(|| "nvke-cert-runbook".to_string());
     let c = Commands {
-        program,
+        program: g.program.clone(),
         root: (!crate::contract::cli::is_host_root(&g.root)).then(|| g.root.display().to_string()),
         lock: String::new(),
         // Unusable (a refused state directory): flock then fails, and the

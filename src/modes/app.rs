@@ -74,10 +74,11 @@ pub fn run(args: Vec<OsString>) -> u8 {
             return finish(usage_report(&err), json_out, 0);
         }
     };
-    let inv = match cli::validate(cli) {
+    let mut inv = match cli::validate(cli) {
         Ok(inv) => inv,
         Err(e) => return finish(usage_report(&e), json_out, 0),
     };
+    inv.global.program = cli::program_name(&args);
     let json_out = inv.global.output == OutputFormat::Json;
     init_logging(inv.global.log_format);
     install_panic_hook();
