@@ -565,16 +565,7 @@ impl<'a> Viewed<'a> {
         text.push('\n');
         // A conflict's copies and their diff on the first screen.
         crate::contract::screen::text_conflicts(&mut text, &self.conflicts, g.wide);
-        crate::judge::text::text_node_summary(
-            &mut text,
-            &s.lock.describe(),
-            &s.phase.describe(),
-            &s.agent.summary(),
-            &s.manifests,
-        );
-        text.push('\n');
-        crate::judge::live::text(&mut text, self.observed, &self.judged);
-        text.push('\n');
+        crate::judge::text::text_node(&mut text, s, self.observed, &self.judged);
         if let (Some(id), Some(asked), Some(plan)) =
             (self.asked.id, &self.receipts.asked, &self.plan)
         {

@@ -2,7 +2,10 @@
 
 use crate::contract::text::table;
 use crate::node::manifests::ManifestsReport;
+use crate::node::snapshot::NodeSnapshot;
 use crate::rules::component::Component;
+use crate::rules::live::Judged;
+use crate::tools::live::Observation;
 
 fn manifest_cell(m: &ManifestsReport, c: Component) -> String {
     let Some(v) = m.manifests.get(&c) else {
@@ -32,14 +35,23 @@ fn manifest_cell(m: &ManifestsReport, c: Component) -> String {
     }
 }
 
+/// The node's files at a glance, then what its components were seen
+/// doing: the middle of check's text and of the operator view's.
+pub fn text_node(out: &mut String, s: &NodeSnapshot, o: &Observation, j: &Judged) {
+    text_node_summary(
+        out,
+        &s.lock.describe(),
+        &s.phase.describe(),
+        &s.agent.summary(),
+        &s.manifests,
+    );
+    out.push('\n');
+    crate::judge::live::text(out, o, j);
+    out.push('\n');
+}
+
 /// Lock, phase, agent state and manifests at a glance.
-pub fn text_node_summary(
-    out: &mut String,
-    lock: &str,
-    phase: &str,
-    agent: &str,
-    m: &ManifestsReport,
-) {
+fn text_node_summary(out: &mut String, lock: &str, phase: &str, agent: &str, m: &ManifestsReport) {
     let mut rows = vec![
         vec!["LOCK".to_string(), lock.to_string()],
         vec!["PHASE FILE".to_string(), phase.to_string()],

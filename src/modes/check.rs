@@ -187,16 +187,7 @@ impl Checked<'_> {
         output::text_list(&mut text, "reasons", &verdict.reasons);
         output::text_list(&mut text, "warnings", &verdict.warnings);
         text.push('\n');
-        crate::judge::text::text_node_summary(
-            &mut text,
-            &s.lock.describe(),
-            &s.phase.describe(),
-            &s.agent.summary(),
-            &s.manifests,
-        );
-        text.push('\n');
-        crate::judge::live::text(&mut text, self.observed, &self.judged);
-        text.push('\n');
+        crate::judge::text::text_node(&mut text, s, self.observed, &self.judged);
         crate::contract::screen::text_conflicts(&mut text, &conflicts, g.wide);
         output::text_cert_tables(
             &mut text,
