@@ -94,7 +94,7 @@ fn lock_refused(
     // without the lock, so the answer says what exists, though
     // termination stays unconfirmed until the lock is taken.
     let found = match StateDir::new(state).completed() {
-        Ok(c) => match inspect::lookup_receipt(c.as_ref(), id) {
+        Ok(c) => match crate::node::statedir::lookup_receipt(c.as_ref(), id) {
             ReceiptLookup::Found(r) => Some(r),
             _ => None,
         },
@@ -133,7 +133,7 @@ fn under_lock(at: &Fencing<'_>, owner: &mut OwnerRecord<'_>) -> FenceOutcome {
             );
         }
     };
-    let lookup = inspect::lookup_receipt(completed.as_ref(), id);
+    let lookup = crate::node::statedir::lookup_receipt(completed.as_ref(), id);
     let phase = inspect::read_phase(Some(state));
     match fence_plan(&lookup, &phase, &m) {
         FencePlan::Confirm {
@@ -294,27 +294,29 @@ fn record_abandoned(
             tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
             confirmed(doc::FenceAction::Abandoned, message, r, pb, never_seen)
         }
-        Err(FsError::Exists { .. }) => match inspect::lookup_receipt(Some(&completed), id) {
-            ReceiptLookup::Found(r) => {
-                let message = format!(
-                    "termination confirmed: operation {id} already has a receipt (outcome {})",
-                    r.outcome
-                );
-                confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+        Err(FsError::Exists { .. }) => {
+            match crate::node::statedir::lookup_receipt(Some(&completed), id) {
+                ReceiptLookup::Found(r) => {
+                    let message = format!(
+                        "termination confirmed: operation {id} already has a receipt (outcome {})",
+                        r.outcome
+                    );
+                    confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+                }
+                _ => {
+                    let message = format!(
+                        "termination unconfirmed: the receipt appeared malformed{}",
+                        pb.describe()
+                    );
+                    unconfirmed_after(
+                        exit::FAILED,
+                        doc::FenceReason::MalformedReceipt,
+                        message,
+                        pb,
+                    )
+                }
             }
-            _ => {
-                let message = format!(
-                    "termination unconfirmed: the receipt appeared malformed{}",
-                    pb.describe()
-                );
-                unconfirmed_after(
-                    exit::FAILED,
-                    doc::FenceReason::MalformedReceipt,
-                    message,
-                    pb,
-                )
-            }
-        },
+        }
         Err(e) => {
             let message = format!(
                 "termination unconfirmed: writing the receipt failed: {e}{}",

@@ -10,7 +10,7 @@ use crate::judge::renew::{self, Done, Ending};
 use crate::modes::output::Report;
 use crate::node::backup;
 use crate::node::fsx::{Dir, Root};
-use crate::node::inspect::{self, ReceiptLookup};
+use crate::node::inspect::ReceiptLookup;
 use crate::node::lock::{self, HoldError, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
@@ -275,7 +275,7 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
     };
     let why = match StateDir::new(state).completed() {
         Err(e) => e.to_string(),
-        Ok(completed) => match inspect::lookup_receipt(completed.as_ref(), id) {
+        Ok(completed) => match crate::node::statedir::lookup_receipt(completed.as_ref(), id) {
             ReceiptLookup::Found(r) => {
                 tracing::info!(
                     outcome = r.outcome.as_str(),
@@ -373,7 +373,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
         let completed = run.phase.completed_dir().ok();
         if let Some(ReceiptLookup::Absent) = completed
             .as_ref()
-            .map(|d| inspect::lookup_receipt(Some(d), id))
+            .map(|d| crate::node::statedir::lookup_receipt(Some(d), id))
         {
             let r = run
                 .env

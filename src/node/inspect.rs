@@ -6,11 +6,10 @@ use crate::contract as doc;
 use crate::node::fsx::{Dir, FsError, Root, Trust, SMALL_FILE_MAX};
 use crate::node::lock::{self, HeldBy, Holder, OwnerInfo, Probe};
 use crate::node::paths::{AGENT_STATE_FILE, PHASE_FILE};
-use crate::node::statedir::StateDir;
+use crate::node::statedir::{lookup_receipt, StateDir};
 use crate::rules::agent::{self, AgentIntent};
 use crate::rules::opid::OperationId;
 use crate::rules::phase::PhaseFile;
-use crate::rules::receipt;
 
 /// How many recent receipts the operator view lists.
 pub const RECENT_RECEIPTS: usize = 20;
@@ -30,23 +29,6 @@ impl ReceiptLookup {
                 }))
             }
         }
-    }
-}
-
-/// Look up `completed/<ID>.json` (never creating anything).
-pub fn lookup_receipt(completed: Option<&Dir>, id: &OperationId) -> ReceiptLookup {
-    let Some(dir) = completed else {
-        return ReceiptLookup::Absent;
-    };
-    match dir.read_file(&id.receipt_file(), SMALL_FILE_MAX, Trust::Strict) {
-        Ok(None) => ReceiptLookup::Absent,
-        Ok(Some(bytes)) => match receipt::parse_receipt(&bytes, id) {
-            Ok(r) => ReceiptLookup::Found(r),
-            Err(e) => {
-                ReceiptLookup::Malformed(format!("{}: {e}", dir.entry_path(&id.receipt_file())))
-            }
-        },
-        Err(e) => ReceiptLookup::Malformed(e.to_string()),
     }
 }
 
@@ -638,7 +620,7 @@ pub(crate) mod state_files {
         let p = state_dir(root)
             .join(COMPLETED_DIR)
             .join(format!("{file_id}.json"));
-        write(&p, &receipt::render_receipt(r));
+        write(&p, &crate::rules::receipt::render_receipt(r));
         p
     }
 

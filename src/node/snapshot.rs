@@ -95,7 +95,7 @@ impl NodeSnapshot {
             let (count, recent) = inspect::list_receipts(completed.as_ref(), listing);
             let asked = asked.map(|id| match &error {
                 Some(e) => ReceiptLookup::Malformed(e.clone()),
-                None => inspect::lookup_receipt(completed.as_ref(), id),
+                None => crate::node::statedir::lookup_receipt(completed.as_ref(), id),
             });
             let known_ids = match asked {
                 Some(ReceiptLookup::Absent) => inspect::receipt_ids(completed.as_ref()),

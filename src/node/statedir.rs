@@ -8,7 +8,6 @@
 //! callers' `Dir` and the order of their syscalls as they are.
 
 use crate::node::fsx::{Dir, FsError, FsResult, Root, Trust, SMALL_FILE_MAX};
-use crate::node::inspect::{self, ReceiptLookup};
 use crate::node::paths::{
     BACKUP_DIR, BACKUP_V1_DIR, COMPLETED_DIR, LOG_DIR, OWNER_FILE, PHASE_FILE, STATE_DIR,
     STATE_DIR_MODE, STATE_FILE_MODE,
@@ -20,6 +19,7 @@ use crate::rules::opid::OperationId;
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 use crate::rules::phase::{self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom};
 use crate::rules::receipt::{self, Receipt};
+use crate::rules::resume::ReceiptLookup;
 use crate::rules::resume::{resume, Asker, Resume, Resumed, Start};
 use crate::rules::values::{CaSha256, ManifestLocations, Message, PhaseFormat, Timestamp};
 use std::collections::BTreeMap;
@@ -264,7 +264,7 @@ impl<'a> StateDir<'a> {
         now: time::OffsetDateTime,
     ) -> Result<(), ReceiptError> {
         let completed = self.completed_or_create().map_err(ReceiptError::Fs)?;
-        if let ReceiptLookup::Absent = inspect::lookup_receipt(Some(&completed), other) {
+        if let ReceiptLookup::Absent = lookup_receipt(Some(&completed), other) {
             let message = format!("superseded: operation {me} took over its unfinished work");
             let ended = Ended {
                 outcome: Outcome::Superseded,
@@ -432,7 +432,7 @@ impl PhaseWriter {
         let mut completed_error = None;
         let decision = resume(Some(&file), asker, |op| {
             match StateDir::new(&self.state).completed() {
-                Ok(completed) => inspect::lookup_receipt(completed.as_ref(), op),
+                Ok(completed) => lookup_receipt(completed.as_ref(), op),
                 Err(e) => {
                     completed_error = Some(e);
                     ReceiptLookup::Absent
@@ -603,6 +603,23 @@ impl PhaseWriter {
     /// Check, then write a receipt once (`StateDir::write_receipt`).
     pub fn write_receipt(&self, r: &Receipt) -> Result<(), ReceiptError> {
         StateDir::new(&self.state).write_receipt(r)
+    }
+}
+
+/// Look up `completed/<ID>.json` (never creating anything).
+pub fn lookup_receipt(completed: Option<&Dir>, id: &OperationId) -> ReceiptLookup {
+    let Some(dir) = completed else {
+        return ReceiptLookup::Absent;
+    };
+    match dir.read_file(&id.receipt_file(), SMALL_FILE_MAX, Trust::Strict) {
+        Ok(None) => ReceiptLookup::Absent,
+        Ok(Some(bytes)) => match receipt::parse_receipt(&bytes, id) {
+            Ok(r) => ReceiptLookup::Found(r),
+            Err(e) => {
+                ReceiptLookup::Malformed(format!("{}: {e}", dir.entry_path(&id.receipt_file())))
+            }
+        },
+        Err(e) => ReceiptLookup::Malformed(e.to_string()),
     }
 }
 
