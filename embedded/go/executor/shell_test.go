@@ -7,25 +7,13 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"nvke.example/certrunbook/internal/testsupport"
 )
 
 // realShells are the shells the round trip runs through: dash (/bin/sh on
 // Debian) and bash (root's login shell on most nodes).
 var realShells = []string{"/bin/sh", "/bin/bash"}
-
-func hostileWords() []string {
-	long := strings.Repeat("ab'c\"d $(x) `y` *?[z]\\ ", 10)[:200]
-	return []string{
-		"", "plain", "two words", "  lead and trail  ", "\ttab", "new\nline", "\n",
-		"'", "''", "it's", `"`, `"double"`, `\`, `\\n`, `a\'b`,
-		"$HOME", "${HOME}", "$(id -u)", "`id -u`", "$((1+2))", "$'x'", "$",
-		"*", "?", "[a-z]*", "/etc/*", "{a,b}", "~", "~root", "#comment", "!",
-		"!!", "a=b", "PATH=/x", "-", "--", "-n", "-e", "--version", "-c",
-		";", "&&", "||", "|", "&", ">", "<", ">>x", "2>&1", "(", ")", "a;rm -rf /",
-		"héllo", "日本語", "\xff\xfe", "\x01\x02\x1b[31m", "\r\n", "%s", "%%", "\\0",
-		long, strings.Repeat("'", 200), strings.Repeat("x", 200),
-	}
-}
 
 // roundTrip runs `printf '%s\0' words...` through shell -c and returns the
 // words printf received.
@@ -74,8 +62,8 @@ func TestShellQuoteRoundTrip(t *testing.T) {
 		}
 		// All at once, and each word alone (a word's meaning could depend on
 		// its neighbours, e.g. a first word NAME=value).
-		checkWords(t, sh, hostileWords())
-		for _, w := range hostileWords() {
+		checkWords(t, sh, testsupport.HostileWords())
+		for _, w := range testsupport.HostileWords() {
 			checkWords(t, sh, []string{w})
 		}
 	}
@@ -127,7 +115,7 @@ func TestShellCommandRefusesNULAndEmpty(t *testing.T) {
 }
 
 func FuzzShellQuote(f *testing.F) {
-	for _, w := range hostileWords() {
+	for _, w := range testsupport.HostileWords() {
 		f.Add(w, "")
 	}
 	f.Add("a", "b")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"nvke.example/certrunbook/executor"
+	"nvke.example/certrunbook/internal/testsupport"
 )
 
 // testSSHD is a real OpenSSH server on 127.0.0.1 for one test, and a
@@ -220,7 +221,7 @@ func waitReady(t *testing.T, r *sshRemote) {
 func TestSSHStartWaitHostileArgv(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
-	words := hostileWords()
+	words := testsupport.HostileWords()
 	argv := append([]string{"/bin/sh", "-c", `printf '%s\0' "$@"; echo to-stderr >&2; echo "$0" >&2`, "zero word"}, words...)
 	r := startT(t, s.tr, argv...)
 	pid, start := r.errMarker.identity()
@@ -756,20 +757,5 @@ func TestSSHStartStreaming(t *testing.T) {
 	}
 	if string(res.Stderr) != "one\ntwo\npartial" || string(res.Stdout) != "out\n" {
 		t.Errorf("result: stdout %q stderr %q", res.Stdout, res.Stderr)
-	}
-}
-
-// hostileWords: the words executor/shell_test.go round-trips through real shells.
-func hostileWords() []string {
-	long := strings.Repeat("ab'c\"d $(x) `y` *?[z]\\ ", 10)[:200]
-	return []string{
-		"", "plain", "two words", "  lead and trail  ", "\ttab", "new\nline", "\n",
-		"'", "''", "it's", `"`, `"double"`, `\`, `\\n`, `a\'b`,
-		"$HOME", "${HOME}", "$(id -u)", "`id -u`", "$((1+2))", "$'x'", "$",
-		"*", "?", "[a-z]*", "/etc/*", "{a,b}", "~", "~root", "#comment", "!",
-		"!!", "a=b", "PATH=/x", "-", "--", "-n", "-e", "--version", "-c",
-		";", "&&", "||", "|", "&", ">", "<", ">>x", "2>&1", "(", ")", "a;rm -rf /",
-		"héllo", "日本語", "\xff\xfe", "\x01\x02\x1b[31m", "\r\n", "%s", "%%", "\\0",
-		long, strings.Repeat("'", 200), strings.Repeat("x", 200),
 	}
 }
