@@ -44,7 +44,7 @@ type (
 	Plan         = executor.Plan
 	Event        = executor.Event
 	Result       = documents.Result
-	Status       = documents.Status
+	Status       = documents.Status // Result.Status; the --status-only document is documents.StatusResult
 	Reason       = documents.Reason
 )
 

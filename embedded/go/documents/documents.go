@@ -456,7 +456,9 @@ type FencingPlan struct {
 	Reason      *string       `json:"reason,omitempty"`
 }
 
-// StatusResult is what `--status-only [--operation-id ID]` prints.
+// StatusResult is what `--status-only [--operation-id ID]` prints (the
+// operator view; Executor.Status returns it). Not to be confused with
+// Status, a Result's succeeded or failed-lock-released/retained.
 type StatusResult struct {
 	Mode                   Mode                     `json:"mode"`
 	RunbookVersion         string                   `json:"runbookVersion"`

@@ -8,7 +8,9 @@ import (
 
 // Status is how a node's renewal ended for the cycle: succeeded, or failed
 // with the cluster mutation lock released (a later cycle retries) or
-// retained (an operator must recover the node first).
+// retained (an operator must recover the node first). It is Result.Status,
+// decided here, never printed by the binary: the document `--status-only`
+// prints is StatusResult.
 type Status string
 
 // Statuses.
