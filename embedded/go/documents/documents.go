@@ -740,11 +740,9 @@ func Decode(b []byte) (Kind, interface{}, error) {
 	return k, v, nil
 }
 
-// File formats the runbook writes on the node.
-const (
-	ReceiptFormat = "nvke-cert-runbook/receipt/v1"
-	PhaseV2Format = "nvke-cert-runbook/phase/v2"
-)
+// ReceiptFormat is a receipt file's format; a V2 phase file's is
+// PhaseFormatV2 (one of PhaseFormat's closed list).
+const ReceiptFormat = "nvke-cert-runbook/receipt/v1"
 
 // decodeTolerant decodes exactly one JSON object, allowing unknown fields
 // (a file written by another version).
@@ -787,15 +785,13 @@ func DecodePhaseV2(b []byte) (*PhaseV2, error) {
 	if err := decodeTolerant(b, &r); err != nil {
 		return nil, fmt.Errorf("phase file: %w", err)
 	}
-	if r.Format != PhaseV2Format {
-		return nil, fmt.Errorf("phase file: format %q is not %q", r.Format, PhaseV2Format)
+	if r.Format != PhaseFormatV2 {
+		return nil, fmt.Errorf("phase file: format %q is not %q", r.Format, PhaseFormatV2)
 	}
 	if r.OperationID == "" {
 		return nil, fmt.Errorf("phase file: no operationID")
 	}
-	switch r.State {
-	case "renewing", "restart_pending", "done":
-	default:
+	if !r.State.Valid() {
 		return nil, fmt.Errorf("phase file: state %q is not renewing, restart_pending or done", r.State)
 	}
 	return &r, nil
