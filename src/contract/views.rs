@@ -3,6 +3,9 @@
 use super::*;
 use serde::{Deserialize, Serialize};
 
+// Defined with the resume rule (the rules floor), printed as they are.
+pub use crate::rules::resume::{MalformedReceipt, ReceiptLookup, RunbookIntent};
+
 /// A manifest as found in the manifests directory and both staging directories.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -364,24 +367,6 @@ pub struct LockView {
     pub error: Option<String>,
 }
 
-/// A receipt that exists but cannot be trusted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct MalformedReceipt {
-    pub malformed: ConstBool<true>,
-    pub error: String,
-}
-
-/// A receipt looked up by ID.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(untagged)]
-pub enum ReceiptLookup {
-    Found(Receipt),
-    Malformed(MalformedReceipt),
-}
-
 /// `present`, `absent`, or `malformed` (unreadable, or the receipt it depends on is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -389,24 +374,6 @@ pub enum ReceiptLookup {
 pub enum PhaseFileStatus {
     Absent,
     Present,
-    Malformed,
-}
-
-/// The phase file judged as a renewal would judge it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub enum RunbookIntent {
-    #[serde(rename = "absent")]
-    Absent,
-    #[serde(rename = "done")]
-    Done,
-    /// Unfinished V2 whose operation has a success receipt: treated as done.
-    #[serde(rename = "done-by-receipt")]
-    DoneByReceipt,
-    /// Unfinished work the next renewal resumes.
-    #[serde(rename = "pending")]
-    Pending,
-    #[serde(rename = "malformed")]
     Malformed,
 }
 

@@ -637,7 +637,7 @@ fn phase_steps(
                 // (a renewal refuses), which resumes it.
                 as_recovery: expired && !p.recovery,
             };
-            if let ReceiptLookup::Found(r) = &s.phase.receipt_of_phase_op {
+            if let Some(ReceiptLookup::Found(r)) = &s.phase.receipt_of_phase_op {
                 work.spent_id_step(cmd, &r.outcome.to_string(), now, next);
             } else {
                 work.died_steps(cmd, &fence_restores, next);
@@ -655,7 +655,7 @@ fn phase_steps(
             }
             legacy_steps(s, cmd, expired, now, next);
         }
-        (RunbookIntent::Malformed(_), _) => {
+        (RunbookIntent::Malformed, _) => {
             next.push(step(
                 "the phase file cannot be read as one: every renewal refuses this node until it is repaired; keep the evidence bundle (above) before changing it",
                 Some(cmd.file("cat", &["-v".into(), cmd.host(&format!("{}/{PHASE_FILE}", paths::STATE_DIR))])),

@@ -25,13 +25,14 @@ use crate::tools::live::Observation;
 /// What a fencing check would do, from the node's reads: the receipt
 /// lookup, the phase file and where the manifests are
 /// (`rules::fence::plan`).
-pub fn fence_plan(receipt: &ReceiptLookup, phase: &PhaseReport, m: &ManifestsReport) -> FencePlan {
+pub fn fence_plan(
+    receipt: Option<&ReceiptLookup>,
+    phase: &PhaseReport,
+    m: &ManifestsReport,
+) -> FencePlan {
     let seen = PhaseSeen {
         file: phase.file.as_ref(),
-        malformed: match &phase.intent {
-            RunbookIntent::Malformed(e) => Some(e.as_str()),
-            _ => None,
-        },
+        malformed: phase.malformed.as_deref(),
     };
     crate::rules::fence::plan(receipt, seen, m.staged_not_active())
 }
@@ -76,7 +77,10 @@ pub fn not_clean_reasons(
     }
     match &phase.intent {
         RunbookIntent::Pending => v.push(phase.describe()),
-        RunbookIntent::Malformed(e) => v.push(format!("phase file: {e}")),
+        RunbookIntent::Malformed => v.push(format!(
+            "phase file: {}",
+            phase.malformed.as_deref().unwrap_or_default()
+        )),
         _ => {}
     }
     v.extend(m.problems());
@@ -104,11 +108,11 @@ pub fn not_clean_reasons(
 fn unknown_id(
     s: &NodeSnapshot,
     id: Option<&OperationId>,
-    asked: Option<&ReceiptLookup>,
+    asked: Option<&Option<ReceiptLookup>>,
     receipts: &Receipts,
 ) -> Option<String> {
     match (id, asked) {
-        (Some(i), Some(ReceiptLookup::Absent)) if !matches!(&s.phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == i) =>
+        (Some(i), Some(None)) if !matches!(&s.phase.file, Some(PhaseFile::V2(p)) if &p.operation_id == i) =>
         {
             let near = crate::rules::textdiff::nearest(
                 i.as_str(),
@@ -155,7 +159,7 @@ fn unreadable_receipts(recent: &[doc::ReceiptSummary]) -> Vec<String> {
 
 /// What a fencing check would do: it needs the state dir and the lock
 /// first, and is unconfirmed when either is refused.
-fn fence_preview(s: &NodeSnapshot, r: &ReceiptLookup) -> FencePlan {
+fn fence_preview(s: &NodeSnapshot, r: Option<&ReceiptLookup>) -> FencePlan {
     match (&s.state_error, &s.lock.probe) {
         (Some(e), _) => refused_before_lock(format!("state directory: {e}")),
         (None, Err(e)) => refused_before_lock(format!("lock: {e}")),
@@ -167,18 +171,18 @@ fn fence_preview(s: &NodeSnapshot, r: &ReceiptLookup) -> FencePlan {
 fn text_operation(
     text: &mut String,
     id: &OperationId,
-    asked: &ReceiptLookup,
+    asked: Option<&ReceiptLookup>,
     plan: &FencePlan,
     unknown: bool,
 ) {
     let r = match asked {
-        ReceiptLookup::Absent if unknown => "none: unknown to this node".to_string(),
-        ReceiptLookup::Absent => "none".to_string(),
-        ReceiptLookup::Found(r) => format!(
+        None if unknown => "none: unknown to this node".to_string(),
+        None => "none".to_string(),
+        Some(ReceiptLookup::Found(r)) => format!(
             "{} at {} ({}): {}",
             r.outcome, r.finished_at, r.phase, r.message
         ),
-        ReceiptLookup::Malformed(e) => format!("MALFORMED: {e}"),
+        Some(ReceiptLookup::Malformed(m)) => format!("MALFORMED: {}", m.error),
     };
     let names = names(plan.restore());
     let p = match plan {
@@ -518,7 +522,7 @@ impl<'a> Viewed<'a> {
             conflicts,
             advice,
             unknown_id,
-            plan: lookup.map(|r| fence_preview(s, r)),
+            plan: lookup.map(|r| fence_preview(s, r.as_ref())),
             certificates: s.pki.certificates(now, threshold),
             certificate_authorities: s.pki.authorities(now, threshold),
             kubelet: s.kubelet.views(now, threshold),
@@ -569,7 +573,13 @@ impl<'a> Viewed<'a> {
         if let (Some(id), Some(asked), Some(plan)) =
             (self.asked.id, &self.receipts.asked, &self.plan)
         {
-            text_operation(&mut text, id, asked, plan, self.unknown_id.is_some());
+            text_operation(
+                &mut text,
+                id,
+                asked.as_ref(),
+                plan,
+                self.unknown_id.is_some(),
+            );
         }
         text::text_cert_tables(
             &mut text,
@@ -675,7 +685,7 @@ impl Viewed<'_> {
             receipt_count: receipts.count as u64,
             receipts: receipts.recent.to_vec(),
             receipts_listed: listed_word(self.asked.receipts).to_string(),
-            receipt: receipts.asked.as_ref().and_then(ReceiptLookup::view),
+            receipt: receipts.asked.clone().flatten(),
             fencing: self.plan.as_ref().map(plan_view),
             manifests: m.views(),
             staging: m.staging(),

@@ -5,11 +5,10 @@ use crate::contract::cli::Global;
 use crate::contract::{self as doc, Decision, Executor};
 use crate::modes::output::{self, Report};
 use crate::node::fsx::Root;
-use crate::node::inspect::RunbookIntent;
 use crate::node::snapshot::NodeSnapshot;
 use crate::rules::expiry;
 use crate::rules::outcome::exit;
-use crate::rules::verdict::{decide, Facts, PhaseIntent, Verdict};
+use crate::rules::verdict::{decide, Facts, Verdict};
 use time::OffsetDateTime;
 
 /// The facts of a snapshot, at the clock and threshold (pure).
@@ -24,7 +23,8 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     if let Err(e) = &s.lock.probe {
         facts.state_errors.push(e.to_string());
     }
-    facts.runbook = phase_intent(&s.phase.intent);
+    facts.runbook = s.phase.intent;
+    facts.runbook_malformed = s.phase.malformed.clone();
     facts.agent = Some(s.agent.clone());
     facts.manifest_problems = s.manifests.problems();
     facts.pki_errors = s.pki.errors();
@@ -52,18 +52,6 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     facts.warnings.extend(s.kubelet.unreadable());
     facts.warnings.extend(s.kubelet.warnings(now, threshold));
     facts
-}
-
-/// The phase file's judgement, as the decision weighs it: done (by its
-/// file or by a receipt) and absent settle nothing pending.
-fn phase_intent(intent: &RunbookIntent) -> PhaseIntent {
-    match intent {
-        RunbookIntent::Pending => PhaseIntent::Pending,
-        RunbookIntent::Malformed(e) => PhaseIntent::Malformed(e.clone()),
-        RunbookIntent::Absent | RunbookIntent::Done | RunbookIntent::DoneByReceipt => {
-            PhaseIntent::Settled
-        }
-    }
 }
 
 /// The document's one-line message for a verdict.
@@ -249,27 +237,6 @@ impl Checked<'_> {
             ca_sha256: s.pki.ca_sha256_view(),
             duration_ms: 0,
             exit_code: 0,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_unfinished_work_is_pending_and_done_by_receipt_is_settled() {
-        assert_eq!(phase_intent(&RunbookIntent::Pending), PhaseIntent::Pending);
-        assert_eq!(
-            phase_intent(&RunbookIntent::Malformed("six lines".into())),
-            PhaseIntent::Malformed("six lines".into())
-        );
-        for settled in [
-            RunbookIntent::Absent,
-            RunbookIntent::Done,
-            RunbookIntent::DoneByReceipt,
-        ] {
-            assert_eq!(phase_intent(&settled), PhaseIntent::Settled);
         }
     }
 }

@@ -95,7 +95,7 @@ fn lock_refused(
     // termination stays unconfirmed until the lock is taken.
     let found = match StateDir::new(state).completed() {
         Ok(c) => match crate::node::statedir::lookup_receipt(c.as_ref(), id) {
-            ReceiptLookup::Found(r) => Some(r),
+            Some(ReceiptLookup::Found(r)) => Some(r),
             _ => None,
         },
         Err(_) => None,
@@ -135,7 +135,7 @@ fn under_lock(at: &Fencing<'_>, owner: &mut OwnerRecord<'_>) -> FenceOutcome {
     };
     let lookup = crate::node::statedir::lookup_receipt(completed.as_ref(), id);
     let phase = inspect::read_phase(Some(state));
-    match fence_plan(&lookup, &phase, &m) {
+    match fence_plan(lookup.as_ref(), &phase, &m) {
         FencePlan::Confirm {
             receipt: r,
             restore,
@@ -296,7 +296,7 @@ fn record_abandoned(
         }
         Err(FsError::Exists { .. }) => {
             match crate::node::statedir::lookup_receipt(Some(&completed), id) {
-                ReceiptLookup::Found(r) => {
+                Some(ReceiptLookup::Found(r)) => {
                     let message = format!(
                         "termination confirmed: operation {id} already has a receipt (outcome {})",
                         r.outcome
@@ -384,8 +384,9 @@ mod tests {
     fn phase_report(file: Option<PhaseFile>, intent: RunbookIntent) -> PhaseReport {
         PhaseReport {
             file,
-            receipt_of_phase_op: ReceiptLookup::Absent,
+            receipt_of_phase_op: None,
             intent,
+            malformed: None,
         }
     }
 
@@ -403,9 +404,12 @@ mod tests {
         let t = node_tree("rsa");
         leave_staged(t.path(), Component::Etcd);
         let m = manifests::inspect(&Root::open(t.path()).unwrap());
-        let found = ReceiptLookup::Found(receipt("op-1", crate::rules::outcome::Outcome::Failed));
-        let absent = ReceiptLookup::Absent;
-        let malformed = ReceiptLookup::Malformed("bad json".into());
+        let found = Some(ReceiptLookup::Found(receipt(
+            "op-1",
+            crate::rules::outcome::Outcome::Failed,
+        )));
+        let absent = None;
+        let malformed = Some(ReceiptLookup::malformed("bad json"));
         let no_phase = phase_report(None, RunbookIntent::Absent);
         let unfinished_v2 = phase_report(
             Some(v2(
@@ -424,7 +428,10 @@ mod tests {
             RunbookIntent::Pending,
         );
         let done_legacy = phase_report(Some(legacy(PhaseState::Done, None)), RunbookIntent::Done);
-        let bad_phase = phase_report(None, RunbookIntent::Malformed("line 1".into()));
+        let bad_phase = PhaseReport {
+            malformed: Some("line 1".into()),
+            ..phase_report(None, RunbookIntent::Malformed)
+        };
         for (receipt, phase, expected) in [
             (&found, &unfinished_legacy, "confirm"),
             (&found, &bad_phase, "confirm"),
@@ -436,12 +443,12 @@ mod tests {
             (&absent, &unfinished_legacy, "refuse"),
             (&absent, &bad_phase, "refuse"),
         ] {
-            let plan = fence_plan(receipt, phase, &m);
+            let plan = fence_plan(receipt.as_ref(), phase, &m);
             assert_eq!(action(&plan), expected, "{receipt:?} {phase:?}");
             // In every outcome, what the dead run left staged goes back.
             assert_eq!(plan.restore(), [Component::Etcd], "{plan:?}");
         }
-        match fence_plan(&absent, &unfinished_legacy, &m) {
+        match fence_plan(absent.as_ref(), &unfinished_legacy, &m) {
             FencePlan::Refuse { why, .. } => assert!(why.contains("legacy"), "{why}"),
             other => panic!("{other:?}"),
         }

@@ -276,17 +276,18 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
     let why = match StateDir::new(state).completed() {
         Err(e) => e.to_string(),
         Ok(completed) => match crate::node::statedir::lookup_receipt(completed.as_ref(), id) {
-            ReceiptLookup::Found(r) => {
+            Some(ReceiptLookup::Found(r)) => {
                 tracing::info!(
                     outcome = r.outcome.as_str(),
                     "receipt exists: replaying it, doing nothing else"
                 );
                 return Some(replay_report(&r));
             }
-            ReceiptLookup::Malformed(e) => format!(
-                "this operation's receipt is malformed; not trusting it, doing nothing: {e}"
+            Some(ReceiptLookup::Malformed(m)) => format!(
+                "this operation's receipt is malformed; not trusting it, doing nothing: {}",
+                m.error
             ),
-            ReceiptLookup::Absent => return None,
+            None => return None,
         },
     };
     let (outcome, phase) = (EarlyOutcome::Failed, EarlyPhase::Receipt);
@@ -371,7 +372,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     let mut written = false;
     if let Some(id) = run.env.req.id() {
         let completed = run.phase.completed_dir().ok();
-        if let Some(ReceiptLookup::Absent) = completed
+        if let Some(None) = completed
             .as_ref()
             .map(|d| crate::node::statedir::lookup_receipt(Some(d), id))
         {

@@ -14,75 +14,30 @@ use crate::rules::phase::PhaseFile;
 /// How many recent receipts the operator view lists.
 pub const RECENT_RECEIPTS: usize = 20;
 
-pub use crate::rules::resume::ReceiptLookup;
-
-impl ReceiptLookup {
-    /// As the read-only modes print it (None: absent).
-    pub fn view(&self) -> Option<doc::ReceiptLookup> {
-        match self {
-            ReceiptLookup::Absent => None,
-            ReceiptLookup::Found(r) => Some(doc::ReceiptLookup::Found(r.clone())),
-            ReceiptLookup::Malformed(e) => {
-                Some(doc::ReceiptLookup::Malformed(doc::MalformedReceipt {
-                    malformed: doc::ConstBool,
-                    error: e.clone(),
-                }))
-            }
-        }
-    }
-}
-
-/// What the phase file says, judged as a renewal would judge it.
-#[derive(Debug, Clone)]
-pub enum RunbookIntent {
-    /// No phase file.
-    Absent,
-    /// `done`, in either format.
-    Done,
-    /// Unfinished V2 whose operation has a success receipt: the crash fell
-    /// between its receipt and its last phase write; treated as done.
-    DoneByReceipt,
-    /// Unfinished work a renewal would resume.
-    Pending,
-    /// Unreadable or malformed (phase file or the receipt it depends on).
-    Malformed(String),
-}
-
-impl RunbookIntent {
-    /// The JSON name (the view prints the contract's enum), for tests.
-    #[cfg(test)]
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            RunbookIntent::Absent => "absent",
-            RunbookIntent::Done => "done",
-            RunbookIntent::DoneByReceipt => "done-by-receipt",
-            RunbookIntent::Pending => "pending",
-            RunbookIntent::Malformed(_) => "malformed",
-        }
-    }
-    pub fn is_pending(&self) -> bool {
-        matches!(self, RunbookIntent::Pending)
-    }
-}
+pub use crate::rules::resume::{ReceiptLookup, RunbookIntent};
 
 /// Pure: judge a parsed phase file, given the receipt of the operation it
-/// names: the resume rule (`resume::resume`) asked by an observer.
-pub fn judge(phase: Option<&PhaseFile>, receipt_of_phase_op: &ReceiptLookup) -> RunbookIntent {
+/// names (None: it has none): the resume rule (`resume::resume`) asked by
+/// an observer. Err: malformed (the receipt it depends on is), and why.
+pub fn judge(
+    phase: Option<&PhaseFile>,
+    receipt_of_phase_op: Option<&ReceiptLookup>,
+) -> Result<RunbookIntent, String> {
     use crate::rules::resume::{resume, Asker, Resume};
     let Some(p) = phase else {
-        return RunbookIntent::Absent;
+        return Ok(RunbookIntent::Absent);
     };
-    match resume(Some(p), Asker::Observer, |_| receipt_of_phase_op.clone()) {
-        Resume::Fresh => RunbookIntent::Done,
-        Resume::DoneByReceipt { .. } => RunbookIntent::DoneByReceipt,
-        Resume::ReceiptMalformed(e) => RunbookIntent::Malformed(format!(
+    match resume(Some(p), Asker::Observer, |_| receipt_of_phase_op.cloned()) {
+        Resume::Fresh => Ok(RunbookIntent::Done),
+        Resume::DoneByReceipt { .. } => Ok(RunbookIntent::DoneByReceipt),
+        Resume::ReceiptMalformed(e) => Err(format!(
             "the receipt of its operation {} is unusable: {e}",
             match p {
                 PhaseFile::V2(p2) => p2.operation_id.as_str(),
                 PhaseFile::Legacy(_) => "?",
             }
         )),
-        _ => RunbookIntent::Pending,
+        _ => Ok(RunbookIntent::Pending),
     }
 }
 
@@ -90,27 +45,44 @@ pub fn judge(phase: Option<&PhaseFile>, receipt_of_phase_op: &ReceiptLookup) -> 
 #[derive(Debug, Clone)]
 pub struct PhaseReport {
     pub file: Option<PhaseFile>,
-    pub receipt_of_phase_op: ReceiptLookup,
+    /// None: the operation it names has no receipt (or none was looked up:
+    /// no V2 file, or its work is done).
+    pub receipt_of_phase_op: Option<ReceiptLookup>,
     pub intent: RunbookIntent,
+    /// Unreadable or malformed (the phase file or the receipt it depends
+    /// on): why; given exactly when `intent` is `Malformed`.
+    pub malformed: Option<String>,
 }
 
 impl PhaseReport {
+    /// The report of a phase file and its judgement (`judge`).
+    fn judged(
+        file: Option<PhaseFile>,
+        receipt_of_phase_op: Option<ReceiptLookup>,
+        judged: Result<RunbookIntent, String>,
+    ) -> PhaseReport {
+        let (intent, malformed) = match judged {
+            Ok(intent) => (intent, None),
+            Err(e) => (RunbookIntent::Malformed, Some(e)),
+        };
+        PhaseReport {
+            file,
+            receipt_of_phase_op,
+            intent,
+            malformed,
+        }
+    }
+
     /// As the read-only modes print it.
     pub fn view(&self) -> doc::PhaseFileView {
         let mut v = doc::PhaseFileView {
             path: crate::node::paths::state(PHASE_FILE),
-            status: match (&self.file, &self.intent) {
-                (_, RunbookIntent::Malformed(_)) => doc::PhaseFileStatus::Malformed,
+            status: match (&self.file, self.intent) {
+                (_, RunbookIntent::Malformed) => doc::PhaseFileStatus::Malformed,
                 (None, _) => doc::PhaseFileStatus::Absent,
                 (Some(_), _) => doc::PhaseFileStatus::Present,
             },
-            intent: match self.intent {
-                RunbookIntent::Absent => doc::RunbookIntent::Absent,
-                RunbookIntent::Done => doc::RunbookIntent::Done,
-                RunbookIntent::DoneByReceipt => doc::RunbookIntent::DoneByReceipt,
-                RunbookIntent::Pending => doc::RunbookIntent::Pending,
-                RunbookIntent::Malformed(_) => doc::RunbookIntent::Malformed,
-            },
+            intent: self.intent,
             pending: self.intent.is_pending(),
             format: None,
             state: None,
@@ -124,10 +96,7 @@ impl PhaseReport {
             receipt: None,
             started: None,
             pid: None,
-            error: match &self.intent {
-                RunbookIntent::Malformed(e) => Some(e.clone()),
-                _ => None,
-            },
+            error: self.malformed.clone(),
         };
         if let Some(p) = &self.file {
             v.state = Some(p.state());
@@ -141,7 +110,7 @@ impl PhaseReport {
                     v.force = Some(p2.force);
                     v.threshold_days = Some(p2.threshold_days);
                     v.ca_sha256 = Some(doc::CaSha256::from(&p2.ca_sha256));
-                    v.receipt = Some(self.receipt_of_phase_op.view());
+                    v.receipt = Some(self.receipt_of_phase_op.clone());
                 }
                 PhaseFile::Legacy(l) => {
                     v.format = Some(doc::PhaseFormat::LegacyFiveLine);
@@ -159,8 +128,11 @@ impl PhaseReport {
 
     /// One line for people.
     pub fn describe(&self) -> String {
-        match (&self.file, &self.intent) {
-            (_, RunbookIntent::Malformed(e)) => format!("malformed: {e}"),
+        match (&self.file, self.intent) {
+            (_, RunbookIntent::Malformed) => format!(
+                "malformed: {}",
+                self.malformed.as_deref().unwrap_or_default()
+            ),
             (None, _) => "absent".to_string(),
             (Some(p), intent) => {
                 // Plain words (SPEC 6, v1.2): the state names stay in JSON.
@@ -181,7 +153,7 @@ impl PhaseReport {
                         format!("{who}, {step} (its success receipt exists: treated as done)")
                     }
                     RunbookIntent::Pending => match &self.receipt_of_phase_op {
-                        ReceiptLookup::Found(r) => format!(
+                        Some(ReceiptLookup::Found(r)) => format!(
                             "{who}, unfinished while {step}; recorded {} by its receipt (the next renewal, under a new ID, resumes it)",
                             r.outcome
                         ),
@@ -197,35 +169,19 @@ impl PhaseReport {
 /// Read and judge the phase file (state dir may be absent).
 pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
     let file = match state.map(|s| StateDir::new(s).read_phase()) {
-        None | Some(Ok(None)) => {
-            return PhaseReport {
-                file: None,
-                receipt_of_phase_op: ReceiptLookup::Absent,
-                intent: RunbookIntent::Absent,
-            }
-        }
+        None | Some(Ok(None)) => return PhaseReport::judged(None, None, Ok(RunbookIntent::Absent)),
         Some(Ok(Some(f))) => f,
-        Some(Err(e)) => {
-            return PhaseReport {
-                file: None,
-                receipt_of_phase_op: ReceiptLookup::Absent,
-                intent: RunbookIntent::Malformed(e.to_string()),
-            }
-        }
+        Some(Err(e)) => return PhaseReport::judged(None, None, Err(e.to_string())),
     };
     let receipt_of_phase_op = match (&file, state) {
         (PhaseFile::V2(p), Some(s)) if file.is_unfinished() => match StateDir::new(s).completed() {
             Ok(c) => lookup_receipt(c.as_ref(), &p.operation_id),
-            Err(e) => ReceiptLookup::Malformed(e.to_string()),
+            Err(e) => Some(ReceiptLookup::malformed(e.to_string())),
         },
-        _ => ReceiptLookup::Absent,
+        _ => None,
     };
-    let intent = judge(Some(&file), &receipt_of_phase_op);
-    PhaseReport {
-        file: Some(file),
-        receipt_of_phase_op,
-        intent,
-    }
+    let judged = judge(Some(&file), receipt_of_phase_op.as_ref());
+    PhaseReport::judged(Some(file), receipt_of_phase_op, judged)
 }
 
 /// The lock as probed, and who holds (or last held) it.
@@ -460,7 +416,7 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                     health_at_end: None,
                 },
                 Ok(id) => match lookup_receipt(Some(dir), &id) {
-                    ReceiptLookup::Found(r) => {
+                    Some(ReceiptLookup::Found(r)) => {
                         let d = r;
                         ReceiptSummary {
                             operation_id: stem,
@@ -473,17 +429,17 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                             health_at_end: d.health_at_end,
                         }
                     }
-                    ReceiptLookup::Malformed(e) => ReceiptSummary {
+                    Some(ReceiptLookup::Malformed(m)) => ReceiptSummary {
                         operation_id: stem,
                         outcome: None,
                         phase: None,
                         finished_at: None,
                         message: None,
-                        error: Some(e),
+                        error: Some(m.error),
                         recovery: false,
                         health_at_end: None,
                     },
-                    ReceiptLookup::Absent => ReceiptSummary {
+                    None => ReceiptSummary {
                         operation_id: stem,
                         outcome: None,
                         phase: None,
@@ -649,18 +605,26 @@ mod tests {
         Root::open(t).unwrap()
     }
 
-    fn lookup(found: Option<Outcome>) -> ReceiptLookup {
-        match found {
-            Some(o) => ReceiptLookup::Found(receipt("op-1", o)),
-            None => ReceiptLookup::Absent,
-        }
+    fn lookup(found: Option<Outcome>) -> Option<ReceiptLookup> {
+        found.map(|o| ReceiptLookup::Found(receipt("op-1", o)))
+    }
+
+    /// The JSON name of an intent.
+    fn name(intent: RunbookIntent) -> String {
+        serde_json::to_value(intent)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 
     /// SPEC 4 step 3, asked by an observer.
     #[test]
     fn the_phase_file_is_judged_as_a_renewal_would() {
         let unfinished = v2("op-1", PhaseState::RestartPending, Some(Component::Etcd));
-        let judged = |p: Option<&PhaseFile>, r: &ReceiptLookup| judge(p, r).as_str();
+        let judged = |p: Option<&PhaseFile>, r: &Option<ReceiptLookup>| {
+            name(judge(p, r.as_ref()).unwrap_or(RunbookIntent::Malformed))
+        };
         assert_eq!(judged(None, &lookup(None)), "absent");
         assert_eq!(
             judged(Some(&v2("op-1", PhaseState::Done, None)), &lookup(None)),
@@ -683,8 +647,8 @@ mod tests {
         for o in [Outcome::Failed, Outcome::Cancelled, Outcome::Abandoned] {
             assert_eq!(judged(Some(&unfinished), &lookup(Some(o))), "pending");
         }
-        match judge(Some(&unfinished), &ReceiptLookup::Malformed("bad".into())) {
-            RunbookIntent::Malformed(e) => assert!(e.contains("op-1"), "{e}"),
+        match judge(Some(&unfinished), Some(&ReceiptLookup::malformed("bad"))) {
+            Err(e) => assert!(e.contains("op-1"), "{e}"),
             other => panic!("{other:?}"),
         }
         // Legacy work carries no ID: no receipt makes it done.
@@ -699,7 +663,7 @@ mod tests {
     #[test]
     fn the_phase_file_on_disk_is_read_with_its_operations_receipt() {
         let t = tempfile::tempdir().unwrap();
-        assert_eq!(read_phase(None).intent.as_str(), "absent");
+        assert_eq!(name(read_phase(None).intent), "absent");
         write_phase(
             t.path(),
             &v2(
@@ -710,22 +674,23 @@ mod tests {
         );
         let state = StateDir::open(&root(t.path())).unwrap();
         let p = read_phase(state.as_ref());
-        assert_eq!(p.intent.as_str(), "pending");
+        assert_eq!(name(p.intent), "pending");
         let j = serde_json::to_value(p.view()).unwrap();
         assert_eq!(j["nextComponent"], "kube-apiserver");
         assert_eq!(j["operationID"], "op-1");
         assert_eq!(j["pending"], true);
         write_receipt(t.path(), "op-1", &receipt("op-1", Outcome::Renewed));
         let p = read_phase(state.as_ref());
-        assert_eq!(p.intent.as_str(), "done-by-receipt");
+        assert_eq!(name(p.intent), "done-by-receipt");
         assert_eq!(
             serde_json::to_value(p.view()).unwrap()["receipt"]["outcome"],
             "renewed"
         );
         write_raw(&t.path().join(STATE_DIR).join(PHASE_FILE), b"STATE=done\n");
         let p = read_phase(state.as_ref());
-        match &p.intent {
-            RunbookIntent::Malformed(e) => assert!(
+        assert_eq!(p.intent, RunbookIntent::Malformed);
+        match &p.malformed {
+            Some(e) => assert!(
                 e.starts_with("/var/lib/nvke/k8s-cert-renewal/phase: "),
                 "{e}"
             ),
@@ -749,23 +714,19 @@ mod tests {
         let c = completed.as_ref();
         assert!(matches!(
             lookup_receipt(c, &id("op-1")),
-            ReceiptLookup::Found(r) if r.outcome == Outcome::Failed
+            Some(ReceiptLookup::Found(r)) if r.outcome == Outcome::Failed
         ));
         match lookup_receipt(c, &id("op-2")) {
-            ReceiptLookup::Malformed(e) => assert!(
-                e.starts_with("/var/lib/nvke/k8s-cert-renewal/completed/op-2.json: "),
-                "{e}"
+            Some(ReceiptLookup::Malformed(m)) => assert!(
+                m.error
+                    .starts_with("/var/lib/nvke/k8s-cert-renewal/completed/op-2.json: "),
+                "{}",
+                m.error
             ),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(
-            lookup_receipt(c, &id("op-3")),
-            ReceiptLookup::Absent
-        ));
-        assert!(matches!(
-            lookup_receipt(None, &id("op-1")),
-            ReceiptLookup::Absent
-        ));
+        assert!(lookup_receipt(c, &id("op-3")).is_none());
+        assert!(lookup_receipt(None, &id("op-1")).is_none());
     }
 
     /// SPEC 6: at most the 20 most recent receipts, newest first, with how
@@ -907,7 +868,7 @@ mod tests {
         let r = root(t.path());
         assert!(StateDir::open(&r).unwrap().is_none());
         let state = StateDir::open(&r).unwrap();
-        assert_eq!(read_phase(state.as_ref()).intent.as_str(), "absent");
+        assert_eq!(name(read_phase(state.as_ref()).intent), "absent");
         assert_eq!(
             serde_json::to_value(read_lock(state.as_ref()).view()).unwrap()["state"],
             "absent"

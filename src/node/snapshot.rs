@@ -28,10 +28,10 @@ pub struct Receipts {
     /// Every operation ID with a receipt, read only when the ID asked
     /// about has none (to name the nearest ones).
     pub known_ids: Vec<String>,
-    /// The receipt of the operation asked about (None: no ID asked). A
-    /// refused `completed/` makes it unreadable (a fencing check would be
-    /// unconfirmed), not absent.
-    pub asked: Option<ReceiptLookup>,
+    /// The receipt of the operation asked about (None: no ID asked;
+    /// `Some(None)`: it has none). A refused `completed/` makes it
+    /// unreadable (a fencing check would be unconfirmed), not absent.
+    pub asked: Option<Option<ReceiptLookup>>,
 }
 
 /// The node as the read-only modes see it.
@@ -94,11 +94,11 @@ impl NodeSnapshot {
             };
             let (count, recent) = inspect::list_receipts(completed.as_ref(), listing);
             let asked = asked.map(|id| match &error {
-                Some(e) => ReceiptLookup::Malformed(e.clone()),
+                Some(e) => Some(ReceiptLookup::malformed(e.clone())),
                 None => crate::node::statedir::lookup_receipt(completed.as_ref(), id),
             });
             let known_ids = match asked {
-                Some(ReceiptLookup::Absent) => inspect::receipt_ids(completed.as_ref()),
+                Some(None) => inspect::receipt_ids(completed.as_ref()),
                 _ => Vec::new(),
             };
             Receipts {

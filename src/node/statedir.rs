@@ -264,7 +264,7 @@ impl<'a> StateDir<'a> {
         now: time::OffsetDateTime,
     ) -> Result<(), ReceiptError> {
         let completed = self.completed_or_create().map_err(ReceiptError::Fs)?;
-        if let ReceiptLookup::Absent = lookup_receipt(Some(&completed), other) {
+        if lookup_receipt(Some(&completed), other).is_none() {
             let message = format!("superseded: operation {me} took over its unfinished work");
             let ended = Ended {
                 outcome: Outcome::Superseded,
@@ -435,7 +435,7 @@ impl PhaseWriter {
                 Ok(completed) => lookup_receipt(completed.as_ref(), op),
                 Err(e) => {
                     completed_error = Some(e);
-                    ReceiptLookup::Absent
+                    None
                 }
             }
         });
@@ -606,20 +606,18 @@ impl PhaseWriter {
     }
 }
 
-/// Look up `completed/<ID>.json` (never creating anything).
-pub fn lookup_receipt(completed: Option<&Dir>, id: &OperationId) -> ReceiptLookup {
-    let Some(dir) = completed else {
-        return ReceiptLookup::Absent;
-    };
+/// Look up `completed/<ID>.json` (never creating anything; None: absent).
+pub fn lookup_receipt(completed: Option<&Dir>, id: &OperationId) -> Option<ReceiptLookup> {
+    let dir = completed?;
     match dir.read_file(&id.receipt_file(), SMALL_FILE_MAX, Trust::Strict) {
-        Ok(None) => ReceiptLookup::Absent,
-        Ok(Some(bytes)) => match receipt::parse_receipt(&bytes, id) {
+        Ok(None) => None,
+        Ok(Some(bytes)) => Some(match receipt::parse_receipt(&bytes, id) {
             Ok(r) => ReceiptLookup::Found(r),
             Err(e) => {
-                ReceiptLookup::Malformed(format!("{}: {e}", dir.entry_path(&id.receipt_file())))
+                ReceiptLookup::malformed(format!("{}: {e}", dir.entry_path(&id.receipt_file())))
             }
-        },
-        Err(e) => ReceiptLookup::Malformed(e.to_string()),
+        }),
+        Err(e) => Some(ReceiptLookup::malformed(e.to_string())),
     }
 }
 

@@ -54,22 +54,26 @@ pub struct PhaseSeen<'a> {
 /// Decide the fencing action: a receipt confirms (a malformed one refuses);
 /// else an unreadable phase file or an unfinished legacy one (it carries no
 /// operation ID) refuses; else abandon. `restore` is put back in every plan.
-pub fn plan(receipt: &ReceiptLookup, phase: PhaseSeen<'_>, restore: Vec<Component>) -> FencePlan {
+pub fn plan(
+    receipt: Option<&ReceiptLookup>,
+    phase: PhaseSeen<'_>,
+    restore: Vec<Component>,
+) -> FencePlan {
     match receipt {
-        ReceiptLookup::Found(r) => {
+        Some(ReceiptLookup::Found(r)) => {
             return FencePlan::Confirm {
                 receipt: Box::new(r.clone()),
                 restore,
             }
         }
-        ReceiptLookup::Malformed(e) => {
+        Some(ReceiptLookup::Malformed(m)) => {
             return FencePlan::Refuse {
-                why: format!("the receipt is malformed: {e}"),
+                why: format!("the receipt is malformed: {}", m.error),
                 reason: FenceReason::MalformedReceipt,
                 restore,
             }
         }
-        ReceiptLookup::Absent => {}
+        None => {}
     }
     match (phase.file, phase.malformed) {
         (None, Some(e)) => {
@@ -181,7 +185,7 @@ mod tests {
 
     #[test]
     fn no_receipt_and_no_phase_file_abandons_and_puts_back() {
-        let p = plan(&ReceiptLookup::Absent, NO_PHASE, vec![Component::Etcd]);
+        let p = plan(None, NO_PHASE, vec![Component::Etcd]);
         assert_eq!(
             p,
             FencePlan::Abandon {
@@ -194,7 +198,7 @@ mod tests {
     #[test]
     fn a_malformed_receipt_refuses_whatever_the_phase_file_says() {
         let p = plan(
-            &ReceiptLookup::Malformed("bad json".into()),
+            Some(&ReceiptLookup::malformed("bad json")),
             NO_PHASE,
             vec![Component::Etcd],
         );
@@ -215,7 +219,7 @@ mod tests {
             malformed: Some("line 1"),
         };
         assert_eq!(
-            plan(&ReceiptLookup::Absent, bad, Vec::new()),
+            plan(None, bad, Vec::new()),
             FencePlan::Refuse {
                 why: "the phase file is unreadable or malformed: line 1".into(),
                 reason: FenceReason::MalformedPhase,
@@ -230,7 +234,7 @@ mod tests {
             malformed: Some("its receipt is unusable"),
         };
         assert!(matches!(
-            plan(&ReceiptLookup::Absent, parsed, Vec::new()),
+            plan(None, parsed, Vec::new()),
             FencePlan::Abandon { .. }
         ));
     }
@@ -242,7 +246,7 @@ mod tests {
             file: Some(&unfinished),
             malformed: None,
         };
-        match plan(&ReceiptLookup::Absent, seen, vec![Component::Etcd]) {
+        match plan(None, seen, vec![Component::Etcd]) {
             FencePlan::Refuse {
                 why,
                 reason,
@@ -262,7 +266,7 @@ mod tests {
             malformed: None,
         };
         assert!(matches!(
-            plan(&ReceiptLookup::Absent, seen, Vec::new()),
+            plan(None, seen, Vec::new()),
             FencePlan::Abandon { .. }
         ));
     }

@@ -8,14 +8,71 @@ use crate::rules::opid::OperationId;
 use crate::rules::outcome::Outcome;
 use crate::rules::phase::{PhaseFile, PhaseState};
 use crate::rules::receipt::Receipt;
+use crate::rules::values::ConstBool;
+use serde::{Deserialize, Serialize};
 
-/// A receipt looked up by ID (`completed/<ID>.json`).
-#[derive(Debug, Clone)]
+// The doc comments of the next three types are the contract's descriptions
+// (the schema's text): the printed views use these types as they are.
+
+/// A receipt that exists but cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MalformedReceipt {
+    pub malformed: ConstBool<true>,
+    // Why it is not to be trusted (printed as is).
+    pub error: String,
+}
+
+// `completed/<ID>.json`; absent is `None` (`Option<ReceiptLookup>`).
+/// A receipt looked up by ID.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
 pub enum ReceiptLookup {
-    Absent,
     Found(Receipt),
+    Malformed(MalformedReceipt),
+}
+
+impl ReceiptLookup {
     /// There, but not to be trusted: why.
-    Malformed(String),
+    pub fn malformed(error: impl Into<String>) -> ReceiptLookup {
+        ReceiptLookup::Malformed(MalformedReceipt {
+            malformed: ConstBool,
+            error: error.into(),
+        })
+    }
+}
+
+/// The phase file judged as a renewal would judge it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum RunbookIntent {
+    // No phase file.
+    #[default]
+    #[serde(rename = "absent")]
+    Absent,
+    // `done`, in either format.
+    #[serde(rename = "done")]
+    Done,
+    // The crash fell between its receipt and its last phase write.
+    /// Unfinished V2 whose operation has a success receipt: treated as done.
+    #[serde(rename = "done-by-receipt")]
+    DoneByReceipt,
+    /// Unfinished work the next renewal resumes.
+    #[serde(rename = "pending")]
+    Pending,
+    // Unreadable or malformed (the phase file or the receipt it depends
+    // on); the reason is carried beside it.
+    #[serde(rename = "malformed")]
+    Malformed,
+}
+
+impl RunbookIntent {
+    /// Unfinished work a renewal would resume.
+    pub fn is_pending(self) -> bool {
+        self == RunbookIntent::Pending
+    }
 }
 
 /// Where the work starts.
@@ -98,12 +155,13 @@ fn start_of(file: &PhaseFile) -> Start {
 }
 
 /// The rule. `receipt_of` looks up the receipt of the operation the phase
-/// file names; it is called only when the answer depends on it (never for
-/// the asker's own operation, never for legacy work).
+/// file names (None: it has none); it is called only when the answer
+/// depends on it (never for the asker's own operation, never for legacy
+/// work).
 pub fn resume(
     file: Option<&PhaseFile>,
     asker: Asker<'_>,
-    receipt_of: impl FnOnce(&OperationId) -> ReceiptLookup,
+    receipt_of: impl FnOnce(&OperationId) -> Option<ReceiptLookup>,
 ) -> Resume {
     let Some(file) = file.filter(|f| f.is_unfinished()) else {
         return Resume::Fresh;
@@ -124,16 +182,16 @@ pub fn resume(
         Asker::V2(_) | Asker::Observer => {}
     }
     match receipt_of(&p.operation_id) {
-        ReceiptLookup::Found(r) if r.outcome.is_success() => Resume::DoneByReceipt {
+        Some(ReceiptLookup::Found(r)) if r.outcome.is_success() => Resume::DoneByReceipt {
             operation_id: p.operation_id.clone(),
             outcome: r.outcome,
         },
-        ReceiptLookup::Malformed(e) => Resume::ReceiptMalformed(e),
+        Some(ReceiptLookup::Malformed(m)) => Resume::ReceiptMalformed(m.error),
         _ if matches!(asker, Asker::Observer) => Resume::Pending { start },
         found => Resume::TakeOver {
             from: p.operation_id.clone(),
             start,
-            supersede: matches!(found, ReceiptLookup::Absent),
+            supersede: found.is_none(),
         },
     }
 }
@@ -160,11 +218,13 @@ mod tests {
         crate::node::inspect::state_files::legacy(state, component)
     }
 
-    fn receipt(outcome: Outcome) -> ReceiptLookup {
-        ReceiptLookup::Found(crate::node::inspect::state_files::receipt("op-0", outcome))
+    fn receipt(outcome: Outcome) -> Option<ReceiptLookup> {
+        Some(ReceiptLookup::Found(
+            crate::node::inspect::state_files::receipt("op-0", outcome),
+        ))
     }
 
-    fn never(_: &OperationId) -> ReceiptLookup {
+    fn never(_: &OperationId) -> Option<ReceiptLookup> {
         panic!("the receipt must not be looked up")
     }
 
@@ -247,7 +307,7 @@ mod tests {
         let start = Start::Restart(Some(Component::KubeScheduler));
         // No receipt: taken over, and it will be superseded.
         assert_eq!(
-            resume(Some(&f), Asker::V2(&me), |_| ReceiptLookup::Absent),
+            resume(Some(&f), Asker::V2(&me), |_| None),
             Resume::TakeOver {
                 from: id("op-0"),
                 start,
@@ -255,7 +315,7 @@ mod tests {
             }
         );
         assert_eq!(
-            resume(Some(&f), Asker::Observer, |_| ReceiptLookup::Absent),
+            resume(Some(&f), Asker::Observer, |_| None),
             Resume::Pending { start }
         );
         // A success receipt: the crash fell after it; done, for anyone.
@@ -283,8 +343,8 @@ mod tests {
         );
         // An unusable receipt: refused.
         assert_eq!(
-            resume(Some(&f), Asker::Observer, |_| ReceiptLookup::Malformed(
-                "bad".into()
+            resume(Some(&f), Asker::Observer, |_| Some(
+                ReceiptLookup::malformed("bad")
             )),
             Resume::ReceiptMalformed("bad".into())
         );

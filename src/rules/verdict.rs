@@ -3,20 +3,8 @@
 //! gathers the facts and prints what this decides.
 
 use crate::rules::agent::{self, AgentIntent};
+use crate::rules::resume::RunbookIntent;
 use crate::rules::values::{CheckFailure, Decision, Executor};
-
-/// What the runbook's phase file asks of the check: the node's judgement
-/// of it (`node::inspect::RunbookIntent`) reduced to what decides.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum PhaseIntent {
-    /// No phase file, or its work is done (by the file or by a receipt).
-    #[default]
-    Settled,
-    /// Unfinished work a renewal would resume.
-    Pending,
-    /// Unreadable or malformed (the phase file or the receipt it depends on).
-    Malformed(String),
-}
 
 /// The facts the decision rests on (pure input).
 #[derive(Debug, Clone, Default)]
@@ -25,7 +13,12 @@ pub struct Facts {
     pub lock_held_by: Option<String>,
     /// The state dir, lock or owner could not be used.
     pub state_errors: Vec<String>,
-    pub runbook: PhaseIntent,
+    /// The phase file judged as a renewal would judge it (done, by its
+    /// file or by a receipt, and absent settle nothing pending).
+    pub runbook: RunbookIntent,
+    /// Why the phase file (or the receipt it depends on) is malformed:
+    /// given exactly when `runbook` is `Malformed`.
+    pub runbook_malformed: Option<String>,
     pub agent: Option<AgentIntent>,
     /// Manifests staged, missing, refused; unexpected staging entries.
     pub manifest_problems: Vec<String>,
@@ -60,7 +53,7 @@ pub struct Verdict {
 /// Pure: decide per SPEC section 5 and the product guide. Failures win;
 /// else pending work selects the executors; else expiry (or `--force`).
 pub fn decide(f: &Facts) -> Verdict {
-    let legacy_pending = f.runbook == PhaseIntent::Pending;
+    let legacy_pending = f.runbook.is_pending();
     let agent = f.agent.clone().unwrap_or(AgentIntent::Absent);
     let mut warnings = f.warnings.clone();
     let failures = failures(f, &agent, legacy_pending, &mut warnings);
@@ -111,7 +104,8 @@ fn failures(
     for e in &f.state_errors {
         failures.push((CheckFailure::State, format!("state: {e}")));
     }
-    if let PhaseIntent::Malformed(e) = &f.runbook {
+    if f.runbook == RunbookIntent::Malformed {
+        let e = f.runbook_malformed.as_deref().unwrap_or_default();
         failures.push((CheckFailure::PhaseFile, format!("phase file: {e}")));
     }
     for p in &f.manifest_problems {
@@ -317,17 +311,17 @@ mod tests {
     #[test]
     fn executor_selection_follows_pending_intent() {
         let mut f = base();
-        f.runbook = PhaseIntent::Pending;
+        f.runbook = RunbookIntent::Pending;
         f.agent = pending_agent();
         let v = decide(&f);
         assert_eq!(v.executors, vec![Executor::Legacy, Executor::Typed]);
         assert!(!v.legacy_fallback);
         assert!(v.reasons[0].contains("the runbook has unfinished work"));
         assert!(v.reasons[1].contains("(operation a)"));
-        f.runbook = PhaseIntent::Settled;
+        f.runbook = RunbookIntent::Done;
         assert_eq!(decide(&f).executors, vec![Executor::Typed]);
         assert!(!decide(&f).legacy_fallback);
-        f.runbook = PhaseIntent::Pending;
+        f.runbook = RunbookIntent::Pending;
         f.agent = Some(AgentIntent::Idle {
             phase: "done".into(),
             operation_id: None,
@@ -338,8 +332,14 @@ mod tests {
         assert_eq!(decide(&f).executors, vec![Executor::Legacy]);
         // settled work (done, by its file or its receipt) is not pending
         f.force = false;
-        f.runbook = PhaseIntent::Settled;
-        assert_eq!(decide(&f).decision, Decision::Unchanged);
+        for settled in [
+            RunbookIntent::Absent,
+            RunbookIntent::Done,
+            RunbookIntent::DoneByReceipt,
+        ] {
+            f.runbook = settled;
+            assert_eq!(decide(&f).decision, Decision::Unchanged);
+        }
     }
 
     #[test]
@@ -353,7 +353,7 @@ mod tests {
             (v.decision, v.failure),
             (Decision::Failed, Some(CheckFailure::AgentState))
         );
-        f.runbook = PhaseIntent::Pending;
+        f.runbook = RunbookIntent::Pending;
         let v = decide(&f);
         assert_eq!(v.decision, Decision::Renew);
         assert_eq!(v.executors, vec![Executor::Legacy]);
@@ -366,7 +366,8 @@ mod tests {
     #[test]
     fn failures_win_and_busy_comes_first() {
         let mut f = base();
-        f.runbook = PhaseIntent::Malformed("six lines".into());
+        f.runbook = RunbookIntent::Malformed;
+        f.runbook_malformed = Some("six lines".into());
         f.lock_held_by = Some("pid 7".into());
         f.manifest_problems = vec!["etcd manifest is missing".into()];
         let v = decide(&f);
