@@ -22,7 +22,7 @@ pub use crate::rules::resume::{ReceiptLookup, RunbookIntent};
 pub fn judge(
     phase: Option<&PhaseFile>,
     receipt_of_phase_op: Option<&ReceiptLookup>,
-) -> Result<RunbookIntent, String> {
+) -> Result<RunbookIntent, UnusableReceipt> {
     use crate::rules::resume::{resume, Asker, Resume};
     let Some(p) = phase else {
         return Ok(RunbookIntent::Absent);
@@ -30,15 +30,24 @@ pub fn judge(
     match resume(Some(p), Asker::Observer, |_| receipt_of_phase_op.cloned()) {
         Resume::Fresh => Ok(RunbookIntent::Done),
         Resume::DoneByReceipt { .. } => Ok(RunbookIntent::DoneByReceipt),
-        Resume::ReceiptMalformed(e) => Err(format!(
-            "the receipt of its operation {} is unusable: {e}",
-            match p {
-                PhaseFile::V2(p2) => p2.operation_id.as_str(),
-                PhaseFile::Legacy(_) => "?",
-            }
-        )),
+        Resume::ReceiptMalformed(why) => Err(UnusableReceipt {
+            operation: match p {
+                PhaseFile::V2(p2) => p2.operation_id.as_str().to_string(),
+                PhaseFile::Legacy(_) => "?".to_string(),
+            },
+            why,
+        }),
         _ => Ok(RunbookIntent::Pending),
     }
+}
+
+/// Why an unfinished phase file is judged malformed: the receipt of the
+/// operation it names cannot be trusted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the receipt of its operation {operation} is unusable: {why}")]
+pub struct UnusableReceipt {
+    pub operation: String,
+    pub why: String,
 }
 
 /// The phase file as read.
@@ -56,14 +65,14 @@ pub struct PhaseReport {
 
 impl PhaseReport {
     /// The report of a phase file and its judgement (`judge`).
-    fn judged(
+    fn judged<E: std::fmt::Display>(
         file: Option<PhaseFile>,
         receipt_of_phase_op: Option<ReceiptLookup>,
-        judged: Result<RunbookIntent, String>,
+        judged: Result<RunbookIntent, E>,
     ) -> PhaseReport {
         let (intent, malformed) = match judged {
             Ok(intent) => (intent, None),
-            Err(e) => (RunbookIntent::Malformed, Some(e)),
+            Err(e) => (RunbookIntent::Malformed, Some(e.to_string())),
         };
         PhaseReport {
             file,
@@ -169,9 +178,11 @@ impl PhaseReport {
 /// Read and judge the phase file (state dir may be absent).
 pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
     let file = match state.map(|s| StateDir::new(s).read_phase()) {
-        None | Some(Ok(None)) => return PhaseReport::judged(None, None, Ok(RunbookIntent::Absent)),
+        None | Some(Ok(None)) => {
+            return PhaseReport::judged(None, None, Ok::<_, UnusableReceipt>(RunbookIntent::Absent))
+        }
         Some(Ok(Some(f))) => f,
-        Some(Err(e)) => return PhaseReport::judged(None, None, Err(e.to_string())),
+        Some(Err(e)) => return PhaseReport::judged(None, None, Err(e)),
     };
     let receipt_of_phase_op = match (&file, state) {
         (PhaseFile::V2(p), Some(s)) if file.is_unfinished() => match StateDir::new(s).completed() {
@@ -648,7 +659,7 @@ mod tests {
             assert_eq!(judged(Some(&unfinished), &lookup(Some(o))), "pending");
         }
         match judge(Some(&unfinished), Some(&ReceiptLookup::malformed("bad"))) {
-            Err(e) => assert!(e.contains("op-1"), "{e}"),
+            Err(e) => assert_eq!(e.operation, "op-1", "{e}"),
             other => panic!("{other:?}"),
         }
         // Legacy work carries no ID: no receipt makes it done.
