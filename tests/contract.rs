@@ -403,6 +403,45 @@ fn committed_schemas_and_manifest_are_generated_from_the_types() {
     );
 }
 
+/// `StrictFile::OPTIONAL` cannot be derived (serde's `default` is not
+/// seen at run time): it lists exactly the keys the schema does not
+/// require (the `#[serde(default)]` fields), or the strict reader refuses
+/// a file without a new key as `missing key ...`.
+fn optional_keys_are_the_schemas<T>(name: &str, type_name: &str)
+where
+    T: nvke_cert_runbook::rules::strict::StrictFile + schemars::JsonSchema,
+{
+    let v = schema::schema_for::<T>(name).as_value().clone();
+    let keys = |k: &str| -> std::collections::BTreeSet<String> {
+        match &v[k] {
+            Value::Object(m) => m.keys().cloned().collect(),
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect(),
+            _ => Default::default(),
+        }
+    };
+    let not_required: std::collections::BTreeSet<String> = keys("properties")
+        .difference(&keys("required"))
+        .cloned()
+        .collect();
+    let listed: std::collections::BTreeSet<String> =
+        T::OPTIONAL.iter().map(|k| k.to_string()).collect();
+    assert_eq!(
+        listed, not_required,
+        "{type_name}: `impl StrictFile for {type_name}` (src/rules/files.rs) lists the optional \
+         keys (left); the {name} schema does not require these (right): a #[serde(default)] \
+         field's key goes in OPTIONAL"
+    );
+}
+
+#[test]
+fn the_strict_readers_optional_keys_are_the_schemas() {
+    optional_keys_are_the_schemas::<Receipt>("receipt", "Receipt");
+    optional_keys_are_the_schemas::<PhaseV2File>("phase-v2", "PhaseV2File");
+}
+
 #[test]
 fn manifest_template_names_every_schema_and_mode() {
     let m = schema::manifest_template();
@@ -725,6 +764,7 @@ fn hex(c: char) -> String {
 #[test]
 fn phase_files_and_receipts_round_trip_through_the_contract_types() {
     use nvke_cert_runbook::rules::component::Component as C;
+    use nvke_cert_runbook::rules::files::Ended;
     use nvke_cert_runbook::rules::opid::OperationId as Id;
     use nvke_cert_runbook::rules::outcome::{ManifestLocation as L, Outcome as O, Phase as P};
     use nvke_cert_runbook::rules::phase::{self, PhaseFile, PhaseState as S, PhaseV2, ResumedFrom};
@@ -794,20 +834,6 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
     for (i, outcome) in O::ALL.into_iter().enumerate() {
         let phases = P::all();
         let r = R {
-            format: contract::ReceiptFormat::V1,
-            operation_id: Id::parse(&format!("op-{i}")).unwrap(),
-            outcome,
-            phase: phases[i * 2 % phases.len()],
-            message: contract::Message::bounded("a message\twith a tab and ünïcode"),
-            failed_component: (i % 2 == 0).then_some(C::Etcd),
-            manifests: (&manifests).into(),
-            finished_at: contract::Timestamp("2026-11-30T00:10:00Z".into()),
-            runbook_version: "0.1.0".into(),
-            ca_sha256: if i == 3 {
-                contract::CaSha256::default()
-            } else {
-                (&cas).into()
-            },
             // v1.2: a receipt lists the run's restarts (none: key absent).
             restarts: (0..i % 3)
                 .map(|k| contract::Restart {
@@ -825,6 +851,24 @@ fn phase_files_and_receipts_round_trip_through_the_contract_types() {
             recovery: i == 1,
             health_at_end: (i == 1)
                 .then(|| contract::Message("etcd 1 of 3 voters healthy: no quorum".into())),
+            ..R::new(
+                Id::parse(&format!("op-{i}")).unwrap(),
+                Ended {
+                    outcome,
+                    phase: phases[i * 2 % phases.len()],
+                    message: "a message\twith a tab and ünïcode",
+                    failed_component: (i % 2 == 0).then_some(C::Etcd),
+                    did: Default::default(),
+                },
+                (&manifests).into(),
+                contract::Timestamp("2026-11-30T00:10:00Z".into()),
+                "0.1.0".into(),
+                if i == 3 {
+                    contract::CaSha256::default()
+                } else {
+                    (&cas).into()
+                },
+            )
         };
         receipt::validate_receipt(&r).unwrap();
         let bytes = receipt::render_receipt(&r);

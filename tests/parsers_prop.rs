@@ -6,6 +6,7 @@
 
 use nvke_cert_runbook::rules::agent::parse_agent_state;
 use nvke_cert_runbook::rules::component::Component;
+use nvke_cert_runbook::rules::files::Ended;
 use nvke_cert_runbook::rules::opid::OperationId;
 use nvke_cert_runbook::rules::outcome::{ManifestLocation, Outcome, Phase};
 use nvke_cert_runbook::rules::phase::{
@@ -187,19 +188,23 @@ fn arb_receipt() -> impl Strategy<Value = Receipt> {
                 recovery,
                 health_at_end,
             )| Receipt {
-                format: nvke_cert_runbook::contract::ReceiptFormat::V1,
-                operation_id,
-                outcome,
-                phase,
-                message: nvke_cert_runbook::contract::Message(message),
-                failed_component,
-                manifests: (&manifests).into(),
-                finished_at: nvke_cert_runbook::contract::Timestamp(finished_at),
-                runbook_version,
-                ca_sha256: (&ca_sha256).into(),
                 restarts,
                 recovery,
                 health_at_end: health_at_end.map(nvke_cert_runbook::contract::Message),
+                ..Receipt::new(
+                    operation_id,
+                    Ended {
+                        outcome,
+                        phase,
+                        message: &message,
+                        failed_component,
+                        did: Default::default(),
+                    },
+                    (&manifests).into(),
+                    nvke_cert_runbook::contract::Timestamp(finished_at),
+                    runbook_version,
+                    (&ca_sha256).into(),
+                )
             },
         )
 }

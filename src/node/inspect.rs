@@ -534,29 +534,28 @@ pub(crate) mod state_files {
     }
 
     pub(crate) fn receipt(op: &str, outcome: Outcome) -> Receipt {
-        Receipt {
-            format: crate::rules::files::ReceiptFormat::V1,
-            operation_id: id(op),
-            outcome,
-            phase: if outcome.is_success() {
-                Phase::Done
-            } else {
-                Phase::Health
+        Receipt::new(
+            id(op),
+            crate::rules::files::Ended {
+                outcome,
+                phase: if outcome.is_success() {
+                    Phase::Done
+                } else {
+                    Phase::Health
+                },
+                message: &format!("{outcome}"),
+                failed_component: None,
+                did: Default::default(),
             },
-            message: crate::rules::values::Message(format!("{outcome}")),
-            failed_component: None,
-            manifests: (&Component::ALL
+            (&Component::ALL
                 .iter()
                 .map(|c| (*c, ManifestLocation::Active))
                 .collect::<std::collections::BTreeMap<_, _>>())
                 .into(),
-            finished_at: crate::rules::values::Timestamp("2026-11-30T00:10:00Z".into()),
-            runbook_version: "0.1.0".into(),
-            ca_sha256: Default::default(),
-            restarts: Vec::new(),
-            recovery: false,
-            health_at_end: None,
-        }
+            crate::rules::values::Timestamp("2026-11-30T00:10:00Z".into()),
+            "0.1.0".into(),
+            Default::default(),
+        )
     }
 
     /// `<root>/var/lib/nvke/k8s-cert-renewal` and its `completed/`, 0700.

@@ -14,43 +14,22 @@ use crate::node::paths::{
 };
 use crate::rules::component::Component;
 use crate::rules::failure::Progress;
-use crate::rules::files::{ReceiptFormat, Restart};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 use crate::rules::phase::{self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom};
 use crate::rules::receipt::{self, Receipt};
 use crate::rules::resume::ReceiptLookup;
 use crate::rules::resume::{resume, Asker, Resume, Resumed, Start};
-use crate::rules::values::{CaSha256, ManifestLocations, Message, PhaseFormat, Timestamp};
+use crate::rules::values::{CaSha256, ManifestLocations, PhaseFormat, Timestamp};
 use std::collections::BTreeMap;
 
-/// How an operation ended, as its receipt records it.
-#[derive(Debug, Clone, Copy)]
-pub struct Ended<'m> {
-    pub outcome: Outcome,
-    pub phase: Phase,
-    /// Bounded by [`new_receipt`].
-    pub message: &'m str,
-    pub failed_component: Option<Component>,
-    /// What the run did (a renewal's own receipt; none otherwise).
-    pub did: Did<'m>,
-}
-
-/// What a renewal did, as its own receipt records it (SPEC 3, v1.2): the
-/// restarts it made, whether it was a recovery, the health seen at its end
-/// (bounded by [`new_receipt`]). The fencing check and a superseded
-/// operation's receipt record none of it (`Did::default()`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Did<'m> {
-    pub restarts: &'m [Restart],
-    pub recovery: bool,
-    pub health_at_end: Option<&'m str>,
-}
+pub use crate::rules::files::{Did, Ended};
 
 /// The one receipt constructor (SPEC 3): for the renewal (its own, and the
 /// `superseded` one of the operation it took over), its last resort after a
 /// panic, and the fencing check. The message is bounded, the CAs are
-/// fingerprinted as they are now, the version is this binary's.
+/// fingerprinted as they are now, the version is this binary's (the
+/// fields are filled in one place, `rules::files::Receipt::new`).
 pub fn new_receipt(
     root: &Root,
     id: &OperationId,
@@ -58,23 +37,16 @@ pub fn new_receipt(
     manifests: BTreeMap<Component, ManifestLocation>,
     finished_at: time::OffsetDateTime,
 ) -> Receipt {
-    Receipt {
-        format: ReceiptFormat::V1,
-        operation_id: id.clone(),
-        outcome: end.outcome,
-        phase: end.phase,
-        message: Message::bounded(end.message),
-        failed_component: end.failed_component,
-        manifests: ManifestLocations::from(&manifests),
-        finished_at: Timestamp(crate::rules::clock::rfc3339(finished_at)),
-        runbook_version: crate::contract::version::RUNBOOK_VERSION.to_string(),
-        ca_sha256: CaSha256::from(&crate::node::node_pki::ca_fingerprints(
+    Receipt::new(
+        id.clone(),
+        end,
+        ManifestLocations::from(&manifests),
+        Timestamp(crate::rules::clock::rfc3339(finished_at)),
+        crate::contract::version::RUNBOOK_VERSION.to_string(),
+        CaSha256::from(&crate::node::node_pki::ca_fingerprints(
             &crate::node::node_pki::read_cas(root),
         )),
-        restarts: end.did.restarts.to_vec(),
-        recovery: end.did.recovery,
-        health_at_end: end.did.health_at_end.map(Message::bounded),
-    }
+    )
 }
 
 /// Why the phase file could not be read or written.
@@ -629,25 +601,24 @@ mod tests {
     use crate::node::paths::STATE_DIR;
 
     fn receipt() -> Receipt {
-        Receipt {
-            format: ReceiptFormat::V1,
-            operation_id: OperationId::parse("op-1").unwrap(),
-            outcome: Outcome::Abandoned,
-            phase: Phase::Restart(Component::Etcd),
-            message: Message("abandoned".to_string()),
-            failed_component: Some(Component::Etcd),
-            manifests: (&Component::ALL
+        Receipt::new(
+            OperationId::parse("op-1").unwrap(),
+            Ended {
+                outcome: Outcome::Abandoned,
+                phase: Phase::Restart(Component::Etcd),
+                message: "abandoned",
+                failed_component: Some(Component::Etcd),
+                did: Did::default(),
+            },
+            (&Component::ALL
                 .into_iter()
                 .map(|c| (c, ManifestLocation::Active))
                 .collect::<BTreeMap<_, _>>())
                 .into(),
-            finished_at: Timestamp("2026-11-30T00:00:00Z".to_string()),
-            runbook_version: "0.1.0".to_string(),
-            ca_sha256: Default::default(),
-            restarts: Vec::new(),
-            recovery: false,
-            health_at_end: None,
-        }
+            Timestamp("2026-11-30T00:00:00Z".to_string()),
+            "0.1.0".to_string(),
+            Default::default(),
+        )
     }
 
     /// The one constructor: the message bounded to 512 bytes, the node's

@@ -91,6 +91,59 @@ impl StrictFile for Receipt {
     const OPTIONAL: &'static [&'static str] = &["restarts", "recovery", "healthAtEnd"];
 }
 
+/// How an operation ended, as its receipt records it.
+#[derive(Debug, Clone, Copy)]
+pub struct Ended<'m> {
+    pub outcome: Outcome,
+    pub phase: Phase,
+    /// Bounded by [`Receipt::new`].
+    pub message: &'m str,
+    pub failed_component: Option<Component>,
+    /// What the run did (a renewal's own receipt; none otherwise).
+    pub did: Did<'m>,
+}
+
+/// What a renewal did, as its own receipt records it (SPEC 3, v1.2): the
+/// restarts it made, whether it was a recovery, the health seen at its end
+/// (bounded by [`Receipt::new`]). The fencing check and a superseded
+/// operation's receipt record none of it (`Did::default()`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Did<'m> {
+    pub restarts: &'m [Restart],
+    pub recovery: bool,
+    pub health_at_end: Option<&'m str>,
+}
+
+impl Receipt {
+    /// The one place a receipt is made, field by field (SPEC 3): the
+    /// messages bounded. `node::statedir::new_receipt` gives it the node's
+    /// CAs and this binary's version; tests build theirs here too.
+    pub fn new(
+        operation_id: OperationId,
+        end: Ended<'_>,
+        manifests: ManifestLocations,
+        finished_at: Timestamp,
+        runbook_version: String,
+        ca_sha256: CaSha256,
+    ) -> Receipt {
+        Receipt {
+            format: ReceiptFormat::V1,
+            operation_id,
+            outcome: end.outcome,
+            phase: end.phase,
+            message: Message::bounded(end.message),
+            failed_component: end.failed_component,
+            manifests,
+            finished_at,
+            runbook_version,
+            ca_sha256,
+            restarts: end.did.restarts.to_vec(),
+            recovery: end.did.recovery,
+            health_at_end: end.did.health_at_end.map(Message::bounded),
+        }
+    }
+}
+
 /// Always `nvke-cert-runbook/phase/v2`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

@@ -196,30 +196,29 @@ mod tests {
     }
 
     fn receipt() -> Receipt {
-        Receipt {
-            format: crate::rules::files::ReceiptFormat::V1,
-            operation_id: id("cycle-1@node-a"),
-            outcome: Outcome::FailedNotRestored,
-            phase: Phase::Restart(Component::KubeApiserver),
-            message: Message("kube-apiserver manifest differs from the staged copy".to_string()),
-            failed_component: Some(Component::KubeApiserver),
-            manifests: ManifestLocations {
+        Receipt::new(
+            id("cycle-1@node-a"),
+            crate::rules::files::Ended {
+                outcome: Outcome::FailedNotRestored,
+                phase: Phase::Restart(Component::KubeApiserver),
+                message: "kube-apiserver manifest differs from the staged copy",
+                failed_component: Some(Component::KubeApiserver),
+                did: Default::default(),
+            },
+            ManifestLocations {
                 etcd: ManifestLocation::Active,
                 kube_apiserver: ManifestLocation::Both,
                 kube_controller_manager: ManifestLocation::Active,
                 kube_scheduler: ManifestLocation::Active,
             },
-            finished_at: Timestamp("2026-11-30T00:10:00Z".to_string()),
-            runbook_version: "0.1.0 (abc1234)".to_string(),
-            ca_sha256: CaSha256 {
+            Timestamp("2026-11-30T00:10:00Z".to_string()),
+            "0.1.0 (abc1234)".to_string(),
+            CaSha256 {
                 ca: Some(Sha256Hex(H1.to_string())),
                 etcd_ca: Some(Sha256Hex(H1.to_string())),
                 front_proxy_ca: Some(Sha256Hex(H1.to_string())),
             },
-            restarts: Vec::new(),
-            recovery: false,
-            health_at_end: None,
-        }
+        )
     }
 
     fn parse(bytes: &[u8], file_id: &OperationId) -> Result<Receipt, ParseError> {
