@@ -258,10 +258,11 @@ const KUBE_DIR: &str = "etc/kubernetes";
 /// Where file steps set a copy aside (never deleted: the operator decides).
 const SET_ASIDE: &str = "root/nvke-set-aside";
 
-/// Judge a snapshot: severity, warnings, next steps.
-pub fn advise(
+/// Judge a snapshot: severity, warnings, next steps (`reasons`: the
+/// problems of the view or the check; only whether there are any counts).
+pub fn advise<R>(
     s: &NodeSnapshot,
-    reasons: &[String],
+    reasons: &[R],
     conflicts: &[StagingConflict],
     cmd: &Commands,
     now: OffsetDateTime,

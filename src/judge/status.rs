@@ -18,7 +18,7 @@ use crate::rules::live::Judged;
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::exit;
 use crate::rules::phase::PhaseFile;
-use crate::rules::progress;
+use crate::rules::progress::{self, Reason, Stager};
 use crate::rules::receipt;
 use crate::tools::live::Observation;
 
@@ -64,29 +64,29 @@ pub fn not_clean_reasons(
     lock: &inspect::LockReport,
     phase: &PhaseReport,
     m: &ManifestsReport,
-) -> Vec<String> {
+) -> Vec<Reason> {
     let mut v = Vec::new();
     if let Some(e) = state_error {
-        v.push(format!("state directory: {e}"));
+        v.push(Reason::other(format!("state directory: {e}")));
     }
     if let Some(who) = lock.held_by() {
-        v.push(progress::lock_held(&who));
+        v.push(Reason::lock_held(&who));
     }
     if let Err(e) = &lock.probe {
-        v.push(format!("lock: {e}"));
+        v.push(Reason::other(format!("lock: {e}")));
     }
     match &phase.intent {
-        RunbookIntent::Pending => v.push(phase.describe()),
-        RunbookIntent::Malformed => v.push(format!(
+        RunbookIntent::Pending => v.push(Reason::phase(phase.describe())),
+        RunbookIntent::Malformed => v.push(Reason::other(format!(
             "phase file: {}",
             phase.malformed.as_deref().unwrap_or_default()
-        )),
+        ))),
         _ => {}
     }
-    v.extend(m.problems());
+    v.extend(m.reasons());
     for (view, who) in [
-        (&m.runbook_staging, "runbook"),
-        (&m.agent_staging, "node agent"),
+        (&m.runbook_staging, Stager::Runbook),
+        (&m.agent_staging, Stager::NodeAgent),
     ] {
         let staged: Vec<_> = view
             .entries
@@ -95,9 +95,9 @@ pub fn not_clean_reasons(
             .collect();
         if !staged.is_empty() && view.error.is_none() {
             // Already named per manifest above; say the directory is not empty.
-            v.push(progress::staging_not_empty(who, &view.path));
-        } else if !view.unexpected.is_empty() && who == "node agent" {
-            v.push(progress::staging_not_empty(who, &view.path));
+            v.push(Reason::staging_not_empty(who, &view.path));
+        } else if !view.unexpected.is_empty() && who == Stager::NodeAgent {
+            v.push(Reason::staging_not_empty(who, &view.path));
         }
     }
     v
@@ -306,18 +306,12 @@ fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> Strin
 /// (the lock it holds, its phase file, the component it restarts: staged,
 /// down, not answering) apart from the problems (`rules::progress`).
 fn progress_apart(
-    reasons: &[String],
+    reasons: &[Reason],
     s: &NodeSnapshot,
     restarting: Option<Component>,
-) -> (Vec<String>, Vec<String>) {
-    let holder = s.lock.held_by();
-    let phase = s.phase.describe();
-    let staging = &s.manifests.runbook_staging;
+) -> (Vec<Reason>, Vec<Reason>) {
     let at_work = progress::AtWork {
-        holder: holder.as_deref(),
-        phase: &phase,
-        staging: &staging.path,
-        staged: &staging.entries,
+        staged: &s.manifests.runbook_staging.entries,
         restarting,
     };
     progress::progress_apart(reasons, &at_work)
@@ -447,7 +441,7 @@ pub struct Viewed<'a> {
     threshold: u32,
     /// Not a control plane: its one reason, and nothing advised.
     foreign: Option<String>,
-    reasons: Vec<String>,
+    reasons: Vec<Reason>,
     conflicts: Vec<doc::StagingConflict>,
     advice: advice::Advice,
     /// The asked operation is unknown to this node (its warning).
@@ -477,7 +471,7 @@ impl<'a> Viewed<'a> {
         let threshold = g.threshold_days;
         let judged = observed.judged();
         let reasons = match &foreign {
-            Some(f) => vec![f.clone()],
+            Some(f) => vec![Reason::other(f.clone())],
             None => problems(s, receipts, &judged, observed.wall, now),
         };
         let cmd = advice::commands(g, s);
@@ -531,7 +525,7 @@ impl<'a> Viewed<'a> {
 
     /// The reasons apart: a renewal at work's progress, and the problems
     /// shown as such (all of them otherwise).
-    fn progress_and_problems(&self) -> (Vec<String>, Vec<String>) {
+    fn progress_and_problems(&self) -> (Vec<Reason>, Vec<Reason>) {
         match self.advice.severity {
             doc::Severity::InProgress => {
                 let restarting = advice::work_at(self.s).unwrap_or_default().1;
@@ -555,7 +549,7 @@ impl<'a> Viewed<'a> {
     /// The text of a control plane's view, up to the evidence: the
     /// verdict and its lists, the conflicts, the node's files, the live
     /// node, the asked operation, the certificates, the receipts.
-    fn text(&self, g: &Global, head: &str, progress: &[String], shown: &[String]) -> String {
+    fn text(&self, g: &Global, head: &str, progress: &[Reason], shown: &[Reason]) -> String {
         let (s, advice) = (self.s, &self.advice);
         let mut text = String::new();
         text.push_str(head);
@@ -563,8 +557,8 @@ impl<'a> Viewed<'a> {
         if let Some(p) = &advice.in_progress {
             text.push_str(&format!("in progress: {p}\n"));
         }
-        text::text_list(&mut text, "progress", progress);
-        text::text_list(&mut text, "problems", shown);
+        text::text_list(&mut text, "progress", &progress::words(progress));
+        text::text_list(&mut text, "problems", &progress::words(shown));
         text::text_list(&mut text, "warnings", &advice.warnings);
         text.push('\n');
         // A conflict's copies and their diff on the first screen.
@@ -671,9 +665,12 @@ impl Viewed<'_> {
             message: doc::Message(receipt::bounded_message(&if clean {
                 "node is clean".to_string()
             } else {
-                format!("node is not clean: {}", advice::first_of(&self.reasons, 3))
+                format!(
+                    "node is not clean: {}",
+                    advice::first_of(&progress::words(&self.reasons), 3)
+                )
             })),
-            reasons: self.reasons.clone(),
+            reasons: progress::words(&self.reasons),
             warnings: self.advice.warnings.clone(),
             next_steps: self.advice.next.clone(),
             conflicts: self.conflicts.clone(),
@@ -723,14 +720,14 @@ fn problems(
     judged: &crate::rules::live::Judged,
     wall: time::OffsetDateTime,
     now: time::OffsetDateTime,
-) -> Vec<String> {
+) -> Vec<Reason> {
     let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, &s.manifests);
-    reasons.extend(s.pki.expired_reasons(now));
-    reasons.extend(s.kubelet.expired(now));
-    reasons.extend(s.kubelet.unreadable());
-    reasons.extend(s.kubelet.hostile.clone());
+    reasons.extend(s.pki.expired_reasons(now).into_iter().map(Reason::other));
+    reasons.extend(s.kubelet.expired(now).into_iter().map(Reason::other));
+    reasons.extend(s.kubelet.unreadable().into_iter().map(Reason::other));
+    reasons.extend(s.kubelet.hostile.clone().map(Reason::other));
     if let Some(e) = &receipts.error {
-        reasons.push(format!("receipts directory: {e}"));
+        reasons.push(Reason::other(format!("receipts directory: {e}")));
     }
     reasons.extend(judged.problems(wall));
     reasons

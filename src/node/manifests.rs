@@ -7,6 +7,7 @@ use crate::node::fsx::{vet_stat, Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX}
 use crate::node::paths::{AGENT_STAGING_DIR, MANIFESTS_DIR, STAGING_DIR};
 use crate::rules::component::Component;
 use crate::rules::outcome::ManifestLocation;
+use crate::rules::progress::Reason;
 use std::collections::BTreeMap;
 
 /// One component's manifest, a staging directory, a stray: the contract's views.
@@ -599,15 +600,21 @@ impl ManifestsReport {
     /// "Bounded reads"), and anything unexpected in the runbook's staging
     /// directory.
     pub fn problems(&self) -> Vec<String> {
+        crate::rules::progress::words(&self.reasons())
+    }
+
+    /// [`problems`](Self::problems), each with what it is about (the
+    /// operator view tells a renewal's progress by it).
+    pub fn reasons(&self) -> Vec<Reason> {
         let m = self;
         let mut v = Vec::new();
         if let Some(e) = &m.manifests_dir_error {
-            v.push(e.clone());
+            v.push(Reason::other(e.clone()));
         }
-        v.extend(m.hostile.iter().cloned());
+        v.extend(m.hostile.iter().cloned().map(Reason::other));
         for (c, view) in &m.manifests {
             if let Some(e) = &view.error {
-                v.push(e.clone());
+                v.push(Reason::other(e.clone()));
                 continue;
             }
             let mut where_: Vec<&str> = Vec::new();
@@ -618,16 +625,22 @@ impl ManifestsReport {
                 where_.push("the node agent's staging directory");
             }
             if !view.active && where_.is_empty() {
-                v.push(format!("{c} manifest is missing"));
+                v.push(Reason::component(*c, format!("{c} manifest is missing")));
             } else if !view.active {
-                v.push(format!(
-                    "{c} manifest is staged in {} and not active",
-                    where_.join(" and ")
+                v.push(Reason::component(
+                    *c,
+                    format!(
+                        "{c} manifest is staged in {} and not active",
+                        where_.join(" and ")
+                    ),
                 ));
             } else if !where_.is_empty() {
-                v.push(format!(
-                    "{c} manifest is both active and staged in {}",
-                    where_.join(" and ")
+                v.push(Reason::component(
+                    *c,
+                    format!(
+                        "{c} manifest is both active and staged in {}",
+                        where_.join(" and ")
+                    ),
                 ));
             }
         }
@@ -636,14 +649,14 @@ impl ManifestsReport {
             (&m.agent_staging, "node agent"),
         ] {
             if let Some(e) = &view.error {
-                v.push(format!("{who} staging directory: {e}"));
+                v.push(Reason::other(format!("{who} staging directory: {e}")));
             }
         }
         for name in &m.runbook_staging.unexpected {
-            v.push(format!(
+            v.push(Reason::other(format!(
                 "unexpected entry {}/{name} in the runbook's staging directory",
                 m.runbook_staging.path
-            ));
+            )));
         }
         v
     }

@@ -5,6 +5,7 @@
 
 pub use crate::rules::cri::Exit;
 use crate::rules::cri::{Container, Listing};
+use crate::rules::progress::{Reason, ReasonKind};
 use time::{Duration, OffsetDateTime};
 
 /// A running container younger than this, restarted in place in its pod
@@ -517,18 +518,27 @@ impl Judged {
 
     /// `kube-apiserver not running (exited 1, 40 s ago)`, one per finding
     /// of the four components, worst first.
-    pub fn problems(&self, wall: OffsetDateTime) -> Vec<String> {
-        let mut v: Vec<(Weight, String)> = self
+    pub fn problems(&self, wall: OffsetDateTime) -> Vec<Reason> {
+        let mut v: Vec<(Weight, Reason)> = self
             .components()
             .flat_map(|(o, fs)| {
-                fs.iter()
-                    .map(move |f| (f.weight(), format!("{} {}", o.name, f.words(wall))))
+                let kind = crate::rules::component::Component::from_name(&o.name)
+                    .map_or(ReasonKind::Other, ReasonKind::Component);
+                fs.iter().map(move |f| {
+                    (
+                        f.weight(),
+                        Reason::new(kind, format!("{} {}", o.name, f.words(wall))),
+                    )
+                })
             })
             .collect();
         if let Some(why) = &self.runtime {
             v.insert(
                 0,
-                (Weight::NotClean, format!("containers not checked: {why}")),
+                (
+                    Weight::NotClean,
+                    Reason::other(format!("containers not checked: {why}")),
+                ),
             );
         }
         v.sort_by_key(|(w, _)| std::cmp::Reverse(*w));

@@ -1,51 +1,127 @@
 //! A renewal at work (SPEC 6, v1.2): which of the operator view's reasons
 //! are its progress (the lock it holds, its phase file, the component it
-//! restarts: staged, down, not answering) and which are problems. The
-//! reasons it recognises are worded here, once, for the view to use. Pure.
+//! restarts: staged, down, not answering) and which are problems. A reason
+//! carries what it is about ([`ReasonKind`]) beside its words, so the two
+//! are told apart by kind, never by re-making the words; the reasons it
+//! recognises are worded here, once. Pure.
 
 use crate::rules::component::Component;
+use std::fmt;
 
-/// The reason the renewal lock gives while `holder` holds it.
-pub fn lock_held(holder: &str) -> String {
-    format!("the renewal lock is held by {holder}")
+/// A staging directory: the runbook's or the node agent's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stager {
+    Runbook,
+    NodeAgent,
 }
 
-/// The reason a staging directory gives while it is not empty (`who`:
-/// `runbook` or `node agent`).
-pub fn staging_not_empty(who: &str, path: &str) -> String {
-    format!("the {who} staging directory {path} is not empty")
+impl Stager {
+    /// `runbook`, `node agent`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Stager::Runbook => "runbook",
+            Stager::NodeAgent => "node agent",
+        }
+    }
 }
 
-/// What the renewal at work holds, as the reasons name it.
+/// What a reason is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReasonKind {
+    /// The renewal lock is held.
+    Lock,
+    /// The phase file holds unfinished work.
+    Phase,
+    /// A staging directory is not empty.
+    Staging(Stager),
+    /// One of the four components (its manifest, its pod).
+    Component(Component),
+    /// Anything else.
+    Other,
+}
+
+/// One reason the node is not clean: its kind and its words (`Display`
+/// prints the words, as they have always been printed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    pub kind: ReasonKind,
+    pub text: String,
+}
+
+impl Reason {
+    pub fn new(kind: ReasonKind, text: impl Into<String>) -> Reason {
+        Reason {
+            kind,
+            text: text.into(),
+        }
+    }
+
+    /// A reason about nothing the renewal at work holds.
+    pub fn other(text: impl Into<String>) -> Reason {
+        Reason::new(ReasonKind::Other, text)
+    }
+
+    /// About `c` (its words start with its name).
+    pub fn component(c: Component, text: impl Into<String>) -> Reason {
+        Reason::new(ReasonKind::Component(c), text)
+    }
+
+    /// The phase file's unfinished work, as `describe` words it.
+    pub fn phase(describe: impl Into<String>) -> Reason {
+        Reason::new(ReasonKind::Phase, describe)
+    }
+
+    /// The renewal lock, while `holder` holds it.
+    pub fn lock_held(holder: &str) -> Reason {
+        Reason::new(
+            ReasonKind::Lock,
+            format!("the renewal lock is held by {holder}"),
+        )
+    }
+
+    /// A staging directory (at `path`) that is not empty.
+    pub fn staging_not_empty(who: Stager, path: &str) -> Reason {
+        Reason::new(
+            ReasonKind::Staging(who),
+            format!("the {} staging directory {path} is not empty", who.word()),
+        )
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The words of each reason, for the documents and the text.
+pub fn words(reasons: &[Reason]) -> Vec<String> {
+    reasons.iter().map(|r| r.text.clone()).collect()
+}
+
+/// What the renewal at work holds, besides its lock and its phase file.
 #[derive(Debug, Clone, Copy)]
 pub struct AtWork<'a> {
-    /// Who holds the renewal lock (as `lock_held` words it), if anyone.
-    pub holder: Option<&'a str>,
-    /// Its phase file, as the reasons describe it.
-    pub phase: &'a str,
-    /// The runbook staging directory: its path and its entries.
-    pub staging: &'a str,
+    /// The entries of the runbook staging directory.
     pub staged: &'a [String],
     /// The component it restarts (its pod is down by design).
     pub restarting: Option<Component>,
 }
 
 /// The reasons apart: (progress, problems), each in the order given. The
-/// staging directory is progress only while it holds nothing but the
-/// restarting component's manifest.
-pub fn progress_apart(reasons: &[String], w: &AtWork<'_>) -> (Vec<String>, Vec<String>) {
-    let lock = w.holder.map(lock_held);
-    let staging = staging_not_empty("runbook", w.staging);
+/// lock and the phase file are progress; the runbook staging directory is
+/// progress only while it holds nothing but the restarting component's
+/// manifest; the restarting component's own reasons are progress.
+pub fn progress_apart(reasons: &[Reason], w: &AtWork<'_>) -> (Vec<Reason>, Vec<Reason>) {
     let only_restarting = w
         .staged
         .iter()
         .all(|e| w.restarting.is_some_and(|c| *e == c.manifest_file()));
-    reasons.iter().cloned().partition(|r| {
-        Some(r) == lock.as_ref()
-            || r == w.phase
-            || (only_restarting && *r == staging)
-            || w.restarting
-                .is_some_and(|c| r.starts_with(&format!("{c} ")))
+    reasons.iter().cloned().partition(|r| match r.kind {
+        ReasonKind::Lock | ReasonKind::Phase => true,
+        ReasonKind::Staging(Stager::Runbook) => only_restarting,
+        ReasonKind::Component(c) => w.restarting == Some(c),
+        ReasonKind::Staging(Stager::NodeAgent) | ReasonKind::Other => false,
     })
 }
 
@@ -55,24 +131,22 @@ mod tests {
 
     const PHASE: &str = "restart_pending (next: kube-apiserver), operation op-1";
 
-    fn at_work<'a>(staged: &'a [String], restarting: Option<Component>) -> AtWork<'a> {
-        AtWork {
-            holder: Some("pid 7 (renew op-1)"),
-            phase: PHASE,
-            staging: "/etc/kubernetes/nvke-staging",
-            staged,
-            restarting,
-        }
+    fn at_work(staged: &[String], restarting: Option<Component>) -> AtWork<'_> {
+        AtWork { staged, restarting }
     }
 
-    fn reasons() -> Vec<String> {
+    fn reasons() -> Vec<Reason> {
         vec![
-            lock_held("pid 7 (renew op-1)"),
-            PHASE.to_string(),
-            "kube-apiserver manifest is staged in the runbook's staging directory and not active"
-                .to_string(),
-            staging_not_empty("runbook", "/etc/kubernetes/nvke-staging"),
-            "etcd is not running".to_string(),
+            Reason::lock_held("pid 7 (renew op-1)"),
+            Reason::phase(PHASE),
+            Reason::component(
+                Component::KubeApiserver,
+                "kube-apiserver manifest is staged in the runbook's staging directory and not active",
+            ),
+            Reason::staging_not_empty(Stager::Runbook, "/etc/kubernetes/nvke-staging"),
+            Reason::component(Component::Etcd, "etcd is not running"),
+            Reason::staging_not_empty(Stager::NodeAgent, "/etc/kubernetes/agent"),
+            Reason::other("receipts directory: refused"),
         ]
     }
 
@@ -83,7 +157,14 @@ mod tests {
         let (progress, problems) =
             progress_apart(&r, &at_work(&staged, Some(Component::KubeApiserver)));
         assert_eq!(progress, r[..4].to_vec());
-        assert_eq!(problems, vec!["etcd is not running".to_string()]);
+        assert_eq!(
+            words(&problems),
+            vec![
+                "etcd is not running",
+                "the node agent staging directory /etc/kubernetes/agent is not empty",
+                "receipts directory: refused",
+            ]
+        );
     }
 
     #[test]
@@ -102,7 +183,10 @@ mod tests {
         let (progress, problems) = progress_apart(&r, &at_work(&[], None));
         // An empty staging directory is trivially the restart's own.
         assert_eq!(progress, vec![r[0].clone(), r[1].clone(), r[3].clone()]);
-        assert_eq!(problems, vec![r[2].clone(), r[4].clone()]);
+        assert_eq!(
+            problems,
+            vec![r[2].clone(), r[4].clone(), r[5].clone(), r[6].clone()]
+        );
         let staged = ["etcd.yaml".to_string()];
         let (progress, _) = progress_apart(&r, &at_work(&staged, None));
         assert_eq!(progress, r[..2].to_vec());
@@ -110,10 +194,18 @@ mod tests {
 
     #[test]
     fn the_reasons_are_worded_once() {
-        assert_eq!(lock_held("pid 7"), "the renewal lock is held by pid 7");
         assert_eq!(
-            staging_not_empty("node agent", "/x"),
+            Reason::lock_held("pid 7").to_string(),
+            "the renewal lock is held by pid 7"
+        );
+        assert_eq!(
+            Reason::staging_not_empty(Stager::NodeAgent, "/x").to_string(),
             "the node agent staging directory /x is not empty"
         );
+        assert_eq!(
+            Reason::staging_not_empty(Stager::Runbook, "/y").to_string(),
+            "the runbook staging directory /y is not empty"
+        );
+        assert_eq!(Reason::other("as given").to_string(), "as given");
     }
 }
