@@ -95,7 +95,7 @@ fn lock_refused(
     // termination stays unconfirmed until the lock is taken.
     let found = match StateDir::new(state).completed() {
         Ok(c) => match crate::node::statedir::lookup_receipt(c.as_ref(), id) {
-            Some(ReceiptLookup::Found(r)) => Some(r),
+            Some(ReceiptLookup::Found(r)) => Some(*r),
             _ => None,
         },
         Err(_) => None,
@@ -301,7 +301,7 @@ fn record_abandoned(
                         "termination confirmed: operation {id} already has a receipt (outcome {})",
                         r.outcome
                     );
-                    confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+                    confirmed(doc::FenceAction::ExistingReceipt, message, *r, pb, false)
                 }
                 _ => {
                     let message = format!(
@@ -404,10 +404,10 @@ mod tests {
         let t = node_tree("rsa");
         leave_staged(t.path(), Component::Etcd);
         let m = manifests::inspect(&Root::open(t.path()).unwrap());
-        let found = Some(ReceiptLookup::Found(receipt(
+        let found = Some(ReceiptLookup::Found(Box::new(receipt(
             "op-1",
             crate::rules::outcome::Outcome::Failed,
-        )));
+        ))));
         let absent = None;
         let malformed = Some(ReceiptLookup::malformed("bad json"));
         let no_phase = phase_report(None, RunbookIntent::Absent);

@@ -616,7 +616,7 @@ mod tests {
     }
 
     fn lookup(found: Option<Outcome>) -> Option<ReceiptLookup> {
-        found.map(|o| ReceiptLookup::Found(receipt("op-1", o)))
+        found.map(|o| ReceiptLookup::Found(Box::new(receipt("op-1", o))))
     }
 
     /// The JSON name of an intent.

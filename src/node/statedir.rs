@@ -584,7 +584,7 @@ pub fn lookup_receipt(completed: Option<&Dir>, id: &OperationId) -> Option<Recei
     match dir.read_file(&id.receipt_file(), SMALL_FILE_MAX, Trust::Strict) {
         Ok(None) => None,
         Ok(Some(bytes)) => Some(match receipt::parse_receipt(&bytes, id) {
-            Ok(r) => ReceiptLookup::Found(r),
+            Ok(r) => ReceiptLookup::Found(Box::new(r)),
             Err(e) => {
                 ReceiptLookup::malformed(format!("{}: {e}", dir.entry_path(&id.receipt_file())))
             }

@@ -62,7 +62,7 @@ pub fn plan(
     match receipt {
         Some(ReceiptLookup::Found(r)) => {
             return FencePlan::Confirm {
-                receipt: Box::new(r.clone()),
+                receipt: r.clone(),
                 restore,
             }
         }

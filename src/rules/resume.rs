@@ -30,7 +30,7 @@ pub struct MalformedReceipt {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum ReceiptLookup {
-    Found(Receipt),
+    Found(Box<Receipt>),
     Malformed(MalformedReceipt),
 }
 
@@ -219,9 +219,9 @@ mod tests {
     }
 
     fn receipt(outcome: Outcome) -> Option<ReceiptLookup> {
-        Some(ReceiptLookup::Found(
+        Some(ReceiptLookup::Found(Box::new(
             crate::node::inspect::state_files::receipt("op-0", outcome),
-        ))
+        )))
     }
 
     fn never(_: &OperationId) -> Option<ReceiptLookup> {
