@@ -116,7 +116,7 @@ pub fn view(o: &Observation, j: &Judged) -> doc::LiveView {
                             }
                             .to_string()
                         }),
-                        not_checked: port.served.as_ref().err().cloned(),
+                        not_checked: port.served.as_ref().err().map(ToString::to_string),
                     })
                     .collect(),
                 findings: f

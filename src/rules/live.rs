@@ -4,7 +4,7 @@
 //! made in [`crate::tools::live`]; here it is only judged and worded.
 
 pub use crate::rules::cri::Exit;
-use crate::rules::cri::{Container, Listing};
+use crate::rules::cri::{Container, CriError, Listing};
 use crate::rules::progress::{Reason, ReasonKind};
 use time::{Duration, OffsetDateTime};
 
@@ -60,7 +60,44 @@ pub enum Served {
 }
 
 /// `Err(why)`: not checked, and why.
-pub type Seen<T> = Result<T, String>;
+pub type Seen<T> = Result<T, Unseen>;
+
+/// Why something of the live node was not seen, by the kind of failure.
+/// The tools' errors (the runtime's, a probe's, the node's files') cannot
+/// be named here: where the observation was made ([`crate::tools::live`])
+/// they are put in words, under the kind they are; the rest are worded
+/// here. Shown as those words (`Display`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unseen {
+    /// The runtime could not be listed (crictl missing, the runtime
+    /// unreachable, its answer not understood): the runtime's error.
+    #[error("{0}")]
+    Runtime(String),
+    /// The listing cannot be judged for the component: containers of more
+    /// than one static pod.
+    #[error(transparent)]
+    Listing(#[from] CriError),
+    /// What to ask could not be read from the node (the port or address in
+    /// a manifest, the client identity, the certificate file to compare).
+    #[error("{0}")]
+    Target(String),
+    /// The endpoint gave no usable answer (refused, timed out, the
+    /// handshake failed, no HTTP answer, no certificate presented).
+    #[error("{0}")]
+    Probe(String),
+    /// A file the component reads at start does not exist (its node path).
+    #[error("restart needed: {0} does not exist")]
+    Missing(String),
+    /// When a file was last written could not be read.
+    #[error("{0}")]
+    File(String),
+    /// The thread that asked panicked.
+    #[error("the probe panicked")]
+    Panicked,
+    /// Nothing asked it.
+    #[error("not asked")]
+    NotAsked,
+}
 
 /// A file a component reads at start, and when it was last written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,14 +129,25 @@ pub struct Observed {
     /// The newest of the files it reads at start (none: none is known).
     pub newest: Option<Seen<Written>>,
     /// etcd: what its members say of the cluster (the quorum rule of the
-    /// renewal's gate): `Ok(None)` healthy, `Ok(Some(what))` not; None:
-    /// not asked (not etcd, or its container does not run).
+    /// renewal's gate); None: not asked (not etcd, or its container does
+    /// not run).
     pub quorum: Option<QuorumSeen>,
 }
 
-/// etcd's quorum as asked: `Ok(None)` healthy, `Ok(Some(what))` not,
-/// `Err(why)` not checked.
-pub type QuorumSeen = Result<Option<String>, String>;
+/// etcd's quorum as asked, by the renewal's gate's rule
+/// ([`crate::tools::etcd`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuorumSeen {
+    /// Enough healthy voters: the gate passes it.
+    Healthy,
+    /// What the gate waits on or refuses, in the quorum rule's words: too
+    /// few healthy voters, two voters, a learner, or why etcd's members
+    /// could not be asked (the gate waits on that alike).
+    Problem(String),
+    /// Not checked, and why (a finding `not_checked`, not `quorum`). The
+    /// observation makes none today: a failed question is a `Problem`.
+    NotChecked(Unseen),
+}
 
 /// What is wrong with one component, worst first ([`judge`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,7 +334,7 @@ pub fn from_listing(listing: &Seen<Listing>, name: &str, exit: Option<Exit>) -> 
 
 /// The component's containers in a listing (two static pods: why not).
 pub fn in_listing(l: &Listing, name: &str, exit: Option<Exit>) -> Seen<Containers> {
-    let mine = l.component(name).map_err(|e| e.to_string())?;
+    let mine = l.component(name)?;
     Ok(containers(&mine, exit))
 }
 
@@ -322,7 +370,7 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
         // nothing more.
         Some(_) if !running && o.containers.is_ok() => {}
         Some(Ok(Health::Unhealthy(a))) => v.push(Finding::Unhealthy(a.clone())),
-        Some(Err(why)) => v.push(Finding::NotChecked(why.clone())),
+        Some(Err(why)) => v.push(Finding::NotChecked(why.to_string())),
     }
     for p in &o.ports {
         match &p.served {
@@ -341,9 +389,9 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
         }
     }
     match &o.quorum {
-        Some(Ok(Some(what))) => v.push(Finding::Quorum(what.clone())),
-        Some(Err(why)) => v.push(Finding::NotChecked(format!("cluster: {why}"))),
-        _ => {}
+        Some(QuorumSeen::Problem(what)) => v.push(Finding::Quorum(what.clone())),
+        Some(QuorumSeen::NotChecked(why)) => v.push(Finding::NotChecked(format!("cluster: {why}"))),
+        Some(QuorumSeen::Healthy) | None => {}
     }
     match (&o.newest, started) {
         (Some(Ok(w)), Some(s)) if w.at > s => v.push(Finding::RestartNeeded {
@@ -351,7 +399,7 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
             renewed: w.at,
             started: s,
         }),
-        (Some(Err(why)), Some(_)) => v.push(Finding::AsideNotChecked(why.clone())),
+        (Some(Err(why)), Some(_)) => v.push(Finding::AsideNotChecked(why.to_string())),
         // Running, with files to compare, and no start time: not checked.
         (Some(Ok(_)), None) if running => v.push(Finding::AsideNotChecked(
             "restart needed: the runtime gives no start time for the container".to_string(),
@@ -470,7 +518,7 @@ pub fn etcd_health(status: u16, body: &[u8]) -> Health {
 pub struct Judged {
     /// Why no pod's containers could be listed (crictl missing, the
     /// runtime unreachable): said once, not per pod.
-    pub runtime: Option<String>,
+    pub runtime: Option<Unseen>,
     pub pods: Vec<(Observed, Vec<Finding>)>,
 }
 
@@ -639,7 +687,7 @@ mod tests {
                 exit,
                 restarts: 2,
             }),
-            Some(Err("connect 127.0.0.1:6443: refused".into())),
+            Some(Err(Unseen::Probe("connect 127.0.0.1:6443: refused".into()))),
         );
         let f = judge(&o, WALL);
         assert_eq!(f, vec![Finding::NotRunning(Some(exit))]);
@@ -685,7 +733,10 @@ mod tests {
             Some(Ok(Health::Unhealthy("HTTP 500".into()))),
         );
         assert_eq!(judge(&u, WALL)[0].weight(), Weight::ActionNeeded);
-        let n = pod(running(0, 3600), Some(Err("timed out".into())));
+        let n = pod(
+            running(0, 3600),
+            Some(Err(Unseen::Probe("timed out".into()))),
+        );
         let f = judge(&n, WALL);
         assert_eq!(f, vec![Finding::NotChecked("timed out".into())]);
         assert_eq!(f[0].weight(), Weight::NotClean);
@@ -765,7 +816,9 @@ mod tests {
     #[test]
     fn etcds_cluster_and_an_unknown_start_are_never_passed_over() {
         let mut o = pod(running(0, 3600), Some(Ok(Health::Healthy)));
-        o.quorum = Some(Ok(Some("only 2 of 3 etcd voters are healthy".into())));
+        o.quorum = Some(QuorumSeen::Problem(
+            "only 2 of 3 etcd voters are healthy".into(),
+        ));
         let f = judge(&o, WALL);
         assert_eq!(
             f[0].words(WALL),
@@ -773,9 +826,13 @@ mod tests {
         );
         assert_eq!(f[0].weight(), Weight::NotClean);
         assert!(gate(&o, WALL).is_err());
-        o.quorum = Some(Err("etcdctl timed out".into()));
-        assert_eq!(judge(&o, WALL)[0].kind(), "not_checked");
-        o.quorum = Some(Ok(None));
+        o.quorum = Some(QuorumSeen::NotChecked(Unseen::Probe(
+            "etcdctl timed out".into(),
+        )));
+        let f = judge(&o, WALL);
+        assert_eq!(f[0].kind(), "not_checked");
+        assert_eq!(f[0].words(WALL), "not checked: cluster: etcdctl timed out");
+        o.quorum = Some(QuorumSeen::Healthy);
         assert_eq!(judge(&o, WALL), vec![]);
         let unknown = Ok(Containers::Running {
             id: "c3".into(),

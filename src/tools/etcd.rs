@@ -373,11 +373,11 @@ pub enum Quorum {
 }
 
 impl Quorum {
-    /// In a view's words: `Ok`, or what is wrong.
-    pub fn problem(&self) -> Option<String> {
+    /// As the view sees it: healthy, or what is wrong.
+    pub fn seen(&self) -> live::QuorumSeen {
         match self {
-            Quorum::Ok { .. } => None,
-            Quorum::NotYet(m) | Quorum::Structural(_, m) => Some(m.clone()),
+            Quorum::Ok { .. } => live::QuorumSeen::Healthy,
+            Quorum::NotYet(m) | Quorum::Structural(_, m) => live::QuorumSeen::Problem(m.clone()),
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::node::manifests;
 use crate::node::paths::MANIFESTS_DIR;
 use crate::rules::component::Component;
 use crate::rules::cri::Listing;
-use crate::rules::live::{self, Exit, Health, Observed, Port, Seen, Served, Written};
+use crate::rules::live::{self, Exit, Health, Observed, Port, Seen, Served, Unseen, Written};
 use crate::tools::etcd;
 use crate::tools::runtime::Runtime;
 use crate::tools::targets::{self, read, TargetError};
@@ -80,13 +80,8 @@ pub fn newest(root: &Root, files: &[&str]) -> Option<Seen<Written>> {
                     });
                 }
             }
-            Ok(None) => {
-                return Some(Err(format!(
-                    "restart needed: {} does not exist",
-                    crate::node::paths::node(f)
-                )))
-            }
-            Err(e) => return Some(Err(e.to_string())),
+            Ok(None) => return Some(Err(Unseen::Missing(crate::node::paths::node(f)))),
+            Err(e) => return Some(Err(Unseen::File(e.to_string()))),
         }
     }
     best.map(Ok)
@@ -139,8 +134,8 @@ impl Ask<'_> {
         judge: fn(u16, &[u8]) -> Health,
     ) -> Asked {
         let fail = |e: TargetError| Asked {
-            health: Err(e.to_string()),
-            served: file.map(|_| Err(e.to_string())),
+            health: Err(Unseen::Target(e.to_string())),
+            served: file.map(|_| Err(Unseen::Target(e.to_string()))),
         };
         let addr = match addr {
             Ok(a) => a,
@@ -166,22 +161,28 @@ impl Ask<'_> {
         let health = match (&a.reply, path) {
             (Ok((Some(status), body)), Some(_)) => Ok(judge(*status, body)),
             (Ok(_), _) => Ok(Health::Healthy),
-            (Err(e), _) => Err(format!("{}{}", path.unwrap_or(""), sep(&words(e)))),
+            (Err(e), _) => Err(Unseen::Probe(format!(
+                "{}{}",
+                path.unwrap_or(""),
+                sep(&words(e))
+            ))),
         };
         let served = file.map(|f| {
-            let presented = a.presented.as_deref().ok_or_else(|| match &a.reply {
-                Err(e) => words(e),
-                Ok(_) => format!("{addr} presented no certificate"),
+            let presented = a.presented.as_deref().ok_or_else(|| {
+                Unseen::Probe(match &a.reply {
+                    Err(e) => words(e),
+                    Ok(_) => format!("{addr} presented no certificate"),
+                })
             })?;
-            let disk = leaf_der(self.root, f).map_err(|e| e.to_string())?;
+            let disk = leaf_der(self.root, f).map_err(|e| Unseen::Target(e.to_string()))?;
             let not_after = crate::rules::pki::parse_der_not_after(presented);
             match live::served(presented, &disk, not_after, self.now) {
                 // The file's certificate, by a server that did not prove it
                 // holds the key (the handshake failed first): not proof.
-                Served::Current if !a.proven => Err(format!(
+                Served::Current if !a.proven => Err(Unseen::Probe(format!(
                     "{addr} presented the file's certificate but the handshake failed: {}",
                     a.reply.as_ref().err().map(words).unwrap_or_default()
-                )),
+                ))),
                 other => Ok(other),
             }
         });
@@ -301,8 +302,8 @@ pub fn apiserver_readyz(
     });
     match &a.reply {
         Ok((Some(status), body)) => Ok(live::http_health(*status, body)),
-        Ok((None, _)) => Err("/readyz: no HTTP answer".to_string()),
-        Err(e) => Err(format!("/readyz{}", sep(&words(e)))),
+        Ok((None, _)) => Err(Unseen::Probe("/readyz: no HTTP answer".to_string())),
+        Err(e) => Err(Unseen::Probe(format!("/readyz{}", sep(&words(e))))),
     }
 }
 
@@ -326,8 +327,9 @@ fn containers(
 ) -> (Seen<Listing>, Vec<Option<Exit>>, Option<live::QuorumSeen>) {
     let left = || deadline.saturating_duration_since(Instant::now());
     let listing = (|| {
-        let containers = rt.ps(left()).map_err(|e| e.to_string())?;
-        let sandboxes = rt.pods(left()).map_err(|e| e.to_string())?;
+        let runtime = |e: crate::tools::runtime::RtError| Unseen::Runtime(e.to_string());
+        let containers = rt.ps(left()).map_err(runtime)?;
+        let sandboxes = rt.pods(left()).map_err(runtime)?;
         Ok(Listing {
             containers,
             sandboxes,
@@ -354,7 +356,7 @@ fn containers(
         .and_then(|l| l.component(Component::Etcd.name()).ok())
         .and_then(|mine| crate::rules::cri::running(&mine).map(|r| r.id.clone()));
     let direct = direct();
-    let quorum = etcd.map(|id| Ok(etcd::settle(direct, rt, root, Some(&id), deadline).problem()));
+    let quorum = etcd.map(|id| etcd::settle(direct, rt, root, Some(&id), deadline).seen());
     (listing, exits, quorum)
 }
 
@@ -397,9 +399,9 @@ pub fn observe(
         };
         let listed = containers(rt, root, &names, direct, deadline);
         let join = |h: std::thread::ScopedJoinHandle<'_, Asked>| {
-            h.join().unwrap_or_else(|_| Asked {
-                health: Err("the probe panicked".into()),
-                served: Some(Err("the probe panicked".into())),
+            h.join().unwrap_or(Asked {
+                health: Err(Unseen::Panicked),
+                served: Some(Err(Unseen::Panicked)),
             })
         };
         let answers: Vec<Asked> = asked.into_iter().map(join).collect();
@@ -410,7 +412,7 @@ pub fn observe(
     let port = |p: Result<u16, TargetError>, file: &str, served: Option<Seen<Served>>| Port {
         port: p.unwrap_or(0),
         file: crate::node::paths::node(file),
-        served: served.unwrap_or_else(|| Err("not asked".into())),
+        served: served.unwrap_or(Err(Unseen::NotAsked)),
     };
     let mut peer = Some(peer);
     let mut quorum = Some(quorum);

@@ -64,7 +64,7 @@ impl Health<'_> {
                 .into_iter()
                 .map(|p| {
                     p.join()
-                        .unwrap_or_else(|_| Err("the probe panicked".into()))
+                        .unwrap_or(Err(crate::rules::live::Unseen::Panicked))
                 })
                 .collect();
             let direct = direct.join().unwrap_or_else(|_| {
