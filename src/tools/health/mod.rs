@@ -15,10 +15,13 @@
 //! - `stop`: the wait for the old container to stop (a pidfd, then
 //!   listings);
 //! - `start`: the wait for a new container to run (the kubelet's links,
-//!   then listings).
+//!   then listings);
+//! - `poll`: one poll of those two waits, judged alike (the runtime
+//!   unreachable, cancellation, the deadline, the last poll's failure).
 
 mod gate;
 mod listing;
+mod poll;
 mod start;
 mod stay;
 mod stop;

@@ -2,10 +2,10 @@
 //! the kubelet's container links where they are watched, listings with
 //! back-off otherwise; the listing found is handed to the gate after it.
 
+use super::poll::{Polled, RestartWait};
 use super::{sleep_until, Backoff, GateError, Health, EVENT_SAFETY};
 use crate::rules::component::Component;
 use crate::rules::cri;
-use crate::rules::outcome::Phase;
 use crate::tools::runtime::RtError;
 use std::time::{Duration, Instant};
 
@@ -32,8 +32,13 @@ impl Health<'_> {
     ) -> Result<String, GateError> {
         let t0 = Instant::now();
         let deadline = deadline.min(t0 + self.cancel.bound(timeout));
-        let mut backoff = Backoff::default();
-        let mut last_error = None;
+        let mut wait = RestartWait::new(
+            c,
+            format!("no new {c} container ran"),
+            timeout,
+            deadline,
+            self.cancel,
+        );
         let mut after_event = false;
         tracing::info!(component = c.name(), "waiting for a new container");
         // With a trusted watch of the kubelet's links (set up before the
@@ -47,64 +52,34 @@ impl Health<'_> {
                 return Err(GateError::Cancelled);
             }
             if std::mem::replace(&mut list_now, true) {
-                backoff.polls += 1;
-                match self.list_new_running(c, old, deadline, &mut backoff) {
-                    Ok(Some(Err(ambiguous))) => {
-                        return Err(GateError::Structural {
-                            phase: Phase::Restart(c),
-                            message: ambiguous,
-                        })
-                    }
-                    Ok(Some(Ok(Some(id)))) => {
-                        tracing::info!(
-                            component = c.name(),
-                            calls = backoff.polls,
-                            ms = t0.elapsed().as_millis() as u64,
-                            "new container running"
-                        );
-                        return Ok(id);
-                    }
-                    Ok(_) => {}
-                    Err(RtError::Unreachable(m)) => {
-                        return Err(GateError::Structural {
-                            phase: Phase::Restart(c),
-                            message: m,
-                        })
-                    }
-                    Err(e) => last_error = Some(e.to_string()),
-                }
-                if self.cancel.is_cancelled() {
-                    // The deadline passed (or a signal came) meanwhile.
-                    return Err(GateError::Cancelled);
-                }
-                if Instant::now() >= deadline {
-                    return Err(GateError::TimedOut {
-                        message: format!(
-                            "no new {c} container ran within {}s ({} calls){}",
-                            timeout.as_secs(),
-                            backoff.polls,
-                            last_error
-                                .map(|e| format!("; the last poll failed: {e}"))
-                                .unwrap_or_default()
-                        ),
-                    });
+                wait.backoff.polls += 1;
+                let polled = self.list_new_running(c, old, deadline, &mut wait.backoff);
+                if let Some(id) = wait.step(polled)? {
+                    tracing::info!(
+                        component = c.name(),
+                        calls = wait.backoff.polls,
+                        ms = t0.elapsed().as_millis() as u64,
+                        "new container running"
+                    );
+                    return Ok(id);
                 }
             }
-            self.pause_for_new(c, created, deadline, &mut backoff, &mut after_event)?;
+            self.pause_for_new(c, created, deadline, &mut wait.backoff, &mut after_event)?;
         }
     }
 
-    /// One listing of `wait_new_running`: a running container of `c` other
-    /// than `old` (`Ok(None)`: no candidate yet; `Some(Err)`: ambiguous).
-    /// Sandboxes are listed only for a candidate in a sandbox not seen
-    /// before (a call more in `backoff`).
+    /// One listing of `wait_new_running`: the ID of a running container of
+    /// `c`'s static pod other than `old`; not yet (no candidate, or none in
+    /// the static pod); refused (containers of two static pods). Sandboxes
+    /// are listed only for a candidate in a sandbox not seen before (a call
+    /// more in `backoff`).
     fn list_new_running(
         &self,
         c: Component,
         old: &str,
         deadline: Instant,
         backoff: &mut Backoff,
-    ) -> Result<Option<Result<Option<String>, String>>, RtError> {
+    ) -> Result<Polled<String>, RtError> {
         let left = || deadline.saturating_duration_since(Instant::now());
         let containers = self.rt.ps(left())?;
         let candidate = containers.iter().any(|x| {
@@ -113,22 +88,26 @@ impl Health<'_> {
                 && x.labels.get(cri::LABEL_CONTAINER).map(String::as_str) == Some(c.name())
         });
         if !candidate {
-            return Ok(None);
+            return Ok(Polled::NotYet);
         }
         if !self.sandboxes.covers(&containers) {
             backoff.polls += 1;
         }
         let listing = self.with_sandboxes(containers, left())?;
-        let found = listing.component(c.name()).map(|v| {
-            cri::running(&v)
+        let found = match listing.component(c.name()) {
+            Err(ambiguous) => return Ok(Polled::Refused(ambiguous)),
+            Ok(v) => cri::running(&v)
                 .filter(|n| n.id != old)
-                .map(|n| n.id.clone())
-        });
-        if matches!(found, Ok(Some(_))) {
-            // The gate that follows starts from this listing.
-            self.sandboxes.hand(listing.containers);
-        }
-        Ok(Some(found.map_err(|e| e.to_string())))
+                .map(|n| n.id.clone()),
+        };
+        Ok(match found {
+            Some(id) => {
+                // The gate that follows starts from this listing.
+                self.sandboxes.hand(listing.containers);
+                Polled::Done(id)
+            }
+            None => Polled::NotYet,
+        })
     }
 
     /// The pause between two listings of `wait_new_running`. A trusted

@@ -1,10 +1,9 @@
 //! The restart loop's wait for the old container to stop: the pidfd of its
 //! process where the runtime tells it, listings with back-off otherwise.
 
+use super::poll::{Polled, RestartWait};
 use super::{short, sleep_until, Backoff, GateError, Health, EVENT_SAFETY};
 use crate::rules::component::Component;
-use crate::rules::outcome::Phase;
-use crate::tools::runtime::RtError;
 use std::time::{Duration, Instant};
 
 impl Health<'_> {
@@ -27,26 +26,22 @@ impl Health<'_> {
         // The controller's deadline cuts every wait (SPEC 4, v1.1).
         let deadline = t0 + self.cancel.bound(timeout);
         let left = || deadline.saturating_duration_since(Instant::now());
-        let mut backoff = Backoff::default();
-        let mut last_error = None;
+        let mut wait = RestartWait::new(
+            c,
+            format!("{c} container {} did not stop", short(old)),
+            timeout,
+            deadline,
+            self.cancel,
+        );
         tracing::info!(
             component = c.name(),
             "waiting for the old container to stop"
         );
-        backoff.polls += 1;
-        let mut watched = match self.rt.container_pid(old, left()) {
-            Ok(pid) => pid.and_then(crate::tools::pidwatch::PidFd::open),
-            Err(RtError::Unreachable(m)) => {
-                return Err(GateError::Structural {
-                    phase: Phase::Restart(c),
-                    message: m,
-                })
-            }
-            Err(e) => {
-                last_error = Some(e.to_string());
-                None
-            }
-        };
+        wait.backoff.polls += 1;
+        let mut watched = wait
+            .answer(self.rt.container_pid(old, left()))?
+            .flatten()
+            .and_then(crate::tools::pidwatch::PidFd::open);
         let event = watched.is_some();
         // With the process watched, its exit is the first thing to wait
         // for: the runtime is asked once it has exited (or every
@@ -58,44 +53,23 @@ impl Health<'_> {
                 return Err(GateError::Cancelled);
             }
             if std::mem::replace(&mut list_now, true) {
-                backoff.polls += 1;
-                match self.rt.ps(left()) {
-                    Ok(list) => {
-                        if !list.iter().any(|x| x.id == old && x.is_running()) {
-                            tracing::info!(
-                                component = c.name(),
-                                calls = backoff.polls,
-                                ms = t0.elapsed().as_millis() as u64,
-                                event,
-                                "old container stopped"
-                            );
-                            return Ok(());
-                        }
+                wait.backoff.polls += 1;
+                let polled = self.rt.ps(left()).map(|list| {
+                    if list.iter().any(|x| x.id == old && x.is_running()) {
+                        Polled::NotYet
+                    } else {
+                        Polled::Done(())
                     }
-                    Err(RtError::Unreachable(m)) => {
-                        return Err(GateError::Structural {
-                            phase: Phase::Restart(c),
-                            message: m,
-                        })
-                    }
-                    Err(e) => last_error = Some(e.to_string()),
-                }
-                if self.cancel.is_cancelled() {
-                    // The deadline passed (or a signal came) meanwhile.
-                    return Err(GateError::Cancelled);
-                }
-                if Instant::now() >= deadline {
-                    return Err(GateError::TimedOut {
-                        message: format!(
-                            "{c} container {} did not stop within {}s ({} calls){}",
-                            short(old),
-                            timeout.as_secs(),
-                            backoff.polls,
-                            last_error
-                                .map(|e| format!("; the last poll failed: {e}"))
-                                .unwrap_or_default()
-                        ),
-                    });
+                });
+                if wait.step(polled)?.is_some() {
+                    tracing::info!(
+                        component = c.name(),
+                        calls = wait.backoff.polls,
+                        ms = t0.elapsed().as_millis() as u64,
+                        event,
+                        "old container stopped"
+                    );
+                    return Ok(());
                 }
             }
             match watched.take() {
@@ -105,8 +79,8 @@ impl Health<'_> {
                         // Gone: the runtime may take a moment to say so,
                         // polled densely from here.
                         crate::tools::pidwatch::Waited::Exited => {
-                            backoff = Backoff {
-                                polls: backoff.polls,
+                            wait.backoff = Backoff {
+                                polls: wait.backoff.polls,
                                 ..Backoff::default()
                             }
                         }
@@ -116,7 +90,7 @@ impl Health<'_> {
                         }
                     }
                 }
-                None => sleep_until(deadline, backoff.pause(), self.cancel),
+                None => sleep_until(deadline, wait.backoff.pause(), self.cancel),
             }
         }
     }
