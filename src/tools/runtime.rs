@@ -545,8 +545,26 @@ pub(crate) mod double {
         /// The `/readyz` status, when not 200.
         readyz: Option<u16>,
         /// What a health path answers instead of 200 `ok` (`/healthz` on a
-        /// port: `/healthz:10259`), or why it does not answer (`Err`).
-        answers: BTreeMap<String, Result<(u16, String), String>>,
+        /// port: `/healthz:10259`).
+        answers: BTreeMap<String, Scripted>,
+    }
+
+    /// A path's scripted answer.
+    #[derive(Debug, Clone)]
+    enum Scripted {
+        /// This status and body.
+        Answers(u16, String),
+        /// No answer: the exchange fails, in these words.
+        Fails(String),
+    }
+
+    impl Scripted {
+        fn new(answer: Result<(u16, &str), &str>) -> Scripted {
+            match answer {
+                Ok((status, body)) => Scripted::Answers(status, body.to_string()),
+                Err(why) => Scripted::Fails(why.to_string()),
+            }
+        }
     }
 
     #[derive(Debug, Default)]
@@ -701,12 +719,9 @@ pub(crate) mod double {
 
         /// `path` on `port` answers this (`Err`: no answer, why).
         pub(crate) fn set_answer(&self, path: &str, port: u16, answer: Result<(u16, &str), &str>) {
-            self.node().answers.insert(
-                format!("{path}:{port}"),
-                answer
-                    .map(|(c, b)| (c, b.to_string()))
-                    .map_err(str::to_string),
-            );
+            self.node()
+                .answers
+                .insert(format!("{path}:{port}"), Scripted::new(answer));
         }
 
         /// `path` on `host:port` answers this (before [`Double::set_answer`]'s).
@@ -717,12 +732,9 @@ pub(crate) mod double {
             port: u16,
             answer: Result<(u16, &str), &str>,
         ) {
-            self.node().answers.insert(
-                format!("{host} {path}:{port}"),
-                answer
-                    .map(|(c, b)| (c, b.to_string()))
-                    .map_err(str::to_string),
-            );
+            self.node()
+                .answers
+                .insert(format!("{host} {path}:{port}"), Scripted::new(answer));
         }
 
         /// The kubelet's step: stop what left `manifests/`, start the next
@@ -860,8 +872,10 @@ pub(crate) mod double {
             let hosted = format!("{} {key}", q.host);
             let set = n.answers.get(&hosted).or_else(|| n.answers.get(&key));
             let reply = match (set, q.path) {
-                (Some(Err(why)), _) => Err(ProbeError::Exchange(why.clone())),
-                (Some(Ok((code, body))), p) => Ok((p.map(|_| *code), body.clone().into_bytes())),
+                (Some(Scripted::Fails(why)), _) => Err(ProbeError::Exchange(why.clone())),
+                (Some(Scripted::Answers(code, body)), p) => {
+                    Ok((p.map(|_| *code), body.clone().into_bytes()))
+                }
                 (None, None) => Ok((None, Vec::new())),
                 (None, Some("/readyz")) => {
                     let code = n.readyz.unwrap_or(200);
