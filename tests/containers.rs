@@ -115,17 +115,14 @@ impl Tier {
         let real = std::fs::read_link(&link).unwrap();
         let log = self.node.sim.join("runbook-crictl.log");
         std::fs::remove_file(&link).unwrap();
-        std::fs::write(
+        support::tree::write_executable(
             &link,
-            format!(
+            &format!(
                 "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
                 log.display(),
                 real.display()
             ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&link, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        );
     }
 
     /// The runbook's crictl calls since [`Tier::log_crictl`], one per line.

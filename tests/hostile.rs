@@ -95,7 +95,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::node::*;
 use support::oracle::{base_of, fence, new_operation, After, Seen};
-use support::tree::{all_dirs, chmod, copy_exact, copy_tree, diff, snapshot};
+use support::tree::{all_dirs, chmod, copy_exact, copy_tree, diff, snapshot, write_executable};
 use support::{say, tail};
 
 /// The operation ID every renewal case runs under.
@@ -269,7 +269,7 @@ fn write_mode(p: &Path, bytes: &[u8], mode: u32) {
 }
 
 fn script(p: &Path, body: &str) -> PathBuf {
-    write_mode(p, format!("#!/bin/sh\n{body}\n").as_bytes(), 0o755);
+    write_executable(p, &format!("#!/bin/sh\n{body}\n"));
     p.to_path_buf()
 }
 

@@ -11,6 +11,25 @@ pub fn chmod(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// Writes an executable script (mode 0755, parents made), from a child
+/// process. A write descriptor opened in this multi-threaded test process
+/// leaks, between fork and exec, into any child that a parallel test thread
+/// is starting; while such a child holds it, exec of the script fails with
+/// ETXTBSY ("Text file busy"). Written by `/bin/sh`, no descriptor of ours
+/// ever names the file.
+pub fn write_executable(p: &Path, text: &str) {
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    let st = std::process::Command::new("/bin/sh")
+        .args(["-c", r#"printf '%s' "$2" > "$1" && chmod 0755 "$1""#, "sh"])
+        .arg(p)
+        .arg(text)
+        .status()
+        .unwrap();
+    assert!(st.success(), "writing {}: {st}", p.display());
+}
+
 /// The permission bits of `p` (lstat).
 pub fn mode_of(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
