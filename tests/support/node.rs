@@ -27,24 +27,46 @@ pub const STAGING: &str = "etc/kubernetes/nvke-cert-renewal-staging";
 pub const PKI: &str = "etc/kubernetes/pki";
 
 /// A port nothing listens on now, never handed out before in this test
-/// process. The kernel may give the same ephemeral port to two `bind(0)`
-/// calls in a row once the first listener is closed (CI saw etcd and
-/// kube-apiserver given one port, and kube-apiserver crash-looping on
-/// "address in use"), so the ports handed out are remembered.
+/// process, and below the kernel's ephemeral range. Below it, because a
+/// stand-in restarted by a renewal binds its port again, and any outgoing
+/// connection on the machine (a health probe, an etcd client) may have
+/// taken that port as its source port meanwhile: CI saw
+/// kube-controller-manager's stand-in crash once on it, and the operator
+/// view rightly said `restarting`. Remembered, because the kernel may give
+/// one port to two `bind` calls in a row once the first listener is closed
+/// (CI saw etcd and kube-apiserver given one port).
 pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    // (where this process starts in the range, how many it handed out)
+    static GIVEN: std::sync::Mutex<Option<(u32, u32)>> = std::sync::Mutex::new(None);
+    let (lo, hi) = port_range();
+    let span = hi - lo;
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if !given.contains(&port) {
-            given.push(port);
+    // Apart from another test process's ports (e2e, containers), most of
+    // the time.
+    let (start, handed) = given.get_or_insert((std::process::id() % span, 0));
+    while *handed < span {
+        let port = (lo + (*start + *handed) % span) as u16;
+        *handed += 1;
+        let bindable = |ip: &str| std::net::TcpListener::bind((ip, port)).is_ok();
+        if bindable("127.0.0.1") && bindable("0.0.0.0") {
             return port;
         }
     }
+    panic!("no free port left in {lo}..{hi}: all {span} handed out or taken");
+}
+
+/// The listeners' ports: from 15000 to the kernel's first ephemeral port
+/// (`net.ipv4.ip_local_port_range`, 32768 by default).
+fn port_range() -> (u32, u32) {
+    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    assert!(
+        first_ephemeral > 16000,
+        "the ephemeral port range starts at {first_ephemeral}: no room below it for listeners"
+    );
+    (15000, first_ephemeral)
 }
 
 /// One simulated control-plane node.
