@@ -625,7 +625,7 @@ fn phase_steps(
     // A renewal refuses while a leaf is expired (SPEC 11): the work is
     // then finished by a recovery, which resumes it.
     let expired = !s.pki.expired(now).is_empty();
-    match (&s.phase.intent, &s.phase.file) {
+    match (s.phase.intent(), &s.phase.file) {
         (RunbookIntent::Pending, Some(PhaseFile::V2(p))) => {
             // What the fencing check would put back (the runbook's staging
             // only); the other pods that are down get steps of their own.

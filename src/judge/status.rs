@@ -8,7 +8,7 @@ use crate::contract as doc;
 use crate::contract::cli::{Global, ReceiptFilter};
 use crate::contract::text;
 use crate::judge::advice;
-use crate::node::inspect::{self, PhaseReport, ReceiptLookup, RunbookIntent};
+use crate::node::inspect::{self, PhaseJudgement, PhaseReport, ReceiptLookup};
 use crate::node::manifests::ManifestsReport;
 use crate::node::snapshot::{NodeSnapshot, Receipts};
 use crate::rules::component::Component;
@@ -32,7 +32,7 @@ pub fn fence_plan(
 ) -> FencePlan {
     let seen = PhaseSeen {
         file: phase.file.as_ref(),
-        malformed: phase.malformed.as_deref(),
+        malformed: phase.judgement.malformed(),
     };
     crate::rules::fence::plan(receipt, seen, m.staged_not_active())
 }
@@ -75,12 +75,9 @@ pub fn not_clean_reasons(
     if let Err(e) = &lock.probe {
         v.push(Reason::other(format!("lock: {e}")));
     }
-    match &phase.intent {
-        RunbookIntent::Pending => v.push(Reason::phase(phase.describe())),
-        RunbookIntent::Malformed => v.push(Reason::other(format!(
-            "phase file: {}",
-            phase.malformed.as_deref().unwrap_or_default()
-        ))),
+    match &phase.judgement {
+        PhaseJudgement::Pending => v.push(Reason::phase(phase.describe())),
+        PhaseJudgement::Malformed(why) => v.push(Reason::other(format!("phase file: {why}"))),
         _ => {}
     }
     v.extend(m.reasons());

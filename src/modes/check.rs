@@ -23,8 +23,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     if let Err(e) = &s.lock.probe {
         facts.state_errors.push(e.to_string());
     }
-    facts.runbook = s.phase.intent;
-    facts.runbook_malformed = s.phase.malformed.clone();
+    facts.runbook = s.phase.judgement.clone();
     facts.agent = Some(s.agent.clone());
     facts.manifest_problems = s.manifests.problems();
     facts.pki_errors = s.pki.errors();

@@ -237,7 +237,7 @@ fn abandon(
         never_seen,
         &restored,
         &conflicts,
-        phase.intent.is_pending(),
+        phase.judgement.is_pending(),
     );
     let (ph, failed_component) = abandoned_phase(phase.file.as_ref(), id);
     let r = crate::node::statedir::new_receipt(
@@ -362,7 +362,7 @@ mod tests {
     use super::*;
     use crate::modes::status::tests::{global, leave_staged};
     use crate::node::inspect::state_files::*;
-    use crate::node::inspect::RunbookIntent;
+    use crate::node::inspect::PhaseJudgement;
     use crate::node::paths::{COMPLETED_DIR, MANIFESTS_DIR, STAGING_DIR, STATE_DIR};
     use crate::rules::outcome::{ManifestLocation, Phase};
     use crate::rules::phase::PhaseFile;
@@ -381,12 +381,11 @@ mod tests {
             .join(format!("{op}.json"))
     }
 
-    fn phase_report(file: Option<PhaseFile>, intent: RunbookIntent) -> PhaseReport {
+    fn phase_report(file: Option<PhaseFile>, judgement: PhaseJudgement) -> PhaseReport {
         PhaseReport {
             file,
             receipt_of_phase_op: None,
-            intent,
-            malformed: None,
+            judgement,
         }
     }
 
@@ -410,28 +409,25 @@ mod tests {
         ))));
         let absent = None;
         let malformed = Some(ReceiptLookup::malformed("bad json"));
-        let no_phase = phase_report(None, RunbookIntent::Absent);
+        let no_phase = phase_report(None, PhaseJudgement::Absent);
         let unfinished_v2 = phase_report(
             Some(v2(
                 "op-0",
                 PhaseState::RestartPending,
                 Some(Component::Etcd),
             )),
-            RunbookIntent::Pending,
+            PhaseJudgement::Pending,
         );
         let done_v2 = phase_report(
             Some(v2("op-0", PhaseState::Done, None)),
-            RunbookIntent::Done,
+            PhaseJudgement::Done,
         );
         let unfinished_legacy = phase_report(
             Some(legacy(PhaseState::RestartPending, Some(Component::Etcd))),
-            RunbookIntent::Pending,
+            PhaseJudgement::Pending,
         );
-        let done_legacy = phase_report(Some(legacy(PhaseState::Done, None)), RunbookIntent::Done);
-        let bad_phase = PhaseReport {
-            malformed: Some("line 1".into()),
-            ..phase_report(None, RunbookIntent::Malformed)
-        };
+        let done_legacy = phase_report(Some(legacy(PhaseState::Done, None)), PhaseJudgement::Done);
+        let bad_phase = phase_report(None, PhaseJudgement::Malformed("line 1".into()));
         for (receipt, phase, expected) in [
             (&found, &unfinished_legacy, "confirm"),
             (&found, &bad_phase, "confirm"),

@@ -14,30 +14,34 @@ use crate::rules::phase::PhaseFile;
 /// How many recent receipts the operator view lists.
 pub const RECENT_RECEIPTS: usize = 20;
 
-pub use crate::rules::resume::{ReceiptLookup, RunbookIntent};
+pub use crate::rules::resume::{PhaseJudgement, ReceiptLookup, RunbookIntent};
 
 /// Pure: judge a parsed phase file, given the receipt of the operation it
 /// names (None: it has none): the resume rule (`resume::resume`) asked by
-/// an observer. Err: malformed (the receipt it depends on is), and why.
+/// an observer. Malformed when the receipt it depends on is unusable
+/// ([`UnusableReceipt`]'s words).
 pub fn judge(
     phase: Option<&PhaseFile>,
     receipt_of_phase_op: Option<&ReceiptLookup>,
-) -> Result<RunbookIntent, UnusableReceipt> {
+) -> PhaseJudgement {
     use crate::rules::resume::{resume, Asker, Resume};
     let Some(p) = phase else {
-        return Ok(RunbookIntent::Absent);
+        return PhaseJudgement::Absent;
     };
     match resume(Some(p), Asker::Observer, |_| receipt_of_phase_op.cloned()) {
-        Resume::Fresh => Ok(RunbookIntent::Done),
-        Resume::DoneByReceipt { .. } => Ok(RunbookIntent::DoneByReceipt),
-        Resume::ReceiptMalformed(why) => Err(UnusableReceipt {
-            operation: match p {
-                PhaseFile::V2(p2) => p2.operation_id.as_str().to_string(),
-                PhaseFile::Legacy(_) => "?".to_string(),
-            },
-            why,
-        }),
-        _ => Ok(RunbookIntent::Pending),
+        Resume::Fresh => PhaseJudgement::Done,
+        Resume::DoneByReceipt { .. } => PhaseJudgement::DoneByReceipt,
+        Resume::ReceiptMalformed(why) => PhaseJudgement::Malformed(
+            UnusableReceipt {
+                operation: match p {
+                    PhaseFile::V2(p2) => p2.operation_id.as_str().to_string(),
+                    PhaseFile::Legacy(_) => "?".to_string(),
+                },
+                why,
+            }
+            .to_string(),
+        ),
+        _ => PhaseJudgement::Pending,
     }
 }
 
@@ -57,42 +61,29 @@ pub struct PhaseReport {
     /// None: the operation it names has no receipt (or none was looked up:
     /// no V2 file, or its work is done).
     pub receipt_of_phase_op: Option<ReceiptLookup>,
-    pub intent: RunbookIntent,
-    /// Unreadable or malformed (the phase file or the receipt it depends
-    /// on): why; given exactly when `intent` is `Malformed`.
-    pub malformed: Option<String>,
+    /// Judged as a renewal would judge it; malformed: the phase file is
+    /// unreadable or malformed (`file` is None), or the receipt it depends
+    /// on is.
+    pub judgement: PhaseJudgement,
 }
 
 impl PhaseReport {
-    /// The report of a phase file and its judgement (`judge`).
-    fn judged<E: std::fmt::Display>(
-        file: Option<PhaseFile>,
-        receipt_of_phase_op: Option<ReceiptLookup>,
-        judged: Result<RunbookIntent, E>,
-    ) -> PhaseReport {
-        let (intent, malformed) = match judged {
-            Ok(intent) => (intent, None),
-            Err(e) => (RunbookIntent::Malformed, Some(e.to_string())),
-        };
-        PhaseReport {
-            file,
-            receipt_of_phase_op,
-            intent,
-            malformed,
-        }
+    /// As printed (`intent`).
+    pub fn intent(&self) -> RunbookIntent {
+        self.judgement.intent()
     }
 
     /// As the read-only modes print it.
     pub fn view(&self) -> doc::PhaseFileView {
         let mut v = doc::PhaseFileView {
             path: crate::node::paths::state(PHASE_FILE),
-            status: match (&self.file, self.intent) {
-                (_, RunbookIntent::Malformed) => doc::PhaseFileStatus::Malformed,
+            status: match (&self.file, &self.judgement) {
+                (_, PhaseJudgement::Malformed(_)) => doc::PhaseFileStatus::Malformed,
                 (None, _) => doc::PhaseFileStatus::Absent,
                 (Some(_), _) => doc::PhaseFileStatus::Present,
             },
-            intent: self.intent,
-            pending: self.intent.is_pending(),
+            intent: self.intent(),
+            pending: self.judgement.is_pending(),
             format: None,
             state: None,
             next_component: None,
@@ -105,7 +96,7 @@ impl PhaseReport {
             receipt: None,
             started: None,
             pid: None,
-            error: self.malformed.clone(),
+            error: self.judgement.malformed().map(str::to_string),
         };
         if let Some(p) = &self.file {
             v.state = Some(p.state());
@@ -137,13 +128,10 @@ impl PhaseReport {
 
     /// One line for people.
     pub fn describe(&self) -> String {
-        match (&self.file, self.intent) {
-            (_, RunbookIntent::Malformed) => format!(
-                "malformed: {}",
-                self.malformed.as_deref().unwrap_or_default()
-            ),
+        match (&self.file, &self.judgement) {
+            (_, PhaseJudgement::Malformed(why)) => format!("malformed: {why}"),
             (None, _) => "absent".to_string(),
-            (Some(p), intent) => {
+            (Some(p), judgement) => {
                 // Plain words (SPEC 6, v1.2): the state names stay in JSON.
                 let who = match p {
                     PhaseFile::V2(_) => p.plain_who(),
@@ -157,11 +145,11 @@ impl PhaseReport {
                     }
                 };
                 let step = p.plain_step();
-                match intent {
-                    RunbookIntent::DoneByReceipt => {
+                match judgement {
+                    PhaseJudgement::DoneByReceipt => {
                         format!("{who}, {step} (its success receipt exists: treated as done)")
                     }
-                    RunbookIntent::Pending => match &self.receipt_of_phase_op {
+                    PhaseJudgement::Pending => match &self.receipt_of_phase_op {
                         Some(ReceiptLookup::Found(r)) => format!(
                             "{who}, unfinished while {step}; recorded {} by its receipt (the next renewal, under a new ID, resumes it)",
                             r.outcome
@@ -177,12 +165,15 @@ impl PhaseReport {
 
 /// Read and judge the phase file (state dir may be absent).
 pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
+    let unread = |judgement| PhaseReport {
+        file: None,
+        receipt_of_phase_op: None,
+        judgement,
+    };
     let file = match state.map(|s| StateDir::new(s).read_phase()) {
-        None | Some(Ok(None)) => {
-            return PhaseReport::judged(None, None, Ok::<_, UnusableReceipt>(RunbookIntent::Absent))
-        }
+        None | Some(Ok(None)) => return unread(PhaseJudgement::Absent),
         Some(Ok(Some(f))) => f,
-        Some(Err(e)) => return PhaseReport::judged(None, None, Err(e)),
+        Some(Err(e)) => return unread(PhaseJudgement::Malformed(e.to_string())),
     };
     let receipt_of_phase_op = match (&file, state) {
         (PhaseFile::V2(p), Some(s)) if file.is_unfinished() => match StateDir::new(s).completed() {
@@ -191,8 +182,12 @@ pub fn read_phase(state: Option<&Dir>) -> PhaseReport {
         },
         _ => None,
     };
-    let judged = judge(Some(&file), receipt_of_phase_op.as_ref());
-    PhaseReport::judged(Some(file), receipt_of_phase_op, judged)
+    let judgement = judge(Some(&file), receipt_of_phase_op.as_ref());
+    PhaseReport {
+        file: Some(file),
+        receipt_of_phase_op,
+        judgement,
+    }
 }
 
 /// The lock as probed, and who holds (or last held) it.
@@ -632,9 +627,8 @@ mod tests {
     #[test]
     fn the_phase_file_is_judged_as_a_renewal_would() {
         let unfinished = v2("op-1", PhaseState::RestartPending, Some(Component::Etcd));
-        let judged = |p: Option<&PhaseFile>, r: &Option<ReceiptLookup>| {
-            name(judge(p, r.as_ref()).unwrap_or(RunbookIntent::Malformed))
-        };
+        let judged =
+            |p: Option<&PhaseFile>, r: &Option<ReceiptLookup>| name(judge(p, r.as_ref()).intent());
         assert_eq!(judged(None, &lookup(None)), "absent");
         assert_eq!(
             judged(Some(&v2("op-1", PhaseState::Done, None)), &lookup(None)),
@@ -657,10 +651,12 @@ mod tests {
         for o in [Outcome::Failed, Outcome::Cancelled, Outcome::Abandoned] {
             assert_eq!(judged(Some(&unfinished), &lookup(Some(o))), "pending");
         }
-        match judge(Some(&unfinished), Some(&ReceiptLookup::malformed("bad"))) {
-            Err(e) => assert_eq!(e.operation, "op-1", "{e}"),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(
+            judge(Some(&unfinished), Some(&ReceiptLookup::malformed("bad"))),
+            PhaseJudgement::Malformed(
+                "the receipt of its operation op-1 is unusable: bad".to_string()
+            )
+        );
         // Legacy work carries no ID: no receipt makes it done.
         let legacy_unfinished = legacy(PhaseState::RestartPending, Some(Component::Etcd));
         assert_eq!(
@@ -673,7 +669,7 @@ mod tests {
     #[test]
     fn the_phase_file_on_disk_is_read_with_its_operations_receipt() {
         let t = tempfile::tempdir().unwrap();
-        assert_eq!(name(read_phase(None).intent), "absent");
+        assert_eq!(name(read_phase(None).intent()), "absent");
         write_phase(
             t.path(),
             &v2(
@@ -684,22 +680,22 @@ mod tests {
         );
         let state = StateDir::open(&root(t.path())).unwrap();
         let p = read_phase(state.as_ref());
-        assert_eq!(name(p.intent), "pending");
+        assert_eq!(name(p.intent()), "pending");
         let j = serde_json::to_value(p.view()).unwrap();
         assert_eq!(j["nextComponent"], "kube-apiserver");
         assert_eq!(j["operationID"], "op-1");
         assert_eq!(j["pending"], true);
         write_receipt(t.path(), "op-1", &receipt("op-1", Outcome::Renewed));
         let p = read_phase(state.as_ref());
-        assert_eq!(name(p.intent), "done-by-receipt");
+        assert_eq!(name(p.intent()), "done-by-receipt");
         assert_eq!(
             serde_json::to_value(p.view()).unwrap()["receipt"]["outcome"],
             "renewed"
         );
         write_raw(&t.path().join(STATE_DIR).join(PHASE_FILE), b"STATE=done\n");
         let p = read_phase(state.as_ref());
-        assert_eq!(p.intent, RunbookIntent::Malformed);
-        match &p.malformed {
+        assert_eq!(p.intent(), RunbookIntent::Malformed);
+        match p.judgement.malformed() {
             Some(e) => assert!(
                 e.starts_with("/var/lib/nvke/k8s-cert-renewal/phase: "),
                 "{e}"
@@ -878,7 +874,7 @@ mod tests {
         let r = root(t.path());
         assert!(StateDir::open(&r).unwrap().is_none());
         let state = StateDir::open(&r).unwrap();
-        assert_eq!(name(read_phase(state.as_ref()).intent), "absent");
+        assert_eq!(name(read_phase(state.as_ref()).intent()), "absent");
         assert_eq!(
             serde_json::to_value(read_lock(state.as_ref()).view()).unwrap()["state"],
             "absent"

@@ -63,7 +63,7 @@ pub enum RunbookIntent {
     #[serde(rename = "pending")]
     Pending,
     // Unreadable or malformed (the phase file or the receipt it depends
-    // on); the reason is carried beside it.
+    // on); the reason is in `PhaseJudgement::Malformed`.
     #[serde(rename = "malformed")]
     Malformed,
 }
@@ -72,6 +72,47 @@ impl RunbookIntent {
     /// Unfinished work a renewal would resume.
     pub fn is_pending(self) -> bool {
         self == RunbookIntent::Pending
+    }
+}
+
+/// The phase file judged as a renewal would judge it, with why in the one
+/// case that has a reason: what [`RunbookIntent`] prints, and the words of
+/// `malformed` that go with it (so neither can be had without the other).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PhaseJudgement {
+    #[default]
+    Absent,
+    Done,
+    DoneByReceipt,
+    Pending,
+    /// Unreadable or malformed (the phase file or the receipt it depends
+    /// on), and why.
+    Malformed(String),
+}
+
+impl PhaseJudgement {
+    /// As printed (`intent`).
+    pub fn intent(&self) -> RunbookIntent {
+        match self {
+            PhaseJudgement::Absent => RunbookIntent::Absent,
+            PhaseJudgement::Done => RunbookIntent::Done,
+            PhaseJudgement::DoneByReceipt => RunbookIntent::DoneByReceipt,
+            PhaseJudgement::Pending => RunbookIntent::Pending,
+            PhaseJudgement::Malformed(_) => RunbookIntent::Malformed,
+        }
+    }
+
+    /// Why it is malformed; None: it is not.
+    pub fn malformed(&self) -> Option<&str> {
+        match self {
+            PhaseJudgement::Malformed(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Unfinished work a renewal would resume.
+    pub fn is_pending(&self) -> bool {
+        *self == PhaseJudgement::Pending
     }
 }
 

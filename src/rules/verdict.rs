@@ -3,7 +3,7 @@
 //! gathers the facts and prints what this decides.
 
 use crate::rules::agent::{self, AgentIntent};
-use crate::rules::resume::RunbookIntent;
+use crate::rules::resume::PhaseJudgement;
 use crate::rules::values::{CheckFailure, Decision, Executor};
 
 /// The facts the decision rests on (pure input).
@@ -14,11 +14,9 @@ pub struct Facts {
     /// The state dir, lock or owner could not be used.
     pub state_errors: Vec<String>,
     /// The phase file judged as a renewal would judge it (done, by its
-    /// file or by a receipt, and absent settle nothing pending).
-    pub runbook: RunbookIntent,
-    /// Why the phase file (or the receipt it depends on) is malformed:
-    /// given exactly when `runbook` is `Malformed`.
-    pub runbook_malformed: Option<String>,
+    /// file or by a receipt, and absent settle nothing pending), and why
+    /// when it (or the receipt it depends on) is malformed.
+    pub runbook: PhaseJudgement,
     pub agent: Option<AgentIntent>,
     /// Manifests staged, missing, refused; unexpected staging entries.
     pub manifest_problems: Vec<String>,
@@ -104,8 +102,7 @@ fn failures(
     for e in &f.state_errors {
         failures.push((CheckFailure::State, format!("state: {e}")));
     }
-    if f.runbook == RunbookIntent::Malformed {
-        let e = f.runbook_malformed.as_deref().unwrap_or_default();
+    if let Some(e) = f.runbook.malformed() {
         failures.push((CheckFailure::PhaseFile, format!("phase file: {e}")));
     }
     for p in &f.manifest_problems {
@@ -311,17 +308,17 @@ mod tests {
     #[test]
     fn executor_selection_follows_pending_intent() {
         let mut f = base();
-        f.runbook = RunbookIntent::Pending;
+        f.runbook = PhaseJudgement::Pending;
         f.agent = pending_agent();
         let v = decide(&f);
         assert_eq!(v.executors, vec![Executor::Legacy, Executor::Typed]);
         assert!(!v.legacy_fallback);
         assert!(v.reasons[0].contains("the runbook has unfinished work"));
         assert!(v.reasons[1].contains("(operation a)"));
-        f.runbook = RunbookIntent::Done;
+        f.runbook = PhaseJudgement::Done;
         assert_eq!(decide(&f).executors, vec![Executor::Typed]);
         assert!(!decide(&f).legacy_fallback);
-        f.runbook = RunbookIntent::Pending;
+        f.runbook = PhaseJudgement::Pending;
         f.agent = Some(AgentIntent::Idle {
             phase: "done".into(),
             operation_id: None,
@@ -333,9 +330,9 @@ mod tests {
         // settled work (done, by its file or its receipt) is not pending
         f.force = false;
         for settled in [
-            RunbookIntent::Absent,
-            RunbookIntent::Done,
-            RunbookIntent::DoneByReceipt,
+            PhaseJudgement::Absent,
+            PhaseJudgement::Done,
+            PhaseJudgement::DoneByReceipt,
         ] {
             f.runbook = settled;
             assert_eq!(decide(&f).decision, Decision::Unchanged);
@@ -353,7 +350,7 @@ mod tests {
             (v.decision, v.failure),
             (Decision::Failed, Some(CheckFailure::AgentState))
         );
-        f.runbook = RunbookIntent::Pending;
+        f.runbook = PhaseJudgement::Pending;
         let v = decide(&f);
         assert_eq!(v.decision, Decision::Renew);
         assert_eq!(v.executors, vec![Executor::Legacy]);
@@ -366,8 +363,7 @@ mod tests {
     #[test]
     fn failures_win_and_busy_comes_first() {
         let mut f = base();
-        f.runbook = RunbookIntent::Malformed;
-        f.runbook_malformed = Some("six lines".into());
+        f.runbook = PhaseJudgement::Malformed("six lines".into());
         f.lock_held_by = Some("pid 7".into());
         f.manifest_problems = vec!["etcd manifest is missing".into()];
         let v = decide(&f);
