@@ -142,11 +142,9 @@ pub enum QuorumSeen {
     Healthy,
     /// What the gate waits on or refuses, in the quorum rule's words: too
     /// few healthy voters, two voters, a learner, or why etcd's members
-    /// could not be asked (the gate waits on that alike).
+    /// could not be asked (the gate waits on that alike, so a failed
+    /// question is a problem too, not a `not_checked`).
     Problem(String),
-    /// Not checked, and why (a finding `not_checked`, not `quorum`). The
-    /// observation makes none today: a failed question is a `Problem`.
-    NotChecked(Unseen),
 }
 
 /// What is wrong with one component, worst first ([`judge`]).
@@ -390,7 +388,6 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
     }
     match &o.quorum {
         Some(QuorumSeen::Problem(what)) => v.push(Finding::Quorum(what.clone())),
-        Some(QuorumSeen::NotChecked(why)) => v.push(Finding::NotChecked(format!("cluster: {why}"))),
         Some(QuorumSeen::Healthy) | None => {}
     }
     match (&o.newest, started) {
@@ -826,12 +823,12 @@ mod tests {
         );
         assert_eq!(f[0].weight(), Weight::NotClean);
         assert!(gate(&o, WALL).is_err());
-        o.quorum = Some(QuorumSeen::NotChecked(Unseen::Probe(
-            "etcdctl timed out".into(),
-        )));
+        o.quorum = Some(QuorumSeen::Problem(
+            "etcd's members could not be asked: etcdctl timed out".into(),
+        ));
         let f = judge(&o, WALL);
-        assert_eq!(f[0].kind(), "not_checked");
-        assert_eq!(f[0].words(WALL), "not checked: cluster: etcdctl timed out");
+        assert_eq!(f[0].kind(), "quorum");
+        assert!(gate(&o, WALL).is_err());
         o.quorum = Some(QuorumSeen::Healthy);
         assert_eq!(judge(&o, WALL), vec![]);
         let unknown = Ok(Containers::Running {
