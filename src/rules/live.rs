@@ -141,10 +141,13 @@ pub enum QuorumSeen {
     /// Enough healthy voters: the gate passes it.
     Healthy,
     /// What the gate waits on or refuses, in the quorum rule's words: too
-    /// few healthy voters, two voters, a learner, or why etcd's members
-    /// could not be asked (the gate waits on that alike, so a failed
-    /// question is a problem too, not a `not_checked`).
+    /// few healthy voters, two voters, a learner, an answer that is not a
+    /// success.
     Problem(String),
+    /// etcd's members could not be asked (no answer in time, an answer
+    /// that cannot be read, nothing to ask with), and why: a finding
+    /// `not_checked` (SPEC 10), not `quorum`. The gate waits on it alike.
+    NotChecked(Unseen),
 }
 
 /// What is wrong with one component, worst first ([`judge`]).
@@ -388,6 +391,7 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
     }
     match &o.quorum {
         Some(QuorumSeen::Problem(what)) => v.push(Finding::Quorum(what.clone())),
+        Some(QuorumSeen::NotChecked(why)) => v.push(Finding::NotChecked(format!("cluster: {why}"))),
         Some(QuorumSeen::Healthy) | None => {}
     }
     match (&o.newest, started) {
@@ -823,11 +827,17 @@ mod tests {
         );
         assert_eq!(f[0].weight(), Weight::NotClean);
         assert!(gate(&o, WALL).is_err());
-        o.quorum = Some(QuorumSeen::Problem(
-            "etcd's members could not be asked: etcdctl timed out".into(),
-        ));
+        // Not asked: never judged healthy, nor a quorum problem.
+        o.quorum = Some(QuorumSeen::NotChecked(Unseen::Probe(
+            "etcd's member list: connection refused".into(),
+        )));
         let f = judge(&o, WALL);
-        assert_eq!(f[0].kind(), "quorum");
+        assert_eq!(f[0].kind(), "not_checked");
+        assert_eq!(
+            f[0].words(WALL),
+            "not checked: cluster: etcd's member list: connection refused"
+        );
+        assert_eq!(f[0].weight(), Weight::NotClean);
         assert!(gate(&o, WALL).is_err());
         o.quorum = Some(QuorumSeen::Healthy);
         assert_eq!(judge(&o, WALL), vec![]);

@@ -93,11 +93,11 @@ pub fn direct(rt: &dyn Runtime, root: &Root, now: OffsetDateTime, deadline: Inst
     let asked = |q| Direct::Asked(q);
     let port = match targets::etcd_port(root) {
         Ok(p) => p,
-        Err(e) => return asked(Quorum::NotYet(e.to_string())),
+        Err(e) => return asked(Quorum::Unasked(e.to_string())),
     };
     let id = match targets::etcd_identity(root) {
         Ok(i) => i,
-        Err(e) => return asked(Quorum::NotYet(e.to_string())),
+        Err(e) => return asked(Quorum::Unasked(e.to_string())),
     };
     let local = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
     let client = Client {
@@ -110,7 +110,7 @@ pub fn direct(rt: &dyn Runtime, root: &Root, now: OffsetDateTime, deadline: Inst
     let members = match list {
         Ok((200, body)) => match cri::parse_gateway_member_list(&body) {
             Ok(m) => m,
-            Err(e) => return asked(Quorum::NotYet(e.to_string())),
+            Err(e) => return asked(Quorum::Unasked(e.to_string())),
         },
         Ok((404, _)) => return Direct::GatewayOff,
         Ok((status, body)) => {
@@ -122,7 +122,7 @@ pub fn direct(rt: &dyn Runtime, root: &Root, now: OffsetDateTime, deadline: Inst
                 live::answer_words(status, &body)
             )));
         }
-        Err(e) => return asked(Quorum::NotYet(format!("etcd's member list: {e}"))),
+        Err(e) => return asked(Quorum::Unasked(format!("etcd's member list: {e}"))),
     };
     let (local_health, cluster) = voters_health(&client, local, &members);
     asked(judged(&local_health, &cluster, &members))
@@ -297,11 +297,11 @@ pub fn settle(
         Direct::GatewayOff => {
             say_fallback();
             match etcd_id {
-                _ if left(deadline).is_zero() => Quorum::NotYet(
+                _ if left(deadline).is_zero() => Quorum::Unasked(
                     "etcd's JSON gateway is off and no time is left for etcdctl".into(),
                 ),
                 Some(id) => etcdctl_quorum(rt, root, id, deadline),
-                None => Quorum::NotYet(
+                None => Quorum::Unasked(
                     "etcd's JSON gateway is off (404) and no etcd container runs to ask etcdctl in"
                         .into(),
                 ),
@@ -366,8 +366,15 @@ pub enum Quorum {
         voters: usize,
         healthy_voters: usize,
     },
-    /// Not now (a member down, etcdctl failing): the gate waits.
+    /// Not now (a member down or unhealthy, an answer that is not a
+    /// success): the gate waits.
     NotYet(String),
+    /// etcd's members could not be asked: what to ask could not be read,
+    /// no answer in time (refused, timed out, etcdctl said nothing), an
+    /// answer that cannot be read. The gate waits alike; the operator view
+    /// and check say `not checked` (SPEC 10: what cannot be asked is never
+    /// judged, healthy or not).
+    Unasked(String),
     /// Will not pass by waiting: the gate fails at once with this phase.
     Structural(Phase, String),
 }
@@ -378,6 +385,7 @@ impl Quorum {
         match self {
             Quorum::Ok { .. } => live::QuorumSeen::Healthy,
             Quorum::NotYet(m) | Quorum::Structural(_, m) => live::QuorumSeen::Problem(m.clone()),
+            Quorum::Unasked(m) => live::QuorumSeen::NotChecked(live::Unseen::Probe(m.clone())),
         }
     }
 }
@@ -389,7 +397,7 @@ pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: In
     {
         let port = match targets::etcd_port(root) {
             Ok(p) => p,
-            Err(e) => return Quorum::NotYet(e.to_string()),
+            Err(e) => return Quorum::Unasked(e.to_string()),
         };
         // A local learner, told by the member list's failure: refused at once.
         let learner = std::sync::OnceLock::new();
@@ -428,11 +436,11 @@ pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: In
         }
         let members = match members {
             Ok(m) => m,
-            Err(e) => return Quorum::NotYet(e.to_string()),
+            Err(e) => return Quorum::Unasked(e.to_string()),
         };
         let cluster = match cluster {
             Ok(v) => v,
-            Err(e) => return Quorum::NotYet(e.to_string()),
+            Err(e) => return Quorum::Unasked(e.to_string()),
         };
         let local = cri::local_health(&cluster, &members);
         judged(&local, &cluster, &members)
@@ -442,6 +450,47 @@ pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: In
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SPEC 10: etcd's members that cannot be asked are `not checked` in
+    /// the live view, never a quorum problem (nor healthy); an answer that
+    /// is not a success is one. The gate waits on both alike.
+    #[test]
+    fn members_that_cannot_be_asked_are_not_checked() {
+        use crate::tools::runtime::double::{node_tree, Double};
+        let t = node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let ask = |rt: &Double| {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            match direct(rt, &root, OffsetDateTime::now_utc(), deadline) {
+                Direct::Asked(q) => q,
+                Direct::GatewayOff => panic!("the gateway answered 404"),
+            }
+        };
+        let rt = Double::new();
+        rt.set_answer(
+            MEMBER_LIST,
+            2379,
+            Err("connect 127.0.0.1:2379: Connection refused"),
+        );
+        let q = ask(&rt);
+        assert!(matches!(&q, Quorum::Unasked(m) if m.contains("Connection refused")));
+        match q.seen() {
+            live::QuorumSeen::NotChecked(why) => {
+                assert_eq!(
+                    why.to_string(),
+                    "etcd's member list: connect 127.0.0.1:2379: Connection refused"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // An answer that cannot be read is no answer either.
+        rt.set_answer(MEMBER_LIST, 2379, Ok((200, "{not json")));
+        assert!(matches!(ask(&rt).seen(), live::QuorumSeen::NotChecked(_)));
+        // An answer that is not a success is judged: a problem.
+        rt.set_answer(MEMBER_LIST, 2379, Ok((503, "etcdserver: no leader")));
+        assert!(matches!(ask(&rt), Quorum::NotYet(_)));
+        assert!(matches!(ask(&rt).seen(), live::QuorumSeen::Problem(_)));
+    }
 
     #[test]
     fn client_urls_are_https_with_a_port() {

@@ -394,7 +394,7 @@ pub fn observe(
         let direct = s.spawn(move || etcd::direct(rt, root, now, deadline));
         let direct = move || {
             direct.join().unwrap_or_else(|_| {
-                etcd::Direct::Asked(etcd::Quorum::NotYet("the etcd probe panicked".into()))
+                etcd::Direct::Asked(etcd::Quorum::Unasked("the etcd probe panicked".into()))
             })
         };
         let listed = containers(rt, root, &names, direct, deadline);

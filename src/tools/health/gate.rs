@@ -28,7 +28,7 @@ impl Health<'_> {
                 etcd_healthy_voters: healthy_voters,
                 containers: Vec::new(),
             }),
-            Quorum::NotYet(m) => Attempt::NotYet(m),
+            Quorum::NotYet(m) | Quorum::Unasked(m) => Attempt::NotYet(m),
             Quorum::Structural(p, m) => Attempt::Structural(p, m),
         }
     }
@@ -68,7 +68,7 @@ impl Health<'_> {
                 })
                 .collect();
             let direct = direct.join().unwrap_or_else(|_| {
-                etcd::Direct::Asked(Quorum::NotYet("the etcd probe panicked".into()))
+                etcd::Direct::Asked(Quorum::Unasked("the etcd probe panicked".into()))
             });
             (listing, healths, direct)
         });
