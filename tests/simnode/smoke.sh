@@ -48,10 +48,16 @@ wait_until() {
 }
 
 USED_PORTS=" "
+# Listeners' ports below the kernel's ephemeral range (as tests/support's
+# free_port): a stand-in restarted by a renewal binds its port again, and an
+# outgoing connection may have taken it as its source port meanwhile.
+PORT_LO=15000
+PORT_HI=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+if [ "$((PORT_HI - PORT_LO))" -lt 4096 ]; then PORT_LO=1024 PORT_HI=65536; fi
 free_port() {
     local p
     while :; do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        p=$((PORT_LO + (RANDOM * 32768 + RANDOM) % (PORT_HI - PORT_LO)))
         case "$USED_PORTS" in *" $p "*) continue ;; esac
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             USED_PORTS="$USED_PORTS$p "

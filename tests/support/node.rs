@@ -27,26 +27,31 @@ pub const STAGING: &str = "etc/kubernetes/nvke-cert-renewal-staging";
 pub const PKI: &str = "etc/kubernetes/pki";
 
 /// A port nothing listens on now, never handed out before in this test
-/// process, and below the kernel's ephemeral range. Below it, because a
-/// stand-in restarted by a renewal binds its port again, and any outgoing
-/// connection on the machine (a health probe, an etcd client) may have
-/// taken that port as its source port meanwhile: CI saw
-/// kube-controller-manager's stand-in crash once on it, and the operator
-/// view rightly said `restarting`. Remembered, because the kernel may give
-/// one port to two `bind` calls in a row once the first listener is closed
-/// (CI saw etcd and kube-apiserver given one port).
+/// process, and outside the kernel's ephemeral range when the machine
+/// leaves room for that ([`port_range`]). Outside it, because a stand-in
+/// that a renewal restarts binds its port again, and meanwhile any
+/// outgoing connection on the machine (a health probe, an etcd client) may
+/// have taken that port as its source port; a flipper round here once
+/// found kube-controller-manager's stand-in restarted in place after its
+/// renewal, and the operator view rightly said `restarting`. Remembered,
+/// because the kernel may give one port to two `bind` calls in a row once
+/// the first listener is closed (CI saw etcd and kube-apiserver given one
+/// port).
 pub fn free_port() -> u16 {
-    // (where this process starts in the range, how many it handed out)
+    // (where this process starts in the range, how many it tried)
     static GIVEN: std::sync::Mutex<Option<(u32, u32)>> = std::sync::Mutex::new(None);
-    let (lo, hi) = port_range();
+    let (lo, hi) = *PORT_RANGE.get_or_init(port_range);
     let span = hi - lo;
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    // Apart from another test process's ports (e2e, containers), most of
-    // the time.
-    let (start, handed) = given.get_or_insert((std::process::id() % span, 0));
-    while *handed < span {
-        let port = (lo + (*start + *handed) % span) as u16;
-        *handed += 1;
+    // Test binaries run one after another, each its own process; a start
+    // spread by the process ID keeps two runs on one machine (two `cargo
+    // test`s by hand) apart most of the time. The bind check below is what
+    // keeps a port in use from being handed out.
+    let spread = (u64::from(std::process::id()).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
+    let (start, tried) = given.get_or_insert((spread % span, 0));
+    while *tried < span {
+        let port = (lo + (*start + *tried) % span) as u16;
+        *tried += 1;
         let bindable = |ip: &str| std::net::TcpListener::bind((ip, port)).is_ok();
         if bindable("127.0.0.1") && bindable("0.0.0.0") {
             return port;
@@ -55,18 +60,35 @@ pub fn free_port() -> u16 {
     panic!("no free port left in {lo}..{hi}: all {span} handed out or taken");
 }
 
-/// The listeners' ports: from 15000 to the kernel's first ephemeral port
-/// (`net.ipv4.ip_local_port_range`, 32768 by default).
+static PORT_RANGE: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+
+/// The listeners' ports, `lo..hi`: from 15000 to the kernel's first
+/// ephemeral port (`net.ipv4.ip_local_port_range`, 32768 to 60999 by
+/// default), or above its last one if there is more room there. A machine
+/// whose ephemeral range leaves fewer than 4,096 ports either side (`1024
+/// 65535`, say) gets every port from 1024: bound only when nothing is
+/// bound there, as before, but not kept apart from source ports.
 fn port_range() -> (u32, u32) {
-    let first_ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
-        .unwrap_or(32768);
-    assert!(
-        first_ephemeral > 16000,
-        "the ephemeral port range starts at {first_ephemeral}: no room below it for listeners"
-    );
-    (15000, first_ephemeral)
+        .and_then(|s| {
+            let mut it = s.split_whitespace().map(|n| n.parse::<u32>().ok());
+            Some((it.next()??, it.next()??))
+        })
+        .unwrap_or((32768, 60999));
+    let below = (15000, range.0.max(15000));
+    let above = (range.1.saturating_add(1).min(65536), 65536);
+    let room = |(lo, hi): (u32, u32)| hi - lo;
+    let best = if room(below) >= room(above) {
+        below
+    } else {
+        above
+    };
+    if room(best) >= 4096 {
+        best
+    } else {
+        (1024, 65536)
+    }
 }
 
 /// One simulated control-plane node.
