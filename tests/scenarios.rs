@@ -675,12 +675,10 @@ fn a_missing_tool_fails_at_once_and_the_callers_path_is_ignored() {
     // A fake kubeadm first on the caller's PATH must never run.
     let fake = node.sim.join("evil");
     std::fs::create_dir_all(&fake).unwrap();
-    std::fs::write(
-        fake.join("kubeadm"),
+    support::tree::write_executable(
+        &fake.join("kubeadm"),
         "#!/bin/sh\ntouch \"$0.ran\"\nexit 0\n",
-    )
-    .unwrap();
-    chmod(&fake.join("kubeadm"), 0o755);
+    );
     let start = Instant::now();
     let out = Command::new(RUNBOOK)
         .args([

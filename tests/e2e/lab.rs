@@ -528,6 +528,12 @@ impl Lab {
         // a path the node cannot resolve.
         let simnode = sim.join("lib/nvke-simnode");
         if std::fs::hard_link(SIMNODE, &simnode).is_err() {
+            // Copied in this process while sibling threads spawn openssl and
+            // ssh-keygen: a child between fork and exec holds the copy's
+            // write descriptor for that instant. Safe only because nothing
+            // execs the copy until every thread of the scope has joined
+            // (start_kubelet runs after), when such a child has long
+            // exec'd: exec'ing it sooner could fail with ETXTBSY.
             std::fs::copy(SIMNODE, &simnode)?;
         }
         for tool in ["crictl", "kubeadm"] {
