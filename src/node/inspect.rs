@@ -18,8 +18,8 @@ pub use crate::rules::resume::{PhaseJudgement, ReceiptLookup, RunbookIntent};
 
 /// Pure: judge a parsed phase file, given the receipt of the operation it
 /// names (None: it has none): the resume rule (`resume::resume`) asked by
-/// an observer. Malformed when the receipt it depends on is unusable
-/// ([`UnusableReceipt`]'s words).
+/// an observer. Malformed when the receipt it depends on is unusable: the
+/// receipt of the operation it names cannot be trusted.
 pub fn judge(
     phase: Option<&PhaseFile>,
     receipt_of_phase_op: Option<&ReceiptLookup>,
@@ -31,27 +31,17 @@ pub fn judge(
     match resume(Some(p), Asker::Observer, |_| receipt_of_phase_op.cloned()) {
         Resume::Fresh => PhaseJudgement::Done,
         Resume::DoneByReceipt { .. } => PhaseJudgement::DoneByReceipt,
-        Resume::ReceiptMalformed(why) => PhaseJudgement::Malformed(
-            UnusableReceipt {
-                operation: match p {
-                    PhaseFile::V2(p2) => p2.operation_id.as_str().to_string(),
-                    PhaseFile::Legacy(_) => "?".to_string(),
-                },
-                why,
-            }
-            .to_string(),
-        ),
+        Resume::ReceiptMalformed(why) => {
+            let operation = match p {
+                PhaseFile::V2(p2) => p2.operation_id.as_str(),
+                PhaseFile::Legacy(_) => "?",
+            };
+            PhaseJudgement::Malformed(format!(
+                "the receipt of its operation {operation} is unusable: {why}"
+            ))
+        }
         _ => PhaseJudgement::Pending,
     }
-}
-
-/// Why an unfinished phase file is judged malformed: the receipt of the
-/// operation it names cannot be trusted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the receipt of its operation {operation} is unusable: {why}")]
-pub struct UnusableReceipt {
-    pub operation: String,
-    pub why: String,
 }
 
 /// The phase file as read.
