@@ -952,3 +952,119 @@ fn no_move_while_the_state_directory_is_refused() {
         "{text}"
     );
 }
+
+// ---------------------------------------------------------------------
+// Refusals (SPEC 6 v1.3, "Every refusal prints a next step that does
+// something when pasted"): a renewal or a recovery refused with nothing
+// changed ends its message with the command to run next. Where that
+// command would be the refused one again (its receipt now exists: pasted,
+// it would only replay it), it carries a fresh operation ID. Each case
+// runs the refusal as an operator types it, pastes the message's command
+// as printed, and checks it did the work under a new ID, never a replay.
+
+/// The runbook as an operator types it on the simulated node, JSON out.
+fn sim_run(node: &SimNode, now: &str, args: &[&str]) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"))
+        .arg0("nvke-cert-runbook")
+        .args(["--root", node.root.to_str().unwrap()])
+        .args(sim_tools(node, now))
+        .args(args)
+        .args(["--output", "json"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (out.status.code().unwrap(), doc)
+}
+
+/// A refusal's pasted step: the command its message ends with, run as
+/// printed. Returns the refused document's ID, the command and what it
+/// printed.
+fn paste_refusals_step(node: &SimNode, now: &str, args: &[&str]) -> (String, Value) {
+    let (code, refused) = sim_run(node, now, args);
+    assert_eq!(
+        (code, refused["outcome"].as_str(), refused["phase"].as_str()),
+        (1, Some("failed"), Some("expiry")),
+        "{refused:#}"
+    );
+    let message = refused["message"].as_str().unwrap();
+    let at = message
+        .rfind("nvke-cert-runbook ")
+        .unwrap_or_else(|| panic!("no command in {message}"));
+    let command = &message[at..];
+    for placeholder in [" ID ", " PATH ", "SPEC "] {
+        assert!(!message.contains(placeholder), "{message}");
+    }
+    let out = sim_paste(node, now, command);
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{command}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(doc["replayed"], false, "{command} replayed: {doc:#}");
+    assert_ne!(
+        doc["operationID"], refused["operationID"],
+        "{command}: the refused ID again"
+    );
+    assert_eq!(out.status.code(), Some(0), "{command}: {doc:#}");
+    (command.to_string(), doc)
+}
+
+#[test]
+fn every_refusals_step_works_when_pasted() {
+    const ALL_EXPIRED: &str = "2027-07-01T00:00:00Z";
+    // A renewal on an expired node: the recovery, under a fresh ID.
+    let node = sim_node(serde_json::json!({ "tlsNow": ALL_EXPIRED }));
+    let (command, doc) = paste_refusals_step(&node, ALL_EXPIRED, &["--operation-id", "op-plain"]);
+    assert!(
+        command.contains(" --operation-id recover-20270701T000000Z --recover-expired"),
+        "{command}"
+    );
+    assert_eq!(
+        (doc["outcome"].as_str(), &doc["recovery"]),
+        (Some("renewed"), &Value::Bool(true)),
+        "{doc:#}"
+    );
+
+    // A recovery on a healthy node: a renewal, under a fresh ID (the same
+    // command without --recover-expired would replay the refused receipt).
+    let node = sim_node(serde_json::json!({}));
+    let now = support::node::NOW;
+    let (command, doc) = paste_refusals_step(
+        &node,
+        now,
+        &[
+            "--operation-id",
+            "op-rec",
+            "--recover-expired",
+            "--kubeadm-config",
+            "/etc/kubernetes/kubeadm-config.yaml",
+        ],
+    );
+    assert!(command.contains(" --operation-id manual-"), "{command}");
+    assert!(
+        command.ends_with(" --kubeadm-config /etc/kubernetes/kubeadm-config.yaml"),
+        "{command}"
+    );
+    assert!(!command.contains("--recover-expired"), "{command}");
+    assert!(
+        matches!(doc["outcome"].as_str(), Some("unchanged" | "renewed")),
+        "{doc:#}"
+    );
+
+    // A renewal over a recovery's unfinished work while a leaf is expired:
+    // only a recovery resumes it, under a fresh ID.
+    let node = sim_node(serde_json::json!({ "tlsNow": ALL_EXPIRED }));
+    let mut phase: Value = serde_json::from_str(&node.v2_phase("op-r", "renewing", None)).unwrap();
+    phase["recovery"] = Value::Bool(true);
+    node.write_state(
+        "phase",
+        &(serde_json::to_string_pretty(&phase).unwrap() + "\n"),
+    );
+    let (command, doc) = paste_refusals_step(&node, ALL_EXPIRED, &["--operation-id", "op-plain"]);
+    assert!(command.ends_with(" --recover-expired"), "{command}");
+    assert_eq!(
+        (doc["outcome"].as_str(), &doc["recovery"]),
+        (Some("renewed"), &Value::Bool(true)),
+        "{doc:#}"
+    );
+    assert_eq!(doc["resumedFrom"]["operationID"], "op-r", "{doc:#}");
+}

@@ -1283,7 +1283,9 @@ fn an_expired_leaf_is_refused_at_once_and_nothing_changes() {
         (
             "2027-07-01T00:00:00Z",
             &[],
-            "leaf etcd-peer expired 2027-03-01T00:00:00Z (122 days ago; /etc/kubernetes/pki/etcd/peer.crt) and 10 more (admin.conf, apiserver, apiserver-etcd-client, ...): ",
+            // The other leaves' names, or only their count when the step's
+            // command (a long --root here) leaves no room for them.
+            "leaf etcd-peer expired 2027-03-01T00:00:00Z (122 days ago; /etc/kubernetes/pki/etcd/peer.crt) and 10 more",
         ),
         (
             "2027-03-03T00:00:00Z",
@@ -1313,8 +1315,20 @@ fn an_expired_leaf_is_refused_at_once_and_nothing_changes() {
         let message = v["message"].as_str().unwrap();
         assert!(message.starts_with(starts), "{now}: {message}");
         if i < 2 {
+            // SPEC 6 (v1.3): the step carries a fresh ID, never this one
+            // (it has its receipt now), and no placeholder.
+            let step = next_command(message);
+            assert_eq!(
+                step[step.len() - 3..],
+                [
+                    "--operation-id".to_string(),
+                    format!("recover-{}", now.replace([':', '-'], "")),
+                    "--recover-expired".to_string()
+                ],
+                "{message}"
+            );
             assert!(
-                message.ends_with("next: recover this node with nvke-cert-runbook --operation-id ID --recover-expired --kubeadm-config PATH (its saved ClusterConfiguration), then every other control-plane node whose certificates expired"),
+                message.contains("next, recover it (then every other control-plane node whose certificates expired; "),
                 "{message}"
             );
         } else {
@@ -1614,14 +1628,21 @@ fn recover_expired_is_refused_on_a_healthy_node() {
     assert!(node.kubeadm_calls().is_empty());
     assert!(node.phase().is_empty());
     assert_eq!(node.receipt("op-healthy").unwrap()["recovery"], true);
+    // SPEC 6 (v1.3): the step is a renewal under a fresh ID (the same
+    // command without --recover-expired would replay this receipt).
+    let step = next_command(v["message"].as_str().unwrap());
+    assert_eq!(step.len(), 2, "{step:?}");
+    assert!(step[1].starts_with("manual-"), "{step:?}");
 }
 
 /// SPEC 11: a recovery killed (SIGKILL) with a manifest staged; the
 /// fencing check puts it back and records it abandoned; the next operation,
-/// a plain renewal, resumes the work as a recovery (no gate: it could not
-/// pass while the other restarts are pending), not as a normal renewal.
+/// a plain renewal, finds the leaves renewed (kubeadm's step was done) and
+/// finishes the restarts as a renewal (v1.3: the mode asked decides the
+/// table, never the phase file): the whole gate before each restart, and a
+/// receipt that is not a recovery's.
 #[test]
-fn sigkill_mid_recovery_then_the_next_operation_resumes_the_recovery() {
+fn sigkill_mid_recovery_then_a_plain_renewal_finishes_it_as_a_renewal() {
     let mut node = node_at(ALL_EXPIRED);
     node.set_knobs(json!({ "neverStop": ["kube-controller-manager"] }));
     let mut child = node
@@ -1665,16 +1686,17 @@ fn sigkill_mid_recovery_then_the_next_operation_resumes_the_recovery() {
         (0, Some("renewed")),
         "{v:#}\n{e}"
     );
-    assert_eq!(v["recovery"], true, "{v:#}");
+    assert_eq!(v["recovery"], Value::Null, "a renewal's: {v:#}");
     assert_eq!(restarted(&v), ["kube-controller-manager", "kube-scheduler"]);
     assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .contains("(a recovery: no health gate; health at the end: "),
+        !v["message"].as_str().unwrap().contains("recovery"),
         "{v:#}"
     );
-    assert_eq!(node.receipt("op-rk2").unwrap()["recovery"], true);
+    assert!(
+        e.contains("finishing an unfinished recovery as a renewal"),
+        "{e}"
+    );
+    assert_eq!(node.receipt("op-rk2").unwrap()["recovery"], Value::Null);
 }
 
 /// SPEC 11: one leaf expired, kube-apiserver's serving certificate
@@ -1815,6 +1837,203 @@ fn a_recovery_over_a_renewals_work_without_an_expired_leaf_is_refused() {
     assert_eq!(node.phase(), phase);
     let now: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
     assert_eq!(now, ids, "no container restarted");
+}
+
+/// A recovery's phase file (`recovery: true`) as a recovery killed in
+/// `state` (`next`: the component it would restart next) leaves it.
+fn recovery_phase(node: &Node, id: &str, state: &str, next: Option<&str>) -> String {
+    let mut p: Value = serde_json::from_str(&node.v2_phase(id, state, next)).unwrap();
+    p["recovery"] = json!(true);
+    serde_json::to_string_pretty(&p).unwrap() + "\n"
+}
+
+/// Every phase a recovery can leave in its phase file.
+const RECOVERY_LEFT: [(&str, Option<&str>); 6] = [
+    ("renewing", None),
+    ("restart_pending", Some("etcd")),
+    ("restart_pending", Some("kube-apiserver")),
+    ("restart_pending", Some("kube-controller-manager")),
+    ("restart_pending", Some("kube-scheduler")),
+    ("restart_pending", None),
+];
+
+/// The command a refusal's message ends with (SPEC 6, v1.3), its words
+/// from `--operation-id` on.
+fn next_command(message: &str) -> Vec<String> {
+    let at = message
+        .rfind(" --operation-id ")
+        .unwrap_or_else(|| panic!("no command in {message}"));
+    message[at..]
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// SPEC 11 (v1.3), the audit's worst case: a recovery's unfinished work,
+/// for every phase it can leave, while a leaf is still expired. A plain
+/// renewal (the controller's) never runs the recovery's steps: it refuses
+/// at once (phase `expiry`, exit 1), changes nothing (the phase file, no
+/// superseded receipt for the recovery, no kubeadm, no crictl call, no
+/// restart) and names `--recover-expired` with a fresh ID; pasted, that
+/// recovery finishes the work.
+#[test]
+fn a_plain_renewal_refuses_a_recoverys_work_while_a_leaf_is_expired() {
+    let node = node_at(ALL_EXPIRED);
+    let ids: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
+    for (i, (state, next)) in RECOVERY_LEFT.iter().enumerate() {
+        let phase = recovery_phase(&node, "op-r", state, *next);
+        node.write_state("phase", &phase);
+        let crictl_before =
+            std::fs::read_to_string(node.sim.join("crictl.log")).unwrap_or_default();
+        let id = format!("op-plain-{i}");
+        let v = failed_in(
+            &node,
+            &["--operation-id", &id, "--now", ALL_EXPIRED],
+            "expiry",
+        );
+        let message = v["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("the unfinished recovery op-r (stopped while "),
+            "{state} {next:?}: {message}"
+        );
+        assert!(
+            message.contains(") is resumed only by --recover-expired while a leaf is expired: leaf etcd-peer expired 2027-03-01T00:00:00Z and 10 more "),
+            "{message}"
+        );
+        let step = next_command(message);
+        assert_eq!(
+            step,
+            [
+                "--operation-id",
+                "recover-20270701T000000Z",
+                "--recover-expired"
+            ],
+            "{message}"
+        );
+        assert_eq!(v["recovery"], Value::Null, "{v:#}");
+        assert_eq!(node.phase(), phase, "the recovery's work stays recorded");
+        assert!(node.receipt("op-r").is_none(), "nothing superseded");
+        assert!(node.kubeadm_calls().is_empty(), "kubeadm never runs");
+        assert_eq!(
+            std::fs::read_to_string(node.sim.join("crictl.log")).unwrap_or_default(),
+            crictl_before,
+            "no gate attempt: not one crictl call"
+        );
+        node.assert_all_active();
+        let now: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
+        assert_eq!(now, ids, "no container restarted");
+    }
+    // Killed during kubeadm (the leaves still expired): the step, pasted,
+    // is the recovery that finishes it.
+    node.write_state("phase", &recovery_phase(&node, "op-r", "renewing", None));
+    let v = failed_in(
+        &node,
+        &["--operation-id", "op-plain", "--now", ALL_EXPIRED],
+        "expiry",
+    );
+    let step = next_command(v["message"].as_str().unwrap());
+    let words: Vec<&str> = step.iter().map(String::as_str).collect();
+    let (code, v, e) = node.run(&[&words[..], &["--now", ALL_EXPIRED]].concat());
+    assert_eq!(
+        (code, v["outcome"].as_str(), &v["recovery"]),
+        (0, Some("renewed"), &json!(true)),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(restarted(&v).len(), 4, "{v:#}");
+    assert_eq!(node.receipt("op-r").unwrap()["outcome"], "superseded");
+    node.assert_all_active();
+}
+
+/// SPEC 11 (v1.3): a recovery's unfinished work once its leaves are valid
+/// (kubeadm's step was done), for every phase it can leave: a plain renewal
+/// finishes it with the renewal's gate before every restart and its
+/// postflight. With one of three etcd voters unhealthy the gate refuses
+/// (quorum): nothing is restarted, where a recovery's table would have
+/// restarted etcd and reported `renewed`. Once the member is back, the
+/// renewal finishes the restarts the phase file names, and its receipt is
+/// a renewal's.
+#[test]
+fn a_plain_renewal_finishes_a_recoverys_work_only_through_the_whole_gate() {
+    let mut node = Node::new("rsa", json!({ "etcd": { "voters": 3, "unhealthy": 1 } }));
+    let ids: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
+    for (i, (state, next)) in RECOVERY_LEFT.iter().enumerate() {
+        let phase = recovery_phase(&node, "op-r", state, *next);
+        node.write_state("phase", &phase);
+        let id = format!("op-quorum-{i}");
+        let (code, v, e) = node.run(&[
+            "--operation-id",
+            &id,
+            "--health-timeout",
+            "1",
+            "--settle",
+            "0",
+        ]);
+        assert_eq!(
+            (code, v["outcome"].as_str(), v["phase"].as_str()),
+            (1, Some("failed"), Some("health")),
+            "{state} {next:?}: {v:#}\n{e}"
+        );
+        assert!(
+            v["message"]
+                .as_str()
+                .unwrap()
+                .contains("only 2 of 3 etcd voters are healthy"),
+            "{state} {next:?}: {v:#}"
+        );
+        assert!(restarted(&v).is_empty(), "{v:#}");
+        assert_eq!(v["recovery"], Value::Null, "{v:#}");
+        assert!(node.kubeadm_calls().is_empty(), "the gate comes first");
+        node.assert_all_active();
+        let now: Vec<_> = COMPONENTS.iter().map(|c| node.running_id(c)).collect();
+        assert_eq!(now, ids, "{state} {next:?}: no container restarted");
+        // The first phase write never came: the work stays the recovery's.
+        assert_eq!(node.phase(), phase);
+    }
+    node.set_knobs(json!({ "etcd": { "voters": 3, "unhealthy": 0 } }));
+    for (i, (state, next)) in RECOVERY_LEFT.iter().enumerate() {
+        node.write_state("phase", &recovery_phase(&node, "op-r2", state, *next));
+        let id = format!("op-finish-{i}");
+        let (code, v, e) = node.run(&["--operation-id", &id, "--settle", "0"]);
+        assert_eq!(
+            (code, v["outcome"].as_str()),
+            (0, Some("renewed")),
+            "{state} {next:?}: {v:#}\n{e}"
+        );
+        let from = next.map_or(if *state == "renewing" { 0 } else { 4 }, |c| {
+            COMPONENTS.iter().position(|x| *x == c).unwrap()
+        });
+        assert_eq!(restarted(&v), &COMPONENTS[from..], "{state} {next:?}");
+        assert_eq!(v["recovery"], Value::Null, "{v:#}");
+        assert_eq!(node.receipt(&id).unwrap()["recovery"], Value::Null);
+        assert!(
+            e.contains("finishing an unfinished recovery as a renewal"),
+            "{e}"
+        );
+        node.assert_all_active();
+    }
+}
+
+/// SPEC 11 (v1.3): a recovery's phase file written by an older version
+/// (v1.2, the same format) is still finished by `--recover-expired` under
+/// another ID, as a recovery: no gate, the recovery's receipt.
+#[test]
+fn a_second_recovery_finishes_a_recoverys_work_as_a_recovery() {
+    let node = node_at(ALL_EXPIRED);
+    node.write_state("phase", &recovery_phase(&node, "op-r", "renewing", None));
+    let (code, v, e) = node.run(&[
+        "--operation-id",
+        "op-r2",
+        "--recover-expired",
+        "--now",
+        ALL_EXPIRED,
+    ]);
+    assert_eq!(
+        (code, v["outcome"].as_str(), &v["recovery"]),
+        (0, Some("renewed"), &json!(true)),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(v["resumedFrom"]["operationID"], "op-r", "{v:#}");
+    assert_eq!(node.receipt("op-r").unwrap()["outcome"], "superseded");
 }
 
 /// SPEC 6 "Next steps" with SPEC 11: a renewal's unfinished work on a node

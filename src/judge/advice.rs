@@ -226,12 +226,9 @@ fn phase_step(p: &PhaseReport) -> String {
 /// A new operation ID for a renewal by hand (`manual-STAMP`, or
 /// `recover-STAMP`): never one the controller uses, never one fenced.
 fn new_id(prefix: &str, now: OffsetDateTime) -> String {
-    format!("{prefix}-{}", stamp(now))
-}
-
-/// `YYYYMMDDTHHMMSSZ` of the view's clock.
-fn stamp(now: OffsetDateTime) -> String {
-    crate::rules::clock::rfc3339(now).replace([':', '-'], "")
+    crate::rules::opid::OperationId::fresh(prefix, now)
+        .as_str()
+        .to_string()
 }
 
 /// The put-back command of a staged manifest: never replacing an active
@@ -404,7 +401,7 @@ fn expiry_step(
                 }) =>
         {
             next.push(step(
-                "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass and a renewal refuses; recover this node (SPEC 11; add --kubeadm-config PATH with the node's saved ClusterConfiguration), then every other control-plane node whose certificates expired:",
+                "a leaf certificate has expired: kube-apiserver and etcd refuse it, so a renewal's health gate cannot pass and a renewal refuses; recover this node (add --kubeadm-config with the node's saved ClusterConfiguration, if you have one), then every other control-plane node whose certificates expired:",
                 Some(cmd.runbook(&[
                     "--operation-id",
                     &new_id("recover", now),
@@ -634,9 +631,10 @@ fn phase_steps(
                 id: p.operation_id.as_str(),
                 at: phase_step(&s.phase),
                 who: if p.recovery { "recovery" } else { "renewal" },
-                // A leaf expired since: the work is finished by a recovery
-                // (a renewal refuses), which resumes it.
-                as_recovery: expired && !p.recovery,
+                // A leaf expired: the work is finished by a recovery (a
+                // renewal refuses); else by a renewal, a recovery's work
+                // too, with the gate before every restart (SPEC 11, v1.3).
+                as_recovery: expired,
             };
             if let Some(ReceiptLookup::Found(r)) = &s.phase.receipt_of_phase_op {
                 work.spent_id_step(cmd, &r.outcome.to_string(), now, next);
@@ -690,6 +688,8 @@ impl Unfinished<'_> {
     fn later(&self) -> &'static str {
         if self.as_recovery {
             "a recovery (--recover-expired: a leaf has expired)"
+        } else if self.who == "recovery" {
+            "the next renewal (no leaf has expired: it finishes the recovery's restarts as a renewal, the health gate before each)"
         } else {
             "the next renewal"
         }
@@ -818,7 +818,10 @@ fn set_aside(cmd: &Commands, from: &str, file: &str, suffix: &str, now: OffsetDa
             &[
                 "-n".into(),
                 from.to_string(),
-                format!("{aside}/{file}.{suffix}-{}", stamp(now))
+                format!(
+                    "{aside}/{file}.{suffix}-{}",
+                    crate::rules::clock::stamp(now)
+                )
             ]
         )
     )

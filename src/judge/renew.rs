@@ -242,15 +242,45 @@ impl Done<'_> {
     }
 }
 
+/// The runbook command a renewal's refusal offers next (SPEC 6, v1.3: a
+/// step that works when pasted): the program as invoked, `--root` when it
+/// is not `/`, a fresh operation ID (`prefix-STAMP` at `now`: the refused
+/// one has its receipt, and pasting it would only replay that), `args`,
+/// and the caller's `--kubeadm-config` when it named one. Shell words.
+pub(crate) fn fresh_command(
+    g: &crate::contract::cli::Global,
+    prefix: &str,
+    now: OffsetDateTime,
+    args: &[&str],
+) -> String {
+    let id = OperationId::fresh(prefix, now);
+    let root = g.root.display().to_string();
+    let mut w = vec![g.program.as_str()];
+    if !crate::contract::cli::is_host_root(&g.root) {
+        w.extend(["--root", root.as_str()]);
+    }
+    w.extend(["--operation-id", id.as_str()]);
+    w.extend(args);
+    let config = g.kubeadm_config.as_deref().map(crate::node::paths::node);
+    if let Some(c) = &config {
+        w.extend(["--kubeadm-config", c.as_str()]);
+    }
+    w.iter()
+        .map(|x| contract::screen::shell_word(x))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A recovery's next steps across the control plane (SPEC 11): the same
 /// on every other node whose certificates expired (`kubeadm_config`: the
 /// node path this run was given), the gate on each, the admin kubeconfig.
 pub(crate) fn recovery_steps(now: OffsetDateTime, kubeadm_config: Option<&str>) -> Vec<NextStep> {
-    let id = format!("recover-{}", clock::rfc3339(now).replace([':', '-'], ""));
+    let id = OperationId::fresh("recover", now);
+    let id = id.as_str();
     let mut again = vec![
         "nvke-cert-runbook",
         "--operation-id",
-        &id,
+        id,
         "--recover-expired",
     ];
     let config = kubeadm_config.map(crate::node::paths::node);

@@ -42,7 +42,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
         .filter(|w| w.expiry == expiry::Expiry::Expired)
     {
         facts.warnings.push(format!(
-            "{}: a renewal refuses at once while a leaf is expired (kube-apiserver and etcd refuse it, so its health gate could not pass); recover the node with --operation-id ID --recover-expired",
+            "{}: a renewal refuses at once while a leaf is expired (kube-apiserver and etcd refuse it, so its health gate could not pass); an operator recovers the node with --recover-expired under a new operation ID (the status view prints the command)",
             w.words(now)
         ));
     }

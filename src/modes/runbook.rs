@@ -485,6 +485,14 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
     }
 }
 
+impl Run<'_> {
+    /// The runbook command a refusal of this run offers next, under a
+    /// fresh operation ID (`prefix-STAMP`; SPEC 6, v1.3).
+    fn fresh_command(&self, prefix: &str, args: &[&str]) -> String {
+        renew::fresh_command(self.env.g, prefix, self.env.now(), args)
+    }
+}
+
 /// What a recovery's text ends with (SPEC 11): what had expired, the
 /// health seen, and the next steps across the control plane.
 fn recovery_text(run: &Run<'_>) -> String {

@@ -347,13 +347,22 @@ pub struct PhaseWriter {
     legacy_started: u64,
     /// CA fingerprints the run holds the node to.
     pub ca: BTreeMap<String, String>,
-    /// The work is a recovery (SPEC 11): asked with `--recover-expired`, or
-    /// resumed from a V2 phase file that says so (a recovery killed midway
-    /// goes on as a recovery, whoever resumes it).
+    /// The work is a recovery (SPEC 11): asked with `--recover-expired`,
+    /// and only then (v1.3: the mode asked decides, never the phase file; a
+    /// plain renewal that finishes a recovery's work records it as its own).
     pub recovery: bool,
-    /// The work resumed is a recovery's (its phase file says so): finished
-    /// as one even when no leaf has expired any more.
-    pub resumed_recovery: bool,
+    /// The work resumed is a recovery's (its phase file says so): a
+    /// recovery finishes it even when no leaf has expired any more; a plain
+    /// renewal refuses it while a leaf is expired (SPEC 11, v1.3).
+    pub resumed_recovery: Option<ResumedRecovery>,
+}
+
+/// A recovery's unfinished work taken up (SPEC 11, v1.3): whose, and where
+/// it stopped, in plain words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumedRecovery {
+    pub operation_id: OperationId,
+    pub at: String,
 }
 
 /// The phase file taken up: whose work, in which format, from where.
@@ -381,7 +390,7 @@ impl PhaseWriter {
             legacy_started: started.unix_timestamp().max(0) as u64,
             ca: BTreeMap::new(),
             recovery,
-            resumed_recovery: false,
+            resumed_recovery: None,
         }
     }
 
@@ -493,12 +502,15 @@ impl PhaseWriter {
         }
     }
 
-    /// What a run takes up of V2 work (`resumed`: whose): its CAs, and a
-    /// recovery's goes on as one.
+    /// What a run takes up of V2 work (`resumed`: whose): its CAs, and
+    /// whether it is a recovery's. The run goes on in its own mode: which
+    /// steps finish the work is the mode asked's (SPEC 11, v1.3).
     fn took_up(&mut self, p: &PhaseV2, resumed: Resumed) {
         self.ca = p.ca_sha256.to_map();
-        self.resumed_recovery = p.recovery;
-        self.recovery |= p.recovery;
+        self.resumed_recovery = p.recovery.then(|| ResumedRecovery {
+            operation_id: p.operation_id.clone(),
+            at: PhaseFile::V2(p.clone()).plain_step(),
+        });
         self.resumed = Some(resumed);
     }
 }

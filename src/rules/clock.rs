@@ -13,6 +13,12 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
         .unwrap_or_else(|_| "invalid-time".to_string())
 }
 
+/// `YYYYMMDDTHHMMSSZ`: an instant as a name's part (fresh operation IDs,
+/// set-aside copies).
+pub fn stamp(t: OffsetDateTime) -> String {
+    rfc3339(t).replace([':', '-'], "")
+}
+
 /// Parse an RFC 3339 timestamp. `require_utc` refuses any offset but `Z`.
 pub fn parse_rfc3339(s: &str, require_utc: bool) -> Result<OffsetDateTime, TimeError> {
     if require_utc && !s.ends_with('Z') {

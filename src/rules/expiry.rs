@@ -151,9 +151,15 @@ pub struct LeafValidity {
     pub not_after: OffsetDateTime,
 }
 
-/// What a refused renewal says next (SPEC 11): the recovery, on this node
-/// and then on every other control-plane node whose leaves expired.
-pub const EXPIRED_NEXT: &str = "next: recover this node with nvke-cert-runbook --operation-id ID --recover-expired --kubeadm-config PATH (its saved ClusterConfiguration), then every other control-plane node whose certificates expired";
+/// What a refused renewal says next (SPEC 11; SPEC 6 v1.3: a step that
+/// works when pasted): `recover` is the recovery's command as the caller
+/// names it, with a fresh operation ID (the refused one has its receipt),
+/// last: a message cut to fit a receipt keeps its end.
+pub fn expired_next(recover: &str) -> String {
+    format!(
+        "next, recover it (then every other control-plane node whose certificates expired; --kubeadm-config with the saved ClusterConfiguration is recommended): {recover}"
+    )
+}
 
 /// Why a renewal must not begin on these leaves at `now` (SPEC 11, v1.2),
 /// or None. A leaf not valid yet is a clock problem and is named first (a
@@ -161,19 +167,65 @@ pub const EXPIRED_NEXT: &str = "next: recover this node with nvke-cert-runbook -
 /// leaf: the health gate cannot pass (kube-apiserver and etcd refuse an
 /// expired certificate), so waiting for it is pointless. The words name
 /// the leaf, its path and the instant, then at most three more leaves, and
-/// fit a receipt's 512-byte message.
-pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime) -> Option<String> {
+/// end with [`expired_next`] of `recover` (the caller's fresh command).
+pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime, recover: &str) -> Option<String> {
     clock_refusal(leaves, now).or_else(|| {
         let expired = expired_first(leaves, now);
         let (first, rest) = expired.split_first()?;
-        Some(format!(
-            "leaf {} expired {} ({}; {}){}: the health gate cannot pass while a leaf is expired, so nothing was changed; {EXPIRED_NEXT}",
-            first.name,
-            crate::rules::clock::rfc3339(first.not_after),
-            ago(now, first.not_after),
-            first.path,
-            others(rest)
-        ))
+        let words = |others: String| {
+            format!(
+                "leaf {} expired {} ({}; {}){others}: the health gate cannot pass while a leaf is expired, so nothing was changed; {}",
+                first.name,
+                crate::rules::clock::rfc3339(first.not_after),
+                ago(now, first.not_after),
+                first.path,
+                expired_next(recover)
+            )
+        };
+        Some(fitted(words(others(rest)), || words(count(rest))))
+    })
+}
+
+/// `full` when it fits a receipt's message, else `short()`: the pasted
+/// step at the end must survive (a long `--root` or program path leaves
+/// no room for the names of the other leaves).
+fn fitted(full: String, short: impl FnOnce() -> String) -> String {
+    if full.len() <= crate::rules::receipt::MAX_MESSAGE_BYTES {
+        full
+    } else {
+        short()
+    }
+}
+
+/// ` and 4 more`: how many, without their names.
+fn count(rest: &[&LeafValidity]) -> String {
+    match rest.len() {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    }
+}
+
+/// Why a plain renewal must not finish a recovery's unfinished work (SPEC
+/// 11, v1.3), or None: while a leaf is expired only `--recover-expired`
+/// resumes it (`who`: the recovery, `at`: where it stopped, in plain
+/// words); once the leaves are valid the renewal finishes it, gate and all.
+pub fn resumed_recovery_refusal(
+    leaves: &[LeafValidity],
+    now: OffsetDateTime,
+    (who, at): (&str, &str),
+    recover: &str,
+) -> Option<String> {
+    clock_refusal(leaves, now).or_else(|| {
+        let expired = expired_first(leaves, now);
+        let (first, rest) = expired.split_first()?;
+        let words = |others: String| {
+            format!(
+                "the unfinished recovery {who} (stopped while {at}) is resumed only by --recover-expired while a leaf is expired: leaf {} expired {}{others}; a renewal never runs a recovery's steps, so nothing was changed; next: {recover}",
+                first.name,
+                crate::rules::clock::rfc3339(first.not_after),
+            )
+        };
+        Some(fitted(words(others(rest)), || words(count(rest))))
     })
 }
 
@@ -181,15 +233,17 @@ pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime) -> Option<String> {
 /// a clock problem as for a renewal; unless it resumes a recovery's own
 /// work (`needs_expired` false: its renewal may be done already), no leaf
 /// expired (a healthy node, or a renewal's unfinished work on it, is
-/// renewed normally, gate and all).
+/// renewed normally, gate and all: `renew` is that renewal's command as
+/// the caller names it, with a fresh operation ID).
 pub fn recovery_refusal(
     leaves: &[LeafValidity],
     now: OffsetDateTime,
     needs_expired: bool,
+    renew: &str,
 ) -> Option<String> {
     clock_refusal(leaves, now).or_else(|| {
         (needs_expired && expired_first(leaves, now).is_empty()).then(|| {
-            "no leaf has expired: --recover-expired is for a node whose certificates already expired and skips the health gate; nothing was changed; renew this node normally (the same command without --recover-expired)".to_string()
+            format!("no leaf has expired: --recover-expired is for a node whose certificates already expired and skips the health gate; nothing was changed; renew this node normally, with the health gate (a new operation ID: this one has its receipt): {renew}")
         })
     })
 }
@@ -353,8 +407,62 @@ mod tests {
             leaf("apiserver", BEGIN, NOW + time::Duration::days(3)),
             leaf("etcd-peer", BEGIN, NOW),
         ];
-        assert_eq!(refusal(&leaves, NOW), None, "notAfter itself is valid");
-        assert_eq!(refusal(&[], NOW), None);
+        assert_eq!(
+            refusal(&leaves, NOW, RECOVER),
+            None,
+            "notAfter itself is valid"
+        );
+        assert_eq!(refusal(&[], NOW, RECOVER), None);
+    }
+
+    /// A refusal's fresh commands, as long as a real one under a `--root`.
+    const RECOVER: &str = "nvke-cert-runbook --root /tmp/.tmpAbCdEf/node-root --operation-id recover-20261202T000000Z --recover-expired";
+    const RENEW: &str =
+        "nvke-cert-runbook --root /tmp/.tmpAbCdEf/node-root --operation-id manual-20261202T000000Z";
+
+    #[test]
+    fn a_plain_renewal_never_finishes_a_recovery_while_a_leaf_is_expired() {
+        let expired = [
+            leaf("apiserver", BEGIN, datetime!(2026-11-30 00:00:00 UTC)),
+            leaf("etcd-peer", BEGIN, NOW + time::Duration::days(90)),
+        ];
+        let r =
+            resumed_recovery_refusal(&expired, NOW, ("op-r", "restarting etcd"), RECOVER).unwrap();
+        assert!(
+            r.starts_with("the unfinished recovery op-r (stopped while restarting etcd) is resumed only by --recover-expired while a leaf is expired: leaf apiserver expired 2026-11-30T00:00:00Z; "),
+            "{r}"
+        );
+        assert!(r.ends_with(&format!("next: {RECOVER}")), "{r}");
+        let valid = [leaf("apiserver", BEGIN, NOW + time::Duration::days(3))];
+        assert_eq!(
+            resumed_recovery_refusal(&valid, NOW, ("op-r", "renewing"), RECOVER),
+            None,
+            "leaves valid again: the renewal finishes the work, gate and all"
+        );
+        let all: Vec<_> = crate::rules::pki::LEAVES
+            .iter()
+            .map(|l| LeafValidity {
+                name: l.name.to_string(),
+                path: format!("/{}", l.path),
+                not_before: BEGIN,
+                not_after: BEGIN,
+            })
+            .collect();
+        let r = resumed_recovery_refusal(
+            &all,
+            NOW,
+            (
+                "cycle-2026-12-01@node-a",
+                "restarting kube-controller-manager",
+            ),
+            RECOVER,
+        )
+        .unwrap();
+        assert!(
+            r.len() <= 512,
+            "fits a receipt's message: {} bytes",
+            r.len()
+        );
     }
 
     #[test]
@@ -364,8 +472,8 @@ mod tests {
             leaf("etcd-peer", BEGIN, NOW + time::Duration::days(90)),
         ];
         assert_eq!(
-            refusal(&leaves, NOW).unwrap(),
-            format!("leaf apiserver expired 2026-11-30T00:00:00Z (2 days ago; /etc/kubernetes/pki/apiserver.crt): the health gate cannot pass while a leaf is expired, so nothing was changed; {EXPIRED_NEXT}")
+            refusal(&leaves, NOW, RECOVER).unwrap(),
+            format!("leaf apiserver expired 2026-11-30T00:00:00Z (2 days ago; /etc/kubernetes/pki/apiserver.crt): the health gate cannot pass while a leaf is expired, so nothing was changed; next, recover it (then every other control-plane node whose certificates expired; --kubeadm-config with the saved ClusterConfiguration is recommended): {RECOVER}")
         );
     }
 
@@ -377,7 +485,7 @@ mod tests {
             .enumerate()
             .map(|(i, n)| leaf(n, BEGIN, NOW - time::Duration::days(5 - i as i64)))
             .collect();
-        let r = refusal(&leaves, NOW).unwrap();
+        let r = refusal(&leaves, NOW, RECOVER).unwrap();
         assert!(
             r.starts_with("leaf a expired 2026-11-27T00:00:00Z (5 days ago; "),
             "{r}"
@@ -392,7 +500,7 @@ mod tests {
                 not_after: BEGIN,
             })
             .collect();
-        let r = refusal(&all, NOW).unwrap();
+        let r = refusal(&all, NOW, RECOVER).unwrap();
         assert!(
             r.len() <= 512,
             "every leaf expired still fits a receipt's message: {} bytes",
@@ -410,7 +518,7 @@ mod tests {
                 NOW + time::Duration::days(365),
             ),
         ];
-        let r = refusal(&leaves, NOW).unwrap();
+        let r = refusal(&leaves, NOW, RECOVER).unwrap();
         assert!(
             r.starts_with("the node's clock (2026-12-02T00:00:00Z) is before leaf etcd-server's notBefore 2026-12-02T01:00:00Z (/etc/kubernetes/pki/etcd-server.crt): a clock problem, not an expiry; "),
             "{r}"
@@ -420,10 +528,11 @@ mod tests {
     #[test]
     fn a_recovery_needs_an_expired_leaf_when_fresh_and_never_a_right_clock() {
         let fresh_leaves = [leaf("apiserver", BEGIN, NOW + time::Duration::days(3))];
-        let r = recovery_refusal(&fresh_leaves, NOW, true).unwrap();
+        let r = recovery_refusal(&fresh_leaves, NOW, true, RENEW).unwrap();
         assert!(r.starts_with("no leaf has expired: "), "{r}");
+        assert!(r.ends_with(&format!(": {RENEW}")), "a pasteable step: {r}");
         assert_eq!(
-            recovery_refusal(&fresh_leaves, NOW, false),
+            recovery_refusal(&fresh_leaves, NOW, false, RENEW),
             None,
             "resumed recovery work is finished"
         );
@@ -431,7 +540,7 @@ mod tests {
             leaf("apiserver", BEGIN, datetime!(2026-11-30 00:00:00 UTC)),
             leaf("etcd-peer", BEGIN, datetime!(2026-11-01 00:00:00 UTC)),
         ];
-        assert_eq!(recovery_refusal(&expired, NOW, true), None);
+        assert_eq!(recovery_refusal(&expired, NOW, true, RENEW), None);
         assert_eq!(
             expired_words(&expired, NOW),
             [
@@ -445,7 +554,7 @@ mod tests {
             NOW + time::Duration::days(9),
         )];
         for fresh in [true, false] {
-            let r = recovery_refusal(&early, NOW, fresh).unwrap();
+            let r = recovery_refusal(&early, NOW, fresh, RENEW).unwrap();
             assert!(r.contains("a clock problem, not an expiry"), "{r}");
         }
     }

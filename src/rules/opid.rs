@@ -68,6 +68,16 @@ impl OperationId {
     pub fn receipt_file(&self) -> String {
         format!("{}.json", self.0)
     }
+
+    /// A fresh operation ID for a step an operator pastes (SPEC 6, v1.3):
+    /// `PREFIX-YYYYMMDDTHHMMSSZ` at `now` (`manual-...`, `recover-...`).
+    /// Never the controller's, never one a refusal just spent: a step that
+    /// carries it does not replay a receipt.
+    pub fn fresh(prefix: &str, now: time::OffsetDateTime) -> OperationId {
+        let stamp = crate::rules::clock::stamp(now);
+        OperationId::parse(&format!("{prefix}-{stamp}"))
+            .unwrap_or_else(|e| unreachable!("a fresh ID is valid: {e}"))
+    }
 }
 
 impl fmt::Display for OperationId {

@@ -2,7 +2,10 @@
 //! that is not forced ends here,
 //! `unchanged`, when none is. Any work, forced or resumed, ends here,
 //! failed, when a leaf has expired or is not valid yet (SPEC 11, v1.2):
-//! the health gate that follows could never pass.
+//! the health gate that follows could never pass. A recovery's unfinished
+//! work is refused here in its own words (SPEC 11, v1.3: only
+//! `--recover-expired` resumes it while a leaf is expired); with every
+//! leaf valid, the renewal's table finishes it, gate and all.
 
 use crate::modes::runbook::*;
 
@@ -15,8 +18,24 @@ impl Run<'_> {
         let pki = node_pki::read(self.env.root);
         let now = self.env.now();
         let leaves = pki.validity();
-        if let Some(why) = crate::rules::expiry::refusal(&leaves, now) {
+        let recover = self.fresh_command("recover", &["--recover-expired"]);
+        let refused = match &self.phase.resumed_recovery {
+            Some(r) => crate::rules::expiry::resumed_recovery_refusal(
+                &leaves,
+                now,
+                (r.operation_id.as_str(), &r.at),
+                &recover,
+            ),
+            None => crate::rules::expiry::refusal(&leaves, now, &recover),
+        };
+        if let Some(why) = refused {
             return Err(fail(Phase::Expiry, why));
+        }
+        if let Some(r) = &self.phase.resumed_recovery {
+            tracing::info!(
+                recovery = r.operation_id.as_str(),
+                "finishing an unfinished recovery as a renewal: no leaf has expired, so the whole health gate comes before every restart"
+            );
         }
         if self.start == Start::Fresh && !self.env.req.force() {
             let errors = pki.errors();

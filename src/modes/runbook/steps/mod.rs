@@ -10,8 +10,11 @@
 //! in its steps) and the recovery's (`--recover-expired`, SPEC 11: no
 //! health gate before the renewal, restarts that end when the new
 //! container serves the renewed certificate, the health at the end
-//! reported). Which one runs is known once the phase file is read (a
-//! recovery killed midway goes on as one, whoever resumes it).
+//! reported). Which one runs is the mode asked's, never the phase file's
+//! (SPEC 11, v1.3): a recovery's unfinished work is resumed as a recovery
+//! only by `--recover-expired`; a plain renewal that finds it refuses while
+//! a leaf is expired, else finishes it with the renewal's table, the whole
+//! gate before every restart ([`Table::of`]).
 //!
 //! Adding a step: a variant here with its phase and record, its place in
 //! the tables' `next`, and its file with one `impl Run` method that the
@@ -107,6 +110,17 @@ pub(in crate::modes::runbook) enum Table {
 }
 
 impl Table {
+    /// The table a run takes: the mode asked's (`recovery`:
+    /// `--recover-expired`), whatever work the phase file records (SPEC 11,
+    /// v1.3). The phase file says where the work starts, never how.
+    pub(in crate::modes::runbook) fn of(recovery: bool) -> Table {
+        if recovery {
+            Table::Recovery
+        } else {
+            Table::Renewal
+        }
+    }
+
     /// The step after `step` once it succeeded; None: the work is done.
     /// After the gate (a recovery: the tools), the work goes where the
     /// phase file said it stands (`start`).
@@ -169,14 +183,9 @@ pub(in crate::modes::runbook) struct Way {
 }
 
 impl Run<'_> {
-    /// The table this work runs: known for certain once the phase file is
-    /// read.
+    /// The table this work runs: the mode asked's ([`Table::of`]).
     pub(in crate::modes::runbook) fn table(&self) -> Table {
-        if self.phase.recovery {
-            Table::Recovery
-        } else {
-            Table::Renewal
-        }
+        Table::of(self.env.req.recovery())
     }
 
     /// Run the steps from the first: to the end (`renewed`), to a step
@@ -344,6 +353,38 @@ mod tests {
             let all_restarted = walk(table, Start::Restart(None));
             assert!(!all_restarted.contains(&Step::Renew), "{all_restarted:?}");
             assert!(!all_restarted.iter().any(|s| matches!(s, Step::Restart(_))));
+        }
+    }
+
+    /// SPEC 11 (v1.3): for every phase a recovery can leave, the table is
+    /// the mode asked's: a plain renewal runs its own, the expiry refusal
+    /// and the whole gate before the first restart, and never a recovery's
+    /// step; only `--recover-expired` runs the recovery's.
+    #[test]
+    fn a_recoverys_work_is_resumed_as_a_recovery_only_when_one_is_asked() {
+        let mut left = vec![Start::Fresh, Start::Renewing, Start::Restart(None)];
+        left.extend(Component::ALL.map(|c| Start::Restart(Some(c))));
+        let recovery_only = [Step::ExpiredLeaves, Step::Tools, Step::HealthAtEnd];
+        for start in left {
+            let plain = walk(Table::of(false), start);
+            assert_eq!(Table::of(false), Table::Renewal);
+            assert!(
+                !plain.iter().any(|s| recovery_only.contains(s)),
+                "{start:?}: {plain:?}"
+            );
+            let expiry = plain.iter().position(|s| *s == Step::Expiry).unwrap();
+            let gate = plain.iter().position(|s| *s == Step::Gate).unwrap();
+            let first_change = plain
+                .iter()
+                .position(|s| matches!(s, Step::Renew | Step::Restart(_) | Step::Postflight))
+                .unwrap();
+            assert!(expiry < gate && gate < first_change, "{start:?}: {plain:?}");
+            let recovery = walk(Table::of(true), start);
+            assert_eq!(Table::of(true), Table::Recovery);
+            assert!(
+                recovery.contains(&Step::ExpiredLeaves) && !recovery.contains(&Step::Gate),
+                "{start:?}: {recovery:?}"
+            );
         }
     }
 

@@ -25,8 +25,11 @@ impl Run<'_> {
         let pki = node_pki::read(self.env.root);
         let now = self.env.now();
         let leaves = pki.validity();
-        let needs_expired = !self.phase.resumed_recovery;
-        if let Some(why) = crate::rules::expiry::recovery_refusal(&leaves, now, needs_expired) {
+        let needs_expired = self.phase.resumed_recovery.is_none();
+        let renew = self.fresh_command("manual", &[]);
+        if let Some(why) =
+            crate::rules::expiry::recovery_refusal(&leaves, now, needs_expired, &renew)
+        {
             return Err(fail(Phase::Expiry, why));
         }
         let expired = crate::rules::expiry::expired_words(&leaves, now);
