@@ -47,6 +47,7 @@
 
 mod support;
 
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -514,6 +515,8 @@ struct Note {
     /// the injected run, and the recovery renewal
     t_crash: Duration,
     t_recover: Duration,
+    /// A recovery point's follow-up, and whether a plain one was refused.
+    follow_up: Option<(FollowUp, bool)>,
 }
 
 fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, String> {
@@ -624,16 +627,157 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
         }
         last = rec2_id;
     }
-    let r = new_operation(
-        node,
-        base,
-        &mut seen,
-        &obs.receipts,
-        &last,
-        p.scn.after((&crash_id, &note.crash_outcome)),
-    )?;
+    let after = p.scn.after((&crash_id, &note.crash_outcome));
+    let r = if p.scn == Scn::Recover {
+        // SPEC 11 (v1.3): half the points are followed by a plain renewal
+        // (the controller's), half by a second recovery (the operator's).
+        let follow = if idx % 2 == 0 {
+            FollowUp::Plain
+        } else {
+            FollowUp::Recovery
+        };
+        let (r, refused) =
+            follow_recovery(node, base, &mut seen, &obs.receipts, &last, follow, after)?;
+        note.follow_up = Some((follow, refused));
+        r
+    } else {
+        new_operation(node, base, &mut seen, &obs.receipts, &last, after)?
+    };
     note.t_recover = r.elapsed;
     Ok(note)
+}
+
+/// What follows a crashed recovery (SPEC 11, v1.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FollowUp {
+    /// The controller's plain renewal: it never runs a recovery's steps;
+    /// while a leaf is expired it refuses (nothing changed) and a recovery
+    /// under a new ID finishes the work.
+    Plain,
+    /// A second recovery, under a new ID: it finishes the work, or refuses
+    /// when no leaf expired and no recovery's work is left.
+    Recovery,
+}
+
+/// Whether a leaf is still expired at the recovery's clock: the node's
+/// etcd-peer (the one leaf expired at [`RECOVER_NOW`]) ends by then
+/// (kubeadm never finished, or the rollback put it back).
+fn still_expired(node: &Node) -> bool {
+    let pem = std::fs::read(node.root.join("etc/kubernetes/pki/etcd/peer.crt")).unwrap();
+    let (_, pem) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
+    let cert = pem.parse_x509().unwrap();
+    let now =
+        time::OffsetDateTime::parse(RECOVER_NOW, &time::format_description::well_known::Rfc3339)
+            .unwrap();
+    cert.validity().not_after.timestamp() <= now.unix_timestamp()
+}
+
+/// The follow-up of a crashed recovery under `id` (and `id` + `-2` for the
+/// recovery after a refused plain renewal): each run as SPEC 11 v1.3 says,
+/// then the oracle's `recovered`. Returns the run that finished the work
+/// and whether a plain renewal was refused first.
+fn follow_recovery(
+    node: &Node,
+    base: &Base,
+    seen: &mut Seen,
+    receipts: &BTreeMap<String, String>,
+    id: &str,
+    follow: FollowUp,
+    after: After,
+) -> Result<(Ran, bool), String> {
+    let now = ["--now", RECOVER_NOW];
+    let expired = still_expired(node);
+    let (mut want, mut restarts) = expected_recovery(node, receipts);
+    if expired && want == "unchanged" {
+        // Nothing began, or the phase file is done with the leaves put
+        // back: a recovery renews all four.
+        want = "renewed".into();
+        restarts = COMPONENTS.iter().map(|c| c.to_string()).collect();
+    }
+    let check = |r: &Ran, tag: &str, want: &str, restarts: &[String]| -> Result<(), String> {
+        let v = r.json();
+        if r.code() != Some(if want == "failed" { 1 } else { 0 }) || v["outcome"] != want {
+            return Err(format!("{tag} {id} should be {want}: {}", r.describe()));
+        }
+        if want != "failed" && restarted(&v) != restarts {
+            return Err(format!(
+                "{tag} {id} restarted {:?}, but the phase file said {restarts:?}",
+                restarted(&v)
+            ));
+        }
+        Ok(())
+    };
+    let mut refused = false;
+    let r = match follow {
+        FollowUp::Plain => {
+            let phase = node.phase();
+            let r = runbook(node, "plain", &[&["--operation-id", id][..], &now].concat())?;
+            if expired {
+                check(&r, "the plain renewal", "failed", &[])?;
+                let v = r.json();
+                if v["phase"] != "expiry" || v["recovery"] != Value::Null {
+                    return Err(format!(
+                        "the plain renewal {id} must refuse in phase expiry: {}",
+                        r.describe()
+                    ));
+                }
+                if node.phase() != phase {
+                    return Err(format!(
+                        "the refused plain renewal {id} changed the phase file"
+                    ));
+                }
+                observe(node, base, seen, "after the refused plain renewal")?;
+                refused = true;
+                let id2 = format!("{id}-2");
+                let r = runbook(
+                    node,
+                    "recover",
+                    &[
+                        &["--operation-id", id2.as_str(), "--recover-expired"][..],
+                        &now,
+                    ]
+                    .concat(),
+                )?;
+                check(&r, "the recovery after the refusal", &want, &restarts)?;
+                r
+            } else {
+                check(&r, "the plain renewal", &want, &restarts)?;
+                if r.json()["recovery"] != Value::Null {
+                    return Err(format!(
+                        "the plain renewal {id} ran as a recovery: {}",
+                        r.describe()
+                    ));
+                }
+                r
+            }
+        }
+        FollowUp::Recovery => {
+            let r = runbook(
+                node,
+                "recover",
+                &[&["--operation-id", id, "--recover-expired"][..], &now].concat(),
+            )?;
+            if !expired && want == "unchanged" {
+                // No leaf expired and no recovery's work left: refused.
+                check(&r, "the second recovery", "failed", &[])?;
+            } else {
+                check(&r, "the second recovery", &want, &restarts)?;
+            }
+            r
+        }
+    };
+    let fin = recovered(
+        node,
+        base,
+        seen,
+        "after the follow-up",
+        after.phase_may_be_absent,
+    )?;
+    let (op, outcome) = after.kept;
+    if fin.receipts.get(op).map(String::as_str) != Some(outcome) {
+        return Err(format!("the receipt of {op} changed or vanished"));
+    }
+    Ok((r, refused))
 }
 
 fn kill(scn: Scn, site: &Site) -> Point {
@@ -819,6 +963,18 @@ fn crash_points() {
             "  {k}: {rec} recovered of {tried} ({hit} landed on the call, the rest ran past the last one)"
         ));
     }
+    let follow = |f: FollowUp, refused: bool| {
+        results
+            .iter()
+            .filter(|r| matches!(&r.2, Ok(n) if n.follow_up.is_some_and(|(x, rf)| x == f && (rf || !refused))))
+            .count()
+    };
+    say(&format!(
+        "  recovery points' follow-up: {} plain renewals ({} refused while a leaf was expired, then finished by a recovery; the rest finished as renewals, gate and all), {} second recoveries",
+        follow(FollowUp::Plain, false),
+        follow(FollowUp::Plain, true),
+        follow(FollowUp::Recovery, false)
+    ));
     say(&format!(
         "  crashed operations' receipts: {outcomes:?}; openat points that landed on an O_CREAT open: {creat_landed} of {creat_points}; compound (recovery killed too, then recovered): {compound_ok} of {compound_n} ({compound_hit} landed)"
     ));
