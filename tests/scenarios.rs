@@ -2069,3 +2069,74 @@ fn the_view_finishes_a_renewals_work_on_an_expired_node_as_a_recovery() {
     );
     node.assert_all_active();
 }
+
+/// Every file's modification time under `dir`, by path.
+fn mtimes(dir: &Path) -> std::collections::BTreeMap<String, std::time::SystemTime> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            if m.is_dir() {
+                todo.push(e.path());
+            } else {
+                let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, m.modified().unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// SPEC 4 step 8 (v1.3 row 30): kubeadm fails halfway, the backup is put
+/// back with each file's modification time, so the operator view (SPEC
+/// 10, "restart needed" is judged by those times) tells nobody to restart
+/// a healthy component. A file touched afterwards is still seen: the view
+/// would say it.
+#[test]
+fn a_rollback_leaves_no_restart_needed() {
+    let node = Node::new("rsa", json!({ "kubeadm": { "failHalfway": true } }));
+    let kube = node.root.join("etc/kubernetes");
+    let before: Vec<_> = ["pki", "."]
+        .iter()
+        .map(|d| {
+            let mut m = mtimes(&kube.join(d));
+            m.retain(|k, _| *d == "pki" || k.ends_with(".conf"));
+            m
+        })
+        .collect();
+    let (code, v, e) = node.run(&["--operation-id", "op-half", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["phase"].as_str()),
+        (1, Some("failed"), Some("renew-certs")),
+        "{v:#}\n{e}"
+    );
+    let after: Vec<_> = ["pki", "."]
+        .iter()
+        .map(|d| {
+            let mut m = mtimes(&kube.join(d));
+            m.retain(|k, _| *d == "pki" || k.ends_with(".conf"));
+            m
+        })
+        .collect();
+    assert_eq!(after, before, "every file back with its modification time");
+    let view = |node: &Node| {
+        let (_, v, _) = node.run(&["--status-only"]);
+        v.to_string()
+    };
+    let seen = view(&node);
+    assert!(
+        !seen.contains("restart_needed") && !seen.contains("restart needed"),
+        "{seen}"
+    );
+    // The control: a serving certificate written after kube-apiserver's
+    // container started is "restart needed" in the same view.
+    std::fs::File::options()
+        .write(true)
+        .open(kube.join("pki/apiserver.crt"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    let seen = view(&node);
+    assert!(seen.contains("restart_needed"), "{seen}");
+}

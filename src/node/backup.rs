@@ -13,6 +13,23 @@
 //! ([`Dir::replace_owned`]), so a kubeadm-owned file is never root-owned,
 //! not even for a moment.
 //!
+//! # Modification times (SPEC 4 step 8, v1.3)
+//!
+//! The record also holds each file's modification time (`mtime`,
+//! `SEC.NNNNNNNNN`, from the same no-follow `fstatat` as its mode). The
+//! operator view judges "restart needed" by those times (SPEC 10): a
+//! rollback that left kubeadm's times would tell an operator to restart
+//! healthy components. So a rollback puts the time back too, and rewrites
+//! a file whose only difference is its time (kubeadm rewrote the same
+//! bytes). The time is set on the temp file's descriptor after its chown
+//! and chmod and before its fsync and rename: the name never appears with
+//! another time, and a crash at any point leaves either the old file or
+//! the whole restored one. Directories' times are not recorded (the
+//! rollback's own renames change them). A record written before v1.3 has
+//! no times: its rollback keeps the times of the write, as before. Only
+//! the run that took a backup rolls it back, so no older binary reads a
+//! record with times.
+//!
 //! Why a record and not copies that carry the original's owner: SPEC 3
 //! refuses a backup that is not root-owned or is writable by group or
 //! others, and the state directory is read with `Trust::Strict`, which
@@ -26,7 +43,7 @@
 //! parse refuses the rollback, naming it: an owner is never guessed from a
 //! damaged record.
 
-use crate::node::fsx::{Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
+use crate::node::fsx::{Attrs, Dir, FsError, Kind, Root, Trust, NODE_FILE_MAX};
 use crate::node::paths::{PKI_DIR, STATE_DIR_MODE};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -60,6 +77,9 @@ struct Meta {
     mode: u32,
     uid: u32,
     gid: u32,
+    /// The modification time (seconds, nanoseconds; v1.3): recorded for
+    /// files, None for directories and in a record an older version wrote.
+    mtime: Option<(i64, i64)>,
 }
 
 impl Meta {
@@ -68,17 +88,38 @@ impl Meta {
             mode: st.st_mode & 0o7777,
             uid: st.st_uid,
             gid: st.st_gid,
+            mtime: Some((st.st_mtime, st.st_mtime_nsec)),
+        }
+    }
+
+    /// Whether a file with `now` needs no rewrite to be this: mode, owner
+    /// and group equal, and the time too when one is recorded.
+    fn satisfied_by(&self, now: &Meta) -> bool {
+        (self.mode, self.uid, self.gid) == (now.mode, now.uid, now.gid)
+            && (self.mtime.is_none() || self.mtime == now.mtime)
+    }
+
+    fn attrs(&self) -> Attrs {
+        Attrs {
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            mtime: self.mtime,
         }
     }
 }
 
-/// One entry of the record as written: `{"mode": "0640", "uid": 1000, "gid": 1000}`.
+/// One entry of the record as written: `{"mode": "0640", "uid": 1000,
+/// "gid": 1000, "mtime": "1764460800.123456789"}` (`mtime` since v1.3,
+/// files only; a record without it restores no time).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MetaJson {
     mode: String,
     uid: u32,
     gid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mtime: Option<String>,
 }
 
 impl From<Meta> for MetaJson {
@@ -87,8 +128,19 @@ impl From<Meta> for MetaJson {
             mode: format!("{:04o}", m.mode),
             uid: m.uid,
             gid: m.gid,
+            mtime: m.mtime.map(|(s, ns)| format!("{s}.{ns:09}")),
         }
     }
+}
+
+/// `SEC.NNNNNNNNN` as written by [`MetaJson::from`].
+fn parse_mtime(t: &str) -> Option<(i64, i64)> {
+    let (s, ns) = t.split_once('.')?;
+    let ok = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+    if !ok(s) || ns.len() != 9 || !ns.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((s.parse().ok()?, ns.parse().ok()?))
 }
 
 /// A record entry's mode that is not octal permission bits.
@@ -110,11 +162,16 @@ enum RecordError {
 impl TryFrom<MetaJson> for Meta {
     type Error = BadMode;
     fn try_from(m: MetaJson) -> Result<Self, BadMode> {
+        let mtime = match &m.mtime {
+            None => None,
+            Some(t) => Some(parse_mtime(t).ok_or_else(|| BadMode(format!("mtime {t}")))?),
+        };
         match u32::from_str_radix(&m.mode, 8) {
             Ok(mode) if mode <= 0o7777 && !m.mode.is_empty() => Ok(Meta {
                 mode,
                 uid: m.uid,
                 gid: m.gid,
+                mtime,
             }),
             _ => Err(BadMode(m.mode)),
         }
@@ -206,7 +263,10 @@ fn copy_tree(
         match src.kind_of(&name)? {
             Some(Kind::Dir) => {
                 let s = src.open_subdir(&name, Trust::TypeOnly)?.expect("listed");
-                let meta = stat_of(src, &name)?;
+                let meta = Meta {
+                    mtime: None,
+                    ..stat_of(src, &name)?
+                };
                 let d = dst.mkdir(&name, meta.mode)?;
                 record.dirs.insert(join(rel, &name), meta);
                 copy_tree(&s, &d, &join(rel, &name), record, count)?;
@@ -258,7 +318,13 @@ pub fn create(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize,
     let kube = root
         .open_dir("etc/kubernetes", Trust::TypeOnly)?
         .expect("pki exists under it");
-    record.dirs.insert("pki".into(), stat_of(&kube, "pki")?);
+    record.dirs.insert(
+        "pki".into(),
+        Meta {
+            mtime: None,
+            ..stat_of(&kube, "pki")?
+        },
+    );
     let pki_dst = dst.mkdir("pki", STATE_DIR_MODE)?;
     copy_tree(&pki, &pki_dst, "pki", &mut record, &mut count)?;
     for conf in KUBECONFIGS {
@@ -296,6 +362,7 @@ fn restore_file(
         // An older backup without a record: the copy's mode; the owner and
         // group the file has now, or ours for a file that is gone.
         None => Meta {
+            mtime: None,
             mode: stat_of(src, name)?.mode,
             uid: now
                 .as_ref()
@@ -305,7 +372,9 @@ fn restore_file(
                 .map_or_else(|| nix::unistd::getegid().as_raw(), |st| st.st_gid),
         },
     };
-    let unchanged = now.as_ref().map(Meta::of) == Some(want)
+    let unchanged = now
+        .as_ref()
+        .is_some_and(|st| want.satisfied_by(&Meta::of(st)))
         && dst
             .read_file(name, NODE_FILE_MAX, Trust::TypeOnly)
             .ok()
@@ -313,7 +382,7 @@ fn restore_file(
             .as_deref()
             == Some(&bytes[..]);
     if !unchanged {
-        dst.replace_owned(name, &bytes, want.mode, want.uid, want.gid, Trust::TypeOnly)?;
+        dst.replace_owned(name, &bytes, want.attrs(), Trust::TypeOnly)?;
         *count += 1;
     }
     Ok(())
@@ -560,9 +629,14 @@ mod tests {
         let b = t.path().join("var/lib/nvke/k8s-cert-renewal/backup/op");
         assert_eq!(owner_mode(&b.join("pki/etcd/server.crt")), (0, 0, 0o640));
         assert_eq!(owner_mode(&b.join(METADATA)), (0, 0, 0o600));
-        let rec: serde_json::Value =
+        let mut rec: serde_json::Value =
             serde_json::from_slice(&std::fs::read(b.join(METADATA)).unwrap()).unwrap();
         assert_eq!(rec["format"], METADATA_FORMAT);
+        // Times: `a_rollback_puts_back_each_files_modification_time`.
+        for f in rec["files"].as_object_mut().unwrap().values_mut() {
+            assert!(f.as_object_mut().unwrap().remove("mtime").is_some(), "{f}");
+        }
+        assert!(rec["dirs"]["pki/etcd"].get("mtime").is_none());
         assert_eq!(
             rec["files"]["pki/etcd/server.crt"],
             serde_json::json!({"mode": "0640", "uid": 1000, "gid": 1000})
@@ -649,6 +723,42 @@ mod tests {
         );
     }
 
+    /// SPEC 4 step 8 (v1.3): a rollback puts back each file's modification
+    /// time with its bytes ("restart needed" is judged by it, SPEC 10): a
+    /// file kubeadm rewrote, and one it rewrote with the same bytes (only
+    /// its time differs), both land with the time they had.
+    #[test]
+    fn a_rollback_puts_back_each_files_modification_time() {
+        let (t, root, state) = node();
+        let k = t.path().join("etc/kubernetes");
+        let then = std::time::UNIX_EPOCH + std::time::Duration::new(1_764_460_800, 123_456_789);
+        let set = |p: &std::path::Path, at: std::time::SystemTime| {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(at)
+                .unwrap();
+        };
+        let mtime = |p: &std::path::Path| std::fs::metadata(p).unwrap().modified().unwrap();
+        for f in ["pki/etcd/server.crt", "admin.conf"] {
+            set(&k.join(f), then);
+        }
+        create(&root, &state, "backup", "op").unwrap();
+        // kubeadm: new bytes for one, the same bytes rewritten for the other.
+        std::fs::write(k.join("pki/etcd/server.crt"), b"S2").unwrap();
+        let admin = std::fs::read(k.join("admin.conf")).unwrap();
+        std::fs::write(k.join("admin.conf"), &admin).unwrap();
+        assert_ne!(mtime(&k.join("admin.conf")), then);
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 2);
+        assert_eq!(std::fs::read(k.join("pki/etcd/server.crt")).unwrap(), b"S1");
+        for f in ["pki/etcd/server.crt", "admin.conf"] {
+            assert_eq!(mtime(&k.join(f)), then, "{f}");
+        }
+        // Nothing differs any more: a second rollback rewrites nothing.
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 0);
+    }
+
     #[test]
     fn a_malformed_record_refuses_the_rollback_and_names_it() {
         let (t, root, state) = node();
@@ -675,10 +785,32 @@ mod tests {
                 mode: 0o640,
                 uid: 1000,
                 gid: 1001,
+                mtime: Some((1_764_460_800, 5)),
             },
         );
-        let back = Record::parse(&r.render()).unwrap();
+        r.files.insert(
+            "pki/older.crt".into(),
+            Meta {
+                mode: 0o600,
+                uid: 0,
+                gid: 0,
+                mtime: None,
+            },
+        );
+        let text = r.render();
+        assert!(
+            String::from_utf8_lossy(&text).contains("\"mtime\": \"1764460800.000000005\""),
+            "{}",
+            String::from_utf8_lossy(&text)
+        );
+        let back = Record::parse(&text).unwrap();
         assert_eq!(back.files, r.files);
+        for bad in ["\"1\"", "\"1.5\"", "\"x.000000000\"", "\".000000000\"", "7"] {
+            let text = format!(
+                "{{\"format\": \"{METADATA_FORMAT}\", \"files\": {{\"a\": {{\"mode\": \"0600\", \"uid\": 0, \"gid\": 0, \"mtime\": {bad}}}}}, \"dirs\": {{}}}}"
+            );
+            assert!(Record::parse(text.as_bytes()).is_err(), "{bad}");
+        }
         for bad in ["\"0x1\"", "\"\"", "\"17777\"", "\"-1\"", "\"9\""] {
             let text = format!(
                 "{{\"format\": \"{METADATA_FORMAT}\", \"files\": {{\"a\": {{\"mode\": {bad}, \"uid\": 0, \"gid\": 0}}}}, \"dirs\": {{}}}}"

@@ -28,6 +28,7 @@
 mod copy;
 mod host;
 mod owned;
+pub use owned::Attrs;
 mod read;
 mod remove;
 mod rename;

@@ -6,28 +6,41 @@ use super::{vet_stat, Dir, FsError, FsResult, Kind, Trust};
 use nix::errno::Errno;
 use nix::fcntl::{openat, renameat, OFlag};
 use nix::sys::stat::{fstat, Mode};
+use nix::sys::time::TimeSpec;
 use nix::unistd::{fsync, unlinkat, UnlinkatFlags};
+
+/// What a replaced file lands with besides its bytes: permission bits,
+/// owner, group, and (v1.3) the modification time (seconds, nanoseconds)
+/// when one is given; None keeps the time of the write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attrs {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub mtime: Option<(i64, i64)>,
+}
 
 impl Dir {
     /// [`Dir::replace`], landing with owner `uid` and group `gid` as well as
-    /// `mode`. The temp file is chowned, its mode set again (a chown may
-    /// clear set-id bits) and fsynced *before* the rename, so `name` never
-    /// has another owner, not for a moment: a kubeadm-owned file is never
-    /// seen root-owned. After an error, look, as [`Dir::replace`] does.
+    /// `mode`, and with the modification time `mtime` when given (SPEC 4
+    /// step 8, v1.3: "restart needed" is judged by it). The temp file is
+    /// chowned, its mode set again (a chown may clear set-id bits), its
+    /// time set, and fsynced *before* the rename, so `name` never has
+    /// another owner or time, not for a moment: a kubeadm-owned file is
+    /// never seen root-owned. After an error, look, as [`Dir::replace`]
+    /// does.
     pub fn replace_owned(
         &self,
         name: &str,
         bytes: &[u8],
-        mode: u32,
-        uid: u32,
-        gid: u32,
+        attrs: Attrs,
         trust: Trust,
     ) -> FsResult<()> {
         if let Some(st) = self.stat_entry(name)? {
             vet_stat(&self.entry_path(name), &st, Kind::File, trust)?;
         }
-        let tmp = self.write_temp(name, bytes, mode)?;
-        if let Err((op, e)) = self.own_temp(&tmp, mode, uid, gid) {
+        let tmp = self.write_temp(name, bytes, attrs.mode)?;
+        if let Err((op, e)) = self.own_temp(&tmp, attrs) {
             let _ = unlinkat(&self.fd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
             return Err(self.io(&tmp, op, e));
         }
@@ -62,13 +75,13 @@ impl Dir {
 
     /// chown, chmod and fsync a temp file this process just created
     /// (`O_EXCL`, dot-named), reopened without following a symlink.
-    fn own_temp(
-        &self,
-        tmp: &str,
-        mode: u32,
-        uid: u32,
-        gid: u32,
-    ) -> Result<(), (&'static str, Errno)> {
+    fn own_temp(&self, tmp: &str, attrs: Attrs) -> Result<(), (&'static str, Errno)> {
+        let Attrs {
+            mode,
+            uid,
+            gid,
+            mtime,
+        } = attrs;
         let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
         let fd = openat(&self.fd, tmp, flags, Mode::empty()).map_err(|e| ("open", e))?;
         let st = fstat(&fd).map_err(|e| ("stat", e))?;
@@ -82,6 +95,13 @@ impl Dir {
         )
         .map_err(|e| ("chown", e))?;
         nix::sys::stat::fchmod(&fd, Mode::from_bits_truncate(mode)).map_err(|e| ("chmod", e))?;
+        if let Some((sec, nsec)) = mtime {
+            // The time last, on the descriptor: nothing after it writes to
+            // the file, so the name never appears with another time.
+            let t = TimeSpec::new(sec, nsec);
+            nix::sys::stat::futimens(&fd, &TimeSpec::UTIME_OMIT, &t)
+                .map_err(|e| ("set the modification time of", e))?;
+        }
         fsync(&fd).map_err(|e| ("fsync", e))
     }
 
