@@ -65,8 +65,9 @@ pub struct RenewResult {
     pub restarts: Vec<Restart>,
     /// Null when the health gate never read the member list.
     pub etcd: Option<EtcdVoters>,
-    /// v1.2 (SPEC 11): true for a recovery (`--recover-expired`, or work
-    /// resumed from one); absent otherwise.
+    /// v1.2 (SPEC 11): true for a recovery (`--recover-expired`); absent
+    /// otherwise (v1.3: also for a plain renewal that finished a
+    /// recovery's work: the mode asked decides).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub recovery: bool,
     /// v1.2 (SPEC 11): a recovery's health as observed at its end (quorum

@@ -189,8 +189,10 @@ pub struct PhaseV2File {
     pub updated_at: Timestamp,
     #[serde(deserialize_with = "crate::rules::phase::de_resumed_from")]
     pub resumed_from: Option<ResumedFrom>,
-    /// v1.2 (SPEC 11): true while the work is a `--recover-expired` run's
-    /// (a resumed run goes on as a recovery); absent otherwise.
+    /// v1.2 (SPEC 11): true while the work is a `--recover-expired` run's;
+    /// absent otherwise. v1.3: only `--recover-expired` resumes it as a
+    /// recovery; a plain renewal refuses it while a leaf is expired, else
+    /// finishes it as a renewal (and records its own phase without it).
     #[serde(
         default,
         skip_serializing_if = "std::ops::Not::not",

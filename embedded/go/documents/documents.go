@@ -89,8 +89,10 @@ type PhaseV2 struct {
 	StartedAt     string            `json:"startedAt"`
 	UpdatedAt     string            `json:"updatedAt"`
 	ResumedFrom   *ResumedFrom      `json:"resumedFrom"`
-	// Recovery (v1.2, SPEC 11): the work is a --recover-expired run's (a
-	// resumed run goes on as a recovery); absent otherwise.
+	// Recovery (v1.2, SPEC 11): the work is a --recover-expired run's;
+	// absent otherwise. v1.3: only --recover-expired resumes it as a
+	// recovery; a plain renewal refuses it while a leaf is expired, else
+	// finishes it as a renewal.
 	Recovery bool `json:"recovery,omitempty"`
 }
 
