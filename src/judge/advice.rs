@@ -762,8 +762,13 @@ impl Unfinished<'_> {
                 Some(cmd.runbook(&["--operation-id", id, "--recover-expired"])),
             ));
         } else {
+            let how = if *who == "recovery" {
+                ", as a renewal with the health gate before each restart"
+            } else {
+                ""
+            };
             next.push(step(
-                format!("or finish it now, under the same ID (it resumes while {at}):"),
+                format!("or finish it now, under the same ID{how} (it resumes while {at}):"),
                 Some(cmd.runbook(&["--operation-id", id])),
             ));
         }

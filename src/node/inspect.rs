@@ -135,16 +135,28 @@ impl PhaseReport {
                     }
                 };
                 let step = p.plain_step();
+                // Who resumes it (SPEC 11, v1.3): a recovery's work only a
+                // recovery while a leaf is expired.
+                let recovery = matches!(p, PhaseFile::V2(v) if v.recovery);
+                const RECOVERY_NEXT: &str =
+                    "--recover-expired resumes it; a renewal only once no leaf is expired";
                 match judgement {
                     PhaseJudgement::DoneByReceipt => {
                         format!("{who}, {step} (its success receipt exists: treated as done)")
                     }
-                    PhaseJudgement::Pending => match &self.receipt_of_phase_op {
-                        Some(ReceiptLookup::Found(r)) => format!(
+                    PhaseJudgement::Pending => match (&self.receipt_of_phase_op, recovery) {
+                        (Some(ReceiptLookup::Found(r)), false) => format!(
                             "{who}, unfinished while {step}; recorded {} by its receipt (the next renewal, under a new ID, resumes it)",
                             r.outcome
                         ),
-                        _ => format!("{who}, unfinished while {step} (the next renewal resumes it)"),
+                        (Some(ReceiptLookup::Found(r)), true) => format!(
+                            "{who}, unfinished while {step}; recorded {} by its receipt (under a new ID: {RECOVERY_NEXT})",
+                            r.outcome
+                        ),
+                        (_, false) => {
+                            format!("{who}, unfinished while {step} (the next renewal resumes it)")
+                        }
+                        (_, true) => format!("{who}, unfinished while {step} ({RECOVERY_NEXT})"),
                     },
                     _ => format!("{who}, {step}"),
                 }
