@@ -14,22 +14,20 @@ use crate::node::inspect::ReceiptLookup;
 use crate::node::lock::{self, HoldError, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
-use crate::node::oplog::StepLog;
-use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
+use crate::node::staging::{put_back_if_staged, StagingGuard};
 use crate::node::statedir::{Did, PhaseWriter, StateDir};
 use crate::rules::component::Component;
 pub use crate::rules::failure::panic_message;
-use crate::rules::failure::{fail, restart_failed, Cause, Fail, Progress, Success};
+use crate::rules::failure::{fail, Fail, Progress, Success};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
-use crate::rules::phase::CA_KEYS;
-use crate::rules::receipt::{with_tail, Receipt};
+use crate::rules::receipt::Receipt;
 use crate::rules::resume::Start;
-use crate::tools::health::{self, GateError, GateOk, Health};
+use crate::tools::health::{self, GateOk};
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod steps;
 use steps::Step;
@@ -548,6 +546,7 @@ mod tests {
     //! etcd, and a kubeadm that succeeds or fails as told. No processes, no
     //! root.
     use super::*;
+    use crate::rules::phase::CA_KEYS;
     use crate::contract::cli::Global;
     use crate::contract::Timestamp;
     use crate::rules::phase::{PhaseState, PhaseV2};

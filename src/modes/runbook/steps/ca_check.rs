@@ -1,6 +1,14 @@
 //! Step 5: the CA fingerprints.
 
-use crate::modes::runbook::*;
+use crate::contract::cli::Request;
+use crate::judge::renew;
+use crate::modes::runbook::Run;
+use crate::node::node_pki;
+use crate::node::oplog::StepLog;
+use crate::rules::failure::{fail, Fail};
+use crate::rules::outcome::Phase;
+use crate::rules::phase::CA_KEYS;
+use std::collections::BTreeMap;
 
 impl Run<'_> {
     /// StepLog 5: the CA fingerprints.

@@ -7,7 +7,13 @@
 //! `--recover-expired` resumes it while a leaf is expired); with every
 //! leaf valid, the renewal's table finishes it, gate and all.
 
-use crate::modes::runbook::*;
+use crate::judge::renew;
+use crate::modes::runbook::Run;
+use crate::node::node_pki;
+use crate::node::oplog::StepLog;
+use crate::rules::failure::{fail, Fail, Success};
+use crate::rules::outcome::Phase;
+use crate::rules::resume::Start;
 
 impl Run<'_> {
     /// The certificates before the run touches them; `Some(unchanged)` when

@@ -2,7 +2,15 @@
 //! whole local control plane healthy before anything changes; the gate's
 //! helpers, which the restarts and the postflight ask again.
 
-use crate::modes::runbook::*;
+use crate::judge::renew;
+use crate::modes::runbook::Run;
+use crate::node::oplog::StepLog;
+use crate::rules::component::Component;
+use crate::rules::failure::{fail, Fail, Progress};
+use crate::rules::outcome::Phase;
+use crate::rules::resume::Start;
+use crate::tools::health::{GateError, GateOk, Health};
+use std::time::{Duration, Instant};
 
 /// A gate that passed this recently, with no manifest moved and no
 /// certificate renewed since, is the

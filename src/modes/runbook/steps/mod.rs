@@ -31,7 +31,12 @@ mod renew;
 mod restart;
 mod serving;
 
-use crate::modes::runbook::*;
+use crate::modes::runbook::Run;
+use crate::rules::component::Component;
+use crate::rules::failure::{Fail, Progress, Success};
+use crate::rules::outcome::Phase;
+use crate::rules::resume::Start;
+use std::time::{Duration, Instant};
 
 /// One step of a renewal, in the order SPEC 4 runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +226,8 @@ impl Run<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modes::runbook::cancelled;
+    use crate::tools::signals::Cancel;
 
     /// A table in the order SPEC 4 (SPEC 11) gives, from the first step to
     /// the end.

@@ -1,7 +1,9 @@
 //! Before anything is read, the deadline; then step 3: the phase file, and
 //! where the work starts.
 
-use crate::modes::runbook::*;
+use crate::modes::runbook::{cancelled, Run};
+use crate::node::oplog::StepLog;
+use crate::rules::failure::{fail, Cause, Fail};
 
 impl Run<'_> {
     /// Right after the own-receipt check: an attempt that arrives after the

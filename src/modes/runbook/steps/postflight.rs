@@ -1,6 +1,13 @@
 //! Step 10: the postflight.
 
-use crate::modes::runbook::*;
+use crate::modes::runbook::Run;
+use crate::node::node_pki;
+use crate::node::oplog::StepLog;
+use crate::rules::component::Component;
+use crate::rules::failure::{fail, Fail};
+use crate::rules::outcome::Phase;
+use crate::tools::health;
+use std::time::Instant;
 
 impl Run<'_> {
     /// StepLog 10.

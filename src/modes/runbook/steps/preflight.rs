@@ -1,6 +1,12 @@
 //! Step 4: the staging preflight.
 
-use crate::modes::runbook::*;
+use crate::judge::renew;
+use crate::modes::runbook::Run;
+use crate::node::manifests;
+use crate::node::oplog::StepLog;
+use crate::node::staging::{Dirs, Restore, StagingGuard};
+use crate::rules::failure::{fail, Fail};
+use crate::rules::outcome::Phase;
 
 impl Run<'_> {
     /// Topology and step 4 (staging preflight).

@@ -4,7 +4,15 @@
 //! postflight checks the restarted containers stayed up and reports the
 //! health it sees, quorum and `/readyz` included, without requiring it.
 
-use crate::modes::runbook::*;
+use crate::judge::renew;
+use crate::modes::runbook::{cancelled, Run};
+use crate::node::node_pki;
+use crate::node::oplog::StepLog;
+use crate::rules::component::Component;
+use crate::rules::failure::{fail, restart_failed, Cause, Fail};
+use crate::rules::outcome::Phase;
+use crate::tools::health;
+use std::time::{Duration, Instant};
 
 /// How long the recovery's last look at the whole gate may take: one or
 /// two attempts, reported, never waited for (etcd may lack quorum until the

@@ -1,7 +1,12 @@
 //! Step 8: kubeadm renews the leaves; verified, or rolled back.
 
 use super::Step;
-use crate::modes::runbook::*;
+use crate::modes::runbook::{cancelled, Run};
+use crate::node::oplog::StepLog;
+use crate::node::{backup, node_pki};
+use crate::rules::failure::{fail, Cause, Fail, Progress};
+use crate::rules::outcome::Phase;
+use crate::rules::receipt::with_tail;
 
 impl Run<'_> {
     /// StepLog 8: record, back up, kubeadm, verify; roll back on any failure.

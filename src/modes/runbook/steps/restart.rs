@@ -2,7 +2,14 @@
 //! table's [`super::Way`] says (a recovery's: `recovery.rs`).
 
 use super::Step;
-use crate::modes::runbook::*;
+use crate::contract::Restart;
+use crate::modes::runbook::Run;
+use crate::node::oplog::StepLog;
+use crate::node::staging::{Dirs, Restore};
+use crate::rules::component::Component;
+use crate::rules::failure::{restart_failed, Fail, Progress};
+use crate::tools::health;
+use std::time::Instant;
 
 impl Run<'_> {
     /// StepLog 9 for one component; `next` is recorded once it is healthy.

@@ -1,8 +1,12 @@
 //! What a component serves is the renewed certificate on disk: asked by
 //! the postflight, and after each of a recovery's restarts.
 
-use crate::modes::runbook::*;
+use crate::modes::runbook::{cancelled, Run};
+use crate::rules::component::Component;
+use crate::rules::failure::{fail, Cause, Fail};
+use crate::rules::outcome::Phase;
 use crate::tools::served::{Asker, NotServed};
+use std::time::Duration;
 
 impl Run<'_> {
     /// Who asks what a component serves: this run's tools, node, signal
