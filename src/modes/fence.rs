@@ -13,7 +13,7 @@ use crate::node::fsx::{Dir, FsError, Root};
 use crate::node::inspect::{self, PhaseReport, ReceiptLookup};
 use crate::node::lock::{self, LockError};
 use crate::node::manifests::{self, ManifestsReport};
-use crate::node::statedir::{CheckedReceipt, StateDir};
+use crate::node::statedir::{receipt_of, write_receipt, ReceiptError, StateDir};
 use crate::rules::component::Component;
 use crate::rules::fence::{abandon_message, abandoned_phase, FencePlan};
 use crate::rules::opid::OperationId;
@@ -93,12 +93,9 @@ fn lock_refused(
     // Receipts are immutable: the one this operation has is read
     // without the lock, so the answer says what exists, though
     // termination stays unconfirmed until the lock is taken.
-    let found = match StateDir::new(state).completed() {
-        Ok(c) => match crate::node::statedir::lookup_receipt(c.as_ref(), id) {
-            Some(ReceiptLookup::Found(r)) => Some(*r),
-            _ => None,
-        },
-        Err(_) => None,
+    let found = match receipt_of(state, id) {
+        Ok(Some(ReceiptLookup::Found(r))) => Some(*r),
+        _ => None,
     };
     let has = found
         .as_ref()
@@ -120,8 +117,8 @@ fn under_lock(at: &Fencing<'_>, owner: &mut OwnerRecord<'_>) -> FenceOutcome {
         root, state, id, ..
     } = *at;
     let m = manifests::placement(root);
-    let completed = match StateDir::new(state).completed() {
-        Ok(c) => c,
+    let lookup = match receipt_of(state, id) {
+        Ok(lookup) => lookup,
         Err(e) => {
             let pb = put_back(root, &m, &m.staged_not_active(), owner);
             let message = format!("receipts directory: {e}{}", pb.describe());
@@ -133,7 +130,6 @@ fn under_lock(at: &Fencing<'_>, owner: &mut OwnerRecord<'_>) -> FenceOutcome {
             );
         }
     };
-    let lookup = crate::node::statedir::lookup_receipt(completed.as_ref(), id);
     let phase = inspect::read_phase(Some(state));
     match fence_plan(lookup.as_ref(), &phase, &m) {
         FencePlan::Confirm {
@@ -159,7 +155,7 @@ fn under_lock(at: &Fencing<'_>, owner: &mut OwnerRecord<'_>) -> FenceOutcome {
             let message = format!("termination unconfirmed: {why}{}", pb.describe());
             unconfirmed_after(exit::FAILED, reason, message, pb)
         }
-        FencePlan::Abandon { restore } => abandon(at, completed, owner, &m, &restore, &phase),
+        FencePlan::Abandon { restore } => abandon(at, owner, &m, &restore, &phase),
     }
 }
 
@@ -194,7 +190,6 @@ fn confirm(
 /// the dead run left staged, then the `abandoned` receipt (SPEC 6).
 fn abandon(
     at: &Fencing<'_>,
-    completed: Option<Dir>,
     owner: &mut OwnerRecord<'_>,
     m: &ManifestsReport,
     restore: &[Component],
@@ -258,72 +253,58 @@ fn abandon(
         conflicts,
         failed: None,
     };
-    record_abandoned(at, completed, r, message, pb, never_seen)
+    record_abandoned(at, r, message, pb, never_seen)
 }
 
-/// Write the `abandoned` receipt, once: a receipt that appeared meanwhile
+/// Write the `abandoned` receipt, once (the one receipt writer,
+/// `node::statedir::write_receipt`): a receipt that appeared meanwhile
 /// confirms instead; any failure leaves termination unconfirmed.
 fn record_abandoned(
     at: &Fencing<'_>,
-    completed: Option<Dir>,
     r: Receipt,
     message: String,
     pb: PutBack,
     never_seen: bool,
 ) -> FenceOutcome {
     let id = at.id;
-    let checked = match CheckedReceipt::check(&r) {
-        Ok(c) => c,
-        Err(e) => {
-            let message = format!("termination unconfirmed: {e}{}", pb.describe());
-            return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
-        }
+    let unconfirmed_because = |reason, why: String, pb: PutBack| {
+        let message = format!("{why}{}", pb.describe());
+        unconfirmed_after(exit::FAILED, reason, message, pb)
     };
-    let completed = match completed {
-        Some(c) => c,
-        None => match StateDir::new(at.state).create_completed() {
-            Ok(c) => c,
-            Err(e) => {
-                let message = format!("receipts directory: {e}{}", pb.describe());
-                return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
-            }
-        },
-    };
-    match StateDir::write_once(&completed, checked) {
+    match write_receipt(at.state, &r) {
         Ok(()) => {
             tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
             confirmed(doc::FenceAction::Abandoned, message, r, pb, never_seen)
         }
-        Err(FsError::Exists { .. }) => {
-            match crate::node::statedir::lookup_receipt(Some(&completed), id) {
-                Some(ReceiptLookup::Found(r)) => {
-                    let message = format!(
-                        "termination confirmed: operation {id} already has a receipt (outcome {})",
-                        r.outcome
-                    );
-                    confirmed(doc::FenceAction::ExistingReceipt, message, *r, pb, false)
-                }
-                _ => {
-                    let message = format!(
-                        "termination unconfirmed: the receipt appeared malformed{}",
-                        pb.describe()
-                    );
-                    unconfirmed_after(
-                        exit::FAILED,
-                        doc::FenceReason::MalformedReceipt,
-                        message,
-                        pb,
-                    )
-                }
+        Err(ReceiptError::Write(FsError::Exists { .. })) => match receipt_of(at.state, id) {
+            Ok(Some(ReceiptLookup::Found(r))) => {
+                let message = format!(
+                    "termination confirmed: operation {id} already has a receipt (outcome {})",
+                    r.outcome
+                );
+                confirmed(doc::FenceAction::ExistingReceipt, message, *r, pb, false)
             }
-        }
-        Err(e) => {
-            let message = format!(
-                "termination unconfirmed: writing the receipt failed: {e}{}",
-                pb.describe()
-            );
-            unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb)
-        }
+            _ => unconfirmed_because(
+                doc::FenceReason::MalformedReceipt,
+                "termination unconfirmed: the receipt appeared malformed".into(),
+                pb,
+            ),
+        },
+        Err(ReceiptError::Invalid(e)) => unconfirmed_because(
+            doc::FenceReason::WriteFailed,
+            format!("termination unconfirmed: {e}"),
+            pb,
+        ),
+        Err(ReceiptError::Dir(e)) => unconfirmed_because(
+            doc::FenceReason::WriteFailed,
+            format!("receipts directory: {e}"),
+            pb,
+        ),
+        Err(ReceiptError::Write(e)) => unconfirmed_because(
+            doc::FenceReason::WriteFailed,
+            format!("termination unconfirmed: writing the receipt failed: {e}"),
+            pb,
+        ),
     }
 }
 

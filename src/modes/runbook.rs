@@ -15,7 +15,7 @@ use crate::node::lock::{self, HoldError, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
 use crate::node::staging::{put_back_if_staged, StagingGuard};
-use crate::node::statedir::{Did, PhaseWriter, StateDir};
+use crate::node::statedir::{Did, PhaseWriter};
 use crate::rules::component::Component;
 pub use crate::rules::failure::panic_message;
 use crate::rules::failure::{fail, Fail, Progress, Success};
@@ -271,9 +271,9 @@ fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
     let Request::V2 { id, .. } = req else {
         return None;
     };
-    let why = match StateDir::new(state).completed() {
+    let why = match crate::node::statedir::receipt_of(state, id) {
         Err(e) => e.to_string(),
-        Ok(completed) => match crate::node::statedir::lookup_receipt(completed.as_ref(), id) {
+        Ok(lookup) => match lookup {
             Some(ReceiptLookup::Found(r)) => {
                 tracing::info!(
                     outcome = r.outcome.as_str(),
@@ -546,9 +546,9 @@ mod tests {
     //! etcd, and a kubeadm that succeeds or fails as told. No processes, no
     //! root.
     use super::*;
-    use crate::rules::phase::CA_KEYS;
     use crate::contract::cli::Global;
     use crate::contract::Timestamp;
+    use crate::rules::phase::CA_KEYS;
     use crate::rules::phase::{PhaseState, PhaseV2};
     use crate::rules::pki;
     use crate::tools::runtime::double::{self, Double};

@@ -80,15 +80,18 @@ impl std::fmt::Display for PhaseError {
 pub enum ReceiptError {
     /// It would not be read back as written (nothing touched on disk).
     Invalid(InvalidReceipt),
-    /// `completed/` or the file could not be made.
-    Fs(crate::node::fsx::FsError),
+    /// `completed/` could not be opened or made.
+    Dir(crate::node::fsx::FsError),
+    /// The file could not be made (`FsError::Exists`: the operation has a
+    /// receipt already; none is ever replaced).
+    Write(crate::node::fsx::FsError),
 }
 
 impl std::fmt::Display for ReceiptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReceiptError::Invalid(e) => write!(f, "{e}"),
-            ReceiptError::Fs(e) => write!(f, "{e}"),
+            ReceiptError::Dir(e) | ReceiptError::Write(e) => write!(f, "{e}"),
         }
     }
 }
@@ -213,11 +216,13 @@ impl<'a> StateDir<'a> {
     }
 
     /// Check `r`, then write `completed/<ID>.json` once (`completed/`
-    /// created when missing), and say so in the log: a renewal's receipts.
+    /// created when missing), and say so in the log: every receipt, the
+    /// renewal's, a takeover's `superseded` and the fencing check's
+    /// `abandoned` alike.
     pub fn write_receipt(&self, r: &Receipt) -> Result<(), ReceiptError> {
         let checked = CheckedReceipt::check(r).map_err(ReceiptError::Invalid)?;
-        let completed = self.completed_or_create().map_err(ReceiptError::Fs)?;
-        Self::write_once(&completed, checked).map_err(ReceiptError::Fs)?;
+        let completed = self.completed_or_create().map_err(ReceiptError::Dir)?;
+        Self::write_once(&completed, checked).map_err(ReceiptError::Write)?;
         tracing::info!(
             operation = r.operation_id.as_str(),
             outcome = r.outcome.as_str(),
@@ -235,7 +240,7 @@ impl<'a> StateDir<'a> {
         me: &str,
         now: time::OffsetDateTime,
     ) -> Result<(), ReceiptError> {
-        let completed = self.completed_or_create().map_err(ReceiptError::Fs)?;
+        let completed = self.completed_or_create().map_err(ReceiptError::Dir)?;
         if lookup_receipt(Some(&completed), other).is_none() {
             let message = format!("superseded: operation {me} took over its unfinished work");
             let ended = Ended {
@@ -588,6 +593,19 @@ impl PhaseWriter {
     pub fn write_receipt(&self, r: &Receipt) -> Result<(), ReceiptError> {
         StateDir::new(&self.state).write_receipt(r)
     }
+}
+
+/// The receipt of `id` in the state directory `state` (never creating
+/// anything; None: absent), or why `completed/` could not be opened.
+pub fn receipt_of(state: &Dir, id: &OperationId) -> FsResult<Option<ReceiptLookup>> {
+    StateDir::new(state)
+        .completed()
+        .map(|c| lookup_receipt(c.as_ref(), id))
+}
+
+/// Write `r` into the state directory `state` ([`StateDir::write_receipt`]).
+pub fn write_receipt(state: &Dir, r: &Receipt) -> Result<(), ReceiptError> {
+    StateDir::new(state).write_receipt(r)
 }
 
 /// Look up `completed/<ID>.json` (never creating anything; None: absent).
