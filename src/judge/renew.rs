@@ -16,7 +16,7 @@ use crate::rules::failure::{restart_failed, Cause, Fail};
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit_code_for, ManifestLocation, Outcome, Phase};
 use crate::rules::phase::ResumedFrom;
-use crate::rules::receipt::{self, with_tail, Receipt};
+use crate::rules::receipt::Receipt;
 use crate::rules::resume::Resumed;
 use crate::tools::health::{self, GateError, GateOk};
 use std::collections::BTreeMap;
@@ -87,13 +87,7 @@ impl Ending {
 }
 
 /// `message` bounded to 512 bytes, the `notes` kept whole at its end.
-pub(crate) fn full_message(message: &str, notes: &[String]) -> String {
-    if notes.is_empty() {
-        receipt::bounded_message(message)
-    } else {
-        with_tail(message, "; ", &notes.join("; "))
-    }
-}
+pub(crate) use crate::rules::receipt::full_message;
 
 impl Done<'_> {
     /// The result document; `after`: the certificates read again after a
@@ -630,7 +624,7 @@ mod tests {
             "{m}"
         );
         end.notes.clear();
-        assert_eq!(end.full_message(), receipt::bounded_message(&end.message));
+        assert_eq!(end.full_message(), crate::rules::receipt::bounded_message(&end.message));
     }
 
     /// No success without its receipt (SPEC 3, v1.1): a success whose

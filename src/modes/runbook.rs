@@ -8,18 +8,15 @@ pub use crate::contract::cli::Request;
 use crate::contract::{CaSha256, EarlyOutcome, EarlyPhase, RenewResult, Restart};
 use crate::judge::renew::{self, Done, Ending};
 use crate::modes::output::Report;
-use crate::node::backup;
-use crate::node::fsx::{Dir, Root};
-use crate::node::inspect::ReceiptLookup;
+use crate::node::fsx::Root;
 use crate::node::lock::{self, HoldError, LockError};
 use crate::node::manifests;
 use crate::node::node_pki::{self, PkiReport};
-use crate::node::staging::{put_back_if_staged, StagingGuard};
-use crate::node::statedir::{Did, PhaseWriter};
+use crate::node::operation::{Operation, Stop, Who};
+use crate::node::statedir::{Did, Ended};
 use crate::rules::component::Component;
 pub use crate::rules::failure::panic_message;
 use crate::rules::failure::{fail, Fail, Progress, Success};
-use crate::rules::opid::OperationId;
 use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
 use crate::rules::receipt::Receipt;
 use crate::rules::resume::Start;
@@ -60,30 +57,6 @@ impl Env<'_> {
             Ok(())
         }
     }
-
-    fn make_receipt(
-        &self,
-        id: &OperationId,
-        outcome: Outcome,
-        phase: Phase,
-        message: &str,
-        failed: Option<Component>,
-        did: Did<'_>,
-    ) -> Receipt {
-        crate::node::statedir::new_receipt(
-            self.root,
-            id,
-            crate::node::statedir::Ended {
-                outcome,
-                phase,
-                message,
-                failed_component: failed,
-                did,
-            },
-            manifests::placement(self.root).receipt_locations(),
-            self.now(),
-        )
-    }
 }
 
 /// What the steps found that the result prints.
@@ -103,9 +76,9 @@ struct RunReport {
 
 struct Run<'a> {
     env: Env<'a>,
-    phase: PhaseWriter,
-    /// The way back for the manifest a restart moves out.
-    staging: StagingGuard,
+    /// The transaction on the node: the lock, the phase file, the staged
+    /// manifest, the receipt (`node::operation`).
+    op: Operation<'a>,
     report: RunReport,
     /// The step the run is in: its phase is what a panic is reported as.
     step: Step,
@@ -127,8 +100,8 @@ impl Run<'_> {
     /// Persist the phase (`node::statedir::PhaseWriter::record`).
     fn record(&mut self, progress: Progress) -> Result<(), Fail> {
         let env = self.env;
-        self.phase
-            .record(env.root, progress, || env.now())
+        self.op
+            .record(progress, || env.now())
             .map_err(|e| fail(e.phase(), e.to_string()))
     }
 
@@ -138,7 +111,7 @@ impl Run<'_> {
     fn did(&self) -> Did<'_> {
         Did {
             restarts: &self.report.restarts,
-            recovery: self.phase.recovery,
+            recovery: self.op.phase.recovery,
             health_at_end: self.report.health_at_end.as_deref(),
         }
     }
@@ -153,9 +126,9 @@ impl Run<'_> {
             before: self.report.before.as_ref(),
             etcd: self.report.etcd,
             resigned: self.report.resigned,
-            recovery: self.phase.recovery,
-            resumed: self.phase.resumed.as_ref(),
-            resumed_from: self.phase.resumed_from.as_ref(),
+            recovery: self.op.phase.recovery,
+            resumed: self.op.phase.resumed.as_ref(),
+            resumed_from: self.op.phase.resumed_from.as_ref(),
             health_at_end: self.report.health_at_end.as_deref(),
         }
     }
@@ -205,30 +178,17 @@ fn replay_report(r: &Receipt) -> Report {
     }
 }
 
-/// StepLog 1: the state directory, the lock, the owner record and the log
-/// file (`node::lock::hold`); a report when the run cannot go on.
-fn lock_and_log(
-    root: &Root,
-    g: &Global,
-    req: &Request,
-    cancel: &Cancel,
-    start_clock: time::OffsetDateTime,
-) -> Result<(Dir, lock::LockGuard), Report> {
-    let id = req.id();
-    let cancelled = || cancel.is_cancelled();
-    let held = lock::hold(
-        root,
-        g.lock_timeout,
-        &cancelled,
-        id,
-        req.owner_mode(),
-        start_clock,
-    );
-    let held = held.map_err(|refused| {
-        // The lock, when it was taken, is kept until the report has read
-        // the manifests (as every renewal's failure reads them).
-        let lock::Refused { error, held: _lock } = refused;
-        let (code, outcome, phase, message) = match error {
+/// SPEC 4 steps 1 and 2 ended the run before its steps: the lock refused,
+/// or this operation's own receipt replayed (or untrusted). The report is
+/// made while the lock (when taken) is held; it is released after.
+fn stopped(root: &Root, req: &Request, cancel: &Cancel, stop: Stop) -> Report {
+    let (code, outcome, phase, message) = match stop {
+        Stop::Replay(r, _lock) => return replay_report(&r),
+        Stop::OwnReceipt(why, _lock) => {
+            let (outcome, phase) = (EarlyOutcome::Failed, EarlyPhase::Receipt);
+            return early_failure(root, req, None, outcome, phase, why);
+        }
+        Stop::Refused(lock::Refused { error, held: _lock }) => match error {
             HoldError::Lock(LockError::Timeout {
                 path,
                 waited_secs,
@@ -254,54 +214,30 @@ fn lock_and_log(
                 (None, EarlyOutcome::Failed, EarlyPhase::PhaseFile, e.to_string())
             }
             e => (None, EarlyOutcome::Failed, EarlyPhase::Lock, e.to_string()),
-        };
-        early_failure(root, req, code, outcome, phase, message)
-    })?;
-    tracing::info!(
-        operation = id.map(|i| i.as_str()),
-        mode = %crate::modes::output::word(&req.mode()),
-        "renewal starting (lock held)"
-    );
-    crate::crash_point!("renew-after-lock");
-    Ok(held)
-}
-
-/// StepLog 2: this operation's own receipt first: replayed when it exists.
-fn own_receipt(root: &Root, req: &Request, state: &Dir) -> Option<Report> {
-    let Request::V2 { id, .. } = req else {
-        return None;
-    };
-    let why = match crate::node::statedir::receipt_of(state, id) {
-        Err(e) => e.to_string(),
-        Ok(lookup) => match lookup {
-            Some(ReceiptLookup::Found(r)) => {
-                tracing::info!(
-                    outcome = r.outcome.as_str(),
-                    "receipt exists: replaying it, doing nothing else"
-                );
-                return Some(replay_report(&r));
-            }
-            Some(ReceiptLookup::Malformed(m)) => format!(
-                "this operation's receipt is malformed; not trusting it, doing nothing: {}",
-                m.error
-            ),
-            None => return None,
         },
     };
-    let (outcome, phase) = (EarlyOutcome::Failed, EarlyPhase::Receipt);
-    Some(early_failure(root, req, None, outcome, phase, why))
+    early_failure(root, req, code, outcome, phase, message)
 }
 
 /// Run a renewal (V2 when the request has an operation ID, else legacy).
 pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Cancel) -> Report {
     let start_clock = g.clock.now();
-    let (state, guard) = match lock_and_log(root, g, req, cancel, start_clock) {
-        Ok(held) => held,
-        Err(report) => return report,
+    let cancelled = || cancel.is_cancelled();
+    let mode = crate::modes::output::word(&req.mode());
+    let who = Who {
+        id: req.id(),
+        mode: req.owner_mode(),
+        mode_word: &mode,
+        lock_timeout: g.lock_timeout,
+        cancelled: &cancelled,
+        started: start_clock,
+        force_threshold: (req.force(), g.threshold_days),
+        recovery: req.recovery(),
     };
-    if let Some(report) = own_receipt(root, req, &state) {
-        return report;
-    }
+    let op = match Operation::begin(root, who) {
+        Ok(op) => op,
+        Err(stop) => return stopped(root, req, cancel, stop),
+    };
 
     let mut run = Run {
         env: Env {
@@ -311,14 +247,7 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
             cancel,
             req,
         },
-        phase: PhaseWriter::new(
-            state,
-            req.id(),
-            (req.force(), g.threshold_days),
-            req.recovery(),
-            start_clock,
-        ),
-        staging: StagingGuard::default(),
+        op,
         report: RunReport::default(),
         step: Step::FIRST,
         start: Start::Fresh,
@@ -336,17 +265,16 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
         .unwrap_or_else(|payload| {
             let why = panic_message(payload.as_ref());
             tracing::error!(phase = %run.step.phase(), "internal error (a panic): {why}");
-            let component = run.staging.out().or(match run.step.phase() {
+            let component = run.op.staged().or(match run.step.phase() {
                 Phase::Restart(c) => Some(c),
                 _ => None,
             });
             Err(Fail::panic(run.step.phase(), why, component))
         });
-    let report =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish(&mut run, result)))
-            .unwrap_or_else(|payload| last_resort(&run, &panic_message(payload.as_ref())));
-    drop(guard);
-    report
+    // The lock is released when `run` (its operation) is dropped, after
+    // the report was made.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish(&mut run, result)))
+        .unwrap_or_else(|payload| last_resort(&run, &panic_message(payload.as_ref())))
 }
 
 /// `finish` panicked: put back every manifest staged and not active, write a
@@ -354,32 +282,9 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
 /// little machinery as possible.
 fn last_resort(run: &Run<'_>, why: &str) -> Report {
     tracing::error!("internal error (a panic) while finishing: {why}");
-    let mut notes = Vec::new();
-    for c in Component::ALL {
-        let (_, note) = put_back_if_staged(run.env.root, c);
-        notes.extend(note);
-    }
+    let phase = run.step.phase();
+    let (outcome, message, written) = run.op.last_resort(why, phase, run.did(), run.env.now());
     let m = manifests::placement(run.env.root);
-    let head = format!("internal error (a panic) while finishing the run: {why}");
-    let message = renew::full_message(&head, &notes);
-    let outcome = if m.all_active() {
-        Outcome::Failed
-    } else {
-        Outcome::FailedNotRestored
-    };
-    let mut written = false;
-    if let Some(id) = run.env.req.id() {
-        let completed = run.phase.completed_dir().ok();
-        if let Some(None) = completed
-            .as_ref()
-            .map(|d| crate::node::statedir::lookup_receipt(Some(d), id))
-        {
-            let r = run
-                .env
-                .make_receipt(id, outcome, run.step.phase(), &message, None, run.did());
-            written = run.phase.write_receipt(&r).is_ok();
-        }
-    }
     let doc = run.result(
         &Ending {
             outcome,
@@ -408,13 +313,9 @@ fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
     }
     commit(run, &mut end);
     if end.outcome == Outcome::Renewed {
-        crate::crash_point!("renew-after-receipt-before-done");
-        if let Err(f) = run.record(Progress::Done) {
-            end.message.push_str(&format!("; {}", f.cause));
-        }
-        let (kind, name) = run.phase.backup_kind_name();
-        if let Err(e) = backup::prune(&run.phase.state, kind, &name) {
-            tracing::warn!("pruning old backups failed: {e}");
+        let env = run.env;
+        if let Err(e) = run.op.finish(|| env.now()) {
+            end.message.push_str(&format!("; {e}"));
         }
     }
     let m = manifests::placement(run.env.root);
@@ -457,16 +358,14 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
             };
             let message = f.message();
             // Restore a staged manifest before anything else (lock held).
-            if let Some((restored, note)) = run.staging.restore(run.env.root) {
-                if !restored {
-                    outcome = Outcome::FailedNotRestored;
-                }
-                notes.extend(note);
-            }
-            if let Some(msg) = run.staging.not_restored() {
+            let back = run.op.put_back();
+            if !back.all_back {
                 outcome = Outcome::FailedNotRestored;
-                if !message.contains(msg) && !notes.iter().any(|n| n == msg) {
-                    notes.push(msg.to_string());
+            }
+            notes.extend(back.said);
+            if let Some(msg) = back.not_restored {
+                if !message.contains(&msg) && !notes.contains(&msg) {
+                    notes.push(msg);
                 }
             }
             (outcome, f.phase, message, f.component)
@@ -507,18 +406,18 @@ fn recovery_text(run: &Run<'_>) -> String {
 /// the phase file stays unfinished, and a retry with the same ID resumes
 /// and commits.
 fn commit(run: &Run<'_>, end: &mut Ending) {
-    let Some(id) = run.env.req.id() else {
+    let message = end.full_message();
+    let ended = Ended {
+        outcome: end.outcome,
+        phase: end.phase,
+        message: &message,
+        failed_component: end.failed_component,
+        did: run.did(),
+    };
+    let Some(r) = run.op.receipt(ended, run.env.now()) else {
         return;
     };
-    let r = run.env.make_receipt(
-        id,
-        end.outcome,
-        end.phase,
-        &end.full_message(),
-        end.failed_component,
-        run.did(),
-    );
-    match run.phase.write_receipt(&r) {
+    match run.op.commit(&r) {
         Ok(()) => end.receipt_written = true,
         Err(e) => {
             tracing::error!("writing the {} receipt failed: {e}", end.outcome);
@@ -531,7 +430,7 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
 /// restarts.
 fn result_text(run: &Run<'_>, end: &Ending) -> String {
     let mut text = run.done().text(end);
-    if run.phase.recovery && end.outcome == Outcome::Renewed {
+    if run.op.phase.recovery && end.outcome == Outcome::Renewed {
         text.push_str(&recovery_text(run));
     }
     text
@@ -548,6 +447,7 @@ mod tests {
     use super::*;
     use crate::contract::cli::Global;
     use crate::contract::Timestamp;
+    use crate::rules::opid::OperationId;
     use crate::rules::phase::CA_KEYS;
     use crate::rules::phase::{PhaseState, PhaseV2};
     use crate::rules::pki;

@@ -29,6 +29,9 @@ pub use manifests::{apiserver_secure_port, pod_component, renewed_mounts};
 pub use manifests::{etcd_client_port, etcd_peer_address};
 /// The node PKI as read (leaves and CAs).
 pub(crate) mod node_pki;
+/// A renewal as one transaction: the lock, the phase file, the staged
+/// manifest and the one receipt.
+pub(crate) mod operation;
 /// The operation log and the bounded stderr queue.
 pub(crate) mod oplog;
 /// Fixed node paths under --root.

@@ -149,6 +149,16 @@ pub fn validate_receipt(r: &Receipt) -> Result<(), ParseError> {
     check_restarts(&r.restarts)
 }
 
+/// A message and the notes that changed its outcome (a manifest not put
+/// back), bounded: the notes are the tail that survives the cut.
+pub fn full_message(message: &str, notes: &[String]) -> String {
+    if notes.is_empty() {
+        bounded_message(message)
+    } else {
+        with_tail(message, "; ", &notes.join("; "))
+    }
+}
+
 /// `head`, `sep` and `tail`, bounded like [`bounded_message`] but cut from
 /// `head`: the tail is what changed the outcome (a manifest not put back, a
 /// backup not restored) and must survive the 512-byte cut. A tail longer

@@ -29,10 +29,10 @@ impl Run<'_> {
             Request::V2 { expect_ca, .. } => expect_ca,
             Request::Legacy { .. } => &none,
         };
-        if let Some(why) = renew::ca_changed(&now, expected, &self.phase.ca) {
+        if let Some(why) = renew::ca_changed(&now, expected, &self.op.phase.ca) {
             return Err(fail(Phase::CaCheck, why));
         }
-        self.phase.ca = CA_KEYS
+        self.op.phase.ca = CA_KEYS
             .iter()
             .filter_map(|k| now.get(*k).map(|v| (k.to_string(), v.clone())))
             .collect();

@@ -25,7 +25,7 @@ impl Run<'_> {
         let now = self.env.now();
         let leaves = pki.validity();
         let recover = self.fresh_command("recover", &["--recover-expired"]);
-        let refused = match &self.phase.resumed_recovery {
+        let refused = match &self.op.phase.resumed_recovery {
             Some(r) => crate::rules::expiry::resumed_recovery_refusal(
                 &leaves,
                 now,
@@ -37,7 +37,7 @@ impl Run<'_> {
         if let Some(why) = refused {
             return Err(fail(Phase::Expiry, why));
         }
-        if let Some(r) = &self.phase.resumed_recovery {
+        if let Some(r) = &self.op.phase.resumed_recovery {
             tracing::info!(
                 recovery = r.operation_id.as_str(),
                 "finishing an unfinished recovery as a renewal: no leaf has expired, so the whole health gate comes before every restart"

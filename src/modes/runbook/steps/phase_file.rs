@@ -29,6 +29,7 @@ impl Run<'_> {
         let step = StepLog::new("phase-file");
         let env = self.env;
         self.start = self
+            .op
             .phase
             .take_up(|| env.now())
             .map_err(|e| fail(e.phase(), e.to_string()))?;

@@ -35,7 +35,7 @@ impl Run<'_> {
         }
         (self.table().way().still_healthy)(self)?;
         let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
-        if now_ca != self.phase.ca {
+        if now_ca != self.op.phase.ca {
             return Err(fail(
                 Phase::Postflight,
                 "a CA fingerprint changed during the renewal",

@@ -33,7 +33,7 @@ impl Run<'_> {
         let pki = node_pki::read(self.env.root);
         let now = self.env.now();
         let leaves = pki.validity();
-        let needs_expired = self.phase.resumed_recovery.is_none();
+        let needs_expired = self.op.phase.resumed_recovery.is_none();
         let renew = self.fresh_command("manual", &[]);
         if let Some(why) =
             crate::rules::expiry::recovery_refusal(&leaves, now, needs_expired, &renew)

@@ -14,8 +14,8 @@ impl Run<'_> {
         let _step = StepLog::new("renew-certs");
         self.record(Progress::Renewing)?;
         crate::crash_point!("renew-after-phase-renewing");
-        let (kind, name) = self.phase.backup_kind_name();
-        let n = backup::create(self.env.root, &self.phase.state, kind, &name)
+        let (kind, name) = self.op.phase.backup_kind_name();
+        let n = backup::create(self.env.root, &self.op.phase.state, kind, &name)
             .map_err(|e| fail(Phase::Backup, e.to_string()))?;
         tracing::info!(
             files = n,
@@ -33,7 +33,7 @@ impl Run<'_> {
                     self.env.root,
                     self.env.now(),
                     self.env.g.threshold_days,
-                    &self.phase.ca,
+                    &self.op.phase.ca,
                 )
                 .map_err(|e| e.to_string())
             }
@@ -45,7 +45,7 @@ impl Run<'_> {
             Err(e) => Err(e.to_string()),
         };
         if let Err(why) = result {
-            let restored = backup::restore(self.env.root, &self.phase.state, kind, &name);
+            let restored = backup::restore(self.env.root, &self.op.phase.state, kind, &name);
             let tail = match restored {
                 Ok(n) => format!("the backup was put back ({n} files rewritten)"),
                 Err(e) => {

@@ -72,7 +72,7 @@ impl Run<'_> {
         // Out from the moment the move is tried: after any error the
         // failure path looks where the manifest is and puts it back.
         self.last_gate = None;
-        self.staging
+        self.op
             .stage(&dirs, c)
             .map_err(|e| restart_failed(c, e.to_string()))?;
         crate::crash_point!("restart-after-stage");
@@ -98,7 +98,7 @@ impl Run<'_> {
             linked,
         );
         if let Restore::Conflict(msg) = self
-            .staging
+            .op
             .unstage(&dirs)
             .map_err(|e| restart_failed(c, format!("putting the manifest back failed: {e}")))?
         {
