@@ -4,8 +4,10 @@
 
 use crate::contract as doc;
 use crate::contract::text;
-use crate::node::fence::PutBack;
+use crate::node::fence::{Abandoned, PutBack, Recorded};
+use crate::node::lock::LockError;
 use crate::node::manifests::ManifestsReport;
+use crate::node::statedir::ReceiptError;
 use crate::rules::component::Component;
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::exit;
@@ -128,4 +130,139 @@ pub fn render(
         ],
     );
     (document, text)
+}
+
+/// The fencing check could not take the lock (`e`): unconfirmed, saying
+/// why (its timeout, the deadline, a signal; `deadline_passed`: the
+/// controller's `deadline` is past) and the receipt the operation has, if
+/// any (`found`).
+pub fn lock_refused(
+    e: LockError,
+    deadline_passed: bool,
+    deadline: &str,
+    found: Option<Receipt>,
+) -> FenceOutcome {
+    let (reason, why) = match e {
+        LockError::Timeout {
+            path,
+            waited_secs,
+            holder,
+        } => (
+            doc::FenceReason::LockTimeout,
+            format!("renewal lock {path} still held after {waited_secs}s by {holder}"),
+        ),
+        // The deadline, or the caller's SIGTERM/SIGINT (its context
+        // ended): either way the caller's time is up.
+        LockError::Cancelled { path, holder } if deadline_passed => (
+            doc::FenceReason::Deadline,
+            format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed"),
+        ),
+        LockError::Cancelled { path, holder } => (
+            doc::FenceReason::Deadline,
+            format!("renewal lock {path} still held by {holder} when a signal (SIGTERM/SIGINT) ended the wait"),
+        ),
+        e => return unconfirmed(exit::FAILED, doc::FenceReason::WriteFailed, e.to_string()),
+    };
+    let has = found
+        .as_ref()
+        .map(|r| {
+            format!(
+                " (operation {} has a receipt: outcome {})",
+                r.operation_id, r.outcome
+            )
+        })
+        .unwrap_or_default();
+    let mut o = unconfirmed(
+        exit::LOCK_TIMEOUT,
+        reason,
+        format!("{why}; termination unconfirmed{has}"),
+    );
+    o.receipt = found;
+    o
+}
+
+/// `FencePlan::Confirm`: the operation has the receipt `r`; after the
+/// put-back `pb`, confirmed, unless a write failed.
+pub fn existing(id: &OperationId, r: Receipt, pb: PutBack) -> FenceOutcome {
+    let has = format!(
+        "operation {id} already has a receipt (outcome {}){}",
+        r.outcome,
+        pb.describe()
+    );
+    if pb.failed.is_some() {
+        // A write failed: unconfirmed (SPEC 6), so the controller hands
+        // the node to an operator instead of moving on with a pod down.
+        let message = format!("termination unconfirmed: {has}");
+        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
+    }
+    let message = format!("termination confirmed: {has}");
+    confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+}
+
+/// `FencePlan::Abandon`: the answer to how abandoning `id` went.
+pub fn abandoned(id: &OperationId, done: Abandoned) -> FenceOutcome {
+    match done {
+        Abandoned::NotRecorded(why, pb) => {
+            let message = format!("termination unconfirmed: {why}");
+            unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb)
+        }
+        Abandoned::Recorded {
+            recorded: r,
+            receipt,
+            message,
+            pb,
+            never_seen,
+        } => recorded(id, r, (receipt, message), pb, never_seen),
+    }
+}
+
+/// The answer once the `abandoned` receipt `r` (with its `message`) was
+/// written, or not (`recorded`).
+fn recorded(
+    id: &OperationId,
+    recorded: Recorded,
+    (r, message): (Receipt, String),
+    pb: PutBack,
+    never_seen: bool,
+) -> FenceOutcome {
+    let unconfirmed_because = |reason, why: String, pb: PutBack| {
+        let message = format!("{why}{}", pb.describe());
+        unconfirmed_after(exit::FAILED, reason, message, pb)
+    };
+    match recorded {
+        Recorded::Written => confirmed(doc::FenceAction::Abandoned, message, r, pb, never_seen),
+        Recorded::Existing(found) => {
+            let message = format!(
+                "termination confirmed: operation {id} already has a receipt (outcome {})",
+                found.outcome
+            );
+            confirmed(
+                doc::FenceAction::ExistingReceipt,
+                message,
+                *found,
+                pb,
+                false,
+            )
+        }
+        Recorded::Malformed => unconfirmed_because(
+            doc::FenceReason::MalformedReceipt,
+            "termination unconfirmed: the receipt appeared malformed".into(),
+            pb,
+        ),
+        Recorded::Failed(ReceiptError::Invalid(e)) => unconfirmed_because(
+            doc::FenceReason::WriteFailed,
+            format!("termination unconfirmed: {e}"),
+            pb,
+        ),
+        Recorded::Failed(ReceiptError::Dir(e)) => unconfirmed_because(
+            doc::FenceReason::WriteFailed,
+            format!("receipts directory: {e}"),
+            pb,
+        ),
+        Recorded::Failed(ReceiptError::Write(e)) => unconfirmed_because(
+            doc::FenceReason::WriteFailed,
+            format!("termination unconfirmed: writing the receipt failed: {e}"),
+            pb,
+        ),
+    }
 }

@@ -8,13 +8,14 @@ use crate::contract::{
     EtcdVoters, LeafName, ManifestLocations, Message, NextStep, Null, RenewEarlyFailure, RenewMode,
     RenewOnly, RenewReplay, RenewResult, Restart, RuntimeEndpointUsed, Timestamp,
 };
+use crate::node::lock::{HoldError, LockError};
 use crate::node::manifests::ManifestsReport;
 use crate::node::node_pki::{CaView, PkiReport};
 use crate::rules::clock;
 use crate::rules::component::Component;
 use crate::rules::failure::{restart_failed, Cause, Fail};
 use crate::rules::opid::OperationId;
-use crate::rules::outcome::{exit_code_for, ManifestLocation, Outcome, Phase};
+use crate::rules::outcome::{exit, exit_code_for, ManifestLocation, Outcome, Phase};
 use crate::rules::phase::ResumedFrom;
 use crate::rules::receipt::Receipt;
 use crate::rules::resume::Resumed;
@@ -374,6 +375,44 @@ pub(crate) fn replay(r: &Receipt) -> (u8, RenewReplay, String) {
 
 /// A run that stopped before it could look at the node: its document and
 /// its text, given where the four manifests are (`places`).
+/// A renewal the lock refused (SPEC 4 step 1): its exit code (None: the
+/// refusal's, 1 or 4), outcome, phase and words. `cancel_why`: what the
+/// signal flag says, for a wait a signal or the deadline ended.
+pub(crate) fn lock_refused(
+    error: &HoldError,
+    cancel_why: &str,
+) -> (Option<u8>, EarlyOutcome, EarlyPhase, String) {
+    match error {
+        HoldError::Lock(LockError::Timeout {
+            path,
+            waited_secs,
+            holder,
+        }) => (
+            Some(exit::LOCK_TIMEOUT),
+            EarlyOutcome::Failed,
+            EarlyPhase::Lock,
+            format!(
+                "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
+            ),
+        ),
+        HoldError::Lock(LockError::Cancelled { path, holder }) => (
+            None,
+            EarlyOutcome::Cancelled,
+            EarlyPhase::Lock,
+            format!(
+                "{cancel_why} while waiting for the renewal lock {path} held by {holder}; nothing was done"
+            ),
+        ),
+        e @ HoldError::LegacyOverV2 { .. } => (
+            None,
+            EarlyOutcome::Failed,
+            EarlyPhase::PhaseFile,
+            e.to_string(),
+        ),
+        e => (None, EarlyOutcome::Failed, EarlyPhase::Lock, e.to_string()),
+    }
+}
+
 pub(crate) fn early_failure(
     mode: RenewMode,
     operation_id: Option<&OperationId>,
@@ -624,7 +663,10 @@ mod tests {
             "{m}"
         );
         end.notes.clear();
-        assert_eq!(end.full_message(), crate::rules::receipt::bounded_message(&end.message));
+        assert_eq!(
+            end.full_message(),
+            crate::rules::receipt::bounded_message(&end.message)
+        );
     }
 
     /// No success without its receipt (SPEC 3, v1.1): a success whose

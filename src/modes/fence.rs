@@ -5,19 +5,19 @@
 
 use crate::contract as doc;
 use crate::contract::cli::Global;
-use crate::judge::fence::{confirmed, render, unconfirmed, unconfirmed_after, FenceOutcome};
+use crate::judge::fence::{render, unconfirmed, unconfirmed_after, FenceOutcome};
 use crate::judge::status::fence_plan;
 use crate::modes::output::Report;
-use crate::node::fence::{missing_manifests, never_seen, put_back, OwnerRecord, PutBack};
-use crate::node::fsx::{Dir, FsError, Root};
+use crate::node::fence::{put_back, OwnerRecord};
+use crate::node::fsx::{Dir, Root};
 use crate::node::inspect::{self, PhaseReport, ReceiptLookup};
 use crate::node::lock::{self, LockError};
 use crate::node::manifests::{self, ManifestsReport};
-use crate::node::statedir::{receipt_of, write_receipt, ReceiptError, StateDir};
+use crate::node::statedir::{receipt_of, StateDir};
 use crate::rules::component::Component;
-use crate::rules::fence::{abandon_message, abandoned_phase, FencePlan};
+use crate::rules::fence::FencePlan;
 use crate::rules::opid::OperationId;
-use crate::rules::outcome::{exit, Outcome};
+use crate::rules::outcome::exit;
 use crate::rules::receipt::Receipt;
 use crate::tools::signals::Cancel;
 
@@ -60,8 +60,9 @@ fn fence_inner(root: &Root, g: &Global, id: &OperationId, cancel: &Cancel) -> Fe
     under_lock(&at, &mut owner)
 }
 
-/// The lock was not taken: unconfirmed, saying why (its timeout, the
-/// deadline, a signal) and the receipt the operation has, if any.
+/// The lock was not taken: unconfirmed (`judge::fence::lock_refused`),
+/// with the receipt the operation has, if any (receipts are immutable: it
+/// is read without the lock).
 fn lock_refused(
     e: LockError,
     cancel: &Cancel,
@@ -69,45 +70,11 @@ fn lock_refused(
     state: &Dir,
     id: &OperationId,
 ) -> FenceOutcome {
-    let (reason, why) = match e {
-        LockError::Timeout {
-            path,
-            waited_secs,
-            holder,
-        } => (
-            doc::FenceReason::LockTimeout,
-            format!("renewal lock {path} still held after {waited_secs}s by {holder}"),
-        ),
-        // The deadline, or the caller's SIGTERM/SIGINT (its
-        // context ended): either way the caller's time is up.
-        LockError::Cancelled { path, holder } if cancel.deadline_passed() => (
-            doc::FenceReason::Deadline,
-            format!("renewal lock {path} still held by {holder} when the controller's deadline {deadline} passed"),
-        ),
-        LockError::Cancelled { path, holder } => (
-            doc::FenceReason::Deadline,
-            format!("renewal lock {path} still held by {holder} when a signal (SIGTERM/SIGINT) ended the wait"),
-        ),
-        e => return unconfirmed(exit::FAILED, doc::FenceReason::WriteFailed, e.to_string()),
-    };
-    // Receipts are immutable: the one this operation has is read
-    // without the lock, so the answer says what exists, though
-    // termination stays unconfirmed until the lock is taken.
     let found = match receipt_of(state, id) {
         Ok(Some(ReceiptLookup::Found(r))) => Some(*r),
         _ => None,
     };
-    let has = found
-        .as_ref()
-        .map(|r| format!(" (operation {id} has a receipt: outcome {})", r.outcome))
-        .unwrap_or_default();
-    let mut o = unconfirmed(
-        exit::LOCK_TIMEOUT,
-        reason,
-        format!("{why}; termination unconfirmed{has}"),
-    );
-    o.receipt = found;
-    o
+    crate::judge::fence::lock_refused(e, cancel.deadline_passed(), deadline, found)
 }
 
 /// With the lock held: read the receipts, the phase file and where the
@@ -160,7 +127,7 @@ fn under_lock(at: &Fencing<'_>, owner: &mut OwnerRecord<'_>) -> FenceOutcome {
 }
 
 /// `FencePlan::Confirm`: the operation has a receipt. The put-back, then
-/// confirmed, unless a write failed.
+/// confirmed, unless a write failed (`judge::fence::existing`).
 fn confirm(
     at: &Fencing<'_>,
     owner: &mut OwnerRecord<'_>,
@@ -168,26 +135,13 @@ fn confirm(
     restore: &[Component],
     r: Receipt,
 ) -> FenceOutcome {
-    let id = at.id;
     let pb = put_back(at.root, m, restore, owner);
-    let has = format!(
-        "operation {id} already has a receipt (outcome {}){}",
-        r.outcome,
-        pb.describe()
-    );
-    if pb.failed.is_some() {
-        // A write failed: unconfirmed (SPEC 6), so the controller
-        // hands the node to an operator instead of moving on with a
-        // pod down.
-        let message = format!("termination unconfirmed: {has}");
-        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
-    }
-    let message = format!("termination confirmed: {has}");
-    confirmed(doc::FenceAction::ExistingReceipt, message, r, pb, false)
+    crate::judge::fence::existing(at.id, r, pb)
 }
 
 /// `FencePlan::Abandon`: no receipt. The owner record, the put-back of what
-/// the dead run left staged, then the `abandoned` receipt (SPEC 6).
+/// the dead run left staged, then the `abandoned` receipt (SPEC 6;
+/// `node::fence::abandon`), answered by `judge::fence::abandoned`.
 fn abandon(
     at: &Fencing<'_>,
     owner: &mut OwnerRecord<'_>,
@@ -195,117 +149,9 @@ fn abandon(
     restore: &[Component],
     phase: &PhaseReport,
 ) -> FenceOutcome {
-    let Fencing {
-        root,
-        state,
-        id,
-        now,
-    } = *at;
-    // The owner record is written before the first change: the first
-    // move, or else the receipt.
-    // (A failed owner record still lets the put-back run: see
-    // `put_back`; the answer is then unconfirmed.)
-    // What this node has of the operation, read before the owner record
-    // is replaced by this check's own: its phase file, the last runbook's
-    // owner record, its log.
-    let never_seen = never_seen(state, id, phase);
-    let owner_error = owner.before_first_change().err();
-    let pb = put_back(root, m, restore, owner);
-    if let (Some(e), None) = (&owner_error, &pb.failed) {
-        let message = format!("termination unconfirmed: {e}");
-        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
-    }
-    if let Some(f) = &pb.failed {
-        let message = format!("termination unconfirmed: {f}");
-        return unconfirmed_after(exit::FAILED, doc::FenceReason::WriteFailed, message, pb);
-    }
-    let PutBack {
-        restored,
-        mut conflicts,
-        ..
-    } = pb;
-    crate::crash_point!("fence-after-restore-before-receipt");
-    let after = manifests::placement(root);
-    conflicts.extend(missing_manifests(&after));
-    let message = abandon_message(
-        id,
-        never_seen,
-        &restored,
-        &conflicts,
-        phase.judgement.is_pending(),
-    );
-    let (ph, failed_component) = abandoned_phase(phase.file.as_ref(), id);
-    let r = crate::node::statedir::new_receipt(
-        root,
-        id,
-        crate::node::statedir::Ended {
-            outcome: Outcome::Abandoned,
-            phase: ph,
-            message: &message,
-            failed_component,
-            did: crate::node::statedir::Did::default(),
-        },
-        after.receipt_locations(),
-        now,
-    );
-    let pb = PutBack {
-        restored,
-        conflicts,
-        failed: None,
-    };
-    record_abandoned(at, r, message, pb, never_seen)
-}
-
-/// Write the `abandoned` receipt, once (the one receipt writer,
-/// `node::statedir::write_receipt`): a receipt that appeared meanwhile
-/// confirms instead; any failure leaves termination unconfirmed.
-fn record_abandoned(
-    at: &Fencing<'_>,
-    r: Receipt,
-    message: String,
-    pb: PutBack,
-    never_seen: bool,
-) -> FenceOutcome {
-    let id = at.id;
-    let unconfirmed_because = |reason, why: String, pb: PutBack| {
-        let message = format!("{why}{}", pb.describe());
-        unconfirmed_after(exit::FAILED, reason, message, pb)
-    };
-    match write_receipt(at.state, &r) {
-        Ok(()) => {
-            tracing::info!(operation = id.as_str(), "recorded an abandoned receipt");
-            confirmed(doc::FenceAction::Abandoned, message, r, pb, never_seen)
-        }
-        Err(ReceiptError::Write(FsError::Exists { .. })) => match receipt_of(at.state, id) {
-            Ok(Some(ReceiptLookup::Found(r))) => {
-                let message = format!(
-                    "termination confirmed: operation {id} already has a receipt (outcome {})",
-                    r.outcome
-                );
-                confirmed(doc::FenceAction::ExistingReceipt, message, *r, pb, false)
-            }
-            _ => unconfirmed_because(
-                doc::FenceReason::MalformedReceipt,
-                "termination unconfirmed: the receipt appeared malformed".into(),
-                pb,
-            ),
-        },
-        Err(ReceiptError::Invalid(e)) => unconfirmed_because(
-            doc::FenceReason::WriteFailed,
-            format!("termination unconfirmed: {e}"),
-            pb,
-        ),
-        Err(ReceiptError::Dir(e)) => unconfirmed_because(
-            doc::FenceReason::WriteFailed,
-            format!("receipts directory: {e}"),
-            pb,
-        ),
-        Err(ReceiptError::Write(e)) => unconfirmed_because(
-            doc::FenceReason::WriteFailed,
-            format!("termination unconfirmed: writing the receipt failed: {e}"),
-            pb,
-        ),
-    }
+    let plan = (m, restore, phase);
+    let done = crate::node::fence::abandon(at.root, at.state, at.id, plan, owner, at.now);
+    crate::judge::fence::abandoned(at.id, done)
 }
 
 /// Where and when a fencing check runs, under the lock.

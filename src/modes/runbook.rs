@@ -5,146 +5,29 @@
 
 use crate::contract::cli::Global;
 pub use crate::contract::cli::Request;
-use crate::contract::{CaSha256, EarlyOutcome, EarlyPhase, RenewResult, Restart};
-use crate::judge::renew::{self, Done, Ending};
+use crate::contract::{EarlyOutcome, EarlyPhase};
+use crate::judge::renew::{self, Ending};
 use crate::modes::output::Report;
 use crate::node::fsx::Root;
-use crate::node::lock::{self, HoldError, LockError};
+use crate::node::lock;
 use crate::node::manifests;
-use crate::node::node_pki::{self, PkiReport};
+use crate::node::node_pki;
 use crate::node::operation::{Operation, Stop, Who};
-use crate::node::statedir::{Did, Ended};
-use crate::rules::component::Component;
+use crate::node::statedir::Ended;
 pub use crate::rules::failure::panic_message;
-use crate::rules::failure::{fail, Fail, Progress, Success};
-use crate::rules::outcome::{exit, exit_code_for, Outcome, Phase};
+use crate::rules::failure::{Fail, Success};
+use crate::rules::outcome::{exit_code_for, Outcome, Phase};
 use crate::rules::receipt::Receipt;
 use crate::rules::resume::Start;
-use crate::tools::health::{self, GateOk};
+use crate::tools::health;
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
 use std::collections::BTreeMap;
-use std::time::Instant;
 
+mod run;
 mod steps;
+use run::{cancelled, Env, Run, RunReport};
 use steps::Step;
-
-/// Stopped by a signal or the controller's deadline, as the flag says it.
-fn cancelled(cancel: &Cancel, component: Option<Component>) -> Fail {
-    Fail::cancel(cancel.why(), component)
-}
-
-/// What a run works with: the node, the flags, the tools, the signal flag
-/// and the request.
-#[derive(Clone, Copy)]
-struct Env<'a> {
-    root: &'a Root,
-    g: &'a Global,
-    rt: &'a dyn Runtime,
-    cancel: &'a Cancel,
-    req: &'a Request,
-}
-
-impl Env<'_> {
-    fn now(&self) -> time::OffsetDateTime {
-        self.g.clock.now()
-    }
-
-    fn check_cancel(&self, component: Option<Component>) -> Result<(), Fail> {
-        if self.cancel.is_cancelled() {
-            Err(cancelled(self.cancel, component))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-/// What the steps found that the result prints.
-#[derive(Default)]
-struct RunReport {
-    restarts: Vec<Restart>,
-    /// The certificates before the run touched them.
-    before: Option<PkiReport>,
-    /// The last gate's etcd voters and healthy voters.
-    etcd: Option<(usize, usize)>,
-    /// This run's kubeadm re-signed the leaves (and they were not rolled
-    /// back).
-    resigned: bool,
-    /// A recovery's health as its postflight observed it (SPEC 11).
-    health_at_end: Option<String>,
-}
-
-struct Run<'a> {
-    env: Env<'a>,
-    /// The transaction on the node: the lock, the phase file, the staged
-    /// manifest, the receipt (`node::operation`).
-    op: Operation<'a>,
-    report: RunReport,
-    /// The step the run is in: its phase is what a panic is reported as.
-    step: Step,
-    /// Where the work starts, as the phase file says (step 3).
-    start: Start,
-    /// The last health gate that passed, and when; cleared by every move
-    /// and by the renewal of the certificates.
-    last_gate: Option<(Instant, GateOk)>,
-    /// Pod sandboxes seen by the waits and gates of this run.
-    sandboxes: health::Sandboxes,
-    /// Each component this run restarted, the container its restart
-    /// started, and when that container was seen running: every later gate
-    /// checks it still runs (SPEC 4 step 7, v1.2).
-    stay: Vec<(Component, String)>,
-    last_restart: Option<Instant>,
-}
-
-impl Run<'_> {
-    /// Persist the phase (`node::statedir::PhaseWriter::record`).
-    fn record(&mut self, progress: Progress) -> Result<(), Fail> {
-        let env = self.env;
-        self.op
-            .record(progress, || env.now())
-            .map_err(|e| fail(e.phase(), e.to_string()))
-    }
-
-    /// What this run did, for its own receipt: the restarts it made (SPEC
-    /// 7, v1.2, as its document lists them); a recovery says so, with the
-    /// health it saw at its end (SPEC 11).
-    fn did(&self) -> Did<'_> {
-        Did {
-            restarts: &self.report.restarts,
-            recovery: self.op.phase.recovery,
-            health_at_end: self.report.health_at_end.as_deref(),
-        }
-    }
-
-    /// What this run did, as its result says it.
-    fn done(&self) -> Done<'_> {
-        Done {
-            mode: self.env.req.mode(),
-            operation_id: self.env.req.id(),
-            runtime_endpoint: self.env.rt.endpoint(),
-            restarts: &self.report.restarts,
-            before: self.report.before.as_ref(),
-            etcd: self.report.etcd,
-            resigned: self.report.resigned,
-            recovery: self.op.phase.recovery,
-            resumed: self.op.phase.resumed.as_ref(),
-            resumed_from: self.op.phase.resumed_from.as_ref(),
-            health_at_end: self.report.health_at_end.as_deref(),
-        }
-    }
-
-    /// The result document; `after`: the certificates read again after a
-    /// renewal.
-    fn result(
-        &self,
-        end: &Ending,
-        after: Option<&PkiReport>,
-        now: time::OffsetDateTime,
-    ) -> RenewResult {
-        let ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
-        self.done().result(end, after, now, CaSha256::from(&ca))
-    }
-}
 
 /// A run that stopped before it could look at the node (beyond a read-only
 /// look at where the four manifests are). `code`: None for a refusal, which
@@ -182,41 +65,17 @@ fn replay_report(r: &Receipt) -> Report {
 /// or this operation's own receipt replayed (or untrusted). The report is
 /// made while the lock (when taken) is held; it is released after.
 fn stopped(root: &Root, req: &Request, cancel: &Cancel, stop: Stop) -> Report {
-    let (code, outcome, phase, message) = match stop {
-        Stop::Replay(r, _lock) => return replay_report(&r),
+    match stop {
+        Stop::Replay(r, _lock) => replay_report(&r),
         Stop::OwnReceipt(why, _lock) => {
             let (outcome, phase) = (EarlyOutcome::Failed, EarlyPhase::Receipt);
-            return early_failure(root, req, None, outcome, phase, why);
+            early_failure(root, req, None, outcome, phase, why)
         }
-        Stop::Refused(lock::Refused { error, held: _lock }) => match error {
-            HoldError::Lock(LockError::Timeout {
-                path,
-                waited_secs,
-                holder,
-            }) => (
-                Some(exit::LOCK_TIMEOUT),
-                EarlyOutcome::Failed,
-                EarlyPhase::Lock,
-                format!(
-                    "renewal lock {path} still held after {waited_secs}s by {holder}; nothing was done"
-                ),
-            ),
-            HoldError::Lock(LockError::Cancelled { path, holder }) => (
-                None,
-                EarlyOutcome::Cancelled,
-                EarlyPhase::Lock,
-                format!(
-                    "{} while waiting for the renewal lock {path} held by {holder}; nothing was done",
-                    cancel.why()
-                ),
-            ),
-            e @ HoldError::LegacyOverV2 { .. } => {
-                (None, EarlyOutcome::Failed, EarlyPhase::PhaseFile, e.to_string())
-            }
-            e => (None, EarlyOutcome::Failed, EarlyPhase::Lock, e.to_string()),
-        },
-    };
-    early_failure(root, req, code, outcome, phase, message)
+        Stop::Refused(lock::Refused { error, held: _lock }) => {
+            let (code, outcome, phase, message) = renew::lock_refused(&error, &cancel.why());
+            early_failure(root, req, code, outcome, phase, message)
+        }
+    }
 }
 
 /// Run a renewal (V2 when the request has an operation ID, else legacy).
@@ -382,14 +241,6 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
     }
 }
 
-impl Run<'_> {
-    /// The runbook command a refusal of this run offers next, under a
-    /// fresh operation ID (`prefix-STAMP`; SPEC 6, v1.3).
-    fn fresh_command(&self, prefix: &str, args: &[&str]) -> String {
-        renew::fresh_command(self.env.g, prefix, self.env.now(), args)
-    }
-}
-
 /// What a recovery's text ends with (SPEC 11): what had expired, the
 /// health seen, and the next steps across the control plane.
 fn recovery_text(run: &Run<'_>) -> String {
@@ -447,6 +298,7 @@ mod tests {
     use super::*;
     use crate::contract::cli::Global;
     use crate::contract::Timestamp;
+    use crate::rules::component::Component;
     use crate::rules::opid::OperationId;
     use crate::rules::phase::CA_KEYS;
     use crate::rules::phase::{PhaseState, PhaseV2};

@@ -5,7 +5,7 @@
 
 use crate::contract as doc;
 use crate::node::fsx::{Dir, FsError, Root};
-use crate::node::inspect::PhaseReport;
+use crate::node::inspect::{PhaseReport, ReceiptLookup};
 use crate::node::lock;
 use crate::node::manifests::ManifestsReport;
 use crate::node::paths::{self, MANIFESTS_DIR, STAGING_DIR};
@@ -15,6 +15,7 @@ use crate::rules::component::Component;
 use crate::rules::fence::names;
 use crate::rules::opid::OperationId;
 use crate::rules::phase::PhaseFile;
+use crate::rules::receipt::Receipt;
 
 /// `state/owner`, written once, right before the fencing check's first
 /// change (a move or the receipt): a check that changes nothing writes
@@ -194,4 +195,136 @@ pub fn missing_manifests(after: &ManifestsReport) -> Vec<String> {
         .filter(|(_, v)| v.location == doc::ManifestLocation::Missing && v.error.is_none())
         .map(|(c, _)| format!("the {c} manifest is missing: neither active nor staged"))
         .collect()
+}
+
+/// How abandoning an operation went ([`abandon`]).
+pub enum Abandoned {
+    /// A write failed before the receipt (the owner record, or a move):
+    /// why, and what the put-back did. Nothing recorded.
+    NotRecorded(String, PutBack),
+    /// The receipt and its message, and whether it was written.
+    Recorded {
+        recorded: Recorded,
+        receipt: Receipt,
+        message: String,
+        pb: PutBack,
+        never_seen: bool,
+    },
+}
+
+/// Abandon `id` (SPEC 6, no receipt): what this node has of the
+/// operation is read first (before the owner record is replaced by this
+/// check's own: its phase file, the last runbook's owner record, its log);
+/// then the owner record, before the first change (a failed one still lets
+/// the put-back run: the answer is then unconfirmed); the put-back of
+/// `restore` (what the dead run left staged); then the `abandoned` receipt.
+pub fn abandon(
+    root: &Root,
+    state: &Dir,
+    id: &OperationId,
+    (m, restore, phase): (&ManifestsReport, &[Component], &PhaseReport),
+    owner: &mut OwnerRecord<'_>,
+    now: time::OffsetDateTime,
+) -> Abandoned {
+    let never_seen = never_seen(state, id, phase);
+    let owner_error = owner.before_first_change().err();
+    let pb = put_back(root, m, restore, owner);
+    if let (Some(e), None) = (&owner_error, &pb.failed) {
+        return Abandoned::NotRecorded(e.to_string(), pb);
+    }
+    if let Some(f) = &pb.failed {
+        return Abandoned::NotRecorded(f.clone(), pb);
+    }
+    let PutBack {
+        restored,
+        mut conflicts,
+        ..
+    } = pb;
+    crate::crash_point!("fence-after-restore-before-receipt");
+    let (receipt, message) =
+        abandoned_receipt(root, id, phase, &restored, &mut conflicts, never_seen, now);
+    let pb = PutBack {
+        restored,
+        conflicts,
+        failed: None,
+    };
+    Abandoned::Recorded {
+        recorded: record_abandoned(state, &receipt),
+        receipt,
+        message,
+        pb,
+        never_seen,
+    }
+}
+
+/// The `abandoned` receipt of `id` (SPEC 6) after the put-back restored
+/// `restored` and left `conflicts` (to which what is still missing is
+/// added), and its message.
+fn abandoned_receipt(
+    root: &Root,
+    id: &OperationId,
+    phase: &PhaseReport,
+    restored: &[Component],
+    conflicts: &mut Vec<String>,
+    never_seen: bool,
+    now: time::OffsetDateTime,
+) -> (Receipt, String) {
+    let after = crate::node::manifests::placement(root);
+    conflicts.extend(missing_manifests(&after));
+    let message = crate::rules::fence::abandon_message(
+        id,
+        never_seen,
+        restored,
+        conflicts,
+        phase.judgement.is_pending(),
+    );
+    let (ph, failed_component) = crate::rules::fence::abandoned_phase(phase.file.as_ref(), id);
+    let r = crate::node::statedir::new_receipt(
+        root,
+        id,
+        crate::node::statedir::Ended {
+            outcome: crate::rules::outcome::Outcome::Abandoned,
+            phase: ph,
+            message: &message,
+            failed_component,
+            did: crate::node::statedir::Did::default(),
+        },
+        after.receipt_locations(),
+        now,
+    );
+    (r, message)
+}
+
+/// How writing the `abandoned` receipt went (the one receipt writer,
+/// `node::statedir::write_receipt`).
+pub enum Recorded {
+    Written,
+    /// A receipt appeared meanwhile: it confirms instead.
+    Existing(Box<Receipt>),
+    /// A receipt appeared meanwhile and cannot be read as one.
+    Malformed,
+    /// Nothing written, and why: the receipt would not read back, or
+    /// `completed/` or the file could not be made.
+    Failed(crate::node::statedir::ReceiptError),
+}
+
+/// Write the `abandoned` receipt `r`, once.
+fn record_abandoned(state: &Dir, r: &Receipt) -> Recorded {
+    use crate::node::statedir::{receipt_of, write_receipt, ReceiptError};
+    match write_receipt(state, r) {
+        Ok(()) => {
+            tracing::info!(
+                operation = r.operation_id.as_str(),
+                "recorded an abandoned receipt"
+            );
+            Recorded::Written
+        }
+        Err(ReceiptError::Write(FsError::Exists { .. })) => {
+            match receipt_of(state, &r.operation_id) {
+                Ok(Some(ReceiptLookup::Found(found))) => Recorded::Existing(found),
+                _ => Recorded::Malformed,
+            }
+        }
+        Err(e) => Recorded::Failed(e),
+    }
 }
