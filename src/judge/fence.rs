@@ -4,7 +4,7 @@
 
 use crate::contract as doc;
 use crate::contract::text;
-use crate::node::fence::{Abandoned, PutBack, Recorded};
+use crate::node::fence::{Abandoned, Restoration, Recorded};
 use crate::node::lock::LockError;
 use crate::node::manifests::ManifestsReport;
 use crate::node::statedir::ReceiptError;
@@ -31,7 +31,7 @@ pub struct FenceOutcome {
 
 /// Unconfirmed, nothing put back.
 pub fn unconfirmed(code: u8, reason: doc::FenceReason, message: String) -> FenceOutcome {
-    unconfirmed_after(code, reason, message, PutBack::default())
+    unconfirmed_after(code, reason, message, Restoration::default())
 }
 
 /// Unconfirmed, after the put-back (what it restored and left is reported).
@@ -39,7 +39,7 @@ pub fn unconfirmed_after(
     code: u8,
     reason: doc::FenceReason,
     message: String,
-    pb: PutBack,
+    pb: Restoration,
 ) -> FenceOutcome {
     FenceOutcome {
         code,
@@ -60,7 +60,7 @@ pub fn confirmed(
     action: doc::FenceAction,
     message: String,
     receipt: Receipt,
-    pb: PutBack,
+    pb: Restoration,
     never_seen: bool,
 ) -> FenceOutcome {
     FenceOutcome {
@@ -183,7 +183,7 @@ pub fn lock_refused(
 
 /// `FencePlan::Confirm`: the operation has the receipt `r`; after the
 /// put-back `pb`, confirmed, unless a write failed.
-pub fn existing(id: &OperationId, r: Receipt, pb: PutBack) -> FenceOutcome {
+pub fn existing(id: &OperationId, r: Receipt, pb: Restoration) -> FenceOutcome {
     let has = format!(
         "operation {id} already has a receipt (outcome {}){}",
         r.outcome,
@@ -222,10 +222,10 @@ fn recorded(
     id: &OperationId,
     recorded: Recorded,
     (r, message): (Receipt, String),
-    pb: PutBack,
+    pb: Restoration,
     never_seen: bool,
 ) -> FenceOutcome {
-    let unconfirmed_because = |reason, why: String, pb: PutBack| {
+    let unconfirmed_because = |reason, why: String, pb: Restoration| {
         let message = format!("{why}{}", pb.describe());
         unconfirmed_after(exit::FAILED, reason, message, pb)
     };

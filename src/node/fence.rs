@@ -71,7 +71,7 @@ pub struct OwnerNotRecorded(pub FsError);
 
 /// What the put-back did.
 #[derive(Default)]
-pub struct PutBack {
+pub struct Restoration {
     pub restored: Vec<Component>,
     /// Left for an operator (both copies, a refused directory or manifest).
     pub conflicts: Vec<String>,
@@ -80,7 +80,7 @@ pub struct PutBack {
     pub failed: Option<String>,
 }
 
-impl PutBack {
+impl Restoration {
     /// The clauses a fence message gains: what was put back, what was left.
     pub fn describe(&self) -> String {
         let mut s = String::new();
@@ -110,7 +110,7 @@ pub fn put_back(
     m: &ManifestsReport,
     restore: &[Component],
     owner: &mut OwnerRecord,
-) -> PutBack {
+) -> Restoration {
     // A manifest both active and staged is never moved (SPEC 6 puts back
     // only "staged and not active"), but it is named: an operator must keep
     // exactly one copy.
@@ -128,9 +128,9 @@ pub fn put_back(
             )
         })
         .collect();
-    let mut pb = PutBack {
+    let mut pb = Restoration {
         conflicts,
-        ..PutBack::default()
+        ..Restoration::default()
     };
     // What the check refused to look into is named, never followed: a
     // refused staging directory or manifest may hide a staged copy.
@@ -201,13 +201,13 @@ pub fn missing_manifests(after: &ManifestsReport) -> Vec<String> {
 pub enum Abandoned {
     /// A write failed before the receipt (the owner record, or a move):
     /// why, and what the put-back did. Nothing recorded.
-    NotRecorded(String, PutBack),
+    NotRecorded(String, Restoration),
     /// The receipt and its message, and whether it was written.
     Recorded {
         recorded: Recorded,
         receipt: Receipt,
         message: String,
-        pb: PutBack,
+        pb: Restoration,
         never_seen: bool,
     },
 }
@@ -235,7 +235,7 @@ pub fn abandon(
     if let Some(f) = &pb.failed {
         return Abandoned::NotRecorded(f.clone(), pb);
     }
-    let PutBack {
+    let Restoration {
         restored,
         mut conflicts,
         ..
@@ -243,7 +243,7 @@ pub fn abandon(
     crate::crash_point!("fence-after-restore-before-receipt");
     let (receipt, message) =
         abandoned_receipt(root, id, phase, &restored, &mut conflicts, never_seen, now);
-    let pb = PutBack {
+    let pb = Restoration {
         restored,
         conflicts,
         failed: None,

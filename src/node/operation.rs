@@ -64,7 +64,7 @@ pub enum Stop {
 }
 
 /// What the failure path's put-back did ([`Operation::put_back`]).
-pub struct PutBack {
+pub struct Unwound {
     /// Every manifest this operation moved is active again.
     pub all_back: bool,
     /// What the put-back said (None: nothing was out).
@@ -169,8 +169,8 @@ impl<'r> Operation<'r> {
     /// staged, goes back. Whether every manifest this operation moved is
     /// active again, what the put-back said, and why a manifest could not
     /// be put back (both copies kept), if one could not.
-    pub fn put_back(&mut self) -> PutBack {
-        let mut back = PutBack {
+    pub fn put_back(&mut self) -> Unwound {
+        let mut back = Unwound {
             all_back: true,
             said: None,
             not_restored: None,
