@@ -30,11 +30,17 @@
 //!   manifests, the kubelet's configuration, kubeconfigs). It imports no
 //!   other layer.
 //! - [`node`]: the files under `--root`: the no-follow walk and the durable
-//!   writes (`node::fsx`), the lock (`node::lock::hold`: a renewal's state
-//!   directory, lock, owner and log), the state directory
-//!   (`node::statedir::StateDir`; a renewal's phase file and receipts,
+//!   writes (`node::fsx`), a renewal as one transaction
+//!   (`node::operation::Operation`: `begin` takes the lock, the owner
+//!   record and the log and looks for the operation's own receipt; it owns
+//!   the lock guard, the phase file's writer, the staged manifest's guard
+//!   and the one receipt, and puts a staged manifest back on the failure
+//!   path), the lock (`node::lock`), the state directory
+//!   (`node::statedir::StateDir`, the only writer of receipts:
+//!   `statedir::write_receipt`; a renewal's phase file,
 //!   `statedir::PhaseWriter`), manifests and staging
-//!   (`staging::StagingGuard`, the only way back; where they are,
+//!   (`staging::StagingGuard`; every way back ends in one move back,
+//!   `staging::Dirs::unstage`; where they are,
 //!   `manifests::placement`, reads no contents; what `manifests/` holds,
 //!   `manifests::inspect`, reads it within the bounds), the
 //!   node PKI (and the checks after kubeadm, `node_pki::verify_renewed`),
@@ -54,12 +60,15 @@
 //!   judgements (`judge::renew`).
 //! - [`modes`]: the entry point (`modes::app::run`, which stamps each
 //!   printed document's trailer: `contract::Printed`), and the thin
-//!   drivers: the renewal (`modes::runbook::run`, its steps two tables, the
-//!   renewal's and the recovery's, in `modes::runbook::steps`), `--check`
+//!   drivers: the renewal (`modes::runbook::run` over one
+//!   `node::operation::Operation`; its context in `modes::runbook::run`'s
+//!   `Run`; its steps two tables, the renewal's and the recovery's, the
+//!   one the mode asked, in `modes::runbook::steps`), `--check`
 //!   (`modes::check`), `--status-only` (`modes::status`: read, judge,
 //!   the evidence bundle) and the fencing check under the lock
-//!   (`modes::fence`; its file mechanics in `node::fence`); the output,
-//!   written once and bounded (`modes::output`).
+//!   (`modes::fence`; its file mechanics, the abandon included, in
+//!   `node::fence`, its answers in `judge::fence`); the output, written
+//!   once and bounded (`modes::output`).
 //!
 //! House rules as lints (Cargo.toml `[lints]`, clippy.toml): `std::fs` only
 //! in the node file layer (`fsx`), `Command::new` only in `proc`, the flock
