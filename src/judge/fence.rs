@@ -212,7 +212,7 @@ pub fn abandoned(id: &OperationId, done: Abandoned) -> FenceOutcome {
             message,
             pb,
             never_seen,
-        } => recorded(id, r, (receipt, message), pb, never_seen),
+        } => recorded(id, r, (*receipt, message), pb, never_seen),
     }
 }
 

@@ -205,7 +205,7 @@ pub enum Abandoned {
     /// The receipt and its message, and whether it was written.
     Recorded {
         recorded: Recorded,
-        receipt: Receipt,
+        receipt: Box<Receipt>,
         message: String,
         pb: Restoration,
         never_seen: bool,
@@ -250,7 +250,7 @@ pub fn abandon(
     };
     Abandoned::Recorded {
         recorded: record_abandoned(state, &receipt),
-        receipt,
+        receipt: Box::new(receipt),
         message,
         pb,
         never_seen,
