@@ -631,7 +631,7 @@ fn run_point(node: &Node, base: &Base, p: &Point, idx: usize) -> Result<Note, St
     let r = if p.scn == Scn::Recover {
         // SPEC 11 (v1.3): half the points are followed by a plain renewal
         // (the controller's), half by a second recovery (the operator's).
-        let follow = if idx % 2 == 0 {
+        let follow = if idx.is_multiple_of(2) {
             FollowUp::Plain
         } else {
             FollowUp::Recovery
