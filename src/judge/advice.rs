@@ -1024,3 +1024,1239 @@ pub fn commands(g: &crate::contract::cli::Global, s: &NodeSnapshot) -> Commands 
         ..c
     }
 }
+
+/// Hand-made snapshots for the judgements' unit tests (`advice`, `status`):
+/// a clean kubeadm control plane as the read-only modes would read it,
+/// changed one fact at a time. No file is read: each fact is the value a
+/// reader in `node/` would have produced.
+#[cfg(test)]
+pub(crate) mod test_node {
+    use super::*;
+    use crate::contract::{ManifestCopy, ManifestLocation, ManifestView, StagingView};
+    use crate::node::inspect::{LockReport, PhaseJudgement};
+    use crate::node::kubelet::{KubeletCert, KubeletReport, KubeletRole};
+    use crate::node::lock::{HeldBy, Holder, LockFileId, Owner, Probe};
+    use crate::node::node_pki::{CaView, LeafStatus, LeafView, PkiReport};
+    use crate::node::snapshot::Receipts;
+    use crate::rules::outcome::Outcome;
+    use crate::rules::pki::{CaId, ParsedCert, LEAVES};
+    use std::collections::BTreeMap;
+    use time::macros::datetime;
+
+    /// The view's clock (the fixtures' date).
+    pub(crate) const NOW: OffsetDateTime = datetime!(2026-11-30 00:00:00 UTC);
+    /// Every leaf's notAfter on a clean node: far past the threshold.
+    pub(crate) const LEAF_END: OffsetDateTime = datetime!(2027-06-01 00:00:00 UTC);
+    /// Two days before [`NOW`].
+    pub(crate) const EXPIRED: OffsetDateTime = datetime!(2026-11-28 00:00:00 UTC);
+    /// Within the default threshold (30 days) of [`NOW`].
+    pub(crate) const DUE: OffsetDateTime = datetime!(2026-12-13 00:00:00 UTC);
+    /// The default threshold.
+    pub(crate) const THRESHOLD: u32 = 30;
+
+    fn cert(subject: &str, not_after: OffsetDateTime, is_ca: bool) -> ParsedCert {
+        ParsedCert {
+            der: Vec::new(),
+            subject: format!("CN={subject}"),
+            issuer: "CN=kubernetes".into(),
+            not_before: datetime!(2026-06-01 00:00:00 UTC),
+            not_after,
+            serial: "01".into(),
+            key_algorithm: "rsa".into(),
+            is_ca,
+            dns_names: Vec::new(),
+            ip_addresses: Vec::new(),
+        }
+    }
+
+    fn staging(rel: &str, exists: bool) -> StagingView {
+        StagingView {
+            path: paths::node(rel),
+            exists,
+            entries: Vec::new(),
+            unexpected: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn location(active: bool, staged: bool) -> ManifestLocation {
+        match (active, staged) {
+            (true, false) => ManifestLocation::Active,
+            (false, true) => ManifestLocation::Staged,
+            (true, true) => ManifestLocation::Both,
+            (false, false) => ManifestLocation::Missing,
+        }
+    }
+
+    /// A node's one read, built fact by fact.
+    #[derive(Debug, Clone)]
+    pub(crate) struct TestNode(pub(crate) NodeSnapshot);
+
+    impl TestNode {
+        /// A clean control plane: lock free (its file exists), no phase
+        /// file, no receipt, the agent idle, the four manifests active,
+        /// both staging directories empty, every leaf and CA valid far
+        /// past the threshold, the kubelet's certificates not listed.
+        pub(crate) fn clean() -> TestNode {
+            let manifests = Component::ALL
+                .into_iter()
+                .map(|c| {
+                    (
+                        c,
+                        ManifestView {
+                            location: ManifestLocation::Active,
+                            active: true,
+                            runbook_staged: false,
+                            agent_staged: false,
+                            error: None,
+                        },
+                    )
+                })
+                .collect::<BTreeMap<_, _>>();
+            let cas = CaId::ALL
+                .iter()
+                .map(|&id| CaView {
+                    id,
+                    sha256: Some("a".repeat(64)),
+                    cert: Some(cert(id.name(), datetime!(2035-01-01 00:00:00 UTC), true)),
+                    error: None,
+                })
+                .collect();
+            let leaves = LEAVES
+                .iter()
+                .map(|spec| LeafView {
+                    spec: *spec,
+                    status: LeafStatus::Ok,
+                    cert: Some(cert(spec.name, LEAF_END, false)),
+                    chains_to_ca: Some(true),
+                    error: None,
+                })
+                .collect();
+            TestNode(NodeSnapshot {
+                state_error: None,
+                lock: LockReport {
+                    probe: Ok(Probe::Free),
+                    owner: OwnerInfo::Absent,
+                    held: None,
+                },
+                phase: PhaseReport {
+                    file: None,
+                    receipt_of_phase_op: None,
+                    judgement: PhaseJudgement::Absent,
+                },
+                receipts: Some(Receipts::default()),
+                agent_path: paths::node(paths::AGENT_STATE_FILE),
+                agent: AgentIntent::Absent,
+                manifests: ManifestsReport {
+                    manifests,
+                    runbook_staging: staging(STAGING_DIR, true),
+                    agent_staging: staging(AGENT_STAGING_DIR, false),
+                    strays: Vec::new(),
+                    hostile: Vec::new(),
+                    manifests_dir_error: None,
+                },
+                pki: PkiReport { cas, leaves },
+                kubelet: KubeletReport::default(),
+                logs: Vec::new(),
+            })
+        }
+
+        fn manifest(&mut self, c: Component, f: impl FnOnce(&mut ManifestView)) {
+            let v = self.0.manifests.manifests.get_mut(&c).unwrap();
+            f(v);
+            v.location = location(v.active, v.runbook_staged || v.agent_staged);
+        }
+
+        /// `c`'s manifest in the runbook's staging directory, not active
+        /// (what a run killed mid-restart leaves).
+        pub(crate) fn staged(mut self, c: Component) -> TestNode {
+            self.manifest(c, |v| {
+                v.active = false;
+                v.runbook_staged = true;
+            });
+            let e = &mut self.0.manifests.runbook_staging.entries;
+            e.push(c.manifest_file());
+            e.sort();
+            self
+        }
+
+        /// `c`'s manifest in the node agent's staging directory, not active.
+        pub(crate) fn agent_staged(mut self, c: Component) -> TestNode {
+            self.manifest(c, |v| {
+                v.active = false;
+                v.agent_staged = true;
+            });
+            let s = &mut self.0.manifests.agent_staging;
+            s.exists = true;
+            s.entries.push(c.manifest_file());
+            s.entries.sort();
+            self
+        }
+
+        /// `c`'s manifest active and a copy in `staging` (`runbook` or
+        /// `agent`) too: a staging conflict.
+        pub(crate) fn both(self, c: Component, staging: &str) -> TestNode {
+            let mut n = if staging == "agent" {
+                self.agent_staged(c)
+            } else {
+                self.staged(c)
+            };
+            n.manifest(c, |v| v.active = true);
+            n
+        }
+
+        /// `c`'s manifest nowhere.
+        pub(crate) fn missing(mut self, c: Component) -> TestNode {
+            self.manifest(c, |v| v.active = false);
+            self
+        }
+
+        /// The leaf `name`'s notAfter.
+        pub(crate) fn leaf_ends(mut self, name: &str, at: OffsetDateTime) -> TestNode {
+            let l = self
+                .0
+                .pki
+                .leaves
+                .iter_mut()
+                .find(|l| l.spec.name == name)
+                .unwrap();
+            l.cert.as_mut().unwrap().not_after = at;
+            self
+        }
+
+        /// Every CA's notAfter.
+        pub(crate) fn cas_end(mut self, at: OffsetDateTime) -> TestNode {
+            for c in &mut self.0.pki.cas {
+                c.cert.as_mut().unwrap().not_after = at;
+            }
+            self
+        }
+
+        /// The kubelet's client certificate, ending at `at`.
+        pub(crate) fn kubelet_client_ends(mut self, at: OffsetDateTime) -> TestNode {
+            self.0.kubelet.certs.push(KubeletCert {
+                role: KubeletRole::Client,
+                path: "/var/lib/kubelet/pki/kubelet-client-current.pem".into(),
+                not_after: Some(at),
+                rotates: Some(true),
+                error: None,
+            });
+            self
+        }
+
+        /// The phase file `file`, and the receipt of the operation it
+        /// names (`None`: it has none), judged as the reader judges them.
+        pub(crate) fn phase(mut self, file: PhaseFile, receipt: Option<Outcome>) -> TestNode {
+            let receipt = match &file {
+                PhaseFile::V2(p) if file.is_unfinished() => receipt.map(|o| {
+                    ReceiptLookup::Found(Box::new(crate::node::inspect::state_files::receipt(
+                        p.operation_id.as_str(),
+                        o,
+                    )))
+                }),
+                _ => None,
+            };
+            let judgement = crate::node::inspect::judge(Some(&file), receipt.as_ref());
+            self.0.phase = PhaseReport {
+                file: Some(file),
+                receipt_of_phase_op: receipt,
+                judgement,
+            };
+            self
+        }
+
+        /// A phase file that cannot be read as one.
+        pub(crate) fn malformed_phase(mut self) -> TestNode {
+            self.0.phase = PhaseReport {
+                file: None,
+                receipt_of_phase_op: None,
+                judgement: PhaseJudgement::Malformed("line 1: not a phase file".into()),
+            };
+            self
+        }
+
+        /// The lock held by the runbook on record (`renew`, pid 4242,
+        /// operation `op`), started ten minutes before [`NOW`].
+        pub(crate) fn held_by_runbook(mut self, op: &str) -> TestNode {
+            let owner = OwnerInfo::Known(Owner {
+                pid: 4242,
+                operation_id: Some(op.to_string()),
+                mode: "renew".into(),
+                started_at: "2026-11-29T23:50:00Z".into(),
+                boot_id: "boot-1".into(),
+            });
+            self.0.lock = LockReport {
+                probe: Ok(Probe::Held(LockFileId { dev: 1, ino: 2 })),
+                owner: owner.clone(),
+                held: Some(HeldBy {
+                    holder: Holder::Process {
+                        pid: 4242,
+                        command: Some("nvke-cert-runbook".into()),
+                        command_line: Some(format!("nvke-cert-runbook --operation-id {op}")),
+                    },
+                    owner,
+                    owner_matches: true,
+                }),
+            };
+            self
+        }
+
+        /// The lock held by pid 999, which the owner record does not name.
+        pub(crate) fn held_by_stranger(mut self) -> TestNode {
+            self.0.lock = LockReport {
+                probe: Ok(Probe::Held(LockFileId { dev: 1, ino: 2 })),
+                owner: OwnerInfo::Absent,
+                held: Some(HeldBy {
+                    holder: Holder::Process {
+                        pid: 999,
+                        command: Some("sleep".into()),
+                        command_line: Some("flock lock sleep 600".into()),
+                    },
+                    owner: OwnerInfo::Absent,
+                    owner_matches: false,
+                }),
+            };
+            self
+        }
+
+        /// No lock file yet (nothing ever ran).
+        pub(crate) fn no_lock_file(mut self) -> TestNode {
+            self.0.lock.probe = Ok(Probe::Absent);
+            self
+        }
+
+        /// The state directory refused.
+        pub(crate) fn state_refused(mut self) -> TestNode {
+            self.0.state_error = Some("/var/lib/nvke/k8s-cert-renewal is a symlink".into());
+            self
+        }
+
+        /// A log in `state/log/`.
+        pub(crate) fn log(mut self, name: &str) -> TestNode {
+            self.0.logs.push(name.to_string());
+            self
+        }
+
+        /// The node agent's state.
+        pub(crate) fn agent(mut self, a: AgentIntent) -> TestNode {
+            self.0.agent = a;
+            self
+        }
+
+        /// The newest receipt is a recovery's, renewed, the cluster not
+        /// healthy at its end.
+        pub(crate) fn recovered_unhealthy(mut self, op: &str) -> TestNode {
+            let r = self.0.receipts.get_or_insert_with(Receipts::default);
+            r.count += 1;
+            r.recent.insert(
+                0,
+                crate::contract::ReceiptSummary {
+                    operation_id: op.to_string(),
+                    outcome: Some(Outcome::Renewed),
+                    phase: Some(crate::rules::outcome::Phase::Done),
+                    finished_at: Some(crate::contract::Timestamp("2026-11-29T23:00:00Z".into())),
+                    message: None,
+                    error: None,
+                    recovery: true,
+                    health_at_end: Some(crate::contract::Message(
+                        "not healthy yet: etcd has no quorum".into(),
+                    )),
+                },
+            );
+            self
+        }
+    }
+
+    /// A staging conflict on `c`'s manifest (`staging`: `runbook` or
+    /// `agent`), its copies identical or not.
+    pub(crate) fn conflict(c: Component, staging: &str, identical: bool) -> StagingConflict {
+        let copy = |dir: &str, sha: char| ManifestCopy {
+            path: paths::node(&format!("{dir}/{}", c.manifest_file())),
+            sha256: Some(crate::contract::Sha256Hex(sha.to_string().repeat(64))),
+            size: Some(1000),
+            modified_at: None,
+            error: None,
+        };
+        let dir = if staging == "agent" {
+            AGENT_STAGING_DIR
+        } else {
+            STAGING_DIR
+        };
+        StagingConflict {
+            component: c,
+            staging: staging.to_string(),
+            active: copy(MANIFESTS_DIR, 'a'),
+            staged: copy(dir, if identical { 'a' } else { 'b' }),
+            identical: Some(identical),
+            newer: None,
+            diff: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! SPEC 6 ("Next steps", v1.2 and v1.3) and 11: what the operator view
+    //! advises for each unclean state, judged from hand-made snapshots:
+    //! the exact commands (the runbook with `--root` only when it is not
+    //! `/`, every word quoted for the shell, moves only under the renewal
+    //! lock), the operation IDs they carry (the same one only while its
+    //! work can still be finished under it, a fresh valid one otherwise),
+    //! and no placeholder anywhere.
+    use super::test_node::*;
+    use super::*;
+    use crate::contract::cli::Global;
+    use crate::node::inspect::state_files::{legacy, v2};
+    use crate::rules::outcome::Outcome;
+    use crate::rules::phase::PhaseState;
+    use crate::rules::progress::Reason;
+    use std::path::Path;
+
+    const LOCK: &str = "/var/lib/nvke/k8s-cert-renewal/lock";
+    const STAMP: &str = "20261130T000000Z";
+    const EVIDENCE: &str =
+        "nvke-cert-runbook --status-only --evidence /root/nvke-evidence-20261130T000000Z.tgz";
+    /// kube-apiserver's manifest put back from the runbook's staging.
+    const PUT_BACK: &str = "cd /etc/kubernetes && flock -n /var/lib/nvke/k8s-cert-renewal/lock mv -n nvke-cert-renewal-staging/kube-apiserver.yaml manifests/";
+
+    fn manual() -> String {
+        format!("manual-{STAMP}")
+    }
+
+    fn recover() -> String {
+        format!("recover-{STAMP}")
+    }
+
+    /// How the view names the runbook and the node for `root`.
+    fn cmd_at(root: &str, s: &NodeSnapshot) -> Commands {
+        commands(&Global::for_tests(Path::new(root)), s)
+    }
+
+    /// The view's problems from the files (`status::problems` without the
+    /// live node: these snapshots observe none).
+    fn reasons(s: &NodeSnapshot) -> Vec<Reason> {
+        let mut r = crate::judge::status::not_clean_reasons(
+            s.state_error.as_deref(),
+            &s.lock,
+            &s.phase,
+            &s.manifests,
+        );
+        r.extend(s.pki.expired_reasons(NOW).into_iter().map(Reason::other));
+        r.extend(s.kubelet.expired(NOW).into_iter().map(Reason::other));
+        r
+    }
+
+    fn advise_at(root: &str, n: &TestNode, conflicts: &[StagingConflict]) -> Advice {
+        let s = &n.0;
+        advise(s, &reasons(s), conflicts, &cmd_at(root, s), NOW, THRESHOLD)
+    }
+
+    fn advised(n: &TestNode) -> Advice {
+        advise_at("/", n, &[])
+    }
+
+    fn commands_of(a: &Advice) -> Vec<&str> {
+        a.next.iter().filter_map(|n| n.command.as_deref()).collect()
+    }
+
+    /// The one step whose words contain `what`.
+    fn step_of<'a>(a: &'a Advice, what: &str) -> &'a NextStep {
+        let found: Vec<&NextStep> = a.next.iter().filter(|n| n.what.contains(what)).collect();
+        assert_eq!(found.len(), 1, "one step says {what:?}: {:#?}", a.next);
+        found[0]
+    }
+
+    fn command_of<'a>(a: &'a Advice, what: &str) -> &'a str {
+        step_of(a, what).command.as_deref().unwrap()
+    }
+
+    fn recovery(mut f: PhaseFile) -> PhaseFile {
+        if let PhaseFile::V2(p) = &mut f {
+            p.recovery = true;
+        }
+        f
+    }
+
+    fn restarting_apiserver(op: &str) -> PhaseFile {
+        v2(
+            op,
+            PhaseState::RestartPending,
+            Some(Component::KubeApiserver),
+        )
+    }
+
+    /// SPEC 1 and 6: a command names the runbook with `--root` only when
+    /// the root is not `/` (any spelling of it), and its file commands
+    /// name the node's paths under that root.
+    #[test]
+    fn the_root_is_named_only_when_it_is_not_the_host_root() {
+        let s = TestNode::clean().0;
+        for root in ["/", "//", "/./"] {
+            let c = cmd_at(root, &s);
+            assert_eq!(c.root, None, "{root}");
+            assert_eq!(
+                c.runbook(&["--status-only"]),
+                "nvke-cert-runbook --status-only"
+            );
+            assert_eq!(c.lock, LOCK);
+            assert_eq!(c.host("etc/kubernetes"), "/etc/kubernetes");
+        }
+        let c = cmd_at("/srv/node-1", &s);
+        assert_eq!(c.root.as_deref(), Some("/srv/node-1"));
+        assert_eq!(
+            c.runbook(&["--status-only"]),
+            "nvke-cert-runbook --root /srv/node-1 --status-only"
+        );
+        assert_eq!(c.lock, "/srv/node-1/var/lib/nvke/k8s-cert-renewal/lock");
+        assert_eq!(c.host("etc/kubernetes"), "/srv/node-1/etc/kubernetes");
+        // Every step of a node under that root says so.
+        let a = advise_at(
+            "/srv/node-1",
+            &TestNode::clean().staged(Component::KubeApiserver),
+            &[],
+        );
+        assert_eq!(
+            commands_of(&a),
+            [
+                "nvke-cert-runbook --root /srv/node-1 --status-only --evidence /root/nvke-evidence-20261130T000000Z.tgz",
+                "cd /srv/node-1/etc/kubernetes && flock -n /srv/node-1/var/lib/nvke/k8s-cert-renewal/lock mv -n nvke-cert-renewal-staging/kube-apiserver.yaml manifests/",
+            ]
+        );
+    }
+
+    /// SPEC 6 (v1.2): pasted as printed, a command does what it says: a
+    /// path the shell would split or expand is one quoted word, and the
+    /// shell reads back exactly the path.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the real shell reads the words back
+    fn odd_paths_are_quoted_so_the_shell_reads_them_back_whole() {
+        let odd = "/srv/it's a $HOME; *node\\";
+        let c = cmd_at(odd, &TestNode::clean().0);
+        assert_eq!(
+            c.runbook(&["--status-only"]),
+            r"nvke-cert-runbook --root '/srv/it'\''s a $HOME; *node\' --status-only"
+        );
+        assert_eq!(
+            c.file("ls", &["-ld".into(), "/plain/path-1.yaml".into()]),
+            "ls -ld /plain/path-1.yaml",
+            "a plain word stays as it is"
+        );
+        let printed = c.file("printf", &["%s\n".into(), odd.into(), c.lock.clone()]);
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&printed)
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{printed}");
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!("{odd}\n{odd}/var/lib/nvke/k8s-cert-renewal/lock\n")
+        );
+    }
+
+    /// SPEC 6 (v1.1): a printed move or removal runs only while no process
+    /// holds the renewal lock (`flock -n` on its file): a renewal that
+    /// started after the view was printed is never disturbed. A look
+    /// takes no lock. With no lock file yet, the move makes it as the
+    /// runbook would (0700 state directory), in a subshell.
+    #[test]
+    fn a_move_takes_the_renewal_lock_first_and_a_look_does_not() {
+        let c = cmd_at("/", &TestNode::clean().0);
+        let args = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            c.in_kubernetes("mv", &args(&["-n", "a.yaml", "manifests/"])),
+            format!("cd /etc/kubernetes && flock -n {LOCK} mv -n a.yaml manifests/")
+        );
+        assert_eq!(
+            c.in_kubernetes("rm", &args(&["a.yaml"])),
+            format!("cd /etc/kubernetes && flock -n {LOCK} rm a.yaml")
+        );
+        assert_eq!(
+            c.in_kubernetes("ls", &args(&["-la"])),
+            "cd /etc/kubernetes && ls -la"
+        );
+        let c = cmd_at("/", &TestNode::clean().no_lock_file().0);
+        assert!(!c.lock_exists);
+        assert_eq!(
+            c.in_kubernetes("mv", &args(&["-n", "a.yaml", "manifests/"])),
+            format!("cd /etc/kubernetes && (umask 077 && mkdir -p /var/lib/nvke/k8s-cert-renewal && flock -n {LOCK} mv -n a.yaml manifests/)")
+        );
+    }
+
+    /// SPEC 6 (v1.1, v1.2): a pod down because its manifest was left
+    /// staged gets the command that puts it back (`mv -n`: never over an
+    /// active copy), after the evidence; the view is ACTION NEEDED.
+    #[test]
+    fn a_staged_manifest_is_put_back_with_mv_n() {
+        let a = advised(&TestNode::clean().staged(Component::KubeApiserver));
+        assert_eq!(a.severity, Severity::ActionNeeded);
+        assert_eq!(a.not_active, [Component::KubeApiserver]);
+        assert_eq!(commands_of(&a), [EVIDENCE, PUT_BACK]);
+        assert!(step_of(&a, "kube-apiserver is down")
+            .what
+            .contains("put it back"));
+
+        // Staged by the node agent: put back from its directory.
+        let a = advised(&TestNode::clean().agent_staged(Component::KubeApiserver));
+        assert_eq!(
+            command_of(&a, "the node agent staged its manifest"),
+            format!("cd /etc/kubernetes && flock -n {LOCK} mv -n nvke-cert-renewal-manifests/kube-apiserver.yaml manifests/")
+        );
+
+        // In both staging directories: one copy kept, the other set aside
+        // (never deleted), either way round.
+        let a = advised(
+            &TestNode::clean()
+                .staged(Component::KubeApiserver)
+                .agent_staged(Component::KubeApiserver),
+        );
+        let aside = "mkdir -p /root/nvke-set-aside && cd /etc/kubernetes && flock -n /var/lib/nvke/k8s-cert-renewal/lock mv -n";
+        assert_eq!(
+            command_of(&a, "keep the runbook's copy"),
+            format!("{aside} nvke-cert-renewal-manifests/kube-apiserver.yaml /root/nvke-set-aside/kube-apiserver.yaml.agent-{STAMP} && {PUT_BACK}")
+        );
+        assert_eq!(
+            command_of(&a, "keep the node agent's copy instead"),
+            format!("{aside} nvke-cert-renewal-staging/kube-apiserver.yaml /root/nvke-set-aside/kube-apiserver.yaml.runbook-{STAMP} && cd /etc/kubernetes && flock -n {LOCK} mv -n nvke-cert-renewal-manifests/kube-apiserver.yaml manifests/")
+        );
+
+        // In no directory: said, and nothing to paste.
+        let a = advised(&TestNode::clean().missing(Component::Etcd));
+        assert_eq!(a.severity, Severity::ActionNeeded);
+        assert_eq!(step_of(&a, "in no directory").command, None);
+    }
+
+    /// SPEC 6: a V2 renewal that died left no receipt: fence it (which
+    /// puts back what it staged, so no separate move is printed), or
+    /// finish it now under the same ID; its log as one full path. A pod
+    /// the fence does not put back (the agent's staging) gets its own step.
+    #[test]
+    fn a_renewal_that_died_is_fenced_or_finished_under_the_same_id() {
+        let n = TestNode::clean()
+            .phase(restarting_apiserver("op-1"), None)
+            .staged(Component::KubeApiserver)
+            .agent_staged(Component::KubeScheduler)
+            .log("op-1.log");
+        let a = advised(&n);
+        assert_eq!(a.severity, Severity::ActionNeeded);
+        let fence = step_of(&a, "died while");
+        assert!(
+            fence.what.starts_with(
+                "the renewal op-1 died while restarting kube-apiserver (2 of 4), leaving no receipt: put kube-apiserver back and record it as finished (abandoned)"
+            ),
+            "{}",
+            fence.what
+        );
+        assert_eq!(
+            commands_of(&a),
+            [
+                EVIDENCE,
+                "nvke-cert-runbook --status-only --operation-id op-1 --fence",
+                "nvke-cert-runbook --operation-id op-1",
+                "tail -n 40 /var/lib/nvke/k8s-cert-renewal/log/op-1.log",
+                &format!("cd /etc/kubernetes && flock -n {LOCK} mv -n nvke-cert-renewal-manifests/kube-scheduler.yaml manifests/"),
+            ]
+        );
+        assert!(step_of(&a, "or finish it now")
+            .what
+            .contains("under the same ID"));
+    }
+
+    /// SPEC 6 (v1.2, v1.3): once its operation is recorded failed,
+    /// cancelled or abandoned, that ID is spent (a run with it replays the
+    /// receipt): the work resumes under a fresh `manual-<stamp>` ID, and no
+    /// step names the spent one again.
+    #[test]
+    fn a_recorded_failure_resumes_under_a_fresh_id_never_the_spent_one() {
+        for o in [Outcome::Failed, Outcome::Cancelled, Outcome::Abandoned] {
+            let n = TestNode::clean()
+                .phase(
+                    v2("op-1", PhaseState::RestartPending, Some(Component::Etcd)),
+                    Some(o),
+                )
+                .staged(Component::Etcd);
+            let a = advised(&n);
+            let spent = step_of(&a, "is recorded");
+            assert!(
+                spent
+                    .what
+                    .starts_with(&format!("the renewal op-1 is recorded {o} (its receipt)")),
+                "{}",
+                spent.what
+            );
+            assert_eq!(
+                spent.command.as_deref(),
+                Some(format!("nvke-cert-runbook --operation-id {}", manual()).as_str())
+            );
+            for c in commands_of(&a) {
+                assert!(!c.contains("op-1"), "{o}: {c}");
+            }
+        }
+    }
+
+    /// SPEC 11 (v1.3): a recovery's unfinished work, a leaf still expired,
+    /// is finished by `--recover-expired` only: under the same ID while it
+    /// has no receipt, under a fresh `recover-<stamp>` once it has one;
+    /// the recovery is offered once. A renewal's work is finished the same
+    /// way while a leaf is expired (a renewal refuses).
+    #[test]
+    fn unfinished_work_with_a_leaf_expired_is_finished_by_a_recovery() {
+        for (who, file) in [
+            ("recovery", recovery(restarting_apiserver("rec-1"))),
+            ("renewal", restarting_apiserver("rec-1")),
+        ] {
+            let died = TestNode::clean()
+                .phase(file.clone(), None)
+                .leaf_ends("apiserver", EXPIRED);
+            let a = advised(&died);
+            assert!(
+                step_of(&a, "died while")
+                    .what
+                    .contains("a recovery (--recover-expired: a leaf has expired)"),
+                "{who}"
+            );
+            assert_eq!(
+                commands_of(&a)[1..],
+                [
+                    "nvke-cert-runbook --status-only --operation-id rec-1 --fence",
+                    "nvke-cert-runbook --operation-id rec-1 --recover-expired",
+                ],
+                "{who}"
+            );
+
+            let spent = TestNode::clean()
+                .phase(file, Some(Outcome::Abandoned))
+                .leaf_ends("apiserver", EXPIRED);
+            let a = advised(&spent);
+            assert_eq!(
+                commands_of(&a)[1..],
+                [format!(
+                    "nvke-cert-runbook --operation-id {} --recover-expired",
+                    recover()
+                )],
+                "{who}"
+            );
+        }
+    }
+
+    /// SPEC 11 (v1.3): a recovery's unfinished work with no leaf expired
+    /// any more is finished by the next renewal, as a renewal with the
+    /// health gate before each restart; the step's words say so, and no
+    /// step asks for `--recover-expired` (refused: no leaf has expired).
+    #[test]
+    fn a_recoverys_work_without_an_expired_leaf_is_finished_as_a_renewal_with_the_gate() {
+        let file = recovery(restarting_apiserver("rec-1"));
+        let a = advised(&TestNode::clean().phase(file.clone(), None));
+        assert!(
+            step_of(&a, "died while")
+                .what
+                .starts_with("the recovery rec-1 died while"),
+            "{:#?}",
+            a.next
+        );
+        assert!(step_of(&a, "died while").what.contains(
+            "the next renewal (no leaf has expired: it finishes the recovery's restarts as a renewal, the health gate before each)"
+        ));
+        let same = step_of(&a, "or finish it now");
+        assert!(
+            same.what
+                .contains("as a renewal with the health gate before each restart"),
+            "{}",
+            same.what
+        );
+        assert_eq!(
+            same.command.as_deref(),
+            Some("nvke-cert-runbook --operation-id rec-1")
+        );
+
+        let a = advised(&TestNode::clean().phase(file, Some(Outcome::Abandoned)));
+        let spent = step_of(&a, "is recorded abandoned");
+        assert!(spent
+            .what
+            .contains("as a renewal, the health gate before each"));
+        assert_eq!(
+            spent.command.as_deref(),
+            Some(format!("nvke-cert-runbook --operation-id {}", manual()).as_str())
+        );
+        for a in [
+            &a,
+            &advised(&TestNode::clean().phase(recovery(restarting_apiserver("rec-1")), None)),
+        ] {
+            for c in commands_of(a) {
+                assert!(!c.contains("--recover-expired"), "{c}");
+            }
+        }
+    }
+
+    /// SPEC 3 and 11: the legacy runbook's unfinished renewal is resumed by
+    /// the next legacy run (`--legacy-v1`), or by a recovery under a fresh
+    /// ID when a leaf has expired; its log as one full path.
+    #[test]
+    fn legacy_unfinished_work_is_resumed_by_a_legacy_run_or_a_recovery() {
+        let n = TestNode::clean()
+            .phase(
+                legacy(PhaseState::RestartPending, Some(Component::Etcd)),
+                None,
+            )
+            .log("legacy-v1.log");
+        let a = advised(&n);
+        assert_eq!(a.severity, Severity::NotClean);
+        assert!(step_of(
+            &a,
+            "legacy runbook's renewal stopped while restarting etcd (1 of 4)"
+        )
+        .what
+        .contains("the next legacy runbook run resumes it"));
+        assert_eq!(
+            commands_of(&a),
+            [
+                EVIDENCE,
+                "nvke-cert-runbook --legacy-v1",
+                "tail -n 40 /var/lib/nvke/k8s-cert-renewal/log/legacy-v1.log",
+            ]
+        );
+
+        let a = advised(&n.leaf_ends("etcd-peer", EXPIRED));
+        assert!(step_of(&a, "legacy runbook's renewal stopped")
+            .what
+            .contains("a recovery resumes it"));
+        assert_eq!(
+            commands_of(&a),
+            [
+                EVIDENCE,
+                &format!(
+                    "nvke-cert-runbook --operation-id {} --recover-expired",
+                    recover()
+                ),
+                "tail -n 40 /var/lib/nvke/k8s-cert-renewal/log/legacy-v1.log",
+            ]
+        );
+    }
+
+    /// SPEC 4 and 6: a malformed phase file refuses every renewal: it is
+    /// shown (`cat -v`, never moved or removed), and a pod that is down
+    /// still gets its put-back.
+    #[test]
+    fn a_malformed_phase_file_is_shown_and_a_pod_down_still_goes_back() {
+        let a = advised(
+            &TestNode::clean()
+                .malformed_phase()
+                .staged(Component::KubeApiserver),
+        );
+        assert!(step_of(&a, "cannot be read as one")
+            .what
+            .contains("every renewal refuses this node until it is repaired"));
+        assert_eq!(
+            commands_of(&a),
+            [
+                EVIDENCE,
+                "cat -v /var/lib/nvke/k8s-cert-renewal/phase",
+                PUT_BACK
+            ]
+        );
+    }
+
+    /// SPEC 10 and 11: an expired leaf is ACTION NEEDED and recovered
+    /// under a fresh `recover-<stamp>` ID; under an expired CA a recovery
+    /// would refuse, and the step says to rotate the CA instead.
+    #[test]
+    fn expired_leaves_are_recovered_under_a_fresh_recover_id() {
+        let n = TestNode::clean()
+            .leaf_ends("apiserver", EXPIRED)
+            .leaf_ends("admin.conf", EXPIRED + time::Duration::hours(1));
+        let a = advised(&n);
+        assert_eq!(a.severity, Severity::ActionNeeded);
+        assert!(a.expired);
+        assert_eq!(
+            a.expiry,
+            Some((
+                Expiry::Expired,
+                "apiserver expired 2026-11-28 (2 days ago) (and 1 more)".to_string()
+            ))
+        );
+        assert_eq!(
+            commands_of(&a),
+            [
+                EVIDENCE,
+                &format!(
+                    "nvke-cert-runbook --operation-id {} --recover-expired",
+                    recover()
+                ),
+            ]
+        );
+
+        let a = advised(&n.cas_end(EXPIRED));
+        assert!(step_of(&a, "rotate the CA first")
+            .what
+            .contains("a recovery refuses"));
+        assert_eq!(
+            commands_of(&a),
+            [EVIDENCE, "nvke-cert-runbook --status-only"]
+        );
+    }
+
+    /// SPEC 6 and 10: the kubelet's expired client certificate is ACTION
+    /// NEEDED, with the step to renew it by hand.
+    #[test]
+    fn an_expired_kubelet_client_certificate_is_action_needed() {
+        let a = advised(&TestNode::clean().kubelet_client_ends(EXPIRED));
+        assert_eq!(a.severity, Severity::ActionNeeded);
+        assert!(a.expired);
+        assert_eq!(
+            a.kubelet_expired,
+            ["kubelet client certificate expired 2026-11-28 (2 days ago)"]
+        );
+        assert!(step_of(&a, "the kubelet's client certificate has expired")
+            .command
+            .is_some());
+    }
+
+    /// SPEC 10 ("Expiry severity"): a due leaf on a node otherwise clean
+    /// is RENEWAL DUE, clean, with one step: a renewal by hand under a
+    /// fresh `manual-<stamp>` ID at the view's threshold. On a node that
+    /// is not clean, the repair comes first and no renewal is offered.
+    #[test]
+    fn a_due_leaf_on_a_clean_node_gets_a_manual_renewal_at_the_threshold() {
+        let n = TestNode::clean().leaf_ends("apiserver", DUE);
+        let a = advised(&n);
+        assert_eq!(a.severity, Severity::Clean);
+        assert_eq!(
+            a.expiry,
+            Some((Expiry::Due, "apiserver in 13 days (2026-12-13)".to_string()))
+        );
+        assert_eq!(
+            a.warnings,
+            ["1 certificate(s) due for renewal (within 30 days): apiserver"]
+        );
+        assert_eq!(a.next.len(), 1);
+        assert!(a.next[0].what.starts_with("renew before 2026-12-13"));
+        assert_eq!(
+            a.next[0].command.as_deref(),
+            Some(
+                format!(
+                    "nvke-cert-runbook --operation-id {} --threshold-days 30",
+                    manual()
+                )
+                .as_str()
+            )
+        );
+        let s = &n.0;
+        let at_45 = advise(s, &reasons(s), &[], &cmd_at("/", s), NOW, 45);
+        assert!(at_45.next[0]
+            .command
+            .as_deref()
+            .is_some_and(|c| c.ends_with(" --threshold-days 45")));
+
+        let a = advised(&n.staged(Component::Etcd));
+        for c in commands_of(&a) {
+            assert!(!c.contains("--threshold-days"), "{c}");
+        }
+    }
+
+    /// SPEC 7 (v1.1) and 6: a staging conflict (active and staged): copies
+    /// identical, the staged one is set aside (never deleted); copies
+    /// differing, either one is kept, the other set aside. All four
+    /// active: NOT CLEAN, not ACTION NEEDED.
+    #[test]
+    fn staging_conflicts_set_a_copy_aside_never_delete_it() {
+        let aside =
+            format!("mkdir -p /root/nvke-set-aside && cd /etc/kubernetes && flock -n {LOCK} mv -n");
+        let n = TestNode::clean().both(Component::KubeApiserver, "agent");
+        let a = advise_at(
+            "/",
+            &n,
+            &[conflict(Component::KubeApiserver, "agent", true)],
+        );
+        assert_eq!(a.severity, Severity::NotClean);
+        assert!(a.not_active.is_empty());
+        assert_eq!(
+            command_of(&a, "is identical to the active one: set it aside"),
+            format!("{aside} nvke-cert-renewal-manifests/kube-apiserver.yaml /root/nvke-set-aside/kube-apiserver.yaml.staged-{STAMP}")
+        );
+        assert!(step_of(&a, "identical")
+            .what
+            .contains("the node agent's staging directory"));
+
+        let n = TestNode::clean().both(Component::KubeApiserver, "runbook");
+        let a = advise_at(
+            "/",
+            &n,
+            &[conflict(Component::KubeApiserver, "runbook", false)],
+        );
+        assert_eq!(
+            command_of(&a, "keep the active one"),
+            format!("{aside} nvke-cert-renewal-staging/kube-apiserver.yaml /root/nvke-set-aside/kube-apiserver.yaml.staged-{STAMP}")
+        );
+        assert_eq!(
+            command_of(&a, "or keep the staged one instead"),
+            format!("{aside} manifests/kube-apiserver.yaml /root/nvke-set-aside/kube-apiserver.yaml.active-{STAMP} && {PUT_BACK}")
+        );
+        for c in commands_of(&a) {
+            assert!(!c.split(' ').any(|w| w == "rm"), "{c}");
+        }
+    }
+
+    /// SPEC 6 (v1.1, v1.2): while a process holds the lock nothing is
+    /// moved: a renewal at work is left alone (IN PROGRESS, one step: look
+    /// again); a holder that is not the runbook on record is found out
+    /// first (its pid), even with a pod down.
+    #[test]
+    fn nothing_is_moved_while_the_lock_is_held() {
+        let n = TestNode::clean()
+            .phase(restarting_apiserver("op-1"), None)
+            .staged(Component::KubeApiserver)
+            .held_by_runbook("op-1");
+        let a = advised(&n);
+        assert_eq!(a.severity, Severity::InProgress);
+        assert_eq!(
+            a.in_progress.as_deref(),
+            Some("renew op-1 (pid 4242), restarting kube-apiserver (2 of 4), running for 10m")
+        );
+        assert_eq!(commands_of(&a), ["nvke-cert-runbook --status-only"]);
+        assert!(a.next[0].what.contains("do not move manifests"));
+
+        let a = advised(
+            &TestNode::clean()
+                .staged(Component::KubeApiserver)
+                .held_by_stranger(),
+        );
+        assert_eq!(a.severity, Severity::ActionNeeded);
+        assert_eq!(commands_of(&a), ["ps -o pid,etime,args --pid 999"]);
+        let a = advised(&TestNode::clean().held_by_stranger());
+        assert_eq!(a.severity, Severity::NotClean);
+    }
+
+    /// SPEC 2 and 6: a refused state directory (and so its lock) is
+    /// repaired first; no manifest is moved until then.
+    #[test]
+    fn a_refused_state_directory_is_repaired_before_any_move() {
+        let a = advised(
+            &TestNode::clean()
+                .state_refused()
+                .staged(Component::KubeApiserver),
+        );
+        assert_eq!(
+            commands_of(&a),
+            [EVIDENCE, "ls -ld /var/lib/nvke/k8s-cert-renewal"]
+        );
+    }
+
+    /// SPEC 6 (v1.2): the evidence bundle first whenever the node is not
+    /// clean, before any step changes it; a clean node gets no step.
+    #[test]
+    fn the_evidence_comes_first_and_a_clean_node_has_no_step() {
+        let a = advised(&TestNode::clean());
+        assert_eq!(a.severity, Severity::Clean);
+        assert!(a.next.is_empty() && a.warnings.is_empty(), "{a:#?}");
+        assert!(a.expiry.is_none() && !a.expired);
+        for n in scenarios() {
+            let a = advise_at("/", &n.1, &n.2);
+            if !reasons(&n.1 .0).is_empty() && !n.1 .0.lock.is_held() {
+                assert_eq!(a.next[0].command.as_deref(), Some(EVIDENCE), "{}", n.0);
+            }
+        }
+    }
+
+    /// SPEC 11: a recovery that ended with the cluster unhealthy (etcd
+    /// without quorum) is followed by the same recovery on every other
+    /// control-plane node, then `--check`: while the node is not clean.
+    #[test]
+    fn after_a_recovery_the_other_nodes_come_next_while_not_clean() {
+        let n = TestNode::clean().recovered_unhealthy("recover-1");
+        let s = &n.0;
+        let a = advise(
+            s,
+            &["etcd has no quorum"],
+            &[],
+            &cmd_at("/", s),
+            NOW,
+            THRESHOLD,
+        );
+        let other = step_of(&a, "run the same recovery (--recover-expired");
+        assert!(other
+            .what
+            .starts_with("this node was recovered by recover-1"));
+        assert_eq!(other.command.as_deref(), Some("nvke-cert-runbook --check"));
+        let a = advise::<&str>(s, &[], &[], &cmd_at("/", s), NOW, THRESHOLD);
+        assert!(a.next.is_empty(), "{:#?}", a.next);
+    }
+
+    /// SPEC 7 (v1.1): a command holding a control character (a `--root`
+    /// that has one) is shown escaped: none reaches the terminal.
+    #[test]
+    fn a_control_character_never_reaches_the_terminal() {
+        let a = advise_at(
+            "/srv/a\nb\x1b[31m",
+            &TestNode::clean().staged(Component::Etcd),
+            &[],
+        );
+        let mut out = String::new();
+        render_next(&mut out, &a.next, None);
+        assert!(out.starts_with("next:\n  1. "));
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+        assert_eq!(out.lines().count(), 1 + 2 * a.next.len(), "{out}");
+    }
+
+    /// Every state the advice names, as (name, node, conflicts).
+    fn scenarios() -> Vec<(&'static str, TestNode, Vec<StagingConflict>)> {
+        use Component::{Etcd, KubeApiserver, KubeScheduler};
+        let clean = TestNode::clean;
+        let v2_done = v2("op-0", PhaseState::Done, None);
+        let mut v = vec![
+            ("clean", clean(), vec![]),
+            ("staged", clean().staged(KubeApiserver), vec![]),
+            ("agent staged", clean().agent_staged(Etcd), vec![]),
+            (
+                "staged twice",
+                clean().staged(Etcd).agent_staged(Etcd),
+                vec![],
+            ),
+            ("missing", clean().missing(KubeScheduler), vec![]),
+            ("no lock file", clean().no_lock_file().staged(Etcd), vec![]),
+            ("done", clean().phase(v2_done, None), vec![]),
+            ("malformed", clean().malformed_phase().staged(Etcd), vec![]),
+            ("state refused", clean().state_refused(), vec![]),
+            (
+                "held",
+                clean()
+                    .held_by_runbook("op-1")
+                    .phase(restarting_apiserver("op-1"), None),
+                vec![],
+            ),
+            ("stranger", clean().held_by_stranger(), vec![]),
+            ("expired", clean().leaf_ends("apiserver", EXPIRED), vec![]),
+            (
+                "expired CA",
+                clean().leaf_ends("apiserver", EXPIRED).cas_end(EXPIRED),
+                vec![],
+            ),
+            ("due", clean().leaf_ends("etcd-peer", DUE), vec![]),
+            ("kubelet", clean().kubelet_client_ends(EXPIRED), vec![]),
+            (
+                "recovered",
+                clean().recovered_unhealthy("recover-1").staged(Etcd),
+                vec![],
+            ),
+            (
+                "identical",
+                clean().both(KubeApiserver, "agent"),
+                vec![conflict(KubeApiserver, "agent", true)],
+            ),
+            (
+                "differ",
+                clean().both(KubeApiserver, "runbook"),
+                vec![conflict(KubeApiserver, "runbook", false)],
+            ),
+        ];
+        for expired in [false, true] {
+            let at = |n: TestNode| {
+                if expired {
+                    n.leaf_ends("apiserver", EXPIRED)
+                } else {
+                    n
+                }
+            };
+            let staged = || {
+                clean()
+                    .staged(KubeApiserver)
+                    .log("op-1.log")
+                    .log("legacy-v1.log")
+            };
+            v.push((
+                "died",
+                at(staged().phase(restarting_apiserver("op-1"), None)),
+                vec![],
+            ));
+            v.push((
+                "recovery died",
+                at(staged().phase(recovery(restarting_apiserver("op-1")), None)),
+                vec![],
+            ));
+            v.push((
+                "legacy",
+                at(staged().phase(legacy(PhaseState::Renewing, None), None)),
+                vec![],
+            ));
+            for o in [Outcome::Failed, Outcome::Abandoned] {
+                v.push((
+                    "spent",
+                    at(staged().phase(restarting_apiserver("op-1"), Some(o))),
+                    vec![],
+                ));
+                v.push((
+                    "recovery spent",
+                    at(staged().phase(recovery(restarting_apiserver("op-1")), Some(o))),
+                    vec![],
+                ));
+            }
+        }
+        v
+    }
+
+    /// SPEC 6 (v1.2, v1.3): no step holds a placeholder (`ID`, `PATH`) or
+    /// a section of SPEC; every operation ID a command carries is a valid
+    /// one, a fresh one exactly `manual-<stamp>` or `recover-<stamp>`, and
+    /// never the one a receipt has spent; every move or removal runs under
+    /// the renewal lock. Under any root.
+    #[test]
+    fn no_step_holds_a_placeholder_and_every_id_and_move_is_sound() {
+        let mut fresh_seen = 0;
+        for root in ["/", "/srv/it's a node"] {
+            for (name, n, conflicts) in scenarios() {
+                let a = advise_at(root, &n, &conflicts);
+                let c = cmd_at(root, &n.0);
+                let lock = format!("flock -n {} ", crate::contract::screen::shell_word(&c.lock));
+                // A receipt spent the phase file's ID: no step names it.
+                let spent = match (&n.0.phase.file, &n.0.phase.receipt_of_phase_op) {
+                    (Some(PhaseFile::V2(p)), Some(ReceiptLookup::Found(_))) => {
+                        Some(format!(" {} ", p.operation_id))
+                    }
+                    _ => None,
+                };
+                for s in &a.next {
+                    assert!(!s.what.contains("SPEC"), "{name}: {}", s.what);
+                    let Some(command) = &s.command else { continue };
+                    assert!(!command.contains("SPEC"), "{name}: {command}");
+                    if let Some(spent) = &spent {
+                        assert!(
+                            !format!("{command} ").contains(spent.as_str()),
+                            "{name}: {command}"
+                        );
+                    }
+                    for w in [" ID ", " PATH "] {
+                        assert!(!command.contains(w), "{name}: {command}");
+                    }
+                    let words: Vec<&str> = command.split(' ').collect();
+                    for w in &words {
+                        assert!(
+                            !["ID", "PATH", "<ID>", "<PATH>"].contains(w),
+                            "{name}: {command}"
+                        );
+                    }
+                    for pair in words.windows(2) {
+                        if pair[0] != "--operation-id" {
+                            continue;
+                        }
+                        let id = crate::rules::opid::OperationId::parse(pair[1]);
+                        assert!(id.is_ok(), "{name}: {command}");
+                        if pair[1].starts_with("manual-") || pair[1].starts_with("recover-") {
+                            fresh_seen += 1;
+                            assert!(
+                                [manual(), recover()].contains(&pair[1].to_string()),
+                                "{name}: {command}"
+                            );
+                        }
+                    }
+                    for part in command.split(" && ") {
+                        let part = part.trim_start_matches('(');
+                        if part.split(' ').any(|w| w == "mv" || w == "rm") {
+                            assert!(part.starts_with(&lock), "{name}: {command}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(fresh_seen >= 10, "{fresh_seen}");
+    }
+}

@@ -782,3 +782,512 @@ pub fn text_evidence(out: &mut String, ev: &doc::EvidenceView) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! SPEC 6 and 7: the operator view's verdict from hand-made snapshots
+    //! and observations: its severity, its headline and its exit code
+    //! (clean 0; a manifest not active, an expired certificate or a live
+    //! finding an operator must act on 4; any other unclean state 1;
+    //! RENEWAL DUE clean), and a headline that never contradicts the code.
+    use super::*;
+    use crate::judge::advice::test_node::*;
+    use crate::node::inspect::state_files::{legacy, v2};
+    use crate::rules::agent::AgentIntent;
+    use crate::rules::live::{Containers, Health, Observed, Port, Served, Unseen, Written};
+    use crate::rules::phase::PhaseState;
+    use doc::Severity;
+    use std::path::Path;
+    use std::time::Duration;
+
+    /// The view's verdict.
+    struct Verdict {
+        severity: Severity,
+        drafted: Drafted,
+    }
+
+    fn healthy(c: Component) -> Observed {
+        Observed {
+            name: c.name().to_string(),
+            containers: Ok(Containers::Running {
+                id: format!("{c}-1"),
+                since: Some(NOW - time::Duration::hours(1)),
+                restarts: 0,
+                crashed_here: false,
+            }),
+            health: Some(Ok(Health::Healthy)),
+            ports: Vec::new(),
+            newest: None,
+            quorum: None,
+        }
+    }
+
+    /// The four running and healthy, except what `change` does to one.
+    fn observed(change: impl Fn(&mut Observed)) -> Observation {
+        Observation {
+            wall: NOW,
+            budget: Duration::from_secs(1),
+            took: Duration::ZERO,
+            pods: Component::ALL
+                .into_iter()
+                .map(|c| {
+                    let mut o = healthy(c);
+                    change(&mut o);
+                    o
+                })
+                .collect(),
+        }
+    }
+
+    /// A change to one component's observation, and its name.
+    type Change = (&'static str, fn(&mut Observed));
+
+    fn all_healthy() -> Observation {
+        observed(|_| {})
+    }
+
+    fn view_of(
+        n: &TestNode,
+        asked: Asked<'_>,
+        receipts: &Receipts,
+        o: &Observation,
+        read: Read,
+    ) -> Verdict {
+        let g = Global::for_tests(Path::new("/"));
+        let v = Viewed::judge(&g, asked, &n.0, receipts, o, read);
+        Verdict {
+            severity: v.severity(),
+            drafted: v.draft(&g),
+        }
+    }
+
+    fn read() -> Read {
+        Read {
+            now: NOW,
+            foreign: None,
+            conflicts: Vec::new(),
+        }
+    }
+
+    fn view_live(n: &TestNode, o: &Observation) -> Verdict {
+        let receipts = n.0.receipts.clone().unwrap_or_default();
+        view_of(n, Asked::default(), &receipts, o, read())
+    }
+
+    fn view(n: &TestNode) -> Verdict {
+        view_live(n, &all_healthy())
+    }
+
+    /// `(severity, head, code)`, the document agreeing with them.
+    fn verdict(v: &Verdict) -> (Severity, &str, u8) {
+        let d = &v.drafted;
+        assert_eq!(d.document.exit_code, d.code);
+        assert_eq!(d.document.severity, v.severity);
+        assert_eq!(d.document.clean, d.document.reasons.is_empty());
+        assert!(d.text.starts_with(&format!("{}\n", d.head)), "{}", d.text);
+        (v.severity, d.head.as_str(), d.code)
+    }
+
+    /// SPEC 6: a clean node (lock free, no unfinished phase, all four
+    /// active, nothing staged, the four running and healthy, no leaf
+    /// expired) is clean: exit 0, and the headline counts the warnings.
+    #[test]
+    fn a_clean_node_is_clean_and_exits_0() {
+        let v = view(&TestNode::clean());
+        assert_eq!(verdict(&v), (Severity::Clean, "NODE: CLEAN", 0));
+        let d = &v.drafted.document;
+        assert!(d.clean);
+        assert_eq!(d.outcome, doc::Cleanliness::Clean);
+        assert_eq!(d.message.0, "node is clean");
+        assert!(d.next_steps.is_empty() && d.warnings.is_empty());
+
+        let pending = TestNode::clean().agent(AgentIntent::Pending {
+            phase: "renewing".into(),
+            operation_id: None,
+        });
+        let v = view(&pending);
+        assert_eq!(verdict(&v), (Severity::Clean, "NODE: CLEAN (1 warning)", 0));
+    }
+
+    /// SPEC 6 and 10 ("Expiry severity"): a leaf due within the threshold
+    /// is RENEWAL DUE, which is clean: exit 0, with its step.
+    #[test]
+    fn renewal_due_is_clean_and_exits_0() {
+        let v = view(&TestNode::clean().leaf_ends("apiserver", DUE));
+        assert_eq!(
+            verdict(&v),
+            (
+                Severity::Clean,
+                "NODE: RENEWAL DUE: apiserver in 13 days (2026-12-13) (1 warning)",
+                0
+            )
+        );
+        assert!(v.drafted.document.clean);
+        assert_eq!(v.drafted.document.next_steps.len(), 1);
+    }
+
+    /// SPEC 6 (v1.1) and 7: one of the four not in `manifests/` (staged or
+    /// missing) is ACTION NEEDED, exit 4, naming the pod that is down.
+    #[test]
+    fn a_manifest_not_active_exits_4() {
+        for n in [
+            TestNode::clean().staged(Component::KubeApiserver),
+            TestNode::clean().agent_staged(Component::KubeApiserver),
+            TestNode::clean().missing(Component::KubeApiserver),
+        ] {
+            let v = view(&n);
+            let (severity, head, code) = verdict(&v);
+            assert_eq!((severity, code), (Severity::ActionNeeded, 4), "{head}");
+            assert!(
+                head.starts_with("NODE: ACTION NEEDED: kube-apiserver down ("),
+                "{head}"
+            );
+            assert!(!v.drafted.document.clean);
+        }
+    }
+
+    /// SPEC 6 (v1.2) and 10: an expired leaf, or the kubelet's expired
+    /// client certificate, is ACTION NEEDED, exit 4, whatever else.
+    #[test]
+    fn an_expired_certificate_exits_4() {
+        let v = view(&TestNode::clean().leaf_ends("apiserver", EXPIRED));
+        assert_eq!(
+            verdict(&v),
+            (
+                Severity::ActionNeeded,
+                "NODE: ACTION NEEDED: certificates expired: apiserver expired 2026-11-28 (2 days ago) (1 problem)",
+                4
+            )
+        );
+        let v = view(&TestNode::clean().kubelet_client_ends(EXPIRED));
+        let (severity, head, code) = verdict(&v);
+        assert_eq!((severity, code), (Severity::ActionNeeded, 4));
+        assert!(
+            head.contains("kubelet client certificate expired 2026-11-28"),
+            "{head}"
+        );
+    }
+
+    /// SPEC 6 and 7: every other unclean state exits 1 (the controller
+    /// releases the lock and retries): unfinished work with all four
+    /// active, a lock held by a process that is not the runbook, a
+    /// malformed phase file, a refused state directory, a staging
+    /// conflict with all four active (v1.1: active means in `manifests/`).
+    #[test]
+    fn any_other_unclean_state_exits_1() {
+        let cases = [
+            (
+                "died",
+                TestNode::clean().phase(v2("op-1", PhaseState::Renewing, None), None),
+            ),
+            (
+                "legacy",
+                TestNode::clean().phase(legacy(PhaseState::Renewing, None), None),
+            ),
+            ("stranger", TestNode::clean().held_by_stranger()),
+            ("malformed", TestNode::clean().malformed_phase()),
+            ("state", TestNode::clean().state_refused()),
+            (
+                "both",
+                TestNode::clean().both(Component::KubeApiserver, "runbook"),
+            ),
+        ];
+        for (name, n) in cases {
+            let v = view(&n);
+            let (severity, head, code) = verdict(&v);
+            assert_eq!((severity, code), (Severity::NotClean, 1), "{name}: {head}");
+            assert!(head.starts_with("NODE: NOT CLEAN ("), "{name}: {head}");
+        }
+        let n = TestNode::clean().both(Component::KubeApiserver, "agent");
+        let receipts = Receipts::default();
+        let v = view_of(
+            &n,
+            Asked::default(),
+            &receipts,
+            &all_healthy(),
+            Read {
+                conflicts: vec![conflict(Component::KubeApiserver, "agent", false)],
+                ..read()
+            },
+        );
+        let (severity, head, code) = verdict(&v);
+        assert_eq!((severity, code), (Severity::NotClean, 1), "{head}");
+        assert!(
+            head.starts_with(
+                "NODE: CONFLICT: kube-apiserver.yaml in both directories (they differ)"
+            ),
+            "{head}"
+        );
+    }
+
+    /// SPEC 6 (v1.2) and 10: the live node decides too: not running,
+    /// unhealthy or serving an expired certificate is ACTION NEEDED (exit
+    /// 4); needing a restart, serving a certificate that is not its
+    /// file's, or not checked is not clean (exit 1).
+    #[test]
+    fn live_findings_exit_4_or_1_as_spec_10_weighs_them() {
+        let etcd = |f: fn(&mut Observed)| {
+            observed(move |o| {
+                if o.name == "etcd" {
+                    f(o)
+                }
+            })
+        };
+        let four: [Change; 3] = [
+            ("not running", |o| o.containers = Ok(Containers::Absent)),
+            ("unhealthy", |o| {
+                o.health = Some(Ok(Health::Unhealthy("503".into())))
+            }),
+            ("serves expired", |o| {
+                o.ports = vec![Port {
+                    port: 2379,
+                    file: "/etc/kubernetes/pki/etcd/server.crt".into(),
+                    served: Ok(Served::Expired(EXPIRED)),
+                }]
+            }),
+        ];
+        for (name, f) in four {
+            let v = view_live(&TestNode::clean(), &etcd(f));
+            let (severity, head, code) = verdict(&v);
+            assert_eq!((severity, code), (Severity::ActionNeeded, 4), "{name}");
+            assert!(
+                head.starts_with("NODE: ACTION NEEDED: etcd "),
+                "{name}: {head}"
+            );
+        }
+        let one: [Change; 3] = [
+            ("restart needed", |o| {
+                o.newest = Some(Ok(Written {
+                    file: "/etc/kubernetes/pki/etcd/server.crt".into(),
+                    at: NOW - time::Duration::minutes(10),
+                }))
+            }),
+            ("serves other", |o| {
+                o.ports = vec![Port {
+                    port: 2379,
+                    file: "/etc/kubernetes/pki/etcd/server.crt".into(),
+                    served: Ok(Served::Other),
+                }]
+            }),
+            ("not checked", |o| {
+                o.health = Some(Err(Unseen::Probe("connection refused".into())))
+            }),
+        ];
+        for (name, f) in one {
+            let v = view_live(&TestNode::clean(), &etcd(f));
+            assert_eq!(
+                verdict(&v),
+                (Severity::NotClean, "NODE: NOT CLEAN (1 problem)", 1),
+                "{name}"
+            );
+        }
+        // No runtime: said once, never assumed healthy.
+        let v = view_live(
+            &TestNode::clean(),
+            &observed(|o| o.containers = Err(Unseen::Runtime("crictl: not found".into()))),
+        );
+        assert_eq!(verdict(&v).2, 1);
+        assert_eq!(
+            v.drafted.document.reasons,
+            ["containers not checked: crictl: not found"]
+        );
+    }
+
+    /// SPEC 6 (v1.2): a renewal at work shows its progress, not problems:
+    /// RENEWAL IN PROGRESS, its step, the component it restarts down by
+    /// design (its live findings are progress too); exit 4 stays while a
+    /// pod is down (SPEC 7). Another pod down is named.
+    #[test]
+    fn a_renewal_at_work_shows_its_progress_and_exit_4_stays() {
+        let n = TestNode::clean()
+            .phase(
+                v2(
+                    "op-1",
+                    PhaseState::RestartPending,
+                    Some(Component::KubeApiserver),
+                ),
+                None,
+            )
+            .staged(Component::KubeApiserver)
+            .held_by_runbook("op-1");
+        let apiserver_down = observed(|o| {
+            if o.name == "kube-apiserver" {
+                o.containers = Ok(Containers::Absent)
+            }
+        });
+        let v = view_live(&n, &apiserver_down);
+        assert_eq!(
+            verdict(&v),
+            (
+                Severity::InProgress,
+                "NODE: RENEWAL IN PROGRESS: restarting kube-apiserver (2 of 4); do not touch",
+                4
+            )
+        );
+        assert!(v
+            .drafted
+            .text
+            .contains("\nin progress: renew op-1 (pid 4242)"));
+
+        let v = view_live(&n.clone().missing(Component::Etcd), &apiserver_down);
+        let (severity, head, code) = verdict(&v);
+        assert_eq!((severity, code), (Severity::InProgress, 4));
+        assert!(
+            head.starts_with(
+                "NODE: RENEWAL IN PROGRESS: restarting kube-apiserver (2 of 4); etcd down; do not touch"
+            ),
+            "{head}"
+        );
+    }
+
+    /// SPEC 12 (v1.3) and 6: a node that is not a control plane is one
+    /// verdict, exit 1, never ACTION NEEDED for pods that never existed,
+    /// and nothing is advised.
+    #[test]
+    fn not_a_control_plane_is_one_verdict_exit_1() {
+        let mut n = TestNode::clean();
+        for c in Component::ALL {
+            n = n.missing(c);
+        }
+        let why =
+            "not a kubeadm control-plane node: none of the four static pod manifests is anywhere";
+        let receipts = Receipts::default();
+        let v = view_of(
+            &n,
+            Asked::default(),
+            &receipts,
+            &all_healthy(),
+            Read {
+                foreign: Some(why.into()),
+                ..read()
+            },
+        );
+        assert_eq!(v.severity, Severity::NotClean);
+        assert_eq!(v.drafted.code, 1);
+        assert_eq!(v.drafted.text, format!("NODE: NOT CLEAN: {why}\n"));
+        assert_eq!(v.drafted.document.reasons, [why]);
+        assert!(v.drafted.document.next_steps.is_empty());
+    }
+
+    /// The exit code's rule itself (SPEC 6, 7): not a control plane 1;
+    /// else 4 when an operator must act; else 0 clean, 1 not clean.
+    #[test]
+    fn the_view_code_follows_spec_6_and_7() {
+        let s = TestNode::clean().0;
+        let cmd = advice::commands(&Global::for_tests(Path::new("/")), &s);
+        let base = advice::advise::<&str>(&s, &[], &[], &cmd, NOW, 30);
+        let with = |f: fn(&mut advice::Advice)| {
+            let mut a = base.clone();
+            f(&mut a);
+            a
+        };
+        let down = with(|a| a.not_active = vec![Component::Etcd]);
+        let expired = with(|a| a.expired = true);
+        let live = with(|a| a.live = vec!["etcd not running".into()]);
+        assert_eq!(view_code(false, &base, true), exit::OK);
+        assert_eq!(view_code(false, &base, false), exit::FAILED);
+        for a in [&down, &expired, &live] {
+            assert_eq!(view_code(false, a, false), exit::OPERATOR_MUST_ACT);
+            assert_eq!(view_code(true, a, false), exit::FAILED);
+        }
+        assert_eq!((exit::OK, exit::FAILED, exit::OPERATOR_MUST_ACT), (0, 1, 4));
+    }
+
+    /// SPEC 6 (v1.2): the headline never contradicts the code: CLEAN and
+    /// RENEWAL DUE are 0, ACTION NEEDED 4, NOT CLEAN and CONFLICT 1.
+    #[test]
+    fn the_headline_never_contradicts_the_code() {
+        let nodes = [
+            TestNode::clean(),
+            TestNode::clean().leaf_ends("etcd-server", DUE),
+            TestNode::clean().staged(Component::Etcd),
+            TestNode::clean().leaf_ends("etcd-server", EXPIRED),
+            TestNode::clean()
+                .leaf_ends("etcd-server", EXPIRED)
+                .staged(Component::Etcd),
+            TestNode::clean().kubelet_client_ends(EXPIRED),
+            TestNode::clean().malformed_phase(),
+            TestNode::clean().held_by_stranger().staged(Component::Etcd),
+            TestNode::clean().phase(
+                legacy(PhaseState::RestartPending, Some(Component::Etcd)),
+                None,
+            ),
+            TestNode::clean().both(Component::Etcd, "agent"),
+        ];
+        for n in &nodes {
+            let v = view(n);
+            let (_, head, code) = verdict(&v);
+            let want = if head.starts_with("NODE: CLEAN") || head.starts_with("NODE: RENEWAL DUE") {
+                0
+            } else if head.starts_with("NODE: ACTION NEEDED") {
+                4
+            } else {
+                assert!(
+                    head.starts_with("NODE: NOT CLEAN") || head.starts_with("NODE: CONFLICT"),
+                    "{head}"
+                );
+                1
+            };
+            assert_eq!(code, want, "{head}");
+        }
+    }
+
+    /// SPEC 6 (v1.1): with `--evidence` asked for, its step is not offered
+    /// again; the others stay.
+    #[test]
+    fn evidence_asked_for_is_not_offered_again() {
+        let n = TestNode::clean().staged(Component::KubeApiserver);
+        let receipts = Receipts::default();
+        let asked = Asked {
+            evidence: true,
+            ..Asked::default()
+        };
+        let v = view_of(&n, asked, &receipts, &all_healthy(), read());
+        let steps = &v.drafted.document.next_steps;
+        assert_eq!(steps.len(), 1, "{steps:#?}");
+        assert!(steps[0].command.as_deref().is_some_and(
+            |c| c.ends_with(" mv -n nvke-cert-renewal-staging/kube-apiserver.yaml manifests/")
+        ));
+    }
+
+    /// SPEC 6: with an ID, the view says what a fencing check would do; an
+    /// ID the node never saw is said (with the nearest known), and does
+    /// not make a clean node unclean.
+    #[test]
+    fn an_asked_operation_gets_its_fencing_plan_and_an_unknown_one_is_said() {
+        let id = OperationId::parse("op-2").unwrap();
+        let receipts = Receipts {
+            asked: Some(None),
+            known_ids: vec!["op-1".into()],
+            ..Receipts::default()
+        };
+        let asked = Asked {
+            id: Some(&id),
+            ..Asked::default()
+        };
+        let v = view_of(&TestNode::clean(), asked, &receipts, &all_healthy(), read());
+        assert_eq!(verdict(&v).2, 0);
+        let d = &v.drafted.document;
+        assert!(
+            d.warnings[0].starts_with("operation op-2 is unknown to this node"),
+            "{:?}",
+            d.warnings
+        );
+        assert!(matches!(
+            d.fencing,
+            Some(doc::FencingPlan::Abandon { ref restore, .. }) if restore.is_empty()
+        ));
+        // The state directory refused: a fencing check is unconfirmed.
+        let v = view_of(
+            &TestNode::clean().state_refused(),
+            asked,
+            &receipts,
+            &all_healthy(),
+            read(),
+        );
+        assert!(matches!(
+            v.drafted.document.fencing,
+            Some(doc::FencingPlan::Refuse { .. })
+        ));
+    }
+}
