@@ -627,52 +627,139 @@ fn the_lock_holders_command_line_stays_out_of_the_bundle() {
 }
 
 /// The credentials planted by [`secret_node`], as they must never appear
-/// in a bundle: each with the member it is in and what its mark must
-/// follow there.
-const PLANTED: [(&str, &str, &str); 9] = [
+/// in a bundle: each with the member it is in, what its mark must follow
+/// there, and the value its mark is of (the credential itself, or the
+/// whole scalar it is part of).
+const PLANTED: [(&str, &str, &str, &str); 15] = [
     (
         "EtcdPass-456",
         "manifests/kube-apiserver.yaml",
         "--etcd-password=",
+        "EtcdPass-456",
     ),
     (
         "EtcdPass-457",
         "agent-staging/kube-apiserver.yaml",
         "--etcd-password=",
+        "EtcdPass-457",
     ),
-    ("SepToken-789", "manifests/kube-apiserver.yaml", "    - "),
-    ("PeerPass-123", "manifests/kube-vip.yaml", "value: \""),
-    ("VipToken-234", "manifests/kube-vip.yaml", "value: "),
-    ("ApiSecret-345", "manifests/kube-vip.yaml", "value: "),
+    (
+        "SepToken-789",
+        "manifests/kube-apiserver.yaml",
+        "    - ",
+        "SepToken-789",
+    ),
+    (
+        "PeerPass-123",
+        "manifests/kube-vip.yaml",
+        "- name: bgp_peerpass\n      value: ",
+        "PeerPass-123",
+    ),
+    (
+        "PeerCont-904b",
+        "manifests/kube-vip.yaml",
+        "- name: BGP_PASSWORD\n      value: ",
+        "PeerCont-904a PeerCont-904b",
+    ),
+    (
+        "VipToken-234",
+        "manifests/kube-vip.yaml",
+        "value: ",
+        "VipToken-234",
+    ),
+    (
+        "ApiSecret-345",
+        "manifests/kube-vip.yaml",
+        "value: ",
+        "ApiSecret-345",
+    ),
     (
         "StagedSecret-567",
         "staging/kube-scheduler.yaml",
         "--client-secret=",
+        "StagedSecret-567",
     ),
     (
         "k8stok.q7w8e9r0t1y2u3i4",
         "manifests/extra.yaml",
-        "[\"--bootstrap-token\", \"",
+        "- --bootstrap-token\n    - ",
+        "k8stok.q7w8e9r0t1y2u3i4",
     ),
-    ("x-planted-password", "manifests/extra.yaml", "password: "),
+    (
+        "x-planted-password",
+        "manifests/extra.yaml",
+        "password: ",
+        "x-planted-password",
+    ),
+    (
+        "JsonToken-901",
+        "manifests/json-pod.json",
+        "- --token\n    - ",
+        "JsonToken-901",
+    ),
+    (
+        "FlowPass-902",
+        "manifests/flow.yaml",
+        "- --password\n    - ",
+        "FlowPass-902",
+    ),
+    (
+        "Probe-905",
+        "manifests/flow.yaml",
+        "- name: Authorization\n          value: ",
+        "Bearer Probe-905",
+    ),
+    (
+        "BasicPass-906",
+        "manifests/flow.yaml",
+        "- name: X-Upstream\n          value: ",
+        "Basic BasicPass-906",
+    ),
+    (
+        "UrlPass-907",
+        "manifests/flow.yaml",
+        "https://root:",
+        "UrlPass-907",
+    ),
+];
+
+/// Planted in files the bundle must leave out (a duplicate key, not YAML).
+const LEFT_OUT: [(&str, &str, &str); 2] = [
+    (
+        "DupToken-908",
+        "/etc/kubernetes/manifests/dup.json",
+        "not redacted, so left out: does not parse as YAML: a duplicate mapping key at line 4, column 4",
+    ),
+    (
+        "Broken-909",
+        "/etc/kubernetes/manifests/broken.yaml",
+        "not redacted, so left out: does not parse as YAML at line",
+    ),
 ];
 
 /// A JWT, as a kubeconfig's `token:` carries it.
 const JWT: &str = "eyJhbGciOiJSUzI1NiIsImtpZCI6Ik5vdFJlYWwxMjMifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50Iiwic3ViIjoic3lzdGVtOnNlcnZpY2VhY2NvdW50In0.c2lnbmF0dXJlMDEyMzQ1Njc4OWFiY2RlZkFCQ0RFRg";
 
-/// Every secret shape of SPEC 6 v1.2 planted in manifests/ and the
-/// staging directories: kube-vip's `bgp_peerpass` and env vars named
-/// `*_TOKEN`, `*_SECRET`; `--etcd-password=`, a separate-arg `--token`, a
-/// staged copy's `--client-secret=`, the agent's copy of kube-apiserver
-/// with another password (a staging conflict: the status document quotes
-/// both in its diff); a stray with a base64 DER key without
-/// PEM armour, a kubeconfig-looking `token:` (a JWT), a flow-style
-/// `--bootstrap-token`, a `password:` key, and one with a PEM private key.
+/// Every secret shape of SPEC 6 v1.2 and v1.3 planted in manifests/ and
+/// the staging directories: kube-vip's `bgp_peerpass` with its value on
+/// the next line, a `BGP_PASSWORD` whose plain value goes on over two
+/// lines, env vars named `*_TOKEN`, `*_SECRET`; `--etcd-password=`, a
+/// separate-arg `--token`, a staged copy's `--client-secret=`, the
+/// agent's copy of kube-apiserver with another password (a staging
+/// conflict: the status document quotes both in its diff); a stray with a
+/// base64 DER key without PEM armour, a kubeconfig-looking `token:` (a
+/// JWT), a flow-style `--bootstrap-token`, a `password:` in a block
+/// scalar; a JSON static pod with one argument a line (`"--token",` then
+/// its value); a flow list over two lines (`--password,` then its value),
+/// an `Authorization: Bearer` and a `Basic` probe header and a URL's
+/// password; one with a PEM private key; and two the bundle cannot read:
+/// a JSON manifest with two `command` keys (the first holding a token)
+/// and one that is not YAML.
 fn secret_node() -> (tempfile::TempDir, PathBuf) {
     node(&format!(
         r#"
 sed -i 's|^    - kube-apiserver$|&\n    - --etcd-password=EtcdPass-456\n    - --token\n    - SepToken-789|' "$K/manifests/kube-apiserver.yaml"
-sed -i 's|^    - name: address$|    - name: bgp_peerpass\n      value: "PeerPass-123"\n    - name: VIP_TOKEN\n      value: VipToken-234\n    - name: API_SECRET\n      value: ApiSecret-345\n&|' "$K/manifests/kube-vip.yaml"
+sed -i 's|^    - name: address$|    - name: bgp_peerpass\n      value:\n        "PeerPass-123"\n    - name: BGP_PASSWORD\n      value: PeerCont-904a\n        PeerCont-904b\n    - name: VIP_TOKEN\n      value: VipToken-234\n    - name: API_SECRET\n      value: ApiSecret-345\n&|' "$K/manifests/kube-vip.yaml"
 sed -i 's|^    - kube-scheduler$|&\n    - --client-secret=StagedSecret-567|' "$K/manifests/kube-scheduler.yaml"
 stage kube-scheduler
 agent_staging_dir
@@ -700,6 +787,52 @@ spec:
       value: |
         password: x-planted-password
 YAML
+put "$K/manifests/json-pod.json" 0600 <<'JSON'
+{{
+  "apiVersion": "v1",
+  "kind": "Pod",
+  "metadata": {{"name": "json-pod"}},
+  "spec": {{
+    "containers": [
+      {{
+        "name": "json-pod",
+        "image": "registry.k8s.io/pause:3.9",
+        "command": [
+          "json-pod",
+          "--token",
+          "JsonToken-901",
+          "--v=2"
+        ]
+      }}
+    ]
+  }}
+}}
+JSON
+put "$K/manifests/flow.yaml" 0600 <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: flow
+spec:
+  containers:
+  - name: flow
+    image: registry.k8s.io/pause:3.9
+    args: [--v=2, --password,
+      FlowPass-902, "--upstream=https://root:UrlPass-907@10.0.0.1:2379"]
+    livenessProbe:
+      httpGet:
+        path: /healthz
+        port: 8080
+        httpHeaders: [{{name: Authorization, value: "Bearer Probe-905"}},
+          {{name: X-Upstream, value: Basic BasicPass-906}}]
+YAML
+put "$K/manifests/dup.json" 0600 <<'JSON'
+{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "dup"}},
+ "spec": {{"containers": [{{"name": "dup", "image": "registry.k8s.io/pause:3.9",
+   "command": ["dup", "--token=DupToken-908"],
+   "command": ["dup"]}}]}}}}
+JSON
+printf 'apiVersion: v1\nkind: Pod\nspec: [--token=Broken-909\n' | put "$K/manifests/broken.yaml"
 printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  annotations:\n    k: |\n' | put "$K/manifests/pem.yaml"
 sed 's/^/      /' "$K/pki/sa.key" >> "$K/manifests/pem.yaml"
 "#,
@@ -707,9 +840,11 @@ sed 's/^/      /' "$K/pki/sa.key" >> "$K/manifests/pem.yaml"
     ))
 }
 
-/// SPEC 6 v1.2 (issue 25 item 2): no credential leaves the node in the
-/// bundle; each is `<redacted sha256:HEX>` of its bytes, where it was;
-/// paths, booleans and digests an operator needs stay.
+/// SPEC 6 v1.2 and v1.3 (issue 25 item 2, issue 40 item 3): no credential
+/// leaves the node in the bundle, wherever it stood in its manifest; each
+/// is `<redacted sha256:HEX>` of its bytes, where it was; paths, booleans
+/// and digests an operator needs stay; a manifest the bundle cannot read
+/// is left out and listed with why.
 #[test]
 fn credentials_in_manifests_are_redacted_and_paths_stay() {
     let (_t, root) = secret_node();
@@ -742,21 +877,25 @@ fn credentials_in_manifests_are_redacted_and_paths_stay() {
     let mark = |v: &str| format!("<redacted sha256:{}>", sha256_hex(v.as_bytes()));
     for (name, bytes) in &files {
         let text = String::from_utf8_lossy(bytes);
-        for (secret, _, _) in PLANTED {
+        for (secret, _, _, _) in PLANTED {
+            assert!(!text.contains(secret), "{name} holds {secret:?}");
+        }
+        for (secret, _, _) in LEFT_OUT {
             assert!(!text.contains(secret), "{name} holds {secret:?}");
         }
         assert!(!text.contains(&der[..64]), "{name} holds the DER key");
         assert!(!text.contains(&JWT[40..]), "{name} holds the JWT");
     }
-    for (secret, member, before) in PLANTED {
+    for (secret, member, before, value) in PLANTED {
         let text = get(member);
         assert!(
-            text.contains(&format!("{before}{}", mark(secret))),
+            text.contains(&format!("{before}{}", mark(value))),
             "{member}: {secret:?} not redacted in place:\n{text}"
         );
     }
-    // The conflict's diff in the bundle's status.json: marks, not values
-    // (the printed document keeps them, for the operator's screen).
+    // The conflict's diff in the bundle's status.json is made from the
+    // copies as the bundle holds them: marks, not values (the printed
+    // document keeps them, for the operator's screen).
     let status = get("status.json");
     for secret in ["EtcdPass-456", "EtcdPass-457", "SepToken-789"] {
         assert!(status.contains(&mark(secret)), "{secret}: {status}");
@@ -768,7 +907,7 @@ fn credentials_in_manifests_are_redacted_and_paths_stay() {
         "{extra}"
     );
     assert!(extra.contains(&format!("value: {}", mark(JWT))), "{extra}");
-    // Kept: paths, booleans, plain values, a digest.
+    // Kept: paths, booleans, plain values, a digest, flags without a secret.
     let api = get("manifests/kube-apiserver.yaml");
     for kept in [
         "    - --service-account-key-file=/etc/kubernetes/pki/sa.pub\n",
@@ -781,27 +920,90 @@ fn credentials_in_manifests_are_redacted_and_paths_stay() {
     assert!(extra.contains(&format!("@sha256:{}\n", "ab12".repeat(16))));
     assert!(extra.contains("      value: x-plain-value\n"), "{extra}");
     assert!(get("manifests/kube-vip.yaml").contains("      value: 10.0.0.10\n"));
-    // The PEM key is refused whole, as before.
+    let flow = get("manifests/flow.yaml");
+    assert!(flow.contains("    - --v=2\n    - --password\n"), "{flow}");
+    assert!(
+        flow.contains("--upstream=https://root:<redacted sha256:"),
+        "{flow}"
+    );
+    assert!(flow.contains("@10.0.0.1:2379\n"), "{flow}");
+    assert!(get("manifests/json-pod.json").contains("    - --v=2\n"));
+    // A kubeadm manifest with no secret comes out as it went in.
+    let etcd = std::fs::read_to_string(root.join(K).join("manifests/etcd.yaml")).unwrap();
+    assert_eq!(get("manifests/etcd.yaml"), etcd);
+    // The PEM key is refused whole, as before; the files that do not read
+    // are left out, listed with why.
     let skipped = ev["skipped"].to_string();
     assert!(
         skipped
             .contains("/etc/kubernetes/manifests/pem.yaml\",\"reason\":\"looks like a private key"),
         "{skipped}"
     );
-    // Counted in the document, the bundle's manifest and the text.
+    for (_, path, why) in LEFT_OUT {
+        assert!(
+            ev["skipped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["path"] == path && s["reason"].as_str().unwrap().starts_with(why)),
+            "{path}: {skipped}"
+        );
+        let member = format!("nvke-evidence{}", path.replace("/etc/kubernetes", ""));
+        assert!(!files.iter().any(|(f, _)| *f == member), "{member}");
+    }
+    // Counted in the document, the bundle's manifest and the text:
+    // kube-apiserver 2, the agent's copy 2, kube-vip 4, the staged
+    // scheduler 1, extra.yaml 5 (the DER, the JWT twice, the bootstrap
+    // token, the password in a block), json-pod.json 1, flow.yaml 4.
     let m: Value = serde_json::from_str(&get("evidence.json")).unwrap();
-    // kube-apiserver 2, the agent's copy 2, kube-vip 3, the staged
-    // scheduler 1, extra.yaml 5 (DER, the JWT twice, the bootstrap token,
-    // the password in a block), the conflict's diff 3 (both passwords and
-    // the separate-arg token in its context).
-    assert_eq!(ev["redacted"], 16, "{ev}");
+    assert_eq!(ev["redacted"], 19, "{ev}");
     assert_eq!(m["redacted"], ev["redacted"]);
     std::fs::remove_file(root.join("tmp/x.tgz")).unwrap();
     let text = run(&root, &["--evidence", "/tmp/x.tgz"]).stdout;
-    assert!(text.contains("16 credential values redacted"), "{text}");
+    assert!(text.contains("19 credential values redacted"), "{text}");
+    assert!(text.contains("duplicate mapping key"), "{text}");
     // Two bundles of the same node still compare.
     let again = get("manifests/kube-apiserver.yaml");
     assert_eq!(again, api);
+}
+
+/// SPEC 6 v1.3: a staging conflict whose staged copy the bundle cannot
+/// read (a duplicate key) carries no diff in the bundle, only why; its
+/// credential is nowhere in the bundle (the printed document keeps the
+/// node's diff, for the operator's screen).
+#[test]
+fn a_conflict_with_a_copy_left_out_has_no_diff_in_the_bundle() {
+    let (_t, root) = node(
+        r#"
+agent_staging_dir
+sed 's|^kind: Pod$|&\nkind: Pod|; s|^    - kube-apiserver$|&\n    - --etcd-password=Conflict-Pass-1|' "$K/manifests/kube-apiserver.yaml" | put "$K/nvke-cert-renewal-manifests/kube-apiserver.yaml"
+"#,
+    );
+    let r = run(&root, &["--output", "json", "--evidence", "/tmp/x.tgz"]);
+    let doc = json(&r);
+    assert_eq!(doc["evidence"]["written"], true, "{doc}");
+    assert!(r.stdout.contains("Conflict-Pass-1"), "{}", r.stdout);
+    let (_x, files) = extract(&root.join("tmp/x.tgz"));
+    for (name, bytes) in &files {
+        assert!(
+            !String::from_utf8_lossy(bytes).contains("Conflict-Pass-1"),
+            "{name} holds the staged copy's password"
+        );
+    }
+    let status = &files
+        .iter()
+        .find(|(f, _)| f == "nvke-evidence/status.json")
+        .unwrap()
+        .1;
+    let status: Value = serde_json::from_slice(status).unwrap();
+    let staged = "/etc/kubernetes/nvke-cert-renewal-manifests/kube-apiserver.yaml";
+    assert_eq!(
+        status["conflicts"][0]["diff"],
+        serde_json::json!([format!(
+            "(not compared in the bundle: {staged}: not redacted, so left out: does not parse as YAML: a duplicate mapping key at line 3, column 1)"
+        )]),
+        "{status}"
+    );
 }
 
 /// SPEC 6 v1.2 (issue 25 item 3): 1,100 receipts whose IDs and times
@@ -947,4 +1149,503 @@ fn a_signal_while_writing_evidence_leaves_no_file_and_one_document() {
         assert_eq!(doc["exitCode"], 1);
         assert!(entries().is_empty(), "{sig}: left behind: {:?}", entries());
     }
+}
+
+// ---------------------------------------------------------------- property
+
+/// A generated manifest, written by the test in one of three syntaxes.
+#[derive(Clone, Debug)]
+enum G {
+    /// A scalar of characters no syntax escapes.
+    S(String),
+    /// A plain scalar folded over two lines (`a` then `b` deeper: `a b`).
+    Fold(String, String),
+    /// `&name value`.
+    Anchor(String, String),
+    /// `*name` (its anchor's value, for JSON).
+    Alias(String, String),
+    L(Vec<G>),
+    M(Vec<(String, G)>),
+}
+
+/// How a generated manifest is written.
+#[derive(Clone, Copy, Debug)]
+enum Syntax {
+    Block,
+    Flow,
+    Json,
+}
+
+/// Layout choices: indent width, whether a block sequence is indented
+/// under its key, and a stream of coin flips (value on the next line,
+/// quotes, line breaks inside flow collections).
+#[derive(Clone, Debug)]
+struct Layout {
+    indent: usize,
+    seq_indented: bool,
+    flips: Vec<u8>,
+    at: std::cell::Cell<usize>,
+}
+
+impl Layout {
+    fn flip(&self) -> u8 {
+        let i = self.at.get();
+        self.at.set(i + 1);
+        self.flips[i % self.flips.len()]
+    }
+}
+
+fn pad(out: &mut String, n: usize) {
+    out.push_str(&" ".repeat(n));
+}
+
+/// A scalar in YAML: plain, single- or double-quoted (no escape needed).
+fn yaml_scalar(g: &G, l: &Layout, cont: usize, out: &mut String) {
+    match g {
+        G::S(s) => match l.flip() % 3 {
+            0 if !s.starts_with(['-', '*', '&', '{', '[']) => out.push_str(s),
+            1 => out.push_str(&format!("'{s}'")),
+            _ => out.push_str(&format!("\"{s}\"")),
+        },
+        G::Fold(a, b) => {
+            out.push_str(a);
+            out.push('\n');
+            pad(out, cont);
+            out.push_str(b);
+        }
+        G::Anchor(n, v) => out.push_str(&format!("&{n} {v}")),
+        G::Alias(n, _) => out.push_str(&format!("*{n}")),
+        _ => unreachable!(),
+    }
+}
+
+fn block(g: &G, l: &Layout, ind: usize, inline: bool, out: &mut String) {
+    match g {
+        G::L(items) if !items.is_empty() => {
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 || !inline {
+                    pad(out, ind);
+                }
+                out.push_str("- ");
+                block(item, l, ind + 2, true, out);
+            }
+        }
+        G::M(pairs) if !pairs.is_empty() => {
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                if i > 0 || !inline {
+                    pad(out, ind);
+                }
+                out.push_str(k);
+                out.push(':');
+                match v {
+                    G::L(items) if !items.is_empty() => {
+                        out.push('\n');
+                        let deeper = if l.seq_indented { l.indent } else { 0 };
+                        block(v, l, ind + deeper, false, out);
+                    }
+                    G::M(p) if !p.is_empty() => {
+                        out.push('\n');
+                        block(v, l, ind + l.indent, false, out);
+                    }
+                    G::L(_) => out.push_str(" []\n"),
+                    G::M(_) => out.push_str(" {}\n"),
+                    scalar => {
+                        // The value on the key's line, or on the next one.
+                        if l.flip().is_multiple_of(2) {
+                            out.push(' ');
+                        } else {
+                            out.push('\n');
+                            pad(out, ind + l.indent);
+                        }
+                        yaml_scalar(scalar, l, ind + l.indent + 1, out);
+                        out.push('\n');
+                    }
+                }
+            }
+        }
+        G::L(_) => out.push_str("[]\n"),
+        G::M(_) => out.push_str("{}\n"),
+        scalar => {
+            yaml_scalar(scalar, l, ind + 1, out);
+            out.push('\n');
+        }
+    }
+}
+
+/// Flow style, a line break (deeper than `base`) after some commas and
+/// openings.
+fn flow(g: &G, l: &Layout, base: usize, out: &mut String) {
+    let brk = |out: &mut String| {
+        if l.flip().is_multiple_of(3) {
+            out.push('\n');
+            pad(out, base + 1 + (l.flip() % 5) as usize);
+        }
+    };
+    match g {
+        G::L(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                brk(out);
+                flow(item, l, base, out);
+            }
+            out.push(']');
+        }
+        G::M(pairs) => {
+            out.push('{');
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                brk(out);
+                out.push_str(k);
+                out.push_str(": ");
+                flow(v, l, base, out);
+            }
+            out.push('}');
+        }
+        scalar => yaml_scalar(scalar, l, base + 2, out),
+    }
+}
+
+fn to_json(g: &G) -> Value {
+    match g {
+        G::S(s) | G::Anchor(_, s) | G::Alias(_, s) => Value::String(s.clone()),
+        G::Fold(a, b) => Value::String(format!("{a} {b}")),
+        G::L(items) => Value::Array(items.iter().map(to_json).collect()),
+        G::M(pairs) => Value::Object(pairs.iter().map(|(k, v)| (k.clone(), to_json(v))).collect()),
+    }
+}
+
+fn write_manifest(g: &G, syntax: Syntax, l: &Layout) -> String {
+    let mut out = String::new();
+    match syntax {
+        Syntax::Block => block(g, l, 0, false, &mut out),
+        Syntax::Flow => {
+            // A block mapping at the top, each value a flow collection.
+            let G::M(pairs) = g else { unreachable!() };
+            for (k, v) in pairs {
+                out.push_str(k);
+                out.push_str(": ");
+                flow(v, l, 0, &mut out);
+                out.push('\n');
+            }
+        }
+        Syntax::Json => {
+            let v = to_json(g);
+            let indent = [&b" "[..], b"  ", b"    ", b"\t"][(l.flip() % 4) as usize];
+            let mut buf = Vec::new();
+            let fmt = serde_json::ser::PrettyFormatter::with_indent(indent);
+            let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+            serde::Serialize::serialize(&v, &mut ser).unwrap();
+            out = String::from_utf8(buf).unwrap();
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The credential shapes of SPEC 6 v1.2 and v1.3, as the generator plants them.
+const SHAPES: [&str; 12] = [
+    "--NAME=V",
+    "--NAME then V",
+    "a shell command's --NAME=V",
+    "env {name, value}",
+    "env value folded over two lines",
+    "a credential key",
+    "an Authorization header",
+    "a Basic header",
+    "a URL's password",
+    "long base64",
+    "an anchor aliased into a credential's place",
+    "kube-vip bgp_peerpass",
+];
+
+/// The values every generated manifest holds that must stay.
+fn kept_values() -> Vec<String> {
+    vec![
+        "--tls-private-key-file=/etc/kubernetes/pki/apiserver.key".into(),
+        "--enable-bootstrap-token-auth=true".into(),
+        "--service-account-max-token-expiration=48h".into(),
+        format!(
+            "registry.k8s.io/etcd:3.5.15-0@sha256:{}",
+            "0123456789abcdef".repeat(4)
+        ),
+        "plain-value-1".into(),
+    ]
+}
+
+/// A manifest with `plants` credentials (shape index, value) and the
+/// byte strings that must not be in any bundle.
+fn manifest_of(plants: &[(usize, String)]) -> (G, Vec<String>) {
+    let s = |v: &str| G::S(v.to_string());
+    let kept = kept_values();
+    let mut command = vec![
+        s("kube-gen"),
+        s(&kept[0]),
+        s("--v=2"),
+        s(&kept[1]),
+        s(&kept[2]),
+    ];
+    let mut env = vec![G::M(vec![
+        ("name".into(), s("PLAIN")),
+        ("value".into(), s(&kept[4])),
+    ])];
+    let mut headers = vec![G::M(vec![
+        ("name".into(), s("Accept")),
+        ("value".into(), s("json")),
+    ])];
+    let mut annotations = vec![("example.com/plain".to_string(), s("x"))];
+    let mut config = vec![("user".to_string(), s("admin"))];
+    let mut secrets = Vec::new();
+    let names = [
+        "etcd-password",
+        "token",
+        "client-secret",
+        "api-key",
+        "bgp-passwd",
+    ];
+    let envs = [
+        "DB_PASSWORD",
+        "API_TOKEN",
+        "CLIENT_SECRET",
+        "SSH_KEY",
+        "X_PASSWD",
+    ];
+    for (i, (shape, v)) in plants.iter().enumerate() {
+        let name = names[i % names.len()];
+        let env_name = envs[i % envs.len()];
+        secrets.push(v.clone());
+        match shape {
+            0 => command.push(s(&format!("--{name}={v}"))),
+            1 => command.extend([s(&format!("--{name}")), s(v)]),
+            2 => command.push(s(&format!("exec kube-gen --{name}={v} --v=2"))),
+            3 => env.push(if i % 2 == 0 {
+                G::M(vec![("name".into(), s(env_name)), ("value".into(), s(v))])
+            } else {
+                G::M(vec![("value".into(), s(v)), ("name".into(), s(env_name))])
+            }),
+            4 => {
+                let (a, b) = v.split_at(v.len() / 2);
+                env.push(G::M(vec![
+                    ("name".into(), s(env_name)),
+                    ("value".into(), G::Fold(a.to_string(), b.to_string())),
+                ]));
+                secrets.pop();
+                secrets.extend([a.to_string(), b.to_string()]);
+            }
+            5 => config.push((
+                format!("{}-{i}", ["password", "token", "bgp_peerpass"][i % 3]),
+                s(v),
+            )),
+            6 => headers.push(G::M(vec![
+                ("name".into(), s(["Authorization", "authorization"][i % 2])),
+                ("value".into(), s(&format!("Bearer {v}"))),
+            ])),
+            7 => headers.push(G::M(vec![
+                ("name".into(), s("X-Upstream")),
+                ("value".into(), s(&format!("Basic {v}"))),
+            ])),
+            8 => command.push(s(&format!("--etcd-servers=https://root:{v}@10.0.0.1:2379"))),
+            9 => annotations.push((format!("example.com/blob-{i}"), s(v))),
+            10 => {
+                let anchor = format!("a{i}");
+                annotations.push((
+                    format!("example.com/note-{i}"),
+                    G::Anchor(anchor.clone(), v.clone()),
+                ));
+                env.push(G::M(vec![
+                    ("name".into(), s(env_name)),
+                    ("value".into(), G::Alias(anchor, v.clone())),
+                ]));
+            }
+            _ => env.push(G::M(vec![
+                ("name".into(), s("bgp_peerpass")),
+                ("value".into(), s(v)),
+            ])),
+        }
+    }
+    let container = G::M(vec![
+        ("name".into(), s("gen")),
+        ("image".into(), s(&kept[3])),
+        ("command".into(), G::L(command)),
+        ("env".into(), G::L(env)),
+        ("x-config".into(), G::M(config)),
+        (
+            "livenessProbe".into(),
+            G::M(vec![(
+                "httpGet".into(),
+                G::M(vec![
+                    ("path".into(), s("/healthz")),
+                    ("httpHeaders".into(), G::L(headers)),
+                ]),
+            )]),
+        ),
+    ]);
+    let pod = G::M(vec![
+        ("apiVersion".into(), s("v1")),
+        ("kind".into(), s("Pod")),
+        (
+            "metadata".into(),
+            G::M(vec![
+                ("name".into(), s("gen")),
+                ("annotations".into(), G::M(annotations)),
+            ]),
+        ),
+        (
+            "spec".into(),
+            G::M(vec![("containers".into(), G::L(vec![container]))]),
+        ),
+    ]);
+    (pod, secrets)
+}
+
+/// A credential of shape `shape`, unique by `i`: characters no syntax
+/// escapes, never a path, a boolean or a duration.
+fn arb_plants() -> impl proptest::strategy::Strategy<Value = Vec<(usize, String)>> {
+    use proptest::prelude::*;
+    proptest::collection::vec(
+        (
+            0..SHAPES.len(),
+            "[A-Za-z0-9._-]{6,20}",
+            "[A-Za-z0-9+/]{70,90}",
+        ),
+        1..12,
+    )
+    .prop_map(|v| {
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (shape, word, b64))| {
+                let value = if shape == 9 {
+                    // Long base64: mixed case and a digit, whatever was drawn.
+                    format!("Zq{i}{b64}")
+                } else {
+                    format!("Cr{i}d{word}")
+                };
+                (shape, value)
+            })
+            .collect()
+    })
+}
+
+fn arb_layout() -> impl proptest::strategy::Strategy<Value = (Syntax, Layout)> {
+    use proptest::prelude::*;
+    (
+        prop_oneof![Just(Syntax::Block), Just(Syntax::Flow), Just(Syntax::Json)],
+        2usize..=4,
+        any::<bool>(),
+        proptest::collection::vec(any::<u8>(), 1..64),
+    )
+        .prop_map(|(syntax, indent, seq_indented, flips)| {
+            (
+                syntax,
+                Layout {
+                    indent,
+                    seq_indented,
+                    flips,
+                    at: std::cell::Cell::new(0),
+                },
+            )
+        })
+}
+
+/// SPEC 6 v1.3 (issue 40 item 3): for generated manifests (YAML block,
+/// YAML flow, JSON; random indentation, values on the next line, flow
+/// collections broken over lines, plain scalars folded) with random
+/// credentials in every shape, the redactor's output holds no credential
+/// byte string and keeps every path, digest and plain value; it is the
+/// same bytes twice; then one bundle of such manifests, end to end.
+#[test]
+fn generated_manifests_leak_no_credential() {
+    use nvke_cert_runbook::rules::redact::redact;
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::{Config, TestRunner};
+    let cases = 256;
+    let mut runner = TestRunner::new(Config::with_cases(cases));
+    let generated = std::cell::Cell::new(0u32);
+    let shapes = std::cell::RefCell::new(BTreeSet::new());
+    let strategy = (arb_plants(), arb_layout());
+    runner
+        .run(&strategy, |(plants, (syntax, layout))| {
+            let (pod, secrets) = manifest_of(&plants);
+            let text = write_manifest(&pod, syntax, &layout);
+            let out = redact(text.as_bytes())
+                .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e}:\n{text}")))?;
+            for s in &secrets {
+                proptest::prop_assert!(
+                    !out.text.contains(s.as_str()),
+                    "{s:?} leaked from\n{text}\nas\n{}",
+                    out.text
+                );
+            }
+            for k in kept_values() {
+                proptest::prop_assert!(
+                    out.text.contains(&k),
+                    "{k:?} lost from\n{text}\nas\n{}",
+                    out.text
+                );
+            }
+            let again = redact(text.as_bytes()).unwrap();
+            proptest::prop_assert_eq!(&again, &out);
+            generated.set(generated.get() + 1);
+            shapes.borrow_mut().extend(plants.iter().map(|(s, _)| *s));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(shapes.borrow().len(), SHAPES.len(), "every shape generated");
+
+    // One bundle, end to end: a manifest of every shape in each syntax.
+    let all: Vec<(usize, String)> = (0..SHAPES.len())
+        .map(|s| {
+            (
+                s,
+                format!(
+                    "Cr{s}dEndToEnd{s}x{}",
+                    "Ab1".repeat(if s == 9 { 30 } else { 1 })
+                ),
+            )
+        })
+        .collect();
+    let (pod, secrets) = manifest_of(&all);
+    let (_t, root) = node("");
+    let mut layout = arb_layout().new_tree(&mut runner).unwrap().current().1;
+    for (i, (syntax, name)) in [
+        (Syntax::Block, "gen-block.yaml"),
+        (Syntax::Flow, "gen-flow.yaml"),
+        (Syntax::Json, "gen.json"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        layout.indent = 2 + i;
+        let p = root.join(K).join("manifests").join(name);
+        std::fs::write(&p, write_manifest(&pod, syntax, &layout)).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let r = run(&root, &["--output", "json", "--evidence", "/tmp/x.tgz"]);
+    let ev = &json(&r)["evidence"];
+    assert_eq!(ev["written"], true, "{ev}");
+    assert_eq!(ev["skipped"], serde_json::json!([]), "{ev}");
+    let (_x, files) = extract(&root.join("tmp/x.tgz"));
+    for (name, bytes) in &files {
+        let text = String::from_utf8_lossy(bytes);
+        for s in &secrets {
+            assert!(!text.contains(s.as_str()), "{name} holds {s:?}");
+        }
+    }
+    for name in ["gen-block.yaml", "gen-flow.yaml", "gen.json"] {
+        let member = format!("nvke-evidence/manifests/{name}");
+        let (_, bytes) = files.iter().find(|(f, _)| *f == member).unwrap();
+        let text = String::from_utf8_lossy(bytes);
+        for k in kept_values() {
+            assert!(text.contains(&k), "{member} lost {k:?}:\n{text}");
+        }
+    }
+    support::say(&format!(
+        "evidence: {} generated manifests, {} credential shapes, 0 leaked (and one bundle of 3, end to end)",
+        generated.get(),
+        SHAPES.len()
+    ));
 }

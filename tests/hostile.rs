@@ -922,7 +922,11 @@ fn not_root() -> Option<String> {
 /// the hostile input and the bundle its refusal: the view writes the
 /// bundle (and nothing else), which must not hold the secret but its
 /// `<redacted sha256:...>` mark (or, for a PEM key, not the file at all);
-/// stderr names the file. The view exits 1 (a plain copy has no runtime:
+/// stderr names the file. v1.3 (issue 40 item 3), redaction by structure:
+/// 10,000 items in one flow sequence (read within the bounds, the token
+/// among them redacted), a JSON manifest with a duplicate key (left out
+/// whole, the reason naming the duplicate key), a credential in an anchor
+/// that an alias puts in `bgp_peerpass`. The view exits 1 (a plain copy has no runtime:
 /// the live node is not checked), 4 with a manifest staged. Then the
 /// bundle's own refusals of PATH: a file already there, a symlink to the
 /// outside sentinel, a directory the bundle reads. tests/evidence.rs checks
@@ -1107,6 +1111,88 @@ fn evidence_cases() -> Vec<Case> {
                 .map(|l| (l.to_string(), false))
                 .collect()
         }),
+    );
+    // SPEC 6 v1.3 (issue 40 item 3): redaction by structure. A manifest
+    // that is valid YAML with 10,000 items in one flow sequence (within
+    // the reader's bounds: read, and the token in it redacted); a JSON
+    // manifest with two `command` keys, the first holding a token (left
+    // out whole, listed with why: never copied as it is); a credential in
+    // an anchor that an alias puts in kube-vip's `bgp_peerpass`.
+    v.push(
+        case(
+            "evidence",
+            "evidence-flow-10000-items",
+            "kube-scheduler args: [10,000 flow items, --token, Many-Items-10]",
+        )
+        .setup(|e| {
+            tmp_dir(e);
+            let items: Vec<String> = (0..10_000).map(|i| format!("--x{i}=y")).collect();
+            let to = format!(
+                "  - args: [{}, --token, Many-Items-10]\n    command:\n",
+                items.join(", ")
+            );
+            edit(
+                e,
+                &format!("{M}/kube-scheduler.yaml"),
+                "  - command:\n",
+                &to,
+            );
+        })
+        .args(Args::evidence("/tmp/evidence.tgz"))
+        .no_tools()
+        .expect(1, "", &["kube-scheduler.yaml", "redacted"])
+        .allow(Allow::Evidence)
+        .bundle_lacks(|_| vec![("Many-Items-10".to_string(), true)]),
+    );
+    v.push(
+        case(
+            "evidence",
+            "evidence-json-duplicate-keys",
+            "manifests/dup.json: two \"command\" keys, the first with --token=Dup-Token-11",
+        )
+        .setup(|e| {
+            tmp_dir(e);
+            let json = concat!(
+                "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"dup\"},\n",
+                " \"spec\": {\"containers\": [{\"name\": \"dup\", \"image\": \"x\",\n",
+                "   \"command\": [\"dup\", \"--token=Dup-Token-11\"],\n",
+                "   \"command\": [\"dup\"]}]}}\n"
+            );
+            plant_file(e, &format!("{M}/dup.json"), json.as_bytes(), 0o600);
+        })
+        .args(Args::evidence("/tmp/evidence.tgz"))
+        .no_tools()
+        .expect(1, "", &["manifests/dup.json", "duplicate mapping key"])
+        .allow(Allow::Evidence)
+        .bundle_lacks(|_| vec![("Dup-Token-11".to_string(), false)]),
+    );
+    v.push(
+        case(
+            "evidence",
+            "evidence-anchor-alias",
+            "kube-vip annotation &pp Anchor-Pass-12; env bgp_peerpass: *pp",
+        )
+        .setup(|e| {
+            tmp_dir(e);
+            let f = format!("{M}/kube-vip.yaml");
+            edit(
+                e,
+                &f,
+                "  name: kube-vip\n",
+                "  annotations:\n    example.com/note: &pp Anchor-Pass-12\n  name: kube-vip\n",
+            );
+            edit(
+                e,
+                &f,
+                "    - name: address\n",
+                "    - name: bgp_peerpass\n      value: *pp\n    - name: address\n",
+            );
+        })
+        .args(Args::evidence("/tmp/evidence.tgz"))
+        .no_tools()
+        .expect(1, "", &["kube-vip.yaml", "redacted"])
+        .allow(Allow::Evidence)
+        .bundle_lacks(|_| vec![("Anchor-Pass-12".to_string(), true)]),
     );
     // PATH itself: never replaced, never followed, never where the bundle reads.
     v.push(

@@ -36,7 +36,7 @@ pub mod proclocks;
 pub mod progress;
 /// Receipts (SPEC 3): parse, render, bounded messages.
 pub mod receipt;
-/// Credentials out of the evidence bundle (SPEC 6, v1.2).
+/// Credentials out of the evidence bundle, by structure (SPEC 6, v1.3).
 pub mod redact;
 /// The resume rule (SPEC 4 step 3), one for renew, check and status.
 pub(crate) mod resume;

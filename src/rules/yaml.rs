@@ -10,9 +10,11 @@
 //! manifests, in the tests below, use less than a tenth of each);
 //! docs/decisions.md, "YAML within bounds", lists them.
 //!
-//! Pure: bytes in, a value out. Only the first document counts, as the
-//! kubelet's own decoder (sigs.k8s.io/yaml) reads a file; the others still
-//! count against the bounds.
+//! Pure: bytes in, a value out. For [`parse_value`] only the first
+//! document counts, as the kubelet's own decoder (sigs.k8s.io/yaml) reads
+//! a file; the others still count against the bounds. [`parse_documents`]
+//! gives every one as written ([`Node`]: the evidence redactor leaves none
+//! unread and keeps keys in order).
 
 use serde_saphyr::budget::{Budget, BudgetBreach};
 
@@ -167,6 +169,13 @@ fn classify(e: &serde_saphyr::Error) -> YamlError {
         E::ExternalMessage { msg, .. } if msg.contains("recursion limit exceeded") => {
             YamlError::Bound(format!("more than {MAX_DEPTH} levels of nesting"))
         }
+        // A duplicate key (the parser's default policy refuses it): named,
+        // never the key itself.
+        E::DuplicateMappingKey { location, .. } => YamlError::Syntax(format!(
+            "does not parse as YAML: a duplicate mapping key at line {}, column {}",
+            location.line(),
+            location.column()
+        )),
         other => YamlError::Syntax(match other.location() {
             Some(l) => format!(
                 "does not parse as YAML at line {}, column {}",
@@ -179,23 +188,231 @@ fn classify(e: &serde_saphyr::Error) -> YamlError {
 }
 
 /// The first document of a YAML stream as a plain value (an empty stream:
-/// `Null`), within the bounds.
+/// `Null`), within the bounds: the [`Node`] tree, as `serde_json::Value`
+/// reads it (mappings by key; a key that is a sequence or mapping does
+/// not read, as it never did).
 pub fn parse_value(bytes: &[u8]) -> Result<serde_json::Value, YamlError> {
+    match parse_documents(bytes)?.into_iter().next() {
+        Some(doc) => to_json(doc),
+        None => Ok(serde_json::Value::Null),
+    }
+}
+
+/// Every document of a YAML stream (empty and null documents left out),
+/// within the bounds, as written: the evidence redactor
+/// (`rules::redact`) reads every one.
+pub fn parse_documents(bytes: &[u8]) -> Result<Vec<Node>, YamlError> {
     if bytes.len() > MAX_BYTES {
         return Err(YamlError::Bound(format!(
             "{} bytes, more than {MAX_BYTES}",
             bytes.len()
         )));
     }
-    let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_slice_multiple_with_options(bytes, options())
-            .map_err(|e| classify(&e))?;
-    Ok(docs.into_iter().next().unwrap_or(serde_json::Value::Null))
+    serde_saphyr::from_slice_multiple_with_options(bytes, options()).map_err(|e| classify(&e))
+}
+
+/// One node of a YAML document: scalars typed as the parser typed them,
+/// sequences in order, mappings as their pairs in the order written
+/// (never a map that sorts or merges keys). The only type the parser
+/// reads into: each type serde-saphyr's deserializer is instantiated for
+/// costs about 40 KB of the static binary (docs/decisions.md, "Redaction
+/// by structure"), so [`parse_value`] is made from this one. A duplicate
+/// key never gets here (the parser's default `DuplicateKeyPolicy::Error`);
+/// aliases are expanded, within the budget, where they stand.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Null,
+    Bool(bool),
+    /// An integer, as its decimal digits (`-12`, `6443`).
+    Int(String),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    /// The pairs in the order written.
+    Map(Vec<(Node, Node)>),
+}
+
+impl Node {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// A node as `serde_json::Value` (what the readers of manifests,
+/// kubeconfigs and the kubelet's configuration walk).
+fn to_json(n: Node) -> Result<serde_json::Value, YamlError> {
+    use serde_json::Value;
+    Ok(match n {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(b),
+        Node::Int(s) => s
+            .parse::<serde_json::Number>()
+            .map(Value::Number)
+            .map_err(|_| {
+                YamlError::Syntax("does not parse as YAML: an integer out of range".into())
+            })?,
+        Node::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Node::Str(s) => Value::String(s),
+        Node::Seq(items) => Value::Array(items.into_iter().map(to_json).collect::<Result<_, _>>()?),
+        Node::Map(pairs) => {
+            let mut m = serde_json::Map::new();
+            for (k, v) in pairs {
+                // A scalar key reads as its text, as a string-keyed map
+                // read it before (`8080: x`, `true: x`).
+                let k = match k {
+                    Node::Str(k) | Node::Int(k) => k,
+                    Node::Bool(b) => b.to_string(),
+                    Node::Float(f) => f.to_string(),
+                    _ => {
+                        return Err(YamlError::Syntax(
+                            "does not parse as YAML: a mapping key that is not a scalar".into(),
+                        ))
+                    }
+                };
+                m.insert(k, to_json(v)?);
+            }
+            Value::Object(m)
+        }
+    })
+}
+
+impl<'de> serde::Deserialize<'de> for Node {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a YAML node")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Node, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Node, E> {
+        Ok(Node::Bool(v))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::Int(v.to_string()))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::Int(v.to_string()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Node, E> {
+        Ok(Node::Float(v))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::Str(v.to_string()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Node, E> {
+        Ok(Node::Str(v))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(n) = seq.next_element::<Node>()? {
+            items.push(n);
+        }
+        Ok(Node::Seq(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut pairs = Vec::new();
+        while let Some(pair) = map.next_entry::<Node, Node>()? {
+            pairs.push(pair);
+        }
+        Ok(Node::Map(pairs))
+    }
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // reads the fixture files directly
 mod tests {
     use super::*;
+
+    /// What `serde_json::Value` read straight from the parser (the code
+    /// before [`Node`]): the value, or only whether it failed.
+    fn straight(bytes: &[u8]) -> Result<serde_json::Value, ()> {
+        serde_saphyr::from_slice_multiple_with_options::<serde_json::Value>(bytes, options())
+            .map(|d| d.into_iter().next().unwrap_or(serde_json::Value::Null))
+            .map_err(|_| ())
+    }
+
+    /// The readers of manifests, kubeconfigs and the kubelet's
+    /// configuration see through [`Node`] what they saw before.
+    #[test]
+    fn parse_value_reads_as_the_value_read_straight() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes");
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for variant in ["rsa", "ecdsa"] {
+            let k = dir.join(variant).join("etc/kubernetes");
+            for sub in [k.clone(), k.join("manifests")] {
+                for e in std::fs::read_dir(&sub).unwrap() {
+                    let p = e.unwrap().path();
+                    if p.is_file() {
+                        inputs.push(std::fs::read(p).unwrap());
+                    }
+                }
+            }
+        }
+        assert!(inputs.len() >= 18, "{}", inputs.len());
+        for odd in [
+            "a: 18446744073709551615\nb: -9223372036854775808\nc: 1e3\nd: .5\ne: -0.0\n",
+            "a: 0x1F\nb: 0o17\nc: 0755\nd: 1_000\ne: +12\nf: 99999999999999999999\n",
+            "a: ~\nb: null\nc:\nd: true\ne: y\nf: 'true'\ng: !!str 12\n",
+            "a: &x {k: v, l: [1, 2]}\nb: *x\nc:\n  <<: *x\n  k: w\n",
+            "1: a\ntrue: b\n~: c\n1.5: d\n",
+            "? [a, b]\n: c\n",
+            "? {a: b}\n: c\n",
+            "a: !!binary aGVsbG8=\nb: !custom x\n",
+            "---\n---\na: 1\n---\nb: 2\n",
+            "[1, 2, {a: b}]\n",
+            "just a scalar\n",
+            "a: .inf\n",
+            "a: [\n",
+            "{\"a\": 1, \"a\": 2}\n",
+        ] {
+            inputs.push(odd.as_bytes().to_vec());
+        }
+        let mut read = 0;
+        for bytes in &inputs {
+            let text = String::from_utf8_lossy(bytes);
+            match (parse_value(bytes), straight(bytes)) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a, b, "{text}");
+                    read += 1;
+                }
+                (Err(_), Err(())) => {}
+                (a, b) => panic!("{a:?} but straight {b:?}: {text}"),
+            }
+        }
+        // Every fixture and all but six odd ones, which never read: keys
+        // that are not strings (`1:`, `true:`, a sequence, a mapping),
+        // `.inf`, an unclosed `[`, a duplicate key.
+        assert_eq!(read, inputs.len() - 6);
+    }
 
     /// The 56 KB file of issue 25: one anchor of 16,000 scalars and 6,000
     /// aliases of it, about 10^8 nodes once expanded (serde_yaml aborted

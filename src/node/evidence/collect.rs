@@ -4,8 +4,8 @@
 //! file without following a symlink, each directory bounded.
 
 use super::{
-    doc, safe_name, Bundle, AGENT_STAGING_PREFIX, DIR_ENTRIES_MAX, LOG_MAX, MANIFESTS_PREFIX,
-    MEMBER_MAX, STAGING_PREFIX, TOP,
+    admit, doc, safe_name, Bundle, AGENT_STAGING_PREFIX, DIR_ENTRIES_MAX, LOG_MAX,
+    MANIFESTS_PREFIX, MEMBER_MAX, STAGING_PREFIX, TOP,
 };
 use crate::node::fsx::{Dir, FsError, Root, Trust};
 use crate::node::paths::{
@@ -277,6 +277,26 @@ pub(super) fn gather<'a>(
     );
     b.tree(root, MANIFESTS_DIR, MANIFESTS_PREFIX.trim_end_matches('/'));
     b
+}
+
+/// A manifest copy (a node path in `manifests/` or a staging directory)
+/// as the bundle holds it: read and admitted as a member is (a regular
+/// file of one link, within the cap, redacted), or why it is not there.
+pub(super) fn member_text(root: &Root, path: &str) -> Result<String, String> {
+    let rel = path.trim_start_matches('/');
+    let (dir, name) = match root.open_parent(rel) {
+        Ok(Some(found)) => found,
+        Ok(None) => return Err("absent".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let copy = match dir.read_copy(name, MEMBER_MAX) {
+        Ok(Some(c)) if c.links > 1 => return Err(format!("has {} hard links", c.links)),
+        Ok(Some(c)) => c,
+        Ok(None) => return Err("absent".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let (bytes, _) = admit(true, copy.bytes)?;
+    String::from_utf8(bytes).map_err(|_| "not text".to_string())
 }
 
 /// The directories the bundle reads: the bundle is never written into one.

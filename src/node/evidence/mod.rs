@@ -16,10 +16,15 @@
 //! content that looks like a private key or a kubeconfig ([`refusal`]).
 //! Each file left out is recorded with its reason.
 //!
-//! v1.2: no credential either. The text of every member from `manifests/`
-//! and the staging directories goes through [`crate::rules::redact`]
-//! (credential values become `<redacted sha256:HEX>`; the rule is written
-//! there). `completed/` goes in as the asked operation's receipt, then the
+//! v1.2: no credential either. v1.3: every member from `manifests/` and
+//! the staging directories is read as YAML (or JSON) within the bounds and
+//! written back with each credential value replaced by `<redacted
+//! sha256:HEX>`, wherever it stood ([`crate::rules::redact`], where the
+//! rule is written); a file that does not read (over a bound, not YAML, a
+//! duplicate key) is left out and listed with why, never copied as it is.
+//! A staging conflict's diff in the bundle's `status.json` is made again
+//! from the two copies as the bundle holds them. `completed/` goes in as
+//! the asked operation's receipt, then the
 //! ones the status document lists, then the rest newest first (by mtime, as
 //! the view lists them), at most [`DIR_ENTRIES_MAX`]; the bundle counts the
 //! receipts it holds and those it left out.
@@ -227,34 +232,19 @@ impl<'a> Bundle<'a> {
     /// Add a member after the content check and the total cap.
     fn add(&mut self, name: String, source: Option<String>, bytes: Vec<u8>, mtime: i64) {
         let shown_as = source.clone().unwrap_or_else(|| name.clone());
-        // Foreign files land in manifests/ and the staging directories; the
-        // runbook's own state files are kept even when a crash left NULs
-        // at their end (an unsynced append), when they matter most.
-        let foreign = [MANIFESTS_PREFIX, STAGING_PREFIX, AGENT_STAGING_PREFIX]
-            .iter()
-            .any(|p| name.starts_with(p));
-        let content = refusal(&bytes).or_else(|| foreign.then(|| not_text(&bytes)).flatten());
-        if let Some(why) = content {
-            tracing::info!("evidence: {} left out: {why}", shown(&shown_as));
-            return self.skip(&shown_as, why);
-        }
-        // Foreign files are text here (not_text above): their credentials
-        // go out as `<redacted sha256:...>` (SPEC 6, v1.2).
-        let bytes = match std::str::from_utf8(&bytes) {
-            Ok(text) if foreign => {
-                let r = crate::rules::redact::redact(text);
-                if r.count > 0 {
-                    tracing::info!(
-                        "evidence: {} credential value(s) of {} redacted",
-                        r.count,
-                        shown(&shown_as)
-                    );
-                }
-                self.redacted += r.count as u64;
-                r.text.into_bytes()
+        let (bytes, redacted) = match admit(foreign(&name), bytes) {
+            Ok(kept) => kept,
+            Err(why) => {
+                tracing::info!("evidence: {} left out: {why}", shown(&shown_as));
+                return self.skip(&shown_as, why);
             }
-            _ => bytes,
         };
+        if redacted > 0 {
+            tracing::info!(
+                "evidence: {redacted} credential value(s) of {} redacted",
+                shown(&shown_as)
+            );
+        }
         let size = bytes.len() as u64;
         if self.total + size > TOTAL_MAX {
             return self.skip(
@@ -262,6 +252,7 @@ impl<'a> Bundle<'a> {
                 format!("the bundle's limit of {TOTAL_MAX} bytes is reached"),
             );
         }
+        self.redacted += redacted as u64;
         self.total += size;
         self.members.push(Member {
             name,
@@ -269,6 +260,35 @@ impl<'a> Bundle<'a> {
             bytes,
             mtime: mtime.max(0) as u64,
         });
+    }
+}
+
+/// Whether a member comes from a directory other software writes to
+/// (`manifests/` and the two staging directories).
+fn foreign(name: &str) -> bool {
+    [MANIFESTS_PREFIX, STAGING_PREFIX, AGENT_STAGING_PREFIX]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// What the bundle keeps of a file's bytes, with how many credential
+/// values it replaced, or why the file is left out. Every file: not a
+/// private key or a kubeconfig ([`refusal`]). A foreign one (`manifests/`,
+/// the staging directories; the runbook's own state files are kept even
+/// when a crash left NULs at their end, when they matter most): text,
+/// read as YAML within the bounds and written back with every credential
+/// replaced ([`crate::rules::redact`], SPEC 6 v1.3); one that does not
+/// read is left out, never copied as it is.
+fn admit(foreign: bool, bytes: Vec<u8>) -> Result<(Vec<u8>, usize), String> {
+    if let Some(why) = refusal(&bytes).or_else(|| foreign.then(|| not_text(&bytes)).flatten()) {
+        return Err(why.to_string());
+    }
+    if !foreign {
+        return Ok((bytes, 0));
+    }
+    match crate::rules::redact::redact(&bytes) {
+        Ok(r) => Ok((r.text.into_bytes(), r.count)),
+        Err(e) => Err(format!("not redacted, so left out: {e}")),
     }
 }
 

@@ -2,12 +2,14 @@
 //! gzipped tar in memory, then created once at PATH, never replacing, and
 //! never inside a directory the bundle reads; what the view reports.
 
-use super::collect::{collected_dirs, gather, logs_named, receipts_first};
+use super::collect::{collected_dirs, gather, logs_named, member_text, receipts_first};
 use super::tar::tar;
 use super::{doc, Bundle, INTERRUPTED, SKIPS_LISTED, TOP};
+use crate::node::conflict::DIFF_LINES;
 use crate::node::fsx::{self, FsError, Root};
 use crate::node::paths::{self, STATE_FILE_MODE};
 use crate::rules::opid::OperationId;
+use crate::rules::textdiff;
 use sha2::{Digest, Sha256};
 use std::io::Write;
 
@@ -111,6 +113,25 @@ fn listed(skipped: &[doc::EvidenceSkip]) -> Vec<doc::EvidenceSkip> {
     v
 }
 
+/// A staging conflict's diff as the bundle carries it: a line diff of the
+/// two copies as the bundle holds them (each read as YAML and redacted, so
+/// a diff window never shows a credential the structure hid), or why there
+/// is none.
+fn conflict_diff(root: &Root, c: &doc::StagingConflict) -> Vec<String> {
+    let copy = |path: &str| {
+        member_text(root, path)
+            .map_err(|why| format!("(not compared in the bundle: {path}: {why})"))
+    };
+    match (copy(&c.active.path), copy(&c.staged.path)) {
+        (Ok(a), Ok(b)) if a == b => vec![
+            "(the copies differ only in what the bundle does not keep: comments, quotes, layout)"
+                .to_string(),
+        ],
+        (Ok(a), Ok(b)) => textdiff::unified(&a, &b, &c.active.path, &c.staged.path, DIFF_LINES),
+        (Err(why), _) | (_, Err(why)) => vec![why],
+    }
+}
+
 /// Write the bundle to `rel` (a node path under the root, from
 /// `--evidence`): what the view reports. `status` is the status document
 /// as printed without this field; `asked` the `--operation-id`. `stop` is
@@ -191,15 +212,13 @@ fn try_write(
     if let Some(h) = shown.lock.holder.as_mut() {
         h.command_line = None;
     }
-    // A staging conflict's diff quotes both copies of a manifest: redacted
-    // as the manifests are (the printed document keeps it, as the screen
+    // A staging conflict's diff quotes both copies of a manifest: in the
+    // bundle it is made again from the copies as the bundle holds them
+    // (redacted; the printed document keeps the node's, as the screen
     // keeps the holder's command line).
-    let mut diff_redacted = 0u64;
     for c in &mut shown.conflicts {
-        let r = crate::rules::redact::redact_diff(&c.diff);
-        if r.count > 0 {
-            diff_redacted += r.count as u64;
-            c.diff = r.text.split('\n').map(str::to_string).collect();
+        if !c.diff.is_empty() {
+            c.diff = conflict_diff(root, c);
         }
     }
     // No control character in any string, as the printed document (issue
@@ -217,7 +236,6 @@ fn try_write(
         &first,
         stop,
     );
-    bundle.redacted += diff_redacted;
     if bundle.stopping() {
         return Err(NotWritten::Interrupted);
     }
