@@ -151,6 +151,17 @@ pub struct LeafValidity {
     pub not_after: OffsetDateTime,
 }
 
+/// The commands a refusal offers next (SPEC 6, v1.3: a step that works
+/// when pasted), as the caller names the runbook, each under a fresh
+/// operation ID (the refused one has its receipt: pasting it again would
+/// only replay that): the recovery (`--recover-expired`) and a renewal.
+/// A clock problem's step is the refused mode again.
+#[derive(Debug, Clone, Copy)]
+pub struct Next<'a> {
+    pub recover: &'a str,
+    pub renew: &'a str,
+}
+
 /// What a refused renewal says next (SPEC 11; SPEC 6 v1.3: a step that
 /// works when pasted): `recover` is the recovery's command as the caller
 /// names it, with a fresh operation ID (the refused one has its receipt),
@@ -168,8 +179,9 @@ pub fn expired_next(recover: &str) -> String {
 /// expired certificate), so waiting for it is pointless. The words name
 /// the leaf, its path and the instant, then at most three more leaves, and
 /// end with [`expired_next`] of `recover` (the caller's fresh command).
-pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime, recover: &str) -> Option<String> {
-    clock_refusal(leaves, now).or_else(|| {
+pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime, next: Next<'_>) -> Option<String> {
+    let recover = next.recover;
+    clock_refusal(leaves, now, next.renew).or_else(|| {
         let expired = expired_first(leaves, now);
         let (first, rest) = expired.split_first()?;
         let words = |others: String| {
@@ -213,9 +225,10 @@ pub fn resumed_recovery_refusal(
     leaves: &[LeafValidity],
     now: OffsetDateTime,
     (who, at): (&str, &str),
-    recover: &str,
+    next: Next<'_>,
 ) -> Option<String> {
-    clock_refusal(leaves, now).or_else(|| {
+    let recover = next.recover;
+    clock_refusal(leaves, now, next.renew).or_else(|| {
         let expired = expired_first(leaves, now);
         let (first, rest) = expired.split_first()?;
         let words = |others: String| {
@@ -233,15 +246,16 @@ pub fn resumed_recovery_refusal(
 /// a clock problem as for a renewal; unless it resumes a recovery's own
 /// work (`needs_expired` false: its renewal may be done already), no leaf
 /// expired (a healthy node, or a renewal's unfinished work on it, is
-/// renewed normally, gate and all: `renew` is that renewal's command as
-/// the caller names it, with a fresh operation ID).
+/// renewed normally, gate and all: `next.renew`, a renewal under a fresh
+/// operation ID).
 pub fn recovery_refusal(
     leaves: &[LeafValidity],
     now: OffsetDateTime,
     needs_expired: bool,
-    renew: &str,
+    next: Next<'_>,
 ) -> Option<String> {
-    clock_refusal(leaves, now).or_else(|| {
+    let renew = next.renew;
+    clock_refusal(leaves, now, next.recover).or_else(|| {
         (needs_expired && expired_first(leaves, now).is_empty()).then(|| {
             format!("no leaf has expired: --recover-expired is for a node whose certificates already expired and skips the health gate; nothing was changed; renew this node normally, with the health gate (a new operation ID: this one has its receipt): {renew}")
         })
@@ -281,12 +295,12 @@ fn others(rest: &[&LeafValidity]) -> String {
 }
 
 /// A leaf not valid yet at `now`: the node's clock is wrong (SPEC 11).
-fn clock_refusal(leaves: &[LeafValidity], now: OffsetDateTime) -> Option<String> {
+fn clock_refusal(leaves: &[LeafValidity], now: OffsetDateTime, again: &str) -> Option<String> {
     let mut early: Vec<&LeafValidity> = leaves.iter().filter(|l| l.not_before > now).collect();
     early.sort_by_key(|l| (std::cmp::Reverse(l.not_before), l.name.clone()));
     let (first, rest) = early.split_first()?;
     Some(format!(
-        "the node's clock ({}) is before leaf {}'s notBefore {} ({}){}: a clock problem, not an expiry; nothing was changed; set the node's clock right (chrony, timedatectl), then run again",
+        "the node's clock ({}) is before leaf {}'s notBefore {} ({}){}: a clock problem, not an expiry; nothing was changed; set the node's clock right (chrony, timedatectl), then run again under a new operation ID (this one has its receipt): {again}",
         crate::rules::clock::rfc3339(now),
         first.name,
         crate::rules::clock::rfc3339(first.not_before),
@@ -408,17 +422,21 @@ mod tests {
             leaf("etcd-peer", BEGIN, NOW),
         ];
         assert_eq!(
-            refusal(&leaves, NOW, RECOVER),
+            refusal(&leaves, NOW, NEXT),
             None,
             "notAfter itself is valid"
         );
-        assert_eq!(refusal(&[], NOW, RECOVER), None);
+        assert_eq!(refusal(&[], NOW, NEXT), None);
     }
 
     /// A refusal's fresh commands, as long as a real one under a `--root`.
     const RECOVER: &str = "nvke-cert-runbook --root /tmp/.tmpAbCdEf/node-root --operation-id recover-20261202T000000Z --recover-expired";
     const RENEW: &str =
         "nvke-cert-runbook --root /tmp/.tmpAbCdEf/node-root --operation-id manual-20261202T000000Z";
+    const NEXT: Next<'static> = Next {
+        recover: RECOVER,
+        renew: RENEW,
+    };
 
     #[test]
     fn a_plain_renewal_never_finishes_a_recovery_while_a_leaf_is_expired() {
@@ -426,8 +444,7 @@ mod tests {
             leaf("apiserver", BEGIN, datetime!(2026-11-30 00:00:00 UTC)),
             leaf("etcd-peer", BEGIN, NOW + time::Duration::days(90)),
         ];
-        let r =
-            resumed_recovery_refusal(&expired, NOW, ("op-r", "restarting etcd"), RECOVER).unwrap();
+        let r = resumed_recovery_refusal(&expired, NOW, ("op-r", "restarting etcd"), NEXT).unwrap();
         assert!(
             r.starts_with("the unfinished recovery op-r (stopped while restarting etcd) is resumed only by --recover-expired while a leaf is expired: leaf apiserver expired 2026-11-30T00:00:00Z; "),
             "{r}"
@@ -435,7 +452,7 @@ mod tests {
         assert!(r.ends_with(&format!("next: {RECOVER}")), "{r}");
         let valid = [leaf("apiserver", BEGIN, NOW + time::Duration::days(3))];
         assert_eq!(
-            resumed_recovery_refusal(&valid, NOW, ("op-r", "renewing"), RECOVER),
+            resumed_recovery_refusal(&valid, NOW, ("op-r", "renewing"), NEXT),
             None,
             "leaves valid again: the renewal finishes the work, gate and all"
         );
@@ -455,7 +472,7 @@ mod tests {
                 "cycle-2026-12-01@node-a",
                 "restarting kube-controller-manager",
             ),
-            RECOVER,
+            NEXT,
         )
         .unwrap();
         assert!(
@@ -472,7 +489,7 @@ mod tests {
             leaf("etcd-peer", BEGIN, NOW + time::Duration::days(90)),
         ];
         assert_eq!(
-            refusal(&leaves, NOW, RECOVER).unwrap(),
+            refusal(&leaves, NOW, NEXT).unwrap(),
             format!("leaf apiserver expired 2026-11-30T00:00:00Z (2 days ago; /etc/kubernetes/pki/apiserver.crt): the health gate cannot pass while a leaf is expired, so nothing was changed; next, recover it (then every other control-plane node whose certificates expired; --kubeadm-config with the saved ClusterConfiguration is recommended): {RECOVER}")
         );
     }
@@ -485,7 +502,7 @@ mod tests {
             .enumerate()
             .map(|(i, n)| leaf(n, BEGIN, NOW - time::Duration::days(5 - i as i64)))
             .collect();
-        let r = refusal(&leaves, NOW, RECOVER).unwrap();
+        let r = refusal(&leaves, NOW, NEXT).unwrap();
         assert!(
             r.starts_with("leaf a expired 2026-11-27T00:00:00Z (5 days ago; "),
             "{r}"
@@ -500,7 +517,7 @@ mod tests {
                 not_after: BEGIN,
             })
             .collect();
-        let r = refusal(&all, NOW, RECOVER).unwrap();
+        let r = refusal(&all, NOW, NEXT).unwrap();
         assert!(
             r.len() <= 512,
             "every leaf expired still fits a receipt's message: {} bytes",
@@ -518,7 +535,7 @@ mod tests {
                 NOW + time::Duration::days(365),
             ),
         ];
-        let r = refusal(&leaves, NOW, RECOVER).unwrap();
+        let r = refusal(&leaves, NOW, NEXT).unwrap();
         assert!(
             r.starts_with("the node's clock (2026-12-02T00:00:00Z) is before leaf etcd-server's notBefore 2026-12-02T01:00:00Z (/etc/kubernetes/pki/etcd-server.crt): a clock problem, not an expiry; "),
             "{r}"
@@ -528,11 +545,11 @@ mod tests {
     #[test]
     fn a_recovery_needs_an_expired_leaf_when_fresh_and_never_a_right_clock() {
         let fresh_leaves = [leaf("apiserver", BEGIN, NOW + time::Duration::days(3))];
-        let r = recovery_refusal(&fresh_leaves, NOW, true, RENEW).unwrap();
+        let r = recovery_refusal(&fresh_leaves, NOW, true, NEXT).unwrap();
         assert!(r.starts_with("no leaf has expired: "), "{r}");
         assert!(r.ends_with(&format!(": {RENEW}")), "a pasteable step: {r}");
         assert_eq!(
-            recovery_refusal(&fresh_leaves, NOW, false, RENEW),
+            recovery_refusal(&fresh_leaves, NOW, false, NEXT),
             None,
             "resumed recovery work is finished"
         );
@@ -540,7 +557,7 @@ mod tests {
             leaf("apiserver", BEGIN, datetime!(2026-11-30 00:00:00 UTC)),
             leaf("etcd-peer", BEGIN, datetime!(2026-11-01 00:00:00 UTC)),
         ];
-        assert_eq!(recovery_refusal(&expired, NOW, true, RENEW), None);
+        assert_eq!(recovery_refusal(&expired, NOW, true, NEXT), None);
         assert_eq!(
             expired_words(&expired, NOW),
             [
@@ -554,8 +571,17 @@ mod tests {
             NOW + time::Duration::days(9),
         )];
         for fresh in [true, false] {
-            let r = recovery_refusal(&early, NOW, fresh, RENEW).unwrap();
+            let r = recovery_refusal(&early, NOW, fresh, NEXT).unwrap();
             assert!(r.contains("a clock problem, not an expiry"), "{r}");
+            // The recovery again, under a fresh ID (SPEC 6, v1.3).
+            assert!(r.ends_with(&format!(": {RECOVER}")), "{r}");
         }
+        let r = refusal(&early, NOW, NEXT).unwrap();
+        assert!(
+            r.ends_with(&format!(
+                "under a new operation ID (this one has its receipt): {RENEW}"
+            )),
+            "{r}"
+        );
     }
 }

@@ -141,9 +141,14 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
-    /// The runbook command a refusal of this run offers next, under a
-    /// fresh operation ID (`prefix-STAMP`; SPEC 6, v1.3).
-    pub(in crate::modes::runbook) fn fresh_command(&self, prefix: &str, args: &[&str]) -> String {
-        renew::fresh_command(self.env.g, prefix, self.env.now(), args)
+    /// The commands a refusal of this run offers next, each under a fresh
+    /// operation ID (`recover-STAMP`, `manual-STAMP`; SPEC 6, v1.3): the
+    /// recovery and a renewal.
+    pub(in crate::modes::runbook) fn fresh_commands(&self) -> (String, String) {
+        let now = self.env.now();
+        (
+            renew::fresh_command(self.env.g, "recover", now, &["--recover-expired"]),
+            renew::fresh_command(self.env.g, "manual", now, &[]),
+        )
     }
 }

@@ -24,15 +24,19 @@ impl Run<'_> {
         let pki = node_pki::read(self.env.root);
         let now = self.env.now();
         let leaves = pki.validity();
-        let recover = self.fresh_command("recover", &["--recover-expired"]);
+        let (recover, renew) = self.fresh_commands();
+        let next = crate::rules::expiry::Next {
+            recover: &recover,
+            renew: &renew,
+        };
         let refused = match &self.op.phase.resumed_recovery {
             Some(r) => crate::rules::expiry::resumed_recovery_refusal(
                 &leaves,
                 now,
                 (r.operation_id.as_str(), &r.at),
-                &recover,
+                next,
             ),
-            None => crate::rules::expiry::refusal(&leaves, now, &recover),
+            None => crate::rules::expiry::refusal(&leaves, now, next),
         };
         if let Some(why) = refused {
             return Err(fail(Phase::Expiry, why));

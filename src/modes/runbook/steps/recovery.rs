@@ -34,9 +34,12 @@ impl Run<'_> {
         let now = self.env.now();
         let leaves = pki.validity();
         let needs_expired = self.op.phase.resumed_recovery.is_none();
-        let renew = self.fresh_command("manual", &[]);
-        if let Some(why) =
-            crate::rules::expiry::recovery_refusal(&leaves, now, needs_expired, &renew)
+        let (recover, renew) = self.fresh_commands();
+        let next = crate::rules::expiry::Next {
+            recover: &recover,
+            renew: &renew,
+        };
+        if let Some(why) = crate::rules::expiry::recovery_refusal(&leaves, now, needs_expired, next)
         {
             return Err(fail(Phase::Expiry, why));
         }
