@@ -4,7 +4,7 @@
 
 use crate::contract as doc;
 use crate::contract::text;
-use crate::node::fence::{Abandoned, Restoration, Recorded};
+use crate::node::fence::{Abandoned, Recorded, Restoration};
 use crate::node::lock::LockError;
 use crate::node::manifests::ManifestsReport;
 use crate::node::statedir::ReceiptError;

@@ -114,13 +114,15 @@ impl<'r> Operation<'r> {
                     );
                     return Err(Stop::Replay(r, guard));
                 }
-                Ok(Some(ReceiptLookup::Malformed(m))) => return Err(Stop::OwnReceipt(
-                    format!(
+                Ok(Some(ReceiptLookup::Malformed(m))) => {
+                    return Err(Stop::OwnReceipt(
+                        format!(
                         "this operation's receipt is malformed; not trusting it, doing nothing: {}",
                         m.error
                     ),
-                    guard,
-                )),
+                        guard,
+                    ))
+                }
                 Err(e) => return Err(Stop::OwnReceipt(e.to_string(), guard)),
             }
         }
