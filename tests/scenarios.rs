@@ -2070,73 +2070,112 @@ fn the_view_finishes_a_renewals_work_on_an_expired_node_as_a_recovery() {
     node.assert_all_active();
 }
 
-/// Every file's modification time under `dir`, by path.
-fn mtimes(dir: &Path) -> std::collections::BTreeMap<String, std::time::SystemTime> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let m = std::fs::symlink_metadata(e.path()).unwrap();
-            if m.is_dir() {
-                todo.push(e.path());
-            } else {
-                let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
-                out.insert(rel, m.modified().unwrap());
-            }
-        }
-    }
-    out
-}
-
-/// SPEC 4 step 8 (v1.3 row 30): kubeadm fails halfway, the backup is put
-/// back with each file's modification time, so the operator view (SPEC
-/// 10, "restart needed" is judged by those times) tells nobody to restart
-/// a healthy component. A file touched afterwards is still seen: the view
-/// would say it.
+/// SPEC 4 step 8 (v1.3 row 30): kubeadm fails halfway through `certs renew
+/// all`, the run rolls back (phase `renew-certs`, exit 1), and every
+/// backed-up file (`pki/`, the four kubeconfigs) is back with its bytes,
+/// mode, owner, group and modification time to the nanosecond (only the
+/// inode is new). So the operator view, which judges "restart needed" by
+/// those times (SPEC 10), tells nobody to restart a healthy component, in
+/// JSON or in text. The control: a certificate written after
+/// kube-apiserver's container started is "restart needed" in both views.
 #[test]
 fn a_rollback_leaves_no_restart_needed() {
+    use std::os::unix::process::CommandExt;
     let node = Node::new("rsa", json!({ "kubeadm": { "failHalfway": true } }));
     let kube = node.root.join("etc/kubernetes");
-    let before: Vec<_> = ["pki", "."]
-        .iter()
-        .map(|d| {
-            let mut m = mtimes(&kube.join(d));
-            m.retain(|k, _| *d == "pki" || k.ends_with(".conf"));
-            m
-        })
-        .collect();
+    // What a rollback puts back: everything the snapshot sees of a file
+    // (kind, mode, owner, group, sha256, mtime) but its inode.
+    let backed_up = || {
+        let confs = [
+            "admin.conf",
+            "super-admin.conf",
+            "controller-manager.conf",
+            "scheduler.conf",
+        ];
+        support::tree::snapshot(&kube, true)
+            .into_iter()
+            .filter(|(p, e)| {
+                e.kind == 'f'
+                    && (p.starts_with("pki") || confs.iter().any(|c| p.as_path() == Path::new(c)))
+            })
+            .map(|(p, mut e)| {
+                e.stamp = e.stamp.map(|(s, ns, _inode)| (s, ns, 0));
+                (p, e)
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let before = backed_up();
+    assert!(before.len() > 20, "{before:#?}");
     let (code, v, e) = node.run(&["--operation-id", "op-half", "--force"]);
     assert_eq!(
         (code, v["outcome"].as_str(), v["phase"].as_str()),
         (1, Some("failed"), Some("renew-certs")),
         "{v:#}\n{e}"
     );
-    let after: Vec<_> = ["pki", "."]
+    assert!(v.to_string().contains("the backup was put back ("), "{v:#}");
+    let after = backed_up();
+    let differ: Vec<_> = before
         .iter()
-        .map(|d| {
-            let mut m = mtimes(&kube.join(d));
-            m.retain(|k, _| *d == "pki" || k.ends_with(".conf"));
-            m
-        })
+        .filter(|(p, e)| after.get(*p) != Some(e))
+        .map(|(p, e)| format!("{}: {e:?} -> {:?}", p.display(), after.get(p)))
         .collect();
-    assert_eq!(after, before, "every file back with its modification time");
-    let view = |node: &Node| {
-        let (_, v, _) = node.run(&["--status-only"]);
-        v.to_string()
+    assert!(differ.is_empty(), "not put back as it was:\n{differ:#?}");
+    assert_eq!(after.len(), before.len());
+
+    // The operator view, JSON: every component observed live, none with a
+    // "restart needed" finding.
+    let json_view = || node.run(&["--status-only"]).1;
+    let restart_needed = |v: &Value| -> Vec<String> {
+        let pods = v["live"]["pods"].as_array().expect("a live view");
+        for c in COMPONENTS {
+            let pod = pods.iter().find(|p| p["name"] == *c);
+            assert!(
+                pod.is_some_and(|p| p["container"]["running"] == true),
+                "{c} not observed running: {v:#}"
+            );
+        }
+        pods.iter()
+            .filter(|p| {
+                p["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f["kind"] == "restart_needed")
+            })
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
     };
-    let seen = view(&node);
-    assert!(
-        !seen.contains("restart_needed") && !seen.contains("restart needed"),
-        "{seen}"
-    );
+    // The same view as an operator reads it: text.
+    let text_view = || {
+        let mut args = node.runbook_args(&["--status-only", "--wide"]);
+        let i = args.iter().position(|a| a == "--output").unwrap();
+        args.drain(i..i + 2);
+        let out = Command::new(RUNBOOK)
+            .arg0("nvke-cert-runbook")
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("COLUMNS", "200")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let v = json_view();
+    assert_eq!(restart_needed(&v), Vec::<String>::new(), "{v:#}");
+    let text = text_view();
+    assert!(text.contains("LIVE"), "{text}");
+    assert!(!text.contains("restart needed"), "{text}");
+
     // The control: a serving certificate written after kube-apiserver's
-    // container started is "restart needed" in the same view.
+    // container started is "restart needed" in the same views.
     std::fs::File::options()
         .write(true)
         .open(kube.join("pki/apiserver.crt"))
         .unwrap()
         .set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
         .unwrap();
-    let seen = view(&node);
-    assert!(seen.contains("restart_needed"), "{seen}");
+    let v = json_view();
+    assert_eq!(restart_needed(&v), ["kube-apiserver"], "{v:#}");
+    let text = text_view();
+    assert!(text.contains("restart needed"), "{text}");
 }

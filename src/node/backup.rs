@@ -4,31 +4,43 @@
 //!
 //! # Mode, owner and group (SPEC 4 step 8, v1.1)
 //!
-//! A backup records each file's (and directory's) mode, owner and group in
-//! a metadata record, `backup/<ID>/metadata.json`, written with the copies
-//! (create-once, root-owned, 0600) before `<ID>.partial` is renamed to
-//! `<ID>`: a complete backup always has its record. A rollback puts back
-//! bytes, mode, owner and group, and rewrites a file when any of them
-//! differs; the replacement is chowned before its rename
+//! A backup records each file's (and directory's) mode, owner and group,
+//! and each file's modification time (v1.3, below), in a metadata record,
+//! `backup/<ID>/metadata.json`, written with the copies (create-once,
+//! root-owned, 0600) before `<ID>.partial` is renamed to `<ID>`: a complete
+//! backup always has its record. A rollback puts back bytes, mode, owner,
+//! group and modification time, and rewrites a file when any of them
+//! differs; the replacement is chowned (and its time set) before its rename
 //! ([`Dir::replace_owned`]), so a kubeadm-owned file is never root-owned,
 //! not even for a moment.
 //!
 //! # Modification times (SPEC 4 step 8, v1.3)
 //!
 //! The record also holds each file's modification time (`mtime`,
-//! `SEC.NNNNNNNNN`, from the same no-follow `fstatat` as its mode). The
-//! operator view judges "restart needed" by those times (SPEC 10): a
-//! rollback that left kubeadm's times would tell an operator to restart
-//! healthy components. So a rollback puts the time back too, and rewrites
-//! a file whose only difference is its time (kubeadm rewrote the same
-//! bytes). The time is set on the temp file's descriptor after its chown
-//! and chmod and before its fsync and rename: the name never appears with
-//! another time, and a crash at any point leaves either the old file or
-//! the whole restored one. Directories' times are not recorded (the
-//! rollback's own renames change them). A record written before v1.3 has
-//! no times: its rollback keeps the times of the write, as before. Only
-//! the run that took a backup rolls it back, so no older binary reads a
-//! record with times.
+//! `SEC.NNNNNNNNN`, from the same no-follow `fstatat`, relative to the
+//! directory's descriptor, as its mode, owner and group). The operator view
+//! judges "restart needed" by those times (SPEC 10): a rollback that left
+//! kubeadm's times would tell an operator to restart healthy components. So
+//! a rollback puts the time back too, and rewrites a file whose only
+//! difference is its time (kubeadm rewrote the same bytes).
+//!
+//! The time is set with `futimens` on the temp file's descriptor after its
+//! chown and chmod and before its fsync and rename: nothing writes to the
+//! file after it, so the time holds, and the name never appears with
+//! another time; a crash at any point leaves either kubeadm's file or the
+//! whole restored one (bytes, owner, mode and time together). Setting it
+//! after the rename would leave a window where a crash keeps the old bytes
+//! under a new time: the false "restart needed" this fixes, until the next
+//! rollback. Directories' times are not recorded (the rollback's own
+//! renames change them).
+//!
+//! `mtime` is an optional field, the `format` unchanged: a record written
+//! before v1.3 has no times and still restores bytes, mode, owner and
+//! group; its rollback leaves each rewritten file the time of the write, as
+//! before (logged). A binary older than v1.3 that resumes an operation this
+//! one began (a downgrade mid-operation) refuses a record with times, naming
+//! it, as it would refuse a new `format`: a bump would buy nothing, since
+//! this binary reads both shapes either way.
 //!
 //! Why a record and not copies that carry the original's owner: SPEC 3
 //! refuses a backup that is not root-owned or is writable by group or
@@ -58,7 +70,8 @@ pub const KUBECONFIGS: [&str; 4] = [
 /// Complete backups kept after a success.
 pub const KEEP: usize = 3;
 /// The metadata record inside `backup/<ID>/`: mode, owner and group of
-/// every file and directory backed up, keyed by its path in the backup.
+/// every file and directory backed up, and each file's modification time,
+/// keyed by its path in the backup.
 pub const METADATA: &str = "metadata.json";
 /// The record's `format`.
 pub const METADATA_FORMAT: &str = "nvke-cert-runbook/backup-metadata/v1";
@@ -341,8 +354,9 @@ pub fn create(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize,
     Ok(count)
 }
 
-/// Put one backed-up file back: rewritten (bytes, mode, owner, group, the
-/// owner set before the rename) when any of them differs.
+/// Put one backed-up file back: rewritten (bytes, mode, owner, group and,
+/// when recorded, modification time, all set before the rename) when any
+/// of them differs.
 fn restore_file(
     src: &Dir,
     dst: &Dir,
@@ -420,9 +434,9 @@ fn restore_tree(
     Ok(())
 }
 
-/// Put every backed-up file back, with its mode, owner and group (only
-/// those that differ in any of these are rewritten). Returns how many files
-/// were rewritten.
+/// Put every backed-up file back, with its mode, owner, group and
+/// modification time (only those that differ in any of these are
+/// rewritten). Returns how many files were rewritten.
 pub fn restore(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize, BackupError> {
     let dir = state
         .open_subdir(kind, Trust::Strict)?
@@ -444,6 +458,15 @@ pub fn restore(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize
             None
         }
     };
+    if record
+        .as_ref()
+        .is_some_and(|r| !r.files.is_empty() && r.files.values().all(|m| m.mtime.is_none()))
+    {
+        tracing::warn!(
+            "{} has no modification times (a backup from before v1.3): a file put back keeps the time of its rewrite",
+            dir.entry_path(METADATA)
+        );
+    }
     let mut count = 0;
     let pki_src = dir
         .open_subdir("pki", Trust::Strict)?
@@ -756,6 +779,47 @@ mod tests {
             assert_eq!(mtime(&k.join(f)), then, "{f}");
         }
         // Nothing differs any more: a second rollback rewrites nothing.
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 0);
+    }
+
+    /// A record written before v1.3 (no `mtime`) is still read: the
+    /// rollback puts back bytes and mode (owner and group: the test above),
+    /// leaves the time of its write, and does not rewrite the file again
+    /// for its time.
+    #[test]
+    fn a_record_without_times_restores_the_rest_and_leaves_the_times() {
+        let (t, root, state) = node();
+        let k = t.path().join("etc/kubernetes");
+        let then = std::time::UNIX_EPOCH + std::time::Duration::new(1_764_460_800, 0);
+        std::fs::set_permissions(k.join("admin.conf"), std::fs::Permissions::from_mode(0o640))
+            .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(k.join("admin.conf"))
+            .unwrap()
+            .set_modified(then)
+            .unwrap();
+        create(&root, &state, "backup", "op").unwrap();
+        let b = t.path().join("var/lib/nvke/k8s-cert-renewal/backup/op");
+        let mut rec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(b.join(METADATA)).unwrap()).unwrap();
+        for f in rec["files"].as_object_mut().unwrap().values_mut() {
+            f.as_object_mut().unwrap().remove("mtime").unwrap();
+        }
+        std::fs::remove_file(b.join(METADATA)).unwrap();
+        std::fs::write(b.join(METADATA), serde_json::to_vec(&rec).unwrap()).unwrap();
+        std::fs::set_permissions(b.join(METADATA), std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(k.join("admin.conf"), b"A2").unwrap();
+        std::fs::set_permissions(k.join("admin.conf"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 1);
+        assert_eq!(std::fs::read(k.join("admin.conf")).unwrap(), b"A1");
+        assert_eq!(owner_mode(&k.join("admin.conf")).2, 0o640);
+        let written = std::fs::metadata(k.join("admin.conf"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        assert_ne!(written, then);
         assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 0);
     }
 
