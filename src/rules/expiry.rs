@@ -180,21 +180,34 @@ pub fn expired_next(recover: &str) -> String {
 /// the leaf, its path and the instant, then at most three more leaves, and
 /// end with [`expired_next`] of `recover` (the caller's fresh command).
 pub fn refusal(leaves: &[LeafValidity], now: OffsetDateTime, next: Next<'_>) -> Option<String> {
-    let recover = next.recover;
+    expired_refusal(leaves, now, next, |first, others| {
+        format!(
+            "leaf {} expired {} ({}; {}){others}: the health gate cannot pass while a leaf is expired, so nothing was changed; {}",
+            first.name,
+            crate::rules::clock::rfc3339(first.not_after),
+            ago(now, first.not_after),
+            first.path,
+            expired_next(next.recover)
+        )
+    })
+}
+
+/// A clock problem (the refused mode again: `next.renew`), else the
+/// longest expired leaf in `words` (the leaf, then the other leaves'
+/// names, or only their count when the names would not fit a receipt's
+/// message), else None.
+fn expired_refusal(
+    leaves: &[LeafValidity],
+    now: OffsetDateTime,
+    next: Next<'_>,
+    words: impl Fn(&LeafValidity, String) -> String,
+) -> Option<String> {
     clock_refusal(leaves, now, next.renew).or_else(|| {
         let expired = expired_first(leaves, now);
         let (first, rest) = expired.split_first()?;
-        let words = |others: String| {
-            format!(
-                "leaf {} expired {} ({}; {}){others}: the health gate cannot pass while a leaf is expired, so nothing was changed; {}",
-                first.name,
-                crate::rules::clock::rfc3339(first.not_after),
-                ago(now, first.not_after),
-                first.path,
-                expired_next(recover)
-            )
-        };
-        Some(fitted(words(others(rest)), || words(count(rest))))
+        Some(fitted(words(first, others(rest)), || {
+            words(first, count(rest))
+        }))
     })
 }
 
@@ -227,18 +240,13 @@ pub fn resumed_recovery_refusal(
     (who, at): (&str, &str),
     next: Next<'_>,
 ) -> Option<String> {
-    let recover = next.recover;
-    clock_refusal(leaves, now, next.renew).or_else(|| {
-        let expired = expired_first(leaves, now);
-        let (first, rest) = expired.split_first()?;
-        let words = |others: String| {
-            format!(
-                "the unfinished recovery {who} (stopped while {at}) is resumed only by --recover-expired while a leaf is expired: leaf {} expired {}{others}; a renewal never runs a recovery's steps, so nothing was changed; next: {recover}",
-                first.name,
-                crate::rules::clock::rfc3339(first.not_after),
-            )
-        };
-        Some(fitted(words(others(rest)), || words(count(rest))))
+    expired_refusal(leaves, now, next, |first, others| {
+        format!(
+            "the unfinished recovery {who} (stopped while {at}) is resumed only by --recover-expired while a leaf is expired: leaf {} expired {}{others}; a renewal never runs a recovery's steps, so nothing was changed; next: {}",
+            first.name,
+            crate::rules::clock::rfc3339(first.not_after),
+            next.recover
+        )
     })
 }
 
