@@ -26,7 +26,7 @@
 //!   the etcd quorum judgement, `--check`'s verdict (`rules::verdict`), the
 //!   fencing plan (`rules::fence`), a renewal's progress apart from the
 //!   problems (`rules::progress`), how a renewal stops and where it stands
-//!   (`rules::failure`: `Fail`, `Cause`, `Progress`), and YAML within bounds (`rules::yaml`:
+//!   (`rules::failure`: `Fail`, `Cause`; `rules::resume::Progress`), and YAML within bounds (`rules::yaml`:
 //!   manifests, the kubelet's configuration, kubeconfigs). It imports no
 //!   other layer.
 //! - [`node`]: the files under `--root`: the no-follow walk and the durable
@@ -61,9 +61,11 @@
 //! - [`modes`]: the entry point (`modes::app::run`, which stamps each
 //!   printed document's trailer: `contract::Printed`), and the thin
 //!   drivers: the renewal (`modes::runbook::run` over one
-//!   `node::operation::Operation`; its context in `modes::runbook::run`'s
-//!   `Run`; its steps two tables, the renewal's and the recovery's, the
-//!   one the mode asked, in `modes::runbook::steps`), `--check`
+//!   `node::operation::Operation`; its context in `modes::runbook::run`:
+//!   `Tools`, the gate's memory `Seen`, what a step found `Found`, the
+//!   `Run` that folds it in; its steps plain functions over those and the
+//!   request, in two tables, the renewal's and the recovery's, the one the
+//!   mode asked, in `modes::runbook::steps`), `--check`
 //!   (`modes::check`), `--status-only` (`modes::status`: read, judge,
 //!   the evidence bundle) and the fencing check under the lock
 //!   (`modes::fence`; its file mechanics, the abandon included, in

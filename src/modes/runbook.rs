@@ -18,15 +18,14 @@ pub use crate::rules::failure::panic_message;
 use crate::rules::failure::{Fail, Success};
 use crate::rules::outcome::{exit_code_for, Outcome, Phase};
 use crate::rules::receipt::Receipt;
-use crate::rules::resume::Start;
-use crate::tools::health;
+use crate::rules::resume::Progress;
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
 use std::collections::BTreeMap;
 
 mod run;
 mod steps;
-use run::{cancelled, Env, Run, RunReport};
+use run::{Run, RunReport, Seen, Tools};
 use steps::Step;
 
 /// A run that stopped before it could look at the node (beyond a read-only
@@ -99,52 +98,53 @@ pub fn run(root: &Root, g: &Global, req: &Request, rt: &dyn Runtime, cancel: &Ca
     };
 
     let mut run = Run {
-        env: Env {
+        tools: Tools {
             root,
             g,
             rt,
             cancel,
-            req,
         },
         op,
         report: RunReport::default(),
+        seen: Seen::default(),
         step: Step::FIRST,
-        start: Start::Fresh,
-        last_gate: None,
-        sandboxes: health::Sandboxes::default(),
-        stay: Vec::new(),
-        last_restart: None,
+        start: Progress::Fresh,
     };
     // The restore guard (SPEC 4, v1.1): a panic anywhere in the steps is a
     // failure like any other: `finish` puts a staged manifest back, writes
     // the receipt and reports, all under the lock. Should `finish` itself
     // panic, the last resort still puts every staged manifest back and
     // reports once.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.steps()))
-        .unwrap_or_else(|payload| {
-            let why = panic_message(payload.as_ref());
-            tracing::error!(phase = %run.step.phase(), "internal error (a panic): {why}");
-            let component = run.op.staged().or(match run.step.phase() {
-                Phase::Restart(c) => Some(c),
-                _ => None,
-            });
-            Err(Fail::panic(run.step.phase(), why, component))
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        steps::run_all(&mut run, req)
+    }))
+    .unwrap_or_else(|payload| {
+        let why = panic_message(payload.as_ref());
+        tracing::error!(phase = %run.step.phase(), "internal error (a panic): {why}");
+        let component = run.op.staged().or(match run.step.phase() {
+            Phase::Restart(c) => Some(c),
+            _ => None,
         });
+        Err(Fail::panic(run.step.phase(), why, component))
+    });
     // The lock is released when `run` (its operation) is dropped, after
     // the report was made.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| finish(&mut run, result)))
-        .unwrap_or_else(|payload| last_resort(&run, &panic_message(payload.as_ref())))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        finish(&mut run, req, result)
+    }))
+    .unwrap_or_else(|payload| last_resort(&run, req, &panic_message(payload.as_ref())))
 }
 
 /// `finish` panicked: put back every manifest staged and not active, write a
 /// `failed` receipt if this operation has none, and report once, with as
 /// little machinery as possible.
-fn last_resort(run: &Run<'_>, why: &str) -> Report {
+fn last_resort(run: &Run<'_>, req: &Request, why: &str) -> Report {
     tracing::error!("internal error (a panic) while finishing: {why}");
     let phase = run.step.phase();
-    let (outcome, message, written) = run.op.last_resort(why, phase, run.did(), run.env.now());
-    let m = manifests::placement(run.env.root);
+    let (outcome, message, written) = run.op.last_resort(why, phase, run.did(), run.tools.now());
+    let m = manifests::placement(run.tools.root);
     let doc = run.result(
+        req,
         &Ending {
             outcome,
             phase: run.step.phase(),
@@ -155,7 +155,7 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
             manifests: m.receipt_locations(),
         },
         None,
-        run.env.now(),
+        run.tools.now(),
     );
     Report {
         code: exit_code_for(outcome, m.all_active()),
@@ -164,48 +164,48 @@ fn last_resort(run: &Run<'_>, why: &str) -> Report {
     }
 }
 
-fn finish(run: &mut Run<'_>, result: Result<Success, Fail>) -> Report {
-    let mut end = stop(run, result);
+fn finish(run: &mut Run<'_>, req: &Request, result: Result<Success, Fail>) -> Report {
+    let mut end = stop(run, req, result);
     // The receipt is the commit point; then `done`.
     if end.outcome == Outcome::Renewed {
         crate::crash_point!("renew-before-receipt");
     }
     commit(run, &mut end);
     if end.outcome == Outcome::Renewed {
-        let env = run.env;
-        if let Err(e) = run.op.finish(|| env.now()) {
+        let tools = run.tools;
+        if let Err(e) = run.op.finish(|| tools.now()) {
             end.message.push_str(&format!("; {e}"));
         }
     }
-    let m = manifests::placement(run.env.root);
+    let m = manifests::placement(run.tools.root);
     end.manifests = m.receipt_locations();
     let code = exit_code_for(end.outcome, m.all_active());
-    let now = run.env.now();
+    let now = run.tools.now();
     let after = if end.outcome == Outcome::Renewed {
-        Some(node_pki::read(run.env.root))
+        Some(node_pki::read(run.tools.root))
     } else {
         None
     };
     end.message = end.full_message();
     end.notes.clear();
-    let doc = run.result(&end, after.as_ref(), now);
+    let doc = run.result(req, &end, after.as_ref(), now);
     Report {
         code,
         doc: Box::new(doc),
-        text: result_text(run, &end),
+        text: result_text(run, req, &end),
     }
 }
 
 /// How the steps' result ends the run; on a failure, a staged manifest is
 /// put back first (lock held).
-fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
+fn stop(run: &mut Run<'_>, req: &Request, result: Result<Success, Fail>) -> Ending {
     let mut notes = Vec::new();
     let (outcome, phase, message, failed_component) = match result {
         Ok(Success::Unchanged(msg)) => (Outcome::Unchanged, Phase::Done, msg, None),
         Ok(Success::Renewed) => (
             Outcome::Renewed,
             Phase::Done,
-            run.done().renewed_message(run.env.now()),
+            run.done(req).renewed_message(run.tools.now()),
             None,
         ),
         Err(f) => {
@@ -243,12 +243,12 @@ fn stop(run: &mut Run<'_>, result: Result<Success, Fail>) -> Ending {
 
 /// What a recovery's text ends with (SPEC 11): what had expired, the
 /// health seen, and the next steps across the control plane.
-fn recovery_text(run: &Run<'_>) -> String {
-    let now = run.env.now();
-    let mut text = run.done().recovery_head(now);
-    let config = run.env.g.kubeadm_config.as_deref();
+fn recovery_text(run: &Run<'_>, req: &Request) -> String {
+    let now = run.tools.now();
+    let mut text = run.done(req).recovery_head(now);
+    let config = run.tools.g.kubeadm_config.as_deref();
     let steps = renew::recovery_steps(now, config);
-    crate::judge::advice::render_next(&mut text, &steps, run.env.g.term.width);
+    crate::judge::advice::render_next(&mut text, &steps, run.tools.g.term.width);
     text
 }
 
@@ -265,7 +265,7 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
         failed_component: end.failed_component,
         did: run.did(),
     };
-    let Some(r) = run.op.receipt(ended, run.env.now()) else {
+    let Some(r) = run.op.receipt(ended, run.tools.now()) else {
         return;
     };
     match run.op.commit(&r) {
@@ -279,10 +279,10 @@ fn commit(run: &Run<'_>, end: &mut Ending) {
 
 /// The result as text: outcome, phase, message, what was resumed, the
 /// restarts.
-fn result_text(run: &Run<'_>, end: &Ending) -> String {
-    let mut text = run.done().text(end);
+fn result_text(run: &Run<'_>, req: &Request, end: &Ending) -> String {
+    let mut text = run.done(req).text(end);
     if run.op.phase.recovery && end.outcome == Outcome::Renewed {
-        text.push_str(&recovery_text(run));
+        text.push_str(&recovery_text(run, req));
     }
     text
 }

@@ -27,10 +27,10 @@ use crate::node::manifests;
 use crate::node::staging::{put_back_if_staged, Dirs, Restore, StagingGuard};
 use crate::node::statedir::{self, Did, Ended, PhaseWriter, ReceiptError, RecordError};
 use crate::rules::component::Component;
-use crate::rules::failure::Progress;
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{Outcome, Phase};
 use crate::rules::receipt::Receipt;
+use crate::rules::resume::Progress;
 use std::time::Duration;
 
 /// Who begins an operation, and how: its ID (None: `--legacy-v1`), the

@@ -13,13 +13,12 @@ use crate::node::paths::{
     STATE_DIR_MODE, STATE_FILE_MODE,
 };
 use crate::rules::component::Component;
-use crate::rules::failure::Progress;
 use crate::rules::opid::OperationId;
 use crate::rules::outcome::{ManifestLocation, Outcome, Phase};
 use crate::rules::phase::{self, LegacyPhase, PhaseFile, PhaseState, PhaseV2, ResumedFrom};
 use crate::rules::receipt::{self, Receipt};
 use crate::rules::resume::ReceiptLookup;
-use crate::rules::resume::{resume, Asker, Resume, Resumed, Start};
+use crate::rules::resume::{resume, Asker, Progress, Resume, Resumed};
 use crate::rules::values::{CaSha256, ManifestLocations, PhaseFormat, Timestamp};
 use std::collections::BTreeMap;
 
@@ -404,12 +403,12 @@ impl PhaseWriter {
     pub fn take_up(
         &mut self,
         now: impl Fn() -> time::OffsetDateTime,
-    ) -> Result<Start, TakeUpError> {
+    ) -> Result<Progress, TakeUpError> {
         let file = StateDir::new(&self.state)
             .read_phase()
             .map_err(TakeUpError::Phase)?;
         let Some(file) = file else {
-            return Ok(Start::Fresh);
+            return Ok(Progress::Fresh);
         };
         let asker = match &self.operation {
             Some(id) => Asker::V2(id),
@@ -429,7 +428,7 @@ impl PhaseWriter {
             return Err(TakeUpError::Completed(e));
         }
         match (decision, file) {
-            (Resume::Fresh, _) => Ok(Start::Fresh),
+            (Resume::Fresh, _) => Ok(Progress::Fresh),
             (Resume::Legacy { start }, PhaseFile::Legacy(l)) => {
                 self.format = Format::Legacy;
                 self.legacy_started = l.started;
@@ -478,7 +477,7 @@ impl PhaseWriter {
                 tracing::info!(
                     "operation {operation_id} left its phase unfinished after its {outcome} receipt: treated as done"
                 );
-                Ok(Start::Fresh)
+                Ok(Progress::Fresh)
             }
             (Resume::ReceiptMalformed(e), _) => Err(TakeUpError::ReceiptMalformed(e)),
             (
@@ -538,7 +537,10 @@ impl PhaseWriter {
         progress: Progress,
         now: impl Fn() -> time::OffsetDateTime,
     ) -> Result<(), RecordError> {
-        let (state, next) = progress.phase_state();
+        // Fresh work records nothing until kubeadm is about to run.
+        let Some((state, next)) = progress.phase_state() else {
+            return Ok(());
+        };
         if !self.phase_written {
             if let Some(other) = self.supersede.take() {
                 let me = match &self.operation {

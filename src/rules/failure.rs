@@ -1,11 +1,10 @@
 //! How a renewal stops and where it stands, as values: why a run stopped
 //! short ([`Fail`], its [`Cause`] typed until it is said), how it ended
-//! well ([`Success`]), and where a renewal that got past its checks is
-//! ([`Progress`], as the phase file records it). Pure.
+//! well ([`Success`]). Where the work stands is
+//! `rules::resume::Progress`. Pure.
 
 use crate::rules::component::Component;
 use crate::rules::outcome::Phase;
-use crate::rules::phase::PhaseState;
 
 /// Why a run stopped short: where (its phase, the component it was at)
 /// and what (its [`Cause`], said only when the result is written).
@@ -114,30 +113,6 @@ pub(crate) enum Success {
     Renewed,
 }
 
-/// Where a renewal that got past its checks is (SPEC 4 steps 8 to 10), as
-/// the phase file records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Progress {
-    /// kubeadm renews the certificates (`renewing`).
-    Renewing,
-    /// The restarts, from this component (`restart_pending`; None: the
-    /// restarts are over, postflight remains).
-    Restart(Option<Component>),
-    /// Postflight passed; recorded after the receipt (`done`).
-    Done,
-}
-
-impl Progress {
-    /// The phase file's `state` and next component.
-    pub(crate) fn phase_state(self) -> (PhaseState, Option<Component>) {
-        match self {
-            Progress::Renewing => (PhaseState::Renewing, None),
-            Progress::Restart(next) => (PhaseState::RestartPending, next),
-            Progress::Done => (PhaseState::Done, None),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,18 +145,5 @@ mod tests {
         assert_eq!(c.message(), "SIGTERM");
         assert!(!fail(Phase::Health, "x").cancelled());
         assert_eq!(restart_failed(Component::Etcd, "y").message(), "y");
-    }
-
-    #[test]
-    fn progress_is_recorded_as_the_phase_file_says_it() {
-        assert_eq!(
-            Progress::Renewing.phase_state(),
-            (PhaseState::Renewing, None)
-        );
-        assert_eq!(
-            Progress::Restart(Some(Component::Etcd)).phase_state(),
-            (PhaseState::RestartPending, Some(Component::Etcd))
-        );
-        assert_eq!(Progress::Done.phase_state(), (PhaseState::Done, None));
     }
 }

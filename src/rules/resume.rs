@@ -116,16 +116,35 @@ impl PhaseJudgement {
     }
 }
 
-/// Where the work starts.
+/// Where a renewal's work stands (SPEC 4 steps 8 to 10): where it starts,
+/// as the phase file says (step 3), and what each step records once it
+/// succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Start {
-    /// From the beginning (expiry, gate, kubeadm, every component).
+pub enum Progress {
+    /// From the beginning (expiry, gate, kubeadm, every component); no
+    /// phase file is written for it.
     Fresh,
-    /// `renewing` was recorded: kubeadm again, then every component.
+    /// kubeadm renews the certificates (`renewing`): kubeadm again, then
+    /// every component.
     Renewing,
-    /// `restart_pending`: the restarts from this component (None: the
+    /// The restarts, from this component (`restart_pending`; None: the
     /// restarts are over, postflight remains).
     Restart(Option<Component>),
+    /// Postflight passed; recorded after the receipt (`done`).
+    Done,
+}
+
+impl Progress {
+    /// The phase file's `state` and next component; None for
+    /// [`Progress::Fresh`], which the phase file never records.
+    pub fn phase_state(self) -> Option<(PhaseState, Option<Component>)> {
+        match self {
+            Progress::Fresh => None,
+            Progress::Renewing => Some((PhaseState::Renewing, None)),
+            Progress::Restart(next) => Some((PhaseState::RestartPending, next)),
+            Progress::Done => Some((PhaseState::Done, None)),
+        }
+    }
 }
 
 /// Who asks.
@@ -151,19 +170,19 @@ pub enum Resume {
         outcome: Outcome,
     },
     /// Unfinished five-line work: resumed in the legacy format.
-    Legacy { start: Start },
+    Legacy { start: Progress },
     /// This operation's own unfinished work.
-    Own { start: Start },
+    Own { start: Progress },
     /// Another operation's unfinished V2 work, taken over; `supersede`: it
     /// has no receipt yet and gets a `superseded` one.
     TakeOver {
         from: OperationId,
-        start: Start,
+        start: Progress,
         supersede: bool,
     },
     /// Unfinished V2 work (of an observer's unknown asker): some renewal
     /// would resume or take it over.
-    Pending { start: Start },
+    Pending { start: Progress },
     /// `--legacy-v1` over unfinished V2 work: refused, nothing changes.
     RefuseLegacyOverV2 {
         operation_id: OperationId,
@@ -188,10 +207,10 @@ impl Resume {
     }
 }
 
-fn start_of(file: &PhaseFile) -> Start {
+fn start_of(file: &PhaseFile) -> Progress {
     match file.state() {
-        PhaseState::Renewing => Start::Renewing,
-        _ => Start::Restart(file.next_component()),
+        PhaseState::Renewing => Progress::Renewing,
+        _ => Progress::Restart(file.next_component()),
     }
 }
 
@@ -270,6 +289,20 @@ mod tests {
     }
 
     #[test]
+    fn progress_is_recorded_as_the_phase_file_says_it() {
+        assert_eq!(Progress::Fresh.phase_state(), None);
+        assert_eq!(
+            Progress::Renewing.phase_state(),
+            Some((PhaseState::Renewing, None))
+        );
+        assert_eq!(
+            Progress::Restart(Some(Component::Etcd)).phase_state(),
+            Some((PhaseState::RestartPending, Some(Component::Etcd)))
+        );
+        assert_eq!(Progress::Done.phase_state(), Some((PhaseState::Done, None)));
+    }
+
+    #[test]
     fn nothing_or_done_starts_fresh_without_a_lookup() {
         let me = id("op-1");
         assert_eq!(resume(None, Asker::V2(&me), never), Resume::Fresh);
@@ -294,14 +327,14 @@ mod tests {
         assert_eq!(
             resume(Some(&f), Asker::V2(&me), never),
             Resume::Own {
-                start: Start::Restart(Some(Component::KubeApiserver))
+                start: Progress::Restart(Some(Component::KubeApiserver))
             }
         );
         let f = v2("op-1", PhaseState::Renewing, None);
         assert_eq!(
             resume(Some(&f), Asker::V2(&me), never),
             Resume::Own {
-                start: Start::Renewing
+                start: Progress::Renewing
             }
         );
     }
@@ -316,7 +349,7 @@ mod tests {
                 matches!(
                     r,
                     Resume::Legacy {
-                        start: Start::Restart(Some(Component::Etcd))
+                        start: Progress::Restart(Some(Component::Etcd))
                     }
                 ),
                 "{r:?}"
@@ -345,7 +378,7 @@ mod tests {
             PhaseState::RestartPending,
             Some(Component::KubeScheduler),
         );
-        let start = Start::Restart(Some(Component::KubeScheduler));
+        let start = Progress::Restart(Some(Component::KubeScheduler));
         // No receipt: taken over, and it will be superseded.
         assert_eq!(
             resume(Some(&f), Asker::V2(&me), |_| None),

@@ -7,59 +7,58 @@
 //! `--recover-expired` resumes it while a leaf is expired); with every
 //! leaf valid, the renewal's table finishes it, gate and all.
 
+use crate::contract::cli::Request;
 use crate::judge::renew;
-use crate::modes::runbook::Run;
+use crate::modes::runbook::run::{Found, Tools};
 use crate::node::node_pki;
+use crate::node::operation::Operation;
 use crate::node::oplog::StepLog;
-use crate::rules::failure::{fail, Fail, Success};
+use crate::rules::expiry::{refusal, resumed_recovery_refusal, Next};
+use crate::rules::failure::{fail, Fail};
 use crate::rules::outcome::Phase;
-use crate::rules::resume::Start;
+use crate::rules::resume::Progress;
 
-impl Run<'_> {
-    /// The certificates before the run touches them; `Some(unchanged)` when
-    /// fresh, unforced work finds no leaf due; a failure when a leaf has
-    /// expired or is not valid yet.
-    pub(in crate::modes::runbook) fn expiry(&mut self) -> Result<Option<Success>, Fail> {
-        let _step = StepLog::new("expiry");
-        let pki = node_pki::read(self.env.root);
-        let now = self.env.now();
-        let leaves = pki.validity();
-        let (recover, renew) = self.fresh_commands();
-        let next = crate::rules::expiry::Next {
-            recover: &recover,
-            renew: &renew,
-        };
-        let refused = match &self.op.phase.resumed_recovery {
-            Some(r) => crate::rules::expiry::resumed_recovery_refusal(
-                &leaves,
-                now,
-                (r.operation_id.as_str(), &r.at),
-                next,
-            ),
-            None => crate::rules::expiry::refusal(&leaves, now, next),
-        };
-        if let Some(why) = refused {
-            return Err(fail(Phase::Expiry, why));
-        }
-        if let Some(r) = &self.op.phase.resumed_recovery {
-            tracing::info!(
-                recovery = r.operation_id.as_str(),
-                "finishing an unfinished recovery as a renewal: no leaf has expired, so the whole health gate comes before every restart"
-            );
-        }
-        if self.start == Start::Fresh && !self.env.req.force() {
-            let errors = pki.errors();
-            if !errors.is_empty() {
-                return Err(fail(Phase::Expiry, errors.join("; ")));
-            }
-            let due = pki.leaves_due(now, self.env.g.threshold_days);
-            if due.is_empty() {
-                self.report.before = Some(pki.clone());
-                let why = renew::nothing_due(&pki, now, self.env.g.threshold_days);
-                return Ok(Some(Success::Unchanged(why)));
-            }
-        }
-        self.report.before = Some(pki);
-        Ok(None)
+/// The certificates before the run touches them ([`Found::Before`]), or,
+/// when fresh, unforced work finds no leaf due, [`Found::Unchanged`]; a
+/// failure when a leaf has expired or is not valid yet.
+pub(in crate::modes::runbook) fn expiry(
+    op: &Operation<'_>,
+    t: &Tools<'_>,
+    req: &Request,
+    start: Progress,
+) -> Result<Found, Fail> {
+    let _step = StepLog::new("expiry");
+    let pki = node_pki::read(t.root);
+    let now = t.now();
+    let leaves = pki.validity();
+    let (recover, renew) = t.fresh_commands();
+    let next = Next {
+        recover: &recover,
+        renew: &renew,
+    };
+    let refused = match &op.phase.resumed_recovery {
+        Some(r) => resumed_recovery_refusal(&leaves, now, (r.operation_id.as_str(), &r.at), next),
+        None => refusal(&leaves, now, next),
+    };
+    if let Some(why) = refused {
+        return Err(fail(Phase::Expiry, why));
     }
+    if let Some(r) = &op.phase.resumed_recovery {
+        tracing::info!(
+            recovery = r.operation_id.as_str(),
+            "finishing an unfinished recovery as a renewal: no leaf has expired, so the whole health gate comes before every restart"
+        );
+    }
+    if start == Progress::Fresh && !req.force() {
+        let errors = pki.errors();
+        if !errors.is_empty() {
+            return Err(fail(Phase::Expiry, errors.join("; ")));
+        }
+        let due = pki.leaves_due(now, t.g.threshold_days);
+        if due.is_empty() {
+            let why = renew::nothing_due(&pki, now, t.g.threshold_days);
+            return Ok(Found::Unchanged(pki, why));
+        }
+    }
+    Ok(Found::Before(pki))
 }

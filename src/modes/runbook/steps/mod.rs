@@ -1,9 +1,12 @@
 //! The renewal as tables of steps. Each step has its phase (what a
 //! failure or a panic in it is reported as), what the phase file records
 //! once it succeeded; each [`Table`] says which step follows which, and
-//! how the steps two tables share ask the node ([`Way`]); [`Run::steps`]
-//! is the one loop that runs them. One file per step; what a run ends with
-//! (receipt, restore, result) stays in `modes::runbook`.
+//! how the steps two tables share ask the node ([`Way`]); [`run_all`]
+//! is the one loop that runs them and folds in what each found
+//! ([`Found`]). One file per step, each a plain function over what it
+//! reads and writes (the transaction on the node, the tools, the request,
+//! the gate's memory); what a run ends with (receipt, restore, result)
+//! stays in `modes::runbook`.
 //!
 //! Two tables: the renewal's (SPEC 4; `--legacy-v1` runs it too: a legacy
 //! run differs in its phase file's format and in writing no receipt, not
@@ -17,8 +20,8 @@
 //! gate before every restart ([`Table::of`]).
 //!
 //! Adding a step: a variant here with its phase and record, its place in
-//! the tables' `next`, and its file with one `impl Run` method that the
-//! loop calls.
+//! the tables' `next`, its file with one function, and its line in
+//! [`one`].
 
 mod ca_check;
 mod expiry;
@@ -30,80 +33,16 @@ mod recovery;
 mod renew;
 mod restart;
 mod serving;
+pub(in crate::modes::runbook) mod step;
 
-use crate::modes::runbook::Run;
+pub(in crate::modes::runbook) use step::Step;
+
+use crate::contract::cli::Request;
+use crate::modes::runbook::run::{Found, Run, Seen, Tools};
 use crate::rules::component::Component;
-use crate::rules::failure::{Fail, Progress, Success};
-use crate::rules::outcome::Phase;
-use crate::rules::resume::Start;
-use std::time::{Duration, Instant};
-
-/// One step of a renewal, in the order SPEC 4 runs them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::modes::runbook) enum Step {
-    /// The controller's deadline or a signal already received, before
-    /// anything is read (SPEC 4 "Deadline", v1.1): its only failure is
-    /// `cancelled`.
-    Deadline,
-    /// Step 3: read the phase file and decide where the work starts.
-    PhaseFile,
-    /// Step 4: the staging preflight.
-    Preflight,
-    /// Step 5: the CA fingerprints.
-    CaCheck,
-    /// Step 6: is any leaf due (skipped by `--force` and by resumed work);
-    /// an expired leaf, or one not valid yet, fails any work here.
-    Expiry,
-    /// A recovery's step 6 (SPEC 11): a leaf has expired (unless the
-    /// recovery's own work resumes), and none is not valid yet.
-    ExpiredLeaves,
-    /// Step 7: the tools the next steps need, then the health gate.
-    Gate,
-    /// A recovery's step 7: the tools only (the gate could not pass: the
-    /// expired leaves are why).
-    Tools,
-    /// Step 8: kubeadm renews the leaves.
-    Renew,
-    /// Step 9, for one component.
-    Restart(Component),
-    /// Step 10.
-    Postflight,
-    /// A recovery's last look at the whole local gate: reported, not
-    /// required (SPEC 11).
-    HealthAtEnd,
-}
-
-impl Step {
-    /// Where every run begins.
-    pub(in crate::modes::runbook) const FIRST: Step = Step::Deadline;
-
-    /// What a failure in this step, or a panic, is reported as (a failure
-    /// may name a more precise phase of its own).
-    pub(in crate::modes::runbook) fn phase(self) -> Phase {
-        match self {
-            Step::Deadline => Phase::Cancelled,
-            Step::PhaseFile => Phase::PhaseFile,
-            Step::Preflight => Phase::StagingConflict,
-            Step::CaCheck => Phase::CaCheck,
-            Step::Expiry | Step::ExpiredLeaves => Phase::Expiry,
-            Step::Gate | Step::Tools => Phase::Health,
-            Step::Renew => Phase::RenewCerts,
-            Step::Restart(c) => Phase::Restart(c),
-            Step::Postflight | Step::HealthAtEnd => Phase::Postflight,
-        }
-    }
-
-    /// What the phase file records once this step succeeded (None:
-    /// nothing; the restart records it as soon as the component is
-    /// healthy, the receipt's commit records `done`).
-    pub(in crate::modes::runbook) fn records(self) -> Option<Progress> {
-        match self {
-            Step::Renew => Some(Progress::Restart(Some(Component::Etcd))),
-            Step::Restart(c) => Some(Progress::Restart(c.next())),
-            _ => None,
-        }
-    }
-}
+use crate::rules::failure::{Fail, Success};
+use crate::rules::resume::Progress;
+use std::time::Instant;
 
 /// A table of steps: which follows which.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +68,7 @@ impl Table {
     /// The step after `step` once it succeeded; None: the work is done.
     /// After the gate (a recovery: the tools), the work goes where the
     /// phase file said it stands (`start`).
-    pub(in crate::modes::runbook) fn next(self, step: Step, start: Start) -> Option<Step> {
+    pub(in crate::modes::runbook) fn next(self, step: Step, start: Progress) -> Option<Step> {
         let recovery = self == Table::Recovery;
         Some(match step {
             Step::Deadline => Step::PhaseFile,
@@ -140,9 +79,11 @@ impl Table {
             Step::Expiry => Step::Gate,
             Step::ExpiredLeaves => Step::Tools,
             Step::Gate | Step::Tools => match start {
-                Start::Fresh | Start::Renewing => Step::Renew,
-                Start::Restart(Some(c)) => Step::Restart(c),
-                Start::Restart(None) => Step::Postflight,
+                Progress::Fresh | Progress::Renewing => Step::Renew,
+                Progress::Restart(Some(c)) => Step::Restart(c),
+                // The phase file's `done` is fresh work (step 3); were it
+                // ever where work starts, the postflight still proves it.
+                Progress::Restart(None) | Progress::Done => Step::Postflight,
             },
             Step::Renew => Step::Restart(Component::Etcd),
             Step::Restart(c) => c.next().map_or(Step::Postflight, Step::Restart),
@@ -156,16 +97,16 @@ impl Table {
     pub(in crate::modes::runbook) fn way(self) -> Way {
         match self {
             Table::Renewal => Way {
-                old: |run, c| run.gate_old(c),
-                after_restart: |run, c, deadline| run.gate_after_restart(c, deadline),
-                still_healthy: |run| run.gate_at_postflight(),
-                etcd_serves: |run, budget| run.etcd_serves(budget),
+                old: gate::old,
+                after_restart: gate::after_restart,
+                still_healthy: gate::at_postflight,
+                etcd_serves: serving::etcd_serves,
             },
             Table::Recovery => Way {
-                old: |run, c| run.recovery_old(c),
-                after_restart: |run, c, deadline| run.wait_serving(c, deadline),
-                still_healthy: |run| run.stayed(),
-                etcd_serves: |run, budget| run.recovered_etcd_serves(budget),
+                old: recovery::old,
+                after_restart: recovery::wait_serving,
+                still_healthy: recovery::stayed,
+                etcd_serves: recovery::etcd_serves,
             },
         }
     }
@@ -177,61 +118,79 @@ impl Table {
 #[derive(Clone, Copy)]
 pub(in crate::modes::runbook) struct Way {
     /// The container a restart of the component replaces.
-    pub old: fn(&mut Run<'_>, Component) -> Result<String, Fail>,
+    pub old: fn(&Tools<'_>, &mut Seen, Component) -> Result<String, Fail>,
     /// After the component's new container runs, until the deadline: what
     /// lets the restarts go on.
-    pub after_restart: fn(&mut Run<'_>, Component, Instant) -> Result<(), Fail>,
+    pub after_restart: fn(&Tools<'_>, &mut Seen, Component, Instant) -> Result<(), Fail>,
     /// The postflight's look at the health.
-    pub still_healthy: fn(&mut Run<'_>) -> Result<(), Fail>,
+    pub still_healthy: fn(&Tools<'_>, &mut Seen) -> Result<(), Fail>,
     /// etcd serves the renewed certificates, within the budget.
-    pub etcd_serves: fn(&Run<'_>, Duration) -> Result<(), Fail>,
+    pub etcd_serves: serving::EtcdServes,
 }
 
-impl Run<'_> {
-    /// The table this work runs: the mode asked's ([`Table::of`]).
-    pub(in crate::modes::runbook) fn table(&self) -> Table {
-        Table::of(self.env.req.recovery())
-    }
-
-    /// Run the steps from the first: to the end (`renewed`), to a step
-    /// that ends the run early (`unchanged`), or to the first failure.
-    pub(in crate::modes::runbook) fn steps(&mut self) -> Result<Success, Fail> {
-        self.step = Step::FIRST;
-        loop {
-            let ended = match self.step {
-                Step::Deadline => self.deadline().map(|()| None),
-                Step::PhaseFile => self.phase_file().map(|()| None),
-                Step::Preflight => self.preflight_step().map(|()| None),
-                Step::CaCheck => self.ca_check().map(|()| None),
-                Step::Expiry => self.expiry(),
-                Step::ExpiredLeaves => self.expired_leaves().map(|()| None),
-                Step::Gate => self.gate_step().map(|()| None),
-                Step::Tools => self.tools_step().map(|()| None),
-                Step::Renew => self.renew_step().map(|()| None),
-                Step::Restart(c) => self.restart_step(c).map(|()| None),
-                Step::Postflight => self.postflight_step().map(|()| None),
-                Step::HealthAtEnd => self.health_at_end().map(|()| None),
-            }?;
-            if let Some(success) = ended {
-                return Ok(success);
+/// Run the steps of the mode asked's table ([`Table::of`]) from the
+/// first, folding in what each found: to the end (`renewed`), to a step
+/// that ends the run early (`unchanged`), or to the first failure.
+/// `run.step` is the step it is in.
+pub(in crate::modes::runbook) fn run_all(
+    run: &mut Run<'_>,
+    req: &Request,
+) -> Result<Success, Fail> {
+    let table = Table::of(req.recovery());
+    run.step = Step::FIRST;
+    loop {
+        match one(run, req, table.way())? {
+            Found::Nothing => {}
+            Found::Start(p) => run.start = p,
+            Found::Before(pki) => run.report.before = Some(pki),
+            Found::Unchanged(pki, why) => {
+                run.report.before = Some(pki);
+                return Ok(Success::Unchanged(why));
             }
-            match self.table().next(self.step, self.start) {
-                Some(next) => self.step = next,
-                None => return Ok(Success::Renewed),
-            }
+            Found::Restarted(r) => run.report.restarts.push(r),
+            Found::HealthAtEnd(h) => run.report.health_at_end = Some(h),
         }
+        match table.next(run.step, run.start) {
+            Some(next) => run.step = next,
+            None => return Ok(Success::Renewed),
+        }
+    }
+}
+
+/// The step the run is in, over what it reads and writes.
+fn one(run: &mut Run<'_>, req: &Request, way: Way) -> Result<Found, Fail> {
+    let (op, t, seen, start) = (&mut run.op, &run.tools, &mut run.seen, run.start);
+    let nothing = |()| Found::Nothing;
+    match run.step {
+        Step::Deadline => phase_file::deadline(t).map(nothing),
+        Step::PhaseFile => phase_file::take_up(op, t).map(Found::Start),
+        Step::Preflight => preflight::preflight(t).map(nothing),
+        Step::CaCheck => ca_check::ca_check(op, t, req).map(nothing),
+        Step::Expiry => expiry::expiry(op, t, req, start),
+        Step::ExpiredLeaves => recovery::expired_leaves(op, t).map(Found::Before),
+        Step::Gate => gate::gate_step(op, t, seen, start).map(nothing),
+        Step::Tools => recovery::tools_step(op, t, start).map(nothing),
+        Step::Renew => {
+            let renewed = renew::renew(op, t, seen);
+            run.report.resigned = renewed.resigned;
+            renewed.result.map(nothing)
+        }
+        Step::Restart(c) => restart::restart(op, t, seen, way, c).map(Found::Restarted),
+        Step::Postflight => postflight::postflight(op, t, seen, way).map(nothing),
+        Step::HealthAtEnd => recovery::health_at_end(t, seen).map(Found::HealthAtEnd),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modes::runbook::cancelled;
+    use crate::modes::runbook::run::cancelled;
+    use crate::rules::outcome::Phase;
     use crate::tools::signals::Cancel;
 
     /// A table in the order SPEC 4 (SPEC 11) gives, from the first step to
     /// the end.
-    fn walk(table: Table, start: Start) -> Vec<Step> {
+    fn walk(table: Table, start: Progress) -> Vec<Step> {
         let mut at = Some(Step::FIRST);
         let mut seen = Vec::new();
         while let Some(s) = at {
@@ -246,7 +205,7 @@ mod tests {
     fn fresh_work_runs_every_step_in_order() {
         use Component::*;
         assert_eq!(
-            walk(Table::Renewal, Start::Fresh),
+            walk(Table::Renewal, Progress::Fresh),
             vec![
                 Step::Deadline,
                 Step::PhaseFile,
@@ -263,8 +222,8 @@ mod tests {
             ]
         );
         assert_eq!(
-            walk(Table::Renewal, Start::Renewing),
-            walk(Table::Renewal, Start::Fresh)
+            walk(Table::Renewal, Progress::Renewing),
+            walk(Table::Renewal, Progress::Fresh)
         );
     }
 
@@ -278,14 +237,14 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            after_gate(Start::Restart(Some(Component::KubeControllerManager))),
+            after_gate(Progress::Restart(Some(Component::KubeControllerManager))),
             vec![
                 Step::Restart(Component::KubeControllerManager),
                 Step::Restart(Component::KubeScheduler),
                 Step::Postflight,
             ]
         );
-        assert_eq!(after_gate(Start::Restart(None)), vec![Step::Postflight]);
+        assert_eq!(after_gate(Progress::Restart(None)), vec![Step::Postflight]);
     }
 
     #[test]
@@ -314,8 +273,8 @@ mod tests {
             };
             for table in [Table::Renewal, Table::Recovery] {
                 assert_eq!(
-                    table.next(Step::Restart(c), Start::Fresh),
-                    table.next(Step::Gate, Start::Restart(next))
+                    table.next(Step::Restart(c), Progress::Fresh),
+                    table.next(Step::Gate, Progress::Restart(next))
                 );
             }
         }
@@ -340,15 +299,15 @@ mod tests {
         want.extend([Step::ExpiredLeaves, Step::Tools, Step::Renew]);
         want.extend(RESTARTS);
         want.extend([Step::Postflight, Step::HealthAtEnd]);
-        assert_eq!(walk(Table::Recovery, Start::Fresh), want);
-        let steps = walk(Table::Recovery, Start::Fresh);
+        assert_eq!(walk(Table::Recovery, Progress::Fresh), want);
+        let steps = walk(Table::Recovery, Progress::Fresh);
         assert!(!steps.contains(&Step::Gate) && !steps.contains(&Step::Expiry));
     }
 
     #[test]
     fn both_tables_resume_where_the_phase_file_says() {
         for table in [Table::Renewal, Table::Recovery] {
-            let from_scheduler = walk(table, Start::Restart(Some(Component::KubeScheduler)));
+            let from_scheduler = walk(table, Progress::Restart(Some(Component::KubeScheduler)));
             let after_gate = from_scheduler
                 .iter()
                 .position(|s| matches!(s, Step::Gate | Step::Tools))
@@ -357,7 +316,7 @@ mod tests {
                 from_scheduler[after_gate + 1..][..2],
                 [Step::Restart(Component::KubeScheduler), Step::Postflight]
             );
-            let all_restarted = walk(table, Start::Restart(None));
+            let all_restarted = walk(table, Progress::Restart(None));
             assert!(!all_restarted.contains(&Step::Renew), "{all_restarted:?}");
             assert!(!all_restarted.iter().any(|s| matches!(s, Step::Restart(_))));
         }
@@ -369,8 +328,8 @@ mod tests {
     /// step; only `--recover-expired` runs the recovery's.
     #[test]
     fn a_recoverys_work_is_resumed_as_a_recovery_only_when_one_is_asked() {
-        let mut left = vec![Start::Fresh, Start::Renewing, Start::Restart(None)];
-        left.extend(Component::ALL.map(|c| Start::Restart(Some(c))));
+        let mut left = vec![Progress::Fresh, Progress::Renewing, Progress::Restart(None)];
+        left.extend(Component::ALL.map(|c| Progress::Restart(Some(c))));
         let recovery_only = [Step::ExpiredLeaves, Step::Tools, Step::HealthAtEnd];
         for start in left {
             let plain = walk(Table::of(false), start);

@@ -1,7 +1,10 @@
 //! Step 10: the postflight.
 
-use crate::modes::runbook::Run;
+use super::serving::serves_renewed;
+use super::Way;
+use crate::modes::runbook::run::{Seen, Tools};
 use crate::node::node_pki;
+use crate::node::operation::Operation;
 use crate::node::oplog::StepLog;
 use crate::rules::component::Component;
 use crate::rules::failure::{fail, Fail};
@@ -9,47 +12,43 @@ use crate::rules::outcome::Phase;
 use crate::tools::health;
 use std::time::Instant;
 
-impl Run<'_> {
-    /// StepLog 10.
-    pub(in crate::modes::runbook) fn postflight(&mut self) -> Result<(), Fail> {
-        let _step = StepLog::new("postflight");
-        // Until the last restart is --settle old (SPEC 4 step 10, v1.2): a
-        // component that crash-loops is caught by the gate after it,
-        // without a fixed wait per component.
-        if let Some(at) = self.last_restart {
-            let until = at + self.env.g.settle;
-            let wait = until.saturating_duration_since(Instant::now());
-            if !wait.is_zero() {
-                tracing::info!(
-                    settle_ms = wait.as_millis() as u64,
-                    "waiting until the last restart is --settle old"
-                );
-                health::sleep_until(
-                    Instant::now() + self.env.cancel.bound(wait),
-                    wait,
-                    self.env.cancel,
-                );
-                self.env.check_cancel(None)?;
-                self.last_gate = None;
-            }
+/// Step 10, unless a signal came: until the last restart is `--settle`
+/// old, then the health as the table asks it (`way`), the CAs unchanged,
+/// and the renewed certificates served.
+pub(in crate::modes::runbook) fn postflight(
+    op: &Operation<'_>,
+    t: &Tools<'_>,
+    seen: &mut Seen,
+    way: Way,
+) -> Result<(), Fail> {
+    t.check_cancel(None)?;
+    let _step = StepLog::new("postflight");
+    // Until the last restart is --settle old (SPEC 4 step 10, v1.2): a
+    // component that crash-loops is caught by the gate after it, without a
+    // fixed wait per component.
+    if let Some(at) = seen.last_restart {
+        let until = at + t.g.settle;
+        let wait = until.saturating_duration_since(Instant::now());
+        if !wait.is_zero() {
+            tracing::info!(
+                settle_ms = wait.as_millis() as u64,
+                "waiting until the last restart is --settle old"
+            );
+            health::sleep_until(Instant::now() + t.cancel.bound(wait), wait, t.cancel);
+            t.check_cancel(None)?;
+            seen.last_gate = None;
         }
-        (self.table().way().still_healthy)(self)?;
-        let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(self.env.root));
-        if now_ca != self.op.phase.ca {
-            return Err(fail(
-                Phase::Postflight,
-                "a CA fingerprint changed during the renewal",
-            ));
-        }
-        let budget = self.env.g.health_timeout;
-        self.serves_renewed(Component::KubeApiserver, budget)?;
-        self.serves_renewed(Component::Etcd, budget)?;
-        Ok(())
     }
-
-    /// Step 10, unless a signal came.
-    pub(in crate::modes::runbook) fn postflight_step(&mut self) -> Result<(), Fail> {
-        self.env.check_cancel(None)?;
-        self.postflight()
+    (way.still_healthy)(t, seen)?;
+    let now_ca = node_pki::ca_fingerprints(&node_pki::read_cas(t.root));
+    if now_ca != op.phase.ca {
+        return Err(fail(
+            Phase::Postflight,
+            "a CA fingerprint changed during the renewal",
+        ));
     }
+    let budget = t.g.health_timeout;
+    serves_renewed(t, Component::KubeApiserver, budget, way.etcd_serves)?;
+    serves_renewed(t, Component::Etcd, budget, way.etcd_serves)?;
+    Ok(())
 }
