@@ -10,7 +10,8 @@
 //! file's writer (step 3 onward: [`PhaseWriter`], which also writes the
 //! `superseded` receipt of work it took over with its first phase write)
 //! and the staged manifest's guard. Its methods are the renewal's changes:
-//! [`Operation::record`] a phase, [`Operation::stage`] and
+//! [`Operation::record`] a phase, [`Operation::backup`] and
+//! [`Operation::rollback`] the certificates, [`Operation::stage`] and
 //! [`Operation::unstage`] a manifest, [`Operation::receipt`] and
 //! [`Operation::commit`] the one receipt; [`Operation::put_back`] is the
 //! failure path's way back for a staged manifest, [`Operation::finish`]
@@ -149,6 +150,23 @@ impl<'r> Operation<'r> {
         now: impl Fn() -> time::OffsetDateTime,
     ) -> Result<(), RecordError> {
         self.phase.record(self.root, progress, now)
+    }
+
+    /// Back up `pki/` and the kubeconfigs before kubeadm rewrites them
+    /// (SPEC 4 step 8), under this operation's name (`backup::create`;
+    /// an existing backup of this operation is kept). Where it went, and
+    /// how many files.
+    pub fn backup(&self) -> Result<(String, usize), backup::BackupError> {
+        let (kind, name) = self.phase.backup_kind_name();
+        let n = backup::create(self.root, &self.phase.state, kind, &name)?;
+        Ok((format!("{kind}/{name}"), n))
+    }
+
+    /// Put this operation's backup back (`backup::restore`: bytes and
+    /// times); how many files were rewritten.
+    pub fn rollback(&self) -> Result<usize, backup::BackupError> {
+        let (kind, name) = self.phase.backup_kind_name();
+        backup::restore(self.root, &self.phase.state, kind, &name)
     }
 
     /// Move `c`'s manifest into staging: out from the moment the move is

@@ -2,9 +2,9 @@
 
 use super::Step;
 use crate::modes::runbook::run::{cancelled, record, Seen, Tools};
+use crate::node::node_pki;
 use crate::node::operation::Operation;
 use crate::node::oplog::StepLog;
-use crate::node::{backup, node_pki};
 use crate::rules::failure::{fail, Cause, Fail};
 use crate::rules::outcome::Phase;
 use crate::rules::receipt::with_tail;
@@ -42,14 +42,10 @@ fn certs(op: &mut Operation<'_>, t: &Tools<'_>, resigned: &mut bool) -> Result<(
     let _step = StepLog::new("renew-certs");
     record(op, t, Progress::Renewing)?;
     crate::crash_point!("renew-after-phase-renewing");
-    let (kind, name) = op.phase.backup_kind_name();
-    let n = backup::create(t.root, &op.phase.state, kind, &name)
+    let (to, n) = op
+        .backup()
         .map_err(|e| fail(Phase::Backup, e.to_string()))?;
-    tracing::info!(
-        files = n,
-        "backed up pki/ and the kubeconfigs to {}/{name}",
-        kind
-    );
+    tracing::info!(files = n, "backed up pki/ and the kubeconfigs to {to}");
     t.check_cancel(None)?;
     crate::crash_point!("renew-after-backup");
     let mut kubeadm_ok = false;
@@ -68,8 +64,7 @@ fn certs(op: &mut Operation<'_>, t: &Tools<'_>, resigned: &mut bool) -> Result<(
         Err(e) => Err(e.to_string()),
     };
     if let Err(why) = result {
-        let restored = backup::restore(t.root, &op.phase.state, kind, &name);
-        let tail = match restored {
+        let tail = match op.rollback() {
             Ok(n) => format!("the backup was put back ({n} files rewritten)"),
             Err(e) => {
                 // kubeadm's certificates stay where the backup could not
