@@ -1154,6 +1154,7 @@ pub(crate) mod test_node {
                     strays: Vec::new(),
                     hostile: Vec::new(),
                     manifests_dir_error: None,
+                    external_etcd: None,
                 },
                 pki: PkiReport { cas, leaves },
                 kubelet: KubeletReport::default(),

@@ -475,6 +475,9 @@ pub(crate) fn preflight_refusal(
     if let Some(e) = &m.manifests_dir_error {
         return Some((Phase::Topology, e.clone()));
     }
+    if let Some(why) = m.external_etcd_verdict() {
+        return Some((Phase::Topology, why));
+    }
     let etcd = &m.manifests[&Component::Etcd];
     if !etcd.active && !etcd.runbook_staged && !etcd.agent_staged && etcd.error.is_none() {
         return Some((

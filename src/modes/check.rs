@@ -27,6 +27,9 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     facts.agent = Some(s.agent.clone());
     facts.manifest_problems = s.manifests.problems();
     facts.pki_errors = s.pki.errors();
+    // External etcd is the one verdict (SPEC 12, v1.3): its etcd leaves
+    // and pod never existed.
+    facts.unsupported = s.manifests.external_etcd_verdict();
     // The kubelet's configuration over a bound (SPEC 10): refused, named.
     facts.pki_errors.extend(s.kubelet.hostile.clone());
     facts.leaves_due = s.pki.leaves_due(now, threshold);
@@ -107,12 +110,16 @@ pub fn run(root: &Root, g: &Global, force: bool, agent_state: Option<&str>) -> R
     let now = g.clock.now();
     let threshold = g.threshold_days;
     let s = NodeSnapshot::for_check(root, agent_state);
-    let mut verdict = decide(&facts(&s, force, now, threshold));
+    let facts = facts(&s, force, now, threshold);
+    let mut verdict = decide(&facts);
     let observed = crate::modes::live::observe(root, g);
     let judged = observed.judged();
-    verdict
-        .warnings
-        .extend(crate::judge::live::check_warnings(&judged, observed.wall));
+    // A node the runbook does not renew has its one verdict.
+    if facts.unsupported.is_none() {
+        verdict
+            .warnings
+            .extend(crate::judge::live::check_warnings(&judged, observed.wall));
+    }
     let code = match verdict.decision {
         Decision::Failed => exit::FAILED,
         _ => exit::OK,
@@ -161,7 +168,7 @@ impl Checked<'_> {
     /// plane fails with its one reason.
     fn text(&self, root: &Root, g: &Global, code: u8) -> String {
         let (s, verdict) = (self.s, &self.verdict);
-        let foreign = crate::node::manifests::not_a_control_plane(root, &s.manifests);
+        let foreign = crate::node::manifests::not_renewable(root, &s.manifests);
         let head = headline(verdict);
         let conflicts = crate::node::conflict::conflicts(root, &s.manifests);
         let mut text = String::new();

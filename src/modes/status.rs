@@ -36,7 +36,7 @@ pub fn view(root: &Root, g: &Global, ask: &Ask<'_>, observed: &Observation) -> R
     let receipts = s.receipts.as_ref().unwrap_or(&none);
     let read = Read {
         now: g.clock.now(),
-        foreign: manifests::not_a_control_plane(root, &s.manifests),
+        foreign: manifests::not_renewable(root, &s.manifests),
         conflicts: conflict::conflicts(root, &s.manifests),
     };
     let asked = Asked {

@@ -187,11 +187,13 @@ pub fn never_seen(state: &Dir, id: &OperationId, phase: &PhaseReport) -> bool {
     !(by_owner || by_log || by_phase)
 }
 
-/// The manifests in no directory after the put-back, each named.
+/// The manifests in no directory after the put-back, each named (not
+/// etcd's on a node with external etcd: it never had one).
 pub fn missing_manifests(after: &ManifestsReport) -> Vec<String> {
     after
         .manifests
         .iter()
+        .filter(|(c, _)| !(**c == Component::Etcd && after.external_etcd.is_some()))
         .filter(|(_, v)| v.location == doc::ManifestLocation::Missing && v.error.is_none())
         .map(|(c, _)| format!("the {c} manifest is missing: neither active nor staged"))
         .collect()

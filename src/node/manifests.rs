@@ -44,7 +44,15 @@ pub struct ManifestsReport {
     pub hostile: Vec<String>,
     /// The manifests directory itself could not be read.
     pub manifests_dir_error: Option<String>,
+    /// External etcd (SPEC 12, v1.3): no etcd manifest anywhere, and
+    /// kube-apiserver's `--etcd-servers` (these) names no address of this
+    /// host. Such a node is refused as one verdict, exit 1: its etcd pod
+    /// never existed.
+    pub external_etcd: Option<String>,
 }
+
+/// The one verdict on a node with external etcd (SPEC 12, v1.3).
+pub const EXTERNAL_ETCD: &str = "external etcd: this runbook renews stacked-etcd nodes only";
 
 impl ManifestsReport {
     /// Every one of the four is in `manifests/` (SPEC 7, v1.1: "active"
@@ -52,8 +60,17 @@ impl ManifestsReport {
     /// with all four active exits 1, not 4).
     pub fn all_active(&self) -> bool {
         self.manifests
-            .values()
-            .all(|m| m.active && m.error.is_none())
+            .iter()
+            .filter(|(c, _)| !(**c == Component::Etcd && self.external_etcd.is_some()))
+            .all(|(_, m)| m.active && m.error.is_none())
+    }
+
+    /// The one verdict on a node with external etcd, with the servers it
+    /// names (SPEC 12, v1.3).
+    pub fn external_etcd_verdict(&self) -> Option<String> {
+        self.external_etcd
+            .as_ref()
+            .map(|servers| format!("{EXTERNAL_ETCD} (kube-apiserver --etcd-servers={servers})"))
     }
     pub fn receipt_locations(&self) -> BTreeMap<Component, ManifestLocation> {
         self.manifests
@@ -116,6 +133,13 @@ pub fn not_a_control_plane(root: &Root, m: &ManifestsReport) -> Option<String> {
             crate::node::paths::node(&ca_key)
         )
     })
+}
+
+/// A node the runbook does not renew, as its one verdict (exit 1, never
+/// ACTION NEEDED for pods that never existed): not a control plane
+/// ([`not_a_control_plane`]), or one with external etcd (SPEC 12, v1.3).
+pub fn not_renewable(root: &Root, m: &ManifestsReport) -> Option<String> {
+    not_a_control_plane(root, m).or_else(|| m.external_etcd_verdict())
 }
 
 /// Is `name` present in `dir` as an acceptable manifest? Err: refused.
@@ -230,6 +254,13 @@ pub fn placement(root: &Root) -> ManifestsReport {
             },
         );
     }
+    let etcd = &manifests[&Component::Etcd];
+    let external_etcd =
+        if !etcd.active && !etcd.runbook_staged && !etcd.agent_staged && etcd.error.is_none() {
+            external_etcd(&[&manifests_dir, &staging, &agent])
+        } else {
+            None
+        };
     ManifestsReport {
         manifests,
         runbook_staging,
@@ -237,6 +268,68 @@ pub fn placement(root: &Root) -> ManifestsReport {
         strays: Vec::new(),
         hostile: Vec::new(),
         manifests_dir_error,
+        external_etcd,
+    }
+}
+
+/// With no etcd manifest anywhere: kube-apiserver's `--etcd-servers`, from
+/// the first of `dirs` that holds its manifest (read within the bounds;
+/// one that cannot be read or parsed says nothing), when none of its URLs
+/// names this host (`localhost`, loopback, an address of this host).
+fn external_etcd(dirs: &[&Option<Dir>]) -> Option<String> {
+    let name = Component::KubeApiserver.manifest_file();
+    let bytes = dirs.iter().find_map(|d| {
+        d.as_ref().and_then(|d| {
+            d.read_file(&name, NODE_FILE_MAX, Trust::Strict)
+                .ok()
+                .flatten()
+        })
+    })?;
+    let servers = container_flag(
+        &bytes,
+        "kube-apiserver",
+        "--etcd-servers",
+        crate::rules::flags::Syntax::Pflag,
+    )
+    .ok()
+    .flatten()?;
+    let elsewhere = |url: &str| match url_host(url) {
+        Some(UrlHost::Localhost) => false,
+        Some(UrlHost::Ip(ip)) => !crate::node::host::is_local(ip),
+        Some(UrlHost::Name) => true,
+        None => false,
+    };
+    let urls: Vec<&str> = servers
+        .split(',')
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .collect();
+    (!urls.is_empty() && urls.iter().all(|u| elsewhere(u))).then_some(servers)
+}
+
+/// The host of a URL as `scheme://host[:port][/path]` writes it.
+#[derive(Debug, PartialEq, Eq)]
+enum UrlHost {
+    Localhost,
+    Ip(std::net::IpAddr),
+    /// Another name: never this host's for the runbook (it resolves none).
+    Name,
+}
+
+/// The host of `url`; None when it has no `scheme://` or no host.
+fn url_host(url: &str) -> Option<UrlHost> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.0,
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    if host.is_empty() {
+        None
+    } else if host.eq_ignore_ascii_case("localhost") {
+        Some(UrlHost::Localhost)
+    } else {
+        Some(host.parse().map_or(UrlHost::Name, UrlHost::Ip))
     }
 }
 
@@ -625,6 +718,10 @@ impl ManifestsReport {
                 where_.push("the node agent's staging directory");
             }
             if !view.active && where_.is_empty() {
+                // External etcd has no etcd pod: its verdict says so.
+                if *c == Component::Etcd && m.external_etcd.is_some() {
+                    continue;
+                }
                 v.push(Reason::component(*c, format!("{c} manifest is missing")));
             } else if !view.active {
                 v.push(Reason::component(
@@ -687,6 +784,75 @@ impl ManifestsReport {
 #[allow(clippy::disallowed_methods)] // tests plant files in their temp dirs
 mod tests {
     use super::*;
+
+    /// SPEC 12 (v1.3): a URL's host as the external-etcd rule reads it:
+    /// brackets for IPv6, `localhost` by name, any other name never this
+    /// host's.
+    #[test]
+    fn url_hosts_are_read_in_both_families() {
+        let ip = |s: &str| Some(UrlHost::Ip(s.parse().unwrap()));
+        assert_eq!(url_host("https://127.0.0.1:2379"), ip("127.0.0.1"));
+        assert_eq!(url_host("https://[::1]:2379"), ip("::1"));
+        assert_eq!(
+            url_host("https://[2001:db8::10]:2379/x"),
+            ip("2001:db8::10")
+        );
+        assert_eq!(url_host("https://LocalHost:2379"), Some(UrlHost::Localhost));
+        assert_eq!(url_host("https://etcd-1.example:2379"), Some(UrlHost::Name));
+        assert_eq!(url_host("https://10.0.0.5"), ip("10.0.0.5"));
+        assert_eq!(url_host("10.0.0.5:2379"), None);
+        assert_eq!(url_host("https://[::1"), None);
+        assert_eq!(url_host("https://:2379"), None);
+    }
+
+    /// SPEC 12 (v1.3): external etcd only when no etcd manifest is anywhere
+    /// and every `--etcd-servers` URL is another machine's; a stacked
+    /// etcd's lost manifest stays a missing manifest (exit 4).
+    #[test]
+    fn external_etcd_is_told_from_a_lost_etcd_manifest() {
+        let t = crate::tools::runtime::double::node_tree("rsa");
+        let root = Root::open(t.path()).unwrap();
+        let m = t.path().join("etc/kubernetes/manifests");
+        assert_eq!(placement(&root).external_etcd, None, "stacked");
+        std::fs::remove_file(m.join("etcd.yaml")).unwrap();
+        assert_eq!(
+            placement(&root).external_etcd,
+            None,
+            "loopback servers: stacked"
+        );
+        assert!(!placement(&root).all_active());
+        let api = m.join("kube-apiserver.yaml");
+        let yaml = std::fs::read_to_string(&api).unwrap();
+        let servers = |v: &str| {
+            let start = yaml.find("--etcd-servers=").unwrap();
+            let end = start + yaml[start..].find('\n').unwrap();
+            std::fs::write(
+                &api,
+                format!("{}--etcd-servers={v}{}", &yaml[..start], &yaml[end..]),
+            )
+            .unwrap();
+            placement(&root)
+        };
+        for external in [
+            "https://192.0.2.10:2379",
+            "https://etcd.example:2379,https://[2001:db8::1]:2379",
+        ] {
+            let p = servers(external);
+            assert_eq!(p.external_etcd.as_deref(), Some(external));
+            assert!(p.all_active(), "etcd is not this node's to run");
+            assert!(p
+                .external_etcd_verdict()
+                .unwrap()
+                .starts_with(EXTERNAL_ETCD));
+            assert!(p.problems().is_empty(), "{:?}", p.problems());
+        }
+        for local in [
+            "https://192.0.2.10:2379,https://[::1]:2379",
+            "https://localhost:2379",
+        ] {
+            assert_eq!(servers(local).external_etcd, None, "{local}");
+        }
+    }
 
     #[test]
     fn pod_component_by_label_and_name() {

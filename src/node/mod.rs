@@ -11,6 +11,8 @@ pub(crate) mod evidence;
 pub(crate) mod fence;
 /// The no-follow descriptor walk and the three durable write disciplines.
 pub(crate) mod fsx;
+/// This host's own addresses.
+pub(crate) mod host;
 /// Read-only views of the state directory (phase file, lock, receipts).
 pub(crate) mod inspect;
 /// The kubelet's own certificates (listed, never renewed; v1.2).

@@ -32,6 +32,9 @@ pub struct Facts {
     pub expired_leaves: Vec<(String, String)>,
     /// Warnings that never fail the check (CAs near expiry, strays, chains).
     pub warnings: Vec<String>,
+    /// A node this runbook does not renew (external etcd, SPEC 12, v1.3):
+    /// the one verdict, whatever else is found.
+    pub unsupported: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +54,16 @@ pub struct Verdict {
 /// Pure: decide per SPEC section 5 and the product guide. Failures win;
 /// else pending work selects the executors; else expiry (or `--force`).
 pub fn decide(f: &Facts) -> Verdict {
+    if let Some(why) = &f.unsupported {
+        return Verdict {
+            decision: Decision::Failed,
+            executors: Vec::new(),
+            legacy_fallback: false,
+            failure: Some(CheckFailure::Manifests),
+            reasons: vec![why.clone()],
+            warnings: Vec::new(),
+        };
+    }
     let legacy_pending = f.runbook.is_pending();
     let agent = f.agent.clone().unwrap_or(AgentIntent::Absent);
     let mut warnings = f.warnings.clone();
@@ -211,6 +224,23 @@ fn due_reasons(f: &Facts) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SPEC 12 (v1.3): a node the runbook does not renew is one verdict,
+    /// whatever else the facts hold.
+    #[test]
+    fn an_unsupported_node_is_the_one_reason() {
+        let why = "external etcd: this runbook renews stacked-etcd nodes only";
+        let v = decide(&Facts {
+            unsupported: Some(why.into()),
+            pki_errors: vec!["leaf etcd-server is missing".into()],
+            leaves_due: vec![("apiserver".into(), 3)],
+            ..base()
+        });
+        assert_eq!(v.decision, Decision::Failed);
+        assert_eq!(v.reasons, [why]);
+        assert_eq!(v.failure, Some(CheckFailure::Manifests));
+        assert!(v.executors.is_empty() && v.warnings.is_empty());
+    }
 
     fn base() -> Facts {
         Facts {

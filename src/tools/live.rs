@@ -103,11 +103,9 @@ fn words(e: &crate::tools::tlsprobe::ProbeError) -> String {
     }
 }
 
-/// Whether `ip` is this host's (a socket can be bound to it): the peer
-/// port is asked only there, never on another machine.
-pub fn is_local(ip: IpAddr) -> bool {
-    ip.is_loopback() || std::net::TcpListener::bind(SocketAddr::new(ip, 0)).is_ok()
-}
+/// Whether `ip` is this host's (`node::host::is_local`): the peer port is
+/// asked only there, never on another machine.
+pub use crate::node::host::is_local;
 
 struct Ask<'a> {
     rt: &'a dyn Runtime,

@@ -1,0 +1,106 @@
+//! The node shapes real kubeadm clusters have (SPEC 12, v1.3), on the
+//! simulated node (tests/simnode): for each, the operator view, the check
+//! and a renewal, with the verdict and the exit code SPEC gives.
+#![cfg(feature = "sim")]
+// Tests and the simulated node write fixtures directly; the house rule (clippy.toml) binds src/.
+#![allow(clippy::disallowed_methods)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod support;
+
+use serde_json::json;
+use support::node::*;
+
+/// The runbook's text output (the JSON default of [`Node::run`] replaced).
+fn run_text(node: &Node, args: &[&str]) -> (i32, String) {
+    let mut a = node.runbook_args(args);
+    let i = a.iter().position(|x| x == "--output").unwrap();
+    a[i + 1] = "text".into();
+    let out = std::process::Command::new(RUNBOOK)
+        .args(a)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+const EXTERNAL: &str = "external etcd: this runbook renews stacked-etcd nodes only";
+
+/// External etcd (SPEC 12): no `etcd.yaml`, and kube-apiserver's
+/// `--etcd-servers` names another machine. Every mode says so as its one
+/// verdict and exits 1 (phase `topology` for the renewal), never ACTION
+/// NEEDED for an etcd pod that never existed; nothing changes.
+#[test]
+fn external_etcd_is_one_verdict_exit_1_in_every_mode() {
+    let node = Node::new("rsa", json!({}));
+    std::fs::remove_file(node.manifest("etcd")).unwrap();
+    let api = node.manifest("kube-apiserver");
+    let m = std::fs::read_to_string(&api).unwrap();
+    let start = m
+        .find("--etcd-servers=")
+        .expect("the fixture names its etcd");
+    let end = start + m[start..].find('\n').unwrap();
+    let external = "--etcd-servers=https://192.0.2.10:2379,https://[2001:db8::10]:2379";
+    std::fs::write(&api, format!("{}{external}{}", &m[..start], &m[end..])).unwrap();
+    let pki_before = support::tree::snapshot(&node.root.join("etc/kubernetes/pki"), true);
+
+    let (code, view, stderr) = node.run(&["--status-only"]);
+    assert_eq!(code, 1, "{view:#}\n{stderr}");
+    assert_eq!(view["severity"], "not_clean", "{view:#}");
+    let reasons = view["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1, "one verdict: {view:#}");
+    assert!(
+        reasons[0].as_str().unwrap().starts_with(EXTERNAL),
+        "{view:#}"
+    );
+    let (code, text) = run_text(&node, &["--status-only"]);
+    assert_eq!(code, 1);
+    assert!(
+        text.starts_with(&format!("NODE: NOT CLEAN: {EXTERNAL}")),
+        "{text}"
+    );
+    assert!(!text.contains("ACTION NEEDED"), "{text}");
+
+    let (code, check, stderr) = node.run(&["--check"]);
+    assert_eq!(code, 1, "{check:#}\n{stderr}");
+    assert_eq!(check["decision"], "failed", "{check:#}");
+    assert_eq!(check["reasons"].as_array().unwrap().len(), 1, "{check:#}");
+    assert!(
+        check["message"].as_str().unwrap().contains(EXTERNAL),
+        "{check:#}"
+    );
+
+    let (code, renew, stderr) = node.run(&["--operation-id", "op-external", "--force"]);
+    assert_eq!(code, 1, "{renew:#}\n{stderr}");
+    assert_eq!(renew["phase"], "topology", "{renew:#}");
+    assert!(
+        renew["message"].as_str().unwrap().starts_with(EXTERNAL),
+        "{renew:#}"
+    );
+    assert_eq!(renew["restarts"], json!([]), "{renew:#}");
+    assert_eq!(
+        support::tree::snapshot(&node.root.join("etc/kubernetes/pki"), true),
+        pki_before,
+        "nothing renewed"
+    );
+    assert!(!std::fs::read_to_string(&api).unwrap().is_empty());
+}
+
+/// Any other missing etcd manifest stays a pod down (SPEC 7: exit 4): an
+/// apiserver whose `--etcd-servers` is this host's loopback has a stacked
+/// etcd whose manifest is gone.
+#[test]
+fn a_stacked_etcd_whose_manifest_is_gone_stays_action_needed() {
+    let node = Node::new("rsa", json!({}));
+    std::fs::remove_file(node.manifest("etcd")).unwrap();
+    let (code, view, stderr) = node.run(&["--status-only"]);
+    assert_eq!(code, 4, "{view:#}\n{stderr}");
+    assert_eq!(view["severity"], "action_needed", "{view:#}");
+    let (code, renew, stderr) = node.run(&["--operation-id", "op-stacked", "--force"]);
+    assert_eq!(code, 4, "{renew:#}\n{stderr}");
+    assert_eq!(renew["phase"], "topology", "{renew:#}");
+}
