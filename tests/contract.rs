@@ -571,7 +571,7 @@ impl Fixture {
 }
 
 fn run_binary(args: &[String]) -> (i32, Value) {
-    let out = Command::new(RUNBOOK)
+    let out = support::netns::hermetic(&mut Command::new(RUNBOOK))
         .args(args)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")

@@ -58,7 +58,7 @@ struct Ran {
 }
 
 fn run(root: &Path, extra: &[&str]) -> Ran {
-    let out = Command::new(RUNBOOK)
+    let out = support::netns::hermetic(&mut Command::new(RUNBOOK))
         .args([
             "--root",
             root.to_str().unwrap(),
@@ -1095,7 +1095,7 @@ fn a_signal_while_writing_evidence_leaves_no_file_and_one_document() {
     for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
         let (_t, root) = node("");
         let tmp = root.join("tmp");
-        let child = Command::new(RUNBOOK)
+        let child = support::netns::hermetic(&mut Command::new(RUNBOOK))
             .args([
                 "--root",
                 root.to_str().unwrap(),

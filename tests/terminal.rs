@@ -78,7 +78,7 @@ fn a_tty_gets_its_width_and_colour_and_no_color_is_respected() {
 #[test]
 fn a_pipe_gets_80_columns_and_no_colour() {
     let (_t, root) = node();
-    let out = Command::new(env!("CARGO_BIN_EXE_nvke-cert-runbook"))
+    let out = support::netns::hermetic(&mut Command::new(env!("CARGO_BIN_EXE_nvke-cert-runbook")))
         .args([
             "--root",
             root.to_str().unwrap(),

@@ -16,6 +16,8 @@
 //! - [`strace`], [`sweep`] (feature `sim`): the strace log parser, and the
 //!   crash and I/O-error sweeps' recording, sampling and side-by-side
 //!   runner.
+//! - [`netns`]: a network namespace of its own for a run on a fixture
+//!   tree (as root), so no port of the host changes its result.
 //! - [`say`], [`tail`]: printing past the harness's capture, the end of a
 //!   long output.
 //!
@@ -25,6 +27,7 @@
 #[cfg(feature = "sim")]
 pub mod containers;
 pub mod hex;
+pub mod netns;
 #[cfg(feature = "sim")]
 pub mod node;
 #[cfg(feature = "sim")]

@@ -1,0 +1,64 @@
+//! A network of its own for a runbook run on a fixture tree (tests/README.md,
+//! "Hermetic"): the fixtures declare the kubeadm default ports (6443, 2379,
+//! 10257, 10259) on loopback, so a run on the host's network would ask
+//! whatever listens there (a live node, a simulated one, another test's
+//! server) and its answer would change the result. As root (CI), the run
+//! gets a new network namespace whose only interface is an up loopback:
+//! every question is refused exactly as on a quiet host, whatever runs
+//! beside. Not as root, the run keeps the host's network and says nothing:
+//! the suite's root runs are the ones that prove it.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// Whether runs get a network namespace of their own (root only).
+pub fn isolated() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Run `cmd` in a new network namespace with only `lo`, up (as root; else
+/// unchanged). The child fails to start, naming why, if either step fails.
+pub fn hermetic(cmd: &mut Command) -> &mut Command {
+    if !isolated() {
+        return cmd;
+    }
+    #[allow(unsafe_code)] // pre_exec has no safe form (as in src/tools/proc.rs)
+    // SAFETY: between fork and exec only async-signal-safe calls are made
+    // (unshare, socket, ioctl, close), with no allocation.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)
+                .map_err(std::io::Error::from)?;
+            loopback_up()
+        })
+    }
+}
+
+/// `ip link set lo up`, by the ioctl `ip` itself makes.
+#[allow(unsafe_code)] // the ioctl has no safe form in nix
+fn loopback_up() -> std::io::Result<()> {
+    use nix::libc;
+    // SAFETY: a plain socket, an ifreq on the stack, closed on every path.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo\0".iter().enumerate() {
+            req.ifr_name[i] = *b as libc::c_char;
+        }
+        let mut rc = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req);
+        if rc == 0 {
+            req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+            rc = libc::ioctl(fd, libc::SIOCSIFFLAGS, &req);
+        }
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(err)
+        }
+    }
+}
