@@ -1304,3 +1304,87 @@ fn real_etcd_serves_a_renewed_file_at_once_and_still_needs_a_restart() {
         "containers: real etcd serves its renewed server.crt at once; the view says restart needed",
     );
 }
+
+/// An address of this host for the IPv6 case, on `lo` while it lives (a
+/// documentation-range ULA no network routes).
+struct HostAddress(&'static str);
+
+impl HostAddress {
+    fn add(cidr: &'static str) -> HostAddress {
+        let out = std::process::Command::new("ip")
+            .args(["-6", "addr", "add", cidr, "dev", "lo"])
+            .output()
+            .expect("ip (iproute2)");
+        assert!(
+            out.status.success() || String::from_utf8_lossy(&out.stderr).contains("exists"),
+            "ip -6 addr add {cidr}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        HostAddress(cidr)
+    }
+}
+
+impl Drop for HostAddress {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["-6", "addr", "del", self.0, "dev", "lo"])
+            .output();
+    }
+}
+
+/// SPEC 12 (v1.3), IPv6: the node's real etcd listens on `[::1]` and the
+/// node's IPv6 address (kubeadm's URLs on an IPv6 single-stack node, no
+/// IPv4 client URL at all) and advertises the latter; kube-apiserver's
+/// `--etcd-servers` is `[::1]`. The view is clean with etcd healthy and
+/// its `server.crt` served current, and a renewal restarts all four, real
+/// etcd asked on `[::1]` throughout.
+#[test]
+fn a_real_etcd_on_ipv6_is_renewed() {
+    let _addr = HostAddress::add("fd00:10::11/128");
+    let Some(t) = Tier::with_etcd(json!({}), |node, etcd| {
+        let p = node.manifest("etcd");
+        let s = std::fs::read_to_string(&p).unwrap();
+        let v4 = format!("https://127.0.0.1:{}", etcd.client);
+        let s = s
+            .replace(
+                &format!("--listen-client-urls={v4}"),
+                &format!(
+                    "--listen-client-urls=https://[::1]:{c},https://[fd00:10::11]:{c}",
+                    c = etcd.client
+                ),
+            )
+            .replace(
+                &format!("--advertise-client-urls={v4}"),
+                &format!(
+                    "--advertise-client-urls=https://[fd00:10::11]:{}",
+                    etcd.client
+                ),
+            );
+        assert!(!s.contains(&format!("client-urls={v4}")), "{s}");
+        std::fs::write(&p, s).unwrap();
+        let api = node.manifest("kube-apiserver");
+        let a = std::fs::read_to_string(&api).unwrap();
+        std::fs::write(
+            &api,
+            a.replace(&v4, &format!("https://[::1]:{}", etcd.client)),
+        )
+        .unwrap();
+    }) else {
+        return;
+    };
+    let (code, v) = view_until(&t, "clean on containerd, etcd on [::1]", |c, _| c == 0);
+    assert_eq!(code, 0);
+    let etcd = live_pod(&v, "etcd");
+    assert_eq!(etcd["health"], "healthy", "{etcd:#}");
+    assert_eq!(etcd["served"][0]["served"], "current", "{etcd:#}");
+    let (code, v, stderr) = t.run(&["--operation-id", "op-ctr-ipv6", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{stderr}"
+    );
+    t.renewed();
+    assert_eq!(restarted(&v), COMPONENTS);
+    t.node.assert_all_active();
+    say("containers: ipv6: real etcd on [::1] and fd00:10::11 renewed");
+}

@@ -104,3 +104,51 @@ fn a_stacked_etcd_whose_manifest_is_gone_stays_action_needed() {
     assert_eq!(code, 4, "{renew:#}\n{stderr}");
     assert_eq!(renew["phase"], "topology", "{renew:#}");
 }
+
+/// An IPv6 etcd (SPEC 12, v1.3; kubeadm on an IPv6 single-stack node):
+/// etcd's client URLs are `[::1]` and the node's IPv6 address, the
+/// apiserver's `--etcd-servers` `[::1]`. The runbook asks etcd on `[::1]`
+/// (never a guessed `127.0.0.1:2379`): the view is clean, the check
+/// passes, a renewal restarts all four and proves etcd serves the renewed
+/// certificate there.
+#[test]
+fn an_etcd_on_ipv6_loopback_is_asked_there_and_renewed() {
+    let mut node = Node::prepare("rsa", json!({}));
+    let etcd = node.manifest("etcd");
+    let m = std::fs::read_to_string(&etcd).unwrap();
+    let port = nvke_cert_runbook::node::etcd_client_port(m.as_bytes()).unwrap();
+    let v4 = format!("https://127.0.0.1:{port}");
+    let v6 = format!("https://[::1]:{port}");
+    assert!(m.contains(&v4), "{m}");
+    std::fs::write(
+        &etcd,
+        m.replace(&v4, &v6)
+            .replace("https://10.0.0.11:2379", "https://[fd00:10::11]:2379"),
+    )
+    .unwrap();
+    let api = node.manifest("kube-apiserver");
+    let a = std::fs::read_to_string(&api).unwrap();
+    assert!(a.contains(&v4), "{a}");
+    std::fs::write(&api, a.replace(&v4, &v6)).unwrap();
+    node.start_kubelet();
+    node.wait_all_running();
+
+    let (code, view, stderr) = node.run(&["--status-only"]);
+    assert_eq!(code, 0, "{view:#}\n{stderr}");
+    // Asked on [::1]: healthy, and its server.crt served there is current
+    // (asked on 127.0.0.1 it would be refused: not checked, exit 1).
+    let etcd_live = view["live"]["pods"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "etcd"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(etcd_live["health"], "healthy", "{view:#}");
+    assert_eq!(etcd_live["served"][0]["port"], port, "{view:#}");
+    assert_eq!(etcd_live["served"][0]["served"], "current", "{view:#}");
+    let (code, check, stderr) = node.run(&["--check", "--force"]);
+    assert_eq!(code, 0, "{check:#}\n{stderr}");
+    let (code, renew, stderr) = node.run(&["--operation-id", "op-ipv6", "--force"]);
+    assert_eq!(code, 0, "{renew:#}\n{stderr}");
+    assert_eq!(renew["outcome"], "renewed", "{renew:#}");
+    assert_eq!(renew["restarts"].as_array().unwrap().len(), 4, "{renew:#}");
+}

@@ -252,7 +252,7 @@ fn exec_of_etcdctl_against_an_unreachable_member() {
     let timeout = Duration::from_secs(11);
     let closed = free_port();
     let args_for = |port: u16| {
-        let mut a = etcdctl_flags(port, timeout);
+        let mut a = etcdctl_flags(([127, 0, 0, 1], port).into(), timeout);
         a.extend(["endpoint", "health", "-w", "json"].map(String::from));
         a
     };

@@ -91,22 +91,21 @@ impl Client<'_> {
 /// health, within `deadline`.
 pub fn direct(rt: &dyn Runtime, root: &Root, now: OffsetDateTime, deadline: Instant) -> Direct {
     let asked = |q| Direct::Asked(q);
-    let port = match targets::etcd_port(root) {
-        Ok(p) => p,
+    let local = match targets::etcd_client(root) {
+        Ok(a) => a,
         Err(e) => return asked(Quorum::Unasked(e.to_string())),
     };
     let id = match targets::etcd_identity(root) {
         Ok(i) => i,
         Err(e) => return asked(Quorum::Unasked(e.to_string())),
     };
-    let local = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
     let client = Client {
         rt,
         id: &id,
         now,
         deadline,
     };
-    let list = client.call(local, "127.0.0.1", MEMBER_LIST, Some(b"{}"));
+    let list = client.call(local, &local.ip().to_string(), MEMBER_LIST, Some(b"{}"));
     let members = match list {
         Ok((200, body)) => match cri::parse_gateway_member_list(&body) {
             Ok(m) => m,
@@ -166,7 +165,7 @@ fn voters_health(
     };
     let remote = &remote;
     std::thread::scope(|s| {
-        let mine = s.spawn(move || client.health(Ok((local, "127.0.0.1".to_string()))));
+        let mine = s.spawn(move || client.health(Ok((local, local.ip().to_string()))));
         let others: Vec<_> = members
             .members
             .iter()
@@ -346,10 +345,11 @@ fn go_duration(d: Duration) -> String {
 
 /// etcdctl flags of the guide's validation section: paths as the etcd
 /// container sees them, whatever --root is; its timeouts bounded by `left`.
-pub fn etcdctl_flags(port: u16, left: Duration) -> Vec<String> {
+pub fn etcdctl_flags(local: SocketAddr, left: Duration) -> Vec<String> {
     let (dial, command) = etcd_timeouts(left);
     vec![
-        format!("--endpoints=https://127.0.0.1:{port}"),
+        // SocketAddr writes an IPv6 address in brackets, as a URL needs.
+        format!("--endpoints=https://{local}"),
         "--cacert=/etc/kubernetes/pki/etcd/ca.crt".into(),
         "--cert=/etc/kubernetes/pki/etcd/server.crt".into(),
         "--key=/etc/kubernetes/pki/etcd/server.key".into(),
@@ -395,15 +395,15 @@ impl Quorum {
 /// `deadline`.
 pub fn etcdctl_quorum(rt: &dyn Runtime, root: &Root, etcd_id: &str, deadline: Instant) -> Quorum {
     {
-        let port = match targets::etcd_port(root) {
-            Ok(p) => p,
+        let local = match targets::etcd_client(root) {
+            Ok(a) => a,
             Err(e) => return Quorum::Unasked(e.to_string()),
         };
         // A local learner, told by the member list's failure: refused at once.
         let learner = std::sync::OnceLock::new();
         let run = |cmd: &[&str]| -> Result<Vec<u8>, EtcdError> {
             let left = rt.call_limit(deadline.saturating_duration_since(Instant::now()));
-            let mut args = etcdctl_flags(port, left.saturating_sub(etcdctl_margin(left)));
+            let mut args = etcdctl_flags(local, left.saturating_sub(etcdctl_margin(left)));
             args.extend(cmd.iter().map(|s| s.to_string()));
             let out = rt.etcdctl(etcd_id, &args, left)?;
             if out.stdout.is_empty() {

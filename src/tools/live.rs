@@ -202,14 +202,23 @@ impl Ask<'_> {
                 Some("etc/kubernetes/pki/apiserver.crt"),
                 live::http_health,
             ),
-            Component::Etcd => self.endpoint(
-                local(targets::etcd_port(root)),
-                Some(targets::etcd_identity(root)),
-                "127.0.0.1",
-                Some("/health"),
-                Some("etc/kubernetes/pki/etcd/server.crt"),
-                live::etcd_health,
-            ),
+            Component::Etcd => {
+                let addr = targets::etcd_client(root);
+                // Verified for the address asked (kubeadm's server.crt
+                // names both loopbacks and the node's addresses).
+                let name = addr
+                    .as_ref()
+                    .map(|a| a.ip().to_string())
+                    .unwrap_or_default();
+                self.endpoint(
+                    addr,
+                    Some(targets::etcd_identity(root)),
+                    &name,
+                    Some("/health"),
+                    Some("etc/kubernetes/pki/etcd/server.crt"),
+                    live::etcd_health,
+                )
+            }
             Component::KubeControllerManager | Component::KubeScheduler => {
                 let (name, default) = match c {
                     Component::KubeScheduler => ("kube-scheduler", 10259),
@@ -421,7 +430,7 @@ pub fn observe(
         match c {
             Component::Etcd => {
                 ports.push(port(
-                    targets::etcd_port(root),
+                    targets::etcd_client(root).map(|a| a.port()),
                     "etc/kubernetes/pki/etcd/server.crt",
                     a.served,
                 ));

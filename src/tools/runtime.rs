@@ -59,10 +59,10 @@ pub trait Runtime: Sync {
     fn call_limit(&self, budget: Duration) -> Duration {
         budget
     }
-    /// A TLS probe of 127.0.0.1:port.
+    /// A TLS probe of `addr`.
     fn probe(
         &self,
-        port: u16,
+        addr: std::net::SocketAddr,
         name: &str,
         id: &TlsIdentity,
         now: time::OffsetDateTime,
@@ -341,14 +341,14 @@ impl Runtime for NodeRuntime {
 
     fn probe(
         &self,
-        port: u16,
+        addr: std::net::SocketAddr,
         name: &str,
         id: &TlsIdentity,
         now: time::OffsetDateTime,
         path: Option<&str>,
         budget: Duration,
     ) -> Result<ProbeResult, ProbeError> {
-        tlsprobe::probe(port, name, id, now, path, budget)
+        tlsprobe::probe(addr, name, id, now, path, budget)
     }
 
     fn renew_certs(&self) -> Result<Output, RtError> {
@@ -817,7 +817,7 @@ pub(crate) mod double {
 
         fn probe(
             &self,
-            _port: u16,
+            _addr: std::net::SocketAddr,
             name: &str,
             _id: &TlsIdentity,
             _now: time::OffsetDateTime,

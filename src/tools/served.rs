@@ -54,7 +54,8 @@ impl Asker<'_> {
     pub(crate) fn apiserver(&self, budget: Duration) -> Result<(), NotServed> {
         self.served(
             "kube-apiserver",
-            targets::apiserver_port(self.root),
+            targets::apiserver_port(self.root)
+                .map(|p| std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), p)),
             "kubernetes",
             targets::apiserver_identity(self.root),
             "etc/kubernetes/pki/apiserver.crt",
@@ -62,13 +63,19 @@ impl Asker<'_> {
         )
     }
 
-    /// etcd's client port (the manifest's client URL) serves the renewed
-    /// `server.crt`, asked as the runbook's health checks ask it.
+    /// etcd's client port (the manifest's client URL this host asks,
+    /// either family) serves the renewed `server.crt`, asked as the
+    /// runbook's health checks ask it.
     pub(crate) fn etcd_client(&self, budget: Duration) -> Result<(), NotServed> {
+        let addr = targets::etcd_client(self.root);
+        let name = addr
+            .as_ref()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
         self.served(
             "etcd",
-            targets::etcd_port(self.root),
-            "127.0.0.1",
+            addr,
+            &name,
             targets::etcd_identity(self.root),
             "etc/kubernetes/pki/etcd/server.crt",
             budget,
@@ -80,19 +87,19 @@ impl Asker<'_> {
     fn served(
         &self,
         what: &str,
-        port: Result<u16, crate::tools::targets::TargetError>,
+        addr: Result<std::net::SocketAddr, crate::tools::targets::TargetError>,
         name: &str,
         id: Result<TlsIdentity, crate::tools::targets::TargetError>,
         disk: &str,
         budget: Duration,
     ) -> Result<(), NotServed> {
-        let port = port.map_err(|e| NotServed::Said(e.to_string()))?;
+        let addr = addr.map_err(|e| NotServed::Said(e.to_string()))?;
         let id = id.map_err(|e| NotServed::Said(e.to_string()))?;
         // Never past the controller's deadline (SPEC 4, v1.1).
         self.check_cancel()?;
         let r = self
             .rt
-            .probe(port, name, &id, self.now(), None, self.cancel.bound(budget))
+            .probe(addr, name, &id, self.now(), None, self.cancel.bound(budget))
             .map_err(|e| NotServed::Said(format!("{what}: {e}")))?;
         let disk_pem = self
             .root

@@ -73,8 +73,13 @@ pub fn apiserver_port(root: &Root) -> Result<u16, TargetError> {
     Ok(manifests::apiserver_secure_port(&m)?)
 }
 
-/// etcd's local client port, from its active manifest.
-pub fn etcd_port(root: &Root) -> Result<u16, TargetError> {
+/// Where etcd is asked its own questions, from its active manifest's
+/// `--listen-client-urls` (`manifests::etcd_client_address`: loopback of
+/// either family first, else an address of this host; SPEC 12, v1.3).
+pub fn etcd_client(root: &Root) -> Result<std::net::SocketAddr, TargetError> {
     let m = read(root, &format!("{MANIFESTS_DIR}/etcd.yaml"))?;
-    Ok(manifests::etcd_client_port(&m)?)
+    Ok(manifests::etcd_client_address(
+        &m,
+        crate::node::host::is_local,
+    )?)
 }

@@ -417,10 +417,10 @@ fn exchange_with(
     Ok((Some(status), body))
 }
 
-/// Connect to `127.0.0.1:port`, verify the server for `name`, and (with a
-/// path) make one HTTP GET. Returns the status and the presented leaf.
+/// Connect to `addr`, verify the server for `name`, and (with a path) make
+/// one HTTP GET. Returns the status and the presented leaf.
 pub fn probe(
-    port: u16,
+    addr: std::net::SocketAddr,
     name: &str,
     id: &TlsIdentity,
     now: time::OffsetDateTime,
@@ -428,8 +428,8 @@ pub fn probe(
     budget: Duration,
 ) -> Result<ProbeResult, ProbeError> {
     let a = ask(&Question {
-        host: std::net::Ipv4Addr::LOCALHOST.into(),
-        port,
+        host: addr.ip(),
+        port: addr.port(),
         trust: Trust::Pinned { id, name },
         now,
         path,
@@ -439,7 +439,7 @@ pub fn probe(
     let (status, _) = a.reply?;
     let peer_cert = a
         .presented
-        .ok_or_else(|| exchange(format!("127.0.0.1:{port} presented no certificate")))?;
+        .ok_or_else(|| exchange(format!("{addr} presented no certificate")))?;
     Ok(ProbeResult { status, peer_cert })
 }
 
@@ -555,7 +555,7 @@ mod tests {
     fn a_probe_answers_the_status_and_the_certificate_the_server_presents() {
         let (port, server) = serve(OK);
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &identity(),
             NOW,
@@ -632,7 +632,7 @@ mod tests {
     fn a_status_other_than_200_is_returned_as_it_is() {
         let (port, server) = serve(b"HTTP/1.1 503 Service Unavailable\r\n\r\n");
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &identity(),
             NOW,
@@ -649,7 +649,7 @@ mod tests {
     fn a_handshake_only_probe_returns_the_presented_leaf() {
         let (port, server) = serve(OK);
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &identity(),
             NOW,
@@ -669,7 +669,7 @@ mod tests {
     fn a_server_without_the_name_is_refused() {
         let (port, server) = serve(OK);
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "etcd.example",
             &identity(),
             NOW,
@@ -694,7 +694,7 @@ mod tests {
             ..identity()
         };
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &id,
             NOW,
@@ -716,7 +716,7 @@ mod tests {
         let (port, server) = serve(OK);
         let later = datetime!(2028-01-01 00:00:00 UTC);
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &identity(),
             later,
@@ -735,7 +735,7 @@ mod tests {
     fn a_server_that_does_not_answer_http_is_an_error() {
         let (port, server) = serve(b"garbage\r\n\r\n");
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &identity(),
             NOW,
@@ -763,7 +763,7 @@ mod tests {
         });
         let t0 = Instant::now();
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &identity(),
             NOW,
@@ -798,7 +798,7 @@ mod tests {
         });
         let t0 = Instant::now();
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &identity(),
             NOW,
@@ -818,7 +818,7 @@ mod tests {
             .unwrap()
             .port();
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &identity(),
             NOW,
@@ -846,7 +846,7 @@ mod tests {
             ..identity()
         };
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &bad_key,
             NOW,
@@ -864,7 +864,7 @@ mod tests {
             ..identity()
         };
         let r = probe(
-            port,
+            ([127, 0, 0, 1], port).into(),
             "kubernetes",
             &wrong_key,
             NOW,

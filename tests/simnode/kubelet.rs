@@ -341,19 +341,33 @@ pub fn etcd_peer_address(argv: &[String]) -> Option<std::net::SocketAddr> {
     })
 }
 
-/// The port of the `https://127.0.0.1:<port>` URL in etcd's
-/// `--listen-client-urls`, default 2379.
+/// The port of etcd's loopback client URL ([`etcd_client_listen`]).
 fn etcd_client_port(argv: &[String]) -> u16 {
-    flag_value(argv, "--listen-client-urls")
-        .and_then(|v| {
-            v.split(',').find_map(|u| {
-                u.trim()
-                    .strip_prefix("https://127.0.0.1:")
-                    .or_else(|| u.trim().strip_prefix("http://127.0.0.1:"))
-                    .and_then(|p| p.trim_end_matches('/').parse().ok())
-            })
+    etcd_client_listen(argv).port()
+}
+
+/// Where the stand-in etcd listens for clients: the loopback URL of its
+/// `--listen-client-urls`, `127.0.0.1` before `[::1]` (real etcd listens
+/// on every URL; the stand-in on one), default `127.0.0.1:2379`.
+fn etcd_client_listen(argv: &[String]) -> std::net::SocketAddr {
+    let urls = flag_value(argv, "--listen-client-urls").unwrap_or_default();
+    let find = |host: &str| {
+        urls.split(',').find_map(|u| {
+            let u = u.trim();
+            u.strip_prefix("https://")
+                .or_else(|| u.strip_prefix("http://"))
+                .and_then(|rest| rest.strip_prefix(host))
+                .and_then(|rest| rest.strip_prefix(':'))
+                .and_then(|p| p.trim_end_matches('/').parse::<u16>().ok())
         })
-        .unwrap_or(2379)
+    };
+    if let Some(p) = find("127.0.0.1") {
+        return ([127, 0, 0, 1], p).into();
+    }
+    if let Some(p) = find("[::1]") {
+        return (std::net::Ipv6Addr::LOCALHOST, p).into();
+    }
+    ([127, 0, 0, 1], 2379).into()
 }
 
 // ------------------------------------------------------------ runtime state
@@ -417,6 +431,8 @@ struct Kubelet {
     duplicates: HashSet<String>,
     /// Port of etcd's client URL, from the static pod named etcd (else the last etcd container seen).
     etcd_port: Option<u16>,
+    /// Where that etcd listens (its loopback client URL's address).
+    etcd_host: Option<std::net::IpAddr>,
     dirty: bool,
     /// Containers started in this tick whose legacy log link is still to
     /// be made, once the runtime's state says they run (as the real kubelet
@@ -497,6 +513,7 @@ pub fn main(args: &[String]) -> Result<()> {
         bad: HashSet::new(),
         duplicates: HashSet::new(),
         etcd_port: None,
+        etcd_host: None,
         dirty: true,
         to_link: Vec::new(),
         last_gc: None,
@@ -675,6 +692,7 @@ impl Kubelet {
                 // etcd container (etcd-copy.yaml, etcd2.yaml).
                 if pod.name == "etcd" || !named_etcd {
                     self.etcd_port = Some(etcd_client_port(&c.argv));
+                    self.etcd_host = Some(etcd_client_listen(&c.argv).ip());
                     named_etcd |= pod.name == "etcd";
                 }
             }
@@ -1208,6 +1226,9 @@ impl Kubelet {
                         .unwrap_or(2379)
                 });
                 let mut extra = vec!["--etcd-port".into(), etcd_port.to_string()];
+                if let Some(h) = self.etcd_host {
+                    extra.extend(["--etcd-host".into(), h.to_string()]);
+                }
                 if let Some(bind) = self.cfg.apiserver_bind_address {
                     extra.extend(["--bind-address".into(), bind.to_string()]);
                 }
@@ -1222,7 +1243,9 @@ impl Kubelet {
                 if flag_value(&c.argv, "--enable-grpc-gateway") == Some("false") {
                     extra.push("--no-gateway".into());
                 }
-                Some(("etcd", etcd_client_port(&c.argv), extra))
+                let client = etcd_client_listen(&c.argv);
+                extra.extend(["--bind-address".into(), client.ip().to_string()]);
+                Some(("etcd", client.port(), extra))
             }
             // They serve /healthz on their --secure-port (sim.json `health`
             // `closed`: their process runs and never listens).

@@ -29,6 +29,8 @@ struct ServerArgs {
     root: PathBuf,
     port: u16,
     etcd_port: u16,
+    /// kube-apiserver: where etcd listens (its `--etcd-servers`' loopback).
+    etcd_host: IpAddr,
     /// Listen address (default 127.0.0.1; sim.json `apiserverBindAddress`).
     bind: IpAddr,
     /// Verify certificates as of this unix time (sim.json `tlsNow`).
@@ -47,6 +49,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
     let mut root = None;
     let mut port = None;
     let mut etcd_port = 2379u16;
+    let mut etcd_host = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut tls_now = None;
     let mut bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let (mut peer, mut sim, mut name) = (None, None, String::new());
@@ -70,6 +73,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
             "--root" => root = Some(PathBuf::from(value()?)),
             "--port" => port = Some(value()?.parse().context("--port")?),
             "--etcd-port" => etcd_port = value()?.parse().context("--etcd-port")?,
+            "--etcd-host" => etcd_host = value()?.parse().context("--etcd-host")?,
             "--tls-now" => tls_now = Some(value()?.parse().context("--tls-now")?),
             "--bind-address" => bind = value()?.parse().context("--bind-address")?,
             "--peer-address" => peer = Some(value()?.parse().context("--peer-address")?),
@@ -83,6 +87,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
         root: root.unwrap_or_else(|| PathBuf::from("/")),
         port: port.context("--port is required")?,
         etcd_port,
+        etcd_host,
         bind,
         tls_now,
         peer,
@@ -361,7 +366,7 @@ pub fn apiserver_main(args: &[String]) -> Result<()> {
         )),
         a.tls_now,
     )?;
-    let etcd_port = a.etcd_port;
+    let etcd = std::net::SocketAddr::new(a.etcd_host, a.etcd_port);
     let sim = a.sim.clone();
     tls::serve(
         "kube-apiserver",
@@ -388,7 +393,7 @@ pub fn apiserver_main(args: &[String]) -> Result<()> {
                 .any(|q| q == "verbose" || q.starts_with("verbose="));
             match path {
                 "/readyz" => {
-                    let etcd_ok = etcd_healthy(&etcd_client, etcd_port);
+                    let etcd_ok = etcd_healthy(&etcd_client, etcd);
                     if etcd_ok {
                         if verbose {
                             text(
@@ -399,9 +404,7 @@ pub fn apiserver_main(args: &[String]) -> Result<()> {
                             text(200, "ok")
                         }
                     } else {
-                        eprintln!(
-                        "kube-apiserver: readyz: etcd on 127.0.0.1:{etcd_port} is not reachable"
-                    );
+                        eprintln!("kube-apiserver: readyz: etcd on {etcd} is not reachable");
                         text(
                         500,
                         "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\nreadyz check failed\n",
@@ -416,12 +419,13 @@ pub fn apiserver_main(args: &[String]) -> Result<()> {
 }
 
 /// A TLS handshake and request to etcd with the apiserver's etcd client
-/// certificate, verifying etcd's serving certificate for 127.0.0.1 (then
-/// localhost).
-fn etcd_healthy(cfg: &std::sync::Arc<rustls::ClientConfig>, port: u16) -> bool {
-    ["127.0.0.1", "localhost"].iter().any(|name| {
+/// certificate, verifying etcd's serving certificate for the address asked
+/// (then localhost).
+fn etcd_healthy(cfg: &std::sync::Arc<rustls::ClientConfig>, etcd: std::net::SocketAddr) -> bool {
+    let ip = etcd.ip().to_string();
+    [ip.as_str(), "localhost"].iter().any(|name| {
         matches!(
-            tls::https_get(cfg.clone(), port, name, "/health", Duration::from_secs(2)),
+            tls::https_get_at(cfg.clone(), etcd, name, "/health", Duration::from_secs(2)),
             Ok((200, _, _))
         )
     })

@@ -443,17 +443,28 @@ pub fn https_get(
     path: &str,
     timeout: Duration,
 ) -> Result<(u16, String, Vec<CertificateDer<'static>>)> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    https_get_at(config, addr, server_name, path, timeout)
+}
+
+/// [`https_get`] of `addr` (either family).
+pub fn https_get_at(
+    config: Arc<ClientConfig>,
+    addr: SocketAddr,
+    server_name: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<(u16, String, Vec<CertificateDer<'static>>)> {
     let name = ServerName::try_from(server_name.to_string())
         .map_err(|e| anyhow!("bad server name {server_name}: {e}"))?;
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let sock = TcpStream::connect_timeout(&addr, timeout)
-        .with_context(|| format!("dial tcp 127.0.0.1:{port}"))?;
+    let sock =
+        TcpStream::connect_timeout(&addr, timeout).with_context(|| format!("dial tcp {addr}"))?;
     sock.set_read_timeout(Some(timeout))?;
     sock.set_write_timeout(Some(timeout))?;
     let conn = ClientConnection::new(config, name)?;
     let mut tls = rustls::StreamOwned::new(conn, sock);
     let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: nvke-simnode\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: nvke-simnode\r\nConnection: close\r\n\r\n"
     );
     tls.write_all(req.as_bytes())
         .context("TLS handshake or write failed")?;
@@ -476,6 +487,6 @@ pub fn https_get(
         .next()
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|s| s.parse::<u16>().ok())
-        .with_context(|| format!("malformed HTTP response from 127.0.0.1:{port}"))?;
+        .with_context(|| format!("malformed HTTP response from {addr}"))?;
     Ok((status, body.to_string(), peer))
 }

@@ -178,16 +178,21 @@ mod tests {
 
     #[test]
     fn etcdctl_timeouts_never_exceed_the_time_left() {
-        let f = etcdctl_flags(2379, Duration::from_millis(2500));
+        let v6: std::net::SocketAddr = "[::1]:2379".parse().unwrap();
+        let f = etcdctl_flags(v6, Duration::from_millis(2500));
+        assert!(
+            f.contains(&"--endpoints=https://[::1]:2379".to_string()),
+            "{f:?}"
+        );
         assert!(f.contains(&"--dial-timeout=2500ms".to_string()), "{f:?}");
         assert!(f.contains(&"--command-timeout=2500ms".to_string()), "{f:?}");
-        let f = etcdctl_flags(2379, Duration::from_secs(300));
+        let f = etcdctl_flags(v6, Duration::from_secs(300));
         assert!(f.contains(&"--dial-timeout=10000ms".to_string()), "{f:?}");
         assert!(
             f.contains(&"--command-timeout=30000ms".to_string()),
             "{f:?}"
         );
-        let f = etcdctl_flags(2379, Duration::ZERO);
+        let f = etcdctl_flags(v6, Duration::ZERO);
         assert!(f.contains(&"--command-timeout=1ms".to_string()), "{f:?}");
     }
 
