@@ -105,14 +105,16 @@ fn a_stacked_etcd_whose_manifest_is_gone_stays_action_needed() {
     assert_eq!(renew["phase"], "topology", "{renew:#}");
 }
 
-/// An IPv6 etcd (SPEC 12, v1.3; kubeadm on an IPv6 single-stack node):
-/// etcd's client URLs are `[::1]` and the node's IPv6 address, the
-/// apiserver's `--etcd-servers` `[::1]`. The runbook asks etcd on `[::1]`
-/// (never a guessed `127.0.0.1:2379`): the view is clean, the check
-/// passes, a renewal restarts all four and proves etcd serves the renewed
-/// certificate there.
+/// A control plane on IPv6 loopback (SPEC 12, v1.3; kubeadm on an IPv6
+/// single-stack node): etcd's client URLs are `[::1]` and the node's IPv6
+/// address, the apiserver's `--etcd-servers` `[::1]`, and the three
+/// others bound to `::1` (`--bind-address`; the stand-ins listen there
+/// only). The runbook asks each where its manifest says (never a guessed
+/// `127.0.0.1` or `2379`): the view is clean, the check passes, a renewal
+/// restarts all four and proves kube-apiserver and etcd serve the renewed
+/// certificates there.
 #[test]
-fn an_etcd_on_ipv6_loopback_is_asked_there_and_renewed() {
+fn a_control_plane_on_ipv6_loopback_is_asked_there_and_renewed() {
     let mut node = Node::prepare("rsa", json!({}));
     let etcd = node.manifest("etcd");
     let m = std::fs::read_to_string(&etcd).unwrap();
@@ -129,7 +131,25 @@ fn an_etcd_on_ipv6_loopback_is_asked_there_and_renewed() {
     let api = node.manifest("kube-apiserver");
     let a = std::fs::read_to_string(&api).unwrap();
     assert!(a.contains(&v4), "{a}");
-    std::fs::write(&api, a.replace(&v4, &v6)).unwrap();
+    let a = a.replace(&v4, &v6);
+    let secure = a
+        .find("    - --secure-port=")
+        .expect("the apiserver's port");
+    std::fs::write(
+        &api,
+        format!("{}    - --bind-address=::1\n{}", &a[..secure], &a[secure..]),
+    )
+    .unwrap();
+    for c in ["kube-controller-manager", "kube-scheduler"] {
+        let p = node.manifest(c);
+        let m = std::fs::read_to_string(&p).unwrap();
+        assert!(m.contains("--bind-address=127.0.0.1"), "{m}");
+        std::fs::write(
+            &p,
+            m.replace("--bind-address=127.0.0.1", "--bind-address=::1"),
+        )
+        .unwrap();
+    }
     node.start_kubelet();
     node.wait_all_running();
 
@@ -145,6 +165,14 @@ fn an_etcd_on_ipv6_loopback_is_asked_there_and_renewed() {
     assert_eq!(etcd_live["health"], "healthy", "{view:#}");
     assert_eq!(etcd_live["served"][0]["port"], port, "{view:#}");
     assert_eq!(etcd_live["served"][0]["served"], "current", "{view:#}");
+    for c in COMPONENTS {
+        let pod = view["live"]["pods"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == c))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(pod["health"], "healthy", "{c}: {view:#}");
+    }
     let (code, check, stderr) = node.run(&["--check", "--force"]);
     assert_eq!(code, 0, "{check:#}\n{stderr}");
     let (code, renew, stderr) = node.run(&["--operation-id", "op-ipv6", "--force"]);

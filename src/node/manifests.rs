@@ -480,6 +480,12 @@ pub enum ManifestError {
     NotIpPort { flag: &'static str, url: String },
     #[error("etcd --listen-peer-urls={0} has no https URL")]
     NoHttps(String),
+    #[error("{what} {flag}={value} is not an IP address")]
+    NotIp {
+        what: String,
+        flag: &'static str,
+        value: String,
+    },
     #[error("etcd has no --listen-client-urls: it serves no https client URL to ask")]
     NoClientUrls,
     #[error("etcd --listen-client-urls={0} has no https URL on this host (loopback or an address of this host) to ask")]
@@ -616,6 +622,29 @@ pub fn secure_port(bytes: &[u8], what: &str, default: u16) -> Result<u16, Manife
                 value: v,
             }),
     }
+}
+
+/// Where kube-apiserver, kube-controller-manager or kube-scheduler (`what`)
+/// is asked (SPEC 12, v1.3): its `--bind-address` (pflag), an unspecified
+/// one (`0.0.0.0`, `::`, and the flag's default) on its family's loopback.
+/// A value that is not an IP address is refused, naming it.
+pub fn bind_address(bytes: &[u8], what: &str) -> Result<std::net::IpAddr, ManifestError> {
+    let v = container_flag(
+        bytes,
+        what,
+        "--bind-address",
+        crate::rules::flags::Syntax::Pflag,
+    )?;
+    let Some(v) = v else {
+        return Ok(std::net::Ipv4Addr::LOCALHOST.into());
+    };
+    v.parse::<std::net::IpAddr>()
+        .map(loopback_if_unspecified)
+        .map_err(|_| ManifestError::NotIp {
+            what: what.to_string(),
+            flag: "--bind-address",
+            value: v,
+        })
 }
 
 /// Where etcd's peer port listens: the first `https://IP:PORT` of
@@ -863,6 +892,34 @@ impl ManifestsReport {
 #[allow(clippy::disallowed_methods)] // tests plant files in their temp dirs
 mod tests {
     use super::*;
+
+    /// SPEC 12 (v1.3): the three Go components are asked where they bind,
+    /// either family; an unspecified address, and none (the flag's default
+    /// 0.0.0.0), on its family's loopback; a name is refused.
+    #[test]
+    fn the_go_components_are_asked_where_they_bind() {
+        let with = |flag: &str| {
+            format!(
+                "spec:\n  containers:\n  - name: kube-scheduler\n    command:\n    - kube-scheduler\n{flag}"
+            )
+        };
+        let at = |flag: &str| bind_address(with(flag).as_bytes(), "kube-scheduler");
+        let ok = |flag: &str| at(flag).unwrap().to_string();
+        assert_eq!(ok(""), "127.0.0.1");
+        assert_eq!(ok("    - --bind-address=127.0.0.1\n"), "127.0.0.1");
+        assert_eq!(ok("    - --bind-address=::1\n"), "::1");
+        assert_eq!(
+            ok("    - --bind-address\n    - fd00:10::11\n"),
+            "fd00:10::11"
+        );
+        assert_eq!(ok("    - --bind-address=0.0.0.0\n"), "127.0.0.1");
+        assert_eq!(ok("    - '--bind-address=::'\n"), "::1");
+        let e = at("    - --bind-address=cp-1.example\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kube-scheduler --bind-address=cp-1.example is not an IP address"
+        );
+    }
 
     /// SPEC 12 (v1.3): etcd's own questions go to its loopback client URL
     /// of either family (127.0.0.1, then [::1], then localhost), else an

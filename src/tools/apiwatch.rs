@@ -43,12 +43,12 @@ impl<'scope> Watch<'scope> {
         let (stop, stopped) = mpsc::channel::<()>();
         // Read once, now: the manifest is staged for part of the watch,
         // while the old container may still serve.
-        let target = targets::apiserver_port(root)
-            .and_then(|port| Ok((port, targets::apiserver_identity(root)?)));
+        let target = targets::apiserver_address(root)
+            .and_then(|addr| Ok((addr, targets::apiserver_identity(root)?)));
         let probes = s.spawn(move || {
             // Nothing to ask (the gate before this restart read both a
             // moment ago, so only a node changing under us): not measured.
-            let (port, id) = match target {
+            let (addr, id) = match target {
                 Ok(t) => t,
                 Err(e) => {
                     tracing::warn!("the API's unavailability is not measured: {e}");
@@ -73,7 +73,7 @@ impl<'scope> Watch<'scope> {
                     let _ = std::thread::Builder::new().spawn_scoped(ps, move || {
                         let budget = cancel.bound(PROBE_BUDGET);
                         let ok = matches!(
-                            live::apiserver_readyz(rt, port, id, now, Instant::now() + budget),
+                            live::apiserver_readyz(rt, addr, id, now, Instant::now() + budget),
                             Ok(Health::Healthy)
                         );
                         if let Ok(mut p) = probes.lock() {

@@ -14,7 +14,7 @@ use crate::tools::etcd;
 use crate::tools::runtime::Runtime;
 use crate::tools::targets::{self, read, TargetError};
 use crate::tools::tlsprobe::{Question, Trust};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
@@ -195,7 +195,7 @@ impl Ask<'_> {
         let root = self.root;
         match c {
             Component::KubeApiserver => self.endpoint(
-                local(targets::apiserver_port(root)),
+                targets::apiserver_address(root),
                 Some(targets::apiserver_identity(root)),
                 "kubernetes",
                 Some("/readyz"),
@@ -225,10 +225,7 @@ impl Ask<'_> {
                     _ => ("kube-controller-manager", 10257),
                 };
                 self.endpoint(
-                    local(
-                        manifest(root, name)
-                            .and_then(|m| Ok(manifests::secure_port(&m, name, default)?)),
-                    ),
+                    targets::secure_address(root, name, default),
                     None,
                     "",
                     Some("/healthz"),
@@ -284,20 +281,20 @@ pub fn gate_health(
     .health
 }
 
-/// kube-apiserver's `/readyz` on `port` of this host, verified with `id`
-/// (pinned CA) and judged as the gate judges it. The restart watch reads
-/// the port and the identity once, before the manifest is staged, and asks
-/// with them while it is (`tools::apiwatch`).
+/// kube-apiserver's `/readyz` at `addr`, verified with `id` (pinned CA)
+/// and judged as the gate judges it. The restart watch reads the address
+/// and the identity once, before the manifest is staged, and asks with
+/// them while it is (`tools::apiwatch`).
 pub fn apiserver_readyz(
     rt: &dyn Runtime,
-    port: u16,
+    addr: SocketAddr,
     id: &crate::tools::tlsprobe::TlsIdentity,
     now: OffsetDateTime,
     deadline: Instant,
 ) -> Seen<Health> {
     let a = rt.ask(&Question {
-        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        port,
+        host: addr.ip(),
+        port: addr.port(),
         trust: Trust::Pinned {
             id,
             name: "kubernetes",
@@ -316,10 +313,6 @@ pub fn apiserver_readyz(
 
 fn sep(s: &str) -> String {
     format!(": {s}")
-}
-
-fn local(port: Result<u16, TargetError>) -> Result<SocketAddr, TargetError> {
-    port.map(|p| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), p))
 }
 
 /// The listing, each exited pod's end (`crictl inspect`), and etcd's

@@ -54,8 +54,7 @@ impl Asker<'_> {
     pub(crate) fn apiserver(&self, budget: Duration) -> Result<(), NotServed> {
         self.served(
             "kube-apiserver",
-            targets::apiserver_port(self.root)
-                .map(|p| std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), p)),
+            targets::apiserver_address(self.root),
             "kubernetes",
             targets::apiserver_identity(self.root),
             "etc/kubernetes/pki/apiserver.crt",

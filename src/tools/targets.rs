@@ -73,6 +73,28 @@ pub fn apiserver_port(root: &Root) -> Result<u16, TargetError> {
     Ok(manifests::apiserver_secure_port(&m)?)
 }
 
+/// Where kube-apiserver is asked, from its active manifest: its
+/// `--bind-address` (an unspecified one, and none, on its family's
+/// loopback) at its `--secure-port` (SPEC 12, v1.3).
+pub fn apiserver_address(root: &Root) -> Result<std::net::SocketAddr, TargetError> {
+    let m = read(root, &format!("{MANIFESTS_DIR}/kube-apiserver.yaml"))?;
+    let ip = manifests::bind_address(&m, "kube-apiserver")?;
+    Ok((ip, manifests::apiserver_secure_port(&m)?).into())
+}
+
+/// Where kube-controller-manager or kube-scheduler (`name`) serves
+/// `/healthz`, from its active manifest: its `--bind-address` at its
+/// `--secure-port` (`default` when unset).
+pub fn secure_address(
+    root: &Root,
+    name: &str,
+    default: u16,
+) -> Result<std::net::SocketAddr, TargetError> {
+    let m = read(root, &format!("{MANIFESTS_DIR}/{name}.yaml"))?;
+    let ip = manifests::bind_address(&m, name)?;
+    Ok((ip, manifests::secure_port(&m, name, default)?).into())
+}
+
 /// Where etcd is asked its own questions, from its active manifest's
 /// `--listen-client-urls` (`manifests::etcd_client_address`: loopback of
 /// either family first, else an address of this host; SPEC 12, v1.3).

@@ -1229,7 +1229,11 @@ impl Kubelet {
                 if let Some(h) = self.etcd_host {
                     extra.extend(["--etcd-host".into(), h.to_string()]);
                 }
-                if let Some(bind) = self.cfg.apiserver_bind_address {
+                // The manifest's --bind-address (either family), else
+                // sim.json `apiserverBindAddress`.
+                if let Some(bind) = flag_value(&c.argv, "--bind-address") {
+                    extra.extend(["--bind-address".into(), bind.to_string()]);
+                } else if let Some(bind) = self.cfg.apiserver_bind_address {
                     extra.extend(["--bind-address".into(), bind.to_string()]);
                 }
                 extra.extend(["--sim".into(), self.sim.dir.display().to_string()]);
@@ -1257,16 +1261,17 @@ impl Kubelet {
                 } else {
                     10257
                 };
-                Some((
-                    "healthz",
-                    secure_port(&c.argv, default),
-                    vec![
-                        "--name".into(),
-                        name.to_string(),
-                        "--sim".into(),
-                        self.sim.dir.display().to_string(),
-                    ],
-                ))
+                let mut extra = vec![
+                    "--name".into(),
+                    name.to_string(),
+                    "--sim".into(),
+                    self.sim.dir.display().to_string(),
+                ];
+                // Where the manifest binds it (either family).
+                if let Some(bind) = flag_value(&c.argv, "--bind-address") {
+                    extra.extend(["--bind-address".into(), bind.to_string()]);
+                }
+                Some(("healthz", secure_port(&c.argv, default), extra))
             }
             // Every other static pod container has a process too (as on a
             // real node: a stop is SIGTERM to it, its exit is what the

@@ -297,10 +297,17 @@ impl Kubelet {
                     "--etcd-port".into(),
                     etcd_port.to_string(),
                 ]);
+                // Where etcd listens, either family (as the process backend).
+                if let Some(h) = self.etcd_host {
+                    v.extend(["--etcd-host".into(), h.to_string()]);
+                }
                 if let Ok(Some(t)) = self.cfg.tls_now_unix() {
                     v.extend(["--tls-now".into(), t.to_string()]);
                 }
-                if let Some(bind) = self.cfg.apiserver_bind_address {
+                // The manifest's --bind-address, else sim.json's.
+                if let Some(bind) = super::flag_value(&c.argv, "--bind-address") {
+                    v.extend(["--bind-address".into(), bind.to_string()]);
+                } else if let Some(bind) = self.cfg.apiserver_bind_address {
                     v.extend(["--bind-address".into(), bind.to_string()]);
                 }
                 v
@@ -311,7 +318,7 @@ impl Kubelet {
                 } else {
                     10257
                 };
-                [
+                let mut v: Vec<String> = [
                     STANDIN,
                     "healthz",
                     "--port",
@@ -321,7 +328,11 @@ impl Kubelet {
                 ]
                 .iter()
                 .map(|s| s.to_string())
-                .collect()
+                .collect();
+                if let Some(bind) = super::flag_value(&c.argv, "--bind-address") {
+                    v.extend(["--bind-address".into(), bind.to_string()]);
+                }
+                v
             }
             _ => vec![STANDIN.to_string(), "pause".to_string()],
         };
