@@ -180,3 +180,65 @@ fn a_control_plane_on_ipv6_loopback_is_asked_there_and_renewed() {
     assert_eq!(renew["outcome"], "renewed", "{renew:#}");
     assert_eq!(renew["restarts"].as_array().unwrap().len(), 4, "{renew:#}");
 }
+
+/// A serving file kubeadm does not manage (SPEC 12, v1.3 row 27): the
+/// apiserver's `--tls-cert-file` names a certificate outside kubeadm's
+/// leaves. The view and the check say `kube-apiserver serves <file>,
+/// which kubeadm does not renew` as a warning (clean otherwise), and a
+/// renewal compares what the port serves with that file, never asking it
+/// to change: renewed, where it used to fail its postflight forever.
+#[test]
+fn a_serving_file_kubeadm_does_not_manage_is_a_warning_never_a_failure() {
+    let mut node = Node::prepare("rsa", json!({}));
+    let custom = node.root.join("etc/kubernetes/custom");
+    std::fs::create_dir_all(&custom).unwrap();
+    let pki = node.root.join("etc/kubernetes/pki");
+    std::fs::copy(pki.join("apiserver.crt"), custom.join("apiserver.pem")).unwrap();
+    std::fs::copy(pki.join("apiserver.key"), custom.join("apiserver-key.pem")).unwrap();
+    let api = node.manifest("kube-apiserver");
+    let a = std::fs::read_to_string(&api).unwrap();
+    let a = a
+        .replace(
+            "--tls-cert-file=/etc/kubernetes/pki/apiserver.crt",
+            "--tls-cert-file=/etc/kubernetes/custom/apiserver.pem",
+        )
+        .replace(
+            "--tls-private-key-file=/etc/kubernetes/pki/apiserver.key",
+            "--tls-private-key-file=/etc/kubernetes/custom/apiserver-key.pem",
+        );
+    assert!(a.contains("custom/apiserver.pem") && a.contains("custom/apiserver-key.pem"));
+    std::fs::write(&api, a).unwrap();
+    node.start_kubelet();
+    node.wait_all_running();
+    let warning =
+        "kube-apiserver serves /etc/kubernetes/custom/apiserver.pem, which kubeadm does not renew";
+
+    let (code, view, stderr) = node.run(&["--status-only"]);
+    assert_eq!(code, 0, "{view:#}\n{stderr}");
+    assert!(
+        view["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w == warning),
+        "{:#}",
+        view["warnings"]
+    );
+    let (code, check, stderr) = node.run(&["--check", "--force"]);
+    assert_eq!(code, 0, "{check:#}\n{stderr}");
+    assert!(
+        check["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w == warning),
+        "{:#}",
+        check["warnings"]
+    );
+    let before = std::fs::read(custom.join("apiserver.pem")).unwrap();
+    let (code, renew, stderr) = node.run(&["--operation-id", "op-custom", "--force"]);
+    assert_eq!(code, 0, "{renew:#}\n{stderr}");
+    assert_eq!(renew["outcome"], "renewed", "{renew:#}");
+    assert!(stderr.contains(warning), "said in the log: {stderr}");
+    assert_eq!(std::fs::read(custom.join("apiserver.pem")).unwrap(), before);
+}

@@ -125,6 +125,7 @@ impl Advice {
         restarting: Option<Component>,
     ) {
         self.warnings.extend(j.other_pods(wall));
+        self.warnings.extend(j.unmanaged_serving());
         // A renewal at work restarts one component: that one's findings
         // are its progress (SPEC 6), the others' still count.
         let busy = self.severity == Severity::InProgress;

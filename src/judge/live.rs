@@ -180,5 +180,6 @@ pub fn check_warnings(j: &Judged, wall: time::OffsetDateTime) -> Vec<String> {
         );
     }
     v.extend(j.other_pods(wall));
+    v.extend(j.unmanaged_serving());
     v
 }

@@ -150,6 +150,24 @@ pub enum QuorumSeen {
     NotChecked(Unseen),
 }
 
+/// The serving certificates kubeadm renews (SPEC 2): any other file a
+/// component serves is reported, never asked to change (SPEC 12, v1.3).
+pub const KUBEADM_SERVING: [&str; 3] = [
+    "/etc/kubernetes/pki/apiserver.crt",
+    "/etc/kubernetes/pki/etcd/server.crt",
+    "/etc/kubernetes/pki/etcd/peer.crt",
+];
+
+/// Whether kubeadm renews the serving file at `node_path`.
+pub fn kubeadm_renews(node_path: &str) -> bool {
+    KUBEADM_SERVING.contains(&node_path)
+}
+
+/// `kube-apiserver serves /etc/ssl/x.pem, which kubeadm does not renew`.
+pub fn unmanaged_words(component: &str, node_path: &str) -> String {
+    format!("{component} serves {node_path}, which kubeadm does not renew")
+}
+
 /// What is wrong with one component, worst first ([`judge`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
@@ -622,6 +640,21 @@ impl Judged {
                     // Never touched here; said, so an operator knows.
                     other => format!("{} {}", o.name, other.words(wall)),
                 })
+            })
+            .collect()
+    }
+
+    /// Each serving file kubeadm does not renew, as its component's flag
+    /// names it (a warning, SPEC 12, v1.3): compared, never asked to
+    /// change.
+    pub fn unmanaged_serving(&self) -> Vec<String> {
+        self.pods
+            .iter()
+            .flat_map(|(o, _)| {
+                o.ports
+                    .iter()
+                    .filter(|p| !kubeadm_renews(&p.file))
+                    .map(|p| unmanaged_words(&o.name, &p.file))
             })
             .collect()
     }

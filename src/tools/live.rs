@@ -12,7 +12,7 @@ use crate::rules::cri::Listing;
 use crate::rules::live::{self, Exit, Health, Observed, Port, Seen, Served, Unseen, Written};
 use crate::tools::etcd;
 use crate::tools::runtime::Runtime;
-use crate::tools::targets::{self, read, TargetError};
+use crate::tools::targets::{self, read, Serving, TargetError};
 use crate::tools::tlsprobe::{Question, Trust};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -128,12 +128,12 @@ impl Ask<'_> {
         identity: Option<Result<crate::tools::tlsprobe::TlsIdentity, TargetError>>,
         name: &str,
         path: Option<&str>,
-        file: Option<&str>,
+        file: Option<Result<String, TargetError>>,
         judge: fn(u16, &[u8]) -> Health,
     ) -> Asked {
         let fail = |e: TargetError| Asked {
             health: Err(Unseen::Target(e.to_string())),
-            served: file.map(|_| Err(Unseen::Target(e.to_string()))),
+            served: file.as_ref().map(|_| Err(Unseen::Target(e.to_string()))),
         };
         let addr = match addr {
             Ok(a) => a,
@@ -166,6 +166,8 @@ impl Ask<'_> {
             ))),
         };
         let served = file.map(|f| {
+            let f = f.map_err(|e| Unseen::Target(e.to_string()))?;
+            let f = f.as_str();
             let presented = a.presented.as_deref().ok_or_else(|| {
                 Unseen::Probe(match &a.reply {
                     Err(e) => words(e),
@@ -199,7 +201,7 @@ impl Ask<'_> {
                 Some(targets::apiserver_identity(root)),
                 "kubernetes",
                 Some("/readyz"),
-                Some("etc/kubernetes/pki/apiserver.crt"),
+                Some(targets::serving_file(root, Serving::Apiserver)),
                 live::http_health,
             ),
             Component::Etcd => {
@@ -215,7 +217,7 @@ impl Ask<'_> {
                     Some(targets::etcd_identity(root)),
                     &name,
                     Some("/health"),
-                    Some("etc/kubernetes/pki/etcd/server.crt"),
+                    Some(targets::serving_file(root, Serving::EtcdClient)),
                     live::etcd_health,
                 )
             }
@@ -256,7 +258,7 @@ impl Ask<'_> {
             Some(targets::etcd_identity(self.root)),
             &name,
             None,
-            Some("etc/kubernetes/pki/etcd/peer.crt"),
+            Some(targets::serving_file(self.root, Serving::EtcdPeer)),
             live::http_health,
         )
     }
@@ -409,9 +411,12 @@ pub fn observe(
     });
 
     let mut pods = Vec::new();
-    let port = |p: Result<u16, TargetError>, file: &str, served: Option<Seen<Served>>| Port {
+    let port = |p: Result<u16, TargetError>, s: Serving, served: Option<Seen<Served>>| Port {
         port: p.unwrap_or(0),
-        file: crate::node::paths::node(file),
+        // The flag's file; one the flag names wrongly is said by `served`.
+        file: crate::node::paths::node(
+            &targets::serving_file(root, s).unwrap_or_else(|_| s.kubeadm_file().to_string()),
+        ),
         served: served.unwrap_or(Err(Unseen::NotAsked)),
     };
     let mut peer = Some(peer);
@@ -424,19 +429,19 @@ pub fn observe(
             Component::Etcd => {
                 ports.push(port(
                     targets::etcd_client(root).map(|a| a.port()),
-                    "etc/kubernetes/pki/etcd/server.crt",
+                    Serving::EtcdClient,
                     a.served,
                 ));
                 let p = peer.take().map(|p| p.served).unwrap_or(None);
                 let peer_port = manifest(root, "etcd")
                     .and_then(|m| Ok(manifests::etcd_peer_address(&m)?))
                     .map(|a| a.port());
-                ports.push(port(peer_port, "etc/kubernetes/pki/etcd/peer.crt", p));
+                ports.push(port(peer_port, Serving::EtcdPeer, p));
                 q = quorum.take().flatten();
             }
             Component::KubeApiserver => ports.push(port(
                 targets::apiserver_port(root),
-                "etc/kubernetes/pki/apiserver.crt",
+                Serving::Apiserver,
                 a.served,
             )),
             _ => {}

@@ -8,9 +8,23 @@ use crate::node::fsx::{Root, Trust, NODE_FILE_MAX};
 use crate::rules::pki;
 use crate::tools::runtime::Runtime;
 use crate::tools::signals::Cancel;
-use crate::tools::targets;
+use crate::tools::targets::{self, Serving};
 use crate::tools::tlsprobe::{Question, TlsIdentity};
 use std::time::Duration;
+
+/// A serving file kubeadm does not renew (SPEC 12, v1.3): said in the log,
+/// never asked to change; None for kubeadm's own.
+fn unmanaged(what: &str, rel: &str) -> Option<()> {
+    let node = crate::node::paths::node(rel);
+    if crate::rules::live::kubeadm_renews(&node) {
+        return None;
+    }
+    tracing::warn!(
+        "{}: not asked to change",
+        crate::rules::live::unmanaged_words(what, &node)
+    );
+    Some(())
+}
 
 /// Why a component was not seen serving its renewed certificate.
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +71,7 @@ impl Asker<'_> {
             targets::apiserver_address(self.root),
             "kubernetes",
             targets::apiserver_identity(self.root),
-            "etc/kubernetes/pki/apiserver.crt",
+            targets::serving_file(self.root, Serving::Apiserver),
             budget,
         )
     }
@@ -76,7 +90,7 @@ impl Asker<'_> {
             addr,
             &name,
             targets::etcd_identity(self.root),
-            "etc/kubernetes/pki/etcd/server.crt",
+            targets::serving_file(self.root, Serving::EtcdClient),
             budget,
         )
     }
@@ -89,9 +103,14 @@ impl Asker<'_> {
         addr: Result<std::net::SocketAddr, crate::tools::targets::TargetError>,
         name: &str,
         id: Result<TlsIdentity, crate::tools::targets::TargetError>,
-        disk: &str,
+        disk: Result<String, crate::tools::targets::TargetError>,
         budget: Duration,
     ) -> Result<(), NotServed> {
+        let disk = disk.map_err(|e| NotServed::Said(e.to_string()))?;
+        if unmanaged(what, &disk).is_some() {
+            return Ok(());
+        }
+        let disk = disk.as_str();
         let addr = addr.map_err(|e| NotServed::Said(e.to_string()))?;
         let id = id.map_err(|e| NotServed::Said(e.to_string()))?;
         // Never past the controller's deadline (SPEC 4, v1.1).
@@ -152,6 +171,11 @@ impl Asker<'_> {
                 .map_err(|e| pf(e.to_string()))?
                 .ok_or_else(|| pf(format!("{} does not exist", crate::node::paths::node(rel))))
         };
+        let served_file =
+            targets::serving_file(self.root, Serving::EtcdPeer).map_err(|e| pf(e.to_string()))?;
+        if unmanaged("etcd's peer port", &served_file).is_some() {
+            return Ok(());
+        }
         let peer_pem = read("etc/kubernetes/pki/etcd/peer.crt")?;
         let id = TlsIdentity {
             ca_pem: read("etc/kubernetes/pki/etcd/ca.crt")?,

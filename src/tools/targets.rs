@@ -27,6 +27,13 @@ pub enum TargetError {
     /// The node path of a certificate file that does not parse.
     #[error("{path}: {pki}")]
     Certificate { path: String, pki: PkiError },
+    /// A serving file's flag names no absolute path without `..`.
+    #[error("{what} {flag}={value} is not an absolute path without ..")]
+    BadPath {
+        what: &'static str,
+        flag: &'static str,
+        value: String,
+    },
     /// etcd's peer address is another machine's.
     #[error("{0} (--listen-peer-urls) is not an address of this host")]
     NotLocal(std::net::IpAddr),
@@ -64,6 +71,78 @@ pub fn etcd_identity(root: &Root) -> Result<TlsIdentity, TargetError> {
         ca_pem: read(root, "etc/kubernetes/pki/etcd/ca.crt")?,
         client_cert_pem: read(root, "etc/kubernetes/pki/etcd/healthcheck-client.crt")?,
         client_key_pem: read(root, "etc/kubernetes/pki/etcd/healthcheck-client.key")?,
+    })
+}
+
+/// A certificate a component serves, as its flag names it (SPEC 12, v1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serving {
+    /// kube-apiserver `--tls-cert-file`.
+    Apiserver,
+    /// etcd `--cert-file`, on its client port.
+    EtcdClient,
+    /// etcd `--peer-cert-file`, on its peer port.
+    EtcdPeer,
+}
+
+impl Serving {
+    /// The component, its flag, and kubeadm's file (what serves when the
+    /// flag is unset, as kubeadm writes the manifest).
+    fn flag(
+        self,
+    ) -> (
+        &'static str,
+        &'static str,
+        crate::rules::flags::Syntax,
+        &'static str,
+    ) {
+        use crate::rules::flags::Syntax::{GoFlag, Pflag};
+        match self {
+            Serving::Apiserver => (
+                "kube-apiserver",
+                "--tls-cert-file",
+                Pflag,
+                "etc/kubernetes/pki/apiserver.crt",
+            ),
+            Serving::EtcdClient => (
+                "etcd",
+                "--cert-file",
+                GoFlag,
+                "etc/kubernetes/pki/etcd/server.crt",
+            ),
+            Serving::EtcdPeer => (
+                "etcd",
+                "--peer-cert-file",
+                GoFlag,
+                "etc/kubernetes/pki/etcd/peer.crt",
+            ),
+        }
+    }
+}
+
+impl Serving {
+    /// kubeadm's file (relative to the root).
+    pub fn kubeadm_file(self) -> &'static str {
+        self.flag().3
+    }
+}
+
+/// The file (relative to the root) a component serves, from its active
+/// manifest's flag (kubeadm's file when unset); read under the root,
+/// no-follow, like every node file.
+pub fn serving_file(root: &Root, s: Serving) -> Result<String, TargetError> {
+    let (what, flag, syntax, default) = s.flag();
+    let m = read(root, &format!("{MANIFESTS_DIR}/{what}.yaml"))?;
+    let Some(v) = manifests::container_flag(&m, what, flag, syntax)? else {
+        return Ok(default.to_string());
+    };
+    let rel = v
+        .strip_prefix('/')
+        .filter(|r| !r.is_empty() && r.split('/').all(|c| !c.is_empty() && c != "." && c != ".."));
+    rel.map(str::to_string).ok_or(TargetError::BadPath {
+        what,
+        flag,
+        value: v,
     })
 }
 

@@ -1226,6 +1226,19 @@ impl Kubelet {
                         .unwrap_or(2379)
                 });
                 let mut extra = vec!["--etcd-port".into(), etcd_port.to_string()];
+                // The serving files the manifest names (kubeadm's: the
+                // stand-in's default).
+                if let (Some(c), Some(k)) = (
+                    flag_value(&c.argv, "--tls-cert-file"),
+                    flag_value(&c.argv, "--tls-private-key-file"),
+                ) {
+                    extra.extend([
+                        "--tls-cert-file".into(),
+                        c.to_string(),
+                        "--tls-private-key-file".into(),
+                        k.to_string(),
+                    ]);
+                }
                 if let Some(h) = self.etcd_host {
                     extra.extend(["--etcd-host".into(), h.to_string()]);
                 }

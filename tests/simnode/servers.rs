@@ -41,6 +41,9 @@ struct ServerArgs {
     sim: Option<PathBuf>,
     /// `healthz`: which component it stands in for.
     name: String,
+    /// kube-apiserver: its `--tls-cert-file` and `--tls-private-key-file`
+    /// (node paths; default pki/apiserver.crt and .key).
+    cert: Option<(String, String)>,
     /// etcd: `--enable-grpc-gateway=false` in its manifest.
     no_gateway: bool,
 }
@@ -54,6 +57,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
     let mut bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let (mut peer, mut sim, mut name) = (None, None, String::new());
     let mut no_gateway = false;
+    let (mut cert, mut key) = (None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -80,6 +84,8 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
             "--sim" => sim = Some(PathBuf::from(value()?)),
             "--name" => name = value()?,
             "--no-gateway" => no_gateway = true,
+            "--tls-cert-file" => cert = Some(value()?),
+            "--tls-private-key-file" => key = Some(value()?),
             other => bail!("unknown argument {other}"),
         }
     }
@@ -94,6 +100,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
         sim,
         name,
         no_gateway,
+        cert: cert.zip(key),
     })
 }
 
@@ -351,12 +358,15 @@ pub fn healthz_main(args: &[String]) -> Result<()> {
 
 pub fn apiserver_main(args: &[String]) -> Result<()> {
     let a = parse_args(args)?;
-    let cfg = tls::server_config(
-        &pki(&a.root, "apiserver.crt"),
-        &pki(&a.root, "apiserver.key"),
-        &pki(&a.root, "ca.crt"),
-        a.tls_now,
-    )?;
+    // The serving files the manifest's flags name, else kubeadm's.
+    let (crt, key) = match &a.cert {
+        Some((c, k)) => (
+            a.root.join(c.trim_start_matches('/')),
+            a.root.join(k.trim_start_matches('/')),
+        ),
+        None => (pki(&a.root, "apiserver.crt"), pki(&a.root, "apiserver.key")),
+    };
+    let cfg = tls::server_config(&crt, &key, &pki(&a.root, "ca.crt"), a.tls_now)?;
     // Like --etcd-cafile/--etcd-certfile/--etcd-keyfile: read once, at start.
     let etcd_client = tls::client_config(
         &pki(&a.root, "etcd/ca.crt"),
