@@ -9,6 +9,7 @@
 mod support;
 
 use serde_json::json;
+use std::path::Path;
 use support::node::*;
 
 /// The runbook's text output (the JSON default of [`Node::run`] replaced).
@@ -241,4 +242,134 @@ fn a_serving_file_kubeadm_does_not_manage_is_a_warning_never_a_failure() {
     assert_eq!(renew["outcome"], "renewed", "{renew:#}");
     assert!(stderr.contains(warning), "said in the log: {stderr}");
     assert_eq!(std::fs::read(custom.join("apiserver.pem")).unwrap(), before);
+}
+
+/// SPEC 12 (v1.3), "A symlinked `pki/`": kubespray's `pki -> ssl`. Check,
+/// the operator view and a forced renewal all go through the link (resolved
+/// once, walked no-follow); kubeadm renews the files under `ssl/`, the
+/// backup holds them, and the link is still the same link afterwards. (A
+/// relative link: the stand-in TLS servers follow links as the host sees
+/// them, so an absolute one would send them outside the simulated root;
+/// the runbook's side of an absolute link is in src/node/fsx/pkilink.rs.)
+#[test]
+fn a_pki_linked_to_ssl_is_checked_viewed_and_renewed_through_the_link() {
+    renewed_through_the_link("ssl", "ssl (/etc/kubernetes/ssl)");
+}
+
+fn renewed_through_the_link(target: &str, shown: &str) {
+    let mut node = Node::prepare("rsa", json!({}));
+    let kube = node.root.join("etc/kubernetes");
+    std::fs::rename(kube.join("pki"), kube.join("ssl")).unwrap();
+    std::os::unix::fs::symlink(target, kube.join("pki")).unwrap();
+    node.start_kubelet();
+    node.wait_all_running();
+    let is_the_link = || {
+        assert!(std::fs::symlink_metadata(kube.join("pki"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_link(kube.join("pki")).unwrap(),
+            Path::new(target)
+        );
+    };
+
+    let (code, c, e) = node.run(&["--check"]);
+    assert_eq!(code, 0, "{c:#}\n{e}");
+    let (code, s, e) = node.run(&["--status-only"]);
+    assert_eq!(code, 0, "{s:#}\n{e}");
+    assert!(!s.to_string().contains("is a symlink"), "{s:#}");
+
+    let leaf = |rel: &str| std::fs::read(kube.join("ssl").join(rel)).unwrap();
+    let cas = ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"].map(leaf);
+    let before = [leaf("apiserver.crt"), leaf("etcd/peer.crt")];
+    let (code, v, e) = node.run(&["--operation-id", "op-ssl", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["phase"].as_str()),
+        (0, Some("renewed"), Some("done")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(restarted(&v), COMPONENTS);
+    assert!(
+        node.kubeadm_calls().contains("certs renew"),
+        "{}",
+        node.kubeadm_calls()
+    );
+    for c in v["certificates"].as_array().unwrap() {
+        if !c["notAfterAfter"].is_null() {
+            assert!(c["daysLeftAfter"].as_i64().unwrap() > 300, "{c}");
+        }
+    }
+    // The files under ssl/ were renewed in place; the CAs never changed.
+    assert_ne!(leaf("apiserver.crt"), before[0]);
+    assert_ne!(leaf("etcd/peer.crt"), before[1]);
+    assert_eq!(
+        ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"].map(leaf),
+        cas
+    );
+    is_the_link();
+    node.assert_all_active();
+    // The backup holds the target's files (a directory, not a link).
+    let backup = node.state().join("backup/op-ssl/pki");
+    assert!(backup.is_dir() && !backup.is_symlink());
+    assert_eq!(
+        std::fs::read(backup.join("apiserver.crt")).unwrap(),
+        before[0]
+    );
+    // Said once, in the operation's log.
+    let log = std::fs::read_to_string(node.state().join("log/op-ssl.log")).unwrap();
+    assert!(
+        log.contains(&format!("/etc/kubernetes/pki is a symlink to {shown}: the PKI is read and written in /etc/kubernetes/ssl (no-follow)")),
+        "{log}"
+    );
+
+    // After it, the same views are clean.
+    let (code, c, e) = node.run(&["--check"]);
+    assert_eq!(code, 0, "{c:#}\n{e}");
+    is_the_link();
+}
+
+/// SPEC 12 (v1.3): a `pki` link that points outside `/etc/kubernetes` is
+/// refused, naming the link, its target and why: the renewal exits 1,
+/// kubeadm never runs and nothing under `/etc/kubernetes` changes.
+#[test]
+fn a_pki_linked_outside_etc_kubernetes_is_refused_and_nothing_changes() {
+    let mut node = Node::prepare("rsa", json!({}));
+    let kube = node.root.join("etc/kubernetes");
+    let srv = node.root.join("srv");
+    std::fs::create_dir_all(&srv).unwrap();
+    std::fs::rename(kube.join("pki"), srv.join("pki")).unwrap();
+    std::os::unix::fs::symlink("../../srv/pki", kube.join("pki")).unwrap();
+    node.start_kubelet();
+    node.wait_all_running();
+    let before = (
+        support::tree::snapshot(&kube, true),
+        support::tree::snapshot(&srv, true),
+    );
+    let why = "/etc/kubernetes/pki is a symlink to ../../srv/pki (/srv/pki), outside /etc/kubernetes: refused";
+
+    let (code, v, e) = node.run(&["--operation-id", "op-out", "--force"]);
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["phase"].as_str()),
+        (1, Some("failed"), Some("ca-check")),
+        "{v:#}\n{e}"
+    );
+    assert!(v.to_string().contains(why), "{v:#}\n{e}");
+    assert!(
+        !node.kubeadm_calls().contains("certs renew"),
+        "{}",
+        node.kubeadm_calls()
+    );
+    let (code, c, _) = node.run(&["--check"]);
+    assert_ne!(code, 0, "{c:#}");
+    assert!(c.to_string().contains(why), "{c:#}");
+    let (_, s, _) = node.run(&["--status-only"]);
+    assert!(s.to_string().contains(why), "{s:#}");
+    node.assert_all_active();
+    let after = (
+        support::tree::snapshot(&kube, true),
+        support::tree::snapshot(&srv, true),
+    );
+    assert_eq!(support::tree::diff(&before.0, &after.0), Vec::new());
+    assert_eq!(support::tree::diff(&before.1, &after.1), Vec::new());
 }

@@ -331,11 +331,13 @@ pub fn create(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize,
     let kube = root
         .open_dir("etc/kubernetes", Trust::TypeOnly)?
         .expect("pki exists under it");
+    // The directory itself (`.`): the link's target when `pki` is an
+    // accepted symlink (SPEC 12), whose files are backed up.
     record.dirs.insert(
         "pki".into(),
         Meta {
             mtime: None,
-            ..stat_of(&kube, "pki")?
+            ..stat_of(&pki, ".")?
         },
     );
     let pki_dst = dst.mkdir("pki", STATE_DIR_MODE)?;
@@ -568,6 +570,77 @@ mod tests {
         assert_eq!(std::fs::read(k.join("pki/etcd/server.crt")).unwrap(), b"S1");
         assert_eq!(std::fs::read(k.join("admin.conf")).unwrap(), b"A1");
         assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 0);
+    }
+
+    /// SPEC 12: `pki` an accepted symlink to `ssl/` (kubespray): the backup
+    /// copies the target's files and the rollback puts them back there; the
+    /// link stays a link.
+    #[test]
+    fn backup_and_rollback_act_on_an_accepted_pki_links_target() {
+        let (t, _, _) = node();
+        let k = t.path().join("etc/kubernetes");
+        std::fs::rename(k.join("pki"), k.join("ssl")).unwrap();
+        std::os::unix::fs::symlink("ssl", k.join("pki")).unwrap();
+        for d in [&k, &k.join("ssl")] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let root = Root::open(t.path()).unwrap();
+        let state = root
+            .open_dir("var/lib/nvke/k8s-cert-renewal", Trust::TypeOnly)
+            .unwrap()
+            .unwrap();
+        assert_eq!(create(&root, &state, "backup", "op").unwrap(), 4);
+        let b = t.path().join("var/lib/nvke/k8s-cert-renewal/backup/op");
+        assert_eq!(std::fs::read(b.join("pki/etcd/server.crt")).unwrap(), b"S1");
+        assert_eq!(std::fs::read(b.join("pki/ca.key")).unwrap(), b"KEY");
+        assert!(b.join("pki").is_dir() && !b.join("pki").is_symlink());
+        let rec: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(b.join(METADATA)).unwrap()).unwrap();
+        // The directory recorded is the target, not the link (0777).
+        assert_eq!(rec["dirs"]["pki"]["mode"], "0755", "{rec:#}");
+
+        std::fs::write(k.join("ssl/etcd/server.crt"), b"S2").unwrap();
+        std::fs::remove_file(k.join("ssl/ca.key")).unwrap();
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 2);
+        assert_eq!(std::fs::read(k.join("ssl/etcd/server.crt")).unwrap(), b"S1");
+        assert_eq!(std::fs::read(k.join("ssl/ca.key")).unwrap(), b"KEY");
+        assert_eq!(
+            std::fs::metadata(k.join("ssl/ca.key"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o7777,
+            0o600
+        );
+        assert!(std::fs::symlink_metadata(k.join("pki"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_link(k.join("pki")).unwrap(),
+            std::path::Path::new("ssl")
+        );
+        assert_eq!(restore(&root, &state, "backup", "op").unwrap(), 0);
+
+        // A refused link (outside /etc/kubernetes): neither is attempted.
+        std::fs::remove_file(k.join("pki")).unwrap();
+        std::fs::create_dir_all(t.path().join("srv/pki")).unwrap();
+        std::os::unix::fs::symlink("../../srv/pki", k.join("pki")).unwrap();
+        let root = Root::open(t.path()).unwrap();
+        let err = create(&root, &state, "backup", "op2").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "/etc/kubernetes/pki is a symlink to ../../srv/pki (/srv/pki), outside /etc/kubernetes: refused"
+        );
+        let err = restore(&root, &state, "backup", "op").unwrap_err();
+        assert!(
+            matches!(err, BackupError::Fs(FsError::PkiLink { .. })),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(t.path().join("srv/pki")).unwrap().count(),
+            0
+        );
     }
 
     #[test]

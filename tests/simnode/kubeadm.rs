@@ -306,11 +306,13 @@ fn run(sim: &Sim, cfg: &SimConfig, args: &[String]) -> Result<i32> {
             }
         }
     }
-    let pki = sim::under_root(&root, &cert_dir);
-    let kubeconfig_dir = sim::under_root(
+    // Chrooted into --rootfs, as kubeadm is: a symlinked pki/ (kubespray's
+    // `pki -> ssl`, relative or absolute) is followed inside the root.
+    let pki = sim::chrooted(&root, &cert_dir)?;
+    let kubeconfig_dir = sim::chrooted(
         &root,
         flags.kubeconfig_dir.as_deref().unwrap_or("/etc/kubernetes"),
-    );
+    )?;
 
     let work = TempDir::new()?;
     prefill_keys(&work, &planned_algs(&selected, &pki, &kubeconfig_dir));
@@ -593,7 +595,8 @@ fn api_unreachable(root: &Path, cfg: &SimConfig) -> Option<String> {
         let not_after = cert.validity().not_after.timestamp();
         (not_after < now).then_some(not_after)
     };
-    let server = std::fs::read(sim::under_root(root, "/etc/kubernetes/pki/apiserver.crt")).ok()?;
+    let server =
+        std::fs::read(sim::chrooted(root, "/etc/kubernetes/pki/apiserver.crt").ok()?).ok()?;
     if let Some(t) = expired(&server) {
         return Some(format!("apiserver.crt expired at unix {t}"));
     }

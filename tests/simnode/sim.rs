@@ -463,9 +463,76 @@ pub fn under_root(root: &Path, node_path: &str) -> PathBuf {
     root.join(node_path.trim_start_matches('/'))
 }
 
+/// A node path under `root` as a program chrooted there (kubeadm
+/// `--rootfs`) opens it: symlinks followed as the kernel would, an
+/// absolute target taken from `root` again, `..` never above it; 40 links
+/// at most (ELOOP). `/etc/kubernetes/pki -> /etc/kubernetes/ssl` is
+/// `root/etc/kubernetes/ssl`, never the host's.
+pub fn chrooted(root: &Path, node_path: &str) -> Result<PathBuf> {
+    let mut todo: Vec<String> = node_path
+        .split('/')
+        .rev()
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut at: Vec<String> = Vec::new();
+    let mut links = 0;
+    while let Some(c) = todo.pop() {
+        match c.as_str() {
+            "." => continue,
+            ".." => {
+                at.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let here = at
+            .iter()
+            .fold(root.to_path_buf(), |p, c| p.join(c))
+            .join(&c);
+        match fs::symlink_metadata(&here) {
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                if links > 40 {
+                    bail!("{node_path}: too many levels of symbolic links");
+                }
+                let target = fs::read_link(&here)?;
+                let target = target.to_string_lossy();
+                if target.starts_with('/') {
+                    at.clear();
+                }
+                todo.extend(
+                    target
+                        .split('/')
+                        .rev()
+                        .filter(|c| !c.is_empty())
+                        .map(str::to_string),
+                );
+            }
+            _ => at.push(c),
+        }
+    }
+    Ok(at.iter().fold(root.to_path_buf(), |p, c| p.join(c)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chrooted_follows_links_inside_the_root_only() {
+        let t = tempfile::tempdir().unwrap();
+        let k = t.path().join("etc/kubernetes");
+        fs::create_dir_all(k.join("ssl/etcd")).unwrap();
+        std::os::unix::fs::symlink("/etc/kubernetes/ssl", k.join("pki")).unwrap();
+        std::os::unix::fs::symlink("../kubernetes/ssl", k.join("rel")).unwrap();
+        std::os::unix::fs::symlink("loop", k.join("loop")).unwrap();
+        let at = |p: &str| chrooted(t.path(), p).unwrap();
+        assert_eq!(at("/etc/kubernetes/pki/etcd"), k.join("ssl/etcd"));
+        assert_eq!(at("/etc/kubernetes/rel/ca.crt"), k.join("ssl/ca.crt"));
+        assert_eq!(at("/../../etc/kubernetes/ssl"), k.join("ssl"));
+        assert!(chrooted(t.path(), "/etc/kubernetes/loop/x").is_err());
+    }
 
     #[test]
     fn config_defaults_and_typos() {

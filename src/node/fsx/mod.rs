@@ -23,12 +23,16 @@
 //!   two ([`move_noreplace`]);
 //! - `remove`: removals of a file or a tree, never following a symlink;
 //! - `copy`: whole-file reads for the evidence bundle;
-//! - `host`: the few reads of the host's own `/proc`, never under the root.
+//! - `host`: the few reads of the host's own `/proc`, never under the root;
+//! - `pkilink`: the one symlink accepted on a path, a `pki/` linked to a
+//!   directory under `/etc/kubernetes` (SPEC 12, kubespray's `ssl/`),
+//!   resolved once per [`Root`] and then walked no-follow like any path.
 
 mod copy;
 mod host;
 mod owned;
 pub use owned::Attrs;
+mod pkilink;
 mod read;
 mod remove;
 mod rename;
@@ -132,6 +136,17 @@ pub enum FsError {
     Exists {
         path: String,
     },
+    /// `/etc/kubernetes/pki` is a symlink that is not accepted (SPEC 12):
+    /// every walk under it is refused with the reason, never followed.
+    PkiLink {
+        /// The link's node path (`/etc/kubernetes/pki`).
+        link: String,
+        /// Its target as the link holds it (with the node path it names,
+        /// when relative).
+        target: String,
+        /// Why it is refused, e.g. `outside /etc/kubernetes`.
+        reason: String,
+    },
     Io {
         path: String,
         op: &'static str,
@@ -169,6 +184,11 @@ impl fmt::Display for FsError {
                 "{path} has {links} hard links; refusing to write through it"
             ),
             FsError::Exists { path } => write!(f, "{path} already exists"),
+            FsError::PkiLink {
+                link,
+                target,
+                reason,
+            } => write!(f, "{link} is a symlink to {target}, {reason}: refused"),
             FsError::Io { path, op, errno } => write!(f, "failed to {op} {path}: {}", errno.desc()),
         }
     }
@@ -242,6 +262,10 @@ pub fn vet_stat(path: &str, st: &FileStat, expected: Kind, trust: Trust) -> FsRe
 pub struct Root {
     host: PathBuf,
     fd: OwnedFd,
+    /// What `etc/kubernetes/pki` is, resolved at the first walk under it
+    /// (`pkilink`): a plain directory, an accepted link's target, or why
+    /// the link is refused.
+    pki: std::sync::OnceLock<pkilink::PkiLink>,
 }
 
 impl Root {
@@ -260,6 +284,7 @@ impl Root {
         Ok(Root {
             host: host.to_path_buf(),
             fd,
+            pki: std::sync::OnceLock::new(),
         })
     }
 
@@ -281,8 +306,15 @@ impl Root {
     }
 
     /// Open an existing directory (every component a real directory).
-    /// `Ok(None)` when some component does not exist.
+    /// `Ok(None)` when some component does not exist. A path under
+    /// `etc/kubernetes/pki` is walked as the accepted link's target, or
+    /// refused with the link's reason (`pkilink`).
     pub fn open_dir(&self, rel: &str, trust: Trust) -> FsResult<Option<Dir>> {
+        self.walk_dir(&self.resolve_pki(rel)?, trust)
+    }
+
+    /// [`Root::open_dir`] of a path taken as it is (no `pki/` link).
+    fn walk_dir(&self, rel: &str, trust: Trust) -> FsResult<Option<Dir>> {
         let mut dir = self.dir()?;
         for c in components(rel) {
             match dir.open_subdir(c, Trust::TypeOnly)? {
@@ -299,7 +331,8 @@ impl Root {
     /// Open a directory, creating missing components: intermediate ones with
     /// 0755, the last with `mode`.
     pub fn create_dir_all(&self, rel: &str, mode: u32, trust: Trust) -> FsResult<Dir> {
-        let comps: Vec<&str> = components(rel).collect();
+        let rel = self.resolve_pki(rel)?;
+        let comps: Vec<&str> = components(&rel).collect();
         let mut dir = self.dir()?;
         for (i, c) in comps.iter().enumerate() {
             let last = i + 1 == comps.len();
@@ -313,7 +346,9 @@ impl Root {
         Ok(dir)
     }
 
-    /// Split `rel` into its parent directory and file name and open the parent.
+    /// Split `rel` into its parent directory and file name and open the
+    /// parent (`etc/kubernetes/pki` itself is the entry `pki`, as lstat
+    /// sees it; anything under it is in the link's target).
     pub fn open_parent<'a>(&self, rel: &'a str) -> FsResult<Option<(Dir, &'a str)>> {
         let rel = rel.trim_matches('/');
         let (parent, name) = match rel.rsplit_once('/') {
