@@ -16,16 +16,30 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 # Something answers on every default port: TLS-less bytes, then a close.
 python3 - <<'PY' &
 import socket, threading, time
-def serve(p):
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", p)); s.listen(64)
+def serve(family, host, p):
+    s = socket.socket(family); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    s.bind((host, p)); s.listen(64)
     while True:
         c, _ = s.accept(); c.sendall(b"HTTP/1.0 200 OK\r\n\r\nok\n"); c.close()
 for p in (6443, 2379, 2380, 2381, 10257, 10259):
-    threading.Thread(target=serve, args=(p,), daemon=True).start()
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        threading.Thread(target=serve, args=(family, host, p), daemon=True).start()
 time.sleep(3600)
 PY
-sleep 1
+# Every stranger must be there: a port taken, or no python3, is no proof.
+for _ in $(seq 50); do
+  up=0
+  for p in 6443 2379 2380 2381 10257 10259; do
+    for h in 127.0.0.1 ::1; do
+      (exec 3<>"/dev/tcp/$h/$p") 2>/dev/null && up=$((up + 1))
+    done
+  done
+  [ "$up" = 12 ] && break
+  sleep 0.1
+done
+[ "$up" = 12 ] || { echo "hermetic: the servers on the default ports did not all start ($up of 12)"; exit 1; }
 
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
@@ -40,4 +54,4 @@ if [ "$(cat "$work/a.rc")" != 0 ] || [ "$(cat "$work/b.rc")" != 0 ] || ! diff <(
   exit 1
 fi
 n=$(grep -c '^test result' "$work/a.log")
-echo "hermetic: ${#tests[@]} test binaries ($n results) twice side by side, beside servers on 6443 2379 2380 2381 10257 10259: the same results, in ${secs}s"
+echo "hermetic: ${#tests[@]} test binaries ($n results) twice side by side, beside servers on 6443 2379 2380 2381 10257 10259 (127.0.0.1 and ::1): the same results, in ${secs}s"

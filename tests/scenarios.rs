@@ -1173,7 +1173,7 @@ fn etcd_is_asked_directly_and_through_etcdctl_only_with_the_gateway_off() {
     assert!(!e.contains("JSON gateway"), "{e}");
     // Postflight asked the peer port (SPEC 4 step 10, v1.2).
     assert!(
-        e.contains("etcd's peer port serves the renewed peer.crt"),
+        e.contains("etcd's peer port serves the renewed /etc/kubernetes/pki/etcd/peer.crt"),
         "{e}"
     );
 

@@ -83,6 +83,13 @@ fn external_etcd_is_one_verdict_exit_1_in_every_mode() {
         "{renew:#}"
     );
     assert_eq!(renew["restarts"], json!([]), "{renew:#}");
+    // Its replay exits 1 too (SPEC 7: the code its outcome had).
+    let (code, replay, stderr) = node.run(&["--operation-id", "op-external", "--force"]);
+    assert_eq!(code, 1, "{replay:#}\n{stderr}");
+    assert!(
+        replay["message"].as_str().unwrap().starts_with(EXTERNAL),
+        "{replay:#}"
+    );
     assert_eq!(
         support::tree::snapshot(&node.root.join("etc/kubernetes/pki"), true),
         pki_before,
@@ -261,6 +268,18 @@ fn renewed_through_the_link(target: &str, shown: &str) {
     let kube = node.root.join("etc/kubernetes");
     std::fs::rename(kube.join("pki"), kube.join("ssl")).unwrap();
     std::os::unix::fs::symlink(target, kube.join("pki")).unwrap();
+    // kubespray's manifests name the files under ssl/ (certificatesDir):
+    // the same files kubeadm renews, never "not renewed by kubeadm".
+    for c in ["kube-apiserver", "etcd"] {
+        let p = node.manifest(c);
+        let m = std::fs::read_to_string(&p).unwrap();
+        assert!(m.contains("-file=/etc/kubernetes/pki/"), "{m}");
+        std::fs::write(
+            &p,
+            m.replace("-file=/etc/kubernetes/pki/", "-file=/etc/kubernetes/ssl/"),
+        )
+        .unwrap();
+    }
     node.start_kubelet();
     node.wait_all_running();
     let is_the_link = || {
@@ -279,6 +298,8 @@ fn renewed_through_the_link(target: &str, shown: &str) {
     let (code, s, e) = node.run(&["--status-only"]);
     assert_eq!(code, 0, "{s:#}\n{e}");
     assert!(!s.to_string().contains("is a symlink"), "{s:#}");
+    assert!(!s.to_string().contains("does not renew"), "{s:#}");
+    assert!(!c.to_string().contains("does not renew"), "{c:#}");
 
     let leaf = |rel: &str| std::fs::read(kube.join("ssl").join(rel)).unwrap();
     let cas = ["ca.crt", "etcd/ca.crt", "front-proxy-ca.crt"].map(leaf);
@@ -361,9 +382,10 @@ fn a_pki_linked_outside_etc_kubernetes_is_refused_and_nothing_changes() {
         node.kubeadm_calls()
     );
     let (code, c, _) = node.run(&["--check"]);
-    assert_ne!(code, 0, "{c:#}");
+    assert_eq!(code, 1, "{c:#}");
     assert!(c.to_string().contains(why), "{c:#}");
-    let (_, s, _) = node.run(&["--status-only"]);
+    let (code, s, _) = node.run(&["--status-only"]);
+    assert_eq!(code, 1, "{s:#}");
     assert!(s.to_string().contains(why), "{s:#}");
     node.assert_all_active();
     let after = (

@@ -333,16 +333,22 @@ pub(crate) fn cert_rows(
         .collect()
 }
 
-/// Every manifest in `manifests/` (`both` included: SPEC 7, v1.1).
-pub(crate) fn all_active(m: &ManifestLocations) -> bool {
-    m.iter()
-        .all(|(_, l)| matches!(l, ManifestLocation::Active | ManifestLocation::Both))
-}
-
 /// The replay of this operation's receipt: its exit code, document and
 /// text.
 pub(crate) fn replay(r: &Receipt) -> (u8, RenewReplay, String) {
-    let code = exit_code_for(r.outcome, all_active(&r.manifests));
+    // Every manifest in `manifests/` (`both` included: SPEC 7, v1.1); a
+    // refusal of a node with external etcd exits 1 again: its etcd
+    // manifest never existed (SPEC 12, v1.3), whatever the receipt lists.
+    let external = r.phase == Phase::Topology
+        && r.message
+            .0
+            .starts_with(crate::node::manifests::EXTERNAL_ETCD);
+    let active = r
+        .manifests
+        .iter()
+        .filter(|(c, _)| !(external && *c == Component::Etcd))
+        .all(|(_, l)| matches!(l, ManifestLocation::Active | ManifestLocation::Both));
+    let code = exit_code_for(r.outcome, active);
     let doc = RenewReplay {
         mode: RenewOnly::Renew,
         runbook_version: contract::version::RUNBOOK_VERSION.to_string(),

@@ -199,15 +199,17 @@ impl Asker<'_> {
         if let Err(e) = &a.reply {
             return Err(pf(format!("etcd's peer port {addr}: {e}")));
         }
-        let disk = pki::parse_pem_certificate(&peer_pem)
+        // Compared with the file its flag names (the view compares the same).
+        let disk = pki::parse_pem_certificate(&read(&served_file)?)
             .map_err(|e| pf(e.to_string()))?
             .der;
+        let file = crate::node::paths::node(&served_file);
         if a.presented.as_deref() != Some(&disk[..]) || !a.proven {
             return Err(pf(format!(
-                "etcd's peer port {addr} does not serve the renewed certificate /etc/kubernetes/pki/etcd/peer.crt"
+                "etcd's peer port {addr} does not serve the renewed certificate {file}"
             )));
         }
-        tracing::info!(peer = %addr, "etcd's peer port serves the renewed peer.crt");
+        tracing::info!(peer = %addr, "etcd's peer port serves the renewed {file}");
         Ok(())
     }
 }

@@ -139,11 +139,22 @@ pub fn serving_file(root: &Root, s: Serving) -> Result<String, TargetError> {
     let rel = v
         .strip_prefix('/')
         .filter(|r| !r.is_empty() && r.split('/').all(|c| !c.is_empty() && c != "." && c != ".."));
-    rel.map(str::to_string).ok_or(TargetError::BadPath {
+    let rel = rel.ok_or_else(|| TargetError::BadPath {
         what,
         flag,
-        value: v,
-    })
+        value: v.clone(),
+    })?;
+    // Under an accepted `pki` link's target (kubespray's flags name
+    // `/etc/kubernetes/ssl/...`): the same file as under `pki/`, which
+    // kubeadm renews.
+    if let Some(rest) = root
+        .pki_link_target()
+        .and_then(|t| rel.strip_prefix(t))
+        .and_then(|r| r.strip_prefix('/'))
+    {
+        return Ok(format!("{}/{rest}", crate::node::paths::PKI_DIR));
+    }
+    Ok(rel.to_string())
 }
 
 /// kube-apiserver's secure port, from its active manifest.

@@ -29,7 +29,8 @@ struct ServerArgs {
     root: PathBuf,
     port: u16,
     etcd_port: u16,
-    /// kube-apiserver: where etcd listens (its `--etcd-servers`' loopback).
+    /// kube-apiserver: where etcd listens (the etcd pod's loopback client
+    /// URL, as the kubelet read it).
     etcd_host: IpAddr,
     /// Listen address (default 127.0.0.1; sim.json `apiserverBindAddress`).
     bind: IpAddr,

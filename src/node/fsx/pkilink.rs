@@ -69,6 +69,18 @@ impl Root {
     }
 }
 
+impl Root {
+    /// The accepted link's target relative to the root (`etc/kubernetes/ssl`
+    /// for kubespray's), None when `pki` is no accepted link: a file a flag
+    /// names under it is the same file as under `etc/kubernetes/pki`.
+    pub fn pki_link_target(&self) -> Option<&str> {
+        match self.pki.get_or_init(|| resolve(self)) {
+            PkiLink::Target(target) => Some(target),
+            _ => None,
+        }
+    }
+}
+
 /// Look at `etc/kubernetes/pki` once.
 fn resolve(root: &Root) -> PkiLink {
     let (kube_rel, name) = PKI_DIR.rsplit_once('/').expect("pki has a parent");

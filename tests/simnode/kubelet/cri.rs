@@ -297,9 +297,21 @@ impl Kubelet {
                     "--etcd-port".into(),
                     etcd_port.to_string(),
                 ]);
-                // Where etcd listens, either family (as the process backend).
+                // Where etcd listens, either family, and the serving files
+                // the flags name (as the process backend).
                 if let Some(h) = self.etcd_host {
                     v.extend(["--etcd-host".into(), h.to_string()]);
+                }
+                if let (Some(crt), Some(key)) = (
+                    super::flag_value(&c.argv, "--tls-cert-file"),
+                    super::flag_value(&c.argv, "--tls-private-key-file"),
+                ) {
+                    v.extend([
+                        "--tls-cert-file".into(),
+                        crt.to_string(),
+                        "--tls-private-key-file".into(),
+                        key.to_string(),
+                    ]);
                 }
                 if let Ok(Some(t)) = self.cfg.tls_now_unix() {
                     v.extend(["--tls-now".into(), t.to_string()]);
