@@ -208,10 +208,7 @@ impl Ask<'_> {
                 let addr = targets::etcd_client(root);
                 // Verified for the address asked (kubeadm's server.crt
                 // names both loopbacks and the node's addresses).
-                let name = addr
-                    .as_ref()
-                    .map(|a| a.ip().to_string())
-                    .unwrap_or_default();
+                let name = targets::ip_name(&addr);
                 self.endpoint(
                     addr,
                     Some(targets::etcd_identity(root)),
@@ -249,10 +246,7 @@ impl Ask<'_> {
                     Err(TargetError::NotLocal(a.ip()))
                 }
             });
-        let name = addr
-            .as_ref()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_default();
+        let name = targets::ip_name(&addr);
         self.endpoint(
             addr,
             Some(targets::etcd_identity(self.root)),

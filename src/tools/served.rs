@@ -81,10 +81,7 @@ impl Asker<'_> {
     /// runbook's health checks ask it.
     pub(crate) fn etcd_client(&self, budget: Duration) -> Result<(), NotServed> {
         let addr = targets::etcd_client(self.root);
-        let name = addr
-            .as_ref()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_default();
+        let name = targets::ip_name(&addr);
         self.served(
             "etcd",
             addr,

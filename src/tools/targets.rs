@@ -185,6 +185,15 @@ pub fn secure_address(
     Ok((ip, manifests::secure_port(&m, name, default)?).into())
 }
 
+/// The TLS name an address is verified for: the address asked (kubeadm's
+/// etcd certificates name both loopbacks and the node's addresses); empty
+/// when there is no address (the question then fails on that).
+pub fn ip_name(addr: &Result<std::net::SocketAddr, TargetError>) -> String {
+    addr.as_ref()
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default()
+}
+
 /// Where etcd is asked its own questions, from its active manifest's
 /// `--listen-client-urls` (`manifests::etcd_client_address`: loopback of
 /// either family first, else an address of this host; SPEC 12, v1.3).
