@@ -10,6 +10,9 @@ pub(crate) mod clock;
 pub mod component;
 /// What crictl and etcdctl print, and the etcd quorum judgement.
 pub mod cri;
+/// The node as it declares itself: per component, its probe, addresses
+/// and serving files, read from its static pod manifest (SPEC 12, v1.3).
+pub mod declared;
 /// Expiry severity: ok, due, expired (v1.2).
 pub mod expiry;
 pub(crate) mod failure;
