@@ -2337,10 +2337,10 @@ fn cases() -> Vec<Case> {
         ),
         (
             "live-port-closed",
-            "kube-scheduler runs and never listens on its --secure-port",
+            "kube-scheduler runs and never listens on its --secure-port (within its probe's start allowance: starting, SPEC 12)",
             json!({"health": {"kube-scheduler": "closed"}}),
             1,
-            &["kube-scheduler not checked", "Connection refused"][..],
+            &["kube-scheduler starting", "Connection refused"][..],
         ),
     ] {
         v.push(

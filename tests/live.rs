@@ -260,12 +260,31 @@ fn a_component_that_exited_is_action_needed() {
     );
 }
 
-/// SPEC 10: a health endpoint that answers 500 is unhealthy: exit 4.
+/// The view's JSON once `kcm`'s state is `want` (the container passing
+/// its one-second start allowance), within 10 s.
+fn status_once(node: &Node, component: &str, want: &str) -> (i32, Value) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (code, v) = status(node, &[]);
+        if pod(&v, component)["state"] == want {
+            return (code, v);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{component} never {want}: {:#}",
+            v["live"]
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// SPEC 10, 12: a health endpoint that answers 500 past its probe's start
+/// allowance is unhealthy: exit 4.
 #[test]
 fn an_unhealthy_component_is_action_needed() {
-    let mut node = live_node(json!({}));
+    let mut node = Node::with_short_start("rsa", json!({}), "kube-controller-manager");
     node.set_knobs(json!({"health": {"kube-controller-manager": "unhealthy"}}));
-    let (code, v) = status(&node, &[]);
+    let (code, v) = status_once(&node, "kube-controller-manager", "unhealthy");
     assert_eq!(code, 4, "{:#}", v["live"]);
     let kcm = pod(&v, "kube-controller-manager");
     assert_eq!(kcm["state"], "unhealthy");
@@ -275,6 +294,48 @@ fn an_unhealthy_component_is_action_needed() {
     );
     let (code, out) = text(&node, &[]);
     golden("kcm-unhealthy", code, &out, &node.root);
+}
+
+/// SPEC 12 (v1.3, row 26): a port that refuses on a running container is
+/// `starting` (exit 1, the gate waits) within its probe's start allowance
+/// and `unhealthy` (exit 4) after it, as the kubelet counts it; never `not
+/// checked`, which is left for what the runbook could not do.
+#[test]
+fn a_closed_port_is_starting_then_unhealthy_as_the_kubelet_counts_it() {
+    // kubeadm's own allowance (250 s): a young container is starting.
+    let closed = json!({"health": {"kube-scheduler": "closed"}});
+    let node = Node::new("rsa", closed.clone());
+    let (code, v) = status_once(&node, "kube-scheduler", "starting");
+    assert_eq!(code, 1, "{:#}", v["live"]);
+    let s = &pod(&v, "kube-scheduler")["findings"][0];
+    let m = s["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("starting: /healthz: connect 127.0.0.1:")
+            && m.contains("Connection refused (up ")
+            && m.ends_with(" of the probe's 4 min start allowance)"),
+        "{m}"
+    );
+    assert_eq!(s["blocksGate"], true);
+    // One second of allowance, passed: unhealthy, exit 4.
+    let node = Node::with_short_start("rsa", closed, "kube-scheduler");
+    let (code, v) = status_once(&node, "kube-scheduler", "unhealthy");
+    assert_eq!(code, 4, "{:#}", v["live"]);
+    let m = pod(&v, "kube-scheduler")["health"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        m.starts_with("unhealthy: /healthz: connect 127.0.0.1:")
+            && m.ends_with("Connection refused"),
+        "{m}"
+    );
+    // The same answer for check: exit 4 and ACTION NEEDED are the view's;
+    // check warns that a renewal would fail its gate.
+    let (_, out) = text(&node, &[]);
+    assert!(
+        out.contains("kube-scheduler") && out.contains("unhealthy"),
+        "{out}"
+    );
 }
 
 /// SPEC 10 "Restart needed": a file a component reads at start written

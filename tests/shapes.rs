@@ -113,6 +113,27 @@ fn a_stacked_etcd_whose_manifest_is_gone_stays_action_needed() {
     assert_eq!(renew["phase"], "topology", "{renew:#}");
 }
 
+/// etcd's loopback client URL moved to `[::1]` (its node-address URL to
+/// `node_url`) and the apiserver's `--etcd-servers` with it: etcd's client
+/// port and the apiserver's manifest text, to edit further.
+fn etcd_on_ipv6_loopback(node: &Node, node_url: &str) -> (u16, String) {
+    let etcd = node.manifest("etcd");
+    let m = std::fs::read_to_string(&etcd).unwrap();
+    let port = nvke_cert_runbook::node::etcd_client_port(m.as_bytes()).unwrap();
+    let v4 = format!("https://127.0.0.1:{port}");
+    let v6 = format!("https://[::1]:{port}");
+    assert!(m.contains(&v4), "{m}");
+    std::fs::write(
+        &etcd,
+        m.replace(&v4, &v6)
+            .replace("https://10.0.0.11:2379", node_url),
+    )
+    .unwrap();
+    let a = std::fs::read_to_string(node.manifest("kube-apiserver")).unwrap();
+    assert!(a.contains(&v4), "{a}");
+    (port, a.replace(&v4, &v6))
+}
+
 /// A control plane on IPv6 loopback (SPEC 12, v1.3; kubeadm on an IPv6
 /// single-stack node): etcd's client URLs are `[::1]` and the node's IPv6
 /// address, the apiserver's `--etcd-servers` `[::1]`, and the three
@@ -124,39 +145,32 @@ fn a_stacked_etcd_whose_manifest_is_gone_stays_action_needed() {
 #[test]
 fn a_control_plane_on_ipv6_loopback_is_asked_there_and_renewed() {
     let mut node = Node::prepare("rsa", json!({}));
-    let etcd = node.manifest("etcd");
-    let m = std::fs::read_to_string(&etcd).unwrap();
-    let port = nvke_cert_runbook::node::etcd_client_port(m.as_bytes()).unwrap();
-    let v4 = format!("https://127.0.0.1:{port}");
-    let v6 = format!("https://[::1]:{port}");
-    assert!(m.contains(&v4), "{m}");
-    std::fs::write(
-        &etcd,
-        m.replace(&v4, &v6)
-            .replace("https://10.0.0.11:2379", "https://[fd00:10::11]:2379"),
-    )
-    .unwrap();
+    let (port, a) = etcd_on_ipv6_loopback(&node, "https://[fd00:10::11]:2379");
     let api = node.manifest("kube-apiserver");
-    let a = std::fs::read_to_string(&api).unwrap();
-    assert!(a.contains(&v4), "{a}");
-    let a = a.replace(&v4, &v6);
     let secure = a
         .find("    - --secure-port=")
         .expect("the apiserver's port");
+    // Its probes on its (here loopback) IPv6 advertise address, as
+    // kubeadm writes them.
+    let a = a.replace("        host: 127.0.0.1\n", "        host: ::1\n");
     std::fs::write(
         &api,
         format!("{}    - --bind-address=::1\n{}", &a[..secure], &a[secure..]),
     )
     .unwrap();
-    for c in ["kube-controller-manager", "kube-scheduler"] {
+    for c in ["etcd", "kube-controller-manager", "kube-scheduler"] {
         let p = node.manifest(c);
         let m = std::fs::read_to_string(&p).unwrap();
-        assert!(m.contains("--bind-address=127.0.0.1"), "{m}");
-        std::fs::write(
-            &p,
-            m.replace("--bind-address=127.0.0.1", "--bind-address=::1"),
-        )
-        .unwrap();
+        assert!(m.contains("        host: 127.0.0.1\n"), "{m}");
+        let m = m
+            .replace("--bind-address=127.0.0.1", "--bind-address=::1")
+            .replace(
+                "--listen-metrics-urls=http://127.0.0.1:",
+                "--listen-metrics-urls=http://[::1]:",
+            )
+            // kubeadm writes each probe on the address it binds.
+            .replace("        host: 127.0.0.1\n", "        host: ::1\n");
+        std::fs::write(&p, m).unwrap();
     }
     node.start_kubelet();
     node.wait_all_running();
@@ -184,6 +198,47 @@ fn a_control_plane_on_ipv6_loopback_is_asked_there_and_renewed() {
     let (code, check, stderr) = node.run(&["--check", "--force"]);
     assert_eq!(code, 0, "{check:#}\n{stderr}");
     let (code, renew, stderr) = node.run(&["--operation-id", "op-ipv6", "--force"]);
+    assert_eq!(code, 0, "{renew:#}\n{stderr}");
+    assert_eq!(renew["outcome"], "renewed", "{renew:#}");
+    assert_eq!(renew["restarts"].as_array().unwrap().len(), 4, "{renew:#}");
+}
+
+/// A dual-stack node (SPEC 12, v1.3 row 28; kubeadm with an IPv6
+/// advertise address and both families' service ranges): kube-apiserver
+/// bound to `::` (every address of both families) and probed on its IPv6
+/// advertise address (loopback here), etcd on `[::1]`, the controller
+/// manager and the scheduler on `127.0.0.1`. Each is asked in its own
+/// family, where its manifest says: clean, checked, renewed.
+#[test]
+fn a_dual_stack_node_is_asked_in_each_family_and_renewed() {
+    let mut node = Node::prepare("rsa", json!({}));
+    let (_, a) = etcd_on_ipv6_loopback(&node, "https://10.0.0.11:2379");
+    let api = node.manifest("kube-apiserver");
+    let a = a
+        .replace("        host: 127.0.0.1\n", "        host: ::1\n")
+        .replace(
+            "--service-cluster-ip-range=10.96.0.0/12",
+            "--service-cluster-ip-range=fd00:10:96::/112,10.96.0.0/16",
+        );
+    assert!(a.contains("fd00:10:96::/112"), "{a}");
+    let secure = a.find("    - --secure-port=").unwrap();
+    std::fs::write(
+        &api,
+        // Quoted, as a YAML writer must (a plain scalar cannot end in `:`).
+        format!(
+            "{}    - '--bind-address=::'\n{}",
+            &a[..secure],
+            &a[secure..]
+        ),
+    )
+    .unwrap();
+    node.start_kubelet();
+    node.wait_all_running();
+    let (code, view, stderr) = node.run(&["--status-only"]);
+    assert_eq!(code, 0, "{view:#}\n{stderr}");
+    let (code, check, stderr) = node.run(&["--check", "--force"]);
+    assert_eq!(code, 0, "{check:#}\n{stderr}");
+    let (code, renew, stderr) = node.run(&["--operation-id", "op-dual", "--force"]);
     assert_eq!(code, 0, "{renew:#}\n{stderr}");
     assert_eq!(renew["outcome"], "renewed", "{renew:#}");
     assert_eq!(renew["restarts"].as_array().unwrap().len(), 4, "{renew:#}");
@@ -394,4 +449,84 @@ fn a_pki_linked_outside_etc_kubernetes_is_refused_and_nothing_changes() {
     );
     assert_eq!(support::tree::diff(&before.0, &after.0), Vec::new());
     assert_eq!(support::tree::diff(&before.1, &after.1), Vec::new());
+}
+
+/// Probes the runbook cannot ask without a guess (SPEC 12, v1.3; issue 42
+/// "Bad input"): kube-apiserver's probe over plain HTTP (its client
+/// certificate never goes in clear), kube-controller-manager's probe on a
+/// DNS name, kube-scheduler's on a named port its container does not
+/// declare. Each is `not checked`, naming what the manifest says (exit 1),
+/// never asked elsewhere; a renewal's gate before any change waits on them
+/// and fails (exit 1).
+#[test]
+fn probes_that_cannot_be_asked_without_a_guess_are_named_not_checked() {
+    let mut node = Node::prepare("rsa", json!({}));
+    let edit = |c: &str, from: &str, to: &str| {
+        let p = node.manifest(c);
+        let m = std::fs::read_to_string(&p).unwrap();
+        assert!(m.contains(from), "{c}: {from}\n{m}");
+        std::fs::write(&p, m.replace(from, to)).unwrap();
+    };
+    edit(
+        "kube-apiserver",
+        "        scheme: HTTPS\n",
+        "        scheme: HTTP\n",
+    );
+    edit(
+        "kube-controller-manager",
+        "        host: 127.0.0.1\n",
+        "        host: cp-1.example\n",
+    );
+    let sched = std::fs::read_to_string(node.manifest("kube-scheduler")).unwrap();
+    let port = sched
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("port: "))
+        .unwrap()
+        .to_string();
+    edit(
+        "kube-scheduler",
+        &format!("        port: {port}\n"),
+        "        port: probe-port\n",
+    );
+    node.start_kubelet();
+    node.wait_all_running();
+    let (code, view, stderr) = node.run(&["--status-only"]);
+    assert_eq!(code, 1, "{view:#}\n{stderr}");
+    let health = |c: &str| {
+        view["live"]["pods"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == c))
+            .map(|p| p["health"].as_str().unwrap_or_default().to_string())
+            .unwrap_or_default()
+    };
+    let api = health("kube-apiserver");
+    assert!(
+        api.starts_with("not checked: kube-apiserver readinessProbe asks plain HTTP on port ")
+            && api.ends_with(", which serves TLS only"),
+        "{api}"
+    );
+    let kcm = health("kube-controller-manager");
+    assert!(
+        kcm.starts_with("not checked: ") && kcm.contains("cp-1.example"),
+        "{kcm}"
+    );
+    let sched = health("kube-scheduler");
+    assert!(
+        sched.starts_with("not checked: ") && sched.contains("probe-port"),
+        "{sched}"
+    );
+    let (code, renew, stderr) = node.run(&[
+        "--operation-id",
+        "op-unaskable",
+        "--force",
+        "--health-timeout",
+        "2",
+    ]);
+    // The gate before anything changes: failed, nothing touched.
+    assert_eq!(code, 1, "{renew:#}\n{stderr}");
+    assert_eq!(renew["phase"], "health", "{renew:#}");
+    assert!(
+        renew["restarts"].as_array().is_none_or(Vec::is_empty),
+        "{renew:#}"
+    );
 }

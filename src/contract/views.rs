@@ -180,7 +180,8 @@ pub enum LiveWeight {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LiveFindingView {
     /// `not_running`, `restarting`, `unhealthy`, `serves_expired`,
-    /// `not_checked`, `serves_other`, `restart_needed`.
+    /// `starting` (its probe fails within the probe's start allowance,
+    /// v1.3), `not_checked`, `serves_other`, `restart_needed`.
     pub kind: String,
     pub weight: LiveWeight,
     /// Whether the renewal's health gate waits on it.

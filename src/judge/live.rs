@@ -97,10 +97,18 @@ pub fn view(o: &Observation, j: &Judged) -> doc::LiveView {
                     }),
                     _ => None,
                 },
-                health: p.health.as_ref().map(|h| match h {
-                    Ok(Health::Healthy) => "healthy".to_string(),
-                    Ok(Health::Unhealthy(a)) => format!("unhealthy: {a}"),
-                    Err(why) => format!("not checked: {why}"),
+                health: p.health.as_ref().map(|h| {
+                    // A failed probe as the kubelet counts it: as judged
+                    // (`starting` within the start allowance, SPEC 12).
+                    let counted = f
+                        .iter()
+                        .find(|x| matches!(x, Finding::Starting { .. } | Finding::Unhealthy(_)));
+                    match (h, counted) {
+                        (Ok(Health::Healthy), _) => "healthy".to_string(),
+                        (_, Some(x)) => x.words(wall),
+                        (Ok(Health::Unhealthy(a)), None) => format!("unhealthy: {a}"),
+                        (Err(why), None) => format!("not checked: {why}"),
+                    }
                 }),
                 served: p
                     .ports

@@ -819,6 +819,7 @@ mod tests {
             ports: Vec::new(),
             newest: None,
             quorum: None,
+            allowance: None,
         }
     }
 

@@ -604,26 +604,6 @@ pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, ManifestError> {
     Ok(2379)
 }
 
-/// `--secure-port` of kube-controller-manager (default 10257) or
-/// kube-scheduler (default 10259), as pflag's `IntVar` reads it.
-pub fn secure_port(bytes: &[u8], what: &str, default: u16) -> Result<u16, ManifestError> {
-    match container_flag(
-        bytes,
-        what,
-        "--secure-port",
-        crate::rules::flags::Syntax::Pflag,
-    )? {
-        None => Ok(default),
-        Some(v) => crate::rules::flags::parse_int(&v)
-            .and_then(|n| u16::try_from(n).ok())
-            .filter(|n| *n > 0)
-            .ok_or_else(|| ManifestError::NotPort {
-                what: Some(what.to_string()),
-                value: v,
-            }),
-    }
-}
-
 /// Where kube-apiserver, kube-controller-manager or kube-scheduler (`what`)
 /// is asked (SPEC 12, v1.3): its `--bind-address` (pflag), an unspecified
 /// one (`0.0.0.0`, `::`, and the flag's default) on its family's loopback.

@@ -85,6 +85,11 @@ pub enum Unseen {
     /// handshake failed, no HTTP answer, no certificate presented).
     #[error("{0}")]
     Probe(String),
+    /// The endpoint refused the connection (nothing listens there): a
+    /// failed probe as the kubelet counts it, `starting` or `unhealthy` by
+    /// the container's age (SPEC 12, v1.3).
+    #[error("{0}")]
+    Refused(String),
     /// A file the component reads at start does not exist (its node path).
     #[error("restart needed: {0} does not exist")]
     Missing(String),
@@ -132,6 +137,11 @@ pub struct Observed {
     /// renewal's gate); None: not asked (not etcd, or its container does
     /// not run).
     pub quorum: Option<QuorumSeen>,
+    /// How long its probe may fail while the container starts (SPEC 12:
+    /// the startup probe's `initialDelaySeconds + failureThreshold x
+    /// periodSeconds`, else the probe's `initialDelaySeconds`); None: not
+    /// known (a failed probe is then judged as it answers).
+    pub allowance: Option<Duration>,
 }
 
 /// etcd's quorum as asked, by the renewal's gate's rule
@@ -177,6 +187,14 @@ pub enum Finding {
         since: OffsetDateTime,
     },
     Unhealthy(String),
+    /// Its probe fails (`answer`) while its container, up since `since`,
+    /// is still within the probe's start `allowance` (SPEC 12, v1.3): the
+    /// kubelet does not count it yet; the gate waits.
+    Starting {
+        answer: String,
+        since: OffsetDateTime,
+        allowance: Duration,
+    },
     ServesExpired {
         port: u16,
         not_after: OffsetDateTime,
@@ -217,6 +235,7 @@ impl Finding {
             | Finding::Unhealthy(_)
             | Finding::ServesExpired { .. } => Weight::ActionNeeded,
             Finding::NotChecked(_)
+            | Finding::Starting { .. }
             | Finding::Quorum(_)
             | Finding::AsideNotChecked(_)
             | Finding::ServesOther { .. }
@@ -246,6 +265,7 @@ impl Finding {
             Finding::NotRunning(_) => "not_running",
             Finding::Restarting { .. } => "restarting",
             Finding::Unhealthy(_) => "unhealthy",
+            Finding::Starting { .. } => "starting",
             Finding::ServesExpired { .. } => "serves_expired",
             Finding::Quorum(_) => "quorum",
             Finding::NotChecked(_) | Finding::AsideNotChecked(_) => "not_checked",
@@ -266,6 +286,15 @@ impl Finding {
                 span(wall - *since)
             ),
             Finding::Unhealthy(a) => format!("unhealthy: {a}"),
+            Finding::Starting {
+                answer,
+                since,
+                allowance,
+            } => format!(
+                "starting: {answer} (up {} of the probe's {} start allowance)",
+                span(wall - *since),
+                span(*allowance)
+            ),
             Finding::ServesExpired { port, not_after } => format!(
                 "serves an expired certificate on port {port} (expired {})",
                 crate::rules::expiry::date(*not_after)
@@ -383,12 +412,29 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
         }
     }
     let running = started.is_some() || matches!(o.containers, Ok(Containers::Running { .. }));
+    // A failed probe as the kubelet counts it (an answer other than
+    // 2xx/3xx, a refused connection), by the container's age against the
+    // probe's start allowance (SPEC 12, v1.3).
+    let failed = |answer: &str| match (started, o.allowance) {
+        (Some(s), Some(allowance)) if wall - s < allowance => Finding::Starting {
+            answer: answer.to_string(),
+            since: s,
+            allowance,
+        },
+        _ => Finding::Unhealthy(answer.to_string()),
+    };
     match &o.health {
         None | Some(Ok(Health::Healthy)) => {}
         // A component that does not run cannot answer: its endpoint says
         // nothing more.
         Some(_) if !running && o.containers.is_ok() => {}
-        Some(Ok(Health::Unhealthy(a))) => v.push(Finding::Unhealthy(a.clone())),
+        Some(Ok(Health::Unhealthy(a))) => v.push(failed(a)),
+        // Refused, with the container's age known: the kubelet's count.
+        // Without it (no start time, no allowance, the containers not
+        // listed) the runbook could not judge it: not checked.
+        Some(Err(Unseen::Refused(a))) if started.is_some() && o.allowance.is_some() => {
+            v.push(failed(a))
+        }
         Some(Err(why)) => v.push(Finding::NotChecked(why.to_string())),
     }
     for p in &o.ports {
@@ -699,6 +745,7 @@ mod tests {
                 at: WALL - Duration::hours(5),
             })),
             quorum: None,
+            allowance: None,
         }
     }
 
@@ -775,6 +822,79 @@ mod tests {
         assert_eq!(f, vec![Finding::NotChecked("timed out".into())]);
         assert_eq!(f[0].weight(), Weight::NotClean);
         assert!(gate(&n, WALL).is_err());
+    }
+
+    /// SPEC 12 (v1.3): a refused port or a failing answer is `starting`
+    /// while the container is within its probe's start allowance, then
+    /// `unhealthy` as the kubelet counts it; `not checked` only when the
+    /// runbook cannot judge (no start time, no allowance).
+    #[test]
+    fn a_failed_probe_is_starting_within_the_allowance_then_unhealthy() {
+        let refused = || {
+            Some(Err(Unseen::Refused(
+                "/healthz: connect 127.0.0.1:10257: Connection refused".into(),
+            )))
+        };
+        let allowance = Some(Duration::seconds(250));
+        let mut young = pod(running(0, 20), refused());
+        young.allowance = allowance;
+        let f = judge(&young, WALL);
+        assert_eq!(f[0].kind(), "starting");
+        assert_eq!(
+            f[0].words(WALL),
+            "starting: /healthz: connect 127.0.0.1:10257: Connection refused (up 20 s of the probe's 4 min start allowance)"
+        );
+        assert_eq!(f[0].weight(), Weight::NotClean);
+        assert!(
+            gate(&young, WALL).is_err(),
+            "the gate waits while it starts"
+        );
+        let mut old = pod(running(0, 251), refused());
+        old.allowance = allowance;
+        let f = judge(&old, WALL);
+        assert_eq!(
+            f[0],
+            Finding::Unhealthy("/healthz: connect 127.0.0.1:10257: Connection refused".into())
+        );
+        assert_eq!(f[0].weight(), Weight::ActionNeeded);
+        // At exactly the allowance: the kubelet counts it.
+        let mut edge = pod(running(0, 250), refused());
+        edge.allowance = allowance;
+        assert_eq!(judge(&edge, WALL)[0].kind(), "unhealthy");
+        // An answer other than 2xx/3xx: the same rule.
+        let mut answered = pod(
+            running(0, 5),
+            Some(Ok(Health::Unhealthy("HTTP 500".into()))),
+        );
+        answered.allowance = allowance;
+        assert_eq!(judge(&answered, WALL)[0].kind(), "starting");
+        // Refused without an allowance, or without a start time: the
+        // runbook could not judge it.
+        let unknown = pod(running(0, 3600), refused());
+        assert_eq!(judge(&unknown, WALL)[0].kind(), "not_checked");
+        let mut no_time = pod(
+            Ok(Containers::Running {
+                id: "c1".into(),
+                since: None,
+                restarts: 0,
+                crashed_here: false,
+            }),
+            refused(),
+        );
+        no_time.allowance = allowance;
+        assert_eq!(judge(&no_time, WALL)[0].kind(), "not_checked");
+        // Not running: the endpoint says nothing more.
+        let mut exited = pod(
+            Ok(Containers::Exited {
+                id: "c0".into(),
+                exit: Exit::default(),
+                restarts: 0,
+            }),
+            refused(),
+        );
+        exited.allowance = allowance;
+        assert_eq!(judge(&exited, WALL).len(), 1);
+        assert_eq!(judge(&exited, WALL)[0].kind(), "not_running");
     }
 
     #[test]

@@ -92,6 +92,8 @@ pub fn newest(root: &Root, files: &[&str]) -> Option<Seen<Written>> {
 struct Asked {
     health: Seen<Health>,
     served: Option<Seen<Served>>,
+    /// The probe's start allowance, when the manifest says it.
+    allowance: Option<time::Duration>,
 }
 
 /// A probe's failure in words, without the OS error number.
@@ -134,6 +136,7 @@ impl Ask<'_> {
         let fail = |e: TargetError| Asked {
             health: Err(Unseen::Target(e.to_string())),
             served: file.as_ref().map(|_| Err(Unseen::Target(e.to_string()))),
+            allowance: None,
         };
         let addr = match addr {
             Ok(a) => a,
@@ -159,6 +162,9 @@ impl Ask<'_> {
         let health = match (&a.reply, path) {
             (Ok((Some(status), body)), Some(_)) => Ok(judge(*status, body)),
             (Ok(_), _) => Ok(Health::Healthy),
+            (Err(e @ crate::tools::tlsprobe::ProbeError::Refused(_)), _) => Err(Unseen::Refused(
+                format!("{}{}", path.unwrap_or(""), sep(&words(e))),
+            )),
             (Err(e), _) => Err(Unseen::Probe(format!(
                 "{}{}",
                 path.unwrap_or(""),
@@ -186,25 +192,45 @@ impl Ask<'_> {
                 other => Ok(other),
             }
         });
-        Asked { health, served }
+        Asked {
+            health,
+            served,
+            allowance: None,
+        }
     }
 }
 
 impl Ask<'_> {
-    /// A component's health endpoint (SPEC 10), and for kube-apiserver and
-    /// etcd what their serving port presents.
+    /// A component's health endpoint (SPEC 10; its probe as the kubelet
+    /// asks it, SPEC 12), and for kube-apiserver and etcd what their
+    /// serving port presents.
     fn component(&self, c: Component) -> Asked {
         let root = self.root;
-        match c {
-            Component::KubeApiserver => self.endpoint(
-                targets::apiserver_address(root),
-                Some(targets::apiserver_identity(root)),
-                "kubernetes",
-                Some("/readyz"),
-                Some(targets::serving_file(root, Serving::Apiserver)),
-                live::http_health,
-            ),
+        let declared = targets::declared(root, c);
+        let allowance = declared
+            .as_ref()
+            .ok()
+            .and_then(|d| time::Duration::try_from(d.start_allowance).ok());
+        let probe = move || declared.and_then(|d| targets::health_probe(&d));
+        let mut asked = match c {
+            Component::KubeApiserver => {
+                let p = probe();
+                let path = p.as_ref().map(|p| p.path.clone()).unwrap_or_default();
+                self.endpoint(
+                    p.map(|p| p.target),
+                    Some(targets::apiserver_identity(root)),
+                    "kubernetes",
+                    Some(&path),
+                    Some(targets::serving_file(root, Serving::Apiserver)),
+                    live::http_health,
+                )
+            }
             Component::Etcd => {
+                // etcd's own client URL (loopback first), where its
+                // `/health` answers for the member with the healthcheck
+                // client and the served certificate is seen too: the
+                // metrics URL kubeadm's probe asks answers the same
+                // `/health` in clear (docs/decisions.md).
                 let addr = targets::etcd_client(root);
                 // Verified for the address asked (kubeadm's server.crt
                 // names both loopbacks and the node's addresses).
@@ -219,20 +245,20 @@ impl Ask<'_> {
                 )
             }
             Component::KubeControllerManager | Component::KubeScheduler => {
-                let (name, default) = match c {
-                    Component::KubeScheduler => ("kube-scheduler", 10259),
-                    _ => ("kube-controller-manager", 10257),
-                };
+                let p = probe();
+                let path = p.as_ref().map(|p| p.path.clone()).unwrap_or_default();
                 self.endpoint(
-                    targets::secure_address(root, name, default),
+                    p.map(|p| p.target),
                     None,
                     "",
-                    Some("/healthz"),
+                    Some(&path),
                     None,
                     live::http_health,
                 )
             }
-        }
+        };
+        asked.allowance = allowance;
+        asked
     }
 
     /// What etcd's peer port presents (a handshake, on this host only).
@@ -259,22 +285,23 @@ impl Ask<'_> {
 }
 
 /// The renewal's health gate asks each component as the view does: its
-/// health endpoint's answer, judged by the same rule.
+/// health endpoint's answer, judged by the same rule, and its probe's start
+/// allowance.
 pub fn gate_health(
     rt: &dyn Runtime,
     root: &Root,
     now: OffsetDateTime,
     c: Component,
     deadline: Instant,
-) -> Seen<Health> {
-    Ask {
+) -> (Seen<Health>, Option<time::Duration>) {
+    let a = Ask {
         rt,
         root,
         now,
         deadline,
     }
-    .component(c)
-    .health
+    .component(c);
+    (a.health, a.allowance)
 }
 
 /// kube-apiserver's `/readyz` at `addr`, verified with `id` (pinned CA)
@@ -398,6 +425,7 @@ pub fn observe(
             h.join().unwrap_or(Asked {
                 health: Err(Unseen::Panicked),
                 served: Some(Err(Unseen::Panicked)),
+                allowance: None,
             })
         };
         let answers: Vec<Asked> = asked.into_iter().map(join).collect();
@@ -447,6 +475,7 @@ pub fn observe(
             ports,
             newest: newest(root, files_of(*c)),
             quorum: q,
+            allowance: a.allowance,
         });
     }
     for (name, mounts) in &others {
@@ -458,6 +487,7 @@ pub fn observe(
             ports: Vec::new(),
             newest: newest(root, &rels),
             quorum: None,
+            allowance: None,
         });
     }
     Observation {

@@ -426,6 +426,16 @@ pub(crate) mod double {
                 .join(name),
             t.path(),
         );
+        // The fixture's kube-apiserver probes its advertise address,
+        // 10.0.0.11, not an address of this host: the double answers the
+        // questions on loopback, where a node advertising 127.0.0.1 would
+        // be probed.
+        let api = t
+            .path()
+            .join("etc/kubernetes/manifests/kube-apiserver.yaml");
+        if let Ok(m) = std::fs::read_to_string(&api) {
+            std::fs::write(&api, m.replace("host: 10.0.0.11", "host: 127.0.0.1")).unwrap();
+        }
         t
     }
 

@@ -34,6 +34,24 @@ pub enum TargetError {
         flag: &'static str,
         value: String,
     },
+    /// What the manifest declares could not be read without a guess.
+    #[error(transparent)]
+    Declared(#[from] crate::rules::declared::DeclError),
+    /// A probe's host is another machine's: nothing is sent there (the
+    /// apiserver's probe presents admin.conf's client certificate).
+    #[error("its {probe} asks {addr}, not an address of this host")]
+    ProbeNotLocal {
+        probe: crate::rules::declared::ProbeSource,
+        addr: std::net::SocketAddr,
+    },
+    /// A probe the runbook does not ask as written: plain HTTP where only
+    /// TLS is asked (kube-apiserver's client certificate never goes in
+    /// clear; the other two answer on TLS only).
+    #[error("its {probe} is {url}: plain HTTP, not asked (kubeadm writes HTTPS)")]
+    PlainHttp {
+        probe: crate::rules::declared::ProbeSource,
+        url: String,
+    },
     /// etcd's peer address is another machine's.
     #[error("{0} (--listen-peer-urls) is not an address of this host")]
     NotLocal(std::net::IpAddr),
@@ -157,6 +175,40 @@ pub fn serving_file(root: &Root, s: Serving) -> Result<String, TargetError> {
     Ok(rel.to_string())
 }
 
+/// A component as its active manifest declares it (SPEC 12, v1.3).
+pub fn declared(
+    root: &Root,
+    c: crate::rules::component::Component,
+) -> Result<crate::rules::declared::Declared, TargetError> {
+    let m = read(root, &format!("{MANIFESTS_DIR}/{}", c.manifest_file()))?;
+    Ok(crate::rules::declared::read(c, &m)?)
+}
+
+/// Where kube-apiserver, kube-controller-manager or kube-scheduler is
+/// asked its health, as the kubelet probes it (SPEC 12, v1.3): its
+/// static pod's probe (host, port, path; an unspecified or absent host
+/// as section 12 says), over TLS, on an address of this host only.
+pub fn health_probe(
+    d: &crate::rules::declared::Declared,
+) -> Result<crate::rules::declared::Probe, TargetError> {
+    use crate::rules::declared::Scheme;
+    let p = &d.probe;
+    if p.scheme == Scheme::Http {
+        return Err(TargetError::PlainHttp {
+            probe: p.source,
+            url: p.url(),
+        });
+    }
+    let ip = p.target.ip();
+    if !ip.is_loopback() && !crate::node::host::is_local(ip) {
+        return Err(TargetError::ProbeNotLocal {
+            probe: p.source,
+            addr: p.target,
+        });
+    }
+    Ok(p.clone())
+}
+
 /// kube-apiserver's secure port, from its active manifest.
 pub fn apiserver_port(root: &Root) -> Result<u16, TargetError> {
     let m = read(root, &format!("{MANIFESTS_DIR}/kube-apiserver.yaml"))?;
@@ -170,19 +222,6 @@ pub fn apiserver_address(root: &Root) -> Result<std::net::SocketAddr, TargetErro
     let m = read(root, &format!("{MANIFESTS_DIR}/kube-apiserver.yaml"))?;
     let ip = manifests::bind_address(&m, "kube-apiserver")?;
     Ok((ip, manifests::apiserver_secure_port(&m)?).into())
-}
-
-/// Where kube-controller-manager or kube-scheduler (`name`) serves
-/// `/healthz`, from its active manifest: its `--bind-address` at its
-/// `--secure-port` (`default` when unset).
-pub fn secure_address(
-    root: &Root,
-    name: &str,
-    default: u16,
-) -> Result<std::net::SocketAddr, TargetError> {
-    let m = read(root, &format!("{MANIFESTS_DIR}/{name}.yaml"))?;
-    let ip = manifests::bind_address(&m, name)?;
-    Ok((ip, manifests::secure_port(&m, name, default)?).into())
 }
 
 /// The TLS name an address is verified for: the address asked (kubeadm's

@@ -51,6 +51,10 @@ pub enum ProbeError {
     /// No connection, or the TLS exchange failed: the server may not be up yet.
     #[error("{0}")]
     Exchange(String),
+    /// The connection was refused: nothing listens on the port. A failed
+    /// probe as the kubelet counts it (SPEC 12, v1.3).
+    #[error("{0}")]
+    Refused(String),
 }
 
 fn identity(m: String) -> ProbeError {
@@ -346,8 +350,14 @@ fn exchange_with(
         rustls::ClientConnection::new(cfg, server_name).map_err(|e| exchange(e.to_string()))?;
     let addr = SocketAddr::from((q.host, q.port));
     let deadline = std::time::Instant::now() + budget;
-    let sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget))
-        .map_err(|e| exchange(format!("connect {addr}: {e}")))?;
+    let sock = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT.min(budget)).map_err(|e| {
+        let m = format!("connect {addr}: {e}");
+        if e.kind() == std::io::ErrorKind::ConnectionRefused {
+            ProbeError::Refused(m)
+        } else {
+            exchange(m)
+        }
+    })?;
     // No Nagle, as Go's net.Dial (etcd, kube-apiserver and kubelet's
     // probes): the request written after the handshake's last flight would
     // otherwise wait for its ACK, which the server delays (40 ms on Linux),
@@ -827,7 +837,7 @@ mod tests {
         );
         assert!(
             r.as_ref()
-                .is_err_and(|e| matches!(e, ProbeError::Exchange(m) if m.starts_with(&format!("connect 127.0.0.1:{port}")))),
+                .is_err_and(|e| matches!(e, ProbeError::Refused(m) if m.starts_with(&format!("connect 127.0.0.1:{port}")))),
             "{r:?}"
         );
     }

@@ -108,6 +108,38 @@ impl Node {
         node
     }
 
+    /// [`Node::new`], with `component`'s start allowance cut to one
+    /// second before its kubelet starts: its startup probe written as
+    /// `initialDelaySeconds: 0`, `failureThreshold: 1`, `periodSeconds:
+    /// 1` (SPEC 12: a failed probe past it is `unhealthy`, as the kubelet
+    /// counts it; kubeadm's own, 250 s, would keep a test waiting).
+    pub fn with_short_start(variant: &str, knobs: Value, component: &str) -> Node {
+        let mut node = Node::prepare(variant, knobs);
+        let p = node.manifest(component);
+        let s = std::fs::read_to_string(&p).unwrap();
+        let start = s
+            .find("    startupProbe:\n")
+            .unwrap_or_else(|| panic!("{component}.yaml has no startupProbe"));
+        let body = start + "    startupProbe:\n".len();
+        // The block ends at the container's next key (4 spaces).
+        let mut end = body;
+        for line in s[body..].split_inclusive('\n') {
+            if line.starts_with("    ") && !line.starts_with("     ") {
+                break;
+            }
+            end += line.len();
+        }
+        let block = s[body..end]
+            .replace("failureThreshold: 24", "failureThreshold: 1")
+            .replace("initialDelaySeconds: 10", "initialDelaySeconds: 0")
+            .replace("periodSeconds: 10", "periodSeconds: 1");
+        assert!(block.contains("failureThreshold: 1\n"), "{block}");
+        std::fs::write(&p, format!("{}{block}{}", &s[..body], &s[end..])).unwrap();
+        node.start_kubelet();
+        node.wait_all_running();
+        node
+    }
+
     /// The node tree, free ports and sim.json of [`Node::new`], without
     /// the kubelet (the containers tier edits the tree and the tools
     /// first).
@@ -125,6 +157,7 @@ impl Node {
             &root,
         );
         let (api, etcd) = (free_port(), free_port());
+        let (kcm, sched) = (free_port(), free_port());
         let m = root.join(MANIFESTS);
         for (file, from, to) in [
             (
@@ -154,18 +187,36 @@ impl Node {
             (
                 "kube-controller-manager.yaml",
                 "    - --bind-address=127.0.0.1\n".to_string(),
-                format!(
-                    "    - --bind-address=127.0.0.1\n    - --secure-port={}\n",
-                    free_port()
-                ),
+                format!("    - --bind-address=127.0.0.1\n    - --secure-port={kcm}\n"),
             ),
             (
                 "kube-scheduler.yaml",
                 "    - --bind-address=127.0.0.1\n".to_string(),
-                format!(
-                    "    - --bind-address=127.0.0.1\n    - --secure-port={}\n",
-                    free_port()
-                ),
+                format!("    - --bind-address=127.0.0.1\n    - --secure-port={sched}\n"),
+            ),
+            // Their probes, as kubeadm writes them from the same flags
+            // (SPEC 12: the runbook asks where the probes say): the
+            // apiserver's on its advertise address, here loopback (no
+            // 10.0.0.11 on this host).
+            (
+                "kube-apiserver.yaml",
+                "        port: 6443\n".to_string(),
+                format!("        port: {api}\n"),
+            ),
+            (
+                "kube-apiserver.yaml",
+                "        host: 10.0.0.11\n".to_string(),
+                "        host: 127.0.0.1\n".to_string(),
+            ),
+            (
+                "kube-controller-manager.yaml",
+                "        port: 10257\n".to_string(),
+                format!("        port: {kcm}\n"),
+            ),
+            (
+                "kube-scheduler.yaml",
+                "        port: 10259\n".to_string(),
+                format!("        port: {sched}\n"),
             ),
         ] {
             let p = m.join(file);

@@ -64,7 +64,7 @@ impl Health<'_> {
                 .into_iter()
                 .map(|p| {
                     p.join()
-                        .unwrap_or(Err(crate::rules::live::Unseen::Panicked))
+                        .unwrap_or((Err(crate::rules::live::Unseen::Panicked), None))
                 })
                 .collect();
             let direct = direct.join().unwrap_or_else(|_| {
@@ -100,9 +100,14 @@ impl Health<'_> {
                 return Attempt::Structural(Phase::Health, m.to_string());
             }
             let containers = crate::rules::live::in_listing(&listing, c.name(), None);
+            let (health, allowance) = match healths.next() {
+                Some((h, a)) => (Some(h), a),
+                None => (None, None),
+            };
             let observed = crate::rules::live::Observed {
                 name: c.name().to_string(),
-                health: healths.next(),
+                health,
+                allowance,
                 containers,
                 ports: Vec::new(),
                 newest: None,
