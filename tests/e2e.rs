@@ -495,6 +495,74 @@ fn three_node_scheduled_renewal() {
     assert_eq!(whole["lost"], 0, "lost etcd writes: {whole}");
 }
 
+/// SPEC 12 (v1.3): a scheduled three-node cycle on an IPv6 single-stack
+/// network: nodes at `fd00:10::1X`, real etcd listening on `[::1]` and the
+/// node's IPv6 address (peers and members' client URLs in brackets), every
+/// probe and `--bind-address` on `::1` or the node's address, real sshd
+/// reached over IPv6, continuous etcd writes and `/readyz` probes. Every
+/// node is renewed one at a time, the CAs unchanged, no etcd write lost.
+#[test]
+fn ipv6_single_stack_three_node_renewal() {
+    let Some(_serial) = setup("ipv6") else {
+        return;
+    };
+    let lab = Lab::ipv6(3, Keys::Ecdsa).expect("three-node IPv6 lab");
+    for node in &lab.nodes {
+        assert!(node.ip().starts_with("fd00:10::"), "{}", node.ip());
+        let etcd = std::fs::read_to_string(node.etc().join("manifests/etcd.yaml")).unwrap();
+        assert!(
+            etcd.contains("--listen-client-urls=https://[::1]:2379,https://[fd00:10::")
+                && !etcd.contains("127.0.0.1"),
+            "{etcd}"
+        );
+    }
+    let ctl = Controller::new(&lab);
+    ctl.cluster_health()
+        .expect("the IPv6 cluster comes up healthy");
+    let cas_before: Vec<_> = lab.nodes.iter().map(host_cas).collect();
+    let traffic = Traffic::start(&lab, "ipv6");
+    let wall0 = traffic.wall0_ns;
+    std::thread::sleep(Duration::from_millis(500));
+    let id = format!("renew-k8s-certs-e2e-ipv6-{}", unix_secs());
+    let rep = ctl.cycle(&id, false, &[], Some(&traffic));
+    std::thread::sleep(Duration::from_millis(300));
+    let log = traffic.stop();
+    assert_one_at_a_time(&lab, &rep, wall0);
+    assert_eq!(
+        rep.state,
+        "succeeded",
+        "{}: {}",
+        rep.phase.clone().unwrap_or_default(),
+        rep.message
+    );
+    let mut renewed = 0;
+    for (i, node) in lab.nodes.iter().enumerate() {
+        let run = rep.node(node.name()).expect("node run");
+        assert_eq!(run.outcome, "renewed", "{}: {:?}", node.name(), run.result);
+        assert_eq!(
+            restarted(run.result.as_ref().unwrap()),
+            COMPONENTS,
+            "{}",
+            node.name()
+        );
+        assert!(node.manifests_all_active(), "{}", node.name());
+        assert_eq!(host_cas(node), cas_before[i], "{}", node.name());
+        renewed += 1;
+    }
+    // etcd kept quorum throughout: no write failed, none was lost.
+    let traffic = evidence::traffic_report(&ctl, &rep, &log);
+    print_traffic("ipv6", &traffic);
+    let whole = &traffic["wholeCycle"]["etcdWrites"];
+    assert!(log.read_back.is_ok(), "read-back: {:?}", log.read_back);
+    assert!(whole["writes"].as_u64().unwrap() > 50, "{whole}");
+    assert_eq!(whole["failed"], 0, "failed etcd writes: {whole}");
+    assert_eq!(whole["lost"], 0, "lost etcd writes: {whole}");
+    say(&format!(
+        "ipv6: {renewed} nodes renewed, {} etcd writes, 0 failed, 0 lost",
+        whole["writes"]
+    ));
+}
+
 #[test]
 fn single_node_cluster_renewed_with_an_api_outage() {
     let Some(_serial) = setup("single-node") else {

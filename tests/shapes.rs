@@ -530,3 +530,78 @@ fn probes_that_cannot_be_asked_without_a_guess_are_named_not_checked() {
         "{renew:#}"
     );
 }
+
+/// Components bound to the node's address (SPEC 12, v1.3; issue 42's
+/// "bound to the node's address"), in a network namespace whose loopback
+/// carries the node's address 10.0.0.11 (root only; skipped otherwise):
+/// kube-apiserver, kube-controller-manager and kube-scheduler with
+/// `--bind-address=10.0.0.11` and their probes there (as kubeadm writes
+/// them), etcd's client URL on 10.0.0.11 only. Nothing listens on
+/// loopback: a runbook that asked `127.0.0.1` would find every port
+/// refused. The view is clean, the check passes, a renewal restarts all
+/// four and proves what they serve.
+#[test]
+fn components_bound_to_the_node_address_are_asked_there_and_renewed() {
+    let Some(ns) = support::netns::Named::with_addresses(&["10.0.0.11/32"]) else {
+        eprintln!("skipped: a network namespace needs root");
+        return;
+    };
+    let mut node = Node::prepare("rsa", json!({}));
+    node.netns = Some(ns);
+    let etcd = node.manifest("etcd");
+    let m = std::fs::read_to_string(&etcd).unwrap();
+    let port = nvke_cert_runbook::node::etcd_client_port(m.as_bytes()).unwrap();
+    let lo = format!("https://127.0.0.1:{port}");
+    let on_node = format!("https://10.0.0.11:{port}");
+    let listen = format!("--listen-client-urls={lo},https://10.0.0.11:2379");
+    assert!(m.contains(&listen), "{m}");
+    std::fs::write(
+        &etcd,
+        m.replace(&listen, &format!("--listen-client-urls={on_node}"))
+            .replace("https://10.0.0.11:2379", &on_node),
+    )
+    .unwrap();
+    let api = node.manifest("kube-apiserver");
+    let a = std::fs::read_to_string(&api).unwrap();
+    assert!(a.contains(&lo), "{a}");
+    let a = a
+        .replace(&lo, &on_node)
+        .replace("        host: 127.0.0.1\n", "        host: 10.0.0.11\n");
+    let secure = a.find("    - --secure-port=").unwrap();
+    std::fs::write(
+        &api,
+        format!(
+            "{}    - --bind-address=10.0.0.11\n{}",
+            &a[..secure],
+            &a[secure..]
+        ),
+    )
+    .unwrap();
+    for c in ["kube-controller-manager", "kube-scheduler"] {
+        let p = node.manifest(c);
+        let m = std::fs::read_to_string(&p).unwrap();
+        assert!(m.contains("--bind-address=127.0.0.1"), "{m}");
+        let m = m
+            .replace("--bind-address=127.0.0.1", "--bind-address=10.0.0.11")
+            .replace("        host: 127.0.0.1\n", "        host: 10.0.0.11\n");
+        std::fs::write(&p, m).unwrap();
+    }
+    node.start_kubelet();
+    node.wait_all_running();
+    let (code, view, stderr) = node.run(&["--status-only"]);
+    assert_eq!(code, 0, "{view:#}\n{stderr}");
+    for c in COMPONENTS {
+        let pod = view["live"]["pods"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == c))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(pod["health"], "healthy", "{c}: {view:#}");
+    }
+    let (code, check, stderr) = node.run(&["--check", "--force"]);
+    assert_eq!(code, 0, "{check:#}\n{stderr}");
+    let (code, renew, stderr) = node.run(&["--operation-id", "op-node-address", "--force"]);
+    assert_eq!(code, 0, "{renew:#}\n{stderr}");
+    assert_eq!(renew["outcome"], "renewed", "{renew:#}");
+    assert_eq!(renew["restarts"].as_array().unwrap().len(), 4, "{renew:#}");
+}

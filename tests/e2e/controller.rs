@@ -379,7 +379,7 @@ impl<'a> Controller<'a> {
             .lab
             .nodes
             .iter()
-            .map(|n| format!("https://{}:2379", n.ip()))
+            .map(|n| format!("https://{}:2379", n.id.url_host()))
             .collect::<Vec<_>>()
             .join(",");
         let mut c = Command::new(ETCDCTL);

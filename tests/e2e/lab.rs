@@ -356,6 +356,8 @@ pub struct Lab {
     pub ssh_key: PathBuf,
     pub known_hosts: PathBuf,
     pub keys: Keys,
+    /// The network's address family (IPv6: single-stack, SPEC 12).
+    pub family: pki::Family,
     namespaces: Vec<String>,
     /// The host's mount points, created if missing and removed when the
     /// last lab is gone ([`mountpoints`]): dropped after Drop::drop
@@ -387,6 +389,17 @@ impl Lab {
     /// As [`Lab::new`], one node per entry of `due`: whether that node's
     /// leaves are due ([`pki::LEAF_DAYS`]) or not ([`pki::NOT_DUE_DAYS`]).
     pub fn with_due(keys: Keys, due: &[bool]) -> Result<Lab> {
+        Lab::build(keys, due, pki::Family::V4)
+    }
+
+    /// As [`Lab::new`], on an IPv6 single-stack network (SPEC 12, v1.3):
+    /// `fd00:10::1X` nodes, etcd and every probe on `::1` and the node's
+    /// IPv6 address, URLs with brackets.
+    pub fn ipv6(n: usize, keys: Keys) -> Result<Lab> {
+        Lab::build(keys, &vec![true; n], pki::Family::V6)
+    }
+
+    fn build(keys: Keys, due: &[bool], family: pki::Family) -> Result<Lab> {
         let n = due.len();
         let started = Instant::now();
         sweep_stale();
@@ -412,12 +425,13 @@ impl Lab {
             ssh_key,
             known_hosts,
             keys,
+            family,
             namespaces: Vec::new(),
             _mounts: mounts,
             tmp: Some(tmp),
         };
         lab.network(n)?;
-        let ids: Vec<NodeId> = (1..=n).map(NodeId::new).collect();
+        let ids: Vec<NodeId> = (1..=n).map(|i| NodeId::new(i, family)).collect();
         let mut known = String::new();
         // The nodes' files, side by side (openssl and copies).
         let prepared: Vec<Result<(Node, String)>> = std::thread::scope(|s| {
@@ -470,7 +484,14 @@ impl Lab {
         self.lab_ino = netns_inode(&lab).context("lab netns inode")?;
         ip(&["-n", &lab, "link", "set", "lo", "up"])?;
         ip(&["-n", &lab, "link", "add", "br0", "type", "bridge"])?;
-        ip(&["-n", &lab, "addr", "add", "10.0.0.1/24", "dev", "br0"])?;
+        // `nodad`: an IPv6 address is usable at once (no duplicate
+        // address detection on a bridge of our own).
+        let nodad: &[&str] = match self.family {
+            pki::Family::V4 => &[],
+            pki::Family::V6 => &["nodad"],
+        };
+        let gw = self.family.gateway();
+        ip(&[&["-n", &lab, "addr", "add", gw, "dev", "br0"], nodad].concat())?;
         ip(&["-n", &lab, "link", "set", "br0", "up"])?;
         for i in 1..=n {
             let ns = format!("{}-cp{i}", self.name);
@@ -483,15 +504,8 @@ impl Lab {
             ])?;
             ip(&["-n", &lab, "link", "set", &veth, "master", "br0", "up"])?;
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-            ip(&[
-                "-n",
-                &ns,
-                "addr",
-                "add",
-                &format!("10.0.0.{}/24", 10 + i),
-                "dev",
-                "eth0",
-            ])?;
+            let cidr = NodeId::new(i, self.family).cidr();
+            ip(&[&["-n", &ns, "addr", "add", &cidr, "dev", "eth0"], nodad].concat())?;
             ip(&["-n", &ns, "link", "set", "eth0", "up"])?;
         }
         Ok(())
@@ -546,7 +560,11 @@ impl Lab {
             "startLatencyMs": 200,
             "realEtcd": ETCD,
             "realEtcdctl": ETCDCTL,
-            "apiserverBindAddress": "0.0.0.0",
+            // Every address of the node's family (`::` takes IPv4 too).
+            "apiserverBindAddress": match id.family {
+                pki::Family::V4 => "0.0.0.0",
+                pki::Family::V6 => "::",
+            },
             "kubeadm": { "allowHostRoot": true },
         });
         std::fs::write(sim.join("sim.json"), serde_json::to_vec_pretty(&sim_json)?)?;

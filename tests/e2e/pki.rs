@@ -22,20 +22,59 @@ pub const NOT_DUE_DAYS: u32 = 200;
 /// The first service IP (kubeadm's default service CIDR 10.96.0.0/12).
 const SERVICE_IP: &str = "10.96.0.1";
 
+/// The lab network's address family: IPv4 (`10.0.0.0/24`) or IPv6
+/// single-stack (`fd00:10::/64`, SPEC 12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    /// The bridge's address with its prefix length.
+    pub fn gateway(self) -> &'static str {
+        match self {
+            Family::V4 => "10.0.0.1/24",
+            Family::V6 => "fd00:10::1/64",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct NodeId {
     /// 1-based.
     pub index: usize,
     pub name: String,
     pub ip: String,
+    pub family: Family,
 }
 
 impl NodeId {
-    pub fn new(index: usize) -> NodeId {
+    pub fn new(index: usize, family: Family) -> NodeId {
         NodeId {
             index,
             name: format!("cp-{index}"),
-            ip: format!("10.0.0.{}", 10 + index),
+            ip: match family {
+                Family::V4 => format!("10.0.0.{}", 10 + index),
+                Family::V6 => format!("fd00:10::{}", 10 + index),
+            },
+            family,
+        }
+    }
+
+    /// The address as a URL's host: IPv6 in brackets.
+    pub fn url_host(&self) -> String {
+        match self.family {
+            Family::V4 => self.ip.clone(),
+            Family::V6 => format!("[{}]", self.ip),
+        }
+    }
+
+    /// The address with its prefix length, for `ip addr add`.
+    pub fn cidr(&self) -> String {
+        match self.family {
+            Family::V4 => format!("{}/24", self.ip),
+            Family::V6 => format!("{}/64", self.ip),
         }
     }
 }
@@ -179,7 +218,8 @@ pub fn node_tree(
     let (name, ip) = (me.name.as_str(), me.ip.as_str());
     let api_sans = format!(
         "DNS:{name}, DNS:kubernetes, DNS:kubernetes.default, DNS:kubernetes.default.svc, \
-         DNS:kubernetes.default.svc.cluster.local, IP:{SERVICE_IP}, IP:{ip}, IP:127.0.0.1"
+         DNS:kubernetes.default.svc.cluster.local, IP:{SERVICE_IP}, IP:{ip}, IP:127.0.0.1, \
+         IP:0:0:0:0:0:0:0:1"
     );
     let etcd_sans = format!("DNS:localhost, DNS:{name}, IP:{ip}, IP:127.0.0.1, IP:0:0:0:0:0:0:0:1");
     let cn = format!("/CN={name}");
@@ -260,7 +300,7 @@ pub fn node_tree(
             "/CN=system:kube-scheduler",
         ),
     ] {
-        kubeconfig(work, dst, &ca, file, user, subj, ip, rsa, days)?;
+        kubeconfig(work, dst, &ca, file, user, subj, &me.url_host(), rsa, days)?;
     }
     rewrite_manifests(&dst.join("manifests"), me, cluster)?;
     // The marker the simulated kubeadm needs before it renews under `/`.
@@ -322,7 +362,7 @@ fn kubeconfig(
 fn rewrite_manifests(dir: &Path, me: &NodeId, cluster: &[NodeId]) -> Result<()> {
     let initial = cluster
         .iter()
-        .map(|n| format!("{}=https://{}:2380", n.name, n.ip))
+        .map(|n| format!("{}=https://{}:2380", n.name, n.url_host()))
         .collect::<Vec<_>>()
         .join(",");
     let etcd = std::fs::read_to_string(dir.join("etcd.yaml"))?;
@@ -339,7 +379,7 @@ fn rewrite_manifests(dir: &Path, me: &NodeId, cluster: &[NodeId]) -> Result<()> 
             out.push_str(&format!("{indent}--pre-vote=true\n"));
             replaced = true;
         } else {
-            out.push_str(&line.replace("10.0.0.11", &me.ip).replace("cp-1", &me.name));
+            out.push_str(&for_node(line, me).replace("cp-1", &me.name));
             out.push('\n');
         }
     }
@@ -348,14 +388,37 @@ fn rewrite_manifests(dir: &Path, me: &NodeId, cluster: &[NodeId]) -> Result<()> 
     }
     std::fs::write(dir.join("etcd.yaml"), out)?;
     let api = std::fs::read_to_string(dir.join("kube-apiserver.yaml"))?;
-    std::fs::write(
-        dir.join("kube-apiserver.yaml"),
-        api.replace("10.0.0.11", &me.ip),
-    )?;
-    for f in ["etcd.yaml", "kube-apiserver.yaml"] {
+    std::fs::write(dir.join("kube-apiserver.yaml"), for_node(&api, me))?;
+    for f in ["kube-controller-manager.yaml", "kube-scheduler.yaml"] {
+        let m = std::fs::read_to_string(dir.join(f))?;
+        std::fs::write(dir.join(f), for_node(&m, me))?;
+    }
+    for f in [
+        "etcd.yaml",
+        "kube-apiserver.yaml",
+        "kube-controller-manager.yaml",
+        "kube-scheduler.yaml",
+    ] {
         chmod(&dir.join(f), 0o644)?;
     }
     Ok(())
+}
+
+/// Manifest text of the fixture's node (10.0.0.11) for `me`, as kubeadm
+/// writes it for its address family: the node's address in URLs (brackets
+/// for IPv6), flags and probes; on an IPv6 single-stack node, loopback is
+/// `::1` (etcd's client and metrics URLs, `--bind-address`, the probes).
+fn for_node(text: &str, me: &NodeId) -> String {
+    let t = text
+        .replace("://10.0.0.11:", &format!("://{}:", me.url_host()))
+        .replace("10.0.0.11", &me.ip);
+    match me.family {
+        Family::V4 => t,
+        Family::V6 => t
+            .replace("://127.0.0.1:", "://[::1]:")
+            .replace("--bind-address=127.0.0.1", "--bind-address=::1")
+            .replace("host: 127.0.0.1", "host: ::1"),
+    }
 }
 
 /// The controller's own client identities (not node files): an etcd client

@@ -341,14 +341,15 @@ pub fn etcd_peer_address(argv: &[String]) -> Option<std::net::SocketAddr> {
     })
 }
 
-/// The port of etcd's loopback client URL ([`etcd_client_listen`]).
+/// The port of etcd's client URL the stand-in listens on ([`etcd_client_listen`]).
 fn etcd_client_port(argv: &[String]) -> u16 {
     etcd_client_listen(argv).port()
 }
 
 /// Where the stand-in etcd listens for clients: the loopback URL of its
-/// `--listen-client-urls`, `127.0.0.1` before `[::1]` (real etcd listens
-/// on every URL; the stand-in on one), default `127.0.0.1:2379`.
+/// `--listen-client-urls`, `127.0.0.1` before `[::1]`, else its first URL
+/// with an address (real etcd listens on every URL; the stand-in on one),
+/// default `127.0.0.1:2379`.
 fn etcd_client_listen(argv: &[String]) -> std::net::SocketAddr {
     let urls = flag_value(argv, "--listen-client-urls").unwrap_or_default();
     let find = |host: &str| {
@@ -367,7 +368,14 @@ fn etcd_client_listen(argv: &[String]) -> std::net::SocketAddr {
     if let Some(p) = find("[::1]") {
         return (std::net::Ipv6Addr::LOCALHOST, p).into();
     }
-    ([127, 0, 0, 1], 2379).into()
+    // No loopback URL (etcd bound to the node's address only): the first
+    // URL with an address, as etcd listens on each (one listener is enough
+    // for the questions asked here).
+    let any = urls.split(',').find_map(|u| {
+        let rest = u.trim().split_once("://")?.1.trim_end_matches('/');
+        rest.parse::<std::net::SocketAddr>().ok()
+    });
+    any.unwrap_or_else(|| ([127, 0, 0, 1], 2379).into())
 }
 
 // ------------------------------------------------------------ runtime state

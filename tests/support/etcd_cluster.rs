@@ -149,7 +149,7 @@ impl Members {
         let node_pki = node_root.join("etc/kubernetes/pki/etcd");
         let mut list = Vec::new();
         for i in 2..n + 2 {
-            let id = NodeId::new(i);
+            let id = NodeId::new(i, pki::Family::V4);
             let dir = tmp.path().join(&id.name);
             let (etc, work, data) = (dir.join("etc"), dir.join("work"), dir.join("data"));
             for d in [&work, &data] {

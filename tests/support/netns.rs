@@ -67,3 +67,74 @@ fn loopback_up() -> std::io::Result<()> {
         }
     }
 }
+
+/// A network namespace of a test's own, with addresses on its loopback
+/// (a node's own address, SPEC 12): made with `ip netns add` (root only),
+/// deleted on drop. Its stand-ins and runbook runs join it ([`join`]).
+pub struct Named {
+    name: String,
+    file: std::fs::File,
+}
+
+impl Named {
+    /// A new namespace, `lo` up with `addrs` (`10.0.0.11/32`,
+    /// `fd00:10::11/128`) on it; None when not root (the caller skips).
+    pub fn with_addresses(addrs: &[&str]) -> Option<Named> {
+        if !isolated() {
+            return None;
+        }
+        static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!(
+            "nvke-shape-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        );
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip").args(args).output().expect("ip");
+            assert!(
+                out.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        ip(&["netns", "add", &name]);
+        let file = std::fs::File::open(format!("/run/netns/{name}")).expect("the netns file");
+        let ns = Named { name, file };
+        ip(&["-n", &ns.name, "link", "set", "lo", "up"]);
+        for a in addrs {
+            // `nodad`: an IPv6 address usable at once.
+            let mut args = vec!["-n", &ns.name, "addr", "add", a, "dev", "lo"];
+            if a.contains(':') {
+                args.push("nodad");
+            }
+            ip(&args);
+        }
+        Some(ns)
+    }
+
+    /// Run `cmd` in this namespace.
+    pub fn join<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        use std::os::fd::AsRawFd;
+        let fd = self.file.as_raw_fd();
+        #[allow(unsafe_code)] // pre_exec has no safe form
+        // SAFETY: setns(2) only, between fork and exec; the fd stays open in
+        // the parent (self) for the child's whole fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if nix::libc::setns(fd, nix::libc::CLONE_NEWNET) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            })
+        }
+    }
+}
+
+impl Drop for Named {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}

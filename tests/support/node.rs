@@ -93,11 +93,15 @@ fn port_range() -> (u32, u32) {
 
 /// One simulated control-plane node.
 pub struct Node {
-    _tmp: tempfile::TempDir,
     pub root: PathBuf,
     pub sim: PathBuf,
     pub kubelet: Option<Child>,
     pub sim_json: Value,
+    /// The network namespace its stand-ins and runbook runs join (a node
+    /// with an address of its own); None: the test's network. Dropped
+    /// after the kubelet is stopped.
+    pub netns: Option<super::netns::Named>,
+    _tmp: tempfile::TempDir,
 }
 
 impl Node {
@@ -239,17 +243,22 @@ impl Node {
         )
         .unwrap();
         Node {
-            _tmp: tmp,
             root,
             sim,
             kubelet: None,
             sim_json,
+            netns: None,
+            _tmp: tmp,
         }
     }
 
     pub fn start_kubelet(&mut self) {
         let log = std::fs::File::create(self.sim.join("kubelet.stderr")).unwrap();
-        let child = Command::new(SIMNODE)
+        let mut cmd = Command::new(SIMNODE);
+        if let Some(ns) = &self.netns {
+            ns.join(&mut cmd);
+        }
+        let child = cmd
             .args(["kubelet", "--sim"])
             .arg(&self.sim)
             .stdin(Stdio::null())
@@ -334,6 +343,9 @@ impl Node {
         c.args(self.runbook_args(args))
             .env_clear()
             .env("PATH", "/usr/bin:/bin");
+        if let Some(ns) = &self.netns {
+            ns.join(&mut c);
+        }
         c
     }
 
