@@ -32,7 +32,7 @@ use nix::unistd::Pid;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -405,6 +405,10 @@ struct Live {
     /// The process to start when the container leaves CREATED: role,
     /// port, extra arguments (None: no process).
     plan: Option<(String, u16, Vec<String>)>,
+    /// Where its process listens (its `--bind-address`; an unspecified
+    /// one, and none, on loopback of the family), asked to tell STARTING
+    /// from listening.
+    listen: IpAddr,
     stop_at: Option<Instant>,
     /// Listed in containers.json (a starting process is not, yet).
     visible: bool,
@@ -586,6 +590,7 @@ impl Kubelet {
                     child: None,
                     phase: Phase::Exited,
                     plan: None,
+                    listen: Ipv4Addr::LOCALHOST.into(),
                     stop_at: None,
                     visible: true,
                 });
@@ -960,7 +965,7 @@ impl Kubelet {
         // A starting process begins to listen (it is RUNNING already).
         if let Phase::Starting { since } = self.containers[i].phase {
             let port = self.containers[i].rec.port.unwrap_or(0);
-            if listening(port) {
+            if listening(self.containers[i].listen, port) {
                 let l = &mut self.containers[i];
                 l.phase = Phase::Running;
                 let msg = format!(
@@ -1312,6 +1317,7 @@ impl Kubelet {
             child: None,
             phase: Phase::Created { until },
             plan,
+            listen: Ipv4Addr::LOCALHOST.into(),
             stop_at: None,
             visible: true,
         });
@@ -1365,6 +1371,7 @@ impl Kubelet {
                 }
                 let spawned = self.spawn(&role, &root, port, &extra, &log_path);
                 let l = &mut self.containers[i];
+                l.listen = listen_address(&extra);
                 l.rec.port = Some(port);
                 l.rec.log_path = Some(log_path);
                 match spawned {
@@ -1557,13 +1564,31 @@ impl Kubelet {
     }
 }
 
-fn listening(port: u16) -> bool {
+fn listening(ip: IpAddr, port: u16) -> bool {
     port != 0
-        && TcpStream::connect_timeout(
-            &SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
-            Duration::from_millis(100),
-        )
-        .is_ok()
+        && TcpStream::connect_timeout(&SocketAddr::from((ip, port)), Duration::from_millis(100))
+            .is_ok()
+}
+
+/// Where a stand-in started with `extra` listens: real etcd where
+/// [`etcd_client_listen`] says; the others at their last `--bind-address`
+/// (an unspecified one on its family's loopback), else `127.0.0.1`.
+fn listen_address(extra: &[String]) -> IpAddr {
+    // Real etcd, run with the manifest's own arguments.
+    if flag_value(extra, "--listen-client-urls").is_some() {
+        return etcd_client_listen(extra).ip();
+    }
+    let bind = extra
+        .windows(2)
+        .filter(|w| w[0] == "--bind-address")
+        .filter_map(|w| w[1].parse::<IpAddr>().ok())
+        .last();
+    match bind {
+        Some(IpAddr::V4(a)) if a.is_unspecified() => Ipv4Addr::LOCALHOST.into(),
+        Some(IpAddr::V6(a)) if a.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        Some(a) => a,
+        None => Ipv4Addr::LOCALHOST.into(),
+    }
 }
 
 #[cfg(test)]
