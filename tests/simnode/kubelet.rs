@@ -1580,9 +1580,9 @@ fn listen_address(extra: &[String]) -> IpAddr {
     }
     let bind = extra
         .windows(2)
+        .rev()
         .filter(|w| w[0] == "--bind-address")
-        .filter_map(|w| w[1].parse::<IpAddr>().ok())
-        .last();
+        .find_map(|w| w[1].parse::<IpAddr>().ok());
     match bind {
         Some(IpAddr::V4(a)) if a.is_unspecified() => Ipv4Addr::LOCALHOST.into(),
         Some(IpAddr::V6(a)) if a.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
