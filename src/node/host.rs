@@ -8,17 +8,22 @@ use std::net::IpAddr;
 /// it": with `net.ipv4.ip_nonlocal_bind` (keepalived and HAProxy nodes set
 /// it) any address binds. None listed (the call failed): not this host's.
 pub fn is_local(ip: IpAddr) -> bool {
-    if ip.is_loopback() {
-        return true;
-    }
+    ip.is_loopback() || addresses().contains(&ip)
+}
+
+/// The addresses of this host's interfaces, either family
+/// (`getifaddrs(3)`); empty when the call fails.
+pub fn addresses() -> Vec<IpAddr> {
     let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
-        return false;
+        return Vec::new();
     };
-    addrs.filter_map(|a| a.address).any(|sa| {
-        let v4 = sa.as_sockaddr_in().map(|a| IpAddr::V4(a.ip()));
-        let v6 = sa.as_sockaddr_in6().map(|a| IpAddr::V6(a.ip()));
-        v4.or(v6) == Some(ip)
-    })
+    addrs
+        .filter_map(|a| a.address)
+        .filter_map(|sa| {
+            let v4 = sa.as_sockaddr_in().map(|a| IpAddr::V4(a.ip()));
+            v4.or_else(|| sa.as_sockaddr_in6().map(|a| IpAddr::V6(a.ip())))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -604,29 +604,6 @@ pub fn etcd_client_port(bytes: &[u8]) -> Result<u16, ManifestError> {
     Ok(2379)
 }
 
-/// Where kube-apiserver, kube-controller-manager or kube-scheduler (`what`)
-/// is asked (SPEC 12, v1.3): its `--bind-address` (pflag), an unspecified
-/// one (`0.0.0.0`, `::`, and the flag's default) on its family's loopback.
-/// A value that is not an IP address is refused, naming it.
-pub fn bind_address(bytes: &[u8], what: &str) -> Result<std::net::IpAddr, ManifestError> {
-    let v = container_flag(
-        bytes,
-        what,
-        "--bind-address",
-        crate::rules::flags::Syntax::Pflag,
-    )?;
-    let Some(v) = v else {
-        return Ok(std::net::Ipv4Addr::LOCALHOST.into());
-    };
-    v.parse::<std::net::IpAddr>()
-        .map(loopback_if_unspecified)
-        .map_err(|_| ManifestError::NotIp {
-            what: what.to_string(),
-            flag: "--bind-address",
-            value: v,
-        })
-}
-
 /// Where etcd's peer port listens: the first `https://IP:PORT` of
 /// `--listen-peer-urls` (Go's `flag`; default `http://localhost:2380`,
 /// which serves no certificate). An unspecified address (0.0.0.0, [::])
@@ -678,68 +655,6 @@ fn loopback_if_unspecified(ip: std::net::IpAddr) -> std::net::IpAddr {
         std::net::IpAddr::V6(v6) if v6.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
         other => other,
     }
-}
-
-/// Where the runbook asks etcd its own questions (SPEC 12, v1.3): the
-/// `https` URL of `--listen-client-urls` that is loopback, `127.0.0.1`
-/// first, then `[::1]`, then `localhost` (asked on 127.0.0.1), then an
-/// unspecified address (asked on its family's loopback), else one whose
-/// address `is_local` says is this host's. No usable URL is an error
-/// naming the URLs: never a guessed port.
-pub fn etcd_client_address(
-    bytes: &[u8],
-    is_local: impl Fn(std::net::IpAddr) -> bool,
-) -> Result<std::net::SocketAddr, ManifestError> {
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-    const FLAG: &str = "--listen-client-urls";
-    let urls = container_flag(bytes, "etcd", FLAG, crate::rules::flags::Syntax::GoFlag)?
-        .ok_or(ManifestError::NoClientUrls)?;
-    let mut found: Vec<(u8, SocketAddr)> = Vec::new();
-    for u in urls.split(',').map(str::trim).filter(|u| !u.is_empty()) {
-        let Some(rest) = u.strip_prefix("https://") else {
-            continue;
-        };
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let bad_port = || ManifestError::BadPort {
-            flag: FLAG,
-            url: u.to_string(),
-        };
-        let (host, port) = match authority.strip_prefix('[') {
-            Some(v6) => match v6.split_once("]:") {
-                Some((h, p)) => (h, p),
-                None => return Err(bad_port()),
-            },
-            None => match authority.split_once(':') {
-                Some((h, p)) if !p.contains(':') => (h, p),
-                // An IPv6 address without brackets, or no port at all.
-                _ => {
-                    return Err(ManifestError::NotIpPort {
-                        flag: FLAG,
-                        url: u.to_string(),
-                    })
-                }
-            },
-        };
-        let port: u16 = port.parse().ok().filter(|p| *p > 0).ok_or_else(bad_port)?;
-        let (rank, ip) = match host {
-            "localhost" => (2, IpAddr::V4(Ipv4Addr::LOCALHOST)),
-            h => match h.parse::<IpAddr>() {
-                Ok(ip) if ip == IpAddr::V4(Ipv4Addr::LOCALHOST) => (0, ip),
-                Ok(ip) if ip == IpAddr::V6(Ipv6Addr::LOCALHOST) => (1, ip),
-                Ok(ip) if ip.is_unspecified() => (3, loopback_if_unspecified(ip)),
-                Ok(ip) if is_local(ip) => (4, ip),
-                // Another machine's address, or a name (zone indexes too):
-                // not asked.
-                _ => continue,
-            },
-        };
-        found.push((rank, SocketAddr::new(ip, port)));
-    }
-    found
-        .into_iter()
-        .min_by_key(|(rank, _)| *rank)
-        .map(|(_, a)| a)
-        .ok_or(ManifestError::NoLocalClientUrl(urls))
 }
 
 /// The files kubeadm renews that kubelet mounts into a static pod
@@ -872,107 +787,6 @@ impl ManifestsReport {
 #[allow(clippy::disallowed_methods)] // tests plant files in their temp dirs
 mod tests {
     use super::*;
-
-    /// SPEC 12 (v1.3): the three Go components are asked where they bind,
-    /// either family; an unspecified address, and none (the flag's default
-    /// 0.0.0.0), on its family's loopback; a name is refused.
-    #[test]
-    fn the_go_components_are_asked_where_they_bind() {
-        let with = |flag: &str| {
-            format!(
-                "spec:\n  containers:\n  - name: kube-scheduler\n    command:\n    - kube-scheduler\n{flag}"
-            )
-        };
-        let at = |flag: &str| bind_address(with(flag).as_bytes(), "kube-scheduler");
-        let ok = |flag: &str| at(flag).unwrap().to_string();
-        assert_eq!(ok(""), "127.0.0.1");
-        assert_eq!(ok("    - --bind-address=127.0.0.1\n"), "127.0.0.1");
-        assert_eq!(ok("    - --bind-address=::1\n"), "::1");
-        assert_eq!(
-            ok("    - --bind-address\n    - fd00:10::11\n"),
-            "fd00:10::11"
-        );
-        assert_eq!(ok("    - --bind-address=0.0.0.0\n"), "127.0.0.1");
-        assert_eq!(ok("    - '--bind-address=::'\n"), "::1");
-        let e = at("    - --bind-address=cp-1.example\n").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "kube-scheduler --bind-address=cp-1.example is not an IP address"
-        );
-    }
-
-    /// SPEC 12 (v1.3): etcd's own questions go to its loopback client URL
-    /// of either family (127.0.0.1, then [::1], then localhost), else an
-    /// unspecified one on its family's loopback, else an address of this
-    /// host; never a guessed port, never another machine, never a name.
-    #[test]
-    fn etcd_is_asked_on_its_loopback_client_url_of_either_family() {
-        let with = |urls: &str| {
-            format!(
-                "spec:\n  containers:\n  - name: etcd\n    command:\n    - etcd\n    - --listen-client-urls={urls}\n"
-            )
-        };
-        let local = |ip: std::net::IpAddr| ip == "10.0.0.11".parse::<std::net::IpAddr>().unwrap();
-        let addr = |urls: &str| etcd_client_address(with(urls).as_bytes(), local);
-        let ok = |urls: &str| addr(urls).unwrap().to_string();
-        assert_eq!(
-            ok("https://127.0.0.1:2379,https://10.0.0.11:2379"),
-            "127.0.0.1:2379"
-        );
-        assert_eq!(
-            ok("https://10.0.0.11:2379,https://127.0.0.1:32379"),
-            "127.0.0.1:32379"
-        );
-        // kubeadm on an IPv6 single-stack node.
-        assert_eq!(
-            ok("https://[::1]:2379,https://[fd00::11]:2379"),
-            "[::1]:2379"
-        );
-        assert_eq!(
-            ok("https://[::1]:2379,https://127.0.0.1:2379"),
-            "127.0.0.1:2379"
-        );
-        assert_eq!(ok("https://localhost:2379"), "127.0.0.1:2379");
-        assert_eq!(ok("https://[::]:2379"), "[::1]:2379");
-        assert_eq!(ok("https://0.0.0.0:2379"), "127.0.0.1:2379");
-        assert_eq!(ok("https://10.0.0.11:2379"), "10.0.0.11:2379");
-        assert_eq!(
-            ok("http://127.0.0.1:2379,https://[::1]:2379/"),
-            "[::1]:2379"
-        );
-        for none in [
-            "https://10.0.0.12:2379",
-            "http://127.0.0.1:2379",
-            "https://etcd.example:2379",
-            "https://[fe80::1%25eth0]:2379",
-        ] {
-            let e = addr(none).unwrap_err();
-            assert!(
-                matches!(e, ManifestError::NoLocalClientUrl(_)),
-                "{none}: {e}"
-            );
-            assert!(e.to_string().contains(none), "{e}");
-        }
-        for bad in ["https://::1:2379", "https://127.0.0.1", "https://[::1]"] {
-            assert!(addr(bad).is_err(), "{bad}");
-        }
-        assert!(matches!(
-            addr("https://127.0.0.1:0"),
-            Err(ManifestError::BadPort { .. })
-        ));
-        let none = b"spec:\n  containers:\n  - name: etcd\n    command:\n    - etcd\n";
-        assert!(matches!(
-            etcd_client_address(none, local),
-            Err(ManifestError::NoClientUrls)
-        ));
-        // The peer port on all addresses of a family is asked on its
-        // loopback.
-        let peer = "spec:\n  containers:\n  - name: etcd\n    command:\n    - etcd\n    - --listen-peer-urls=https://[::]:2380\n";
-        assert_eq!(
-            etcd_peer_address(peer.as_bytes()).unwrap().to_string(),
-            "[::1]:2380"
-        );
-    }
 
     /// SPEC 12 (v1.3): a URL's host as the external-etcd rule reads it:
     /// brackets for IPv6, `localhost` by name, any other name never this

@@ -42,13 +42,15 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Declared {
     pub component: Component,
-    /// Where and how its health is asked.
-    pub probe: Probe,
+    /// Where and how its health is asked, or why that cannot be read
+    /// without a guess (the flags are read either way).
+    pub probe: Result<Probe, DeclError>,
     /// How long a failing probe means `starting`, not `unhealthy` (SPEC
     /// 12): the `startupProbe`'s `initialDelaySeconds + failureThreshold x
     /// periodSeconds`, else the chosen probe's `initialDelaySeconds`
     /// (Kubernetes' defaults: 0, 3, 10); zero without a probe.
-    pub start_allowance: Duration,
+    /// None when the probe cannot be read.
+    pub start_allowance: Option<Duration>,
     /// Its addresses, ports and serving files.
     pub flags: Flags,
 }
@@ -439,7 +441,10 @@ pub fn read(component: Component, bytes: &[u8]) -> Result<Declared, DeclError> {
         Component::Etcd => Flags::Etcd(etcd_flags(&argv)?),
         _ => Flags::Server(server_flags(component, &argv)?),
     };
-    let (probe, start_allowance) = probe(component, container, &flags)?;
+    let (probe, start_allowance) = match probe(component, container, &flags) {
+        Ok((p, allowance)) => (Ok(p), Some(allowance)),
+        Err(e) => (Err(e), None),
+    };
     Ok(Declared {
         component,
         probe,
@@ -1148,7 +1153,7 @@ mod tests {
     fn fixture_apiserver() {
         let d = read(Component::KubeApiserver, FIXTURE_APISERVER).unwrap();
         assert_eq!(
-            d.probe,
+            d.probe.clone().unwrap(),
             Probe {
                 source: ProbeSource::Readiness,
                 target: sa("10.0.0.11:6443"),
@@ -1156,9 +1161,12 @@ mod tests {
                 scheme: Scheme::Https,
             }
         );
-        assert_eq!(d.probe.url(), "https://10.0.0.11:6443/readyz");
+        assert_eq!(
+            d.probe.as_ref().unwrap().url(),
+            "https://10.0.0.11:6443/readyz"
+        );
         // startupProbe: 10 + 24 x 10.
-        assert_eq!(d.start_allowance, Duration::from_secs(250));
+        assert_eq!(d.start_allowance.unwrap(), Duration::from_secs(250));
         let s = d.server().unwrap();
         assert_eq!(s.advertise_address, Some(ip("10.0.0.11")));
         assert_eq!(s.bind_address, None);
@@ -1178,9 +1186,12 @@ mod tests {
     fn fixture_controller_manager_and_scheduler() {
         let cm = read(Component::KubeControllerManager, FIXTURE_CM).unwrap();
         // No readinessProbe: the startupProbe.
-        assert_eq!(cm.probe.source, ProbeSource::Startup);
-        assert_eq!(cm.probe.url(), "https://127.0.0.1:10257/healthz");
-        assert_eq!(cm.start_allowance, Duration::from_secs(250));
+        assert_eq!(cm.probe.as_ref().unwrap().source, ProbeSource::Startup);
+        assert_eq!(
+            cm.probe.as_ref().unwrap().url(),
+            "https://127.0.0.1:10257/healthz"
+        );
+        assert_eq!(cm.start_allowance.unwrap(), Duration::from_secs(250));
         let s = cm.server().unwrap();
         assert_eq!(s.bind_address, Some(ip("127.0.0.1")));
         assert_eq!(s.secure_port, 10257);
@@ -1188,7 +1199,10 @@ mod tests {
         assert_eq!(s.advertise_address, None);
 
         let sc = read(Component::KubeScheduler, FIXTURE_SCHEDULER).unwrap();
-        assert_eq!(sc.probe.url(), "https://127.0.0.1:10259/healthz");
+        assert_eq!(
+            sc.probe.as_ref().unwrap().url(),
+            "https://127.0.0.1:10259/healthz"
+        );
         assert_eq!(sc.server().unwrap().secure_port, 10259);
     }
 
@@ -1198,7 +1212,7 @@ mod tests {
         // kubeadm >= 1.31's etcd probes: /readyz and /livez on the
         // metrics port, plain HTTP.
         assert_eq!(
-            d.probe,
+            d.probe.clone().unwrap(),
             Probe {
                 source: ProbeSource::Readiness,
                 target: sa("127.0.0.1:2381"),
@@ -1206,7 +1220,7 @@ mod tests {
                 scheme: Scheme::Http,
             }
         );
-        assert_eq!(d.start_allowance, Duration::from_secs(250));
+        assert_eq!(d.start_allowance.unwrap(), Duration::from_secs(250));
         let e = d.etcd().unwrap();
         assert_eq!(
             urls_text(&e.listen_client_urls),
@@ -1491,7 +1505,7 @@ status: {{}}
         // No readinessProbe in v1.30: the startupProbe, plain HTTP on the
         // metrics port (allowed: not the client port).
         assert_eq!(
-            d.probe,
+            d.probe.clone().unwrap(),
             Probe {
                 source: ProbeSource::Startup,
                 target: sa("[::1]:2381"),
@@ -1499,8 +1513,11 @@ status: {{}}
                 scheme: Scheme::Http,
             }
         );
-        assert_eq!(d.probe.url(), "http://[::1]:2381/health?serializable=false");
-        assert_eq!(d.start_allowance, Duration::from_secs(250));
+        assert_eq!(
+            d.probe.as_ref().unwrap().url(),
+            "http://[::1]:2381/health?serializable=false"
+        );
+        assert_eq!(d.start_allowance.unwrap(), Duration::from_secs(250));
         let e = d.etcd().unwrap();
         assert_eq!(
             e.listen_client_urls,
@@ -1533,27 +1550,30 @@ status: {{}}
         // Without the startupProbe, the livenessProbe kubeadm writes.
         let m = V6_ETCD.replace("    startupProbe:\n", "    startupProbeGone:\n");
         let d = read(Component::Etcd, m.as_bytes()).unwrap();
-        assert_eq!(d.probe.source, ProbeSource::Liveness);
+        assert_eq!(d.probe.as_ref().unwrap().source, ProbeSource::Liveness);
         assert_eq!(
-            d.probe.url(),
+            d.probe.as_ref().unwrap().url(),
             "http://[::1]:2381/health?exclude=NOSPACE&serializable=true"
         );
-        assert_eq!(d.start_allowance, Duration::from_secs(10));
+        assert_eq!(d.start_allowance.unwrap(), Duration::from_secs(10));
     }
 
     #[test]
     fn ipv6_single_stack_apiserver() {
         let d = read(Component::KubeApiserver, V6_APISERVER.as_bytes()).unwrap();
-        assert_eq!(d.probe.source, ProbeSource::Readiness);
-        assert_eq!(d.probe.target, sa("[2001:db8::11]:6443"));
-        assert_eq!(d.probe.url(), "https://[2001:db8::11]:6443/readyz");
-        assert_eq!(d.start_allowance, Duration::from_secs(250));
+        assert_eq!(d.probe.as_ref().unwrap().source, ProbeSource::Readiness);
+        assert_eq!(d.probe.as_ref().unwrap().target, sa("[2001:db8::11]:6443"));
+        assert_eq!(
+            d.probe.as_ref().unwrap().url(),
+            "https://[2001:db8::11]:6443/readyz"
+        );
+        assert_eq!(d.start_allowance.unwrap(), Duration::from_secs(250));
         let s = d.server().unwrap();
         assert_eq!(s.advertise_address, Some(ip("2001:db8::11")));
         // Without its host, the probe asks the advertise address.
         let m = V6_APISERVER.replace("        host: 2001:db8::11\n", "");
         let d = read(Component::KubeApiserver, m.as_bytes()).unwrap();
-        assert_eq!(d.probe.target, sa("[2001:db8::11]:6443"));
+        assert_eq!(d.probe.as_ref().unwrap().target, sa("[2001:db8::11]:6443"));
     }
 
     #[test]
@@ -1565,12 +1585,12 @@ status: {{}}
             for bind in ["127.0.0.1", "::1"] {
                 let d = read(c, &v6_go_component(c, bind, port)).unwrap();
                 assert_eq!(
-                    d.probe.target,
+                    d.probe.as_ref().unwrap().target,
                     SocketAddr::new(ip(bind), port),
                     "{c} {bind}"
                 );
-                assert_eq!(d.probe.scheme, Scheme::Https);
-                assert_eq!(d.probe.path, "/healthz");
+                assert_eq!(d.probe.as_ref().unwrap().scheme, Scheme::Https);
+                assert_eq!(d.probe.as_ref().unwrap().path, "/healthz");
                 assert_eq!(d.server().unwrap().bind_address, Some(ip(bind)));
             }
         }
@@ -1579,7 +1599,10 @@ status: {{}}
             &v6_go_component(Component::KubeScheduler, "::1", 10259),
         )
         .unwrap();
-        assert_eq!(d.probe.url(), "https://[::1]:10259/healthz");
+        assert_eq!(
+            d.probe.as_ref().unwrap().url(),
+            "https://[::1]:10259/healthz"
+        );
     }
 
     // ---- dual-stack, addresses of the node, named ports, custom files ----
@@ -1714,9 +1737,9 @@ status: {{}}
             &probe,
         );
         let d = read(Component::KubeControllerManager, &m).unwrap();
-        assert_eq!(d.probe.target, sa("10.0.0.11:10257"));
-        assert_eq!(d.probe.source, ProbeSource::Liveness);
-        assert_eq!(d.start_allowance, Duration::from_secs(10));
+        assert_eq!(d.probe.as_ref().unwrap().target, sa("10.0.0.11:10257"));
+        assert_eq!(d.probe.as_ref().unwrap().source, ProbeSource::Liveness);
+        assert_eq!(d.start_allowance.unwrap(), Duration::from_secs(10));
         // Unspecified: loopback of its family.
         for (bind, want) in [("0.0.0.0", "127.0.0.1:10257"), ("::", "[::1]:10257")] {
             let m = pod(
@@ -1725,7 +1748,7 @@ status: {{}}
                 &probe,
             );
             let d = read(Component::KubeControllerManager, &m).unwrap();
-            assert_eq!(d.probe.target, sa(want), "{bind}");
+            assert_eq!(d.probe.as_ref().unwrap().target, sa(want), "{bind}");
         }
         // A probe host that is unspecified is asked on loopback too.
         let m = pod(
@@ -1734,7 +1757,12 @@ status: {{}}
             &probe_yaml("livenessProbe", Some("'::'"), "10259", "/healthz", "HTTPS"),
         );
         assert_eq!(
-            read(Component::KubeScheduler, &m).unwrap().probe.target,
+            read(Component::KubeScheduler, &m)
+                .unwrap()
+                .probe
+                .as_ref()
+                .unwrap()
+                .target,
             sa("[::1]:10259")
         );
         // The apiserver: --bind-address before --advertise-address.
@@ -1745,7 +1773,12 @@ status: {{}}
             &probe,
         );
         assert_eq!(
-            read(Component::KubeApiserver, &m).unwrap().probe.target,
+            read(Component::KubeApiserver, &m)
+                .unwrap()
+                .probe
+                .as_ref()
+                .unwrap()
+                .target,
             sa("10.0.0.12:6443")
         );
         let m = pod(
@@ -1754,7 +1787,12 @@ status: {{}}
             &probe,
         );
         assert_eq!(
-            read(Component::KubeApiserver, &m).unwrap().probe.target,
+            read(Component::KubeApiserver, &m)
+                .unwrap()
+                .probe
+                .as_ref()
+                .unwrap()
+                .target,
             sa("[::1]:6443")
         );
     }
@@ -1768,7 +1806,7 @@ status: {{}}
         );
         let d = read(Component::KubeApiserver, &m).unwrap();
         assert_eq!(
-            d.probe,
+            d.probe.clone().unwrap(),
             Probe {
                 source: ProbeSource::Default,
                 target: sa("10.0.0.11:7443"),
@@ -1776,13 +1814,16 @@ status: {{}}
                 scheme: Scheme::Https,
             }
         );
-        assert_eq!(d.start_allowance, Duration::ZERO);
+        assert_eq!(d.start_allowance.unwrap(), Duration::ZERO);
         let d = read(
             Component::KubeApiserver,
             &pod(Component::KubeApiserver, &[], ""),
         )
         .unwrap();
-        assert_eq!(d.probe.url(), "https://127.0.0.1:6443/readyz");
+        assert_eq!(
+            d.probe.as_ref().unwrap().url(),
+            "https://127.0.0.1:6443/readyz"
+        );
         let d = read(
             Component::KubeControllerManager,
             &pod(
@@ -1792,14 +1833,17 @@ status: {{}}
             ),
         )
         .unwrap();
-        assert_eq!(d.probe.url(), "https://[::1]:10257/healthz");
+        assert_eq!(
+            d.probe.as_ref().unwrap().url(),
+            "https://[::1]:10257/healthz"
+        );
         let d = read(
             Component::KubeScheduler,
             &pod(Component::KubeScheduler, &["--secure-port=0x2844"], ""),
         )
         .unwrap();
         assert_eq!(
-            d.probe.url(),
+            d.probe.as_ref().unwrap().url(),
             "https://127.0.0.1:10308/healthz",
             "pflag ints"
         );
@@ -1812,7 +1856,10 @@ status: {{}}
             ),
         )
         .unwrap();
-        assert_eq!(d.probe.url(), "https://[::1]:32379/health");
+        assert_eq!(
+            d.probe.as_ref().unwrap().url(),
+            "https://[::1]:32379/health"
+        );
         let e = read(
             Component::Etcd,
             &bare_pod(
@@ -1821,6 +1868,8 @@ status: {{}}
                 "",
             ),
         )
+        .unwrap()
+        .probe
         .unwrap_err();
         assert_eq!(
             e,
@@ -1839,14 +1888,22 @@ status: {{}}
             &probe,
         );
         let d = read(Component::Etcd, &m).unwrap();
-        assert_eq!(d.probe.target, sa("[::1]:2381"), "the first metrics URL");
+        assert_eq!(
+            d.probe.as_ref().unwrap().target,
+            sa("[::1]:2381"),
+            "the first metrics URL"
+        );
         let m = pod(
             Component::Etcd,
             &["--listen-metrics-urls=http://[::1]:9999"],
             &probe,
         );
         let d = read(Component::Etcd, &m).unwrap();
-        assert_eq!(d.probe.target, sa("127.0.0.1:2381"), "no URL on the port");
+        assert_eq!(
+            d.probe.as_ref().unwrap().target,
+            sa("127.0.0.1:2381"),
+            "no URL on the port"
+        );
     }
 
     #[test]
@@ -1858,8 +1915,8 @@ status: {{}}
             "    startupProbe:\n      httpGet:\n        port: 10259\n        scheme: HTTPS\n",
         );
         let d = read(Component::KubeScheduler, &m).unwrap();
-        assert_eq!(d.start_allowance, Duration::from_secs(30));
-        assert_eq!(d.probe.path, "/", "default path");
+        assert_eq!(d.start_allowance.unwrap(), Duration::from_secs(30));
+        assert_eq!(d.probe.as_ref().unwrap().path, "/", "default path");
         // Zero period and threshold are defaulted as the API server does.
         let m = pod(
             Component::KubeScheduler,
@@ -1867,7 +1924,10 @@ status: {{}}
             "    startupProbe:\n      initialDelaySeconds: 5\n      periodSeconds: 0\n      failureThreshold: 0\n      httpGet:\n        port: 10259\n        scheme: HTTPS\n",
         );
         assert_eq!(
-            read(Component::KubeScheduler, &m).unwrap().start_allowance,
+            read(Component::KubeScheduler, &m)
+                .unwrap()
+                .start_allowance
+                .unwrap(),
             Duration::from_secs(35)
         );
         // The startup allowance counts even when another probe is asked.
@@ -1880,8 +1940,8 @@ status: {{}}
             ),
         );
         let d = read(Component::KubeScheduler, &m).unwrap();
-        assert_eq!(d.probe.source, ProbeSource::Readiness);
-        assert_eq!(d.start_allowance, Duration::from_secs(17));
+        assert_eq!(d.probe.as_ref().unwrap().source, ProbeSource::Readiness);
+        assert_eq!(d.start_allowance.unwrap(), Duration::from_secs(17));
         // An exec readinessProbe is skipped for the httpGet one after it.
         let m = pod(
             Component::KubeScheduler,
@@ -1898,8 +1958,8 @@ status: {{}}
             ),
         );
         let d = read(Component::KubeScheduler, &m).unwrap();
-        assert_eq!(d.probe.source, ProbeSource::Liveness);
-        assert_eq!(d.probe.path, "/livez");
+        assert_eq!(d.probe.as_ref().unwrap().source, ProbeSource::Liveness);
+        assert_eq!(d.probe.as_ref().unwrap().path, "/livez");
     }
 
     #[test]
@@ -1913,7 +1973,10 @@ status: {{}}
             ),
         );
         let d = read(Component::KubeApiserver, &m).unwrap();
-        assert_eq!(d.probe.url(), "https://10.0.0.11:6443/readyz");
+        assert_eq!(
+            d.probe.as_ref().unwrap().url(),
+            "https://10.0.0.11:6443/readyz"
+        );
         let m = pod(
             Component::Etcd,
             &["--listen-metrics-urls=http://127.0.0.1:2381"],
@@ -1923,7 +1986,12 @@ status: {{}}
             ),
         );
         assert_eq!(
-            read(Component::Etcd, &m).unwrap().probe.url(),
+            read(Component::Etcd, &m)
+                .unwrap()
+                .probe
+                .as_ref()
+                .unwrap()
+                .url(),
             "http://127.0.0.1:2381/readyz"
         );
     }
@@ -1992,10 +2060,77 @@ status: {{}}
         assert_eq!(u.to_string(), "https://[::1]:2379");
     }
 
+    /// SPEC 12 (v1.3): etcd's own questions go to its loopback client URL
+    /// of either family (127.0.0.1, then [::1], then localhost), else an
+    /// unspecified one on its family's loopback, else an address of this
+    /// host; never a guessed port, never another machine, never a name.
+    /// (Moved here from `node::manifests` with the reader it tested.)
+    #[test]
+    fn etcd_is_asked_on_its_loopback_client_url_of_either_family() {
+        let host = ["10.0.0.11".parse::<IpAddr>().unwrap()];
+        let addr = |urls: &str| {
+            let d = read(
+                Component::Etcd,
+                format!(
+                    "spec:\n  containers:\n  - name: etcd\n    command:\n    - etcd\n    - --listen-client-urls={urls}\n"
+                )
+                .as_bytes(),
+            )?;
+            etcd_client_target(d.etcd().unwrap(), &host)
+        };
+        let ok = |urls: &str| addr(urls).unwrap().to_string();
+        assert_eq!(
+            ok("https://127.0.0.1:2379,https://10.0.0.11:2379"),
+            "127.0.0.1:2379"
+        );
+        assert_eq!(
+            ok("https://10.0.0.11:2379,https://127.0.0.1:32379"),
+            "127.0.0.1:32379"
+        );
+        // kubeadm on an IPv6 single-stack node.
+        assert_eq!(
+            ok("https://[::1]:2379,https://[fd00::11]:2379"),
+            "[::1]:2379"
+        );
+        assert_eq!(
+            ok("https://[::1]:2379,https://127.0.0.1:2379"),
+            "127.0.0.1:2379"
+        );
+        assert_eq!(ok("https://localhost:2379"), "127.0.0.1:2379");
+        assert_eq!(ok("https://[::]:2379"), "[::1]:2379");
+        assert_eq!(ok("https://0.0.0.0:2379"), "127.0.0.1:2379");
+        assert_eq!(ok("https://10.0.0.11:2379"), "10.0.0.11:2379");
+        assert_eq!(ok("http://127.0.0.1:2379,https://[::1]:2379"), "[::1]:2379");
+        for none in [
+            "https://10.0.0.12:2379",
+            "http://127.0.0.1:2379",
+            "unix://etcd.sock:0",
+        ] {
+            let e = addr(none).unwrap_err();
+            assert!(matches!(e, DeclError::NoClientUrl { .. }), "{none}: {e}");
+        }
+        // What etcd itself would refuse, or the runbook cannot ask
+        // without a guess: named errors.
+        for bad in [
+            "https://::1:2379",
+            "https://127.0.0.1",
+            "https://[::1]",
+            "https://[::1]:2379/",
+            "https://[fe80::1%25eth0]:2379",
+            "https://etcd.example:2379",
+        ] {
+            assert!(addr(bad).is_err(), "{bad}");
+        }
+    }
+
     // ---- bad input: each a named error, never a guess ----
 
+    /// The first error: reading the manifest, else its probe.
     fn err(component: Component, command: &[&str], rest: &str) -> DeclError {
-        read(component, &pod(component, command, rest)).unwrap_err()
+        match read(component, &pod(component, command, rest)) {
+            Err(e) => e,
+            Ok(d) => d.probe.unwrap_err(),
+        }
     }
 
     #[test]

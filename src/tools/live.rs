@@ -53,10 +53,6 @@ impl Observation {
     }
 }
 
-fn manifest(root: &Root, c: &str) -> Result<Vec<u8>, TargetError> {
-    read(root, &format!("{MANIFESTS_DIR}/{c}.yaml"))
-}
-
 fn leaf_der(root: &Root, rel: &str) -> Result<Vec<u8>, TargetError> {
     let pem = read(root, rel)?;
     crate::rules::pki::parse_pem_certificate(&pem)
@@ -104,10 +100,6 @@ fn words(e: &crate::tools::tlsprobe::ProbeError) -> String {
         _ => s,
     }
 }
-
-/// Whether `ip` is this host's (`node::host::is_local`): the peer port is
-/// asked only there, never on another machine.
-pub use crate::node::host::is_local;
 
 struct Ask<'a> {
     rt: &'a dyn Runtime,
@@ -210,7 +202,8 @@ impl Ask<'_> {
         let allowance = declared
             .as_ref()
             .ok()
-            .and_then(|d| time::Duration::try_from(d.start_allowance).ok());
+            .and_then(|d| d.start_allowance)
+            .and_then(|a| time::Duration::try_from(a).ok());
         let probe = move || declared.and_then(|d| targets::health_probe(&d));
         let mut asked = match c {
             Component::KubeApiserver => {
@@ -263,15 +256,7 @@ impl Ask<'_> {
 
     /// What etcd's peer port presents (a handshake, on this host only).
     fn etcd_peer(&self) -> Asked {
-        let addr = manifest(self.root, "etcd")
-            .and_then(|m| Ok(manifests::etcd_peer_address(&m)?))
-            .and_then(|a| {
-                if is_local(a.ip()) {
-                    Ok(a)
-                } else {
-                    Err(TargetError::NotLocal(a.ip()))
-                }
-            });
+        let addr = targets::etcd_peer(self.root);
         let name = targets::ip_name(&addr);
         self.endpoint(
             addr,
@@ -455,9 +440,7 @@ pub fn observe(
                     a.served,
                 ));
                 let p = peer.take().map(|p| p.served).unwrap_or(None);
-                let peer_port = manifest(root, "etcd")
-                    .and_then(|m| Ok(manifests::etcd_peer_address(&m)?))
-                    .map(|a| a.port());
+                let peer_port = targets::etcd_peer_port(root);
                 ports.push(port(peer_port, Serving::EtcdPeer, p));
                 q = quorum.take().flatten();
             }

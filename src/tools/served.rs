@@ -141,27 +141,19 @@ impl Asker<'_> {
     /// asked here: said in the log, not a failure.
     pub(crate) fn etcd_peer(&self, budget: Duration) -> Result<(), NotServed> {
         let pf = NotServed::Said;
-        let manifest = self
-            .root
-            .read_file(
-                &format!("{}/etcd.yaml", crate::node::paths::MANIFESTS_DIR),
-                NODE_FILE_MAX,
-                Trust::TypeOnly,
-            )
-            .map_err(|e| pf(e.to_string()))?
-            .ok_or_else(|| pf("etcd.yaml is not in manifests/".into()))?;
-        let mut addr =
-            crate::node::manifests::etcd_peer_address(&manifest).map_err(|e| pf(e.to_string()))?;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-        }
-        if !crate::tools::live::is_local(addr.ip()) {
-            tracing::warn!(
-                peer = %addr,
-                "etcd's peer URL is not an address of this host: its certificate not asked"
-            );
-            return Ok(());
-        }
+        let addr = match crate::tools::targets::etcd_peer(self.root) {
+            Ok(a) => a,
+            Err(crate::tools::targets::TargetError::Declared(
+                e @ crate::rules::declared::DeclError::NoPeerUrl { .. },
+            )) => {
+                tracing::warn!(
+                    why = %e,
+                    "etcd's peer URL is not an address of this host: its certificate not asked"
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(pf(e.to_string())),
+        };
         let read = |rel: &str| -> Result<Vec<u8>, NotServed> {
             self.root
                 .read_file(rel, NODE_FILE_MAX, Trust::TypeOnly)

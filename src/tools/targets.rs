@@ -52,9 +52,6 @@ pub enum TargetError {
         probe: crate::rules::declared::ProbeSource,
         url: String,
     },
-    /// etcd's peer address is another machine's.
-    #[error("{0} (--listen-peer-urls) is not an address of this host")]
-    NotLocal(std::net::IpAddr),
 }
 
 /// The node file `rel` (under the root), which must exist.
@@ -149,19 +146,36 @@ impl Serving {
 /// manifest's flag (kubeadm's file when unset); read under the root,
 /// no-follow, like every node file.
 pub fn serving_file(root: &Root, s: Serving) -> Result<String, TargetError> {
-    let (what, flag, syntax, default) = s.flag();
-    let m = read(root, &format!("{MANIFESTS_DIR}/{what}.yaml"))?;
-    let Some(v) = manifests::container_flag(&m, what, flag, syntax)? else {
+    use crate::rules::component::Component;
+    let (_, _, _, default) = s.flag();
+    let d = match s {
+        Serving::Apiserver => declared(root, Component::KubeApiserver)?,
+        Serving::EtcdClient | Serving::EtcdPeer => declared(root, Component::Etcd)?,
+    };
+    let named = match (s, &d.flags) {
+        (Serving::Apiserver, crate::rules::declared::Flags::Server(f)) => f.tls_cert_file.clone(),
+        (Serving::EtcdClient, crate::rules::declared::Flags::Etcd(e)) => e.cert_file.clone(),
+        (Serving::EtcdPeer, crate::rules::declared::Flags::Etcd(e)) => e.peer_cert_file.clone(),
+        _ => None,
+    };
+    let Some(v) = named else {
         return Ok(default.to_string());
     };
+    // An absolute path without `..` (the reader refuses others), as a node
+    // path relative to the root; `.` and repeated `/` dropped.
     let rel = v
-        .strip_prefix('/')
-        .filter(|r| !r.is_empty() && r.split('/').all(|c| !c.is_empty() && c != "." && c != ".."));
-    let rel = rel.ok_or_else(|| TargetError::BadPath {
-        what,
-        flag,
-        value: v.clone(),
-    })?;
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect::<Vec<_>>()
+        .join("/");
+    if rel.is_empty() {
+        let (what, flag, _, _) = s.flag();
+        return Err(TargetError::BadPath {
+            what,
+            flag,
+            value: v,
+        });
+    }
     // Under an accepted `pki` link's target (kubespray's flags name
     // `/etc/kubernetes/ssl/...`): the same file as under `pki/`, which
     // kubeadm renews.
@@ -192,7 +206,10 @@ pub fn health_probe(
     d: &crate::rules::declared::Declared,
 ) -> Result<crate::rules::declared::Probe, TargetError> {
     use crate::rules::declared::Scheme;
-    let p = &d.probe;
+    let p = d
+        .probe
+        .as_ref()
+        .map_err(|e| TargetError::Declared(e.clone()))?;
     if p.scheme == Scheme::Http {
         return Err(TargetError::PlainHttp {
             probe: p.source,
@@ -219,9 +236,16 @@ pub fn apiserver_port(root: &Root) -> Result<u16, TargetError> {
 /// `--bind-address` (an unspecified one, and none, on its family's
 /// loopback) at its `--secure-port` (SPEC 12, v1.3).
 pub fn apiserver_address(root: &Root) -> Result<std::net::SocketAddr, TargetError> {
-    let m = read(root, &format!("{MANIFESTS_DIR}/kube-apiserver.yaml"))?;
-    let ip = manifests::bind_address(&m, "kube-apiserver")?;
-    Ok((ip, manifests::apiserver_secure_port(&m)?).into())
+    let d = declared(root, crate::rules::component::Component::KubeApiserver)?;
+    let f = d
+        .server()
+        .ok_or_else(|| TargetError::Missing("kube-apiserver's flags".to_string()))?;
+    let ip = match f.bind_address {
+        Some(ip) if !ip.is_unspecified() => ip,
+        Some(ip) => crate::rules::declared::loopback_of(ip),
+        None => std::net::Ipv4Addr::LOCALHOST.into(),
+    };
+    Ok((ip, f.secure_port).into())
 }
 
 /// The TLS name an address is verified for: the address asked (kubeadm's
@@ -233,13 +257,45 @@ pub fn ip_name(addr: &Result<std::net::SocketAddr, TargetError>) -> String {
         .unwrap_or_default()
 }
 
+/// etcd's flags, from its active manifest.
+fn etcd_flags(root: &Root) -> Result<crate::rules::declared::EtcdFlags, TargetError> {
+    let d = declared(root, crate::rules::component::Component::Etcd)?;
+    d.etcd()
+        .cloned()
+        .ok_or_else(|| TargetError::Missing("etcd's flags".to_string()))
+}
+
 /// Where etcd is asked its own questions, from its active manifest's
-/// `--listen-client-urls` (`manifests::etcd_client_address`: loopback of
+/// `--listen-client-urls` (`declared::etcd_client_target`: loopback of
 /// either family first, else an address of this host; SPEC 12, v1.3).
 pub fn etcd_client(root: &Root) -> Result<std::net::SocketAddr, TargetError> {
-    let m = read(root, &format!("{MANIFESTS_DIR}/etcd.yaml"))?;
-    Ok(manifests::etcd_client_address(
-        &m,
-        crate::node::host::is_local,
+    let e = etcd_flags(root)?;
+    Ok(crate::rules::declared::etcd_client_target(
+        &e,
+        &crate::node::host::addresses(),
+    )?)
+}
+
+/// etcd's peer port as its manifest's first https `--listen-peer-urls`
+/// URL names it (shown beside what it serves, asked or not).
+pub fn etcd_peer_port(root: &Root) -> Result<u16, TargetError> {
+    let e = etcd_flags(root)?;
+    e.listen_peer_urls
+        .iter()
+        .find(|u| u.scheme == crate::rules::declared::Scheme::Https)
+        .map(|u| u.port)
+        .ok_or_else(|| {
+            TargetError::Missing("an https URL in etcd's --listen-peer-urls".to_string())
+        })
+}
+
+/// Where etcd's peer port is asked, from its active manifest's
+/// `--listen-peer-urls`: loopback or an address of this host only
+/// (`declared::etcd_peer_target`).
+pub fn etcd_peer(root: &Root) -> Result<std::net::SocketAddr, TargetError> {
+    let e = etcd_flags(root)?;
+    Ok(crate::rules::declared::etcd_peer_target(
+        &e,
+        &crate::node::host::addresses(),
     )?)
 }
