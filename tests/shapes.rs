@@ -187,20 +187,7 @@ fn a_control_plane_on_ipv6_loopback_is_asked_there_and_renewed() {
     assert_eq!(etcd_live["health"], "healthy", "{view:#}");
     assert_eq!(etcd_live["served"][0]["port"], port, "{view:#}");
     assert_eq!(etcd_live["served"][0]["served"], "current", "{view:#}");
-    for c in COMPONENTS {
-        let pod = view["live"]["pods"]
-            .as_array()
-            .and_then(|ps| ps.iter().find(|p| p["name"] == c))
-            .cloned()
-            .unwrap_or_default();
-        assert_eq!(pod["health"], "healthy", "{c}: {view:#}");
-    }
-    let (code, check, stderr) = node.run(&["--check", "--force"]);
-    assert_eq!(code, 0, "{check:#}\n{stderr}");
-    let (code, renew, stderr) = node.run(&["--operation-id", "op-ipv6", "--force"]);
-    assert_eq!(code, 0, "{renew:#}\n{stderr}");
-    assert_eq!(renew["outcome"], "renewed", "{renew:#}");
-    assert_eq!(renew["restarts"].as_array().unwrap().len(), 4, "{renew:#}");
+    healthy_checked_renewed(&node, &view, "op-ipv6");
 }
 
 /// A dual-stack node (SPEC 12, v1.3 row 28; kubeadm with an IPv6
@@ -590,6 +577,12 @@ fn components_bound_to_the_node_address_are_asked_there_and_renewed() {
     node.wait_all_running();
     let (code, view, stderr) = node.run(&["--status-only"]);
     assert_eq!(code, 0, "{view:#}\n{stderr}");
+    healthy_checked_renewed(&node, &view, "op-node-address");
+}
+
+/// All four healthy in `view`; the check passes; a forced renewal `op`
+/// renews and restarts all four.
+fn healthy_checked_renewed(node: &Node, view: &serde_json::Value, op: &str) {
     for c in COMPONENTS {
         let pod = view["live"]["pods"]
             .as_array()
@@ -600,7 +593,7 @@ fn components_bound_to_the_node_address_are_asked_there_and_renewed() {
     }
     let (code, check, stderr) = node.run(&["--check", "--force"]);
     assert_eq!(code, 0, "{check:#}\n{stderr}");
-    let (code, renew, stderr) = node.run(&["--operation-id", "op-node-address", "--force"]);
+    let (code, renew, stderr) = node.run(&["--operation-id", op, "--force"]);
     assert_eq!(code, 0, "{renew:#}\n{stderr}");
     assert_eq!(renew["outcome"], "renewed", "{renew:#}");
     assert_eq!(renew["restarts"].as_array().unwrap().len(), 4, "{renew:#}");
