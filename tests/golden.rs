@@ -342,6 +342,35 @@ fn golden_cases() {
     eprintln!("golden: {ran} cases passed");
 }
 
+/// The Go module's test templates (embedded/go/certrunbooktest) are two
+/// of these goldens byte for byte; its own test says so too, but only
+/// after the static build. Checked here so a golden change cannot land
+/// without them, and rewritten with the goldens under SNAPSHOTS=overwrite.
+#[test]
+fn go_templates_are_the_goldens() {
+    let overwrite = std::env::var("SNAPSHOTS").as_deref() == Ok("overwrite");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut stale = Vec::new();
+    for (tmpl, golden) in [
+        ("check.json", "check-clean-unchanged"),
+        ("status.json", "status-asked-receipt-confirm"),
+    ] {
+        let g = std::fs::read(root.join("tests/golden").join(golden).join("stdout")).unwrap();
+        let t = root.join("embedded/go/certrunbooktest").join(tmpl);
+        if std::fs::read(&t).unwrap() != g {
+            if overwrite {
+                std::fs::write(&t, &g).unwrap();
+            } else {
+                stale.push(format!("{tmpl} differs from tests/golden/{golden}/stdout"));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "embedded/go/certrunbooktest: {stale:?} (SNAPSHOTS=overwrite copies them)"
+    );
+}
+
 /// Text is in plain words (SPEC 6, v1.2): no phase-file state, executor
 /// or format name an operator would have to look up; and the closing
 /// verdict never contradicts the exit code.
