@@ -16,6 +16,11 @@ pub struct CertificateChange {
     pub not_after_after: Option<Timestamp>,
     pub days_left_before: Option<i64>,
     pub days_left_after: Option<i64>,
+    /// v1.3 (SPEC 4 step 8, "Leaf by leaf"): the serial before the run
+    /// (lowercase hex; null when not read).
+    pub serial_before: Option<String>,
+    /// v1.3: the serial after a `renewed` outcome (null otherwise).
+    pub serial_after: Option<String>,
 }
 
 /// etcd membership seen by the health gate.

@@ -1067,6 +1067,7 @@ pub(crate) mod test_node {
             is_ca,
             dns_names: Vec::new(),
             ip_addresses: Vec::new(),
+            usages: Vec::new(),
         }
     }
 

@@ -314,13 +314,17 @@ pub(crate) fn cert_rows(
         .iter()
         .zip(LeafName::SPEC_ORDER)
         .map(|(spec, name)| {
-            let find = |p: Option<&PkiReport>| {
-                p.and_then(|p| p.leaves.iter().find(|l| l.spec.name == spec.name))
+            fn find<'p>(
+                p: Option<&'p PkiReport>,
+                name: &str,
+            ) -> Option<&'p crate::rules::pki::ParsedCert> {
+                p.and_then(|p| p.leaves.iter().find(|l| l.spec.name == name))
                     .and_then(|l| l.cert.as_ref())
-                    .map(|c| c.not_after)
-            };
-            let b = find(before);
-            let a = find(after);
+            }
+            let find = |p| find(p, spec.name);
+            let serial = |p| find(p).map(|c| c.serial.clone());
+            let b = find(before).map(|c| c.not_after);
+            let a = find(after).map(|c| c.not_after);
             CertificateChange {
                 name,
                 path: crate::node::paths::node(spec.path),
@@ -328,6 +332,8 @@ pub(crate) fn cert_rows(
                 not_after_after: a.map(|t| Timestamp(clock::rfc3339(t))),
                 days_left_before: b.map(|t| clock::days_until(now, t)),
                 days_left_after: a.map(|t| clock::days_until(now, t)),
+                serial_before: serial(before),
+                serial_after: serial(after),
             }
         })
         .collect()

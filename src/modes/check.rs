@@ -33,6 +33,7 @@ pub fn facts(s: &NodeSnapshot, force: bool, now: OffsetDateTime, threshold: u32)
     // The kubelet's configuration over a bound (SPEC 10): refused, named.
     facts.pki_errors.extend(s.kubelet.hostile.clone());
     facts.leaves_due = s.pki.leaves_due(now, threshold);
+    facts.ca_walls = s.pki.ca_walls(now, threshold, force);
     facts.soonest_leaf = s.pki.soonest_leaf(now);
     facts.expired_leaves = s
         .pki

@@ -256,7 +256,8 @@ fn recovery_text(run: &Run<'_>, req: &Request) -> String {
 /// v1.1): when it cannot be written the run is `failed` (phase `receipt`),
 /// the phase file stays unfinished, and a retry with the same ID resumes
 /// and commits.
-fn commit(run: &Run<'_>, end: &mut Ending) {
+fn commit(run: &mut Run<'_>, end: &mut Ending) {
+    run.leaves_on_resume();
     let message = end.full_message();
     let ended = Ended {
         outcome: end.outcome,
@@ -403,6 +404,78 @@ mod tests {
             .path()
             .join("etc/kubernetes/nvke-cert-renewal-staging/etcd.yaml")
             .exists());
+        // SPEC 4 step 8, "Leaf by leaf" (v1.3): the receipt lists every
+        // leaf with its serials and ends, each as the files say.
+        let receipt: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(
+                t.path()
+                    .join("var/lib/nvke/k8s-cert-renewal/completed/op-1.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let leaves = receipt["certificates"].as_array().unwrap();
+        assert_eq!(leaves.len(), 11, "{receipt:#}");
+        let fixture = double::node_tree("rsa");
+        let after = crate::node::node_pki::read(&root);
+        let before = crate::node::node_pki::read(&Root::open(fixture.path()).unwrap());
+        for ((l, a), b) in leaves.iter().zip(&after.leaves).zip(&before.leaves) {
+            assert_eq!(l["name"], a.spec.name, "{l}");
+            let (a, b) = (a.cert.as_ref().unwrap(), b.cert.as_ref().unwrap());
+            assert_eq!(l["serialBefore"], b.serial.as_str(), "{l}");
+            assert_eq!(l["serialAfter"], a.serial.as_str(), "{l}");
+            assert_ne!(l["serialAfter"], l["serialBefore"]);
+            let rfc = crate::rules::clock::rfc3339;
+            assert_eq!(l["notAfterBefore"], rfc(b.not_after), "{l}");
+            assert_eq!(l["notAfterAfter"], "2028-06-01T00:00:00Z", "{l}");
+        }
+        // The document's rows carry the same serials.
+        for (row, l) in r.json()["certificates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(leaves)
+        {
+            assert_eq!(row["serialBefore"], l["serialBefore"]);
+            assert_eq!(row["serialAfter"], l["serialAfter"]);
+        }
+    }
+
+    /// SPEC 4 step 8, "Leaf by leaf" (v1.3): a leaf kubeadm left as it
+    /// was fails the renewal in `renew-certs`, named; everything is put
+    /// back, nothing restarted, no leaf listed in the receipt.
+    #[test]
+    fn a_leaf_kubeadm_skipped_fails_the_renewal_and_is_rolled_back() {
+        let (t, root, g, fake) = setup(true, None);
+        let fake = fake.kubeadm_skipping("etc/kubernetes/scheduler.conf");
+        let files = [
+            "etc/kubernetes/pki/apiserver.crt",
+            "etc/kubernetes/admin.conf",
+            "etc/kubernetes/scheduler.conf",
+        ];
+        let read = || files.map(|f| std::fs::read(t.path().join(f)).unwrap());
+        let before = read();
+        let r = run(&root, &g, &req("op-skip", true), &fake, &Cancel::new());
+        let doc = r.json();
+        assert_eq!(
+            (r.code, doc["phase"].as_str()),
+            (1, Some("renew-certs")),
+            "{doc:#}"
+        );
+        let msg = doc["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("scheduler.conf was not renewed: its serial ")
+                && msg.contains("the backup was put back"),
+            "{msg}"
+        );
+        assert_eq!(read(), before, "rolled back");
+        assert!(restarted(&r).is_empty());
+        let receipt = std::fs::read_to_string(
+            t.path()
+                .join("var/lib/nvke/k8s-cert-renewal/completed/op-skip.json"),
+        )
+        .unwrap();
+        assert!(!receipt.contains("\"certificates\""), "{receipt}");
     }
 
     /// Issue 14: the document says whether this run re-signed the leaves;

@@ -493,6 +493,45 @@ pub fn restore(root: &Root, state: &Dir, kind: &str, name: &str) -> Result<usize
     Ok(count)
 }
 
+/// A complete backup, open for reading: the certificates as they were
+/// before kubeadm (SPEC 4 step 8, "Leaf by leaf", v1.3).
+pub struct Opened(Dir);
+
+/// `<kind>/<name>/`, when it exists.
+pub fn open(state: &Dir, kind: &str, name: &str) -> Result<Option<Opened>, FsError> {
+    Ok(state
+        .open_subdir(kind, Trust::Strict)?
+        .and_then(|p| p.open_subdir(name, Trust::Strict).transpose())
+        .transpose()?
+        .map(Opened))
+}
+
+impl Opened {
+    /// The backed-up copy of a node file (`etc/kubernetes/pki/etcd/peer.crt`
+    /// is `pki/etcd/peer.crt` in the backup); None when it has none.
+    pub fn read(&self, node_rel: &str) -> Result<Option<Vec<u8>>, FsError> {
+        let Some(rel) = node_rel.strip_prefix("etc/kubernetes/") else {
+            return Ok(None);
+        };
+        let mut parts: Vec<&str> = rel.split('/').collect();
+        let file = parts.pop().unwrap_or_default();
+        let mut dir: Option<Dir> = None;
+        for p in parts {
+            let next = dir
+                .as_ref()
+                .unwrap_or(&self.0)
+                .open_subdir(p, Trust::Strict)?;
+            match next {
+                Some(d) => dir = Some(d),
+                None => return Ok(None),
+            }
+        }
+        dir.as_ref()
+            .unwrap_or(&self.0)
+            .read_file(file, NODE_FILE_MAX, Trust::Strict)
+    }
+}
+
 /// Keep the `KEEP` newest complete backups (by mtime); remove older ones and
 /// stale `.partial` directories. Never removes `current`.
 pub fn prune(state: &Dir, kind: &str, current: &str) -> Result<Vec<String>, FsError> {

@@ -2,8 +2,11 @@
 //! SPEC section 2, with expiry relative to a clock and a threshold.
 
 use crate::contract;
+use crate::node::backup;
 use crate::node::fsx::{FsError, Root, Trust, NODE_FILE_MAX};
 use crate::rules::clock;
+use crate::rules::files::LeafRenewal;
+use crate::rules::leaf_proof::{self, LeafFacts};
 use crate::rules::pki::{self, CaId, KubeconfigCert, LeafKind, LeafSpec, ParsedCert};
 use std::collections::BTreeMap;
 use time::{Duration, OffsetDateTime};
@@ -103,8 +106,16 @@ enum LeafError {
 }
 
 fn read_leaf_cert(root: &Root, spec: &LeafSpec) -> Result<Option<ParsedCert>, LeafError> {
+    leaf_cert_of(
+        spec,
+        root.read_file(spec.path, NODE_FILE_MAX, Trust::TypeOnly)?,
+    )
+}
+
+/// A leaf's certificate from its file's bytes (None: no file).
+fn leaf_cert_of(spec: &LeafSpec, bytes: Option<Vec<u8>>) -> Result<Option<ParsedCert>, LeafError> {
     let node = crate::node::paths::node(spec.path);
-    let Some(bytes) = root.read_file(spec.path, NODE_FILE_MAX, Trust::TypeOnly)? else {
+    let Some(bytes) = bytes else {
         return Ok(None);
     };
     let pem = match spec.kind {
@@ -279,6 +290,23 @@ impl PkiReport {
     }
 
     /// Leaves within the threshold, as (name, days left).
+    /// SPEC 4 step 8 (v1.3): each CA that ends within the threshold with
+    /// a leaf to renew under it (a due leaf; every leaf when `forced`), in
+    /// words (`rules::expiry::ca_walls`); empty when none.
+    pub fn ca_walls(&self, now: OffsetDateTime, threshold: u32, forced: bool) -> Vec<String> {
+        let cas: Vec<(&str, OffsetDateTime)> = self
+            .cas
+            .iter()
+            .filter_map(|c| c.cert.as_ref().map(|cert| (c.id.name(), cert.not_after)))
+            .collect();
+        let leaves = self.leaves.iter().filter_map(|l| {
+            let cert = l.cert.as_ref()?;
+            (forced || within_threshold(now, cert.not_after, threshold))
+                .then_some((l.spec.name, l.spec.ca.name()))
+        });
+        crate::rules::expiry::ca_walls(leaves, &cas, now, threshold)
+    }
+
     pub fn leaves_due(&self, now: OffsetDateTime, threshold: u32) -> Vec<(String, i64)> {
         self.leaves
             .iter()
@@ -428,12 +456,17 @@ pub enum RenewedError {
         leaf: &'static str,
         not_before: OffsetDateTime,
     },
-    #[error("{leaf} still expires {} (within {threshold_days} days) after kubeadm", clock::rfc3339(*.not_after))]
+    #[error("{leaf} still expires {} (within {threshold_days} days) after kubeadm{}", clock::rfc3339(*.not_after), .capped.map(|ca| format!(": it ends when its CA {ca} ends; the CA must be rotated (never done here)")).unwrap_or_default())]
     StillDue {
         leaf: &'static str,
         not_after: OffsetDateTime,
         threshold_days: u32,
+        /// The CA whose end it was capped at, when it ends with its CA.
+        capped: Option<&'static str>,
     },
+    /// Leaves kubeadm did not renew as they were (v1.3): each difference.
+    #[error("{}", .0.join("; "))]
+    NotRenewed(Vec<String>),
     #[error("{leaf} is not signed by its CA {ca}")]
     NotSigned {
         leaf: &'static str,
@@ -457,21 +490,79 @@ pub enum RenewedError {
     CaChanged,
 }
 
-/// SPEC 4 step 8's checks after kubeadm ran: every leaf readable, valid
-/// now, out of the renewal window (`threshold_days`), signed by its CA,
-/// its key matching it; the CAs still those the run holds the node to
-/// (`ca`).
+/// Every leaf as the operation's backup holds it (before kubeadm; SPEC 4
+/// step 8, "Leaf by leaf", v1.3), in SPEC order: None where the backup has
+/// no copy (super-admin.conf on an older node). A copy that cannot be read
+/// or parsed is an error naming it: nothing is proven against a guess.
+pub fn backed_up_leaves(backup: &backup::Opened) -> Result<Vec<Option<LeafFacts>>, String> {
+    pki::LEAVES
+        .iter()
+        .map(|spec| {
+            let bytes = backup
+                .read(spec.path)
+                .map_err(|e| format!("the backup of {}: {e}", spec.name))?;
+            leaf_cert_of(spec, bytes)
+                .map(|c| c.as_ref().map(LeafFacts::from))
+                .map_err(|e| format!("the backup of {}: {e}", spec.name))
+        })
+        .collect()
+}
+
+/// What a proven renewal found: each leaf's record, and what is worth
+/// saying that did not fail it (a SAN added, a leaf that appeared).
+#[derive(Debug, Clone, Default)]
+pub struct Renewal {
+    pub leaves: Vec<LeafRenewal>,
+    pub notes: Vec<String>,
+}
+
+/// SPEC 4 step 8, "Leaf by leaf" (v1.3): each leaf now against `before`
+/// (the backup's, [`backed_up_leaves`]): a new serial, the same subject,
+/// SANs, usages and issuer. Every difference of every leaf, in words.
+pub fn prove_leaves(pki: &PkiReport, before: &[Option<LeafFacts>]) -> Result<Renewal, Vec<String>> {
+    let mut out = Renewal::default();
+    let mut differs = Vec::new();
+    for ((l, b), name) in pki
+        .leaves
+        .iter()
+        .zip(before)
+        .zip(contract::LeafName::SPEC_ORDER)
+    {
+        let after = l.cert.as_ref().map(LeafFacts::from);
+        match leaf_proof::prove(l.spec.name, name, b.as_ref(), after.as_ref()) {
+            Ok(Some(p)) => {
+                out.leaves.push(p.record);
+                out.notes.extend(p.notes);
+            }
+            Ok(None) => {}
+            Err(d) => differs.extend(d),
+        }
+    }
+    if differs.is_empty() {
+        Ok(out)
+    } else {
+        Err(differs)
+    }
+}
+
+/// SPEC 4 step 8's checks after kubeadm ran: every leaf readable, proven
+/// renewed against `before` (the backup's leaves, "Leaf by leaf", v1.3),
+/// valid now, out of the renewal window (`threshold_days`: a leaf capped
+/// at its CA's end says so), signed by its CA, its key matching it; the
+/// CAs still those the run holds the node to (`ca`).
 pub fn verify_renewed(
     root: &Root,
     now: OffsetDateTime,
     threshold_days: u32,
     ca: &BTreeMap<String, String>,
-) -> Result<(), RenewedError> {
+    before: &[Option<LeafFacts>],
+) -> Result<Renewal, RenewedError> {
     let pki = read(root);
     let errors = pki.errors();
     if !errors.is_empty() {
         return Err(RenewedError::Unreadable(errors));
     }
+    let renewal = prove_leaves(&pki, before).map_err(RenewedError::NotRenewed)?;
     for l in &pki.leaves {
         let Some(cert) = &l.cert else { continue };
         let leaf = l.spec.name;
@@ -483,10 +574,19 @@ pub fn verify_renewed(
         }
         if within_threshold(now, cert.not_after, threshold_days) {
             let not_after = cert.not_after;
+            // kubeadm ends a leaf no later than its CA: say which wall it hit.
+            let capped = pki
+                .cas
+                .iter()
+                .find(|c| c.id == l.spec.ca)
+                .and_then(|c| c.cert.as_ref())
+                .filter(|c| c.not_after <= not_after)
+                .map(|_| l.spec.ca.name());
             return Err(RenewedError::StillDue {
                 leaf,
                 not_after,
                 threshold_days,
+                capped,
             });
         }
         if l.chains_to_ca != Some(true) {
@@ -522,7 +622,7 @@ pub fn verify_renewed(
     if pki.ca_sha256() != *ca {
         return Err(RenewedError::CaChanged);
     }
-    Ok(())
+    Ok(renewal)
 }
 
 #[cfg(test)]

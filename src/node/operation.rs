@@ -162,6 +162,14 @@ impl<'r> Operation<'r> {
         Ok((format!("{kind}/{name}"), n))
     }
 
+    /// This operation's backup, open for reading (None: none was taken
+    /// under its name, e.g. work resumed from another operation's
+    /// `restart_pending`).
+    pub fn backed_up(&self) -> Result<Option<backup::Opened>, FsError> {
+        let (kind, name) = self.phase.backup_kind_name();
+        backup::open(&self.phase.state, kind, &name)
+    }
+
     /// Put this operation's backup back (`backup::restore`: bytes and
     /// times); how many files were rewritten.
     pub fn rollback(&self) -> Result<usize, backup::BackupError> {

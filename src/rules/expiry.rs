@@ -131,6 +131,30 @@ pub fn worst<'a>(
         })
 }
 
+/// SPEC 4 step 8 (v1.3): a leaf to renew (`leaves`: kubeadm's name, its
+/// CA's name) whose CA ends within the threshold cannot be moved past it:
+/// kubeadm ends a leaf no later than its CA. Each such CA (`cas`: name,
+/// notAfter), in its words, in the order of `cas`; empty when none.
+pub fn ca_walls<'a>(
+    leaves: impl IntoIterator<Item = (&'a str, &'a str)>,
+    cas: &[(&str, OffsetDateTime)],
+    now: OffsetDateTime,
+    threshold_days: u32,
+) -> Vec<String> {
+    let leaves: Vec<(&str, &str)> = leaves.into_iter().collect();
+    cas.iter()
+        .filter(|(ca, end)| {
+            judge(now, *end, threshold_days) != Expiry::Ok && leaves.iter().any(|(_, c)| c == ca)
+        })
+        .map(|(ca, end)| {
+            format!(
+                "ca {ca} ends {}: renewing its leaves cannot move them past the threshold; the CA must be rotated (never done here)",
+                crate::rules::clock::rfc3339(*end)
+            )
+        })
+        .collect()
+}
+
 /// A check reason or a status problem for an expired leaf:
 /// `leaf apiserver expired 2026-11-30 (2 days ago)`.
 pub fn expired_reason(name: &str, not_after: OffsetDateTime, now: OffsetDateTime) -> String {
@@ -591,5 +615,31 @@ mod tests {
             )),
             "{r}"
         );
+    }
+
+    /// SPEC 4 step 8 (v1.3): a due leaf under a CA that ends within the
+    /// threshold (or has ended) names the CA; a CA with no leaf to renew
+    /// under it, or one ending after the threshold, does not.
+    #[test]
+    fn a_ca_ending_within_the_threshold_walls_its_due_leaves() {
+        let now = datetime!(2027-05-15 00:00:00 UTC);
+        let cas = [
+            ("ca", datetime!(2027-06-10 00:00:00 UTC)),
+            ("etcd-ca", datetime!(2027-05-01 00:00:00 UTC)),
+            ("front-proxy-ca", datetime!(2035-01-01 00:00:00 UTC)),
+        ];
+        assert_eq!(
+            ca_walls([("apiserver", "ca"), ("front-proxy-client", "front-proxy-ca")], &cas, now, 30),
+            ["ca ca ends 2027-06-10T00:00:00Z: renewing its leaves cannot move them past the threshold; the CA must be rotated (never done here)"]
+        );
+        assert_eq!(
+            ca_walls([("etcd-peer", "etcd-ca")], &cas, now, 30).len(),
+            1,
+            "ended"
+        );
+        assert!(ca_walls([("front-proxy-client", "front-proxy-ca")], &cas, now, 30).is_empty());
+        assert!(ca_walls([], &cas, now, 30).is_empty());
+        // 26 days left: outside a threshold of 7.
+        assert!(ca_walls([("apiserver", "ca")], &cas, now, 7).is_empty());
     }
 }

@@ -85,10 +85,22 @@ pub struct Receipt {
         deserialize_with = "de::opt_message"
     )]
     pub health_at_end: Option<Message>,
+    /// v1.3 (SPEC 4 step 8, "Leaf by leaf"): every leaf this operation's
+    /// renewal proved renewed, in SPEC order. Absent when no renewal of
+    /// this operation's was proven (a failure before or in `renew-certs`,
+    /// `unchanged`), and in older receipts.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::rules::receipt::de_certificates"
+    )]
+    #[cfg_attr(feature = "schema", schemars(length(max = 11)))]
+    pub certificates: Vec<LeafRenewal>,
 }
 
 impl StrictFile for Receipt {
-    const OPTIONAL: &'static [&'static str] = &["restarts", "recovery", "healthAtEnd"];
+    const OPTIONAL: &'static [&'static str] =
+        &["restarts", "recovery", "healthAtEnd", "certificates"];
 }
 
 /// How an operation ended, as its receipt records it.
@@ -112,6 +124,8 @@ pub struct Did<'m> {
     pub restarts: &'m [Restart],
     pub recovery: bool,
     pub health_at_end: Option<&'m str>,
+    /// Every leaf its renewal proved renewed (v1.3).
+    pub certificates: &'m [LeafRenewal],
 }
 
 impl Receipt {
@@ -140,6 +154,7 @@ impl Receipt {
             restarts: end.did.restarts.to_vec(),
             recovery: end.did.recovery,
             health_at_end: end.did.health_at_end.map(Message::bounded),
+            certificates: end.did.certificates.to_vec(),
         }
     }
 }
@@ -287,6 +302,27 @@ fn de_string_not_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>,
 pub struct AgentStateFile {
     #[serde(rename = "k8sCertRenewalState")]
     pub k8s_cert_renewal_state: AgentRenewalState,
+}
+
+/// v1.3 (SPEC 4 step 8, "Leaf by leaf"): one leaf as its renewal was
+/// proven: a new serial, and its end before and after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LeafRenewal {
+    pub name: LeafName,
+    /// Lowercase hex, 1 to 64 digits. Null for a leaf that was not there
+    /// before kubeadm ran (super-admin.conf, created meanwhile).
+    #[serde(deserialize_with = "de_nullable")]
+    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^[0-9a-f]{1,64}$")))]
+    pub serial_before: Option<String>,
+    /// Lowercase hex, 1 to 64 digits; never the serial before.
+    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^[0-9a-f]{1,64}$")))]
+    pub serial_after: String,
+    /// Null when `serialBefore` is.
+    #[serde(deserialize_with = "de_nullable")]
+    pub not_after_before: Option<Timestamp>,
+    pub not_after_after: Timestamp,
 }
 
 /// One component's restart.

@@ -23,6 +23,9 @@ pub mod fence;
 pub mod files;
 /// Pflag-style flag lists in static pod manifests.
 pub(crate) mod flags;
+/// Each leaf proven renewed: kept what it was, changed its serial (SPEC 4
+/// step 8, "Leaf by leaf", v1.3).
+pub mod leaf_proof;
 /// The live node's judgement (SPEC 10, v1.2).
 pub mod live;
 /// Operation IDs (SPEC 1) and bounded excerpts.

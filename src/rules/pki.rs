@@ -162,6 +162,10 @@ pub struct ParsedCert {
     pub is_ca: bool,
     pub dns_names: Vec<String>,
     pub ip_addresses: Vec<String>,
+    /// Key usages and extended key usages, in a fixed order, by their
+    /// RFC 5280 names (`digitalSignature`, `keyEncipherment`,
+    /// `serverAuth`, `clientAuth`; another extended usage by its OID).
+    pub usages: Vec<String>,
 }
 
 /// Errors never contain key material.
@@ -228,6 +232,7 @@ pub fn parse_der_certificate(der: &[u8]) -> Result<ParsedCert, PkiError> {
         }
     }
 
+    let usages = usages_of(&cert)?;
     let validity = cert.validity();
     Ok(ParsedCert {
         der: used.to_vec(),
@@ -240,7 +245,53 @@ pub fn parse_der_certificate(der: &[u8]) -> Result<ParsedCert, PkiError> {
         is_ca: cert.is_ca(),
         dns_names,
         ip_addresses,
+        usages,
     })
+}
+
+/// The key usages, then the extended key usages, by their RFC 5280 names.
+fn usages_of(cert: &X509Certificate<'_>) -> Result<Vec<String>, PkiError> {
+    let mut out = Vec::new();
+    let bad = |what: &str| PkiError::BadCertificate(format!("invalid {what} extension"));
+    if let Some(ku) = cert.key_usage().map_err(|_| bad("keyUsage"))? {
+        let ku = ku.value;
+        for (set, name) in [
+            (ku.digital_signature(), "digitalSignature"),
+            (ku.non_repudiation(), "contentCommitment"),
+            (ku.key_encipherment(), "keyEncipherment"),
+            (ku.data_encipherment(), "dataEncipherment"),
+            (ku.key_agreement(), "keyAgreement"),
+            (ku.key_cert_sign(), "keyCertSign"),
+            (ku.crl_sign(), "cRLSign"),
+            (ku.encipher_only(), "encipherOnly"),
+            (ku.decipher_only(), "decipherOnly"),
+        ] {
+            if set {
+                out.push(name.to_string());
+            }
+        }
+    }
+    if let Some(eku) = cert
+        .extended_key_usage()
+        .map_err(|_| bad("extendedKeyUsage"))?
+    {
+        let eku = eku.value;
+        for (set, name) in [
+            (eku.any, "anyExtendedKeyUsage"),
+            (eku.server_auth, "serverAuth"),
+            (eku.client_auth, "clientAuth"),
+            (eku.code_signing, "codeSigning"),
+            (eku.email_protection, "emailProtection"),
+            (eku.time_stamping, "timeStamping"),
+            (eku.ocsp_signing, "OCSPSigning"),
+        ] {
+            if set {
+                out.push(name.to_string());
+            }
+        }
+        out.extend(eku.other.iter().map(|o| o.to_id_string()));
+    }
+    Ok(out)
 }
 
 fn x509_error(e: x509_parser::nom::Err<x509_parser::error::X509Error>) -> PkiError {

@@ -8,7 +8,7 @@ use crate::rules::values::Sha256Hex;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-pub use crate::rules::files::{Receipt, Restart, RECEIPT_FORMAT};
+pub use crate::rules::files::{LeafRenewal, Receipt, Restart, RECEIPT_FORMAT};
 pub use crate::rules::values::{bounded_message, MAX_MESSAGE_BYTES};
 /// `runbookVersion` bound, in characters.
 pub const MAX_VERSION_CHARS: usize = 100;
@@ -88,6 +88,80 @@ fn check_restarts(restarts: &[Restart]) -> Result<(), ParseError> {
     Ok(())
 }
 
+/// At most this many leaves in a receipt: every leaf of SPEC 2, once.
+pub const MAX_LEAVES: usize = 11;
+
+/// The fields of a `certificates` entry this version knows (v1.3): one a
+/// newer version added is ignored (SPEC 3, "Forward compatibility").
+const LEAF_KEYS: [&str; 5] = [
+    "name",
+    "serialBefore",
+    "serialAfter",
+    "notAfterBefore",
+    "notAfterAfter",
+];
+
+/// `certificates` (`#[serde(deserialize_with)]`, v1.3).
+pub(crate) fn de_certificates<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<LeafRenewal>, D::Error> {
+    let mut v = Value::deserialize(d)?;
+    if let Value::Array(entries) = &mut v {
+        for e in entries.iter_mut() {
+            if let Value::Object(m) = e {
+                m.retain(|k, _| LEAF_KEYS.contains(&k.as_str()));
+            }
+        }
+    }
+    let leaves: Vec<LeafRenewal> = serde_json::from_value(v)
+        .map_err(|e| {
+            ParseError::at(
+                "certificates",
+                format!("{KEY}: {}", excerpt(&e.to_string())),
+            )
+        })
+        .map_err(serde::de::Error::custom)?;
+    check_certificates(&leaves).map_err(serde::de::Error::custom)?;
+    Ok(leaves)
+}
+
+/// `certificates`: at most eleven, each leaf once; serials lowercase hex
+/// (1 to 64 digits), a new one after; the times UTC; a leaf with no serial
+/// before has no end before.
+fn check_certificates(leaves: &[LeafRenewal]) -> Result<(), ParseError> {
+    let refuse = |why: String| Err(ParseError::at("certificates", format!("{KEY}: {why}")));
+    if leaves.len() > MAX_LEAVES {
+        return refuse(format!("{} entries (at most {MAX_LEAVES})", leaves.len()));
+    }
+    let hex = |s: &str| {
+        (1..=64).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    for (i, l) in leaves.iter().enumerate() {
+        if leaves[..i].iter().any(|o| o.name == l.name) {
+            return refuse(format!("entry {i} repeats a leaf"));
+        }
+        if !hex(&l.serial_after) || l.serial_before.as_deref().is_some_and(|b| !hex(b)) {
+            return refuse(format!(
+                "entry {i}: a serial is not 1 to 64 lowercase hex digits"
+            ));
+        }
+        if l.serial_before.as_deref() == Some(l.serial_after.as_str()) {
+            return refuse(format!("entry {i}: the serial after is the serial before"));
+        }
+        if l.serial_before.is_none() != l.not_after_before.is_none() {
+            return refuse(format!(
+                "entry {i}: serialBefore and notAfterBefore are not both null or both set"
+            ));
+        }
+        for t in l.not_after_before.iter().chain([&l.not_after_after]) {
+            check_time("certificates", &t.0)?;
+        }
+    }
+    Ok(())
+}
+
 /// `runbookVersion` (`#[serde(deserialize_with)]`).
 pub(crate) fn de_version<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let v = strict::de::string(d)?;
@@ -146,7 +220,8 @@ pub fn validate_receipt(r: &Receipt) -> Result<(), ParseError> {
         strict::de::check_message(&h.0)
             .map_err(|e| ParseError::at("healthAtEnd", format!("{KEY}: {e}")))?;
     }
-    check_restarts(&r.restarts)
+    check_restarts(&r.restarts)?;
+    check_certificates(&r.certificates)
 }
 
 /// A message and the notes that changed its outcome (a manifest not put
@@ -307,6 +382,80 @@ mod tests {
         bad(
             validate_receipt(&too_many).map(|_| too_many.clone()),
             "restarts has 5",
+        );
+    }
+
+    /// v1.3: `certificates` is optional (older receipts have none); each
+    /// entry whole, a leaf once, a new serial.
+    #[test]
+    fn certificates_are_optional_and_checked() {
+        let leaf = |name: &str, before: Value, after: &str| {
+            let nb = if before.is_null() {
+                Value::Null
+            } else {
+                "2027-06-01T00:00:00Z".into()
+            };
+            serde_json::json!({
+                "name": name, "serialBefore": before, "serialAfter": after,
+                "notAfterBefore": nb, "notAfterAfter": "2027-12-01T00:00:00Z"
+            })
+        };
+        assert!(json().get("certificates").is_none(), "absent when empty");
+        let r = with(
+            "certificates",
+            serde_json::json!([
+                leaf("apiserver", "0a".into(), "1b"),
+                leaf("super-admin.conf", Value::Null, "2c")
+            ]),
+        )
+        .unwrap();
+        assert_eq!(r.certificates.len(), 2);
+        assert_eq!(r.certificates[1].serial_before, None);
+        assert_eq!(parse(&render_receipt(&r), &r.operation_id).unwrap(), r);
+        assert!(validate_receipt(&r).is_ok());
+        let mut extra = leaf("apiserver", "0a".into(), "1b");
+        extra["surprise"] = 1.into();
+        assert!(with("certificates", serde_json::json!([extra])).is_ok());
+        for (v, needle) in [
+            (
+                serde_json::json!([leaf("apiserver", "0a".into(), "0a")]),
+                "serial after is the serial before",
+            ),
+            (
+                serde_json::json!([leaf("apiserver", "0A".into(), "1b")]),
+                "lowercase hex",
+            ),
+            (
+                serde_json::json!([leaf("apiserver", "0a".into(), "")]),
+                "lowercase hex",
+            ),
+            (
+                serde_json::json!([
+                    leaf("apiserver", "0a".into(), "1b"),
+                    leaf("apiserver", "2c".into(), "3d")
+                ]),
+                "repeats",
+            ),
+            (
+                serde_json::json!([leaf("kube-vip", "0a".into(), "1b")]),
+                "certificates",
+            ),
+            (
+                serde_json::json!(vec![leaf("apiserver", "0a".into(), "1b"); 12]),
+                "12 entries",
+            ),
+            (Value::Null, "certificates"),
+        ] {
+            bad(with("certificates", v), needle);
+        }
+        let mut half = leaf("apiserver", Value::Null, "1b");
+        half["notAfterBefore"] = "2027-06-01T00:00:00Z".into();
+        bad(with("certificates", serde_json::json!([half])), "both null");
+        let mut local = leaf("apiserver", "0a".into(), "1b");
+        local["notAfterAfter"] = "2027-12-01T00:00:00+01:00".into();
+        bad(
+            with("certificates", serde_json::json!([local])),
+            "certificates",
         );
     }
 

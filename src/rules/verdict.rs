@@ -32,6 +32,9 @@ pub struct Facts {
     pub expired_leaves: Vec<(String, String)>,
     /// Warnings that never fail the check (CAs near expiry, strays, chains).
     pub warnings: Vec<String>,
+    /// CAs that end within the threshold with a leaf due under them (SPEC
+    /// 4 step 8, v1.3): renewing cannot help; the first failure.
+    pub ca_walls: Vec<String>,
     /// A node this runbook does not renew (external etcd, SPEC 12, v1.3):
     /// the one verdict, whatever else is found.
     pub unsupported: Option<String>,
@@ -106,6 +109,11 @@ fn failures(
     warnings: &mut Vec<String>,
 ) -> Vec<(CheckFailure, String)> {
     let mut failures: Vec<(CheckFailure, String)> = Vec::new();
+    // Named first (v1.3): no retry, however soon, gets past a CA's end;
+    // a controller stops here instead of renewing every interval.
+    for w in &f.ca_walls {
+        failures.push((CheckFailure::Pki, format!("pki: {w}")));
+    }
     if let Some(holder) = &f.lock_held_by {
         failures.push((
             CheckFailure::Busy,
@@ -224,6 +232,24 @@ fn due_reasons(f: &Facts) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SPEC 4 step 8 (v1.3): a CA that ends within the threshold with a
+    /// leaf due under it fails the check, named first (before a held
+    /// lock: no retry gets past a CA's end), so a controller stops.
+    #[test]
+    fn a_ca_wall_fails_the_check_and_is_named_first() {
+        let wall = "ca ca ends 2027-06-10T00:00:00Z: renewing its leaves cannot move them past the threshold; the CA must be rotated (never done here)";
+        let v = decide(&Facts {
+            ca_walls: vec![wall.into()],
+            lock_held_by: Some("pid 42".into()),
+            leaves_due: vec![("apiserver".into(), 3)],
+            ..Facts::default()
+        });
+        assert_eq!(v.decision, Decision::Failed);
+        assert_eq!(v.failure, Some(CheckFailure::Pki));
+        assert_eq!(v.reasons[0], format!("pki: {wall}"));
+        assert!(v.reasons[1].starts_with("busy:"), "{:?}", v.reasons);
+    }
 
     /// SPEC 12 (v1.3): a node the runbook does not renew is one verdict,
     /// whatever else the facts hold.

@@ -577,6 +577,34 @@ pub(crate) mod double {
         }
     }
 
+    /// kubeadm's renewal on a fixture node: every leaf file the node has
+    /// is replaced by its renewed copy from `fixtures/renewed/<alg>`
+    /// (`fixtures/gen-pki.sh`: the trees' CAs, same names, new keys and
+    /// serials); a leaf the node lacks stays absent, as kubeadm skips it.
+    fn renew_from_fixture(root: &Path) {
+        fn walk(src: &Path, dst: &Path) {
+            for e in std::fs::read_dir(src).unwrap() {
+                let e = e.unwrap();
+                let to = dst.join(e.file_name());
+                if e.file_type().unwrap().is_dir() {
+                    walk(&e.path(), &to);
+                } else if to.exists() {
+                    std::fs::write(&to, std::fs::read(e.path()).unwrap()).unwrap();
+                }
+            }
+        }
+        let key = std::fs::read(root.join("etc/kubernetes/pki/apiserver.key")).unwrap_or_default();
+        let alg = if key.windows(14).any(|w| w == b"EC PRIVATE KEY") {
+            "ecdsa"
+        } else {
+            "rsa"
+        };
+        let renewed = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/renewed")
+            .join(alg);
+        walk(&renewed, root);
+    }
+
     #[derive(Debug, Default)]
     pub(crate) struct Double {
         node: Mutex<Node>,
@@ -585,6 +613,8 @@ pub(crate) mod double {
         root: Option<PathBuf>,
         never_stop: Option<Component>,
         kubeadm_fails: bool,
+        /// Node paths kubeadm leaves as they are (a leaf it skipped).
+        kubeadm_skips: Vec<&'static str>,
         pub(crate) calls: Calls,
     }
 
@@ -623,6 +653,12 @@ pub(crate) mod double {
         /// kubeadm leaves `pki/apiserver.crt` half-written and exits 1.
         pub(crate) fn kubeadm_failing(mut self) -> Double {
             self.kubeadm_fails = true;
+            self
+        }
+
+        /// kubeadm succeeds but leaves the leaf at `node_rel` as it was.
+        pub(crate) fn kubeadm_skipping(mut self, node_rel: &'static str) -> Double {
+            self.kubeadm_skips.push(node_rel);
             self
         }
 
@@ -918,6 +954,17 @@ pub(crate) mod double {
         fn renew_certs(&self) -> Result<Output, RtError> {
             Calls::count(&self.calls.renew);
             if !self.kubeadm_fails {
+                if let Some(root) = &self.root {
+                    let kept: Vec<(&str, Vec<u8>)> = self
+                        .kubeadm_skips
+                        .iter()
+                        .map(|rel| (*rel, std::fs::read(root.join(rel)).unwrap()))
+                        .collect();
+                    renew_from_fixture(root);
+                    for (rel, bytes) in kept {
+                        std::fs::write(root.join(rel), bytes).unwrap();
+                    }
+                }
                 return Ok(output(0, b"", b""));
             }
             let root = self.root.as_ref().expect("a failing kubeadm needs a node");

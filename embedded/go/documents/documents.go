@@ -75,6 +75,21 @@ type Receipt struct {
 	// HealthAtEnd (v1.2, SPEC 11): a recovery's health as observed at its
 	// end (quorum and /readyz reported, not required); absent otherwise.
 	HealthAtEnd *string `json:"healthAtEnd,omitempty"`
+	// Certificates (v1.3, SPEC 4 step 8 "Leaf by leaf"): every leaf the
+	// operation's renewal proved renewed, in SPEC order; absent when no
+	// renewal of the operation's was proven, and in older receipts.
+	Certificates []LeafRenewal `json:"certificates,omitempty"`
+}
+
+// LeafRenewal is one leaf as its renewal was proven (v1.3): a new serial
+// (lowercase hex), and its end before and after. SerialBefore and
+// NotAfterBefore are nil for a leaf that was not there before kubeadm ran.
+type LeafRenewal struct {
+	Name           CertificateName `json:"name"`
+	SerialBefore   *string         `json:"serialBefore"`
+	SerialAfter    string          `json:"serialAfter"`
+	NotAfterBefore *string         `json:"notAfterBefore"`
+	NotAfterAfter  string          `json:"notAfterAfter"`
 }
 
 // PhaseV2 is the V2 phase file, state/phase.
@@ -122,6 +137,10 @@ type CertificateChange struct {
 	NotAfterAfter  *string         `json:"notAfterAfter"`
 	DaysLeftBefore *int64          `json:"daysLeftBefore"`
 	DaysLeftAfter  *int64          `json:"daysLeftAfter"`
+	// SerialBefore, SerialAfter (v1.3): lowercase hex; nil when not read
+	// (after: only after a "renewed" outcome).
+	SerialBefore *string `json:"serialBefore"`
+	SerialAfter  *string `json:"serialAfter"`
 }
 
 // Restart is one component's restart.

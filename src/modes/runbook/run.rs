@@ -16,6 +16,7 @@ use crate::node::operation::Operation;
 use crate::node::statedir::Did;
 use crate::rules::component::Component;
 use crate::rules::failure::{fail, Fail};
+use crate::rules::files::LeafRenewal;
 use crate::rules::resume::Progress;
 use crate::tools::health::{self, GateError, GateOk, Health};
 use crate::tools::runtime::Runtime;
@@ -135,6 +136,10 @@ pub(in crate::modes::runbook) struct RunReport {
     pub(in crate::modes::runbook) resigned: bool,
     /// A recovery's health as its postflight observed it (SPEC 11).
     pub(in crate::modes::runbook) health_at_end: Option<String>,
+    /// Each leaf proven renewed (SPEC 4 step 8, "Leaf by leaf", v1.3): by
+    /// this run's kubeadm, or, for work resumed after it, proven again
+    /// from the backup ([`Run::leaves_on_resume`]).
+    pub(in crate::modes::runbook) leaves: Vec<LeafRenewal>,
 }
 
 pub(in crate::modes::runbook) struct Run<'a> {
@@ -159,6 +164,32 @@ impl Run<'_> {
             restarts: &self.report.restarts,
             recovery: self.op.phase.recovery,
             health_at_end: self.report.health_at_end.as_deref(),
+            certificates: &self.report.leaves,
+        }
+    }
+
+    /// Work resumed after its kubeadm (`restart_pending`): the leaves it
+    /// renewed are proven again, the backup against the node, so its
+    /// receipt lists them too. Nothing when no backup of this operation's
+    /// exists (work taken over from another) or the proof fails now (said
+    /// in the log: the receipt then lists none).
+    pub(in crate::modes::runbook) fn leaves_on_resume(&mut self) {
+        if !self.report.leaves.is_empty() || !matches!(self.start, Progress::Restart(_)) {
+            return;
+        }
+        let before = match self.op.backed_up() {
+            Ok(Some(b)) => node_pki::backed_up_leaves(&b),
+            Ok(None) => Err("no backup of this operation's".to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let proven = before.and_then(|b| {
+            node_pki::prove_leaves(&node_pki::read(self.tools.root), &b).map_err(|d| d.join("; "))
+        });
+        match proven {
+            Ok(r) => self.report.leaves = r.leaves,
+            Err(e) => tracing::warn!(
+                "the receipt lists no leaves: the renewal this run resumed cannot be proven again ({e})"
+            ),
         }
     }
 

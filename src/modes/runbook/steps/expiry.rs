@@ -49,6 +49,15 @@ pub(in crate::modes::runbook) fn expiry(
             "finishing an unfinished recovery as a renewal: no leaf has expired, so the whole health gate comes before every restart"
         );
     }
+    // Before kubeadm runs (fresh work, or `renewing` again): a leaf to
+    // renew under a CA that ends within the threshold cannot be moved
+    // past it; refused at once (SPEC 4 step 8, v1.3).
+    if matches!(start, Progress::Fresh | Progress::Renewing) {
+        let walls = pki.ca_walls(now, t.g.threshold_days, req.force());
+        if !walls.is_empty() {
+            return Err(fail(Phase::Expiry, walls.join("; ")));
+        }
+    }
     if start == Progress::Fresh && !req.force() {
         let errors = pki.errors();
         if !errors.is_empty() {

@@ -173,6 +173,7 @@ fn one(run: &mut Run<'_>, req: &Request, way: Way) -> Result<Found, Fail> {
         Step::Renew => {
             let renewed = renew::renew(op, t, seen);
             run.report.resigned = renewed.resigned;
+            run.report.leaves = renewed.leaves;
             renewed.result.map(nothing)
         }
         Step::Restart(c) => restart::restart(op, t, seen, way, c).map(Found::Restarted),
