@@ -133,6 +133,10 @@ pub struct ReceiptSummary {
     /// v1.2 (SPEC 11): a recovery's health at its end; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_at_end: Option<Message>,
+    /// v1.3 (SPEC 4 step 8, "Leaf by leaf"): the leaves the receipt lists
+    /// as proven renewed; absent when it lists none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<LeafRenewal>,
 }
 
 /// What `--status-only [--operation-id ID]` prints with `--output json`

@@ -1364,6 +1364,7 @@ pub(crate) mod test_node {
                     health_at_end: Some(crate::contract::Message(
                         "not healthy yet: etcd has no quorum".into(),
                     )),
+                    certificates: Vec::new(),
                 },
             );
             self

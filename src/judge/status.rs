@@ -394,6 +394,55 @@ fn text_receipts(
     }
 }
 
+/// On request (`--receipts all|failed`, `--wide`; SPEC 4 step 8 v1.3):
+/// the leaves of the newest listed receipt that lists any, each with its
+/// serial and end before and after.
+fn text_last_leaves(out: &mut String, listed: &[doc::ReceiptSummary]) {
+    let Some(r) = listed.iter().find(|r| !r.certificates.is_empty()) else {
+        return;
+    };
+    out.push_str(&format!(
+        "LEAVES RENEWED by {} ({}), serial and end before -> after:\n",
+        text::escape(&r.operation_id),
+        r.finished_at.as_ref().map(|t| t.0.as_str()).unwrap_or("?")
+    ));
+    let mut rows = vec![vec![
+        "LEAF".to_string(),
+        "SERIAL".to_string(),
+        "ENDS".to_string(),
+    ]];
+    let short = |s: &str| {
+        if s.len() > 12 {
+            format!("{}..", &s[..12])
+        } else {
+            s.to_string()
+        }
+    };
+    let day = |t: &str| t.get(..10).unwrap_or(t).to_string();
+    for l in &r.certificates {
+        rows.push(vec![
+            text::word(&l.name),
+            format!(
+                "{} -> {}",
+                l.serial_before
+                    .as_deref()
+                    .map(short)
+                    .unwrap_or_else(|| "(none)".into()),
+                short(&l.serial_after)
+            ),
+            format!(
+                "{} -> {}",
+                l.not_after_before
+                    .as_ref()
+                    .map(|t| day(&t.0))
+                    .unwrap_or_else(|| "(none)".into()),
+                day(&l.not_after_after.0)
+            ),
+        ]);
+    }
+    text::table(out, &rows);
+}
+
 /// Receipts listed in narrow text (the JSON lists the 20 most recent).
 const NARROW_RECEIPTS: usize = 5;
 
@@ -589,6 +638,9 @@ impl<'a> Viewed<'a> {
             self.asked.receipts,
             g.term.width,
         );
+        if g.wide || self.asked.receipts != ReceiptFilter::Recent {
+            text_last_leaves(&mut text, &receipts.recent);
+        }
         text
     }
 }

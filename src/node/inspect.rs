@@ -422,6 +422,7 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                     error: Some(format!("file name is not an operation ID: {e}")),
                     recovery: false,
                     health_at_end: None,
+                    certificates: Vec::new(),
                 },
                 Ok(id) => match lookup_receipt(Some(dir), &id) {
                     Some(ReceiptLookup::Found(r)) => {
@@ -435,6 +436,7 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                             error: None,
                             recovery: d.recovery,
                             health_at_end: d.health_at_end,
+                            certificates: d.certificates,
                         }
                     }
                     Some(ReceiptLookup::Malformed(m)) => ReceiptSummary {
@@ -446,6 +448,7 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                         error: Some(m.error),
                         recovery: false,
                         health_at_end: None,
+                        certificates: Vec::new(),
                     },
                     None => ReceiptSummary {
                         operation_id: stem,
@@ -456,6 +459,7 @@ pub fn list_receipts(completed: Option<&Dir>, which: Listing) -> (usize, Vec<Rec
                         error: Some("vanished while listing".into()),
                         recovery: false,
                         health_at_end: None,
+                        certificates: Vec::new(),
                     },
                 },
             }

@@ -467,6 +467,9 @@ type ReceiptSummary struct {
 	// the health seen at its end; absent otherwise.
 	Recovery    bool    `json:"recovery,omitempty"`
 	HealthAtEnd *string `json:"healthAtEnd,omitempty"`
+	// Certificates (v1.3): the leaves the receipt lists as proven
+	// renewed; absent when it lists none.
+	Certificates []LeafRenewal `json:"certificates,omitempty"`
 }
 
 // FencingPlan is what a fencing check would do now.
