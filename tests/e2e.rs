@@ -212,6 +212,58 @@ fn host_cas(node: &Node) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Every leaf of SPEC 2 on the node as its files hold it: kubeadm's name
+/// to (serial, notAfter), read with the runbook's own parsers.
+fn host_leaves(node: &Node) -> BTreeMap<String, (String, String)> {
+    use nvke_cert_runbook::rules::pki::{self, KubeconfigCert, LeafKind};
+    let mut out = BTreeMap::new();
+    for spec in pki::LEAVES.iter() {
+        let rel = spec.path.strip_prefix("etc/kubernetes/").unwrap();
+        let Ok(bytes) = std::fs::read(node.etc().join(rel)) else {
+            continue;
+        };
+        let pem = match spec.kind {
+            LeafKind::Pem => bytes,
+            LeafKind::Kubeconfig => match pki::kubeconfig_client_cert(&bytes).unwrap() {
+                KubeconfigCert::Embedded(pem) => pem,
+                KubeconfigCert::File(f) => panic!("{}: names {f}", spec.name),
+            },
+        };
+        let c = pki::parse_pem_certificate(&pem).unwrap();
+        let end = c
+            .not_after
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap();
+        out.insert(spec.name.to_string(), (c.serial, end));
+    }
+    out
+}
+
+/// SPEC 4 step 8, "Leaf by leaf" (v1.3): the renewed receipt lists every
+/// leaf the node has, each with the serial and end it had before the cycle
+/// and the ones its files hold now, a new serial for each.
+fn receipt_lists_every_leaf(
+    node: &Node,
+    receipt: &Value,
+    before: &BTreeMap<String, (String, String)>,
+) {
+    let now = host_leaves(node);
+    let listed = receipt["certificates"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: no certificates in {receipt:#}", node.name()));
+    assert_eq!(listed.len(), now.len(), "{}: {receipt:#}", node.name());
+    for l in listed {
+        let name = l["name"].as_str().unwrap();
+        let (serial, end) = &now[name];
+        let (serial_before, end_before) = &before[name];
+        assert_eq!(l["serialAfter"], serial.as_str(), "{}: {l}", node.name());
+        assert_eq!(l["notAfterAfter"], end.as_str(), "{}: {l}", node.name());
+        assert_eq!(l["serialBefore"], serial_before.as_str(), "{}: {l}", node.name());
+        assert_eq!(l["notAfterBefore"], end_before.as_str(), "{}: {l}", node.name());
+        assert_ne!(serial, serial_before, "{}: {name} not renewed", node.name());
+    }
+}
+
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
@@ -396,6 +448,7 @@ fn three_node_scheduled_renewal() {
     let ctl = Controller::new(&lab);
     ctl.cluster_health().expect("the cluster comes up healthy");
     let cas_before: Vec<_> = lab.nodes.iter().map(host_cas).collect();
+    let leaves_before: Vec<_> = lab.nodes.iter().map(host_leaves).collect();
     let before = evidence::snapshot(&ctl);
     let traffic = Traffic::start(&lab, "scheduled");
     let wall0 = traffic.wall0_ns;
@@ -445,10 +498,9 @@ fn three_node_scheduled_renewal() {
         let doc = run.result.as_ref().unwrap();
         assert_eq!(restarted(doc), COMPONENTS, "{}", node.name());
         assert_eq!(run.attempts.len(), 1);
-        assert_eq!(
-            node.receipt(run.operation_id.as_deref().unwrap()).unwrap()["outcome"],
-            "renewed"
-        );
+        let receipt = node.receipt(run.operation_id.as_deref().unwrap()).unwrap();
+        assert_eq!(receipt["outcome"], "renewed");
+        receipt_lists_every_leaf(node, &receipt, &leaves_before[i]);
         assert!(node.manifests_all_active());
         // CA fingerprints unchanged, identical on every node.
         assert_eq!(host_cas(node), cas_before[i], "{}", node.name());
@@ -520,6 +572,7 @@ fn ipv6_single_stack_three_node_renewal() {
     ctl.cluster_health()
         .expect("the IPv6 cluster comes up healthy");
     let cas_before: Vec<_> = lab.nodes.iter().map(host_cas).collect();
+    let leaves_before: Vec<_> = lab.nodes.iter().map(host_leaves).collect();
     let traffic = Traffic::start(&lab, "ipv6");
     let wall0 = traffic.wall0_ns;
     std::thread::sleep(Duration::from_millis(500));
@@ -547,6 +600,8 @@ fn ipv6_single_stack_three_node_renewal() {
         );
         assert!(node.manifests_all_active(), "{}", node.name());
         assert_eq!(host_cas(node), cas_before[i], "{}", node.name());
+        let receipt = node.receipt(run.operation_id.as_deref().unwrap()).unwrap();
+        receipt_lists_every_leaf(node, &receipt, &leaves_before[i]);
         renewed += 1;
     }
     // etcd kept quorum throughout: no write failed, none was lost.
