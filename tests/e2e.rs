@@ -258,8 +258,18 @@ fn receipt_lists_every_leaf(
         let (serial_before, end_before) = &before[name];
         assert_eq!(l["serialAfter"], serial.as_str(), "{}: {l}", node.name());
         assert_eq!(l["notAfterAfter"], end.as_str(), "{}: {l}", node.name());
-        assert_eq!(l["serialBefore"], serial_before.as_str(), "{}: {l}", node.name());
-        assert_eq!(l["notAfterBefore"], end_before.as_str(), "{}: {l}", node.name());
+        assert_eq!(
+            l["serialBefore"],
+            serial_before.as_str(),
+            "{}: {l}",
+            node.name()
+        );
+        assert_eq!(
+            l["notAfterBefore"],
+            end_before.as_str(),
+            "{}: {l}",
+            node.name()
+        );
         assert_ne!(serial, serial_before, "{}: {name} not renewed", node.name());
     }
 }

@@ -2179,3 +2179,150 @@ fn a_rollback_leaves_no_restart_needed() {
     let text = text_view();
     assert!(text.contains("restart needed"), "{text}");
 }
+
+/// Every regular file under `etc/kubernetes` with its bytes, mode, owner
+/// and modification time (not its inode: a rollback rewrites by rename).
+fn files_and_times(node: &Node) -> Vec<(std::path::PathBuf, String, u32, (i64, i64))> {
+    support::tree::snapshot(&node.root.join("etc/kubernetes"), true)
+        .into_iter()
+        .filter(|(_, e)| e.kind == 'f')
+        .map(|(p, e)| {
+            let (s, ns, _) = e.stamp.unwrap();
+            (p, e.sha256, e.mode, (s, ns))
+        })
+        .collect()
+}
+
+/// Re-issue the node's CA `rel` (under `pki/`, named `cn`) with its own
+/// key (every leaf still chains to it), ending at `end`
+/// (`YYYYMMDDhhmmssZ`), as an operator's CA that ends soon.
+fn reissue_ca(node: &Node, rel: &str, cn: &str, end: &str) {
+    let pki = node.root.join("etc/kubernetes/pki");
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    std::fs::write(w.join("index.txt"), "").unwrap();
+    std::fs::write(w.join("serial"), "01\n").unwrap();
+    std::fs::write(
+        w.join("ca.cnf"),
+        format!(
+            "[ ca ]\ndefault_ca = d\n[ d ]\ndatabase = {db}\nserial = {dir}/serial\nnew_certs_dir = {dir}\ndefault_md = sha256\npolicy = p\nunique_subject = no\ncopy_extensions = none\n[ p ]\ncommonName = supplied\n[ req ]\ndistinguished_name = dn\nprompt = no\n[ dn ]\nCN = {cn}\n[ ext ]\nbasicConstraints = critical, CA:TRUE\nkeyUsage = critical, digitalSignature, keyEncipherment, keyCertSign\nsubjectKeyIdentifier = hash\n",
+            db = w.join("index.txt").display(),
+            cn = cn,
+            dir = w.display()
+        ),
+    )
+    .unwrap();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("/usr/bin/openssl")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let (cnf, csr, key, crt) = (
+        w.join("ca.cnf"),
+        w.join("ca.csr"),
+        pki.join(rel.replace(".crt", ".key")),
+        w.join("ca.crt"),
+    );
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    openssl(&[
+        "req",
+        "-new",
+        "-config",
+        &s(&cnf),
+        "-key",
+        &s(&key),
+        "-out",
+        &s(&csr),
+    ]);
+    openssl(&[
+        "ca",
+        "-config",
+        &s(&cnf),
+        "-batch",
+        "-notext",
+        "-selfsign",
+        "-rand_serial",
+        "-preserveDN",
+        "-keyfile",
+        &s(&key),
+        "-in",
+        &s(&csr),
+        "-out",
+        &s(&crt),
+        "-startdate",
+        "20250101000000Z",
+        "-enddate",
+        end,
+        "-extensions",
+        "ext",
+    ]);
+    std::fs::copy(&crt, pki.join(rel)).unwrap();
+}
+
+/// SPEC 4 step 8 (v1.3): a due leaf whose CA ends within the threshold
+/// cannot be moved past it. `--check` fails naming the CA first; a
+/// renewal refuses in `expiry` before kubeadm: nothing restarted, every
+/// file with its bytes and time as it was, the refusal in the receipt.
+#[test]
+fn a_ca_ending_within_the_threshold_is_refused_before_kubeadm() {
+    let node = Node::new("rsa", json!({}));
+    reissue_ca(&node, "etcd/ca.crt", "etcd-ca", "20270225000000Z");
+    // etcd-peer ends 2027-03-01: due (19 days left), not expired; the
+    // other leaves are not due.
+    let now = ["--now", "2027-02-10T00:00:00Z"];
+    let wall = "ca etcd-ca ends 2027-02-25T00:00:00Z: renewing its leaves cannot move them past the threshold; the CA must be rotated (never done here)";
+    let (code, v, e) = node.run(&[&now[..], &["--check"]].concat());
+    assert_eq!(
+        (code, v["decision"].as_str(), v["failure"].as_str()),
+        (1, Some("failed"), Some("pki")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(v["reasons"][0], format!("pki: {wall}"), "{v:#}");
+    let files = files_and_times(&node);
+    let (code, v, e) = node.run(&[&now[..], &["--operation-id", "op-wall"]].concat());
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["phase"].as_str()),
+        (1, Some("failed"), Some("expiry")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(v["message"], wall, "{v:#}");
+    assert!(node.kubeadm_calls().is_empty(), "{}", node.kubeadm_calls());
+    assert!(restarted(&v).is_empty(), "{v:#}");
+    assert_eq!(
+        files_and_times(&node),
+        files,
+        "nothing under /etc/kubernetes changed"
+    );
+    let receipt: Value = serde_json::from_slice(
+        &std::fs::read(node.state().join("completed/op-wall.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (receipt["phase"].as_str(), receipt["message"].as_str()),
+        (Some("expiry"), Some(wall))
+    );
+    // The control: the same node with the CA's end past the threshold
+    // renews (kubeadm runs, every leaf proven).
+    reissue_ca(&node, "etcd/ca.crt", "etcd-ca", "20350101000000Z");
+    let (code, v, e) = node.run(&[&now[..], &["--operation-id", "op-after"]].concat());
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    let receipt: Value = serde_json::from_slice(
+        &std::fs::read(node.state().join("completed/op-after.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        receipt["certificates"].as_array().map(Vec::len),
+        Some(11),
+        "{receipt:#}"
+    );
+}
