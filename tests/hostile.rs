@@ -558,18 +558,25 @@ fn extra(name: &str) -> PathBuf {
 
 /// A kubeadm stand-in that copies `crt`/`key` from fixtures/pki-extra over
 /// pki/apiserver.{crt,key} under its `--rootfs`, and exits 0.
-fn kubeadm_writing(crt: &str, key: &str) -> EnvPath {
-    script_tool(
-        "kubeadm-writes",
-        format!(
-            "R=''\nwhile [ $# -gt 0 ]; do [ \"$1\" = --rootfs ] && R=\"$2\"; shift; done\n\
-             [ -n \"$R\" ] || exit 3\n\
-             cp '{}' \"$R/etc/kubernetes/pki/apiserver.crt\"\n\
-             cp '{}' \"$R/etc/kubernetes/pki/apiserver.key\"\nexit 0",
-            extra(crt).display(),
-            extra(key).display()
-        ),
-    )
+/// A kubeadm that renews every leaf (the simulated one), then writes
+/// `crt` and `key` over the apiserver's: one bad leaf among renewed ones
+/// (SPEC 4 step 8: the proof leaf by leaf passes, the check named fails).
+fn kubeadm_writing(crt: &'static str, key: &'static str) -> EnvPath {
+    Arc::new(move |e: &Env| {
+        e.script(
+            "kubeadm-writes",
+            &format!(
+                "'{}' \"$@\" >/dev/null || exit $?\n\
+                 R=''\nwhile [ $# -gt 0 ]; do [ \"$1\" = --rootfs ] && R=\"$2\"; shift; done\n\
+                 [ -n \"$R\" ] || exit 3\n\
+                 cp '{}' \"$R/etc/kubernetes/pki/apiserver.crt\"\n\
+                 cp '{}' \"$R/etc/kubernetes/pki/apiserver.key\"\nexit 0",
+                e.kubeadm().display(),
+                extra(crt).display(),
+                extra(key).display()
+            ),
+        )
+    })
 }
 
 /// A crictl that answers etcdctl subcommands matching `pattern` (a shell
@@ -2271,20 +2278,11 @@ fn cases() -> Vec<Case> {
             "kubeadm writes an apiserver.crt valid from 2030",
         )
         .sim(json!({}))
-        .kubeadm(Arc::new(|e: &Env| {
-            let copy = ["crt", "key"]
-                .iter()
-                .map(|ext| {
-                    format!(
-                        "cp '{}' '{}'",
-                        extra(&format!("apiserver-not-yet-valid.{ext}")).display(),
-                        e.p(&format!("{PKI}/apiserver.{ext}")).display()
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            e.script("kubeadm-future", &format!("{copy}\nexit 0"))
-        }))
+        .args(Args::renew().with("--command-timeout", "60"))
+        .kubeadm(kubeadm_writing(
+            "apiserver-not-yet-valid.crt",
+            "apiserver-not-yet-valid.key",
+        ))
         .expect(1, "renew-certs", &["apiserver", "not valid until"])
         .allow(Allow::Renew),
     );
@@ -2306,7 +2304,9 @@ fn cases() -> Vec<Case> {
         })
         .args(Args::renew_unforced().with("--now", DUE))
         .kubeadm(script_tool("kubeadm-noop", "exit 0"))
-        .expect(1, "renew-certs", &["apiserver", "not signed by its CA"])
+        // v1.3: a kubeadm that renewed nothing is caught leaf by leaf
+        // first; a foreign leaf kubeadm writes: kubeadm-writes-foreign-leaf.
+        .expect(1, "renew-certs", &["apiserver was not renewed: its serial"])
         .allow(Allow::Renew),
     );
 
@@ -2560,7 +2560,14 @@ fn cases() -> Vec<Case> {
             "kubeadm-garbage",
             "printf '\\377\\033[2J[certs] renewed everything\\n'; exit 0",
         ))
-        .expect(1, "renew-certs", &["etcd-peer still expires"])
+        .expect(
+            1,
+            "renew-certs",
+            &[
+                "apiserver was not renewed: its serial",
+                "etcd-peer was not renewed",
+            ],
+        )
         .allow(Allow::Renew),
     );
     v.push(
@@ -2603,6 +2610,7 @@ fn cases() -> Vec<Case> {
             "kubeadm writes a leaf of a foreign CA",
         )
         .sim(json!({}))
+        .args(Args::renew().with("--command-timeout", "60"))
         .kubeadm(kubeadm_writing(
             "apiserver-foreign.crt",
             "apiserver-foreign.key",
@@ -2617,6 +2625,7 @@ fn cases() -> Vec<Case> {
             "kubeadm writes a leaf valid from 2030",
         )
         .sim(json!({}))
+        .args(Args::renew().with("--command-timeout", "60"))
         .kubeadm(kubeadm_writing(
             "apiserver-not-yet-valid.crt",
             "apiserver-not-yet-valid.key",
