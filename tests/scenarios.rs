@@ -2284,6 +2284,24 @@ fn a_ca_ending_within_the_threshold_is_refused_before_kubeadm() {
         "{v:#}\n{e}"
     );
     assert_eq!(v["reasons"][0], format!("pki: {wall}"), "{v:#}");
+    // The operator view: ACTION NEEDED (exit 4), the CA named in the
+    // headline, a step to rotate it and no renewal offered.
+    let (code, v, e) = node.run(&[&now[..], &["--status-only"]].concat());
+    assert_eq!(
+        (code, v["severity"].as_str()),
+        (4, Some("action_needed")),
+        "{v:#}\n{e}"
+    );
+    let head = v["message"].as_str().unwrap_or_default();
+    assert!(
+        head.contains(&format!("node is not clean: {wall}")),
+        "{v:#}"
+    );
+    let steps = v["nextSteps"].to_string();
+    assert!(
+        steps.contains("rotate the CA") && !steps.contains("renew before"),
+        "{steps}"
+    );
     let files = files_and_times(&node);
     let (code, v, e) = node.run(&[&now[..], &["--operation-id", "op-wall"]].concat());
     assert_eq!(

@@ -105,6 +105,9 @@ pub struct Advice {
     /// A leaf or the kubelet's client certificate has expired: exit 4
     /// whatever else the view says (SPEC 6).
     pub expired: bool,
+    /// CAs that end within the threshold with a leaf due under them (SPEC
+    /// 4 step 8, v1.3): no renewal can help; ACTION NEEDED, exit 4.
+    pub ca_walls: Vec<String>,
     /// What the live node shows that an operator must act on (v1.2, SPEC
     /// 10): a component not running, unhealthy, serving an expired
     /// certificate; in the headline's words.
@@ -282,7 +285,23 @@ pub fn advise<R>(
     let worst = expiry::worst(s.pki.leaf_times(), now, threshold);
     let expiry = worst.as_ref().map(|w| (w.expiry, w.words(now)));
     let clean = reasons.is_empty();
-    if !busy {
+    // An expired leaf's step (an expired CA's included) is the expiry's own.
+    let expired_leaf = matches!(worst.as_ref().map(|w| w.expiry), Some(Expiry::Expired));
+    let ca_walls = match expired_leaf {
+        true => Vec::new(),
+        false => s.pki.ca_walls(now, threshold, false),
+    };
+    if !ca_walls.is_empty() && !busy {
+        // Before the leaf's own step: no renewal gets past a CA's end.
+        next.push(step(
+            format!(
+                "{}: a renewal refuses, and the controller must stop renewing this node; rotate the CA (kubeadm's \"Manual rotation of CA certificates\"; never done by this tool) on every control-plane node, then look again:",
+                ca_walls.join("; ")
+            ),
+            Some(cmd.runbook(&["--status-only"])),
+        ));
+    }
+    if !busy && ca_walls.is_empty() {
         // (A held lock always has its step above: a due leaf adds none.)
         expiry_step(s, cmd, worst.as_ref(), clean, now, threshold, &mut next);
     }
@@ -303,7 +322,7 @@ pub fn advise<R>(
     let expired = matches!(expiry, Some((Expiry::Expired, _))) || !kubelet_expired.is_empty();
     let severity = if in_progress.is_some() {
         Severity::InProgress
-    } else if !not_active.is_empty() || expired {
+    } else if !not_active.is_empty() || expired || !ca_walls.is_empty() {
         Severity::ActionNeeded
     } else if !reasons.is_empty() {
         Severity::NotClean
@@ -317,6 +336,7 @@ pub fn advise<R>(
         expiry,
         kubelet_expired,
         expired,
+        ca_walls,
         live: Vec::new(),
         warnings,
         next,
@@ -1898,6 +1918,36 @@ mod tests {
             commands_of(&a),
             [EVIDENCE, "nvke-cert-runbook --status-only"]
         );
+    }
+
+    /// SPEC 4 step 8 (v1.3): a due leaf under a CA that ends within the
+    /// threshold is ACTION NEEDED (no renewal can help): its step says to
+    /// rotate the CA, and no renewal is offered. A CA ending soon with no
+    /// leaf due under it stays a warning.
+    #[test]
+    fn a_due_leaf_under_a_ca_that_ends_first_is_action_needed() {
+        let n = TestNode::clean()
+            .leaf_ends("apiserver", DUE)
+            .cas_end(time::macros::datetime!(2026-12-20 00:00:00 UTC));
+        let a = advised(&n);
+        assert_eq!(a.severity, Severity::ActionNeeded);
+        assert_eq!(a.ca_walls.len(), 1, "{:?}", a.ca_walls);
+        assert!(
+            a.ca_walls[0].starts_with("ca ca ends 2026-12-20T00:00:00Z"),
+            "{:?}",
+            a.ca_walls
+        );
+        let s = step_of(&a, "ca ca ends 2026-12-20T00:00:00Z");
+        assert!(s.what.contains("rotate the CA"), "{}", s.what);
+        assert!(
+            !a.next.iter().any(|n| n.what.starts_with("renew before")),
+            "{:?}",
+            a.next
+        );
+        let quiet =
+            advised(&TestNode::clean().cas_end(time::macros::datetime!(2026-12-20 00:00:00 UTC)));
+        assert!(quiet.ca_walls.is_empty());
+        assert_ne!(quiet.severity, Severity::ActionNeeded);
     }
 
     /// SPEC 6 and 10: the kubelet's expired client certificate is ACTION

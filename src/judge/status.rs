@@ -272,6 +272,16 @@ fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> Strin
             // An expired leaf leads (SPEC 11): it is why the live findings
             // (an expired certificate served, etcd without quorum) are.
             parts.extend(expired.map(|w| format!("certificates expired: {w}")));
+            // The first CA and its end; the problems and the step say the
+            // rest.
+            if let Some(w) = a.ca_walls.first() {
+                let head = w.split(": renewing").next().unwrap_or(w);
+                let more = match a.ca_walls.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more)", n - 1),
+                };
+                parts.push(format!("{head}{more}: renewing cannot help"));
+            }
             parts.extend(a.live.iter().cloned());
             parts.extend(a.kubelet_expired.iter().cloned());
             if !f.conflicts.is_empty() {
@@ -518,7 +528,7 @@ impl<'a> Viewed<'a> {
         let judged = observed.judged();
         let reasons = match &foreign {
             Some(f) => vec![Reason::other(f.clone())],
-            None => problems(s, receipts, &judged, observed.wall, now),
+            None => problems(s, receipts, &judged, observed.wall, (now, threshold)),
         };
         let cmd = advice::commands(g, s);
         let mut advice = advice::advise(s, &reasons, &conflicts, &cmd, now, threshold);
@@ -768,10 +778,20 @@ fn problems(
     receipts: &Receipts,
     judged: &crate::rules::live::Judged,
     wall: time::OffsetDateTime,
-    now: time::OffsetDateTime,
+    (now, s_threshold): (time::OffsetDateTime, u32),
 ) -> Vec<Reason> {
     let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, &s.manifests);
     reasons.extend(s.pki.expired_reasons(now).into_iter().map(Reason::other));
+    // With a leaf expired, its own problem and step say what to do (an
+    // expired CA's included).
+    if s.pki.expired(now).is_empty() {
+        reasons.extend(
+            s.pki
+                .ca_walls(now, s_threshold, false)
+                .into_iter()
+                .map(Reason::other),
+        );
+    }
     reasons.extend(s.kubelet.expired(now).into_iter().map(Reason::other));
     reasons.extend(s.kubelet.unreadable().into_iter().map(Reason::other));
     reasons.extend(s.kubelet.hostile.clone().map(Reason::other));
@@ -788,7 +808,11 @@ fn problems(
 fn view_code(foreign: bool, advice: &advice::Advice, clean: bool) -> u8 {
     if foreign {
         exit::FAILED
-    } else if !advice.not_active.is_empty() || advice.expired || !advice.live.is_empty() {
+    } else if !advice.not_active.is_empty()
+        || advice.expired
+        || !advice.ca_walls.is_empty()
+        || !advice.live.is_empty()
+    {
         exit::OPERATOR_MUST_ACT
     } else if clean {
         exit::OK
