@@ -441,6 +441,45 @@ mod tests {
         }
     }
 
+    /// SPEC 2 and 4 step 8 (v1.3): super-admin.conf absent before and
+    /// after is skipped (ten leaves listed); one that appears while
+    /// kubeadm runs is judged like the others and listed with no serial
+    /// before.
+    #[test]
+    fn super_admin_conf_absent_is_skipped_and_one_that_appears_is_listed() {
+        const SA: &str = "etc/kubernetes/super-admin.conf";
+        for (id, appears) in [("op-absent", false), ("op-appears", true)] {
+            let (t, root, g, fake) = setup(true, None);
+            std::fs::remove_file(t.path().join(SA)).unwrap();
+            let fake = if appears {
+                fake.kubeadm_creating(SA)
+            } else {
+                fake
+            };
+            let r = run(&root, &g, &req(id, true), &fake, &Cancel::new());
+            assert_eq!(r.code, 0, "{id}: {:#}", r.json());
+            let receipt: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(
+                    t.path()
+                        .join(format!("var/lib/nvke/k8s-cert-renewal/completed/{id}.json")),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+            let leaves = receipt["certificates"].as_array().unwrap();
+            let sa = leaves.iter().find(|l| l["name"] == "super-admin.conf");
+            assert_eq!(leaves.len(), if appears { 11 } else { 10 }, "{id}");
+            assert_eq!(sa.is_some(), appears, "{id}");
+            if let Some(sa) = sa {
+                assert!(
+                    sa["serialBefore"].is_null() && sa["notAfterBefore"].is_null(),
+                    "{sa}"
+                );
+                assert!(sa["serialAfter"].is_string(), "{sa}");
+            }
+        }
+    }
+
     /// SPEC 4 step 8, "Leaf by leaf" (v1.3): a leaf kubeadm left as it
     /// was fails the renewal in `renew-certs`, named; everything is put
     /// back, nothing restarted, no leaf listed in the receipt.

@@ -615,6 +615,8 @@ pub(crate) mod double {
         kubeadm_fails: bool,
         /// Node paths kubeadm leaves as they are (a leaf it skipped).
         kubeadm_skips: Vec<&'static str>,
+        /// Node paths that appear while kubeadm runs (another actor's).
+        kubeadm_creates: Vec<&'static str>,
         pub(crate) calls: Calls,
     }
 
@@ -659,6 +661,12 @@ pub(crate) mod double {
         /// kubeadm succeeds but leaves the leaf at `node_rel` as it was.
         pub(crate) fn kubeadm_skipping(mut self, node_rel: &'static str) -> Double {
             self.kubeadm_skips.push(node_rel);
+            self
+        }
+
+        /// While kubeadm runs, `node_rel` appears (its renewed copy).
+        pub(crate) fn kubeadm_creating(mut self, node_rel: &'static str) -> Double {
+            self.kubeadm_creates.push(node_rel);
             self
         }
 
@@ -961,6 +969,12 @@ pub(crate) mod double {
                         .map(|rel| (*rel, std::fs::read(root.join(rel)).unwrap()))
                         .collect();
                     renew_from_fixture(root);
+                    for rel in &self.kubeadm_creates {
+                        let renewed = Path::new(env!("CARGO_MANIFEST_DIR"))
+                            .join("fixtures/renewed/rsa")
+                            .join(rel);
+                        std::fs::copy(renewed, root.join(rel)).unwrap();
+                    }
                     for (rel, bytes) in kept {
                         std::fs::write(root.join(rel), bytes).unwrap();
                     }
