@@ -2344,3 +2344,50 @@ fn a_ca_ending_within_the_threshold_is_refused_before_kubeadm() {
         "{receipt:#}"
     );
 }
+
+/// SPEC 4 step 8, "Leaf by leaf" (v1.3): what a kubeadm that did not
+/// renew a leaf as it was leaves behind (the simulated kubeadm's knobs,
+/// modelled on kubeadm's own behaviour: `tests/simnode/README.md`) fails
+/// the renewal in `renew-certs`, naming the leaf and what differs; the
+/// backup is put back (every file's bytes, mode and time as before),
+/// nothing restarts, the receipt lists no leaf.
+#[test]
+fn a_leaf_not_renewed_as_it_was_is_named_and_rolled_back() {
+    let cases = [
+        (
+            json!({ "skip": ["apiserver-etcd-client"] }),
+            "apiserver-etcd-client was not renewed: its serial ",
+        ),
+        (
+            json!({ "dropSans": { "apiserver": ["DNS:kubernetes.default"] } }),
+            "apiserver lost DNS:kubernetes.default",
+        ),
+        (
+            json!({ "changeSubject": { "admin.conf": "/O=system:masters/CN=kubernetes-admin" } }),
+            "admin.conf changed its subject from O=kubeadm:cluster-admins, CN=kubernetes-admin to O=system:masters, CN=kubernetes-admin",
+        ),
+    ];
+    for (i, (knob, said)) in cases.into_iter().enumerate() {
+        let node = Node::new("rsa", json!({ "kubeadm": knob }));
+        let files = files_and_times(&node);
+        let id = format!("op-leaf-{i}");
+        let (code, v, e) = node.run(&["--operation-id", &id, "--force"]);
+        assert_eq!(
+            (code, v["outcome"].as_str(), v["phase"].as_str()),
+            (1, Some("failed"), Some("renew-certs")),
+            "{knob}: {v:#}\n{e}"
+        );
+        let msg = v["message"].as_str().unwrap();
+        assert!(msg.starts_with(said), "{knob}: {msg}");
+        assert!(msg.contains("the backup was put back"), "{knob}: {msg}");
+        assert_eq!(node.kubeadm_calls().lines().count(), 1, "{knob}");
+        assert!(restarted(&v).is_empty(), "{knob}: {v:#}");
+        assert_eq!(files_and_times(&node), files, "{knob}: rolled back");
+        node.assert_all_active();
+        let receipt: Value = serde_json::from_slice(
+            &std::fs::read(node.state().join(format!("completed/{id}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert!(receipt.get("certificates").is_none(), "{knob}: {receipt:#}");
+    }
+}

@@ -318,6 +318,18 @@ fn run(sim: &Sim, cfg: &SimConfig, args: &[String]) -> Result<i32> {
     prefill_keys(&work, &planned_algs(&selected, &pki, &kubeconfig_dir));
     let mut pem_done = 0;
     for r in selected {
+        if cfg.kubeadm.skip.iter().any(|s| s == r.name) {
+            // kubeadm's words for a leaf whose CA key it does not have
+            // (phases/certs renewal: "Detected external %s, %s can't be
+            // renewed"): the leaf stays as it was.
+            let ca = match r.item {
+                Item::Pem { ca, .. } => ca,
+                Item::Kubeconfig { .. } => "ca",
+            };
+            println!("Detected external {ca}, {} can't be renewed", r.what);
+            continue;
+        }
+        let twist = Twist::of(cfg, r.name);
         if cfg.kubeadm.fail_halfway
             && pem_done == HALFWAY_PEM_LEAVES
             && matches!(r.item, Item::Pem { .. })
@@ -338,7 +350,7 @@ fn run(sim: &Sim, cfg: &SimConfig, args: &[String]) -> Result<i32> {
                 let (ca_crt, ca_key) = ca_pair(&pki, ca)?;
                 let old = std::fs::read(&crt)
                     .with_context(|| format!("failed to read {}", crt.display()))?;
-                let (new_crt, new_key) = renew_cert(&work, &old, &ca_crt, &ca_key)
+                let (new_crt, new_key) = renew_cert(&work, &old, &ca_crt, &ca_key, twist)
                     .with_context(|| format!("failed to renew certificate {}", r.name))?;
                 sim::write_atomic(&key, &new_key, 0o600)?;
                 sim::write_atomic(&crt, &new_crt, 0o644)?;
@@ -351,7 +363,7 @@ fn run(sim: &Sim, cfg: &SimConfig, args: &[String]) -> Result<i32> {
                     continue;
                 }
                 let (ca_crt, ca_key) = ca_pair(&pki, "ca")?;
-                renew_kubeconfig(&work, &path, &ca_crt, &ca_key)
+                renew_kubeconfig(&work, &path, &ca_crt, &ca_key, twist)
                     .with_context(|| format!("failed to renew certificate {}", r.name))?;
             }
         }
@@ -751,6 +763,54 @@ fn asn1_time(t: ::time::OffsetDateTime) -> String {
     )
 }
 
+/// What a renewal changes of a leaf besides its key, serial and dates
+/// (sim.json `kubeadm.dropSans`, `kubeadm.changeSubject`): nothing by
+/// default, as kubeadm renews.
+#[derive(Default, Clone, Copy)]
+struct Twist<'a> {
+    drop_sans: &'a [String],
+    subject: Option<&'a str>,
+}
+
+impl<'a> Twist<'a> {
+    fn of(cfg: &'a SimConfig, name: &str) -> Twist<'a> {
+        Twist {
+            drop_sans: cfg
+                .kubeadm
+                .drop_sans
+                .get(name)
+                .map(Vec::as_slice)
+                .unwrap_or_default(),
+            subject: cfg.kubeadm.change_subject.get(name).map(String::as_str),
+        }
+    }
+
+    /// The extension section without the SANs dropped.
+    fn ext(&self, ext: String) -> String {
+        if self.drop_sans.is_empty() {
+            return ext;
+        }
+        ext.lines()
+            .map(|l| match l.strip_prefix("subjectAltName = ") {
+                Some(v) => {
+                    let (crit, names) = match v.strip_prefix("critical, ") {
+                        Some(n) => ("critical, ", n),
+                        None => ("", v),
+                    };
+                    let kept: Vec<&str> = names
+                        .split(", ")
+                        .filter(|n| !self.drop_sans.iter().any(|d| d == n))
+                        .collect();
+                    format!("subjectAltName = {crit}{}", kept.join(", "))
+                }
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    }
+}
+
 /// Signs a request carrying the old certificate's subject and `new_key`
 /// with the CA (or self-signs with `new_key` when `ca` is None).
 fn sign(
@@ -759,6 +819,7 @@ fn sign(
     new_key: &[u8],
     ca: Option<(&Path, &Path)>,
     days: i64,
+    twist: Twist<'_>,
 ) -> Result<Vec<u8>> {
     let old_path = work.file("old.crt");
     std::fs::write(&old_path, old_cert)?;
@@ -776,7 +837,7 @@ fn sign(
         "-out",
         &s(&csr)?,
     ])?;
-    let cnf = ca_config(work, &ext_section(old_cert)?)?;
+    let cnf = ca_config(work, &twist.ext(ext_section(old_cert)?))?;
     let now = ::time::OffsetDateTime::now_utc();
     // Like kubeadm's pkiutil.NewSignedCert: a leaf is valid from its CA's
     // notBefore (no clock-skew window) until now + validity. A new CA:
@@ -818,6 +879,9 @@ fn sign(
     .iter()
     .map(|a| a.to_string())
     .collect();
+    if let Some(subject) = twist.subject {
+        args.extend(["-subj".to_string(), subject.to_string()]);
+    }
     match ca {
         Some((ca_crt, ca_key)) => {
             args.extend([
@@ -846,21 +910,28 @@ fn renew_cert(
     old: &[u8],
     ca_crt: &Path,
     ca_key: &Path,
+    twist: Twist<'_>,
 ) -> Result<(Vec<u8>, Vec<u8>)> {
     let alg = key_alg(old)?;
     let key = gen_key(work, &alg)?;
-    let crt = sign(work, old, &key, Some((ca_crt, ca_key)), 365)?;
+    let crt = sign(work, old, &key, Some((ca_crt, ca_key)), 365, twist)?;
     Ok((crt, key))
 }
 
 fn new_self_signed_ca(work: &TempDir, old: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
     let alg = key_alg(old)?;
     let key = gen_key(work, &alg)?;
-    let crt = sign(work, old, &key, None, 3650)?;
+    let crt = sign(work, old, &key, None, 3650, Twist::default())?;
     Ok((crt, key))
 }
 
-fn renew_kubeconfig(work: &TempDir, path: &Path, ca_crt: &Path, ca_key: &Path) -> Result<()> {
+fn renew_kubeconfig(
+    work: &TempDir,
+    path: &Path,
+    ca_crt: &Path,
+    ca_key: &Path,
+    twist: Twist<'_>,
+) -> Result<()> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let bytes =
         std::fs::read(path).with_context(|| format!("failed to read {}", path.display()))?;
@@ -885,7 +956,7 @@ fn renew_kubeconfig(work: &TempDir, path: &Path, ca_crt: &Path, ca_key: &Path) -
         let old = b64
             .decode(data.trim())
             .context("client-certificate-data is not base64")?;
-        let (crt, key) = renew_cert(work, &old, ca_crt, ca_key)?;
+        let (crt, key) = renew_cert(work, &old, ca_crt, ca_key, twist)?;
         user.insert(
             "client-certificate-data".into(),
             serde_yaml::Value::String(b64.encode(&crt)),

@@ -198,6 +198,16 @@ impl Default for EtcdKnobs {
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct KubeadmKnobs {
     pub fail_halfway: bool,
+    /// kubeadm's names of leaves it does not renew, saying what kubeadm
+    /// says of a leaf under a CA whose key it does not have.
+    pub skip: Vec<String>,
+    /// Per leaf (kubeadm's name), SANs (`DNS:x`, `IP:y`) left out of its
+    /// renewed certificate: what a kubeadm falling back to its defaults
+    /// does to the names a cluster configured.
+    pub drop_sans: std::collections::BTreeMap<String, Vec<String>>,
+    /// Per leaf (kubeadm's name), the subject (`/O=../CN=..`) its renewed
+    /// certificate gets instead of its own.
+    pub change_subject: std::collections::BTreeMap<String, String>,
     #[serde(rename = "changeCA")]
     pub change_ca: bool,
     pub key_mismatch: bool,
@@ -548,6 +558,14 @@ mod tests {
         assert_eq!(c.kubeadm.hang_secs, 3);
         assert_eq!(c.never_stop, vec!["etcd".to_string()]);
         assert!(parse_config(br#"{"neverstop": []}"#).is_err());
+        let c = parse_config(
+            br#"{"kubeadm": {"skip": ["apiserver"], "dropSans": {"apiserver": ["DNS:kubernetes.default"]}, "changeSubject": {"admin.conf": "/CN=x"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.kubeadm.skip, ["apiserver"]);
+        assert_eq!(c.kubeadm.drop_sans["apiserver"], ["DNS:kubernetes.default"]);
+        assert_eq!(c.kubeadm.change_subject["admin.conf"], "/CN=x");
+        assert!(parse_config(br#"{"kubeadm": {"dropSANs": {}}}"#).is_err());
     }
 
     #[test]
