@@ -770,6 +770,8 @@ fn asn1_time(t: ::time::OffsetDateTime) -> String {
 struct Twist<'a> {
     drop_sans: &'a [String],
     subject: Option<&'a str>,
+    /// Valid from now + this many seconds (a clock ahead).
+    ahead_secs: u64,
 }
 
 impl<'a> Twist<'a> {
@@ -782,6 +784,7 @@ impl<'a> Twist<'a> {
                 .map(Vec::as_slice)
                 .unwrap_or_default(),
             subject: cfg.kubeadm.change_subject.get(name).map(String::as_str),
+            ahead_secs: cfg.kubeadm.not_before_ahead_secs,
         }
     }
 
@@ -853,6 +856,10 @@ fn sign(
             ::time::OffsetDateTime::from_unix_timestamp(secs)?.min(now)
         }
         None => now - ::time::Duration::hours(1),
+    };
+    let not_before = match twist.ahead_secs {
+        0 => not_before,
+        n => now + ::time::Duration::seconds(n as i64),
     };
     let start = asn1_time(not_before);
     let end = asn1_time(now + ::time::Duration::days(days));

@@ -208,6 +208,9 @@ pub struct KubeadmKnobs {
     /// Per leaf (kubeadm's name), the subject (`/O=../CN=..`) its renewed
     /// certificate gets instead of its own.
     pub change_subject: std::collections::BTreeMap<String, String>,
+    /// Renewed leaves are valid from now + this many seconds (a kubeadm
+    /// whose clock is ahead), not from their CA's notBefore.
+    pub not_before_ahead_secs: u64,
     #[serde(rename = "changeCA")]
     pub change_ca: bool,
     pub key_mismatch: bool,
