@@ -289,7 +289,6 @@ impl PkiReport {
         v
     }
 
-    /// Leaves within the threshold, as (name, days left).
     /// SPEC 4 step 8 (v1.3): each CA that ends within the threshold with
     /// a leaf to renew under it (a due leaf; every leaf when `forced`), in
     /// words (`rules::expiry::ca_walls`); empty when none.
@@ -307,6 +306,7 @@ impl PkiReport {
         crate::rules::expiry::ca_walls(leaves, &cas, now, threshold)
     }
 
+    /// Leaves within the threshold, as (name, days left).
     pub fn leaves_due(&self, now: OffsetDateTime, threshold: u32) -> Vec<(String, i64)> {
         self.leaves
             .iter()
