@@ -764,8 +764,8 @@ fn asn1_time(t: ::time::OffsetDateTime) -> String {
 }
 
 /// What a renewal changes of a leaf besides its key, serial and dates
-/// (sim.json `kubeadm.dropSans`, `kubeadm.changeSubject`): nothing by
-/// default, as kubeadm renews.
+/// (sim.json `kubeadm.dropSans`, `kubeadm.changeSubject`,
+/// `kubeadm.notBeforeAheadSecs`): nothing by default, as kubeadm renews.
 #[derive(Default, Clone, Copy)]
 struct Twist<'a> {
     drop_sans: &'a [String],
@@ -794,7 +794,7 @@ impl<'a> Twist<'a> {
             return ext;
         }
         ext.lines()
-            .map(|l| match l.strip_prefix("subjectAltName = ") {
+            .filter_map(|l| match l.strip_prefix("subjectAltName = ") {
                 Some(v) => {
                     let (crit, names) = match v.strip_prefix("critical, ") {
                         Some(n) => ("critical, ", n),
@@ -804,9 +804,11 @@ impl<'a> Twist<'a> {
                         .split(", ")
                         .filter(|n| !self.drop_sans.iter().any(|d| d == n))
                         .collect();
-                    format!("subjectAltName = {crit}{}", kept.join(", "))
+                    // Every name dropped: no extension at all.
+                    (!kept.is_empty())
+                        .then(|| format!("subjectAltName = {crit}{}", kept.join(", ")))
                 }
-                None => l.to_string(),
+                None => Some(l.to_string()),
             })
             .collect::<Vec<_>>()
             .join("\n")
