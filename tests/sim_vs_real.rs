@@ -177,18 +177,6 @@ fn etcd_mounts(pki_etcd: &Path) -> Value {
 /// certificate with client certificate authentication (kubeadm's flags);
 /// `gateway`: `--enable-grpc-gateway`. Returns it and its client port.
 fn start_real_etcd(node: &Node, data: &str, gateway: bool) -> (std::process::Child, u16) {
-    start_real_etcd_on(node, data, gateway, "127.0.0.1")
-}
-
-/// [`start_real_etcd`] with its client and peer URLs on `host` (a URL's
-/// host: `127.0.0.1`, `[::1]`), as kubeadm writes them for the node's
-/// address family.
-fn start_real_etcd_on(
-    node: &Node,
-    data: &str,
-    gateway: bool,
-    host: &str,
-) -> (std::process::Child, u16) {
     let f = |name: &str| {
         node.root
             .join(PKI)
@@ -198,8 +186,8 @@ fn start_real_etcd_on(
             .to_string()
     };
     let (cp, pp) = (free_port(), free_port());
-    let peer = format!("http://{host}:{pp}");
-    let client = format!("https://{host}:{cp}");
+    let peer = format!("http://127.0.0.1:{pp}");
+    let client = format!("https://127.0.0.1:{cp}");
     let child = Command::new("/usr/bin/etcd")
         .env_clear()
         .arg(format!("--data-dir={}", node.root.join(data).display()))
@@ -224,20 +212,11 @@ fn start_real_etcd_on(
 /// The simulated etcd for `node` on a free port (`gateway`: its JSON
 /// gateway on). Returns it and its port.
 fn start_sim_etcd(node: &Node, gateway: bool) -> (std::process::Child, u16) {
-    start_sim_etcd_on(node, gateway, None)
-}
-
-/// [`start_sim_etcd`] bound to `bind` (None: its default, 127.0.0.1), as
-/// the simulated kubelet starts it from the manifest's client URL.
-fn start_sim_etcd_on(node: &Node, gateway: bool, bind: Option<&str>) -> (std::process::Child, u16) {
     let sp = free_port();
     let mut cmd = Command::new(SIMNODE);
     cmd.args(["etcd", "--root"])
         .arg(&node.root)
         .args(["--port", &sp.to_string()]);
-    if let Some(b) = bind {
-        cmd.args(["--bind-address", b]);
-    }
     if !gateway {
         cmd.arg("--no-gateway");
     }
@@ -966,95 +945,5 @@ fn etcds_json_gateway_real_and_simulated() {
     println!(
         "sim vs real: etcd's JSON gateway member list has the same shape ({} fields), /health the same bytes, 404 with the gateway off",
         shapes[0].1.len()
-    );
-}
-
-/// SPEC 12 (v1.3): on an IPv6 node kubeadm gives etcd `https://[::1]:2379`
-/// (and the node's address). Real etcd and the stand-in, each on `[::1]`
-/// only: both answer `/health` over mTLS at `[::1]` with the same bytes
-/// (the server certificate names `::1`), neither answers on 127.0.0.1 at
-/// that port, and real etcd's member list advertises its bracketed URL,
-/// which the runbook's parser reads back as `[::1]`.
-#[test]
-fn etcd_on_ipv6_loopback_real_and_simulated() {
-    use nvke_cert_runbook::rules::cri::parse_gateway_member_list;
-    use nvke_cert_runbook::tools::{ask, Question, Trust};
-    let Some(_tools) = require() else { return };
-    let _turn = serial();
-    if std::net::TcpListener::bind("[::1]:0").is_err() {
-        if std::env::var("NVKE_CONTAINERS_REQUIRED").as_deref() == Ok("1") {
-            panic!("no IPv6 loopback on this machine");
-        }
-        eprintln!("SKIPPED: no IPv6 loopback");
-        return;
-    }
-    let real = Node::prepare("rsa", json!({}));
-    let sim = Node::prepare("rsa", json!({}));
-    let question =
-        |n: &Node, host: std::net::IpAddr, port: u16, path: &str, body: Option<&[u8]>| {
-            let id = etcd_client_identity(n);
-            let name = host.to_string();
-            ask(&Question {
-                host,
-                port,
-                trust: Trust::Pinned {
-                    id: &id,
-                    name: &name,
-                },
-                now: time::OffsetDateTime::now_utc(),
-                path: Some(path),
-                body,
-                budget: Duration::from_secs(5),
-            })
-            .reply
-        };
-    let v6: std::net::IpAddr = std::net::Ipv6Addr::LOCALHOST.into();
-    let v4: std::net::IpAddr = std::net::Ipv4Addr::LOCALHOST.into();
-    let (mut r, rp) = start_real_etcd_on(&real, "etcd-v6", true, "[::1]");
-    let (mut s, sp) = start_sim_etcd_on(&sim, true, Some("::1"));
-    let mut healths = Vec::new();
-    for (who, node, port) in [("real", &real, rp), ("sim", &sim, sp)] {
-        let health = poll(&format!("{who} etcd answers /health on [::1]"), 60, || {
-            question(node, v6, port, "/health", None)
-                .ok()
-                .and_then(|(st, b)| (st == Some(200)).then_some(b))
-        });
-        healths.push(health);
-        let on_v4 = question(node, v4, port, "/health", None);
-        assert!(
-            on_v4.is_err(),
-            "{who} answers on 127.0.0.1:{port} too: {on_v4:?}"
-        );
-        let (status, body) = question(node, v6, port, "/v3/cluster/member/list", Some(b"{}"))
-            .unwrap_or_else(|e| panic!("{who}: member list: {e:?}"));
-        assert_eq!(status, Some(200), "{who}: {}", text(&body));
-        let m = parse_gateway_member_list(&body).unwrap();
-        assert_eq!(m.members.len(), 1, "{who}: {}", text(&body));
-        if who == "real" {
-            let url = format!("https://[::1]:{rp}");
-            assert!(
-                text(&body).contains(&url),
-                "real etcd advertises {url}: {}",
-                text(&body)
-            );
-            assert_eq!(
-                m.members[0].client_urls,
-                [url],
-                "the parser keeps the brackets"
-            );
-        }
-    }
-    let _ = r.kill();
-    let _ = r.wait();
-    let _ = s.kill();
-    let _ = s.wait();
-    assert_eq!(
-        healths[0],
-        healths[1],
-        "/health's bytes on [::1]: {}",
-        text(&healths[0])
-    );
-    println!(
-        "sim vs real: etcd on [::1] only: /health the same bytes over mTLS, nothing on 127.0.0.1, real etcd advertises https://[::1]:PORT and the parser keeps it"
     );
 }
