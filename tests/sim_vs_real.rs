@@ -8,7 +8,8 @@
 //!
 //! Needs root, containerd, runc, ctr and crictl as the containers tier does;
 //! without them every test prints `SKIPPED: ...` and passes, unless
-//! `NVKE_CONTAINERS_REQUIRED=1`.
+//! `NVKE_CONTAINERS_REQUIRED=1`. The IPv6 etcd comparison needs only
+//! `/usr/bin/etcd` (and root for the node's address in a namespace).
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -945,5 +946,361 @@ fn etcds_json_gateway_real_and_simulated() {
     println!(
         "sim vs real: etcd's JSON gateway member list has the same shape ({} fields), /health the same bytes, 404 with the gateway off",
         shapes[0].1.len()
+    );
+}
+
+/// A child process killed (and reaped) when dropped, a failed assertion
+/// included: no etcd outlives its test.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The TCP sockets process `pid` listens on: its own file descriptors
+/// matched with its network namespace's socket tables (`/proc/PID/net/tcp`
+/// and `tcp6`), so whatever else listens on the machine does not count.
+fn listening(pid: u32) -> std::collections::BTreeSet<std::net::SocketAddr> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    let mut inodes = std::collections::BTreeSet::new();
+    if let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        for fd in fds.flatten() {
+            let link = std::fs::read_link(fd.path()).unwrap_or_default();
+            let link = link.to_string_lossy();
+            if let Some(n) = link
+                .strip_prefix("socket:[")
+                .and_then(|r| r.strip_suffix(']'))
+            {
+                inodes.insert(n.to_string());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeSet::new();
+    for table in ["tcp", "tcp6"] {
+        let t = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in t.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st ... inode (10th); 0A: LISTEN.
+            if f.len() < 10 || f[3] != "0A" || !inodes.contains(f[9]) {
+                continue;
+            }
+            let (ip, port) = f[1].split_once(':').unwrap();
+            let port = u16::from_str_radix(port, 16).unwrap();
+            // Each 32-bit word as the kernel holds it (host byte order).
+            let words: Vec<[u8; 4]> = (0..ip.len() / 8)
+                .map(|i| {
+                    u32::from_str_radix(&ip[i * 8..i * 8 + 8], 16)
+                        .unwrap()
+                        .to_ne_bytes()
+                })
+                .collect();
+            let ip: IpAddr = match words.as_slice() {
+                [a] => Ipv4Addr::from(*a).into(),
+                _ => Ipv6Addr::from(<[u8; 16]>::try_from(words.concat()).unwrap()).into(),
+            };
+            out.insert(SocketAddr::new(ip, port));
+        }
+    }
+    out
+}
+
+/// Runs `f` on a thread of its own in the network namespace of process
+/// `pid` (a thread's namespace is its own; the threads it starts share
+/// it), or in this one when `pid` is None; a panic in `f` is this one's.
+fn in_netns_of<T: Send>(pid: Option<u32>, f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(pid) = pid {
+                let ns = std::fs::File::open(format!("/proc/{pid}/ns/net")).unwrap();
+                nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            }
+            f()
+        })
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
+/// SPEC 12 (v1.3), etcd as kubeadm runs it on an IPv6 single-stack node:
+/// `--listen-client-urls=https://[::1]:P,https://[<node v6>]:P`,
+/// `--advertise-client-urls=https://[<node v6>]:P`, its peer URL on the
+/// node's address. Real etcd 3.4 and the simulated one, each given exactly
+/// those flags on free ports of its own (as root: in a network namespace
+/// of this test's own with `fd00:10::11` on its loopback; else `[::1]`
+/// only, on the host, the node's address part skipped), are compared on
+/// what the runbook depends on:
+///
+/// - where each listens: every client URL, and its peer URL, nothing
+///   else; no IPv4 socket at all (nothing on 127.0.0.1 when not asked);
+/// - `/health` over mutual TLS at `https://[::1]:P` (the runbook's
+///   question, healthcheck-client certificate, verified for `::1`): the
+///   same bytes from both; at the node's address too;
+/// - the JSON gateway's member list asked there: this member alone,
+///   its clientURLs and peerURLs the advertised ones, bracketed;
+/// - the certificate served on `[::1]` (and the node's address): the
+///   node's `server.crt`.
+#[test]
+fn etcd_on_ipv6_real_and_simulated() {
+    use nvke_cert_runbook::rules::cri::parse_gateway_member_list;
+    use nvke_cert_runbook::rules::live::{etcd_health, Health};
+    use nvke_cert_runbook::tools::{ask, Question, Trust};
+    use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+    // Real etcd only (no container runtime): it runs without root too.
+    if !Path::new("/usr/bin/etcd").is_file() {
+        let why = "no /usr/bin/etcd (apt-get install etcd-server)";
+        if std::env::var("NVKE_CONTAINERS_REQUIRED").as_deref() == Ok("1") {
+            panic!("required (NVKE_CONTAINERS_REQUIRED=1): {why}");
+        }
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let _turn = serial();
+    let node_v6: Ipv6Addr = "fd00:10::11".parse().unwrap();
+    let ns = support::netns::Named::with_addresses(&["fd00:10::11/128"]);
+    if ns.is_none() {
+        println!("sim vs real: not root: etcd on [::1] only, the node's IPv6 address skipped");
+    }
+    let real = Node::prepare("rsa", json!({}));
+    let sim = Node::prepare("rsa", json!({}));
+    let loopback = IpAddr::V6(Ipv6Addr::LOCALHOST);
+    // The node's address where there is one (the namespace), else [::1].
+    let node_ip = if ns.is_some() {
+        IpAddr::V6(node_v6)
+    } else {
+        loopback
+    };
+    // Its flags, as kubeadm writes them, for a client and a peer port.
+    struct Urls {
+        client: u16,
+        peer: u16,
+        listen_client: Vec<SocketAddr>,
+        advertise_client: String,
+        peer_url: String,
+    }
+    let urls = || {
+        let (client, peer) = (free_port(), free_port());
+        let mut listen_client = vec![SocketAddr::new(loopback, client)];
+        if node_ip != loopback {
+            listen_client.push(SocketAddr::new(node_ip, client));
+        }
+        Urls {
+            client,
+            peer,
+            listen_client,
+            advertise_client: format!("https://{}", SocketAddr::new(node_ip, client)),
+            peer_url: format!("https://{}", SocketAddr::new(node_ip, peer)),
+        }
+    };
+    let list = |u: &Urls| {
+        let l: Vec<String> = u
+            .listen_client
+            .iter()
+            .map(|a| format!("https://{a}"))
+            .collect();
+        l.join(",")
+    };
+    // In the namespace, its output in `log` (shown if it stops).
+    let in_ns = |cmd: &mut Command, log: &Path| {
+        if let Some(ns) = &ns {
+            ns.join(cmd);
+        }
+        let log = std::fs::File::create(log).unwrap();
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+    };
+    let etcd_file = |n: &Node, name: &str| {
+        n.root
+            .join(PKI)
+            .join("etcd")
+            .join(name)
+            .display()
+            .to_string()
+    };
+    let (ru, su) = (urls(), urls());
+    // Real etcd 3.4 with kubeadm's flags (TLS on both ports).
+    let f = |name: &str| etcd_file(&real, name);
+    let mut cmd = Command::new("/usr/bin/etcd");
+    cmd.env_clear()
+        .arg("--name=cp-1")
+        .arg(format!(
+            "--data-dir={}",
+            real.root.join("var/lib/etcd-v6").display()
+        ))
+        .arg(format!("--listen-client-urls={}", list(&ru)))
+        .arg(format!("--advertise-client-urls={}", ru.advertise_client))
+        .arg(format!("--listen-peer-urls={}", ru.peer_url))
+        .arg(format!("--initial-advertise-peer-urls={}", ru.peer_url))
+        .arg(format!("--initial-cluster=cp-1={}", ru.peer_url))
+        .arg(format!("--cert-file={}", f("server.crt")))
+        .arg(format!("--key-file={}", f("server.key")))
+        .arg("--client-cert-auth=true")
+        .arg(format!("--trusted-ca-file={}", f("ca.crt")))
+        .arg(format!("--peer-cert-file={}", f("peer.crt")))
+        .arg(format!("--peer-key-file={}", f("peer.key")))
+        .arg("--peer-client-cert-auth=true")
+        .arg(format!("--peer-trusted-ca-file={}", f("ca.crt")));
+    let real_log = real.root.join("etcd-v6.log");
+    in_ns(&mut cmd, &real_log);
+    let real_etcd = Reaped(cmd.spawn().expect("/usr/bin/etcd"));
+    // The stand-in, given the same URLs (its peer port on --peer-address).
+    let mut cmd = Command::new(SIMNODE);
+    cmd.args(["etcd", "--root"])
+        .arg(&sim.root)
+        .arg(format!("--listen-client-urls={}", list(&su)))
+        .arg(format!("--advertise-client-urls={}", su.advertise_client))
+        .arg(format!("--initial-advertise-peer-urls={}", su.peer_url))
+        .arg(format!(
+            "--peer-address={}",
+            SocketAddr::new(node_ip, su.peer)
+        ));
+    let sim_log = sim.root.join("etcd-v6.log");
+    in_ns(&mut cmd, &sim_log);
+    let sim_etcd = Reaped(cmd.spawn().unwrap());
+    let ns_pid = ns.as_ref().map(|_| real_etcd.0.id());
+    let mut healths = Vec::new();
+    let mut members = Vec::new();
+    for (who, node, u, child, log) in [
+        ("real", &real, &ru, &real_etcd, &real_log),
+        ("sim", &sim, &su, &sim_etcd, &sim_log),
+    ] {
+        let pid = child.0.id();
+        // Exited (a zombie until reaped): say so now, with its output.
+        let gone = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat
+                .rsplit_once(')')
+                .is_none_or(|(_, r)| r.trim_start().starts_with('Z'))
+            {
+                let out = std::fs::read_to_string(log).unwrap_or_default();
+                panic!("{who} etcd exited: {}", support::tail(&out, 2000));
+            }
+        };
+        // Where it listens: its client and peer URLs, all bound before
+        // it serves (etcd binds every listener at start).
+        let mut want: std::collections::BTreeSet<SocketAddr> =
+            u.listen_client.iter().copied().collect();
+        want.insert(SocketAddr::new(node_ip, u.peer));
+        let ports = [u.client, u.peer];
+        let on_ports = || -> std::collections::BTreeSet<SocketAddr> {
+            listening(pid)
+                .into_iter()
+                .filter(|a| ports.contains(&a.port()))
+                .collect()
+        };
+        // Until all its URLs listen, or something listens on its ports
+        // where none was asked (no point waiting then).
+        let seen = poll(&format!("{who} etcd listening on {want:?}"), 60, || {
+            gone();
+            let seen = on_ports();
+            (seen.is_superset(&want) || !seen.is_subset(&want)).then_some(seen)
+        });
+        assert_eq!(seen, want, "{who}: where it listens on its ports");
+        let v4: Vec<SocketAddr> = listening(pid).into_iter().filter(|a| a.is_ipv4()).collect();
+        assert!(v4.is_empty(), "{who}: listens on IPv4 {v4:?}, not asked to");
+        // The runbook's questions, asked where the etcds are.
+        let id = etcd_client_identity(node);
+        let server_crt = std::fs::read(etcd_file(node, "server.crt")).unwrap();
+        let server_crt = nvke_cert_runbook::rules::pki::parse_pem_certificate(&server_crt)
+            .unwrap()
+            .der;
+        let question = |host: IpAddr, path: &str, body: Option<&[u8]>| {
+            ask(&Question {
+                host,
+                port: u.client,
+                // Verified for ::1 (the fixture's server.crt names no
+                // fd00:10::11; the runbook asks on loopback).
+                trust: Trust::Pinned {
+                    id: &id,
+                    name: "::1",
+                },
+                now: time::OffsetDateTime::now_utc(),
+                path: Some(path),
+                body,
+                budget: Duration::from_secs(5),
+            })
+        };
+        let (health, answer) = in_netns_of(ns_pid, || {
+            let health = poll(&format!("{who} etcd answers /health on [::1]"), 60, || {
+                let a = question(loopback, "/health", None);
+                match &a.reply {
+                    Ok((Some(200), body)) => Some((body.clone(), a.presented.clone())),
+                    _ => None,
+                }
+            });
+            assert_eq!(
+                etcd_health(200, &health.0),
+                Health::Healthy,
+                "{who}: {}",
+                text(&health.0)
+            );
+            assert_eq!(
+                health.1.as_deref(),
+                Some(&server_crt[..]),
+                "{who}: [::1] serves its server.crt"
+            );
+            if node_ip != loopback {
+                // The 127.0.0.1 the stand-in defaults to: refused (asked
+                // in the namespace only, where nothing else listens).
+                assert!(
+                    std::net::TcpStream::connect(("127.0.0.1", u.client)).is_err(),
+                    "{who}: something answers on 127.0.0.1:{}",
+                    u.client
+                );
+                let a = question(node_ip, "/health", None);
+                let (status, body) = a.reply.clone().expect("an answer at the node's address");
+                assert_eq!(status, Some(200), "{who}: {}", text(&body));
+                assert_eq!(body, health.0, "{who}: /health at the node's address");
+                assert_eq!(
+                    a.presented.as_deref(),
+                    Some(&server_crt[..]),
+                    "{who}: the node's address serves its server.crt"
+                );
+            }
+            let a = question(loopback, "/v3/cluster/member/list", Some(b"{}"));
+            (health, a.reply.expect("the member list"))
+        });
+        let (status, body) = answer;
+        assert_eq!(status, Some(200), "{who}: {}", text(&body));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        let m = parse_gateway_member_list(&body).unwrap();
+        assert_eq!(m.members.len(), 1, "{who}: {v}");
+        assert_eq!(m.members[0].id, m.header.member_id, "{who}: this member");
+        assert!(!m.members[0].is_learner, "{who}");
+        assert_eq!(
+            m.members[0].client_urls,
+            std::slice::from_ref(&u.advertise_client),
+            "{who}: {v}"
+        );
+        assert_eq!(
+            v["members"][0]["peerURLs"],
+            json!([u.peer_url]),
+            "{who}: {v}"
+        );
+        // Side by side with the ports as placeholders.
+        let same = text(&body)
+            .replace(&format!(":{}\"", u.client), ":CLIENT\"")
+            .replace(&format!(":{}\"", u.peer), ":PEER\"");
+        let same: Value = serde_json::from_str(&same).unwrap();
+        let mut me = same["members"][0].clone();
+        me.as_object_mut().unwrap().remove("ID");
+        healths.push(health.0);
+        members.push(me);
+    }
+    assert_eq!(
+        healths[0],
+        healths[1],
+        "/health's bytes: {}",
+        text(&healths[0])
+    );
+    assert_eq!(members[0], members[1], "this member in the member list");
+    drop((real_etcd, sim_etcd));
+    println!(
+        "sim vs real: etcd on IPv6 listens on {} and its peer URL only (no IPv4), /health over mTLS and server.crt on [::1], member list {}",
+        list(&ru).replace(&ru.client.to_string(), "P"),
+        members[0]
     );
 }

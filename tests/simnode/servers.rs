@@ -3,6 +3,7 @@
 //! start, like the real ones.
 //!
 //! `nvke-simnode etcd --root R --port P [--peer-address IP:PORT] [--sim DIR] [--tls-now UNIX] [--no-gateway]`
+//! `nvke-simnode etcd --root R --listen-client-urls URLS [--advertise-client-urls URLS] [--initial-advertise-peer-urls URLS] ...`
 //! `nvke-simnode apiserver --root R --port P --etcd-port E [--sim DIR] [--tls-now UNIX] [--bind-address IP]`
 //! `nvke-simnode healthz --port P --name NAME [--sim DIR]`
 //!
@@ -11,7 +12,12 @@
 //! etcd serves `/health`, and its JSON gateway's member list (`POST
 //! /v3/cluster/member/list`, unless `--no-gateway`: the manifest's
 //! `--enable-grpc-gateway=false`) from sim.json `etcd`; the other members
-//! it lists answer `/health` on loopback ports of their own.
+//! it lists answer `/health` on loopback ports of their own, in the family
+//! of its (first) client address. With etcd's own `--listen-client-urls`
+//! it listens on every one of them, as etcd does (else on `--bind-address`
+//! and `--port`); with `--advertise-client-urls` and
+//! `--initial-advertise-peer-urls` it lists itself at those URLs (else at
+//! etcdctl's emulated `10.0.0.11`).
 //! `healthz` is kube-controller-manager's or kube-scheduler's `/healthz`
 //! on its `--secure-port`, over TLS with a self-signed certificate and no
 //! client certificate asked, as the real ones serve it. With `--sim`, each
@@ -47,6 +53,30 @@ struct ServerArgs {
     cert: Option<(String, String)>,
     /// etcd: `--enable-grpc-gateway=false` in its manifest.
     no_gateway: bool,
+    /// etcd: its `--listen-client-urls` (every one listened on).
+    listen_client: Vec<std::net::SocketAddr>,
+    /// etcd: its `--advertise-client-urls` and
+    /// `--initial-advertise-peer-urls`, as its member list gives them.
+    advertise_client: Vec<String>,
+    advertise_peer: Vec<String>,
+}
+
+/// etcd's comma-separated URLs (`--listen-client-urls`, ...), each
+/// trimmed of spaces and a trailing `/`.
+fn url_list(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(|u| u.trim().trim_end_matches('/').to_string())
+        .filter(|u| !u.is_empty())
+        .collect()
+}
+
+/// The address of an `https://IP:PORT` or `http://IP:PORT` URL (`[v6]`
+/// for IPv6), as etcd reads a URL it listens on.
+fn url_address(url: &str) -> Result<std::net::SocketAddr> {
+    url.strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .and_then(|a| a.parse().ok())
+        .with_context(|| format!("not a URL with an IP address and a port: {url}"))
 }
 
 fn parse_args(args: &[String]) -> Result<ServerArgs> {
@@ -59,6 +89,8 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
     let (mut peer, mut sim, mut name) = (None, None, String::new());
     let mut no_gateway = false;
     let (mut cert, mut key) = (None, None);
+    let mut listen_client = Vec::new();
+    let (mut advertise_client, mut advertise_peer) = (Vec::new(), Vec::new());
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -87,9 +119,24 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
             "--no-gateway" => no_gateway = true,
             "--tls-cert-file" => cert = Some(value()?),
             "--tls-private-key-file" => key = Some(value()?),
+            "--listen-client-urls" => {
+                listen_client = url_list(&value()?)
+                    .iter()
+                    .map(|u| url_address(u))
+                    .collect::<Result<_>>()
+                    .context("--listen-client-urls")?;
+            }
+            "--advertise-client-urls" => advertise_client = url_list(&value()?),
+            "--initial-advertise-peer-urls" => advertise_peer = url_list(&value()?),
             other => bail!("unknown argument {other}"),
         }
     }
+    // etcd given its own client URLs: the first one's port, unless --port.
+    let port = port.or_else(|| {
+        listen_client
+            .first()
+            .map(|a: &std::net::SocketAddr| a.port())
+    });
     Ok(ServerArgs {
         root: root.unwrap_or_else(|| PathBuf::from("/")),
         port: port.context("--port is required")?,
@@ -102,6 +149,9 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
         name,
         no_gateway,
         cert: cert.zip(key),
+        listen_client,
+        advertise_client,
+        advertise_peer,
     })
 }
 
@@ -190,17 +240,35 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
     // the kernel could hand one of them (a port 0 bind) this very port,
     // freed a moment ago by the container this one replaces, and this
     // member would fail to listen on its own client port (CI saw it).
-    let client = tls::bind_retrying("etcd", a.bind, a.port)?;
+    // Every client URL (etcd's `--listen-client-urls`), else
+    // `--bind-address` and `--port`; one that cannot be bound ends the
+    // process, as it ends etcd.
+    let addresses = if a.listen_client.is_empty() {
+        vec![std::net::SocketAddr::new(a.bind, a.port)]
+    } else {
+        a.listen_client.clone()
+    };
+    let clients = addresses
+        .iter()
+        .map(|c| tls::bind_retrying("etcd", c.ip(), c.port()))
+        .collect::<Result<Vec<_>>>()?;
     // The other members (sim.json `etcd`), as this member's JSON gateway
     // lists them: each on its own loopback port, bound now, answering
     // `/health` as its knobs say at each request (gone, or unreachable: the
-    // connection closes unanswered). Their certificate is this node's
-    // server.crt (127.0.0.1 is in it), re-read per handshake.
+    // connection closes unanswered). On the loopback of this member's
+    // family (an IPv6 node's members are IPv6 too: nothing on 127.0.0.1
+    // when its etcd does not listen there). Their certificate is this
+    // node's server.crt (127.0.0.1 and ::1 are in it), re-read per
+    // handshake.
+    let loopback: IpAddr = match addresses[0].ip() {
+        IpAddr::V4(_) => Ipv4Addr::LOCALHOST.into(),
+        IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+    };
     let mut others = Vec::new();
     for n in 2..=OTHER_MEMBERS + 1 {
-        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        let listener = std::net::TcpListener::bind((loopback, 0))
             .context("etcd: failed to listen for another member")?;
-        others.push((n, listener.local_addr()?.port()));
+        others.push((n, listener.local_addr()?));
         let (sim, cfg) = (a.sim.clone(), cfg.clone());
         std::thread::spawn(move || {
             let r = tls::serve_listener(listener, cfg, move |req: &Request| {
@@ -222,8 +290,11 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
     }
     let sim = a.sim.clone();
     let gateway = !a.no_gateway;
-    eprintln!("etcd: listening on https://{}:{}", a.bind, a.port);
-    tls::serve_listener(client, cfg, move |req: &Request| {
+    let advertised = Advertised {
+        client: a.advertise_client.clone(),
+        peer: a.advertise_peer.clone(),
+    };
+    let handler = std::sync::Arc::new(move |req: &Request| {
         let knob = health_knob(&sim, "etcd");
         if let Some(r) = knob_response(&knob) {
             return r;
@@ -236,7 +307,7 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
                         content_type: "application/json",
                         body,
                     },
-                    None => gateway_member_list(&etcd_members(&sim), &others),
+                    None => gateway_member_list(&etcd_members(&sim), &others, &advertised),
                 }
             }
             (_, "/health") => {
@@ -249,7 +320,29 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
             // --enable-grpc-gateway=false.
             _ => text(404, "404 page not found\n"),
         }
-    })
+    });
+    let mut clients = clients.into_iter();
+    let first = clients.next().context("etcd: no client URL")?;
+    for (listener, addr) in clients.zip(addresses.iter().skip(1)) {
+        let (cfg, handler, addr) = (cfg.clone(), handler.clone(), *addr);
+        std::thread::spawn(move || {
+            let r = tls::serve_listener(listener, cfg, move |req: &Request| handler(req));
+            if let Err(e) = r {
+                eprintln!("etcd {addr}: {e:#}");
+            }
+        });
+    }
+    for c in &addresses {
+        eprintln!("etcd: listening on https://{c}");
+    }
+    tls::serve_listener(first, cfg, move |req: &Request| handler(req))
+}
+
+/// This member's own URLs in its member list (its flags; empty: the
+/// emulated ones).
+struct Advertised {
+    client: Vec<String>,
+    peer: Vec<String>,
 }
 
 /// How many other members the simulated etcd can stand in for.
@@ -287,9 +380,15 @@ fn member_health(healthy: bool) -> Response {
 
 /// The JSON gateway's member list, as etcd 3.4.23 writes it (proto field
 /// names, IDs as strings, `isLearner` only when true, no `name` for a
-/// member not started yet): this member (1) advertises the node's address;
-/// the others their loopback ports. Asked of a learner: etcd's 503.
-fn gateway_member_list(members: &[crate::etcdctl::Member], others: &[(u32, u16)]) -> Response {
+/// member not started yet): this member (1) advertises its
+/// `--advertise-client-urls` and `--initial-advertise-peer-urls` (unset: the
+/// node's emulated address); the others their loopback ports. Asked of a
+/// learner: etcd's 503.
+fn gateway_member_list(
+    members: &[crate::etcdctl::Member],
+    others: &[(u32, std::net::SocketAddr)],
+    me: &Advertised,
+) -> Response {
     if members.first().is_some_and(|m| m.learner) {
         return Response {
             status: 503,
@@ -300,18 +399,37 @@ fn gateway_member_list(members: &[crate::etcdctl::Member], others: &[(u32, u16)]
     let each: Vec<String> = members
         .iter()
         .map(|m| {
-            // This member, and one beyond what the simulation stands in
-            // for, keep etcdctl's emulated addresses (not asked).
-            let client = match others.iter().find(|(n, _)| *n == m.n) {
-                Some((_, port)) => format!("https://127.0.0.1:{port}"),
-                None => m.client_url(),
+            // This member: its advertised URLs, else (like one beyond what
+            // the simulation stands in for) etcdctl's emulated addresses.
+            let quoted = |urls: &[String]| {
+                let q: Vec<String> = urls.iter().map(|u| format!("\"{u}\"")).collect();
+                q.join(",")
             };
-            let name = m.name().map(|n| format!(",\"name\":\"{n}\"")).unwrap_or_default();
+            let emulated = (quoted(&[m.client_url()]), quoted(&[m.peer_url()]));
+            let (client, peer) = match others.iter().find(|(n, _)| *n == m.n) {
+                Some((_, addr)) => (format!("\"https://{addr}\""), emulated.1),
+                None if m.n == 1 => (
+                    if me.client.is_empty() {
+                        emulated.0
+                    } else {
+                        quoted(&me.client)
+                    },
+                    if me.peer.is_empty() {
+                        emulated.1
+                    } else {
+                        quoted(&me.peer)
+                    },
+                ),
+                None => emulated,
+            };
+            let name = m
+                .name()
+                .map(|n| format!(",\"name\":\"{n}\""))
+                .unwrap_or_default();
             let learner = if m.learner { ",\"isLearner\":true" } else { "" };
             format!(
-                "{{\"ID\":\"{}\"{name},\"peerURLs\":[\"{}\"],\"clientURLs\":[\"{client}\"]{learner}}}",
+                "{{\"ID\":\"{}\"{name},\"peerURLs\":[{peer}],\"clientURLs\":[{client}]{learner}}}",
                 m.id,
-                m.peer_url()
             )
         })
         .collect();
