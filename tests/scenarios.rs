@@ -2391,3 +2391,41 @@ fn a_leaf_not_renewed_as_it_was_is_named_and_rolled_back() {
         assert!(receipt.get("certificates").is_none(), "{knob}: {receipt:#}");
     }
 }
+
+/// SPEC 4 step 8 and 11 (v1.3): an expired leaf under a CA that ends
+/// within the threshold (not yet ended): the view offers no recovery (it
+/// would be refused) but the CA's rotation, and `--recover-expired`
+/// refuses in `expiry` before kubeadm, nothing changed.
+#[test]
+fn a_recovery_under_a_ca_ending_within_the_threshold_is_refused() {
+    let node = Node::new("rsa", json!({}));
+    reissue_ca(&node, "etcd/ca.crt", "etcd-ca", "20270320000000Z");
+    // etcd-peer ended 2027-03-01; etcd-ca ends 2027-03-20 (15 days on).
+    let now = ["--now", "2027-03-05T00:00:00Z"];
+    let wall = "ca etcd-ca ends 2027-03-20T00:00:00Z: renewing its leaves cannot move them past the threshold; the CA must be rotated (never done here)";
+    let (code, v, e) = node.run(&[&now[..], &["--status-only"]].concat());
+    assert_eq!(code, 4, "{v:#}\n{e}");
+    let steps = v["nextSteps"].to_string();
+    assert!(steps.contains("rotate the CA"), "{steps}");
+    assert!(!steps.contains("--recover-expired"), "{steps}");
+    let files = files_and_times(&node);
+    let (code, v, e) = node.run(
+        &[
+            &now[..],
+            &["--operation-id", "op-rec-wall", "--recover-expired"],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        (code, v["outcome"].as_str(), v["phase"].as_str()),
+        (1, Some("failed"), Some("expiry")),
+        "{v:#}\n{e}"
+    );
+    assert_eq!(v["message"], wall, "{v:#}");
+    assert!(node.kubeadm_calls().is_empty(), "{}", node.kubeadm_calls());
+    assert_eq!(
+        files_and_times(&node),
+        files,
+        "nothing under /etc/kubernetes changed"
+    );
+}

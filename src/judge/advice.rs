@@ -285,18 +285,24 @@ pub fn advise<R>(
     let worst = expiry::worst(s.pki.leaf_times(), now, threshold);
     let expiry = worst.as_ref().map(|w| (w.expiry, w.words(now)));
     let clean = reasons.is_empty();
-    // An expired leaf's step (an expired CA's included) is the expiry's own.
-    let expired_leaf = matches!(worst.as_ref().map(|w| w.expiry), Some(Expiry::Expired));
-    let ca_walls = match expired_leaf {
+    // An ended CA under an expired leaf has the expiry's own step (rotate
+    // the CA first); a CA ending within the threshold has this one, for a
+    // renewal and a recovery alike.
+    let ca_walls = match ca_expired(s, now) {
         true => Vec::new(),
         false => s.pki.ca_walls(now, threshold, false),
     };
     if !ca_walls.is_empty() && !busy {
         // Before the leaf's own step: no renewal gets past a CA's end.
+        // The first CA and its end; the problems list every one.
+        let head = ca_walls[0].split(": renewing").next().unwrap_or_default();
+        let more = match ca_walls.len() {
+            1 => String::new(),
+            n => format!(" (and {} more CAs, in the problems)", n - 1),
+        };
         next.push(step(
             format!(
-                "{}: a renewal refuses, and the controller must stop renewing this node; rotate the CA (kubeadm's \"Manual rotation of CA certificates\"; never done by this tool) on every control-plane node, then look again:",
-                ca_walls.join("; ")
+                "{head}{more}: no renewal or recovery can move a leaf past its CA's end, so both refuse, and the controller must stop renewing this node; rotate the CA (kubeadm's \"Manual rotation of CA certificates\"; never done by this tool) on every control-plane node, then look again:"
             ),
             Some(cmd.runbook(&["--status-only"])),
         ));

@@ -43,6 +43,9 @@ pub(crate) struct Done<'a> {
     pub resumed_from: Option<&'a ResumedFrom>,
     /// A recovery's health as its postflight observed it (SPEC 11).
     pub health_at_end: Option<&'a str>,
+    /// Each leaf as its renewal was proven (the receipt's record, v1.3):
+    /// its "before" is the backup's, which a resumed run did not read.
+    pub leaves: &'a [crate::rules::files::LeafRenewal],
 }
 
 /// How a run ended, as its result reports it.
@@ -113,7 +116,7 @@ impl Done<'_> {
             runtime_endpoint: self.runtime_endpoint.cloned(),
             resigned: self.resigned,
             resumed_from: self.resumed_from.cloned(),
-            certificates: cert_rows(self.before, after, now),
+            certificates: with_proven_before(cert_rows(self.before, after, now), self.leaves, now),
             ca_sha256: ca,
             manifests: ManifestLocations::from(&end.manifests),
             restarts: self.restarts.to_vec(),
@@ -337,6 +340,29 @@ pub(crate) fn cert_rows(
             }
         })
         .collect()
+}
+
+/// The rows' "before" from the proven record where it has the leaf (SPEC
+/// 4 step 8, v1.3): the receipt and the document say the same of a run
+/// that resumed after its kubeadm (whose own read came after it).
+fn with_proven_before(
+    mut rows: Vec<CertificateChange>,
+    proven: &[crate::rules::files::LeafRenewal],
+    now: OffsetDateTime,
+) -> Vec<CertificateChange> {
+    for row in &mut rows {
+        let Some(p) = proven.iter().find(|p| p.name == row.name) else {
+            continue;
+        };
+        row.serial_before = p.serial_before.clone();
+        row.not_after_before = p.not_after_before.clone();
+        row.days_left_before = p
+            .not_after_before
+            .as_ref()
+            .and_then(|t| clock::parse_rfc3339(&t.0, true).ok())
+            .map(|t| clock::days_until(now, t));
+    }
+    rows
 }
 
 /// The replay of this operation's receipt: its exit code, document and

@@ -782,9 +782,14 @@ fn problems(
 ) -> Vec<Reason> {
     let mut reasons = not_clean_reasons(s.state_error.as_deref(), &s.lock, &s.phase, &s.manifests);
     reasons.extend(s.pki.expired_reasons(now).into_iter().map(Reason::other));
-    // With a leaf expired, its own problem and step say what to do (an
-    // expired CA's included).
-    if s.pki.expired(now).is_empty() {
+    // An ended CA has the expiry's own problem and step (rotate it first).
+    let ca_ended = s
+        .pki
+        .cas
+        .iter()
+        .filter_map(|c| c.cert.as_ref())
+        .any(|c| crate::rules::expiry::is_expired(now, c.not_after));
+    if !ca_ended {
         reasons.extend(
             s.pki
                 .ca_walls(now, s_threshold, false)

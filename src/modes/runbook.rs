@@ -480,6 +480,23 @@ mod tests {
         }
     }
 
+    /// The proof reads the backup as the rollback does: a node whose pki
+    /// has a group-writable leaf or directory (kept in the copies) still
+    /// renews, leaf by leaf.
+    #[test]
+    fn a_group_writable_leaf_or_directory_still_renews() {
+        let (t, root, g, fake) = setup(true, None);
+        let pki = t.path().join("etc/kubernetes/pki");
+        std::fs::set_permissions(
+            pki.join("apiserver.crt"),
+            std::fs::Permissions::from_mode(0o664),
+        )
+        .unwrap();
+        std::fs::set_permissions(pki.join("etcd"), std::fs::Permissions::from_mode(0o775)).unwrap();
+        let r = run(&root, &g, &req("op-gw", true), &fake, &Cancel::new());
+        assert_eq!(r.code, 0, "{:#}", r.json());
+    }
+
     /// SPEC 4 step 8, "Leaf by leaf" (v1.3): a leaf kubeadm left as it
     /// was fails the renewal in `renew-certs`, named; everything is put
     /// back, nothing restarted, no leaf listed in the receipt.

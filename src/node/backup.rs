@@ -520,15 +520,18 @@ impl Opened {
             let next = dir
                 .as_ref()
                 .unwrap_or(&self.0)
-                .open_subdir(p, Trust::Strict)?;
+                .open_subdir(p, Trust::TypeOnly)?;
             match next {
                 Some(d) => dir = Some(d),
                 None => return Ok(None),
             }
         }
+        // Copies keep their node file's mode (a 0664 leaf, a 0775 pki/etcd):
+        // read as the rollback reads them, by type only, inside the backup
+        // directory that was itself opened strictly.
         dir.as_ref()
             .unwrap_or(&self.0)
-            .read_file(file, NODE_FILE_MAX, Trust::Strict)
+            .read_file(file, NODE_FILE_MAX, Trust::TypeOnly)
     }
 }
 

@@ -311,13 +311,13 @@ pub struct AgentStateFile {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LeafRenewal {
     pub name: LeafName,
-    /// Lowercase hex, 1 to 64 digits. Null for a leaf that was not there
+    /// Lowercase hex, 1 to 128 digits. Null for a leaf that was not there
     /// before kubeadm ran (super-admin.conf, created meanwhile).
     #[serde(deserialize_with = "de_nullable")]
-    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^[0-9a-f]{1,64}$")))]
+    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^[0-9a-f]{1,128}$")))]
     pub serial_before: Option<String>,
-    /// Lowercase hex, 1 to 64 digits; never the serial before.
-    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^[0-9a-f]{1,64}$")))]
+    /// Lowercase hex, 1 to 128 digits; never the serial before.
+    #[cfg_attr(feature = "schema", schemars(regex(pattern = r"^[0-9a-f]{1,128}$")))]
     pub serial_after: String,
     /// Null when `serialBefore` is.
     #[serde(deserialize_with = "de_nullable")]

@@ -4,7 +4,7 @@ use crate::rules::opid::{excerpt, OperationId};
 use crate::rules::phase::pretty_json_line;
 use crate::rules::strict::check_time;
 use crate::rules::strict::{self, ParseError, KEY};
-use crate::rules::values::Sha256Hex;
+use crate::rules::values::{LeafName, Sha256Hex};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
@@ -112,6 +112,12 @@ pub(crate) fn de_certificates<'de, D: Deserializer<'de>>(
                 m.retain(|k, _| LEAF_KEYS.contains(&k.as_str()));
             }
         }
+        // A leaf a newer version knows (a string name this one does not) is
+        // left out, as a field it added would be (SPEC 3).
+        entries.retain(|e| match e.get("name") {
+            Some(Value::String(n)) => crate::contract::by_name::<LeafName>(n).is_some(),
+            _ => true,
+        });
     }
     let leaves: Vec<LeafRenewal> = serde_json::from_value(v)
         .map_err(|e| {
@@ -126,7 +132,7 @@ pub(crate) fn de_certificates<'de, D: Deserializer<'de>>(
 }
 
 /// `certificates`: at most eleven, each leaf once; serials lowercase hex
-/// (1 to 64 digits), a new one after; the times UTC; a leaf with no serial
+/// (1 to 128 digits: X.509 allows 40, parsers accept more), a new one after; the times UTC; a leaf with no serial
 /// before has no end before.
 fn check_certificates(leaves: &[LeafRenewal]) -> Result<(), ParseError> {
     let refuse = |why: String| Err(ParseError::at("certificates", format!("{KEY}: {why}")));
@@ -134,7 +140,7 @@ fn check_certificates(leaves: &[LeafRenewal]) -> Result<(), ParseError> {
         return refuse(format!("{} entries (at most {MAX_LEAVES})", leaves.len()));
     }
     let hex = |s: &str| {
-        (1..=64).contains(&s.len())
+        (1..=128).contains(&s.len())
             && s.bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     };
@@ -144,7 +150,7 @@ fn check_certificates(leaves: &[LeafRenewal]) -> Result<(), ParseError> {
         }
         if !hex(&l.serial_after) || l.serial_before.as_deref().is_some_and(|b| !hex(b)) {
             return refuse(format!(
-                "entry {i}: a serial is not 1 to 64 lowercase hex digits"
+                "entry {i}: a serial is not 1 to 128 lowercase hex digits"
             ));
         }
         if l.serial_before.as_deref() == Some(l.serial_after.as_str()) {
@@ -416,6 +422,23 @@ mod tests {
         let mut extra = leaf("apiserver", "0a".into(), "1b");
         extra["surprise"] = 1.into();
         assert!(with("certificates", serde_json::json!([extra])).is_ok());
+        // A leaf a newer version names is left out (SPEC 3); a name that
+        // is not a string is malformed.
+        let r = with(
+            "certificates",
+            serde_json::json!([
+                leaf("kubelet-serving", "0a".into(), "1b"),
+                leaf("apiserver", "0a".into(), "1b")
+            ]),
+        )
+        .unwrap();
+        assert_eq!(r.certificates.len(), 1);
+        let mut bad_name = leaf("apiserver", "0a".into(), "1b");
+        bad_name["name"] = 7.into();
+        bad(
+            with("certificates", serde_json::json!([bad_name])),
+            "certificates",
+        );
         for (v, needle) in [
             (
                 serde_json::json!([leaf("apiserver", "0a".into(), "0a")]),
@@ -435,10 +458,6 @@ mod tests {
                     leaf("apiserver", "2c".into(), "3d")
                 ]),
                 "repeats",
-            ),
-            (
-                serde_json::json!([leaf("kube-vip", "0a".into(), "1b")]),
-                "certificates",
             ),
             (
                 serde_json::json!(vec![leaf("apiserver", "0a".into(), "1b"); 12]),

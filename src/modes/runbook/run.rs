@@ -207,6 +207,7 @@ impl Run<'_> {
             resumed: self.op.phase.resumed.as_ref(),
             resumed_from: self.op.phase.resumed_from.as_ref(),
             health_at_end: self.report.health_at_end.as_deref(),
+            leaves: &self.report.leaves,
         }
     }
 

@@ -55,7 +55,7 @@ pub(in crate::modes::runbook) fn expiry(
     if matches!(start, Progress::Fresh | Progress::Renewing) {
         let walls = pki.ca_walls(now, t.g.threshold_days, req.force());
         if !walls.is_empty() {
-            return Err(fail(Phase::Expiry, walls.join("; ")));
+            return Err(wall_refusal(op, start, walls));
         }
     }
     if start == Progress::Fresh && !req.force() {
@@ -70,4 +70,28 @@ pub(in crate::modes::runbook) fn expiry(
         }
     }
     Ok(Found::Before(pki))
+}
+
+/// The refusal for CAs that end within the threshold (SPEC 4 step 8,
+/// v1.3), in phase `expiry`. Work resumed at `renewing` (a kubeadm ran,
+/// then the run died) first puts its backup back, as a failed renewal
+/// would: the node is left with the certificates it had.
+pub(in crate::modes::runbook) fn wall_refusal(
+    op: &Operation<'_>,
+    start: Progress,
+    walls: Vec<String>,
+) -> Fail {
+    let why = walls.join("; ");
+    // No complete backup: the run died before it, so kubeadm never ran.
+    if start != Progress::Renewing || !matches!(op.backed_up(), Ok(Some(_))) {
+        return fail(Phase::Expiry, why);
+    }
+    let tail = match op.rollback() {
+        Ok(n) => format!("the backup was put back ({n} files rewritten)"),
+        Err(e) => format!("PUTTING THE BACKUP BACK FAILED: {e}"),
+    };
+    fail(
+        Phase::Expiry,
+        crate::rules::receipt::with_tail(&why, "; ", &tail),
+    )
 }

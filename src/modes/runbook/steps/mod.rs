@@ -167,7 +167,7 @@ fn one(run: &mut Run<'_>, req: &Request, way: Way) -> Result<Found, Fail> {
         Step::Preflight => preflight::preflight(t).map(nothing),
         Step::CaCheck => ca_check::ca_check(op, t, req).map(nothing),
         Step::Expiry => expiry::expiry(op, t, req, start),
-        Step::ExpiredLeaves => recovery::expired_leaves(op, t).map(Found::Before),
+        Step::ExpiredLeaves => recovery::expired_leaves(op, t, start).map(Found::Before),
         Step::Gate => gate::gate_step(op, t, seen, start).map(nothing),
         Step::Tools => recovery::tools_step(op, t, start).map(nothing),
         Step::Renew => {

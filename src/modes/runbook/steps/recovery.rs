@@ -35,6 +35,7 @@ const CLIENT_LOOK: Duration = Duration::from_secs(2);
 pub(in crate::modes::runbook) fn expired_leaves(
     op: &Operation<'_>,
     t: &Tools<'_>,
+    start: Progress,
 ) -> Result<PkiReport, Fail> {
     let _step = StepLog::new("expiry");
     let pki = node_pki::read(t.root);
@@ -48,6 +49,14 @@ pub(in crate::modes::runbook) fn expired_leaves(
     };
     if let Some(why) = recovery_refusal(&leaves, now, needs_expired, next) {
         return Err(fail(Phase::Expiry, why));
+    }
+    // Before kubeadm, as a renewal (SPEC 4 step 8, v1.3): a leaf to renew
+    // under a CA that ends within the threshold cannot be moved past it.
+    if matches!(start, Progress::Fresh | Progress::Renewing) {
+        let walls = pki.ca_walls(now, t.g.threshold_days, false);
+        if !walls.is_empty() {
+            return Err(super::expiry::wall_refusal(op, start, walls));
+        }
     }
     let expired = expired_words(&leaves, now);
     tracing::info!(
