@@ -2429,3 +2429,56 @@ fn a_recovery_under_a_ca_ending_within_the_threshold_is_refused() {
         "nothing under /etc/kubernetes changed"
     );
 }
+
+/// SPEC 4 step 8 (v1.3): a renewal killed after its kubeadm and resumed
+/// under its own ID (its receipt not written yet) proves its leaves again
+/// from its backup: the receipt lists every leaf with the serial it had
+/// before that kubeadm, and the document's rows say the same.
+#[test]
+fn a_resumed_renewal_lists_the_leaves_its_kubeadm_renewed() {
+    let node = Node::new("rsa", json!({}));
+    let leaf = |rel: &str| {
+        let pem = std::fs::read(node.root.join("etc/kubernetes/pki").join(rel)).unwrap();
+        nvke_cert_runbook::rules::pki::parse_pem_certificate(&pem)
+            .unwrap()
+            .serial
+    };
+    let before = leaf("apiserver.crt");
+    let (code, v, e) = node.run(&["--operation-id", "op-killed", "--force"]);
+    assert_eq!(code, 0, "{v:#}\n{e}");
+    // As if it had been killed during its restarts: no receipt yet, the
+    // phase file at kube-controller-manager (the backup stays).
+    std::fs::remove_file(node.state().join("completed/op-killed.json")).unwrap();
+    node.write_state(
+        "phase",
+        &node.v2_phase(
+            "op-killed",
+            "restart_pending",
+            Some("kube-controller-manager"),
+        ),
+    );
+    let (code, v, e) = node.run(&["--operation-id", "op-killed"]);
+    assert_eq!(
+        (code, v["outcome"].as_str()),
+        (0, Some("renewed")),
+        "{v:#}\n{e}"
+    );
+    assert!(restarted(&v).len() == 2, "{v:#}");
+    let receipt: Value = serde_json::from_slice(
+        &std::fs::read(node.state().join("completed/op-killed.json")).unwrap(),
+    )
+    .unwrap();
+    let leaves = receipt["certificates"].as_array().unwrap();
+    assert_eq!(leaves.len(), 11, "{receipt:#}");
+    let ap = leaves.iter().find(|l| l["name"] == "apiserver").unwrap();
+    assert_eq!(ap["serialBefore"], before.as_str(), "{ap}");
+    assert_eq!(ap["serialAfter"], leaf("apiserver.crt").as_str(), "{ap}");
+    let row = v["certificates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "apiserver")
+        .unwrap();
+    assert_eq!(row["serialBefore"], ap["serialBefore"], "{row}");
+    assert_eq!(row["serialAfter"], ap["serialAfter"], "{row}");
+}
