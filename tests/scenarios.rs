@@ -2193,76 +2193,13 @@ fn files_and_times(node: &Node) -> Vec<(std::path::PathBuf, String, u32, (i64, i
         .collect()
 }
 
-/// Re-issue the node's CA `rel` (under `pki/`, named `cn`) with its own
-/// key (every leaf still chains to it), ending at `end`
+/// Re-issue the node's CA `rel` (under `pki/`) with its own key, subject
+/// and extensions (every leaf still chains to it), ending at `end`
 /// (`YYYYMMDDhhmmssZ`), as an operator's CA that ends soon.
-fn reissue_ca(node: &Node, rel: &str, cn: &str, end: &str) {
+fn reissue_ca(node: &Node, rel: &str, end: &str) {
     let pki = node.root.join("etc/kubernetes/pki");
-    let work = tempfile::tempdir().unwrap();
-    let w = work.path();
-    std::fs::write(w.join("index.txt"), "").unwrap();
-    std::fs::write(w.join("serial"), "01\n").unwrap();
-    std::fs::write(
-        w.join("ca.cnf"),
-        format!(
-            "[ ca ]\ndefault_ca = d\n[ d ]\ndatabase = {db}\nserial = {dir}/serial\nnew_certs_dir = {dir}\ndefault_md = sha256\npolicy = p\nunique_subject = no\ncopy_extensions = none\n[ p ]\ncommonName = supplied\n[ req ]\ndistinguished_name = dn\nprompt = no\n[ dn ]\nCN = {cn}\n[ ext ]\nbasicConstraints = critical, CA:TRUE\nkeyUsage = critical, digitalSignature, keyEncipherment, keyCertSign\nsubjectKeyIdentifier = hash\n",
-            db = w.join("index.txt").display(),
-            cn = cn,
-            dir = w.display()
-        ),
-    )
-    .unwrap();
-    let openssl = |args: &[&str]| {
-        let out = Command::new("/usr/bin/openssl")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let (cnf, csr, key, crt) = (
-        w.join("ca.cnf"),
-        w.join("ca.csr"),
-        pki.join(rel.replace(".crt", ".key")),
-        w.join("ca.crt"),
-    );
-    let s = |p: &Path| p.to_str().unwrap().to_string();
-    openssl(&[
-        "req",
-        "-new",
-        "-config",
-        &s(&cnf),
-        "-key",
-        &s(&key),
-        "-out",
-        &s(&csr),
-    ]);
-    openssl(&[
-        "ca",
-        "-config",
-        &s(&cnf),
-        "-batch",
-        "-notext",
-        "-selfsign",
-        "-rand_serial",
-        "-preserveDN",
-        "-keyfile",
-        &s(&key),
-        "-in",
-        &s(&csr),
-        "-out",
-        &s(&crt),
-        "-startdate",
-        "20250101000000Z",
-        "-enddate",
-        end,
-        "-extensions",
-        "ext",
-    ]);
-    std::fs::copy(&crt, pki.join(rel)).unwrap();
+    let (crt, key) = (pki.join(rel), pki.join(rel.replace(".crt", ".key")));
+    support::tree::resign(&crt, &key, &crt, &key, "20250101000000Z", end);
 }
 
 /// SPEC 4 step 8 (v1.3): a due leaf whose CA ends within the threshold
@@ -2272,7 +2209,7 @@ fn reissue_ca(node: &Node, rel: &str, cn: &str, end: &str) {
 #[test]
 fn a_ca_ending_within_the_threshold_is_refused_before_kubeadm() {
     let node = Node::new("rsa", json!({}));
-    reissue_ca(&node, "etcd/ca.crt", "etcd-ca", "20270225000000Z");
+    reissue_ca(&node, "etcd/ca.crt", "20270225000000Z");
     // etcd-peer ends 2027-03-01: due (19 days left), not expired; the
     // other leaves are not due.
     let now = ["--now", "2027-02-10T00:00:00Z"];
@@ -2317,27 +2254,21 @@ fn a_ca_ending_within_the_threshold_is_refused_before_kubeadm() {
         files,
         "nothing under /etc/kubernetes changed"
     );
-    let receipt: Value = serde_json::from_slice(
-        &std::fs::read(node.state().join("completed/op-wall.json")).unwrap(),
-    )
-    .unwrap();
+    let receipt: Value = node.receipt("op-wall").unwrap();
     assert_eq!(
         (receipt["phase"].as_str(), receipt["message"].as_str()),
         (Some("expiry"), Some(wall))
     );
     // The control: the same node with the CA's end past the threshold
     // renews (kubeadm runs, every leaf proven).
-    reissue_ca(&node, "etcd/ca.crt", "etcd-ca", "20350101000000Z");
+    reissue_ca(&node, "etcd/ca.crt", "20350101000000Z");
     let (code, v, e) = node.run(&[&now[..], &["--operation-id", "op-after"]].concat());
     assert_eq!(
         (code, v["outcome"].as_str()),
         (0, Some("renewed")),
         "{v:#}\n{e}"
     );
-    let receipt: Value = serde_json::from_slice(
-        &std::fs::read(node.state().join("completed/op-after.json")).unwrap(),
-    )
-    .unwrap();
+    let receipt: Value = node.receipt("op-after").unwrap();
     assert_eq!(
         receipt["certificates"].as_array().map(Vec::len),
         Some(11),
@@ -2384,10 +2315,7 @@ fn a_leaf_not_renewed_as_it_was_is_named_and_rolled_back() {
         assert!(restarted(&v).is_empty(), "{knob}: {v:#}");
         assert_eq!(files_and_times(&node), files, "{knob}: rolled back");
         node.assert_all_active();
-        let receipt: Value = serde_json::from_slice(
-            &std::fs::read(node.state().join(format!("completed/{id}.json"))).unwrap(),
-        )
-        .unwrap();
+        let receipt: Value = node.receipt(&id).unwrap();
         assert!(receipt.get("certificates").is_none(), "{knob}: {receipt:#}");
     }
 }
@@ -2399,7 +2327,7 @@ fn a_leaf_not_renewed_as_it_was_is_named_and_rolled_back() {
 #[test]
 fn a_recovery_under_a_ca_ending_within_the_threshold_is_refused() {
     let node = Node::new("rsa", json!({}));
-    reissue_ca(&node, "etcd/ca.crt", "etcd-ca", "20270320000000Z");
+    reissue_ca(&node, "etcd/ca.crt", "20270320000000Z");
     // etcd-peer ended 2027-03-01; etcd-ca ends 2027-03-20 (15 days on).
     let now = ["--now", "2027-03-05T00:00:00Z"];
     let wall = "ca etcd-ca ends 2027-03-20T00:00:00Z: renewing its leaves cannot move them past the threshold; the CA must be rotated (never done here)";
@@ -2464,10 +2392,7 @@ fn a_resumed_renewal_lists_the_leaves_its_kubeadm_renewed() {
         "{v:#}\n{e}"
     );
     assert!(restarted(&v).len() == 2, "{v:#}");
-    let receipt: Value = serde_json::from_slice(
-        &std::fs::read(node.state().join("completed/op-killed.json")).unwrap(),
-    )
-    .unwrap();
+    let receipt: Value = node.receipt("op-killed").unwrap();
     let leaves = receipt["certificates"].as_array().unwrap();
     assert_eq!(leaves.len(), 11, "{receipt:#}");
     let ap = leaves.iter().find(|l| l["name"] == "apiserver").unwrap();
