@@ -1248,7 +1248,7 @@ fn a_container_stopped_by_hand_is_action_needed() {
     assert!(v["message"]
         .as_str()
         .unwrap()
-        .contains("kube-apiserver not running (exited "));
+        .contains("kube-apiserver not running: exited "));
     say(&format!(
         "containers: crictl stop of kube-apiserver: the view says {:?}, exit {code}",
         api["summary"].as_str().unwrap_or("")

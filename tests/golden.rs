@@ -413,7 +413,9 @@ fn plain_words(text: &str, code: &str) -> Result<(), String> {
         "4" => &["NODE: ACTION NEEDED", "NODE: RENEWAL IN PROGRESS"],
         "1" => &[
             "NODE: NOT CLEAN",
-            "NODE: CONFLICT",
+            "NODE: STAGING CONFLICT",
+            "NODE: LOCK HELD by ",
+            "NODE: RENEWAL DIED while ",
             "NODE: RENEWAL IN PROGRESS",
             "CHECK: FAILED",
             // The node is clean; the bundle asked for was not written.

@@ -47,8 +47,33 @@ fn text(node: &Node, extra: &[&str]) -> (i32, String) {
 /// `[T]` for every live time (`40 s`, `12 min`, `3 h`), `[PORT]` for
 /// every port after `127.0.0.1:`, `[ROOT]` for the root.
 fn normalize(s: &str, root: &Path) -> String {
-    let s = s.replace(&root.display().to_string(), "[ROOT]");
-    s.lines().map(|l| normalize_line(l) + "\n").collect()
+    // The simulated node's tools beside the root, then the root.
+    let sim = root.parent().unwrap().join("sim");
+    let s = s
+        .replace(&sim.display().to_string(), "[SIM]")
+        .replace(&root.display().to_string(), "[ROOT]");
+    s.lines()
+        .map(|l| container_ids(&normalize_line(l)) + "\n")
+        .collect()
+}
+
+/// `[ID]` for every container ID (64 lowercase hex digits).
+fn container_ids(line: &str) -> String {
+    line.split(' ')
+        .map(|w| {
+            let id = w.trim_end_matches([';', ',', ')']);
+            let hex = id.len() == 64
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            if hex {
+                format!("[ID]{}", &w[64..])
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn normalize_line(s: &str) -> String {
@@ -180,6 +205,15 @@ fn a_clean_node_is_clean_live() {
 }
 
 /// The host PID of the running container of `name`.
+/// SIGKILL to `name`'s running process (as the OOM killer would).
+fn kill_container(node: &Node, name: &str) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid_of(node, name)),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+}
+
 fn pid_of(node: &Node, name: &str) -> i32 {
     let id = node.running_id(name).unwrap();
     let out = node.crictl(&["inspect", "-o", "json", &id]);
@@ -211,12 +245,7 @@ fn until(node: &Node, extra: &[&str], done: impl Fn(i32, &Value) -> bool) -> (i3
 fn a_component_that_exited_is_action_needed() {
     let mut node = live_node(json!({}));
     node.set_knobs(json!({"neverStart": ["kube-apiserver"]}));
-    let pid = pid_of(&node, "kube-apiserver");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    kill_container(&node, "kube-apiserver");
     let (code, v) = until(&node, &[], |_, v| {
         pod(v, "kube-apiserver")["state"] == "not_running"
     });
@@ -235,7 +264,7 @@ fn a_component_that_exited_is_action_needed() {
     let warned = v["warnings"].as_array().unwrap().iter().any(|w| {
         w.as_str()
             .unwrap()
-            .starts_with("kube-apiserver not running (exited 137")
+            .starts_with("kube-apiserver not running: exited 137 (killed)")
             && w.as_str()
                 .unwrap()
                 .ends_with("a renewal would fail its health gate")
@@ -469,12 +498,7 @@ fn a_crash_looping_component_is_never_healthy() {
     node.set_knobs(json!({"crashAfterMs": {"kube-controller-manager": 150}}));
     // Its running process started before the knob: kill it once; the
     // kubelet's restarts then crash on their own.
-    let pid = pid_of(&node, "kube-controller-manager");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    kill_container(&node, "kube-controller-manager");
     until(&node, &[], |_, v| {
         pod(v, "kube-controller-manager")["state"] == "not_running"
     });
@@ -499,4 +523,133 @@ fn a_crash_looping_component_is_never_healthy() {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!("crash loop seen as {seen:?}");
+}
+
+/// SPEC 6 (v1.3): a crash loop caught while its container runs names its
+/// last exit and when, and its step gives the commands that show why,
+/// ready to paste: pasted, they list its containers and print the log of
+/// the one that crashed.
+#[test]
+fn a_crash_loop_names_its_last_exit_and_the_commands_that_show_why() {
+    let mut node = live_node(json!({}));
+    node.set_knobs(json!({"crashAfterMs": {"kube-scheduler": 4000}}));
+    kill_container(&node, "kube-scheduler");
+    // Killed once (restart 1), then it crashes by itself (restart 2): seen
+    // running again after its own crash.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (code, out) = loop {
+        let (code, out) = text(&node, &[]);
+        if out.contains("  - kube-scheduler crash-looping: 2 restarts") {
+            break (code, out);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never seen crash-looping:\n{out}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(code, 4, "{out}");
+    golden("scheduler-crash-looping", code, &out, &node.root);
+    // The step, pasted as printed (its continuation lines joined).
+    let step = pasted_step(&out, "kube-scheduler crash-looping");
+    assert!(step.contains(" logs --tail 40 "), "{step}");
+    let ran = std::process::Command::new("/bin/sh")
+        .args(["-c", &step])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let shown =
+        String::from_utf8_lossy(&ran.stdout).to_string() + &String::from_utf8_lossy(&ran.stderr);
+    assert!(
+        shown.contains("kube-scheduler") && shown.contains("Exited"),
+        "its containers, the one that crashed among them:\n{shown}"
+    );
+    assert!(
+        shown.contains("exiting 1 after 4000 ms"),
+        "the log of the container that crashed:\n{shown}"
+    );
+}
+
+/// The command of the printed step whose text starts with `starts`, its
+/// continuation lines (`\` at the end) joined as a shell joins them.
+fn pasted_step(out: &str, starts: &str) -> String {
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| {
+            l.trim_start().split_once(". ").is_some_and(|(n, rest)| {
+                n.chars().all(|c| c.is_ascii_digit()) && rest.starts_with(starts)
+            })
+        })
+        .unwrap_or_else(|| panic!("no step starting {starts:?}:\n{out}"));
+    // The text ends at the line ending with ':'; the command follows.
+    let mut i = at;
+    while !lines[i].trim_end().ends_with(':') {
+        i += 1;
+    }
+    let mut cmd = String::new();
+    for l in &lines[i + 1..] {
+        let l = l.trim();
+        match l.strip_suffix('\\') {
+            Some(part) => cmd.push_str(part),
+            None => {
+                cmd.push_str(l);
+                break;
+            }
+        }
+    }
+    cmd
+}
+
+/// SPEC 6 (v1.3): a renewal alive and progressing lists no problems of its
+/// own making: the pod it has down and the components it has not reached
+/// yet (they keep their old certificates until it restarts them) are its
+/// progress; the headline says RENEWAL IN PROGRESS (exit 4: a pod is down).
+#[test]
+fn a_healthy_renewal_in_progress_lists_no_problems() {
+    let mut node = live_node(json!({}));
+    node.set_knobs(json!({"neverStop": ["kube-controller-manager"]}));
+    let mut child = node
+        .command(&[
+            "--operation-id",
+            "op-live",
+            "--force",
+            "--stop-timeout",
+            "60",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !node.staged("kube-controller-manager").exists() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "never staged");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (code, out) = text(&node, &[]);
+    let (jcode, v) = status(&node, &[]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!((code, jcode), (4, 4), "{out}");
+    assert_eq!(v["severity"], "in_progress", "{out}");
+    let head = out
+        .split("\nin progress: ")
+        .next()
+        .unwrap()
+        .replace("\n ", "");
+    // No problem counted (kube-vip's old credential is a warning).
+    assert!(
+        head == "NODE: RENEWAL IN PROGRESS: restarting kube-controller-manager (3 of 4); do not touch"
+            || head == "NODE: RENEWAL IN PROGRESS: restarting kube-controller-manager (3 of 4); do not touch (1 warning)",
+        "{out}"
+    );
+    assert!(!out.contains("\nproblems:\n"), "{out}");
+    // The one it has not reached yet is its progress, not a problem.
+    let progress = out
+        .split("\nprogress:\n")
+        .nth(1)
+        .and_then(|p| p.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no progress listed:\n{out}"));
+    assert!(progress.contains("kube-scheduler restart needed"), "{out}");
 }

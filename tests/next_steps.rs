@@ -423,9 +423,12 @@ fn text_steps(text: &str) -> Vec<(String, Option<String>)> {
             "ls ",
             "cat ",
             "lslocks ",
+            "journalctl ",
         ]
         .iter()
-        .any(|p| t.starts_with(p));
+        .any(|p| t.starts_with(p))
+            // crictl, by the absolute path the runbook called it by.
+            || (t.starts_with('/') && t.contains("/crictl "));
         match &mut last.1 {
             Some(c) if in_command => {
                 c.push_str(t.strip_suffix('\\').unwrap_or(t));
@@ -454,14 +457,28 @@ fn situation(node: &SimNode, doc: &Value) -> String {
         files.push(e);
     }
     files.sort();
+    // The live pods' containers: a stopped one changes them.
+    let containers: Vec<String> = doc["live"]["pods"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "{} {} {}",
+                p["name"], p["container"]["id"], p["container"]["running"]
+            )
+        })
+        .collect();
     format!(
-        "{}\n{}\n{}\n{}\n{}\n{}",
+        "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{:?}",
         doc["reasons"],
+        doc["warnings"],
         doc["manifests"],
         doc["phaseFile"],
         doc["receipts"],
         doc["conflicts"],
-        files.join("\n")
+        files.join("\n"),
+        containers
     )
 }
 
@@ -700,7 +717,7 @@ fn walk_staging_conflicts() {
         let (_, _, text) = sim_view(&node, support::node::NOW);
         assert!(
             text.starts_with(&format!(
-                "NODE: CONFLICT: kube-scheduler.yaml in both directories ({})",
+                "NODE: STAGING CONFLICT: kube-scheduler.yaml in both directories ({})",
                 if differ { "they differ" } else { "identical" }
             )),
             "{text}"
@@ -738,8 +755,11 @@ fn walk_certificates_due() {
         "{text}"
     );
     let (code, doc, text, ran) = walk(&node, DUE, "certificates due");
-    assert_eq!(ran.len(), 1, "{ran:#?}");
+    // The renewal, then kube-vip's stop (it kept the old admin.conf).
+    assert_eq!(ran.len(), 2, "{ran:#?}");
     assert!(ran[0].contains("--operation-id manual-"), "{ran:#?}");
+    assert!(ran[1].contains("/crictl stop --timeout 30 "), "{ran:#?}");
+    assert!(!text.contains("keeps the old credential"), "{text}");
     assert_eq!(
         (code, doc["severity"].as_str()),
         (0, Some("clean")),

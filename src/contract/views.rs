@@ -236,6 +236,12 @@ pub struct LivePodView {
     pub health: Option<String>,
     pub served: Vec<LiveServedView>,
     pub findings: Vec<LiveFindingView>,
+    /// The command that shows its log (v1.3): `crictl logs --tail 40` of
+    /// the container that says why (the one that exited, the one before a
+    /// crash loop's, else the running one), crictl as this run called it;
+    /// absent when no container is known or crictl was not found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<String>,
 }
 
 /// A CA as read (never renewed here).

@@ -147,6 +147,88 @@ impl Advice {
     }
 }
 
+impl Advice {
+    /// The steps that show why a component is down, crash-looping or
+    /// unhealthy (SPEC 6, v1.3), first: its containers, the last one's log
+    /// and the kubelet's journal, pasteable (`crictl`: as this run called
+    /// it; none found: the journal only). The component a renewal at work
+    /// restarts is its progress. Then, with no renewal at work, a static
+    /// pod that keeps an old credential gets its stop.
+    pub fn with_why(
+        &mut self,
+        j: &crate::rules::live::Judged,
+        crictl: Option<&[String]>,
+        wall: OffsetDateTime,
+        restarting: Option<Component>,
+    ) {
+        let busy = self.severity == Severity::InProgress;
+        let mut why = Vec::new();
+        for d in j.why_down(wall) {
+            if busy && restarting.is_some_and(|r| r.name() == d.name) {
+                continue;
+            }
+            // Its manifest is not active: why it is down is known, and its
+            // own step puts it back.
+            if self.not_active.iter().any(|c| c.name() == d.name) {
+                continue;
+            }
+            let cause = d.cause.map(|c| format!(": {c}")).unwrap_or_default();
+            let mut parts = Vec::new();
+            if let Some(w) = crictl {
+                parts.push(crictl_cmd(w, &["ps", "-a", "--name", &d.name]));
+                if let Some(id) = &d.log_of {
+                    parts.push(logs_command(w, id));
+                }
+            }
+            parts.push(journal(&d.name));
+            why.push(step(
+                format!(
+                    "{} {}{cause}; {} say why:",
+                    d.name,
+                    d.words,
+                    match (crictl.is_some(), d.log_of.is_some()) {
+                        (true, true) =>
+                            "its containers, the last one's log and the kubelet's journal",
+                        (true, false) => "its containers and the kubelet's journal",
+                        (false, _) => "the kubelet's journal (crictl was not found)",
+                    }
+                ),
+                Some(parts.join("; ")),
+            ));
+        }
+        if !busy {
+            for (name, id) in j.keeping_old() {
+                let Some(w) = crictl else { continue };
+                why.push(step(
+                    format!("{name} keeps the old credential until its container restarts: stop it (30 s to end by itself), and the kubelet starts a new one from the same manifest (this runbook never touches it):"),
+                    Some(crictl_cmd(w, &["stop", "--timeout", "30", &id])),
+                ));
+            }
+        }
+        self.next.splice(0..0, why);
+    }
+}
+
+/// crictl (as this run called it) with `args`, quoted for the shell.
+fn crictl_cmd(crictl: &[String], args: &[&str]) -> String {
+    let mut w = crictl.to_vec();
+    w.extend(args.iter().map(|a| a.to_string()));
+    words(&w)
+}
+
+/// The last 40 lines of a container's log.
+pub fn logs_command(crictl: &[String], id: &str) -> String {
+    crictl_cmd(crictl, &["logs", "--tail", "40", id])
+}
+
+/// The kubelet's journal lines about `name`.
+fn journal(name: &str) -> String {
+    format!(
+        "journalctl -u kubelet --no-pager -n 400 | grep -F {} | tail -n 20",
+        crate::contract::screen::shell_word(name)
+    )
+}
+
 /// The phase file records a recovery's work (SPEC 11).
 fn recovery_work(s: &NodeSnapshot) -> bool {
     matches!(&s.phase.file, Some(crate::rules::phase::PhaseFile::V2(p)) if p.recovery)
@@ -933,7 +1015,7 @@ fn file_steps(m: &ManifestsReport, cmd: &Commands, now: OffsetDateTime, next: &m
 /// 6, v1.2: the bundle holds the node as it is now, before any step).
 fn evidence_step(cmd: &Commands, now: OffsetDateTime, next: &mut Vec<NextStep>) {
     let evidence = step(
-        "hand off the sanitized evidence first (no keys, no kubeconfigs):",
+        "hand off the sanitized evidence (no keys, no kubeconfigs):",
         Some(cmd.runbook(&[
             "--status-only",
             "--evidence",

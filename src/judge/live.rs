@@ -136,6 +136,11 @@ pub fn view(o: &Observation, j: &Judged) -> doc::LiveView {
                         message: x.words(wall),
                     })
                     .collect(),
+                logs: o
+                    .crictl
+                    .as_deref()
+                    .zip(crate::rules::live::log_container(p))
+                    .map(|(w, id)| crate::judge::advice::logs_command(w, id)),
             })
             .collect(),
     }

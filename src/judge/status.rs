@@ -220,6 +220,12 @@ struct HeadlineFacts<'a> {
     /// design).
     restarting: Option<Component>,
     conflicts: &'a [doc::StagingConflict],
+    /// A renewal that died where it was (its phase file unfinished, no
+    /// process holding the lock): `while restarting kube-apiserver (2 of 4)`.
+    died: Option<String>,
+    /// The lock held by a process that is not a renewal at work: `pid 4242
+    /// (flock)`.
+    lock_held: Option<String>,
 }
 
 /// `kube-apiserver.yaml in both directories (they differ)`.
@@ -257,14 +263,27 @@ fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> Strin
         _ => None,
     };
     let (verdict, detail) = match (a.severity, &a.expiry) {
-        (doc::Severity::Clean, Some((Expiry::Due, words))) => ("RENEWAL DUE", words.clone()),
-        (doc::Severity::Clean, _) => ("CLEAN", String::new()),
-        (doc::Severity::NotClean, _) if !f.conflicts.is_empty() => {
-            ("CONFLICT", conflict_words(f.conflicts))
+        (doc::Severity::Clean, Some((Expiry::Due, words))) => {
+            ("RENEWAL DUE".to_string(), words.clone())
         }
-        (doc::Severity::NotClean, _) => ("NOT CLEAN", String::new()),
+        (doc::Severity::Clean, _) => ("CLEAN".to_string(), String::new()),
+        // The situation by name (SPEC 6, v1.3), not only NOT CLEAN.
+        (doc::Severity::NotClean, _) if f.died.is_some() => (
+            format!("RENEWAL DIED {}", f.died.clone().unwrap_or_default()),
+            String::new(),
+        ),
+        (doc::Severity::NotClean, _) if f.lock_held.is_some() => (
+            format!("LOCK HELD by {}", f.lock_held.clone().unwrap_or_default()),
+            String::new(),
+        ),
+        (doc::Severity::NotClean, _) if !f.conflicts.is_empty() => {
+            ("STAGING CONFLICT".to_string(), conflict_words(f.conflicts))
+        }
+        (doc::Severity::NotClean, _) => ("NOT CLEAN".to_string(), String::new()),
         (doc::Severity::ActionNeeded, _) => {
             let mut parts = Vec::new();
+            parts.extend(f.died.as_ref().map(|d| format!("RENEWAL DIED {d}")));
+            parts.extend(f.lock_held.as_ref().map(|h| format!("LOCK HELD by {h}")));
             let down = down(None);
             if !down.is_empty() {
                 parts.push(format!("{down} down"));
@@ -285,9 +304,9 @@ fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> Strin
             parts.extend(a.live.iter().cloned());
             parts.extend(a.kubelet_expired.iter().cloned());
             if !f.conflicts.is_empty() {
-                parts.push(format!("CONFLICT: {}", conflict_words(f.conflicts)));
+                parts.push(format!("STAGING CONFLICT: {}", conflict_words(f.conflicts)));
             }
-            ("ACTION NEEDED", parts.join("; "))
+            ("ACTION NEEDED".to_string(), parts.join("; "))
         }
         (doc::Severity::InProgress, _) => {
             // Its progress, not problems (SPEC 6, v1.2): the pod it
@@ -298,7 +317,7 @@ fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> Strin
                 parts.push(format!("{others} down"));
             }
             parts.push("do not touch".to_string());
-            ("RENEWAL IN PROGRESS", parts.join("; "))
+            ("RENEWAL IN PROGRESS".to_string(), parts.join("; "))
         }
     };
     match (detail.is_empty(), counts.is_empty()) {
@@ -532,10 +551,13 @@ impl<'a> Viewed<'a> {
         };
         let cmd = advice::commands(g, s);
         let mut advice = advice::advise(s, &reasons, &conflicts, &cmd, now, threshold);
-        advice.with_live(
+        let restarting = advice::work_at(s).and_then(|(_, c)| c);
+        advice.with_live(&judged, observed.wall, restarting);
+        advice.with_why(
             &judged,
+            observed.crictl.as_deref(),
             observed.wall,
-            advice::work_at(s).and_then(|(_, c)| c),
+            restarting,
         );
         if foreign.is_some() {
             advice.severity = doc::Severity::NotClean;
@@ -594,10 +616,31 @@ impl<'a> Viewed<'a> {
     /// The headline over `problems` shown as problems.
     fn headline(&self, problems: usize) -> String {
         let (step, restarting) = advice::work_at(self.s).unwrap_or_default();
+        let s = self.s;
+        let at_work = self.advice.severity == doc::Severity::InProgress;
+        let died = match (&s.phase.intent(), &s.phase.file) {
+            (crate::node::inspect::RunbookIntent::Pending, Some(f)) if !s.lock.is_held() => {
+                Some(format!("while {}", f.plain_step()))
+            }
+            _ => None,
+        };
+        let lock_held = match &s.lock.held {
+            Some(crate::node::lock::HeldBy {
+                holder: crate::node::lock::Holder::Process { pid, command, .. },
+                ..
+            }) if !at_work => Some(match command {
+                Some(c) => format!("pid {pid} ({c})"),
+                None => format!("pid {pid}"),
+            }),
+            Some(_) if !at_work => Some("a process this view cannot name".to_string()),
+            _ => None,
+        };
         let facts = HeadlineFacts {
             step: (!step.is_empty()).then_some(step),
             restarting,
             conflicts: &self.conflicts,
+            died,
+            lock_held,
         };
         headline(&self.advice, problems, &facts)
     }
@@ -894,7 +937,7 @@ mod tests {
                 id: format!("{c}-1"),
                 since: Some(NOW - time::Duration::hours(1)),
                 restarts: 0,
-                crashed_here: false,
+                previous: None,
             }),
             health: Some(Ok(Health::Healthy)),
             ports: Vec::new(),
@@ -910,6 +953,7 @@ mod tests {
             wall: NOW,
             budget: Duration::from_secs(1),
             took: Duration::ZERO,
+            crictl: Some(vec!["/usr/bin/crictl".to_string()]),
             pods: Component::ALL
                 .into_iter()
                 .map(|c| {
@@ -1078,7 +1122,16 @@ mod tests {
             let v = view(&n);
             let (severity, head, code) = verdict(&v);
             assert_eq!((severity, code), (Severity::NotClean, 1), "{name}: {head}");
-            assert!(head.starts_with("NODE: NOT CLEAN ("), "{name}: {head}");
+            // The headline names the situation (SPEC 6, v1.3).
+            let named = match name {
+                "died" => {
+                    "NODE: RENEWAL DIED while renewing the certificates (before any restart) ("
+                }
+                "legacy" => "NODE: RENEWAL DIED while ",
+                "stranger" => "NODE: LOCK HELD by pid ",
+                _ => "NODE: NOT CLEAN (",
+            };
+            assert!(head.starts_with(named), "{name}: {head}");
         }
         let n = TestNode::clean().both(Component::KubeApiserver, "agent");
         let receipts = Receipts::default();
@@ -1096,7 +1149,7 @@ mod tests {
         assert_eq!((severity, code), (Severity::NotClean, 1), "{head}");
         assert!(
             head.starts_with(
-                "NODE: CONFLICT: kube-apiserver.yaml in both directories (they differ)"
+                "NODE: STAGING CONFLICT: kube-apiserver.yaml in both directories (they differ)"
             ),
             "{head}"
         );
@@ -1305,7 +1358,14 @@ mod tests {
                 4
             } else {
                 assert!(
-                    head.starts_with("NODE: NOT CLEAN") || head.starts_with("NODE: CONFLICT"),
+                    [
+                        "NOT CLEAN",
+                        "STAGING CONFLICT",
+                        "RENEWAL DIED while ",
+                        "LOCK HELD by "
+                    ]
+                    .iter()
+                    .any(|h| head.starts_with(&format!("NODE: {h}"))),
                     "{head}"
                 );
                 1

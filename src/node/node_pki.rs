@@ -350,11 +350,15 @@ impl PkiReport {
             .collect()
     }
 
-    /// One problem per expired leaf, longest expired first.
+    /// The expired leaves as one problem (SPEC 6, v1.3), longest expired
+    /// first; none when none has.
     pub fn expired_reasons(&self, now: OffsetDateTime) -> Vec<String> {
         let mut v = self.expired(now);
         v.sort_by_key(|(n, t, _)| (*t, *n));
-        v.into_iter().map(|(_, _, w)| w).collect()
+        let leaves: Vec<(&str, OffsetDateTime)> = v.iter().map(|(n, t, _)| (*n, *t)).collect();
+        crate::rules::expiry::expired_folded(&leaves, now)
+            .into_iter()
+            .collect()
     }
 
     /// The soonest-expiring leaf (name, days left).

@@ -165,6 +165,27 @@ pub fn expired_reason(name: &str, not_after: OffsetDateTime, now: OffsetDateTime
     )
 }
 
+/// The expired leaves as one problem (SPEC 6, v1.3): `leaves` (name,
+/// notAfter) longest expired first; one leaf keeps its own words; several
+/// are `11 leaves expired 2026-12-02 (2 days ago): admin.conf, ...` (`the
+/// first` when their dates differ). None: no leaf expired.
+pub fn expired_folded(leaves: &[(&str, OffsetDateTime)], now: OffsetDateTime) -> Option<String> {
+    let (first, t) = *leaves.first()?;
+    if leaves.len() == 1 {
+        return Some(expired_reason(first, t, now));
+    }
+    let same_day = leaves.iter().all(|(_, x)| date(*x) == date(t));
+    let names: Vec<&str> = leaves.iter().map(|(n, _)| *n).collect();
+    Some(format!(
+        "{} leaves expired{} {} ({}): {}",
+        leaves.len(),
+        if same_day { "" } else { ", the first" },
+        date(t),
+        ago(now, t),
+        names.join(", ")
+    ))
+}
+
 /// A leaf as the renewal's refusal judges it (SPEC 11): kubeadm's name,
 /// its node path and its validity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -345,6 +366,26 @@ fn clock_refusal(leaves: &[LeafValidity], now: OffsetDateTime, again: &str) -> O
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    #[test]
+    fn expired_leaves_fold_into_one_problem() {
+        let now = datetime!(2026-12-04 12:00 UTC);
+        let d = datetime!(2026-12-02 10:00 UTC);
+        assert_eq!(expired_folded(&[], now), None);
+        assert_eq!(
+            expired_folded(&[("apiserver", d)], now).unwrap(),
+            "leaf apiserver expired 2026-12-02 (2 days ago)"
+        );
+        assert_eq!(
+            expired_folded(&[("admin.conf", d), ("apiserver", d)], now).unwrap(),
+            "2 leaves expired 2026-12-02 (2 days ago): admin.conf, apiserver"
+        );
+        let later = datetime!(2026-12-03 10:00 UTC);
+        assert_eq!(
+            expired_folded(&[("admin.conf", d), ("etcd-peer", later)], now).unwrap(),
+            "2 leaves expired, the first 2026-12-02 (2 days ago): admin.conf, etcd-peer"
+        );
+    }
 
     const NOW: OffsetDateTime = datetime!(2026-12-02 00:00:00 UTC);
 

@@ -21,14 +21,14 @@ pub enum Containers {
     /// A container runs. `restarts`: how many times the kubelet restarted
     /// it (`metadata.attempt`: across the pod's sandboxes, a static pod's
     /// UID being its manifest's, so a restart by moving the manifest counts
-    /// too). `crashed_here`: an earlier container of it exited in this
-    /// same sandbox (the kubelet restarted it in place: a crash, or a
-    /// liveness probe's kill).
+    /// too). `previous`: the newest earlier container of it that exited
+    /// in this same sandbox (the kubelet restarted it in place: a crash,
+    /// or a liveness probe's kill), with how it ended when asked.
     Running {
         id: String,
         since: Option<OffsetDateTime>,
         restarts: u32,
-        crashed_here: bool,
+        previous: Option<Previous>,
     },
     /// None runs; the newest one exited (`exit` from `crictl inspect`).
     Exited {
@@ -38,6 +38,14 @@ pub enum Containers {
     },
     /// The static pod has no container at all.
     Absent,
+}
+
+/// The container that ran before the running one in its sandbox (a crash
+/// loop's last crash): its ID (for its log) and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Previous {
+    pub id: String,
+    pub exit: Exit,
 }
 
 /// A health endpoint's answer.
@@ -182,9 +190,13 @@ pub fn unmanaged_words(component: &str, node_path: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
     NotRunning(Option<Exit>),
+    /// A crash loop caught while a container runs: how often the kubelet
+    /// restarted it, since when the running one is up, and how the one
+    /// before it ended (when the runtime said).
     Restarting {
         restarts: u32,
         since: OffsetDateTime,
+        last: Option<Exit>,
     },
     Unhealthy(String),
     /// Its probe fails (`answer`) while its container, up since `since`,
@@ -279,11 +291,18 @@ impl Finding {
     pub fn words(&self, wall: OffsetDateTime) -> String {
         match self {
             Finding::NotRunning(None) => "not running (no container)".to_string(),
-            Finding::NotRunning(Some(e)) => format!("not running ({})", exited(e, wall)),
-            Finding::Restarting { restarts, since } => format!(
-                "restarting ({restarts} {}, up {})",
+            Finding::NotRunning(Some(e)) => format!("not running: {}", exited(e, wall)),
+            Finding::Restarting {
+                restarts,
+                since,
+                last,
+            } => format!(
+                "crash-looping: {restarts} {}, up {}{}",
                 plural(*restarts, "restart"),
-                span(wall - *since)
+                span(wall - *since),
+                last.as_ref()
+                    .map(|e| format!("; the one before {}", exited(e, wall)))
+                    .unwrap_or_default(),
             ),
             Finding::Unhealthy(a) => format!("unhealthy: {a}"),
             Finding::Starting {
@@ -327,16 +346,42 @@ fn plural(n: u32, word: &str) -> String {
     }
 }
 
-/// `exited 1, 40 s ago`; `exited` alone when the runtime did not say.
+/// `exited 1 (its own error), 40 s ago`; `exited` alone when the runtime
+/// did not say.
 pub fn exited(e: &Exit, wall: OffsetDateTime) -> String {
     let mut s = match e.code {
-        Some(c) => format!("exited {c}"),
+        Some(c) => format!("exited {c} ({})", exit_meaning(c)),
         None => "exited".to_string(),
     };
     if let Some(t) = e.finished {
         s.push_str(&format!(", {} ago", span(wall - t)));
     }
     s
+}
+
+/// What a container's exit code means, in words (SPEC 6, v1.3): a signal's
+/// 128 + n by the signal, else the component's own.
+pub fn exit_meaning(code: i32) -> String {
+    match code {
+        0 => "ended by itself".to_string(),
+        126 | 127 => "could not run its command".to_string(),
+        134 => "aborted".to_string(),
+        137 => "killed".to_string(),
+        139 => "segmentation fault".to_string(),
+        143 => "terminated".to_string(),
+        c if (129..=192).contains(&c) => format!("signal {}", c - 128),
+        _ => "its own error".to_string(),
+    }
+}
+
+/// What an exit code says of why the container ended, for the step that
+/// shows why (the kubelet's journal and its log say which).
+pub fn exit_causes(code: Option<i32>) -> Option<&'static str> {
+    match code {
+        Some(137) => Some("out of memory, a failed liveness probe, or a stop"),
+        Some(143) => Some("stopped by the kubelet or by hand"),
+        _ => None,
+    }
 }
 
 /// A duration for people: `40 s`, `12 min`, `3 h`, `5 days` (never
@@ -351,6 +396,19 @@ pub fn span(d: Duration) -> String {
     }
 }
 
+/// The container whose end says why (its exit asked of the runtime, its
+/// log shown): when one runs, the newest that exited before it in its
+/// sandbox (a crash loop's last crash), else the newest.
+pub fn last_ended<'a>(mine: &[&'a Container]) -> Option<&'a Container> {
+    match crate::rules::cri::running(mine) {
+        Some(r) => mine
+            .iter()
+            .find(|c| c.id != r.id && c.pod_sandbox_id == r.pod_sandbox_id && !c.is_running())
+            .copied(),
+        None => mine.first().copied(),
+    }
+}
+
 /// The component's containers from one listing (newest first, already
 /// narrowed to its static pod): the running one, else the newest exited
 /// one with `exit` (what inspect said of it, when asked).
@@ -360,9 +418,10 @@ pub fn containers(mine: &[&Container], exit: Option<Exit>) -> Containers {
             id: r.id.clone(),
             since: r.created(),
             restarts: r.attempt(),
-            crashed_here: mine
-                .iter()
-                .any(|c| c.id != r.id && c.pod_sandbox_id == r.pod_sandbox_id && !c.is_running()),
+            previous: last_ended(mine).map(|c| Previous {
+                id: c.id.clone(),
+                exit: exit.unwrap_or_default(),
+            }),
         };
     }
     match mine.first() {
@@ -397,15 +456,16 @@ pub fn judge(o: &Observed, wall: OffsetDateTime) -> Vec<Finding> {
         Ok(Containers::Running {
             since,
             restarts,
-            crashed_here,
+            previous,
             ..
         }) => {
             started = *since;
             if let Some(s) = since {
-                if *crashed_here && wall - *s < STAY_UP {
+                if let Some(p) = previous.as_ref().filter(|_| wall - *s < STAY_UP) {
                     v.push(Finding::Restarting {
                         restarts: *restarts,
                         since: *s,
+                        last: (p.exit != Exit::default()).then_some(p.exit),
                     });
                 }
             }
@@ -578,6 +638,33 @@ pub fn etcd_health(status: u16, body: &[u8]) -> Health {
     }
 }
 
+/// A component down, crash-looping or unhealthy, for the step that shows
+/// why ([`Judged::why_down`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Down {
+    pub name: String,
+    /// Its finding in words (`not running: exited 137 (killed), 40 s ago`).
+    pub words: String,
+    /// What its exit code says of why, when it says something.
+    pub cause: Option<&'static str>,
+    /// The container whose log says why.
+    pub log_of: Option<String>,
+}
+
+/// The container whose log says why a pod is down or unhealthy: the one
+/// that exited (not running), the one before (a crash loop), else the
+/// running one.
+pub fn log_container(o: &Observed) -> Option<&str> {
+    match o.containers.as_ref().ok()? {
+        Containers::Exited { id, .. } => Some(id),
+        Containers::Running {
+            previous: Some(p), ..
+        } => Some(&p.id),
+        Containers::Running { id, .. } => Some(id),
+        Containers::Absent => None,
+    }
+}
+
 /// The whole node's live judgement: each observed pod's findings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judged {
@@ -635,9 +722,15 @@ impl Judged {
         let mut v: Vec<(Weight, Reason)> = self
             .components()
             .flat_map(|(o, fs)| {
-                let kind = crate::rules::component::Component::from_name(&o.name)
-                    .map_or(ReasonKind::Other, ReasonKind::Component);
+                let c = crate::rules::component::Component::from_name(&o.name);
                 fs.iter().map(move |f| {
+                    let kind = match (c, f) {
+                        (None, _) => ReasonKind::Other,
+                        (Some(c), Finding::RestartNeeded { .. } | Finding::ServesOther { .. }) => {
+                            ReasonKind::AwaitsRestart(c)
+                        }
+                        (Some(c), _) => ReasonKind::Component(c),
+                    };
                     (
                         f.weight(),
                         Reason::new(kind, format!("{} {}", o.name, f.words(wall))),
@@ -690,6 +783,53 @@ impl Judged {
             .collect()
     }
 
+    /// The components down, crash-looping or unhealthy (an operator must
+    /// act), each with why in words and the container whose log says why
+    /// (the last one that ran; none when it never ran): the steps that
+    /// show why (SPEC 6, v1.3).
+    pub fn why_down(&self, wall: OffsetDateTime) -> Vec<Down> {
+        self.components()
+            .filter_map(|(o, fs)| {
+                let f = fs.iter().find(|f| {
+                    matches!(
+                        f,
+                        Finding::NotRunning(_) | Finding::Restarting { .. } | Finding::Unhealthy(_)
+                    )
+                })?;
+                let cause = match f {
+                    Finding::NotRunning(Some(e)) => exit_causes(e.code),
+                    Finding::Restarting { last: Some(e), .. } => exit_causes(e.code),
+                    _ => None,
+                };
+                Some(Down {
+                    name: o.name.clone(),
+                    words: f.words(wall),
+                    cause,
+                    log_of: log_container(o).map(str::to_string),
+                })
+            })
+            .collect()
+    }
+
+    /// Other static pods that started before a file they mount was renewed
+    /// (kube-vip after a renewal or a recovery, SPEC 10): each name and its
+    /// running container (stopping it makes the kubelet start a new one
+    /// from the same manifest).
+    pub fn keeping_old(&self) -> Vec<(String, String)> {
+        self.pods
+            .iter()
+            .filter(|(o, _)| crate::rules::component::Component::from_name(&o.name).is_none())
+            .filter(|(_, fs)| {
+                fs.iter()
+                    .any(|f| matches!(f, Finding::RestartNeeded { .. }))
+            })
+            .filter_map(|(o, _)| match &o.containers {
+                Ok(Containers::Running { id, .. }) => Some((o.name.clone(), id.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Each serving file kubeadm does not renew, as its component's flag
     /// names it (a warning, SPEC 12, v1.3): compared, never asked to
     /// change.
@@ -730,7 +870,13 @@ mod tests {
             id: "c1".into(),
             since: Some(WALL - Duration::seconds(age)),
             restarts,
-            crashed_here: restarts > 0,
+            previous: (restarts > 0).then(|| Previous {
+                id: "c0".into(),
+                exit: Exit {
+                    code: Some(1),
+                    finished: Some(WALL - Duration::seconds(age + 2)),
+                },
+            }),
         })
     }
 
@@ -772,11 +918,14 @@ mod tests {
         );
         let f = judge(&o, WALL);
         assert_eq!(f, vec![Finding::NotRunning(Some(exit))]);
-        assert_eq!(f[0].words(WALL), "not running (exited 1, 40 s ago)");
+        assert_eq!(
+            f[0].words(WALL),
+            "not running: exited 1 (its own error), 40 s ago"
+        );
         assert_eq!(f[0].weight(), Weight::ActionNeeded);
         assert_eq!(
             gate(&o, WALL).map_err(|b| b.to_string()),
-            Err("kube-apiserver not running (exited 1, 40 s ago)".into())
+            Err("kube-apiserver not running: exited 1 (its own error), 40 s ago".into())
         );
     }
 
@@ -785,7 +934,10 @@ mod tests {
         let young = pod(running(3, 20), Some(Ok(Health::Healthy)));
         let f = judge(&young, WALL);
         assert_eq!(f[0].kind(), "restarting");
-        assert_eq!(f[0].words(WALL), "restarting (3 restarts, up 20 s)");
+        assert_eq!(
+            f[0].words(WALL),
+            "crash-looping: 3 restarts, up 20 s; the one before exited 1 (its own error), 22 s ago"
+        );
         assert!(gate(&young, WALL).is_err());
         // Up for longer than STAY_UP: healthy again.
         assert_eq!(
@@ -802,7 +954,7 @@ mod tests {
             id: "c2".into(),
             since: Some(WALL - Duration::seconds(1)),
             restarts: 4,
-            crashed_here: false,
+            previous: None,
         });
         assert_eq!(judge(&pod(moved, Some(Ok(Health::Healthy))), WALL), vec![]);
     }
@@ -877,7 +1029,7 @@ mod tests {
                 id: "c1".into(),
                 since: None,
                 restarts: 0,
-                crashed_here: false,
+                previous: None,
             }),
             refused(),
         );
@@ -998,7 +1150,7 @@ mod tests {
             id: "c3".into(),
             since: None,
             restarts: 0,
-            crashed_here: false,
+            previous: None,
         });
         let f = judge(&pod(unknown, Some(Ok(Health::Healthy))), WALL);
         assert_eq!(f.len(), 1, "{f:?}");

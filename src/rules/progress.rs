@@ -36,6 +36,10 @@ pub enum ReasonKind {
     Staging(Stager),
     /// One of the four components (its manifest, its pod).
     Component(Component),
+    /// A component that keeps its old certificate until it restarts (it
+    /// started before its files were renewed, or serves an older
+    /// certificate than its file's): what a renewal's restart of it ends.
+    AwaitsRestart(Component),
     /// Anything else.
     Other,
 }
@@ -111,16 +115,25 @@ pub struct AtWork<'a> {
 /// The reasons apart: (progress, problems), each in the order given. The
 /// lock and the phase file are progress; the runbook staging directory is
 /// progress only while it holds nothing but the restarting component's
-/// manifest; the restarting component's own reasons are progress.
+/// manifest; the restarting component's own reasons are progress; so is
+/// the old certificate of a component it has not restarted yet (SPEC 6,
+/// v1.3: the components it has not reached are its progress).
 pub fn progress_apart(reasons: &[Reason], w: &AtWork<'_>) -> (Vec<Reason>, Vec<Reason>) {
     let only_restarting = w
         .staged
         .iter()
         .all(|e| w.restarting.is_some_and(|c| *e == c.manifest_file()));
+    let order = |c: Component| Component::ALL.iter().position(|x| *x == c);
+    let not_reached = |c: Component| match w.restarting {
+        // Before its first restart: it reaches every one.
+        None => true,
+        Some(r) => order(c) >= order(r),
+    };
     reasons.iter().cloned().partition(|r| match r.kind {
         ReasonKind::Lock | ReasonKind::Phase => true,
         ReasonKind::Staging(Stager::Runbook) => only_restarting,
         ReasonKind::Component(c) => w.restarting == Some(c),
+        ReasonKind::AwaitsRestart(c) => not_reached(c),
         ReasonKind::Staging(Stager::NodeAgent) | ReasonKind::Other => false,
     })
 }
@@ -148,6 +161,33 @@ mod tests {
             Reason::staging_not_empty(Stager::NodeAgent, "/etc/kubernetes/agent"),
             Reason::other("receipts directory: refused"),
         ]
+    }
+
+    #[test]
+    fn an_old_certificate_not_reached_yet_is_progress_one_passed_a_problem() {
+        let r = vec![
+            Reason::new(
+                ReasonKind::AwaitsRestart(Component::Etcd),
+                "etcd restart needed",
+            ),
+            Reason::new(
+                ReasonKind::AwaitsRestart(Component::KubeControllerManager),
+                "kube-controller-manager restart needed",
+            ),
+            Reason::new(
+                ReasonKind::AwaitsRestart(Component::KubeScheduler),
+                "kube-scheduler restart needed",
+            ),
+        ];
+        // Restarting kube-controller-manager: etcd was passed (its restart
+        // should have ended it), the two others are not reached yet.
+        let (progress, problems) =
+            progress_apart(&r, &at_work(&[], Some(Component::KubeControllerManager)));
+        assert_eq!(progress, r[1..].to_vec());
+        assert_eq!(problems, r[..1].to_vec());
+        // Before its first restart (renewing): it reaches every one.
+        let (progress, problems) = progress_apart(&r, &at_work(&[], None));
+        assert_eq!((progress, problems), (r.clone(), vec![]));
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct Observation {
     pub budget: Duration,
     pub took: Duration,
     pub pods: Vec<Observed>,
+    /// crictl as this run called it, for the steps that show why a
+    /// component is down ([`crate::tools::runtime::Runtime::crictl_words`]).
+    pub crictl: Option<Vec<String>>,
 }
 
 impl Observation {
@@ -348,14 +351,13 @@ fn containers(
         .map(|n| {
             let l = listing.as_ref().ok()?;
             let mine = l.component(n).ok()?;
-            if crate::rules::cri::running(&mine).is_some() {
-                return None;
-            }
-            let newest = mine.first()?;
+            // Not running: how the newest ended; running after a crash in
+            // its sandbox: how the one before ended (SPEC 6, v1.3).
+            let ended = live::last_ended(&mine)?;
             if left().is_zero() {
                 return None;
             }
-            rt.inspect_exit(&newest.id, left()).ok()
+            rt.inspect_exit(&ended.id, left()).ok()
         })
         .collect();
     let etcd = listing
@@ -478,6 +480,7 @@ pub fn observe(
         budget,
         took: t0.elapsed(),
         pods,
+        crictl: rt.crictl_words(),
     }
 }
 

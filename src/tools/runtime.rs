@@ -93,6 +93,12 @@ pub trait Runtime: Sync {
     fn endpoint(&self) -> Option<&RuntimeEndpoint> {
         None
     }
+    /// crictl as this run calls it (its absolute path, then
+    /// `--runtime-endpoint` when one is given): the first words of a
+    /// printed step an operator pastes. None: no crictl was found.
+    fn crictl_words(&self) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// Whether crictl's failure says the runtime cannot be reached at all, so
@@ -305,6 +311,14 @@ impl Runtime for NodeRuntime {
 
     fn endpoint(&self) -> Option<&RuntimeEndpoint> {
         Some(&self.endpoint)
+    }
+
+    fn crictl_words(&self) -> Option<Vec<String>> {
+        let mut w = vec![self.crictl.as_ref()?.display().to_string()];
+        if let Some(e) = &self.endpoint.endpoint {
+            w.extend(["--runtime-endpoint".to_string(), e.clone()]);
+        }
+        Some(w)
     }
 
     fn container_pid(&self, id: &str, budget: Duration) -> Result<Option<u32>, RtError> {

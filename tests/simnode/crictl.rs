@@ -101,6 +101,8 @@ const EXEC: &[FlagSpec] = &[
     flag(&["-q", "--quiet"], false),
 ];
 
+const STOP: &[FlagSpec] = &[flag(&["-t", "--timeout"], true)];
+
 const LOGS: &[FlagSpec] = &[
     flag(&["--tail"], true),
     flag(&["-f", "--follow"], false),
@@ -758,6 +760,7 @@ fn run(sim: &Sim, args: &[String], log: Logrus) -> Result<i32> {
         "inspect" => inspect(&cx, rest),
         "exec" => exec(&cx, rest),
         "logs" => logs(&cx, rest),
+        "stop" => stop(&cx, rest),
         "version" => {
             let ep = cx.runtime()?;
             let path = socket_path(&ep).unwrap_or_default();
@@ -1543,6 +1546,48 @@ fn exec(cx: &Cx, args: &[String]) -> Result<i32> {
 }
 
 // ------------------------------------------------------------ logs
+
+/// `crictl stop [--timeout S] ID...`, as the CRI's StopContainer: SIGTERM
+/// to the container's process, SIGKILL once `--timeout` seconds passed
+/// (0, crictl's default: at once); prints each ID stopped. The kubelet sees
+/// the process end and, as a static pod's restart policy says, starts a
+/// new container from the same manifest.
+fn stop(cx: &Cx, args: &[String]) -> Result<i32> {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let p = parse(args, STOP, false)?;
+    cx.runtime()?;
+    if p.positional.is_empty() {
+        bail!("ID cannot be empty");
+    }
+    let timeout: u64 = match p.get("--timeout") {
+        Some(t) => t.parse().map_err(|_| anyhow!("invalid --timeout {t:?}"))?,
+        None => 0,
+    };
+    let all = containers(cx.sim)?;
+    for id in &p.positional {
+        let c = find(&all, id)?;
+        if let (true, Some(pid)) = (c.is_running(), c.pid) {
+            let pid = Pid::from_raw(pid as i32);
+            let gone = |_: ()| kill(pid, None).is_err();
+            let signal = if timeout == 0 {
+                Signal::SIGKILL
+            } else {
+                Signal::SIGTERM
+            };
+            let _ = kill(pid, signal);
+            let until = std::time::Instant::now() + Duration::from_secs(timeout);
+            while !gone(()) && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !gone(()) {
+                let _ = kill(pid, Signal::SIGKILL);
+            }
+        }
+        println!("{}", c.id);
+    }
+    Ok(0)
+}
 
 fn logs(cx: &Cx, args: &[String]) -> Result<i32> {
     let p = parse(args, LOGS, false)?;

@@ -311,6 +311,10 @@ type LivePodView struct {
 	Health    *string            `json:"health"`
 	Served    []LiveServedView   `json:"served"`
 	Findings  []LiveFindingView  `json:"findings"`
+	// Logs is the command that shows its log (crictl logs --tail 40 of the
+	// container that says why), when a container is known and crictl was
+	// found (v1.3).
+	Logs *string `json:"logs,omitempty"`
 }
 
 // LiveContainerView is a static pod's container as the runtime lists it.

@@ -815,7 +815,7 @@ mod tests {
         let (r, _) = gate(&rt, Duration::from_millis(300));
         match r {
             Err(GateError::TimedOut { message }) => assert!(
-                message.contains("kube-scheduler not running (exited)"),
+                message.contains("kube-scheduler not running: exited"),
                 "{message}"
             ),
             other => panic!("{other:?}"),
