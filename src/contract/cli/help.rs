@@ -100,7 +100,8 @@ pub fn help_for(args: &[OsString]) -> String {
         .map_or_else(help, mode_help)
 }
 
-/// One mode's page ([`page::mode_page`]).
+/// One mode's page (SPEC 6 v1.2), laid out from the texts kept beside
+/// its mode's grammar.
 pub fn mode_help(page: HelpPage) -> String {
     page::mode_page(&page.page())
 }
