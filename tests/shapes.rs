@@ -10,6 +10,7 @@ mod support;
 
 use serde_json::json;
 use std::path::Path;
+use support::kubeadm_manifests::ControlPlane;
 use support::node::*;
 
 /// The runbook's text output (the JSON default of [`Node::run`] replaced).
@@ -27,6 +28,42 @@ fn run_text(node: &Node, args: &[&str]) -> (i32, String) {
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).to_string(),
     )
+}
+
+/// The kubeadm-shaped generator (tests/support/kubeadm_manifests.rs)
+/// given the fixture's node (cp-1, 10.0.0.11, kubeadm's ports 6443, 2379,
+/// 2380, 10257 and 10259, binds on 127.0.0.1) writes the fixture's four
+/// manifests byte for byte, as kubeadm v1.31 wrote them: every simulated
+/// node starts from the same text, only its description differs.
+#[test]
+fn the_generator_writes_the_fixture_manifests() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes");
+    for variant in ["rsa", "ecdsa"] {
+        let dir = fixture.join(variant).join(MANIFESTS);
+        let generated = ControlPlane::fixture().manifests();
+        assert_eq!(generated.len(), 4);
+        for (name, text) in generated {
+            let want = std::fs::read_to_string(dir.join(name)).unwrap();
+            assert!(
+                text == want,
+                "{variant}/{name} differs from the fixture:\n{}",
+                first_difference(&want, &text)
+            );
+        }
+    }
+}
+
+/// The first line where `want` and `got` differ, with both.
+fn first_difference(want: &str, got: &str) -> String {
+    let (mut w, mut g) = (want.lines(), got.lines());
+    for n in 1.. {
+        match (w.next(), g.next()) {
+            (None, None) => return "(same lines; line endings differ)".into(),
+            (a, b) if a == b => continue,
+            (a, b) => return format!("line {n}: fixture {a:?}, generated {b:?}"),
+        }
+    }
+    unreachable!()
 }
 
 const EXTERNAL: &str = "external etcd: this runbook renews stacked-etcd nodes only";
