@@ -152,17 +152,16 @@ impl ControlPlane {
         v
     }
 
-    /// Writes [`manifests`](Self::manifests) into `dir` (mode 0600, as
-    /// kubeadm writes them), removing an `etcd.yaml` that an external etcd
-    /// node has none of. Other files are left as they are.
+    /// Writes [`manifests`](Self::manifests) into `dir` over the fixture's
+    /// copies (their mode kept), removing an `etcd.yaml` that an external
+    /// etcd node has none of. Other files (kube-vip.yaml) are left as they
+    /// are.
     pub fn write(&self, dir: &Path) {
         if self.external_etcd.is_some() {
             let _ = std::fs::remove_file(dir.join("etcd.yaml"));
         }
         for (name, text) in self.manifests() {
-            let p = dir.join(name);
-            std::fs::write(&p, text).unwrap();
-            super::tree::chmod(&p, 0o600);
+            std::fs::write(dir.join(name), text).unwrap();
         }
     }
 
