@@ -224,7 +224,7 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
         &pki(&a.root, "etcd/ca.crt"),
         a.tls_now,
     )?;
-    for peer in a.peers.iter().copied() {
+    for &peer in &a.peers {
         // The peer port: peer.crt, client certificates from the etcd CA
         // (--peer-client-cert-auth), re-read per connection too.
         let peer_cfg = tls::reloading_server_config(
