@@ -64,6 +64,11 @@ pub struct ControlPlane {
     /// etcd's client and peer ports (kubeadm: 2379, 2380).
     pub etcd_client_port: u16,
     pub etcd_peer_port: u16,
+    /// etcd's metrics port (kubeadm: 2381), on the loopback of the family:
+    /// `--listen-metrics-urls` and etcd's probes (kubeadm's
+    /// `GetEtcdProbeEndpoint` follows a `listen-metrics-urls` extra
+    /// argument).
+    pub etcd_metrics_port: u16,
     /// kube-controller-manager's and kube-scheduler's `--secure-port`
     /// (kubeadm's default 10257, 10259: no flag written).
     pub kcm_port: u16,
@@ -111,6 +116,7 @@ impl ControlPlane {
             api_port: 6443,
             etcd_client_port: 2379,
             etcd_peer_port: 2380,
+            etcd_metrics_port: 2381,
             kcm_port: 10257,
             sched_port: 10259,
             api_bind: None,
@@ -229,7 +235,7 @@ impl ControlPlane {
             ("listen-client-urls", listen.join(",")),
             (
                 "listen-metrics-urls",
-                format!("http://{}", host_port(lo, 2381)),
+                format!("http://{}", host_port(lo, self.etcd_metrics_port)),
             ),
             ("listen-peer-urls", peer.clone()),
             ("name", self.node_name.clone()),
@@ -256,7 +262,7 @@ impl ControlPlane {
         s.push_str(&self.probes(
             "etcd",
             Some(lo),
-            2381,
+            self.etcd_metrics_port,
             Paths {
                 liveness: "/livez",
                 readiness: Some("/readyz"),
