@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 use support::containers::{require, serial, Containerd};
+use support::kubeadm_manifests::ControlPlane;
 use support::node::*;
 use support::say;
 
@@ -59,6 +60,17 @@ impl Tier {
     /// [`Tier::new`], with `edit` given the node's etcd manifest (its
     /// loopback ports in place) before the kubelet starts.
     fn with_etcd(knobs: Value, edit: impl FnOnce(&Node, &NodeEtcd)) -> Option<Tier> {
+        Tier::shaped(knobs, |_| {}, edit)
+    }
+
+    /// [`Tier::with_etcd`] on a node described by `shape` (over
+    /// [`Node::description`], etcd's metrics port free) before its
+    /// manifests are generated.
+    fn shaped(
+        knobs: Value,
+        shape: impl FnOnce(&mut ControlPlane),
+        edit: impl FnOnce(&Node, &NodeEtcd),
+    ) -> Option<Tier> {
         let tools = require()?;
         let turn = serial();
         let ctrd = Containerd::start(&tools);
@@ -68,27 +80,16 @@ impl Tier {
             "runtime": { "crictl": tools.crictl, "endpoint": ep },
         });
         support::node::merge(&mut all, &knobs);
-        let mut node = Node::prepare("ecdsa", all);
-        // etcd on free loopback ports only (host network, no 10.0.0.11 here;
-        // Node::prepare moved its peer URL to loopback already).
-        let metrics = free_port();
-        let p = node.manifest("etcd");
-        let s = std::fs::read_to_string(&p).unwrap();
-        let peer = nvke_cert_runbook::node::etcd_peer_address(s.as_bytes())
-            .unwrap()
-            .port();
-        let client = node.etcd_client_port().to_string();
-        let s = s
-            .replace(",https://10.0.0.11:2379", "")
-            .replace(
-                "https://10.0.0.11:2379",
-                &format!("https://127.0.0.1:{client}"),
-            )
-            .replace("127.0.0.1:2381", &format!("127.0.0.1:{metrics}"));
-        std::fs::write(&p, s).unwrap();
+        // etcd's metrics URL (and so its probes, as kubeadm writes them
+        // from `listen-metrics-urls`) on a free port too: real etcd binds
+        // it, on the host's network.
+        let mut node = Node::prepare_with("ecdsa", all, |cp| {
+            cp.etcd_metrics_port = free_port();
+            shape(cp);
+        });
         let etcd = NodeEtcd {
-            client: client.parse().unwrap(),
-            peer,
+            client: node.etcd_client_port(),
+            peer: node.kubeadm.etcd_peer_port,
         };
         edit(&node, &etcd);
         // The runbook's crictl is the real one.
@@ -1332,44 +1333,35 @@ impl Drop for HostAddress {
     }
 }
 
-/// SPEC 12 (v1.3), IPv6: the node's real etcd listens on `[::1]` and the
-/// node's IPv6 address (kubeadm's URLs on an IPv6 single-stack node, no
-/// IPv4 client URL at all) and advertises the latter; kube-apiserver's
-/// `--etcd-servers` is `[::1]`. The view is clean with etcd healthy and
-/// its `server.crt` served current, and a renewal restarts all four, real
-/// etcd asked on `[::1]` throughout.
+/// SPEC 12 (v1.3), IPv6: kubeadm on an IPv6 single-stack node advertising
+/// `fd00:10::11` (a generator description): the node's real etcd listens
+/// on `[::1]` and the node's IPv6 address (no IPv4 client URL at all),
+/// advertises the latter and has its peer URL there; kube-apiserver's
+/// `--etcd-servers` is `[::1]`, it binds `::` and is probed on the
+/// advertise address. The view is clean with etcd healthy and its
+/// `server.crt` served current, and a renewal restarts all four, real etcd
+/// asked on `[::1]` throughout.
 #[test]
 fn a_real_etcd_on_ipv6_is_renewed() {
     let _addr = HostAddress::add("fd00:10::11/128");
-    let Some(t) = Tier::with_etcd(json!({}), |node, etcd| {
-        let p = node.manifest("etcd");
-        let s = std::fs::read_to_string(&p).unwrap();
-        let v4 = format!("https://127.0.0.1:{}", etcd.client);
-        let s = s
-            .replace(
-                &format!("--listen-client-urls={v4}"),
-                &format!(
-                    "--listen-client-urls=https://[::1]:{c},https://[fd00:10::11]:{c}",
-                    c = etcd.client
-                ),
-            )
-            .replace(
-                &format!("--advertise-client-urls={v4}"),
-                &format!(
-                    "--advertise-client-urls=https://[fd00:10::11]:{}",
-                    etcd.client
-                ),
+    let Some(t) = Tier::shaped(
+        json!({}),
+        |cp| {
+            cp.advertise = "fd00:10::11".parse().unwrap();
+            cp.api_bind = Some("::".parse().unwrap());
+        },
+        |node, etcd| {
+            let s = std::fs::read_to_string(node.manifest("etcd")).unwrap();
+            let c = etcd.client;
+            assert!(
+                s.contains(&format!(
+                    "--listen-client-urls=https://[::1]:{c},https://[fd00:10::11]:{c}\n"
+                )),
+                "{s}"
             );
-        assert!(!s.contains(&format!("client-urls={v4}")), "{s}");
-        std::fs::write(&p, s).unwrap();
-        let api = node.manifest("kube-apiserver");
-        let a = std::fs::read_to_string(&api).unwrap();
-        std::fs::write(
-            &api,
-            a.replace(&v4, &format!("https://[::1]:{}", etcd.client)),
-        )
-        .unwrap();
-    }) else {
+            assert!(!s.contains("https://127.0.0.1:"), "{s}");
+        },
+    ) else {
         return;
     };
     let (code, v) = view_until(&t, "clean on containerd, etcd on [::1]", |c, _| c == 0);

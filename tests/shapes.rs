@@ -10,6 +10,7 @@ mod support;
 
 use serde_json::json;
 use std::path::Path;
+use support::kubeadm_manifests::ControlPlane;
 use support::node::*;
 
 /// The runbook's text output (the JSON default of [`Node::run`] replaced).
@@ -29,6 +30,42 @@ fn run_text(node: &Node, args: &[&str]) -> (i32, String) {
     )
 }
 
+/// The kubeadm-shaped generator (tests/support/kubeadm_manifests.rs)
+/// given the fixture's node (cp-1, 10.0.0.11, kubeadm's ports 6443, 2379,
+/// 2380, 10257 and 10259, binds on 127.0.0.1) writes the fixture's four
+/// manifests byte for byte, as kubeadm v1.31 wrote them: every simulated
+/// node starts from the same text, only its description differs.
+#[test]
+fn the_generator_writes_the_fixture_manifests() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nodes");
+    for variant in ["rsa", "ecdsa"] {
+        let dir = fixture.join(variant).join(MANIFESTS);
+        let generated = ControlPlane::fixture().manifests();
+        assert_eq!(generated.len(), 4);
+        for (name, text) in generated {
+            let want = std::fs::read_to_string(dir.join(name)).unwrap();
+            assert!(
+                text == want,
+                "{variant}/{name} differs from the fixture:\n{}",
+                first_difference(&want, &text)
+            );
+        }
+    }
+}
+
+/// The first line where `want` and `got` differ, with both.
+fn first_difference(want: &str, got: &str) -> String {
+    let (mut w, mut g) = (want.lines(), got.lines());
+    for n in 1.. {
+        match (w.next(), g.next()) {
+            (None, None) => return "(same lines; line endings differ)".into(),
+            (a, b) if a == b => continue,
+            (a, b) => return format!("line {n}: fixture {a:?}, generated {b:?}"),
+        }
+    }
+    unreachable!()
+}
+
 const EXTERNAL: &str = "external etcd: this runbook renews stacked-etcd nodes only";
 
 /// External etcd (SPEC 12): no `etcd.yaml`, and kube-apiserver's
@@ -37,16 +74,23 @@ const EXTERNAL: &str = "external etcd: this runbook renews stacked-etcd nodes on
 /// NEEDED for an etcd pod that never existed; nothing changes.
 #[test]
 fn external_etcd_is_one_verdict_exit_1_in_every_mode() {
-    let node = Node::new("rsa", json!({}));
-    std::fs::remove_file(node.manifest("etcd")).unwrap();
+    // kubeadm with `etcd.external.endpoints`: no etcd.yaml, the
+    // apiserver's `--etcd-servers` those endpoints.
+    let mut node = Node::prepare_with("rsa", json!({}), |cp| {
+        cp.external_etcd = Some(vec![
+            "https://192.0.2.10:2379".into(),
+            "https://[2001:db8::10]:2379".into(),
+        ]);
+    });
+    node.start_kubelet();
+    node.wait_for("the three pods running", 20, |n| {
+        COMPONENTS[1..].iter().all(|c| n.running_id(c).is_some())
+    });
+    assert!(!node.manifest("etcd").exists());
     let api = node.manifest("kube-apiserver");
-    let m = std::fs::read_to_string(&api).unwrap();
-    let start = m
-        .find("--etcd-servers=")
-        .expect("the fixture names its etcd");
-    let end = start + m[start..].find('\n').unwrap();
-    let external = "--etcd-servers=https://192.0.2.10:2379,https://[2001:db8::10]:2379";
-    std::fs::write(&api, format!("{}{external}{}", &m[..start], &m[end..])).unwrap();
+    assert!(std::fs::read_to_string(&api)
+        .unwrap()
+        .contains("--etcd-servers=https://192.0.2.10:2379,https://[2001:db8::10]:2379\n"));
     let pki_before = support::tree::snapshot(&node.root.join("etc/kubernetes/pki"), true);
 
     let (code, view, stderr) = node.run(&["--status-only"]);
@@ -113,65 +157,26 @@ fn a_stacked_etcd_whose_manifest_is_gone_stays_action_needed() {
     assert_eq!(renew["phase"], "topology", "{renew:#}");
 }
 
-/// etcd's loopback client URL moved to `[::1]` (its node-address URL to
-/// `node_url`) and the apiserver's `--etcd-servers` with it: etcd's client
-/// port and the apiserver's manifest text, to edit further.
-fn etcd_on_ipv6_loopback(node: &Node, node_url: &str) -> (u16, String) {
-    let etcd = node.manifest("etcd");
-    let m = std::fs::read_to_string(&etcd).unwrap();
-    let port = nvke_cert_runbook::node::etcd_client_port(m.as_bytes()).unwrap();
-    let v4 = format!("https://127.0.0.1:{port}");
-    let v6 = format!("https://[::1]:{port}");
-    assert!(m.contains(&v4), "{m}");
-    std::fs::write(
-        &etcd,
-        m.replace(&v4, &v6)
-            .replace("https://10.0.0.11:2379", node_url),
-    )
-    .unwrap();
-    let a = std::fs::read_to_string(node.manifest("kube-apiserver")).unwrap();
-    assert!(a.contains(&v4), "{a}");
-    (port, a.replace(&v4, &v6))
-}
-
 /// A control plane on IPv6 loopback (SPEC 12, v1.3; kubeadm on an IPv6
-/// single-stack node): etcd's client URLs are `[::1]` and the node's IPv6
-/// address, the apiserver's `--etcd-servers` `[::1]`, and the three
-/// others bound to `::1` (`--bind-address`; the stand-ins listen there
-/// only). The runbook asks each where its manifest says (never a guessed
+/// single-stack node, described to the generator: advertise address
+/// `::1`, the only IPv6 address of this host's network): etcd's client,
+/// peer and metrics URLs on `[::1]` and its probes on `::1`, as kubeadm
+/// writes them for the family, the apiserver's `--etcd-servers` `[::1]`,
+/// and the three others bound to `::1` (`--bind-address`; the stand-ins
+/// listen there only). The runbook asks each where its manifest says (never a guessed
 /// `127.0.0.1` or `2379`): the view is clean, the check passes, a renewal
 /// restarts all four and proves kube-apiserver and etcd serve the renewed
 /// certificates there.
 #[test]
 fn a_control_plane_on_ipv6_loopback_is_asked_there_and_renewed() {
-    let mut node = Node::prepare("rsa", json!({}));
-    let (port, a) = etcd_on_ipv6_loopback(&node, "https://[fd00:10::11]:2379");
-    let api = node.manifest("kube-apiserver");
-    let secure = a
-        .find("    - --secure-port=")
-        .expect("the apiserver's port");
-    // Its probes on its (here loopback) IPv6 advertise address, as
-    // kubeadm writes them.
-    let a = a.replace("        host: 127.0.0.1\n", "        host: ::1\n");
-    std::fs::write(
-        &api,
-        format!("{}    - --bind-address=::1\n{}", &a[..secure], &a[secure..]),
-    )
-    .unwrap();
-    for c in ["etcd", "kube-controller-manager", "kube-scheduler"] {
-        let p = node.manifest(c);
-        let m = std::fs::read_to_string(&p).unwrap();
-        assert!(m.contains("        host: 127.0.0.1\n"), "{m}");
-        let m = m
-            .replace("--bind-address=127.0.0.1", "--bind-address=::1")
-            .replace(
-                "--listen-metrics-urls=http://127.0.0.1:",
-                "--listen-metrics-urls=http://[::1]:",
-            )
-            // kubeadm writes each probe on the address it binds.
-            .replace("        host: 127.0.0.1\n", "        host: ::1\n");
-        std::fs::write(&p, m).unwrap();
-    }
+    let v6 = |a: &str| a.parse::<std::net::IpAddr>().unwrap();
+    let mut node = Node::prepare_with("rsa", json!({}), |cp| {
+        cp.advertise = v6("::1");
+        cp.api_bind = Some(v6("::1"));
+        cp.kcm_bind = v6("::1");
+        cp.sched_bind = v6("::1");
+    });
+    let port = node.etcd_client_port();
     node.start_kubelet();
     node.wait_all_running();
 
@@ -191,34 +196,35 @@ fn a_control_plane_on_ipv6_loopback_is_asked_there_and_renewed() {
 }
 
 /// A dual-stack node (SPEC 12, v1.3 row 28; kubeadm with an IPv6
-/// advertise address and both families' service ranges): kube-apiserver
-/// bound to `::` (every address of both families) and probed on its IPv6
-/// advertise address (loopback here), etcd on `[::1]`, the controller
-/// manager and the scheduler on `127.0.0.1`. Each is asked in its own
+/// advertise address and both families' service and pod ranges, described
+/// to the generator): kube-apiserver bound to `::` (every address of both
+/// families) and probed on its IPv6 advertise address (loopback here),
+/// etcd listening on `[::1]` and `127.0.0.1`, the controller manager and
+/// the scheduler on `127.0.0.1`. Each is asked in its own
 /// family, where its manifest says: clean, checked, renewed.
 #[test]
 fn a_dual_stack_node_is_asked_in_each_family_and_renewed() {
-    let mut node = Node::prepare("rsa", json!({}));
-    let (_, a) = etcd_on_ipv6_loopback(&node, "https://10.0.0.11:2379");
-    let api = node.manifest("kube-apiserver");
-    let a = a
-        .replace("        host: 127.0.0.1\n", "        host: ::1\n")
-        .replace(
-            "--service-cluster-ip-range=10.96.0.0/12",
-            "--service-cluster-ip-range=fd00:10:96::/112,10.96.0.0/16",
-        );
-    assert!(a.contains("fd00:10:96::/112"), "{a}");
-    let secure = a.find("    - --secure-port=").unwrap();
-    std::fs::write(
-        &api,
-        // Quoted, as a YAML writer must (a plain scalar cannot end in `:`).
-        format!(
-            "{}    - '--bind-address=::'\n{}",
-            &a[..secure],
-            &a[secure..]
-        ),
-    )
-    .unwrap();
+    let ip = |a: &str| a.parse::<std::net::IpAddr>().unwrap();
+    let mut node = Node::prepare_with("rsa", json!({}), |cp| {
+        cp.advertise = ip("::1");
+        // Bound to `::`: written quoted (a plain YAML scalar cannot end
+        // in `:`), and probed on the advertise address.
+        cp.api_bind = Some(ip("::"));
+        // etcd's client URLs in both families (an extra argument).
+        cp.etcd_listen_client = Some(vec![ip("::1"), ip("127.0.0.1")]);
+        cp.service_subnet = "fd00:10:96::/112,10.96.0.0/16".into();
+        cp.pod_subnet = "fd00:10:244::/56,10.244.0.0/16".into();
+    });
+    let a = std::fs::read_to_string(node.manifest("kube-apiserver")).unwrap();
+    assert!(a.contains("    - '--bind-address=::'\n"), "{a}");
+    let e = std::fs::read_to_string(node.manifest("etcd")).unwrap();
+    let port = node.etcd_client_port();
+    assert!(
+        e.contains(&format!(
+            "--listen-client-urls=https://[::1]:{port},https://127.0.0.1:{port}\n"
+        )),
+        "{e}"
+    );
     node.start_kubelet();
     node.wait_all_running();
     let (code, view, stderr) = node.run(&["--status-only"]);
@@ -239,25 +245,19 @@ fn a_dual_stack_node_is_asked_in_each_family_and_renewed() {
 /// to change: renewed, where it used to fail its postflight forever.
 #[test]
 fn a_serving_file_kubeadm_does_not_manage_is_a_warning_never_a_failure() {
-    let mut node = Node::prepare("rsa", json!({}));
+    // kubeadm with the apiserver's `tls-cert-file` and
+    // `tls-private-key-file` as extra arguments.
+    let mut node = Node::prepare_with("rsa", json!({}), |cp| {
+        cp.api_serving = Some((
+            "/etc/kubernetes/custom/apiserver.pem".into(),
+            "/etc/kubernetes/custom/apiserver-key.pem".into(),
+        ));
+    });
     let custom = node.root.join("etc/kubernetes/custom");
     std::fs::create_dir_all(&custom).unwrap();
     let pki = node.root.join("etc/kubernetes/pki");
     std::fs::copy(pki.join("apiserver.crt"), custom.join("apiserver.pem")).unwrap();
     std::fs::copy(pki.join("apiserver.key"), custom.join("apiserver-key.pem")).unwrap();
-    let api = node.manifest("kube-apiserver");
-    let a = std::fs::read_to_string(&api).unwrap();
-    let a = a
-        .replace(
-            "--tls-cert-file=/etc/kubernetes/pki/apiserver.crt",
-            "--tls-cert-file=/etc/kubernetes/custom/apiserver.pem",
-        )
-        .replace(
-            "--tls-private-key-file=/etc/kubernetes/pki/apiserver.key",
-            "--tls-private-key-file=/etc/kubernetes/custom/apiserver-key.pem",
-        );
-    assert!(a.contains("custom/apiserver.pem") && a.contains("custom/apiserver-key.pem"));
-    std::fs::write(&api, a).unwrap();
     node.start_kubelet();
     node.wait_all_running();
     let warning =
@@ -306,22 +306,15 @@ fn a_pki_linked_to_ssl_is_checked_viewed_and_renewed_through_the_link() {
 }
 
 fn renewed_through_the_link(target: &str, shown: &str) {
-    let mut node = Node::prepare("rsa", json!({}));
+    // kubespray's manifests name the files under ssl/ (kubeadm's
+    // certificatesDir: every flag and mount): the same files kubeadm
+    // renews, never "not renewed by kubeadm".
+    let mut node = Node::prepare_with("rsa", json!({}), |cp| {
+        cp.certificates_dir = "/etc/kubernetes/ssl".into();
+    });
     let kube = node.root.join("etc/kubernetes");
     std::fs::rename(kube.join("pki"), kube.join("ssl")).unwrap();
     std::os::unix::fs::symlink(target, kube.join("pki")).unwrap();
-    // kubespray's manifests name the files under ssl/ (certificatesDir):
-    // the same files kubeadm renews, never "not renewed by kubeadm".
-    for c in ["kube-apiserver", "etcd"] {
-        let p = node.manifest(c);
-        let m = std::fs::read_to_string(&p).unwrap();
-        assert!(m.contains("-file=/etc/kubernetes/pki/"), "{m}");
-        std::fs::write(
-            &p,
-            m.replace("-file=/etc/kubernetes/pki/", "-file=/etc/kubernetes/ssl/"),
-        )
-        .unwrap();
-    }
     node.start_kubelet();
     node.wait_all_running();
     let is_the_link = || {
@@ -533,46 +526,20 @@ fn components_bound_to_the_node_address_are_asked_there_and_renewed() {
         eprintln!("skipped: a network namespace needs root");
         return;
     };
-    let mut node = Node::prepare("rsa", json!({}));
+    // The fixture's advertise address, with kubeadm's extra arguments
+    // binding the three others there and etcd's client URL there only.
+    let mut node = Node::prepare_with("rsa", json!({}), |cp| {
+        let on_node: std::net::IpAddr = "10.0.0.11".parse().unwrap();
+        cp.advertise = on_node;
+        cp.api_bind = Some(on_node);
+        cp.kcm_bind = on_node;
+        cp.sched_bind = on_node;
+        cp.etcd_listen_client = Some(vec![on_node]);
+        cp.etcd_servers = Some(cp.etcd_client_url(on_node));
+    });
     node.netns = Some(ns);
-    let etcd = node.manifest("etcd");
-    let m = std::fs::read_to_string(&etcd).unwrap();
-    let port = nvke_cert_runbook::node::etcd_client_port(m.as_bytes()).unwrap();
-    let lo = format!("https://127.0.0.1:{port}");
-    let on_node = format!("https://10.0.0.11:{port}");
-    let listen = format!("--listen-client-urls={lo},https://10.0.0.11:2379");
-    assert!(m.contains(&listen), "{m}");
-    std::fs::write(
-        &etcd,
-        m.replace(&listen, &format!("--listen-client-urls={on_node}"))
-            .replace("https://10.0.0.11:2379", &on_node),
-    )
-    .unwrap();
-    let api = node.manifest("kube-apiserver");
-    let a = std::fs::read_to_string(&api).unwrap();
-    assert!(a.contains(&lo), "{a}");
-    let a = a
-        .replace(&lo, &on_node)
-        .replace("        host: 127.0.0.1\n", "        host: 10.0.0.11\n");
-    let secure = a.find("    - --secure-port=").unwrap();
-    std::fs::write(
-        &api,
-        format!(
-            "{}    - --bind-address=10.0.0.11\n{}",
-            &a[..secure],
-            &a[secure..]
-        ),
-    )
-    .unwrap();
-    for c in ["kube-controller-manager", "kube-scheduler"] {
-        let p = node.manifest(c);
-        let m = std::fs::read_to_string(&p).unwrap();
-        assert!(m.contains("--bind-address=127.0.0.1"), "{m}");
-        let m = m
-            .replace("--bind-address=127.0.0.1", "--bind-address=10.0.0.11")
-            .replace("        host: 127.0.0.1\n", "        host: 10.0.0.11\n");
-        std::fs::write(&p, m).unwrap();
-    }
+    let e = std::fs::read_to_string(node.manifest("etcd")).unwrap();
+    assert!(!e.contains("https://127.0.0.1:"), "{e}");
     node.start_kubelet();
     node.wait_all_running();
     let (code, view, stderr) = node.run(&["--status-only"]);

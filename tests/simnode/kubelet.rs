@@ -329,17 +329,15 @@ pub fn secure_port(argv: &[String], default: u16) -> u16 {
         .unwrap_or(default)
 }
 
-/// The address of etcd's first `https://IP:PORT` `--listen-peer-urls`, if
-/// any (the stand-in serves its peer port there).
-pub fn etcd_peer_address(argv: &[String]) -> Option<std::net::SocketAddr> {
-    flag_value(argv, "--listen-peer-urls").and_then(|v| {
-        v.split(',').find_map(|u| {
-            u.trim()
-                .strip_prefix("https://")
-                .and_then(|a| a.trim_end_matches('/').parse().ok())
-        })
-    })
-}
+/// etcd's URL flags the kubelet passes to the stand-in etcd as its
+/// manifest gives them (the stand-in listens on every listen URL and lists
+/// itself at the advertised ones, as etcd does).
+const ETCD_URL_FLAGS: [&str; 4] = [
+    "--listen-client-urls",
+    "--advertise-client-urls",
+    "--initial-advertise-peer-urls",
+    "--listen-peer-urls",
+];
 
 /// The port of etcd's client URL the stand-in listens on ([`etcd_client_listen`]).
 fn etcd_client_port(argv: &[String]) -> u16 {
@@ -1267,14 +1265,21 @@ impl Kubelet {
             }
             "etcd" => {
                 let mut extra = vec!["--sim".into(), self.sim.dir.display().to_string()];
-                if let Some(a) = etcd_peer_address(&c.argv) {
-                    extra.extend(["--peer-address".into(), a.to_string()]);
-                }
                 if flag_value(&c.argv, "--enable-grpc-gateway") == Some("false") {
                     extra.push("--no-gateway".into());
                 }
+                // etcd's own URL flags, as its manifest gives them: it
+                // listens on every client and peer URL (either family,
+                // any address) and lists itself at the advertised ones.
+                for flag in ETCD_URL_FLAGS {
+                    if let Some(v) = flag_value(&c.argv, flag) {
+                        extra.extend([flag.to_string(), v.to_string()]);
+                    }
+                }
                 let client = etcd_client_listen(&c.argv);
-                extra.extend(["--bind-address".into(), client.ip().to_string()]);
+                if flag_value(&c.argv, "--listen-client-urls").is_none() {
+                    extra.extend(["--bind-address".into(), client.ip().to_string()]);
+                }
                 Some(("etcd", client.port(), extra))
             }
             // They serve /healthz on their --secure-port (sim.json `health`

@@ -10,7 +10,7 @@
 //! nvke-simnode kubelet --sim DIR
 //! nvke-simnode apiserver --root R --port P --etcd-port E
 //! nvke-simnode etcd --root R --port P
-//! nvke-simnode etcd --root R --listen-client-urls URLS [--advertise-client-urls URLS] [--initial-advertise-peer-urls URLS]
+//! nvke-simnode etcd --root R --listen-client-urls URLS [--advertise-client-urls URLS] [--initial-advertise-peer-urls URLS] [--listen-peer-urls URLS]
 //! nvke-simnode crictl [--sim DIR] ARGS...
 //! nvke-simnode kubeadm [--sim DIR] ARGS...
 //! ```

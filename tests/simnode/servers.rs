@@ -3,7 +3,7 @@
 //! start, like the real ones.
 //!
 //! `nvke-simnode etcd --root R --port P [--peer-address IP:PORT] [--sim DIR] [--tls-now UNIX] [--no-gateway]`
-//! `nvke-simnode etcd --root R --listen-client-urls URLS [--advertise-client-urls URLS] [--initial-advertise-peer-urls URLS] ...`
+//! `nvke-simnode etcd --root R --listen-client-urls URLS [--advertise-client-urls URLS] [--initial-advertise-peer-urls URLS] [--listen-peer-urls URLS] ...`
 //! `nvke-simnode apiserver --root R --port P --etcd-port E [--sim DIR] [--tls-now UNIX] [--bind-address IP]`
 //! `nvke-simnode healthz --port P --name NAME [--sim DIR]`
 //!
@@ -42,8 +42,9 @@ struct ServerArgs {
     bind: IpAddr,
     /// Verify certificates as of this unix time (sim.json `tlsNow`).
     tls_now: Option<i64>,
-    /// etcd's peer address (its `--listen-peer-urls`).
-    peer: Option<std::net::SocketAddr>,
+    /// etcd's peer addresses (its `--listen-peer-urls`, or
+    /// `--peer-address`), each once.
+    peers: Vec<std::net::SocketAddr>,
     /// The simulation directory: sim.json `health`.
     sim: Option<PathBuf>,
     /// `healthz`: which component it stands in for.
@@ -70,6 +71,21 @@ fn url_list(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// Each address once, in order: etcd binds a listen URL's host once and
+/// serves every URL naming it there (`embed` `configureClientListeners`:
+/// a second URL on the same host:port joins the first one's listener), so
+/// kubeadm's `https://127.0.0.1:2379,https://127.0.0.1:2379` (a node
+/// advertising a loopback address) is one listener.
+fn once_each(v: Vec<std::net::SocketAddr>) -> Vec<std::net::SocketAddr> {
+    let mut out = Vec::new();
+    for a in v {
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
+}
+
 /// The address of an `https://IP:PORT` or `http://IP:PORT` URL (`[v6]`
 /// for IPv6), as etcd reads a URL it listens on.
 fn url_address(url: &str) -> Result<std::net::SocketAddr> {
@@ -86,7 +102,7 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
     let mut etcd_host = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut tls_now = None;
     let mut bind = IpAddr::V4(Ipv4Addr::LOCALHOST);
-    let (mut peer, mut sim, mut name) = (None, None, String::new());
+    let (mut peers, mut sim, mut name) = (Vec::new(), None, String::new());
     let mut no_gateway = false;
     let (mut cert, mut key) = (None, None);
     let mut listen_client = Vec::new();
@@ -113,7 +129,14 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
             "--etcd-host" => etcd_host = value()?.parse().context("--etcd-host")?,
             "--tls-now" => tls_now = Some(value()?.parse().context("--tls-now")?),
             "--bind-address" => bind = value()?.parse().context("--bind-address")?,
-            "--peer-address" => peer = Some(value()?.parse().context("--peer-address")?),
+            "--peer-address" => peers = vec![value()?.parse().context("--peer-address")?],
+            "--listen-peer-urls" => {
+                peers = url_list(&value()?)
+                    .iter()
+                    .map(|u| url_address(u))
+                    .collect::<Result<_>>()
+                    .context("--listen-peer-urls")?;
+            }
             "--sim" => sim = Some(PathBuf::from(value()?)),
             "--name" => name = value()?,
             "--no-gateway" => no_gateway = true,
@@ -144,12 +167,12 @@ fn parse_args(args: &[String]) -> Result<ServerArgs> {
         etcd_host,
         bind,
         tls_now,
-        peer,
+        peers: once_each(peers),
         sim,
         name,
         no_gateway,
         cert: cert.zip(key),
-        listen_client,
+        listen_client: once_each(listen_client),
         advertise_client,
         advertise_peer,
     })
@@ -201,7 +224,7 @@ pub fn etcd_main(args: &[String]) -> Result<()> {
         &pki(&a.root, "etcd/ca.crt"),
         a.tls_now,
     )?;
-    if let Some(peer) = a.peer {
+    for &peer in &a.peers {
         // The peer port: peer.crt, client certificates from the etcd CA
         // (--peer-client-cert-auth), re-read per connection too.
         let peer_cfg = tls::reloading_server_config(

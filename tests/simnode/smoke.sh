@@ -86,7 +86,11 @@ setup() {
     API_PORT="$(free_port)"
     ETCD_PORT="$(free_port)"
     sed -i "s/--secure-port=6443/--secure-port=$API_PORT/" "$M/kube-apiserver.yaml"
-    sed -i "s#--listen-client-urls=https://127.0.0.1:2379#--listen-client-urls=https://127.0.0.1:$ETCD_PORT#" "$M/etcd.yaml"
+    # etcd listens on every client URL its manifest gives (as etcd does):
+    # the fixture's 10.0.0.11 is not an address of this host, so only the
+    # loopback URL is kept (peer URLs not of this host are skipped).
+    sed -i "s#--listen-client-urls=https://127.0.0.1:2379,https://10.0.0.11:2379#--listen-client-urls=https://127.0.0.1:$ETCD_PORT#" "$M/etcd.yaml"
+    grep -q -- "--listen-client-urls=https://127.0.0.1:$ETCD_PORT\$" "$M/etcd.yaml" || fail "etcd's client URLs not rewritten"
     ln -s "$BIN" "$SIM/bin/crictl"
     ln -s "$BIN" "$SIM/bin/kubeadm"
     # A configured node: crictl finds its endpoint in /etc/crictl.yaml and

@@ -4,6 +4,10 @@
 //! - [`hex`]: hex and sha256 digests.
 //! - [`tree`]: fixture node trees (copies with kubeadm's modes), tree
 //!   snapshots and their differences.
+//! - [`kubeadm_manifests`]: the four static pod manifests of a kubeadm
+//!   v1.31 node, written from a description of the node (families,
+//!   addresses, ports, external etcd, serving files), as kubeadm writes
+//!   them.
 //! - [`node`] (feature `sim`): the simulated control-plane node
 //!   (tests/simnode) and the runbook run against it.
 //! - [`oracle`] (feature `sim`): what must hold of a node after any run
@@ -27,6 +31,7 @@
 #[cfg(feature = "sim")]
 pub mod containers;
 pub mod hex;
+pub mod kubeadm_manifests;
 pub mod netns;
 #[cfg(feature = "sim")]
 pub mod node;

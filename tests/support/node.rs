@@ -4,6 +4,7 @@
 //! against it.
 
 use super::hex::sha256_file;
+use super::kubeadm_manifests::ControlPlane;
 use super::tree::{chmod, copy_tree};
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -97,6 +98,9 @@ pub struct Node {
     pub sim: PathBuf,
     pub kubelet: Option<Child>,
     pub sim_json: Value,
+    /// The node as its manifests were generated (kubeadm's description;
+    /// tests/support/kubeadm_manifests.rs).
+    pub kubeadm: ControlPlane,
     /// The network namespace its stand-ins and runbook runs join (a node
     /// with an address of its own); None: the test's network. Dropped
     /// after the kubelet is stopped.
@@ -118,27 +122,9 @@ impl Node {
     /// 1` (SPEC 12: a failed probe past it is `unhealthy`, as the kubelet
     /// counts it; kubeadm's own, 250 s, would keep a test waiting).
     pub fn with_short_start(variant: &str, knobs: Value, component: &str) -> Node {
-        let mut node = Node::prepare(variant, knobs);
-        let p = node.manifest(component);
-        let s = std::fs::read_to_string(&p).unwrap();
-        let start = s
-            .find("    startupProbe:\n")
-            .unwrap_or_else(|| panic!("{component}.yaml has no startupProbe"));
-        let body = start + "    startupProbe:\n".len();
-        // The block ends at the container's next key (4 spaces).
-        let mut end = body;
-        for line in s[body..].split_inclusive('\n') {
-            if line.starts_with("    ") && !line.starts_with("     ") {
-                break;
-            }
-            end += line.len();
-        }
-        let block = s[body..end]
-            .replace("failureThreshold: 24", "failureThreshold: 1")
-            .replace("initialDelaySeconds: 10", "initialDelaySeconds: 0")
-            .replace("periodSeconds: 10", "periodSeconds: 1");
-        assert!(block.contains("failureThreshold: 1\n"), "{block}");
-        std::fs::write(&p, format!("{}{block}{}", &s[..body], &s[end..])).unwrap();
+        let mut node = Node::prepare_with(variant, knobs, |cp| {
+            cp.short_start.push(component.to_string());
+        });
         node.start_kubelet();
         node.wait_all_running();
         node
@@ -148,6 +134,18 @@ impl Node {
     /// the kubelet (the containers tier edits the tree and the tools
     /// first).
     pub fn prepare(variant: &str, knobs: Value) -> Node {
+        Node::prepare_with(variant, knobs, |_| {})
+    }
+
+    /// [`Node::prepare`] with the node described by `shape` over
+    /// [`Node::description`]: the four static pod manifests are written by
+    /// the kubeadm-shaped generator (tests/support/kubeadm_manifests.rs)
+    /// from that description, never edited strings of the fixture's.
+    pub fn prepare_with(
+        variant: &str,
+        knobs: Value,
+        shape: impl FnOnce(&mut ControlPlane),
+    ) -> Node {
         let tmp = tempfile::Builder::new()
             .prefix("nvke-scn-")
             .tempdir()
@@ -160,76 +158,9 @@ impl Node {
                 .join(variant),
             &root,
         );
-        let (api, etcd) = (free_port(), free_port());
-        let (kcm, sched) = (free_port(), free_port());
-        let m = root.join(MANIFESTS);
-        for (file, from, to) in [
-            (
-                "etcd.yaml",
-                "https://127.0.0.1:2379".to_string(),
-                format!("https://127.0.0.1:{etcd}"),
-            ),
-            (
-                "kube-apiserver.yaml",
-                "https://127.0.0.1:2379".to_string(),
-                format!("https://127.0.0.1:{etcd}"),
-            ),
-            (
-                "kube-apiserver.yaml",
-                "--secure-port=6443".to_string(),
-                format!("--secure-port={api}"),
-            ),
-            // etcd's peer URL on loopback (no 10.0.0.11 here; listened on,
-            // advertised and in the initial cluster alike), served by the
-            // stand-in with peer.crt.
-            (
-                "etcd.yaml",
-                "10.0.0.11:2380".to_string(),
-                format!("127.0.0.1:{}", free_port()),
-            ),
-            // kube-controller-manager's and kube-scheduler's /healthz.
-            (
-                "kube-controller-manager.yaml",
-                "    - --bind-address=127.0.0.1\n".to_string(),
-                format!("    - --bind-address=127.0.0.1\n    - --secure-port={kcm}\n"),
-            ),
-            (
-                "kube-scheduler.yaml",
-                "    - --bind-address=127.0.0.1\n".to_string(),
-                format!("    - --bind-address=127.0.0.1\n    - --secure-port={sched}\n"),
-            ),
-            // Their probes, as kubeadm writes them from the same flags
-            // (SPEC 12: the runbook asks where the probes say): the
-            // apiserver's on its advertise address, here loopback (no
-            // 10.0.0.11 on this host).
-            (
-                "kube-apiserver.yaml",
-                "        port: 6443\n".to_string(),
-                format!("        port: {api}\n"),
-            ),
-            (
-                "kube-apiserver.yaml",
-                "        host: 10.0.0.11\n".to_string(),
-                "        host: 127.0.0.1\n".to_string(),
-            ),
-            (
-                "kube-controller-manager.yaml",
-                "        port: 10257\n".to_string(),
-                format!("        port: {kcm}\n"),
-            ),
-            (
-                "kube-scheduler.yaml",
-                "        port: 10259\n".to_string(),
-                format!("        port: {sched}\n"),
-            ),
-        ] {
-            let p = m.join(file);
-            let s = std::fs::read_to_string(&p).unwrap();
-            if !s.contains(&from) {
-                continue;
-            }
-            std::fs::write(&p, s.replace(&from, &to)).unwrap();
-        }
+        let mut cp = Node::description();
+        shape(&mut cp);
+        cp.write(&root.join(MANIFESTS));
         std::fs::create_dir_all(sim.join("bin")).unwrap();
         for tool in ["crictl", "kubeadm"] {
             std::os::unix::fs::symlink(SIMNODE, sim.join("bin").join(tool)).unwrap();
@@ -247,9 +178,28 @@ impl Node {
             sim,
             kubelet: None,
             sim_json,
+            kubeadm: cp,
             netns: None,
             _tmp: tmp,
         }
+    }
+
+    /// The simulated node as kubeadm would describe it on this host's
+    /// network: cp-1 advertising `127.0.0.1` (kubeadm accepts a loopback
+    /// advertise address; the fixture's 10.0.0.11 is not an address of
+    /// this host, so nothing could listen or be asked there), every port
+    /// free ([`free_port`]), the rest kubeadm's defaults. Its etcd client
+    /// URLs are then kubeadm's `https://127.0.0.1:P,https://127.0.0.1:P`,
+    /// one listener for etcd (which binds each address once).
+    pub fn description() -> ControlPlane {
+        let mut cp = ControlPlane::fixture();
+        cp.advertise = std::net::Ipv4Addr::LOCALHOST.into();
+        cp.api_port = free_port();
+        cp.etcd_client_port = free_port();
+        cp.etcd_peer_port = free_port();
+        cp.kcm_port = free_port();
+        cp.sched_port = free_port();
+        cp
     }
 
     pub fn start_kubelet(&mut self) {
@@ -641,11 +591,11 @@ impl Node {
         self.set_knobs(json!({ "apiPods": pods }));
     }
 
-    /// etcd's local client port in its manifest, read by the runbook's own
-    /// parser.
+    /// etcd's client port, as the node's description gave it to its
+    /// manifest (either family; the runbook's `etcd_client_port` reads the
+    /// `127.0.0.1` URL only).
     pub fn etcd_client_port(&self) -> u16 {
-        let m = std::fs::read(self.manifest("etcd")).unwrap();
-        nvke_cert_runbook::node::etcd_client_port(&m).unwrap()
+        self.kubeadm.etcd_client_port
     }
 
     /// A second static pod: `manifests/<file>` is a copy of
