@@ -1360,6 +1360,20 @@ fn a_real_etcd_on_ipv6_is_renewed() {
                 "{s}"
             );
             assert!(!s.contains("https://127.0.0.1:"), "{s}");
+            // etcd's serving certificates name the node's address, as
+            // kubeadm issues them for a node advertising it (its peers and
+            // the view ask there).
+            let pki = node.root.join("etc/kubernetes/pki/etcd");
+            for leaf in ["server", "peer"] {
+                support::tree::resign_with_sans(
+                    &pki.join("ca.crt"),
+                    &pki.join("ca.key"),
+                    &pki.join(format!("{leaf}.crt")),
+                    &pki.join(format!("{leaf}.key")),
+                    ("20261101000000Z", "20270301000000Z"),
+                    Some("DNS:localhost,DNS:cp-1,IP:127.0.0.1,IP:::1,IP:fd00:10::11"),
+                );
+            }
         },
     ) else {
         return;

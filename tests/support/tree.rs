@@ -226,6 +226,20 @@ pub fn all_dirs(top: &Path) -> Vec<PathBuf> {
 /// only date a certificate from now. For certificates that have already
 /// expired (SPEC 11's recovery), and for their renewal by hand.
 pub fn resign(ca_crt: &Path, ca_key: &Path, crt: &Path, key: &Path, start: &str, end: &str) {
+    resign_with_sans(ca_crt, ca_key, crt, key, (start, end), None);
+}
+
+/// [`resign`], with `sans` (openssl's `subjectAltName` value) in place of
+/// the leaf's own when given: a certificate as kubeadm issues it for
+/// another node address.
+pub fn resign_with_sans(
+    ca_crt: &Path,
+    ca_key: &Path,
+    crt: &Path,
+    key: &Path,
+    (start, end): (&str, &str),
+    sans: Option<&str>,
+) {
     let work = tempfile::Builder::new()
         .prefix("nvke-resign-")
         .tempdir_in("/tmp")
@@ -233,11 +247,20 @@ pub fn resign(ca_crt: &Path, ca_key: &Path, crt: &Path, key: &Path, start: &str,
     let w = work.path();
     std::fs::write(w.join("index.txt"), "").unwrap();
     std::fs::write(w.join("serial"), "7A01\n").unwrap();
+    // With `sans`: the section's subjectAltName first, the request's other
+    // extensions copied (`copy` keeps one already there).
+    let (copy, ext) = match sans {
+        Some(v) => (
+            "copy",
+            format!("x509_extensions = ext\n[ext]\nsubjectAltName = {v}\n"),
+        ),
+        None => ("copyall", String::new()),
+    };
     let cnf = format!(
         "[ca]\ndefault_ca = ca_default\n[ca_default]\ndatabase = {d}/index.txt\n\
          new_certs_dir = {d}\nserial = {d}/serial\npolicy = any\n\
-         copy_extensions = copyall\nunique_subject = no\ndefault_md = sha256\n\
-         [any]\ncommonName = optional\norganizationName = optional\n",
+         copy_extensions = {copy}\nunique_subject = no\ndefault_md = sha256\n\
+         {ext}[any]\ncommonName = optional\norganizationName = optional\n",
         d = w.display()
     );
     std::fs::write(w.join("ca.cnf"), cnf).unwrap();
