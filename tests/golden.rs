@@ -276,6 +276,19 @@ fn run_case(case: &Path, overwrite: bool) -> Result<(), String> {
     if !json {
         plain_words(&raw, &code)?;
     }
+    // The closing verdict and the first step on the last screen at 80
+    // columns (SPEC 6, v1.3: 24 lines).
+    if !json && columns.as_deref().is_none_or(|c| c == "80") {
+        let lines: Vec<&str> = raw.lines().collect();
+        if let Some(v) = lines.iter().rposition(|l| l.starts_with("NODE: ")) {
+            if lines.len() - v > 24 {
+                return Err(format!(
+                    "the closing verdict is {} lines from the end (at most 24 at 80 columns)",
+                    lines.len() - v
+                ));
+            }
+        }
+    }
     let holder = std::fs::read_to_string(&holder_file)
         .ok()
         .and_then(|p| p.trim().parse().ok());

@@ -202,6 +202,16 @@ fn a_clean_node_is_clean_live() {
     assert!(served.iter().all(|(_, s)| s == "current"), "{served:?}");
     let (code, out) = text(&node, &[]);
     golden("clean", code, &out, &node.root);
+    // One screen (SPEC 6, v1.3: at most 24 lines at 80 columns); every
+    // table with --wide.
+    assert!(
+        out.lines().count() <= 24,
+        "{} lines:\n{out}",
+        out.lines().count()
+    );
+    let (_, wide) = text(&node, &["--wide"]);
+    assert!(wide.contains("\nkube-scheduler.yaml "), "{wide}");
+    assert!(wide.contains("\nAGENT STAGING "), "{wide}");
 }
 
 /// The host PID of the running container of `name`.

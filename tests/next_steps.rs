@@ -401,7 +401,14 @@ fn sim_view(node: &SimNode, now: &str) -> (i32, Value, String) {
 fn text_steps(text: &str) -> Vec<(String, Option<String>)> {
     let mut steps: Vec<(String, Option<String>)> = Vec::new();
     let mut in_command = false;
-    for l in text.lines().skip_while(|l| *l != "next:").skip(1) {
+    // `next:` after the verdict, or `next, in full:` before it (the
+    // verdict and the first step again close the text, SPEC 6 v1.3).
+    for l in text
+        .lines()
+        .skip_while(|l| *l != "next:" && *l != "next, in full:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+    {
         let t = l.trim();
         let numbered = l.starts_with("  ")
             && !l.starts_with("     ")

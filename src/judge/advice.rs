@@ -1056,6 +1056,35 @@ pub fn render_next(out: &mut String, next: &[NextStep], width: Option<usize>) {
         return;
     }
     out.push_str("next:\n");
+    render_steps(out, next, width);
+}
+
+/// The lines a screen holds (SPEC 6, v1.3: the closing verdict and the
+/// first step fit in the last 24 lines at 80 columns).
+pub const SCREEN_LINES: usize = 24;
+
+/// The end of a view: the verdict (`closing`, already laid out) and the
+/// steps, so that the verdict and the first step are on the last screen:
+/// when the steps are too long for it, they are listed in full first, then
+/// the verdict, then the first step again.
+pub fn render_closing(out: &mut String, closing: &str, next: &[NextStep], width: Option<usize>) {
+    let mut block = closing.to_string();
+    render_next(&mut block, next, width);
+    let fits = crate::contract::screen::fit(&block, width).lines().count() <= SCREEN_LINES;
+    if fits || next.len() < 2 {
+        out.push_str(&block);
+        return;
+    }
+    out.push_str("next, in full:\n");
+    render_steps(out, next, width);
+    out.push('\n');
+    out.push_str(closing);
+    out.push_str(&format!("first step (of the {} above):\n", next.len()));
+    render_steps(out, &next[..1], width);
+}
+
+/// Each step, numbered from 1: its words, then its command.
+fn render_steps(out: &mut String, next: &[NextStep], width: Option<usize>) {
     for (i, s) in next.iter().enumerate() {
         out.push_str(&format!(
             "  {}. {}\n",

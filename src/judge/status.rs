@@ -662,7 +662,7 @@ impl<'a> Viewed<'a> {
         text.push('\n');
         // A conflict's copies and their diff on the first screen.
         crate::contract::screen::text_conflicts(&mut text, &self.conflicts, g.wide);
-        crate::judge::text::text_node(&mut text, s, self.observed, &self.judged);
+        crate::judge::text::text_node(&mut text, s, self.observed, &self.judged, g.wide);
         if let (Some(id), Some(asked), Some(plan)) =
             (self.asked.id, &self.receipts.asked, &self.plan)
         {
@@ -736,8 +736,8 @@ impl Viewed<'_> {
             format!("{head}; EVIDENCE NOT WRITTEN")
         };
         text.push('\n');
-        text.push_str(&crate::contract::screen::closing(&head, code, g.term.width));
-        advice::render_next(text, &self.advice.next, g.term.width);
+        let closing = crate::contract::screen::closing(&head, code, g.term.width);
+        advice::render_closing(text, &closing, &self.advice.next, g.term.width);
     }
 
     /// The verdict's severity (the terminal's colour of the headline).

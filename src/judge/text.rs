@@ -37,13 +37,14 @@ fn manifest_cell(m: &ManifestsReport, c: Component) -> String {
 
 /// The node's files at a glance, then what its components were seen
 /// doing: the middle of check's text and of the operator view's.
-pub fn text_node(out: &mut String, s: &NodeSnapshot, o: &Observation, j: &Judged) {
+pub fn text_node(out: &mut String, s: &NodeSnapshot, o: &Observation, j: &Judged, wide: bool) {
     text_node_summary(
         out,
         &s.lock.describe(),
         &s.phase.describe(),
         &s.agent.summary(),
         &s.manifests,
+        wide,
     );
     out.push('\n');
     crate::judge::live::text(out, o, j);
@@ -51,7 +52,17 @@ pub fn text_node(out: &mut String, s: &NodeSnapshot, o: &Observation, j: &Judged
 }
 
 /// Lock, phase, agent state and manifests at a glance.
-fn text_node_summary(out: &mut String, lock: &str, phase: &str, agent: &str, m: &ManifestsReport) {
+/// Compact unless `wide` (SPEC 6, v1.3: a clean node in one screen): the
+/// four manifests in one row when all are active, the two staging
+/// directories in one when both are empty or absent.
+fn text_node_summary(
+    out: &mut String,
+    lock: &str,
+    phase: &str,
+    agent: &str,
+    m: &ManifestsReport,
+    wide: bool,
+) {
     let mut rows = vec![
         vec!["LOCK".to_string(), lock.to_string()],
         vec!["PHASE FILE".to_string(), phase.to_string()],
@@ -59,13 +70,34 @@ fn text_node_summary(out: &mut String, lock: &str, phase: &str, agent: &str, m: 
     if !agent.is_empty() {
         rows.push(vec!["NODE AGENT".to_string(), agent.to_string()]);
     }
-    for c in Component::ALL {
-        rows.push(vec![c.manifest_file(), manifest_cell(m, c)]);
+    let all_active = m.manifests_dir_error.is_none()
+        && Component::ALL
+            .iter()
+            .all(|c| manifest_cell(m, *c) == "active");
+    if all_active && !wide {
+        rows.push(vec![
+            "MANIFESTS".to_string(),
+            "all four active in /etc/kubernetes/manifests".to_string(),
+        ]);
+    } else {
+        for c in Component::ALL {
+            rows.push(vec![c.manifest_file(), manifest_cell(m, c)]);
+        }
+    }
+    let idle = |v: &crate::contract::StagingView| v.error.is_none() && v.entries.is_empty();
+    if !wide && idle(&m.runbook_staging) && idle(&m.agent_staging) {
+        rows.push(vec![
+            "STAGING".to_string(),
+            "nothing staged (neither staging directory holds a file)".to_string(),
+        ]);
     }
     for (v, who) in [
         (&m.runbook_staging, "STAGING"),
         (&m.agent_staging, "AGENT STAGING"),
     ] {
+        if !wide && idle(&m.runbook_staging) && idle(&m.agent_staging) {
+            break;
+        }
         let cell = if let Some(e) = &v.error {
             format!("REFUSED ({e})")
         } else if !v.exists {

@@ -182,7 +182,7 @@ impl Checked<'_> {
         output::text_list(&mut text, "reasons", &verdict.reasons);
         output::text_list(&mut text, "warnings", &verdict.warnings);
         text.push('\n');
-        crate::judge::text::text_node(&mut text, s, self.observed, &self.judged);
+        crate::judge::text::text_node(&mut text, s, self.observed, &self.judged, g.wide);
         crate::contract::screen::text_conflicts(&mut text, &conflicts, g.wide);
         output::text_cert_tables(
             &mut text,

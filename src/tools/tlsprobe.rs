@@ -306,7 +306,57 @@ fn io_words(e: &std::io::Error) -> String {
         std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
             "no answer within the probe's time".to_string()
         }
-        _ => e.to_string(),
+        _ => match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(t) => tls_words(t),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// A TLS failure in words (SPEC 6, v1.3: never the TLS library's text):
+/// what the certificate served, or the answer to ours, says.
+fn tls_words(e: &rustls::Error) -> String {
+    use rustls::{AlertDescription as A, CertificateError as C};
+    let date = |t: &rustls::pki_types::UnixTime| {
+        time::OffsetDateTime::from_unix_timestamp(t.as_secs() as i64)
+            .map(crate::rules::expiry::date)
+            .unwrap_or_else(|_| "a date out of range".to_string())
+    };
+    match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::ExpiredContext { not_after, .. } => {
+                format!("it serves a certificate that expired {}", date(not_after))
+            }
+            C::Expired => "it serves a certificate that has expired".to_string(),
+            C::NotValidYetContext { not_before, .. } => format!(
+                "it serves a certificate not valid before {}",
+                date(not_before)
+            ),
+            C::NotValidYet => "it serves a certificate not valid yet".to_string(),
+            C::NotValidForNameContext { expected, .. } => format!(
+                "it serves a certificate that does not name {}",
+                expected.to_str()
+            ),
+            C::NotValidForName => {
+                "it serves a certificate that does not name the address asked".to_string()
+            }
+            // A foreign CA of the same name fails the signature.
+            C::UnknownIssuer | C::BadSignature => {
+                "it serves a certificate not signed by this node's CA".to_string()
+            }
+            _ => "it serves a certificate that cannot be trusted".to_string(),
+        },
+        rustls::Error::AlertReceived(a) => match a {
+            A::CertificateExpired => {
+                "it refused the runbook's client certificate: expired".to_string()
+            }
+            A::BadCertificate | A::UnknownCA | A::CertificateUnknown => {
+                "it refused the runbook's client certificate".to_string()
+            }
+            other => format!("it ended the handshake ({other:?})"),
+        },
+        rustls::Error::NoCertificatesPresented => "it presented no certificate".to_string(),
+        other => format!("the handshake failed ({other})"),
     }
 }
 
@@ -687,8 +737,9 @@ mod tests {
             Duration::from_secs(5),
         );
         assert!(
-            r.as_ref()
-                .is_err_and(|e| e.to_string().contains("not valid for name")),
+            r.as_ref().is_err_and(|e| e
+                .to_string()
+                .contains("it serves a certificate that does not name etcd.example")),
             "{r:?}"
         );
         server.join().unwrap();
@@ -712,11 +763,45 @@ mod tests {
             Duration::from_secs(5),
         );
         assert!(
-            r.as_ref()
-                .is_err_and(|e| e.to_string().contains("invalid peer certificate")),
+            r.as_ref().is_err_and(|e| e
+                .to_string()
+                .contains("it serves a certificate not signed by this node's CA")),
             "{r:?}"
         );
         server.join().unwrap();
+    }
+
+    #[test]
+    fn tls_failures_are_said_in_words_never_the_librarys() {
+        use rustls::pki_types::UnixTime;
+        use rustls::CertificateError as C;
+        let at = |s: u64| UnixTime::since_unix_epoch(Duration::from_secs(s));
+        let cases = [
+            (
+                rustls::Error::InvalidCertificate(C::ExpiredContext {
+                    time: at(1_796_425_726),
+                    not_after: at(1_796_256_000),
+                }),
+                "it serves a certificate that expired 2026-12-03",
+            ),
+            (
+                rustls::Error::InvalidCertificate(C::NotValidYetContext {
+                    time: at(1_796_256_000),
+                    not_before: at(1_796_425_726),
+                }),
+                "it serves a certificate not valid before 2026-12-04",
+            ),
+            (
+                rustls::Error::AlertReceived(rustls::AlertDescription::CertificateExpired),
+                "it refused the runbook's client certificate: expired",
+            ),
+        ];
+        for (e, want) in cases {
+            let io = std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+            let got = io_words(&io);
+            assert_eq!(got, want);
+            assert!(!got.contains("UNIX"), "{got}");
+        }
     }
 
     /// The server certificate is judged at the runbook's clock (`--now`),
@@ -734,8 +819,9 @@ mod tests {
             Duration::from_secs(5),
         );
         assert!(
-            r.as_ref()
-                .is_err_and(|e| e.to_string().contains("certificate expired")),
+            r.as_ref().is_err_and(|e| e
+                .to_string()
+                .contains("it serves a certificate that expired 2027-06-01")),
             "{r:?}"
         );
         server.join().unwrap();
