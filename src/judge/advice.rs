@@ -131,7 +131,8 @@ impl Advice {
         self.warnings.extend(j.unmanaged_serving());
         // A renewal at work restarts one component: that one's findings
         // are its progress (SPEC 6), the others' still count.
-        let busy = self.severity == Severity::InProgress;
+        // A renewal at work (its holder alive), whatever the severity.
+        let busy = self.in_progress.is_some();
         let skip = if busy { restarting } else { None };
         self.live = j
             .action_needed(wall)
@@ -161,7 +162,8 @@ impl Advice {
         wall: OffsetDateTime,
         restarting: Option<Component>,
     ) {
-        let busy = self.severity == Severity::InProgress;
+        // A renewal at work (its holder alive), whatever the severity.
+        let busy = self.in_progress.is_some();
         let mut why = Vec::new();
         for d in j.why_down(wall) {
             if busy && restarting.is_some_and(|r| r.name() == d.name) {
@@ -175,7 +177,11 @@ impl Advice {
             let cause = d.cause.map(|c| format!(": {c}")).unwrap_or_default();
             let mut parts = Vec::new();
             if let Some(w) = crictl {
-                parts.push(crictl_cmd(w, &["ps", "-a", "--name", &d.name]));
+                // `--name` is a regular expression: anchored, this one only.
+                parts.push(crictl_cmd(
+                    w,
+                    &["ps", "-a", "--name", &format!("^{}$", d.name)],
+                ));
                 if let Some(id) = &d.log_of {
                     parts.push(logs_command(w, id));
                 }
@@ -196,6 +202,7 @@ impl Advice {
                 Some(parts.join("; ")),
             ));
         }
+        self.next.append(&mut why);
         if !busy {
             for (name, id) in j.keeping_old() {
                 let Some(w) = crictl else { continue };
@@ -205,7 +212,11 @@ impl Advice {
                 ));
             }
         }
-        self.next.splice(0..0, why);
+        // After the steps that mend the situation the headline names (a
+        // put-back, the lock's holder, a recovery): what shows why a
+        // component is down may be a symptom of those; kube-vip's stop
+        // (a warning's) last.
+        self.next.extend(why);
     }
 }
 

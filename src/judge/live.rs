@@ -139,7 +139,7 @@ pub fn view(o: &Observation, j: &Judged) -> doc::LiveView {
                 logs: o
                     .crictl
                     .as_deref()
-                    .zip(crate::rules::live::log_container(p))
+                    .zip(crate::rules::live::log_container(p, f))
                     .map(|(w, id)| crate::judge::advice::logs_command(w, id)),
             })
             .collect(),

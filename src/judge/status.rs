@@ -284,7 +284,10 @@ fn headline(a: &advice::Advice, problems: usize, f: &HeadlineFacts<'_>) -> Strin
             let mut parts = Vec::new();
             parts.extend(f.died.as_ref().map(|d| format!("RENEWAL DIED {d}")));
             parts.extend(f.lock_held.as_ref().map(|h| format!("LOCK HELD by {h}")));
-            let down = down(None);
+            // A renewal at work, and something else an operator must act
+            // on: its work named, the pod it restarts not counted down.
+            parts.extend(f.step.as_ref().map(|w| format!("RENEWAL IN PROGRESS {w}")));
+            let down = down(f.step.as_ref().and(f.restarting));
             if !down.is_empty() {
                 parts.push(format!("{down} down"));
             }
@@ -336,9 +339,13 @@ fn progress_apart(
     s: &NodeSnapshot,
     restarting: Option<Component>,
 ) -> (Vec<Reason>, Vec<Reason>) {
+    let after_last = s.phase.file.as_ref().is_some_and(|f| {
+        f.state() == crate::rules::phase::PhaseState::RestartPending && f.next_component().is_none()
+    });
     let at_work = progress::AtWork {
         staged: &s.manifests.runbook_staging.entries,
         restarting,
+        before_restarts: restarting.is_none() && !after_last,
     };
     progress::progress_apart(reasons, &at_work)
 }
@@ -604,12 +611,14 @@ impl<'a> Viewed<'a> {
     /// The reasons apart: a renewal at work's progress, and the problems
     /// shown as such (all of them otherwise).
     fn progress_and_problems(&self) -> (Vec<Reason>, Vec<Reason>) {
-        match self.advice.severity {
-            doc::Severity::InProgress => {
+        // A renewal at work (its holder alive), whatever else the view
+        // found: its own work is progress (SPEC 6, v1.3).
+        match self.advice.in_progress {
+            Some(_) => {
                 let restarting = advice::work_at(self.s).unwrap_or_default().1;
                 progress_apart(&self.reasons, self.s, restarting)
             }
-            _ => (Vec::new(), self.reasons.clone()),
+            None => (Vec::new(), self.reasons.clone()),
         }
     }
 
@@ -617,9 +626,14 @@ impl<'a> Viewed<'a> {
     fn headline(&self, problems: usize) -> String {
         let (step, restarting) = advice::work_at(self.s).unwrap_or_default();
         let s = self.s;
-        let at_work = self.advice.severity == doc::Severity::InProgress;
+        let at_work = self.advice.in_progress.is_some();
+        // Died: the lock seen free (not merely not seen held).
+        let free = matches!(
+            s.lock.probe,
+            Ok(crate::node::lock::Probe::Free | crate::node::lock::Probe::Absent)
+        );
         let died = match (&s.phase.intent(), &s.phase.file) {
-            (crate::node::inspect::RunbookIntent::Pending, Some(f)) if !s.lock.is_held() => {
+            (crate::node::inspect::RunbookIntent::Pending, Some(f)) if free && !at_work => {
                 Some(format!("while {}", f.plain_step()))
             }
             _ => None,
@@ -1273,6 +1287,189 @@ mod tests {
             ),
             "{head}"
         );
+    }
+
+    /// SPEC 6 (v1.3): a renewal at work while another component crashes:
+    /// ACTION NEEDED for that one, the renewal named as such (never "LOCK
+    /// HELD"), its own work still progress, not problems; the crashed
+    /// one's why-step, and no stop of a static pod while it works.
+    #[test]
+    fn a_renewal_at_work_beside_a_crashed_component_stays_its_progress() {
+        let n = TestNode::clean()
+            .phase(
+                v2(
+                    "op-1",
+                    PhaseState::RestartPending,
+                    Some(Component::KubeApiserver),
+                ),
+                None,
+            )
+            .staged(Component::KubeApiserver)
+            .held_by_runbook("op-1");
+        let mut o = observed(|o| match o.name.as_str() {
+            "kube-apiserver" => o.containers = Ok(Containers::Absent),
+            "kube-scheduler" => {
+                o.containers = Ok(Containers::Exited {
+                    id: "sched-2".into(),
+                    exit: crate::rules::live::Exit {
+                        code: Some(1),
+                        finished: Some(NOW - time::Duration::seconds(5)),
+                    },
+                    restarts: 1,
+                })
+            }
+            _ => {}
+        });
+        // kube-vip, started before admin.conf was renewed.
+        let mut vip = healthy(Component::Etcd);
+        vip.name = "kube-vip".into();
+        vip.health = None;
+        vip.newest = Some(Ok(crate::rules::live::Written {
+            file: "/etc/kubernetes/admin.conf".into(),
+            at: NOW - time::Duration::minutes(1),
+        }));
+        o.pods.push(vip);
+        let v = view_live(&n, &o);
+        let (severity, head, code) = verdict(&v);
+        assert_eq!((severity, code), (Severity::ActionNeeded, 4), "{head}");
+        assert!(
+            head.starts_with("NODE: ACTION NEEDED: RENEWAL IN PROGRESS restarting kube-apiserver (2 of 4); kube-scheduler not running: exited 1 (its own error)"),
+            "{head}"
+        );
+        assert!(
+            !head.contains("LOCK HELD") && !head.contains("kube-apiserver down"),
+            "{head}"
+        );
+        let text = &v.drafted.text;
+        let problems = text.split("\nproblems:\n").nth(1).unwrap_or_default();
+        let problems = problems.split("\n\n").next().unwrap_or_default();
+        assert!(problems.contains("kube-scheduler not running"), "{text}");
+        for own in [
+            "renewal lock",
+            "kube-apiserver manifest is staged",
+            "unfinished while",
+        ] {
+            assert!(!problems.contains(own), "{own} is progress:\n{text}");
+        }
+        let steps = &v.drafted.document.next_steps;
+        let cmds: Vec<&str> = steps.iter().filter_map(|s| s.command.as_deref()).collect();
+        assert!(
+            cmds.iter()
+                .any(|c| c.contains("/usr/bin/crictl logs --tail 40 sched-2")),
+            "{steps:#?}"
+        );
+        assert!(!cmds.iter().any(|c| c.contains(" stop ")), "{steps:#?}");
+        assert!(
+            !cmds.iter().any(|c| c.contains("kube-apiserver$")),
+            "{steps:#?}"
+        );
+    }
+
+    /// The log shown is the container that says why: an unhealthy one's
+    /// own (not one that exited days ago in its sandbox); a crash loop's
+    /// the one before; the why-step comes after the step that mends the
+    /// headline's situation, and kube-vip's stop last.
+    #[test]
+    fn the_log_shown_is_the_one_that_says_why_and_mending_comes_first() {
+        let old = crate::rules::live::Previous {
+            id: "kcm-old".into(),
+            exit: crate::rules::live::Exit {
+                code: Some(143),
+                finished: Some(NOW - time::Duration::days(3)),
+            },
+        };
+        let unhealthy = observed(move |o| {
+            if o.name == "kube-controller-manager" {
+                o.containers = Ok(Containers::Running {
+                    id: "kcm-now".into(),
+                    since: Some(NOW - time::Duration::days(3)),
+                    restarts: 1,
+                    previous: Some(old.clone()),
+                });
+                o.health = Some(Ok(Health::Unhealthy("HTTP 500".into())));
+            }
+        });
+        let v = view_live(&TestNode::clean(), &unhealthy);
+        let logs = |v: &Verdict| -> Vec<String> {
+            v.drafted
+                .document
+                .next_steps
+                .iter()
+                .filter_map(|s| s.command.clone())
+                .filter(|c| c.contains(" logs "))
+                .collect()
+        };
+        assert_eq!(logs(&v).len(), 1, "{:#?}", v.drafted.document.next_steps);
+        assert!(
+            logs(&v)[0].contains("logs --tail 40 kcm-now"),
+            "{:?}",
+            logs(&v)
+        );
+        let pod = v
+            .drafted
+            .document
+            .live
+            .as_ref()
+            .unwrap()
+            .pods
+            .iter()
+            .find(|p| p.name == "kube-controller-manager")
+            .unwrap()
+            .clone();
+        assert!(pod.logs.unwrap().ends_with(" kcm-now"));
+
+        // A dead renewal left kube-apiserver staged; kube-scheduler crashes
+        // since: the put-back first, the why-step after it.
+        let n = TestNode::clean()
+            .phase(
+                v2(
+                    "op-1",
+                    PhaseState::RestartPending,
+                    Some(Component::KubeApiserver),
+                ),
+                None,
+            )
+            .staged(Component::KubeApiserver);
+        let o = observed(|o| match o.name.as_str() {
+            "kube-apiserver" => o.containers = Ok(Containers::Absent),
+            "kube-scheduler" => o.health = Some(Ok(Health::Unhealthy("HTTP 500".into()))),
+            _ => {}
+        });
+        let v = view_live(&n, &o);
+        let steps = &v.drafted.document.next_steps;
+        let at = |needle: &str| {
+            steps
+                .iter()
+                .position(|s| s.command.as_deref().is_some_and(|c| c.contains(needle)))
+                .unwrap_or_else(|| panic!("no {needle}: {steps:#?}"))
+        };
+        assert!(at("--fence") < at(" logs "), "{steps:#?}");
+        assert!(
+            v.drafted
+                .head
+                .starts_with("NODE: ACTION NEEDED: RENEWAL DIED while restarting kube-apiserver"),
+            "{}",
+            v.drafted.head
+        );
+    }
+
+    /// RENEWAL DIED only when the lock is seen free: a lock that could not
+    /// be probed says nothing of whether the renewal lives.
+    #[test]
+    fn a_renewal_is_said_dead_only_with_the_lock_seen_free() {
+        let mut n = TestNode::clean().phase(v2("op-1", PhaseState::Renewing, None), None);
+        let v = view(&n);
+        let (_, head, _) = verdict(&v);
+        assert!(
+            head.starts_with("NODE: RENEWAL DIED while renewing"),
+            "{head}"
+        );
+        n.0.lock.probe = Err(std::sync::Arc::new(crate::node::fsx::FsError::Symlink {
+            path: "/var/lib/nvke/k8s-cert-renewal/lock".into(),
+        }));
+        let v = view(&n);
+        let (_, head, _) = verdict(&v);
+        assert!(!head.contains("RENEWAL DIED"), "{head}");
     }
 
     /// SPEC 12 (v1.3) and 6: a node that is not a control plane is one

@@ -651,16 +651,19 @@ pub struct Down {
     pub log_of: Option<String>,
 }
 
-/// The container whose log says why a pod is down or unhealthy: the one
-/// that exited (not running), the one before (a crash loop), else the
-/// running one.
-pub fn log_container(o: &Observed) -> Option<&str> {
+/// The container whose log says why a pod is down or unhealthy, by its
+/// findings: the one before the running one in a crash loop, else the one
+/// that exited (not running), else the running one (unhealthy: its own
+/// log; an earlier one that exited days ago says nothing of now).
+pub fn log_container<'a>(o: &'a Observed, findings: &[Finding]) -> Option<&'a str> {
+    let looping = findings
+        .iter()
+        .any(|f| matches!(f, Finding::Restarting { .. }));
     match o.containers.as_ref().ok()? {
-        Containers::Exited { id, .. } => Some(id),
         Containers::Running {
             previous: Some(p), ..
-        } => Some(&p.id),
-        Containers::Running { id, .. } => Some(id),
+        } if looping => Some(&p.id),
+        Containers::Exited { id, .. } | Containers::Running { id, .. } => Some(id),
         Containers::Absent => None,
     }
 }
@@ -805,7 +808,7 @@ impl Judged {
                     name: o.name.clone(),
                     words: f.words(wall),
                     cause,
-                    log_of: log_container(o).map(str::to_string),
+                    log_of: log_container(o, fs).map(str::to_string),
                 })
             })
             .collect()

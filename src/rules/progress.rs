@@ -110,6 +110,10 @@ pub struct AtWork<'a> {
     pub staged: &'a [String],
     /// The component it restarts (its pod is down by design).
     pub restarting: Option<Component>,
+    /// It has restarted none yet (renewing, or starting): every component
+    /// is still to be reached. False with no `restarting`: all four were
+    /// restarted (it checks them).
+    pub before_restarts: bool,
 }
 
 /// The reasons apart: (progress, problems), each in the order given. The
@@ -125,8 +129,9 @@ pub fn progress_apart(reasons: &[Reason], w: &AtWork<'_>) -> (Vec<Reason>, Vec<R
         .all(|e| w.restarting.is_some_and(|c| *e == c.manifest_file()));
     let order = |c: Component| Component::ALL.iter().position(|x| *x == c);
     let not_reached = |c: Component| match w.restarting {
-        // Before its first restart: it reaches every one.
-        None => true,
+        // Before its first restart it reaches every one; after its last,
+        // none.
+        None => w.before_restarts,
         Some(r) => order(c) >= order(r),
     };
     reasons.iter().cloned().partition(|r| match r.kind {
@@ -145,7 +150,11 @@ mod tests {
     const PHASE: &str = "restart_pending (next: kube-apiserver), operation op-1";
 
     fn at_work(staged: &[String], restarting: Option<Component>) -> AtWork<'_> {
-        AtWork { staged, restarting }
+        AtWork {
+            staged,
+            restarting,
+            before_restarts: restarting.is_none(),
+        }
     }
 
     fn reasons() -> Vec<Reason> {
@@ -188,6 +197,14 @@ mod tests {
         // Before its first restart (renewing): it reaches every one.
         let (progress, problems) = progress_apart(&r, &at_work(&[], None));
         assert_eq!((progress, problems), (r.clone(), vec![]));
+        // After its last (checking the four): none is still to be reached.
+        let after = AtWork {
+            staged: &[],
+            restarting: None,
+            before_restarts: false,
+        };
+        let (progress, problems) = progress_apart(&r, &after);
+        assert_eq!((progress, problems), (vec![], r.clone()));
     }
 
     #[test]

@@ -354,7 +354,12 @@ fn containers(
             // Not running: how the newest ended; running after a crash in
             // its sandbox: how the one before ended (SPEC 6, v1.3).
             let ended = live::last_ended(&mine)?;
-            if left().is_zero() {
+            // A running one up past STAY_UP is no crash loop: its earlier
+            // exit is not asked (it would only spend the budget).
+            let settled = crate::rules::cri::running(&mine)
+                .and_then(|r| r.created())
+                .is_some_and(|t| OffsetDateTime::now_utc() - t >= live::STAY_UP);
+            if settled || left().is_zero() {
                 return None;
             }
             rt.inspect_exit(&ended.id, left()).ok()
