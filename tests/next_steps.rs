@@ -101,7 +101,13 @@ fn commands(doc: &Value, what: &str) -> Vec<String> {
 /// The commands as the text prints them: the lines after each numbered
 /// step, continuations joined as a shell would read them.
 fn text_commands(text: &str) -> Vec<String> {
-    let after: Vec<&str> = text.lines().skip_while(|l| *l != "next:").skip(1).collect();
+    // `next:` after the verdict, or `next, in full:` before it.
+    let after: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "next:" && *l != "next, in full:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
     let mut out = Vec::new();
     let mut cur: Option<String> = None;
     for l in after {
