@@ -150,11 +150,13 @@ impl Advice {
 
 impl Advice {
     /// The steps that show why a component is down, crash-looping or
-    /// unhealthy (SPEC 6, v1.3), first: its containers, the last one's log
-    /// and the kubelet's journal, pasteable (`crictl`: as this run called
-    /// it; none found: the journal only). The component a renewal at work
-    /// restarts is its progress. Then, with no renewal at work, a static
-    /// pod that keeps an old credential gets its stop.
+    /// unhealthy (SPEC 6, v1.3), after the steps already advised (those
+    /// mend what the headline names): its containers, the log of the
+    /// container that says why and the kubelet's journal, pasteable
+    /// (`crictl`: as this run called it; none found: the journal only).
+    /// The component a renewal at work restarts is its progress. Last,
+    /// with no renewal at work, a static pod that keeps an old credential
+    /// gets its stop.
     pub fn with_why(
         &mut self,
         j: &crate::rules::live::Judged,
