@@ -1242,13 +1242,10 @@ mod tests {
         );
     }
 
-    /// SPEC 6 (v1.2): a renewal at work shows its progress, not problems:
-    /// RENEWAL IN PROGRESS, its step, the component it restarts down by
-    /// design (its live findings are progress too); exit 4 stays while a
-    /// pod is down (SPEC 7). Another pod down is named.
-    #[test]
-    fn a_renewal_at_work_shows_its_progress_and_exit_4_stays() {
-        let n = TestNode::clean()
+    /// Renewal op-1's work, restarting kube-apiserver (2 of 4), its
+    /// manifest staged (a holder, or none, is the test's).
+    fn apiserver_staged_by_op_1() -> TestNode {
+        TestNode::clean()
             .phase(
                 v2(
                     "op-1",
@@ -1258,7 +1255,15 @@ mod tests {
                 None,
             )
             .staged(Component::KubeApiserver)
-            .held_by_runbook("op-1");
+    }
+
+    /// SPEC 6 (v1.2): a renewal at work shows its progress, not problems:
+    /// RENEWAL IN PROGRESS, its step, the component it restarts down by
+    /// design (its live findings are progress too); exit 4 stays while a
+    /// pod is down (SPEC 7). Another pod down is named.
+    #[test]
+    fn a_renewal_at_work_shows_its_progress_and_exit_4_stays() {
+        let n = apiserver_staged_by_op_1().held_by_runbook("op-1");
         let apiserver_down = observed(|o| {
             if o.name == "kube-apiserver" {
                 o.containers = Ok(Containers::Absent)
@@ -1295,17 +1300,7 @@ mod tests {
     /// one's why-step, and no stop of a static pod while it works.
     #[test]
     fn a_renewal_at_work_beside_a_crashed_component_stays_its_progress() {
-        let n = TestNode::clean()
-            .phase(
-                v2(
-                    "op-1",
-                    PhaseState::RestartPending,
-                    Some(Component::KubeApiserver),
-                ),
-                None,
-            )
-            .staged(Component::KubeApiserver)
-            .held_by_runbook("op-1");
+        let n = apiserver_staged_by_op_1().held_by_runbook("op-1");
         let mut o = observed(|o| match o.name.as_str() {
             "kube-apiserver" => o.containers = Ok(Containers::Absent),
             "kube-scheduler" => {
@@ -1420,16 +1415,7 @@ mod tests {
 
         // A dead renewal left kube-apiserver staged; kube-scheduler crashes
         // since: the put-back first, the why-step after it.
-        let n = TestNode::clean()
-            .phase(
-                v2(
-                    "op-1",
-                    PhaseState::RestartPending,
-                    Some(Component::KubeApiserver),
-                ),
-                None,
-            )
-            .staged(Component::KubeApiserver);
+        let n = apiserver_staged_by_op_1();
         let o = observed(|o| match o.name.as_str() {
             "kube-apiserver" => o.containers = Ok(Containers::Absent),
             "kube-scheduler" => o.health = Some(Ok(Health::Unhealthy("HTTP 500".into()))),
